@@ -1,0 +1,30 @@
+# Every target sets up .venv first, so `make run` and `make test` work on a fresh clone.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: install run test lint bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+run: install
+	$(PY) -m minibroker --host 127.0.0.1 --port 9092 --data-dir data --config config.yaml
+
+test: install
+	$(PY) -m pytest -q
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+bench: install
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) data .pytest_cache
