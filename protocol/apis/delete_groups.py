@@ -1,0 +1,24 @@
+"""DeleteGroups (api key 42): schema data generated from Kafka's message definitions
+by tools/gen_schemas.py. Edit the generator, not this file."""
+
+from protocol.schema import Api, F, Schema
+
+REQUEST = Schema(
+    'DeleteGroupsRequest', '0-2', flexible='2+',
+    fields=[
+        F('groups_names', '[]string', '0+'),
+    ],
+)
+
+RESPONSE = Schema(
+    'DeleteGroupsResponse', '0-2', flexible='2+',
+    fields=[
+        F('throttle_time_ms', 'int32', '0+'),
+        F('results', '[]DeletableGroupResult', '0+', fields=[
+            F('group_id', 'string', '0+'),
+            F('error_code', 'int16', '0+'),
+        ]),
+    ],
+)
+
+API = Api(42, 'DeleteGroups', REQUEST, RESPONSE)

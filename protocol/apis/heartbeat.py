@@ -1,0 +1,24 @@
+"""Heartbeat (api key 12): schema data generated from Kafka's message definitions
+by tools/gen_schemas.py. Edit the generator, not this file."""
+
+from protocol.schema import Api, F, Schema
+
+REQUEST = Schema(
+    'HeartbeatRequest', '0-4', flexible='4+',
+    fields=[
+        F('group_id', 'string', '0+'),
+        F('generation_id', 'int32', '0+'),
+        F('member_id', 'string', '0+'),
+        F('group_instance_id', 'string', '3+', nullable='3+', default=None),
+    ],
+)
+
+RESPONSE = Schema(
+    'HeartbeatResponse', '0-4', flexible='4+',
+    fields=[
+        F('throttle_time_ms', 'int32', '1+', ignorable=True),
+        F('error_code', 'int16', '0+'),
+    ],
+)
+
+API = Api(12, 'Heartbeat', REQUEST, RESPONSE)

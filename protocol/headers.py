@@ -1,0 +1,81 @@
+"""Request and response headers, and which header version each API version uses.
+
+Request header v0: api_key, api_version, correlation_id. v1 adds client_id (a nullable string
+that stays int16-prefixed even in flexible versions). v2 (flexible API versions) adds tagged
+fields. Response header v0 is the correlation id; v1 (flexible) adds tagged fields. Kafka's one
+exception, kept here as data: ApiVersions responses always use header v0, because a client that
+sent an unsupported version must still be able to read the answer (KIP-511).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from protocol import types as t
+from protocol.apis import APIS
+from protocol.types import DecodeError
+
+API_VERSIONS_KEY = 18
+# Response header version forced regardless of flexibility: {api_key: header version}.
+RESPONSE_HEADER_EXCEPTIONS = {API_VERSIONS_KEY: 0}
+
+
+@dataclass(slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None = None
+    unknown_tags: dict[int, bytes] | None = field(default=None)
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    api = APIS.get(api_key)
+    if api is not None and api_version in api.versions and api.is_flexible(api_version):
+        return 2
+    return 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key in RESPONSE_HEADER_EXCEPTIONS:
+        return RESPONSE_HEADER_EXCEPTIONS[api_key]
+    api = APIS.get(api_key)
+    if api is not None and api_version in api.versions and api.is_flexible(api_version):
+        return 1
+    return 0
+
+
+def decode_request_header(buf, pos: int = 0) -> tuple[RequestHeader, int]:
+    """Read a request header; the version comes from the api key and version it starts with."""
+    api_key, pos = t.read_int16(buf, pos)
+    api_version, pos = t.read_int16(buf, pos)
+    correlation_id, pos = t.read_int32(buf, pos)
+    client_id, pos = t.read_nullable_string(buf, pos)
+    header = RequestHeader(api_key, api_version, correlation_id, client_id)
+    if request_header_version(api_key, api_version) >= 2:
+        count, pos = t.read_uvarint(buf, pos)
+        for _ in range(count):
+            tag, pos = t.read_uvarint(buf, pos)
+            size, pos = t.read_uvarint(buf, pos)
+            if pos + size > len(buf):
+                raise DecodeError("request header tagged field runs past the end")
+            if header.unknown_tags is None:
+                header.unknown_tags = {}
+            header.unknown_tags[tag] = bytes(buf[pos:pos + size])
+            pos += size
+    return header, pos
+
+
+def encode_request_header(out: bytearray, header: RequestHeader) -> None:
+    t.write_int16(out, header.api_key)
+    t.write_int16(out, header.api_version)
+    t.write_int32(out, header.correlation_id)
+    t.write_string(out, header.client_id)
+    if request_header_version(header.api_key, header.api_version) >= 2:
+        out.append(0)
+
+
+def encode_response_header(out: bytearray, correlation_id: int, header_version: int) -> None:
+    t.write_int32(out, correlation_id)
+    if header_version >= 1:
+        out.append(0)

@@ -1,0 +1,224 @@
+"""Message schemas as data.
+
+Theory of operation: every API is an `Api` holding two `Schema`s (request, response). A schema is
+a tree of `F` (field) objects, each knowing the versions it exists in, the versions it may be
+null in, and, for tagged fields (KIP-482), its tag. This mirrors the grammar of Kafka's message
+JSON (clients/src/main/resources/common/message/README.md) in a compact form of our own; the
+data in protocol/apis/ is generated from Kafka's files by tools/gen_schemas.py.
+
+Messages do not know their version. A schema builds one plain class per struct (with __slots__),
+and protocol.codec compiles, per (schema, version), a reader and a writer for it. Code that builds
+a response writes `produce.RESPONSE(...)`, and nested structs are reached by their Kafka name:
+`produce.RESPONSE.PartitionProduceResponse(index=0)`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+ZERO_UUID = uuid.UUID(int=0)
+
+PRIMITIVES = frozenset(
+    {"bool", "int8", "int16", "uint16", "int32", "int64", "float64", "string", "bytes", "records", "uuid"}
+)
+
+
+class Versions:
+    """A version range as Kafka writes it: "3+", "0-7", "5" or "none"."""
+
+    __slots__ = ("lo", "hi")
+
+    def __init__(self, spec: str):
+        if spec == "none" or spec == "":
+            self.lo, self.hi = 0, -1
+        elif spec.endswith("+"):
+            self.lo, self.hi = int(spec[:-1]), 1 << 15
+        elif "-" in spec:
+            lo, hi = spec.split("-")
+            self.lo, self.hi = int(lo), int(hi)
+        else:
+            self.lo = self.hi = int(spec)
+
+    def __contains__(self, version: int) -> bool:
+        return self.lo <= version <= self.hi
+
+    def __iter__(self):
+        return iter(range(self.lo, self.hi + 1))
+
+    def __repr__(self) -> str:
+        if self.hi < self.lo:
+            return "none"
+        if self.hi == 1 << 15:
+            return f"{self.lo}+"
+        return f"{self.lo}-{self.hi}" if self.lo != self.hi else str(self.lo)
+
+
+NO_VERSIONS = Versions("none")
+
+
+class F:
+    """One field of a message or struct."""
+
+    __slots__ = (
+        "name", "type", "versions", "nullable", "tag", "tagged", "ignorable", "flexible",
+        "fields", "is_array", "base", "struct", "_default",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        type: str,
+        versions: str,
+        *,
+        nullable: str = "none",
+        tag: int | None = None,
+        tagged: str = "none",
+        default: Any = ...,
+        ignorable: bool = False,
+        flexible: str | None = None,
+        fields: Iterable[F] | None = None,
+    ):
+        self.name = name
+        self.type = type
+        self.versions = Versions(versions)
+        self.nullable = Versions(nullable)
+        self.tag = tag
+        self.tagged = Versions(tagged)
+        self.ignorable = ignorable
+        self.flexible = Versions(flexible) if flexible is not None else None
+        self.is_array = type.startswith("[]")
+        self.base = type[2:] if self.is_array else type
+        self.fields: tuple[F, ...] = tuple(fields or ())
+        self.struct: type | None = None  # set by Schema for struct-typed fields
+        self._default = default
+
+    @property
+    def is_struct(self) -> bool:
+        return self.base not in PRIMITIVES
+
+    def default(self) -> Any:
+        """A fresh default value (arrays get a new list each time)."""
+        d = self._default
+        if d is not ...:
+            return d
+        if self.is_array:
+            return []
+        b = self.base
+        if b in ("int8", "int16", "uint16", "int32", "int64"):
+            return 0
+        if b == "bool":
+            return False
+        if b == "float64":
+            return 0.0
+        if b == "string":
+            return ""
+        if b in ("bytes", "records"):
+            return b""
+        if b == "uuid":
+            return ZERO_UUID
+        assert self.struct is not None
+        return self.struct()
+
+    def is_default(self, value: Any) -> bool:
+        d = self.default()
+        if isinstance(d, Message):
+            return value is not None and all(f.is_default(getattr(value, f.name)) for f in d._fields)
+        return value == d
+
+
+class Message:
+    """Base of the generated struct classes: keyword construction, defaults, equality, repr."""
+
+    __slots__ = ("unknown_tags",)
+    _fields: tuple[F, ...] = ()
+    _names: tuple[str, ...] = ()
+
+    def __init__(self, **kwargs: Any):
+        for f in self._fields:
+            v = kwargs.pop(f.name, ...)
+            object.__setattr__(self, f.name, f.default() if v is ... else v)
+        if kwargs:
+            raise TypeError(f"{type(self).__name__} has no fields {sorted(kwargs)}")
+        self.unknown_tags: dict[int, bytes] | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self._names)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in self._names)
+        return f"{type(self).__name__}({inner})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain-data view (for traces and tests)."""
+
+        def conv(v: Any) -> Any:
+            if isinstance(v, Message):
+                return v.to_dict()
+            if isinstance(v, list):
+                return [conv(x) for x in v]
+            if isinstance(v, memoryview):
+                return bytes(v)
+            return v
+
+        return {n: conv(getattr(self, n)) for n in self._names}
+
+
+def _make_class(name: str, fields: tuple[F, ...]) -> type[Message]:
+    names = tuple(f.name for f in fields)
+    return type(name, (Message,), {"__slots__": names, "_fields": fields, "_names": names})
+
+
+class Schema:
+    """A message (a request, a response, or a coordinator record) and all its versions."""
+
+    def __init__(self, name: str, valid: str, *, flexible: str = "none", fields: Iterable[F] = ()):
+        self.name = name
+        self.valid = Versions(valid)
+        self.flexible = Versions(flexible)
+        self.fields = tuple(fields)
+        self.classes: dict[str, type[Message]] = {}
+        self.cls = self._build(name, self.fields)
+        self._codecs: dict[int, Any] = {}  # version -> (reader, writer), filled by protocol.codec
+
+    def _build(self, name: str, fields: tuple[F, ...]) -> type[Message]:
+        for f in fields:
+            if f.is_struct:
+                f.struct = self.classes.get(f.base) or self._build(f.base, f.fields)
+        cls = self.classes[name] = _make_class(name, fields)
+        return cls
+
+    def __call__(self, **kwargs: Any) -> Message:
+        return self.cls(**kwargs)
+
+    def __getattr__(self, name: str) -> type[Message]:
+        try:
+            return self.__dict__["classes"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __repr__(self) -> str:
+        return f"Schema({self.name} v{self.valid}, flexible {self.flexible})"
+
+
+class Api:
+    """An API key with its request and response schemas."""
+
+    def __init__(self, key: int, name: str, request: Schema, response: Schema):
+        self.key = key
+        self.name = name
+        self.request = request
+        self.response = response
+
+    @property
+    def versions(self) -> Versions:
+        return self.request.valid
+
+    def is_flexible(self, version: int) -> bool:
+        return version in self.request.flexible
+
+    def __repr__(self) -> str:
+        return f"Api({self.key}, {self.name}, v{self.versions})"

@@ -1,0 +1,159 @@
+"""Regenerate protocol/apis/*.py from Apache Kafka's message definitions.
+
+    python tools/gen_schemas.py /path/to/kafka/clients/src/main/resources/common/message \
+        [/path/to/kafka/group-coordinator/src/main/resources/common/message ...]
+
+Kafka's JSON (clients/src/main/resources/common/message/*.json) is the source of the *facts*:
+field names, types, version ranges, nullability, tags and defaults. We emit them in our own
+compact form (see protocol/schema.py); documentation strings are not copied. Kafka marks a
+version still under development with "latestVersionUnstable"; like a Kafka broker with
+unstable.api.versions.enable=false we leave that version out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+# The APIs minibroker defines schemas for: (Kafka file stem, our module name).
+APIS = [
+    "Produce", "Fetch", "ListOffsets", "Metadata", "OffsetCommit", "OffsetFetch", "FindCoordinator",
+    "JoinGroup", "Heartbeat", "LeaveGroup", "SyncGroup", "DescribeGroups", "ListGroups",
+    "SaslHandshake", "ApiVersions", "CreateTopics", "DeleteTopics", "DeleteRecords", "InitProducerId",
+    "OffsetForLeaderEpoch", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit",
+    "DescribeConfigs", "AlterConfigs", "DescribeLogDirs", "SaslAuthenticate", "CreatePartitions",
+    "DeleteGroups", "IncrementalAlterConfigs", "OffsetDelete", "DescribeCluster", "DescribeProducers",
+    "DescribeTransactions", "ListTransactions", "ConsumerGroupHeartbeat", "ConsumerGroupDescribe",
+    "DescribeTopicPartitions",
+]
+# Records Kafka's coordinators write to __consumer_offsets / __transaction_state.
+RECORDS = ["OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue",
+           "TransactionLogKey", "TransactionLogValue"]
+
+
+def load(path: Path) -> dict:
+    text = "\n".join(line for line in path.read_text().splitlines() if not line.strip().startswith("//"))
+    return json.loads(text)
+
+
+def snake(name: str) -> str:
+    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name)
+    return s.lower()
+
+
+def module_name(api: str) -> str:
+    return snake(api)
+
+
+def default_literal(ftype: str, raw: str | None, nullable: str) -> str | None:
+    """Python literal for a non-obvious default, or None when the type's zero value applies."""
+    if raw is None or raw == "":
+        return None
+    raw = str(raw).lower() if isinstance(raw, bool) else str(raw)
+    if raw == "null":
+        return "None"
+    if ftype == "bool":
+        return "True" if raw == "true" else None
+    if ftype in ("int8", "int16", "uint16", "int32", "int64"):
+        v = int(raw, 16) if raw.lower().startswith("0x") else int(raw)
+        return None if v == 0 else str(v)
+    if ftype == "float64":
+        return None if float(raw) == 0 else repr(float(raw))
+    if ftype == "string":
+        return repr(raw)
+    return None
+
+
+class Emitter:
+    def __init__(self, common: dict[str, list]):
+        self.common = common
+        self.lines: list[str] = []
+
+    def fields(self, fields: list, indent: int) -> None:
+        pad = " " * indent
+        for f in fields:
+            ftype: str = f["type"]
+            base = ftype[2:] if ftype.startswith("[]") else ftype
+            sub = f.get("fields")
+            if base[0].isupper() and sub is None:
+                sub = self.common[base]
+            args = [repr(snake(f["name"])), repr(ftype), repr(f.get("versions", f.get("taggedVersions")))]
+            if f.get("nullableVersions"):
+                args.append(f"nullable={f['nullableVersions']!r}")
+            if "tag" in f:
+                args.append(f"tag={f['tag']}")
+                args.append(f"tagged={f['taggedVersions']!r}")
+            d = default_literal(base, f.get("default"), f.get("nullableVersions", ""))
+            if d is not None:
+                args.append(f"default={d}")
+            if f.get("ignorable"):
+                args.append("ignorable=True")
+            if f.get("flexibleVersions"):
+                args.append(f"flexible={f['flexibleVersions']!r}")
+            if sub:
+                self.lines.append(f"{pad}F({', '.join(args)}, fields=[")
+                self.fields(sub, indent + 4)
+                self.lines.append(f"{pad}]),")
+            else:
+                self.lines.append(f"{pad}F({', '.join(args)}),")
+
+
+def valid_range(d: dict) -> str:
+    vv = d["validVersions"]
+    if d.get("latestVersionUnstable"):
+        lo, _, hi = vv.partition("-")
+        vv = lo if not hi or int(hi) - 1 == int(lo) else f"{lo}-{int(hi) - 1}"
+    return vv
+
+
+def emit_struct(name: str, d: dict, var: str, out: list[str]) -> None:
+    common = {c["name"]: c["fields"] for c in d.get("commonStructs", [])}
+    e = Emitter(common)
+    e.fields(d["fields"], 8)
+    out.append(f"{var} = Schema(")
+    out.append(f"    {name!r}, {valid_range(d)!r}, flexible={d.get('flexibleVersions', 'none')!r},")
+    out.append("    fields=[")
+    out.extend(e.lines)
+    out.append("    ],")
+    out.append(")")
+
+
+def main() -> None:
+    dirs = [Path(p) for p in sys.argv[1:]]
+    files = {p.stem: p for d in dirs for p in d.glob("*.json")}
+    outdir = Path(__file__).resolve().parent.parent / "protocol" / "apis"
+    for api in APIS:
+        req, resp = load(files[api + "Request"]), load(files[api + "Response"])
+        out = [
+            f'"""{api} (api key {req["apiKey"]}): schema data generated from Kafka\'s message definitions',
+            "by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",
+            "",
+            "from protocol.schema import Api, F, Schema",
+            "",
+        ]
+        emit_struct(api + "Request", req, "REQUEST", out)
+        out.append("")
+        emit_struct(api + "Response", resp, "RESPONSE", out)
+        out.append("")
+        out.append(f"API = Api({req['apiKey']}, {api!r}, REQUEST, RESPONSE)")
+        (outdir / f"{module_name(api)}.py").write_text("\n".join(out) + "\n")
+    rec = [
+        '"""Coordinator records (__consumer_offsets, __transaction_state): schema data generated from',
+        "Kafka's definitions by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",
+        "",
+        "from protocol.schema import F, Schema",
+        "",
+    ]
+    for name in RECORDS:
+        d = load(files[name])
+        emit_struct(name, d, snake(name).upper(), rec)
+        rec.append("")
+    (outdir.parent / "coordinator_records.py").write_text("\n".join(rec))
+    names = ", ".join(module_name(a) for a in APIS)
+    print(f"wrote {len(APIS)} API modules: {names}")
+
+
+if __name__ == "__main__":
+    main()
