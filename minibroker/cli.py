@@ -1,0 +1,73 @@
+"""Command line: `python -m minibroker --host H --port P --data-dir D [--config F] [--override k=v ...]`.
+
+Subcommands for the tools (e.g. `python -m minibroker dump-log FILE...`) are dispatched by name
+before the broker's own options are parsed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+TOOLS = {
+    "dump-log": "minibroker.tools.dump_log",
+}
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="minibroker", description="A Kafka-protocol broker on one machine.")
+    p.add_argument("--host", default=None, help="address to listen on and advertise (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port (default 9092; 0 picks a free one)")
+    p.add_argument("--data-dir", default=None, help="log.dirs: where partitions are stored")
+    p.add_argument("--config", type=Path, default=None, help="YAML file with Kafka's config keys")
+    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a config key (repeatable), e.g. --override num.partitions=3")
+    p.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop", help="event loop (default uvloop)")
+    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--trace", action="store_true", help="print one line per request and response")
+    p.add_argument("--trace-format", choices=["text", "json"], default="text")
+    p.add_argument("--trace-bytes", action="store_true", help="add an annotated hex view to the trace")
+    return p.parse_args(argv)
+
+
+async def serve(args: argparse.Namespace) -> int:
+    from minibroker.config import BrokerConfig
+    from minibroker.server import BrokerServer
+
+    config = BrokerConfig.load(args.config, args.override, host=args.host, port=args.port,
+                               data_dir=args.data_dir)
+    server = BrokerServer(config)
+    await server.start()
+    if args.trace:
+        from minibroker.tools.trace import Tracer
+
+        assert server.broker is not None
+        server.broker.tracer = Tracer(sys.stdout, fmt=args.trace_format, with_bytes=args.trace_bytes)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    logging.getLogger("minibroker").info("shutting down")
+    await server.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in TOOLS:
+        import importlib
+
+        return importlib.import_module(TOOLS[argv[0]]).main(argv[1:])
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
+    if args.loop == "uvloop":
+        import uvloop
+
+        return uvloop.run(serve(args))
+    return asyncio.run(serve(args))

@@ -1,0 +1,173 @@
+"""Fetch: v4-17.
+
+Behavior:
+- Reads each requested partition from its fetch offset, bounded by the partition's max bytes and
+  the request's max bytes, in whole batches; the first partition that returns data gets at least
+  one whole batch even if it is larger than the limits (KIP-74). Reading from the middle of a
+  batch returns the whole batch (clients skip the records before their offset).
+- read_uncommitted reads up to the high watermark; read_committed up to the last stable offset.
+- Long poll: when fewer than `min_bytes` are ready and `max_wait_ms` > 0, the request waits until
+  an append to one of its partitions wakes it, or the wait ends (Kafka's DelayedFetch).
+- Record bytes are not read into Python: each partition's data is a `FileRegion` of one segment
+  file, which the connection sends with sendfile.
+- Incremental fetch sessions (KIP-227), see minibroker.fetch_sessions.
+
+Version notes: v4 adds isolation level and the last stable offset; v5 log start offset; v7
+sessions; v11 rack id / preferred replica; v12 flexible; v13 topic ids replace names; v15 replica
+state moves to a tagged field; v16 node endpoints; v17 replica directory id. v0-3 (MessageSet
+formats) come with the legacy-format work.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from minibroker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
+from minibroker.handlers.registry import RequestContext, handles
+from protocol.apis import fetch
+from protocol.errors import ErrorCode, KafkaError
+from protocol.schema import ZERO_UUID
+
+READ_COMMITTED = 1
+EMPTY = b""  # a partition with no data gets empty records, not null, as Kafka sends
+R = fetch.RESPONSE
+
+
+class _Part:
+    __slots__ = ("key", "fetch_offset", "max_bytes", "sp")
+
+    def __init__(self, key: tuple[str, Any, int], fetch_offset: int, max_bytes: int,
+                 sp: SessionPartition | None = None):
+        self.key = key
+        self.fetch_offset = fetch_offset
+        self.max_bytes = max_bytes
+        self.sp = sp
+
+
+def _resolve_topic(broker: Any, name: str | None, topic_id: uuid.UUID | None, version: int):
+    """(name, topic_id) for a requested topic; unknown ones keep what the client sent."""
+    if version >= 13:
+        topic = broker.topic_by_id(topic_id)
+        return (topic.name if topic else None), topic_id
+    topic = broker.topics.get(name)
+    return name, (topic.topic_id if topic else ZERO_UUID)
+
+
+@handles(fetch.API, "4-17")
+async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    v = ctx.version
+    cache = broker.fetch_sessions
+    session: FetchSession | None = None
+    response_session_id = 0
+    incremental = False
+
+    def requested() -> list[_Part]:
+        parts = []
+        for t in req.topics:
+            name, tid = _resolve_topic(broker, t.topic, t.topic_id, v)
+            for p in t.partitions:
+                parts.append(_Part((name, tid, p.partition), p.fetch_offset, p.partition_max_bytes))
+        return parts
+
+    if v >= 7 and req.session_epoch != FINAL_EPOCH:
+        if req.session_epoch == INITIAL_EPOCH:
+            if req.session_id:
+                cache.remove(req.session_id)
+            session = cache.new_session()
+            parts = requested()
+            if session is not None:
+                response_session_id = session.session_id
+                for part in parts:
+                    part.sp = session.partitions[part.key] = SessionPartition(part.fetch_offset, part.max_bytes)
+        else:
+            try:
+                session = cache.get(req.session_id, req.session_epoch)
+            except KafkaError as e:
+                return R(error_code=e.code, session_id=0, responses=[])
+            incremental = True
+            response_session_id = session.session_id
+            for t in req.forgotten_topics_data:
+                name, tid = _resolve_topic(broker, t.topic, t.topic_id, v)
+                for p in t.partitions:
+                    session.partitions.pop((name, tid, p), None)
+            for part in requested():
+                sp = session.partitions.get(part.key)
+                if sp is None:
+                    sp = session.partitions[part.key] = SessionPartition(part.fetch_offset, part.max_bytes)
+                else:
+                    sp.fetch_offset, sp.max_bytes = part.fetch_offset, part.max_bytes
+            parts = [_Part(k, sp.fetch_offset, sp.max_bytes, sp) for k, sp in session.partitions.items()]
+            session.epoch += 1
+    else:
+        if v >= 7 and req.session_id:
+            cache.remove(req.session_id)
+        parts = requested()
+
+    isolation = req.isolation_level
+    max_bytes = req.max_bytes if v >= 3 else 0x7FFFFFFF
+    deadline = time.monotonic() + max(0, req.max_wait_ms) / 1000
+    while True:
+        results, total = _read_all(broker, parts, max_bytes, isolation, v)
+        remaining = deadline - time.monotonic()
+        if total >= req.min_bytes or remaining <= 0 or any(r[1] for r in results):
+            break
+        await broker.fetch_waiters.wait([(k[0], k[2]) for k in (p.key for p in parts) if k[0]], remaining)
+
+    by_topic: dict[tuple[str, Any], list[Any]] = {}
+    for part, err, data in results:
+        if incremental and not _changed(part, err, data):
+            continue
+        name, tid, p = part.key
+        by_topic.setdefault((name, tid), []).append(data)
+        if part.sp is not None:
+            part.sp.sent_hw, part.sp.sent_lso, part.sp.sent_log_start = (
+                data.high_watermark, data.last_stable_offset, data.log_start_offset)
+    responses = [R.FetchableTopicResponse(topic=name or "", topic_id=tid or ZERO_UUID, partitions=plist)
+                 for (name, tid), plist in by_topic.items()]
+    return R(error_code=0, session_id=response_session_id, responses=responses)
+
+
+def _changed(part: _Part, err: int, data: Any) -> bool:
+    sp = part.sp
+    if err or sp is None or data.records is not EMPTY:
+        return True
+    return (data.high_watermark, data.last_stable_offset, data.log_start_offset) != (
+        sp.sent_hw, sp.sent_lso, sp.sent_log_start)
+
+
+def _read_all(broker: Any, parts: list[_Part], max_bytes: int, isolation: int, v: int):
+    results = []
+    total = 0
+    for part in parts:
+        name, tid, p = part.key
+        lg = broker.get_log(name, p) if name else None
+        if lg is None:
+            code = ErrorCode.UNKNOWN_TOPIC_ID if (v >= 13 and name is None) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            results.append((part, code, R.PartitionData(partition_index=p, error_code=code, high_watermark=-1,
+                                                        last_stable_offset=-1, log_start_offset=-1,
+                                                        records=EMPTY)))
+            continue
+        limit = min(part.max_bytes, max_bytes - total)
+        max_offset = lg.last_stable_offset if isolation == READ_COMMITTED else lg.high_watermark
+        data = R.PartitionData(partition_index=p, error_code=0, high_watermark=lg.high_watermark,
+                               last_stable_offset=lg.last_stable_offset, log_start_offset=lg.log_start_offset,
+                               records=EMPTY)
+        err = 0
+        try:
+            info = lg.read(part.fetch_offset, max(0, limit), max_offset=max_offset, min_one_batch=total == 0)
+        except KafkaError as e:
+            err = data.error_code = e.code
+        else:
+            if info.region is not None and info.region.size:
+                data.records = info.region
+                total += info.region.size
+            if isolation == READ_COMMITTED:
+                aborted = getattr(lg, "aborted_transactions", None)
+                data.aborted_transactions = aborted(part.fetch_offset, max_offset) if aborted else []
+            else:
+                data.aborted_transactions = None
+        results.append((part, err, data))
+    return results, total

@@ -1,0 +1,60 @@
+"""ListOffsets: v1-10.
+
+Behavior: per partition, the offset for a timestamp:
+  -1 LATEST: the high watermark (read_uncommitted) or the last stable offset (read_committed);
+  -2 EARLIEST and -4 EARLIEST_LOCAL (KIP-1005): the log start offset;
+  -3 MAX_TIMESTAMP (KIP-734): the offset and timestamp of the record with the largest timestamp;
+  -5 LATEST_TIERED (KIP-1005): no tiered storage here, so -1 / -1 as Kafka answers without it;
+  t >= 0: the first offset whose timestamp is >= t, found through the .timeindex; none → -1.
+
+Version notes: v1 single offset + timestamp (v0's max_num_offsets form comes with the legacy
+work); v2 isolation level; v4 leader epochs; v6 flexible; v7 MAX_TIMESTAMP; v8 EARLIEST_LOCAL;
+v9 LATEST_TIERED; v10 timeout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.handlers.registry import RequestContext, handles
+from protocol.apis import list_offsets
+from protocol.errors import ErrorCode
+
+R = list_offsets.RESPONSE
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+
+
+@handles(list_offsets.API, "1-10")
+async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    topics = []
+    for rt in req.topics:
+        parts = []
+        for rp in rt.partitions:
+            pr = R.ListOffsetsPartitionResponse(partition_index=rp.partition_index, error_code=0,
+                                                timestamp=-1, offset=-1, leader_epoch=-1)
+            lg = broker.get_log(rt.name, rp.partition_index)
+            if lg is None:
+                pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                pr.leader_epoch = 0
+                ts = rp.timestamp
+                if ts == LATEST:
+                    pr.offset = lg.last_stable_offset if req.isolation_level == 1 else lg.high_watermark
+                elif ts in (EARLIEST, EARLIEST_LOCAL):
+                    pr.offset = lg.log_start_offset
+                elif ts == MAX_TIMESTAMP:
+                    found = lg.max_timestamp_and_offset()
+                    if found is not None:
+                        pr.timestamp, pr.offset = found
+                elif ts == LATEST_TIERED:
+                    pass
+                elif ts < 0:
+                    pr.error_code = ErrorCode.INVALID_REQUEST
+                else:
+                    found = lg.offset_for_timestamp(ts)
+                    if found is not None:
+                        pr.offset, pr.timestamp = found
+            parts.append(pr)
+        topics.append(R.ListOffsetsTopicResponse(name=rt.name, partitions=parts))
+    return R(topics=topics)

@@ -1,0 +1,78 @@
+"""Metadata: v0-12.
+
+Behavior: one broker, which is the controller and the leader and only replica of every partition
+(leader epoch 0). Topics are listed with their ids and internal flag. A requested topic that does
+not exist is created when the request allows it (v4+) and auto.create.topics.enable is on, with
+num.partitions partitions. Kafka answers LEADER_NOT_AVAILABLE the first time, because its
+partitions still need leaders elected; ours exist as soon as they are created, so the topic is
+returned at once and the client saves a retry. Otherwise UNKNOWN_TOPIC_OR_PARTITION. An illegal name gets INVALID_TOPIC_EXCEPTION.
+
+Version notes: v0 an empty topic list means all topics (v1+: null means all, empty means none);
+v1 controller id, rack, internal flag; v2 cluster id; v4 allow_auto_topic_creation; v5 offline
+replicas; v7 leader epoch; v8 authorized operations; v9 flexible; v10 topic ids; v12 request by
+topic id (name nullable).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.handlers.registry import RequestContext, handles
+from protocol.apis import metadata
+from protocol.errors import ErrorCode, KafkaError
+from protocol.schema import ZERO_UUID
+
+R = metadata.RESPONSE
+
+
+def topic_metadata(broker: Any, topic: Any, error: int = 0) -> Any:
+    node = broker.node_id
+    parts = [
+        R.MetadataResponsePartition(error_code=0, partition_index=p, leader_id=node, leader_epoch=0,
+                                    replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
+        for p in sorted(topic.partitions)
+    ]
+    return R.MetadataResponseTopic(error_code=error, name=topic.name, topic_id=topic.topic_id,
+                                   is_internal=topic.is_internal, partitions=parts)
+
+
+@handles(metadata.API, "0-12")
+async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    v = ctx.version
+    topics = []
+    if req.topics is None or (v == 0 and not req.topics):
+        topics = [topic_metadata(broker, t) for t in list(broker.topics.values())]
+    else:
+        allow_create = req.allow_auto_topic_creation if v >= 4 else True
+        for rt in req.topics:
+            name = rt.name
+            if name is None:
+                topic = broker.topic_by_id(rt.topic_id)
+                if topic is None:
+                    topics.append(R.MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None,
+                                                          topic_id=rt.topic_id, partitions=[]))
+                else:
+                    topics.append(topic_metadata(broker, topic))
+                continue
+            topic = broker.topics.get(name)
+            if topic is not None:
+                topics.append(topic_metadata(broker, topic))
+                continue
+            error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if allow_create:
+                try:
+                    topic = broker.maybe_auto_create(name)
+                except KafkaError as e:
+                    error = e.code
+                if topic is not None:
+                    topics.append(topic_metadata(broker, topic))
+                    continue
+            topics.append(R.MetadataResponseTopic(error_code=error, name=name, topic_id=ZERO_UUID,
+                                                  partitions=[]))
+    return R(
+        brokers=[R.MetadataResponseBroker(node_id=broker.node_id, host=broker.host, port=broker.port)],
+        cluster_id=broker.cluster_id,
+        controller_id=broker.node_id,
+        topics=topics,
+    )

@@ -1,0 +1,105 @@
+"""Produce: v3-11.
+
+Behavior:
+- Each partition's records go to storage as the bytes that arrived: the log validates every batch
+  from its header alone (length, magic, CRC-32C, record count, size against max.message.bytes),
+  assigns offsets by rewriting the base offset, and appends. No record is decoded on this path.
+- A batch is decoded and rebuilt only when the topic's compression.type names a codec other than
+  the batch's (seed 002: the broker recompresses only then, and loses zero-copy for it).
+- acks: 0 gets no response at all (and an error closes the connection, as Kafka does, so the client
+  notices); 1 and -1 are answered after the append. This is a single-replica broker: the ISR is
+  {this broker}, so acks=-1 is acks=1, except that min.insync.replicas > 1 cannot be met
+  (NOT_ENOUGH_REPLICAS).
+- With flush.messages=1 (the fsync-per-append setting) the fsync happens, off the event loop,
+  before the response is sent.
+- Appends wake long-polling fetches on the partition.
+
+Version notes: v3 adds the transactional id and requires RecordBatch v2; v5 log start offset in
+the response; v7 zstd; v8 per-batch record errors and an error message; v9 flexible; v10 leader
+hints; v11 TRANSACTION_ABORTABLE. v0-2 (MessageSet formats) come with the legacy-format work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from minibroker.handlers.registry import RequestContext, handles
+from protocol.apis import produce
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records.batch import iter_batches
+
+log = logging.getLogger("minibroker.produce")
+R = produce.RESPONSE
+_DEFAULT_FLUSH = 1 << 62
+
+
+@handles(produce.API, "3-11")
+async def handle_produce(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    acks = req.acks
+    responses = []
+    failed = False
+    for td in req.topic_data:
+        parts = []
+        topic = broker.topics.get(td.name)
+        for pd in td.partition_data:
+            pr = R.PartitionProduceResponse(index=pd.index, error_code=0, base_offset=-1)
+            try:
+                if acks not in (-1, 0, 1):
+                    raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+                if topic is None or pd.index not in topic.partitions:
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                if topic.is_internal:
+                    raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                     f"Cannot append to internal topic {topic.name}")
+                if acks == -1 and topic.config.get("min.insync.replicas", 1) > 1:
+                    raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
+                                     "The size of the current ISR 1 is insufficient to satisfy the "
+                                     f"min.isr requirement of {topic.config['min.insync.replicas']}")
+                records = pd.records
+                if records is None or len(records) == 0:
+                    raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
+                records = _conform(topic, records)
+                lg = topic.partitions[pd.index]
+                info = lg.append_as_leader(records)
+                pr.base_offset = info.first_offset
+                pr.log_append_time_ms = info.log_append_time
+                pr.log_start_offset = info.log_start_offset
+                if lg.config.flush_messages < _DEFAULT_FLUSH or lg.config.flush_ms < _DEFAULT_FLUSH:
+                    await asyncio.get_running_loop().run_in_executor(None, lg.maybe_flush)
+                broker.fetch_waiters.notify((td.name, pd.index))
+            except KafkaError as e:
+                failed = True
+                pr.error_code = e.code
+                pr.error_message = e.message
+            except OSError as e:
+                failed = True
+                log.error("append to %s-%d failed: %s", td.name, pd.index, e)
+                pr.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+                pr.error_message = str(e)
+            parts.append(pr)
+        responses.append(R.TopicProduceResponse(name=td.name, partition_responses=parts))
+    if acks == 0:
+        if failed and ctx.connection is not None:
+            ctx.connection.close("error on an acks=0 produce")
+        return None
+    return R(responses=responses)
+
+
+def _conform(topic: Any, records: Any) -> Any:
+    """Bring the batches to what the topic requires: magic 2, and its compression.type if set."""
+    wanted = topic.config.get("compression.type", "producer")
+    for view in iter_batches(records):
+        if view.magic != 2:
+            raise KafkaError(ErrorCode.INVALID_RECORD,
+                             "Produce requests with version 3 and above may only contain RecordBatch v2")
+    if wanted in ("producer", None):
+        return records
+    from protocol.records.convert import CODEC_BY_NAME, recompress
+
+    codec = CODEC_BY_NAME[wanted]
+    if all(view.compression == codec for view in iter_batches(records)):
+        return records
+    return recompress(records, codec)

@@ -1,0 +1,82 @@
+"""The handler registry: which APIs the broker serves, at which versions.
+
+Each handler module registers its functions with `@handles(api, "lo-hi")`. ApiVersions is built
+from this registry, so the broker never advertises an API or version it does not serve
+(franz-go's kfake does the same). A request for an API we have no handler for closes the
+connection (what Kafka does for an unknown api key); a version outside the range gets
+UNSUPPORTED_VERSION from the dispatcher.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from protocol.headers import RequestHeader
+from protocol.schema import Api, Versions
+
+if TYPE_CHECKING:
+    from minibroker.broker import Broker
+    from minibroker.connection import Connection
+
+
+@dataclass(slots=True)
+class RequestContext:
+    header: RequestHeader
+    broker: Broker
+    connection: Connection | None
+
+    @property
+    def version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id
+
+    @property
+    def client_host(self) -> str:
+        if self.connection is None:
+            return "/127.0.0.1"
+        return "/" + self.connection.peer.rsplit(":", 1)[0]
+
+
+HandlerFn = Callable[[RequestContext, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Handler:
+    api: Api
+    versions: Versions
+    fn: HandlerFn
+
+
+HANDLERS: dict[int, Handler] = {}
+
+
+def handles(api: Api, versions: str) -> Callable[[HandlerFn], HandlerFn]:
+    served = Versions(versions)
+    if served.lo < api.versions.lo or served.hi > api.versions.hi:
+        raise ValueError(f"{api.name}: cannot serve v{versions}, the schema has v{api.versions}")
+
+    def register(fn: HandlerFn) -> HandlerFn:
+        if api.key in HANDLERS:
+            raise ValueError(f"{api.name} already has a handler")
+        HANDLERS[api.key] = Handler(api, served, fn)
+        return fn
+
+    return register
+
+
+def load_all() -> dict[int, Handler]:
+    """Import every handler module (each registers itself)."""
+    import importlib
+    import pkgutil
+
+    import minibroker.handlers as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        if mod.name != "registry":
+            importlib.import_module(f"minibroker.handlers.{mod.name}")
+    return HANDLERS

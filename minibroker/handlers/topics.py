@@ -1,0 +1,137 @@
+"""CreateTopics v0-7, DeleteTopics v0-6, CreatePartitions v0-3.
+
+Behavior:
+- CreateTopics validates as Kafka's controller does: the name (legal characters, length <= 249,
+  not "." or "..", no collision of '.' and '_' with an existing topic), the partition count
+  (-1 = num.partitions), the replication factor (-1 = default; anything but 1 cannot be met by
+  one broker), manual assignments (only this broker), and every config against the topic config
+  model (INVALID_CONFIG with Kafka's message). `validate_only` checks everything and creates
+  nothing. From v5 the response carries the topic's resulting configs.
+- DeleteTopics deletes by name (v0-5) or by name or id (v6), removing the partition directories;
+  internal topics cannot be deleted by clients.
+- CreatePartitions only grows a topic (INVALID_PARTITIONS otherwise); new partitions start empty.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.config import describe_topic_config
+from minibroker.handlers.registry import RequestContext, handles
+from protocol.apis import create_partitions, create_topics, delete_topics
+from protocol.errors import ErrorCode, KafkaError, error_name
+from protocol.schema import ZERO_UUID
+
+CT = create_topics.RESPONSE
+DT = delete_topics.RESPONSE
+CP = create_partitions.RESPONSE
+
+
+def _fail(result: Any, e: KafkaError) -> None:
+    result.error_code = e.code
+    result.error_message = e.message or error_name(e.code)
+
+
+@handles(create_topics.API, "0-7")
+async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    results = []
+    seen: set[str] = set()
+    for t in req.topics:
+        result = CT.CreatableTopicResult(name=t.name, topic_id=ZERO_UUID, error_code=0, error_message=None,
+                                         num_partitions=-1, replication_factor=-1, configs=None)
+        results.append(result)
+        try:
+            if t.name in seen:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Duplicate topic name {t.name} in the request")
+            seen.add(t.name)
+            num_partitions = t.num_partitions
+            replication = t.replication_factor
+            if t.assignments:
+                if num_partitions != -1 or replication != -1:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                     "Both numPartitions or replicationFactor and replicasAssignments were set.")
+                for a in t.assignments:
+                    if list(a.broker_ids) != [broker.node_id]:
+                        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                         f"Partition {a.partition_index} can only be assigned to broker "
+                                         f"{broker.node_id}")
+                num_partitions, replication = len(t.assignments), 1
+            if num_partitions == -1:
+                num_partitions = broker.config.get("num.partitions")
+            if replication == -1:
+                replication = broker.config.get("default.replication.factor")
+            configs = {c.name: c.value for c in t.configs}
+            overrides = broker.check_new_topic(t.name, num_partitions, replication, configs)
+            result.num_partitions = num_partitions
+            result.replication_factor = replication
+            if not req.validate_only:
+                topic = broker.create_topic(t.name, num_partitions, overrides)
+                result.topic_id = topic.topic_id
+            if ctx.version >= 5:
+                result.configs = [
+                    CT.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
+                                             config_source=e.source, is_sensitive=e.sensitive)
+                    for e in describe_topic_config(broker.config, overrides)
+                ]
+        except KafkaError as e:
+            _fail(result, e)
+    return CT(topics=results)
+
+
+@handles(delete_topics.API, "0-6")
+async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    if ctx.version >= 6:
+        wanted = [(t.name, t.topic_id) for t in req.topics]
+    else:
+        wanted = [(name, None) for name in req.topic_names]
+    results = []
+    for name, topic_id in wanted:
+        result = DT.DeletableTopicResult(name=name, topic_id=topic_id or ZERO_UUID, error_code=0)
+        results.append(result)
+        topic = broker.topics.get(name) if name is not None else broker.topic_by_id(topic_id)
+        if topic is None:
+            result.error_code = (ErrorCode.UNKNOWN_TOPIC_ID if name is None
+                                 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            continue
+        result.name, result.topic_id = topic.name, topic.topic_id
+        if topic.is_internal:
+            result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
+            result.error_message = f"Cannot delete internal topic {topic.name}"
+            continue
+        if not broker.config.get("delete.topic.enable"):
+            result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
+            continue
+        broker.delete_topic(topic.name)
+    return DT(responses=results)
+
+
+@handles(create_partitions.API, "0-3")
+async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    results = []
+    for t in req.topics:
+        result = CP.CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
+        results.append(result)
+        try:
+            topic = broker.topics.get(t.name)
+            if topic is None:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")
+            current = len(topic.partitions)
+            if t.count < current:
+                raise KafkaError(ErrorCode.INVALID_PARTITIONS,
+                                 f"Topic currently has {current} partitions, which is higher than the "
+                                 f"requested {t.count}.")
+            if t.count == current:
+                raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+            if t.assignments is not None:
+                if len(t.assignments) != t.count - current or any(
+                        list(a.broker_ids) != [broker.node_id] for a in t.assignments):
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"New partitions can only be assigned to broker {broker.node_id}")
+            if not req.validate_only:
+                broker.add_partitions(topic, t.count)
+        except KafkaError as e:
+            _fail(result, e)
+    return CP(results=results)

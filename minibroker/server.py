@@ -1,0 +1,95 @@
+"""The listening socket and the set of connections; start and graceful stop.
+
+`BrokerServer` is what the CLI and the in-process test fixture both run: it opens the data
+directory (recovery happens here), binds the listener (port 0 picks a free port, which is then
+advertised), accepts connections with the loop's `add_reader` on the listening socket, and on
+`stop()` stops accepting, lets every connection finish the request it is handling and send its
+responses, then flushes the logs and writes the checkpoints and the clean-shutdown marker, so the
+next start scans nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+
+from minibroker.broker import Broker
+from minibroker.config import BrokerConfig
+from minibroker.connection import Connection
+
+log = logging.getLogger("minibroker.server")
+
+
+class BrokerServer:
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.broker: Broker | None = None
+        self._sock: socket.socket | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.connections: set[Connection] = set()
+        self.host = config.listener_host
+        self.port = config.listener_port
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        t0 = time.perf_counter()
+        self._loop = asyncio.get_running_loop()
+        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        sock.listen(1024)
+        sock.setblocking(False)
+        self._sock = sock
+        self.port = sock.getsockname()[1]
+        if self.config.advertised_port == 0:
+            self.config.advertised_port = self.port
+        broker = Broker(self.config)
+        broker.startup()
+        self.broker = broker
+        await broker.start_background()
+        self._loop.add_reader(sock.fileno(), self._accept)
+        log.info("minibroker node %d (cluster %s) listening on %s, advertising %s:%d, data in %s (%.0f ms)",
+                 broker.node_id, broker.cluster_id, self.bootstrap, broker.host, broker.port,
+                 self.config.data_dir, (time.perf_counter() - t0) * 1000)
+
+    def _accept(self) -> None:
+        assert self._sock is not None and self._loop is not None and self.broker is not None
+        for _ in range(64):
+            try:
+                conn_sock, _addr = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                log.warning("accept failed: %s", e)
+                return
+            conn = Connection(
+                conn_sock, self._loop, self.broker.dispatch,
+                max_frame_size=self.config.get("socket.request.max.bytes"),
+                max_queued_requests=self.config.get("queued.max.requests"),
+                on_close=self.connections.discard,
+            )
+            self.connections.add(conn)
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Stop accepting, finish in-flight requests, then shut the broker down cleanly."""
+        if self._sock is not None and self._loop is not None:
+            self._loop.remove_reader(self._sock.fileno())
+            self._sock.close()
+            self._sock = None
+        deadline = time.monotonic() + timeout
+        for conn in list(self.connections):
+            conn._pause_reading()
+        # Let each connection answer what it has already read (bounded by the timeout).
+        while any(not c.idle for c in self.connections) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for conn in list(self.connections):
+            conn.close(None)
+        if self.broker is not None:
+            await self.broker.shutdown()
+            self.broker = None
+        log.info("minibroker stopped")
