@@ -1,0 +1,110 @@
+"""Benchmark client: one scenario with confluent-kafka, printed as JSON (run by bench/run.py).
+
+    python bench/clients.py produce BOOTSTRAP TOPIC COUNT SIZE [--acks 1] [--compression none]
+    python bench/clients.py consume BOOTSTRAP TOPIC COUNT
+    python bench/clients.py latency BOOTSTRAP TOPIC COUNT SIZE
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+
+def produce(a: argparse.Namespace) -> dict:
+    p = Producer({
+        "bootstrap.servers": a.bootstrap, "acks": a.acks, "compression.type": a.compression,
+        "linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 1_048_576,
+    })
+    payload = os.urandom(a.size)
+    errors = []
+
+    def cb(err, _msg):
+        if err is not None:
+            errors.append(str(err))
+
+    # Warm up the connection and metadata so the clock measures data, not bootstrap.
+    p.produce(a.topic, payload, callback=cb)
+    p.flush(30)
+    t0 = time.perf_counter()
+    for _ in range(a.count):
+        while True:
+            try:
+                p.produce(a.topic, payload, callback=cb)
+                break
+            except BufferError:
+                p.poll(0.01)
+    left = p.flush(120)
+    dt = time.perf_counter() - t0
+    if left or errors:
+        raise SystemExit(f"produce failed: {left} unflushed, errors {errors[:3]}")
+    return {"seconds": dt, "records": a.count, "bytes": a.count * a.size}
+
+
+def consume(a: argparse.Namespace) -> dict:
+    c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": f"bench-{time.time_ns()}",
+                  "enable.auto.commit": False, "fetch.max.bytes": 52428800,
+                  "max.partition.fetch.bytes": 10485760, "fetch.wait.max.ms": 100})
+    c.assign([TopicPartition(a.topic, 0, 0)])
+    got = 0
+    nbytes = 0
+    t0 = None
+    deadline = time.monotonic() + 300
+    while got < a.count and time.monotonic() < deadline:
+        batch = c.consume(10000, 1.0)
+        for m in batch:
+            if m.error():
+                raise KafkaException(m.error())
+            if t0 is None:
+                t0 = time.perf_counter()
+            got += 1
+            nbytes += len(m.value() or b"")
+    dt = time.perf_counter() - (t0 or time.perf_counter())
+    c.close()
+    if got < a.count:
+        raise SystemExit(f"consumed only {got} of {a.count}")
+    return {"seconds": dt, "records": got, "bytes": nbytes}
+
+
+def latency(a: argparse.Namespace) -> dict:
+    p = Producer({"bootstrap.servers": a.bootstrap, "acks": "all", "linger.ms": 0})
+    payload = os.urandom(a.size)
+    p.produce(a.topic, payload)
+    p.flush(30)
+    samples = []
+    for _ in range(a.count):
+        done = []
+        t0 = time.perf_counter()
+        p.produce(a.topic, payload, callback=lambda err, m: done.append(err))
+        while not done:
+            p.poll(0.0005)
+        samples.append((time.perf_counter() - t0) * 1000)
+        if done[0] is not None:
+            raise SystemExit(f"produce failed: {done[0]}")
+    samples.sort()
+    return {"p50_ms": samples[len(samples) // 2], "p99_ms": samples[int(len(samples) * 0.99) - 1],
+            "records": a.count}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["produce", "consume", "latency"])
+    ap.add_argument("bootstrap")
+    ap.add_argument("topic")
+    ap.add_argument("count", type=int)
+    ap.add_argument("size", type=int, nargs="?", default=100)
+    ap.add_argument("--acks", default="1")
+    ap.add_argument("--compression", default="none")
+    a = ap.parse_args()
+    result = {"produce": produce, "consume": consume, "latency": latency}[a.mode](a)
+    json.dump(result, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
