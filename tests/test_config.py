@@ -33,6 +33,8 @@ from minibroker.config import (
     validate_topic_config,
 )
 from protocol.errors import ErrorCode
+from storage.config import KAFKA_KEYS as STORAGE_KEYS
+from storage.config import LogConfig
 
 REPO = Path(__file__).resolve().parents[1]
 WEEK_MS = 7 * 24 * 3600 * 1000
@@ -472,7 +474,12 @@ def test_to_log_config_props():
                  "flush.messages", "flush.ms", "max.message.bytes", "message.timestamp.type",
                  "file.delete.delay.ms", "cleanup.policy", "message.format.version"):
         assert name in props
-    assert "remote.storage.enable" not in props and "unclean.leader.election.enable" not in props
+    assert "remote.storage.enable" not in props and "leader.replication.throttled.replicas" not in props
+    # Every key the storage layer models is handed over, and it accepts the parsed values.
+    assert set(STORAGE_KEYS) <= set(props)
+    log_config = LogConfig.from_kafka(props)
+    assert (log_config.segment_bytes, log_config.retention_ms) == (1048576, WEEK_MS)
+    assert log_config.message_timestamp_before_max_ms == 60000 and log_config.cleanup_policy == "delete"
 
 
 # --------------------------------------------------------------------------- DescribeConfigs
