@@ -1,0 +1,642 @@
+"""One partition's log: `<log.dirs>/<topic>-<partition>/` (Kafka: UnifiedLog + LocalLog).
+
+Theory of operation.
+
+Append (the back half of Produce). The bytes of a Produce partition are checked batch by batch
+from their headers alone (`BatchView.validate`: length, magic, CRC, counts; plus Kafka's
+LogValidator rules that need no record: size, base offset 0 from clients, no control batches
+from clients, timestamps) and nothing is written unless every batch passes. Then one copy into
+a bytearray, in which each batch gets its offset (baseOffset rewritten), the leader epoch
+(partitionLeaderEpoch, outside the CRC) and for `LogAppendTime` the broker's time (maxTimestamp,
+attribute bit, CRC recomputed); one write appends the whole run to the active segment, after a
+roll if the segment is full by bytes, age or index. No record is decoded.
+
+Offsets. LEO = next offset to assign. HW = what consumers may read: with a single replica
+every append is committed at once, so HW follows LEO. `last_stable_offset` is the one place
+transactions will lower the read limit for read_committed; for now it is the HW. The log start
+offset moves forward by DeleteRecords and retention. The recovery point is the offset below
+which everything is known to be on disk; it advances only in `flush`.
+
+Read (the back half of Fetch). offset -> the segment holding it -> index lookup + header scan to
+the batch holding the offset -> a region of the segment file: whole batches only, up to
+`max_bytes` but at least one whole batch when `min_one_batch` (KIP-74), never past `max_offset`.
+
+Durability. Appends reach the page cache. `flush` fsyncs segments and indexes and advances the
+recovery point; `maybe_flush` applies `flush.messages`/`flush.ms`, and a roll asks for a flush
+of the segment it closed (Kafka flushes it asynchronously after a roll). `flush` may run on an
+executor thread while appends continue on the loop thread: `_flush_lock` covers the fsyncs and
+the recovery point update, and the file objects guard against a concurrent close.
+
+Deletion. Retention and DeleteRecords never cut a segment: whole segments below the new log
+start go. Their files are renamed `*.deleted` and closed/removed after `file.delete.delay.ms`
+(`cleanup_deleted`), so a fetch region handed out just before stays readable.
+
+Hooks for later issues: producer state (idempotence: `.snapshot`) validates batches between
+offset assignment and the write; transactions set `last_stable_offset` and write `.txnindex`.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records.batch import (
+    LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    BatchView,
+    InvalidBatch,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from protocol.records.v2 import decode_batch
+from storage.checkpoint import (
+    LEADER_EPOCH_CHECKPOINT_FILE,
+    PARTITION_METADATA_FILE,
+    CorruptCheckpoint,
+    PartitionMetadataFile,
+)
+from storage.config import LogConfig
+from storage.file_region import FileRegion
+from storage.leader_epoch import LeaderEpochFileCache
+from storage.loader import load_log
+from storage.log_files import (
+    DELETED_FILE_SUFFIX,
+    SEGMENT_FILE_SUFFIXES,
+    fsync_dir,
+    parse_topic_partition_name,
+    segment_file,
+)
+from storage.segment import BatchInfo, LogSegment, RollParams
+from storage.segments import LogSegments
+
+logger = logging.getLogger("storage.log")
+
+ZERO_UUID = uuid.UUID(int=0)
+
+RecordTimestamps = Callable[[bytes], Iterable[tuple[int, int]]]
+"""Given one whole batch's bytes, yield (offset, timestamp) of each record."""
+
+
+def decode_record_timestamps(batch: bytes) -> Iterable[tuple[int, int]]:
+    """The default RecordTimestamps: protocol.records decodes the one batch a timestamp lookup
+    lands in (Kafka does the same in FileRecords.searchForTimestamp). Appends and fetches never
+    decode records; only ListOffsets by time and MAX_TIMESTAMP come here."""
+    return [(r.offset, r.timestamp) for r in decode_batch(batch).records]
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class AppendOrigin:
+    CLIENT = "client"  # a Produce request: Kafka's client rules apply
+    COORDINATOR = "coordinator"  # the group/transaction coordinators (control batches allowed)
+
+
+@dataclass
+class LogAppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time: int  # -1 unless message.timestamp.type=LogAppendTime
+    log_start_offset: int
+    num_records: int
+    valid_bytes: int
+    offset_of_max_timestamp: int = -1
+
+
+@dataclass
+class FetchDataInfo:
+    region: FileRegion | None  # None: nothing to return
+    first_offset: int  # base offset of the first batch in the region (or the fetch offset if none)
+    high_watermark: int
+    log_start_offset: int
+    last_stable_offset: int
+    log_end_offset: int
+
+
+class OffsetAndTimestamp(NamedTuple):
+    offset: int
+    timestamp: int
+
+
+class TimestampAndOffset(NamedTuple):
+    timestamp: int
+    offset: int
+
+
+class Log:
+    def __init__(self, dir: Path, config: LogConfig, segments: LogSegments, *, log_start_offset: int,
+                 recovery_point: int, next_offset: int, topic_id: uuid.UUID, epoch_cache: LeaderEpochFileCache,
+                 now_ms: Callable[[], int]):
+        parsed = parse_topic_partition_name(dir.name)
+        if parsed is None:
+            raise ValueError(f"'{dir.name}' is not in the form of topic-partition")
+        self.topic, self.partition = parsed
+        self.dir = dir
+        self.config = config
+        self.topic_id = topic_id
+        self.segments = segments
+        self.leader_epoch_cache = epoch_cache
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = next_offset
+        self.high_watermark = next_offset  # single replica: everything in the log is committed
+        self.recovery_point = recovery_point
+        self.record_timestamps: RecordTimestamps | None = decode_record_timestamps
+        self._now_ms = now_ms
+        self._flush_lock = threading.Lock()
+        self.last_flush_time = now_ms()
+        self._roll_flush_offset = 0  # a roll asks for a flush up to the new segment's base offset
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._closed = False
+
+    # -- opening ---------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, dir: Path, config: LogConfig, *, recovery_point: int = 0, log_start_offset: int = 0,
+             clean_shutdown: bool = False, now_ms: Callable[[], int] = _wall_clock_ms,
+             topic_id: uuid.UUID | None = None) -> Log:
+        """Open or create the partition directory `dir`, recovering it if needed (LogLoader)."""
+        dir.mkdir(parents=True, exist_ok=True)
+        meta = PartitionMetadataFile(dir / PARTITION_METADATA_FILE)
+        stored = None
+        if meta.exists():
+            try:
+                stored = meta.read()
+            except CorruptCheckpoint as e:
+                logger.warning("%s", e)
+        if topic_id is not None and stored is not None and stored != topic_id:
+            raise KafkaError(ErrorCode.INCONSISTENT_TOPIC_ID,
+                             f"Tried to assign topic ID {topic_id} to log for {dir.name}, "
+                             f"but log already contained topic ID {stored}")
+        if topic_id is not None and stored is None:
+            meta.write(topic_id)  # before any data, as Kafka does
+        epoch_cache = LeaderEpochFileCache(dir / LEADER_EPOCH_CHECKPOINT_FILE)
+        loaded = load_log(dir, config, log_start_offset=log_start_offset, recovery_point=recovery_point,
+                          clean_shutdown=clean_shutdown, now_ms=now_ms, epoch_cache=epoch_cache)
+        if not epoch_cache.checkpoint.path.exists():
+            epoch_cache.write()
+        return cls(dir, config, loaded.segments, log_start_offset=loaded.log_start_offset,
+                   recovery_point=loaded.recovery_point, next_offset=loaded.next_offset,
+                   topic_id=stored or topic_id or ZERO_UUID, epoch_cache=epoch_cache, now_ms=now_ms)
+
+    # -- offsets -------------------------------------------------------------------------------
+    @property
+    def last_stable_offset(self) -> int:
+        """The read limit of read_committed fetches. Transactions will make this the first
+        unstable offset when there is one; until then nothing is unstable."""
+        return self.high_watermark
+
+    def _update_high_watermark_with_log_end_offset(self) -> None:
+        # single replica: the ISR is this broker, so the HW is the LEO (Kafka: Partition.maybeIncrementLeaderHW)
+        self.high_watermark = self.log_end_offset
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments.active
+
+    def size_in_bytes(self) -> int:
+        return self.segments.size_in_bytes()
+
+    @property
+    def num_segments(self) -> int:
+        return len(self.segments)
+
+    # -- leader epochs -----------------------------------------------------------------------------
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.leader_epoch_cache.latest_epoch
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """Record a new leader epoch starting at `start_offset` (Kafka: on becoming leader)."""
+        if leader_epoch >= 0:
+            self.leader_epoch_cache.assign(leader_epoch, start_offset)
+
+    def leader_epoch_for_offset(self, offset: int) -> int | None:
+        return self.leader_epoch_cache.epoch_for_offset(offset)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) as OffsetForLeaderEpoch answers it."""
+        return self.leader_epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
+
+    # -- append --------------------------------------------------------------------------------
+    def append_as_leader(self, records: bytes | bytearray | memoryview, *, leader_epoch: int = 0,
+                         origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
+        """Validate, assign offsets and append the batches of one Produce partition."""
+        self._check_open()
+        views = self._analyze_and_validate(memoryview(records), origin)
+        total = sum(v.size for v in views)
+        if total > self.config.segment_bytes:
+            raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
+                             f"Message batch size is {total} bytes in append to partition {self.topic}-"
+                             f"{self.partition}, which exceeds the maximum configured segment size of "
+                             f"{self.config.segment_bytes}.")
+        buf = bytearray(records)  # the one copy: offsets and epochs are rewritten in it
+        now = self._now_ms()
+        append_time = now if self.config.log_append_time else NO_TIMESTAMP
+        first = offset = self.log_end_offset
+        infos: list[BatchInfo] = []
+        max_ts, offset_of_max_ts, num_records = NO_TIMESTAMP, -1, 0
+        pos = 0
+        for v in views:
+            set_base_offset(buf, pos, offset)
+            set_partition_leader_epoch(buf, pos, leader_epoch)
+            ts = v.max_timestamp
+            if append_time != NO_TIMESTAMP:
+                set_log_append_time(buf, pos, append_time)
+                ts = append_time
+            last = offset + v.last_offset_delta
+            if ts > max_ts:
+                max_ts, offset_of_max_ts = ts, last
+            infos.append(BatchInfo(last, ts, v.size))
+            num_records += v.records_count
+            offset = last + 1
+            pos += v.size
+        # (producer state: idempotence/transactions validate sequences here, before the write)
+        segment = self._maybe_roll(RollParams(self.config.segment_ms, self.config.segment_bytes, max_ts,
+                                              offset - 1, total, len(infos), now), first)
+        self.maybe_assign_epoch_start_offset(leader_epoch, first)
+        segment.append(buf, infos)
+        self.log_end_offset = offset
+        self._update_high_watermark_with_log_end_offset()
+        return LogAppendInfo(first_offset=first, last_offset=offset - 1, max_timestamp=max_ts,
+                             log_append_time=append_time, log_start_offset=self.log_start_offset,
+                             num_records=num_records, valid_bytes=total, offset_of_max_timestamp=offset_of_max_ts)
+
+    def _analyze_and_validate(self, mv: memoryview, origin: str) -> list[BatchView]:
+        """Kafka's analyzeAndValidateRecords + LogValidator.validateBatch, from headers only."""
+        if len(mv) == 0:
+            raise KafkaError(ErrorCode.INVALID_RECORD, "Record batch has no batches at all")
+        cfg = self.config
+        client = origin == AppendOrigin.CLIENT
+        now = self._now_ms()
+        views: list[BatchView] = []
+        pos = 0
+        while pos < len(mv):
+            if len(mv) - pos < LOG_OVERHEAD:
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{len(mv) - pos} trailing bytes after the last batch")
+            try:
+                v = BatchView(mv, pos)
+                if not v.is_complete():
+                    raise InvalidBatch(f"batch of {v.size} bytes at byte {pos} runs past the end of the data")
+                if v.size > cfg.max_message_bytes:
+                    raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
+                                     f"The record batch size in the append to {self.topic}-{self.partition} is "
+                                     f"{v.size} bytes which exceeds the maximum configured value of "
+                                     f"{cfg.max_message_bytes}.")
+                v.validate()
+            except InvalidBatch as e:
+                raise KafkaError(ErrorCode[e.error], str(e)) from None
+            if v.magic != 2:
+                raise KafkaError(ErrorCode.INVALID_RECORD,
+                                 f"Record batch magic {v.magic} is not supported: only RecordBatch v2 is stored")
+            if client:
+                if v.records_count <= 0:
+                    raise KafkaError(ErrorCode.INVALID_RECORD, f"Invalid reported count for record batch: "
+                                                               f"{v.records_count}")
+                if v.base_offset != 0:
+                    raise KafkaError(ErrorCode.INVALID_RECORD,
+                                     f"The baseOffset of the record batch in the append to {self.topic}-"
+                                     f"{self.partition} should be 0, but it is {v.base_offset}")
+                if v.is_control:
+                    raise KafkaError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
+                if v.has_producer_id and v.base_sequence < 0:
+                    raise KafkaError(ErrorCode.INVALID_RECORD, f"Invalid sequence number {v.base_sequence} in "
+                                                               f"record batch with producerId {v.producer_id}")
+            if not cfg.log_append_time:
+                if v.timestamp_type == 1 and client:
+                    raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
+                                     "Producer should not set timestamp type to LogAppendTime.")
+                for ts in (v.base_timestamp, v.max_timestamp):
+                    if ts != NO_TIMESTAMP and (now - ts > cfg.message_timestamp_before_max_ms
+                                               or ts - now > cfg.message_timestamp_after_max_ms):
+                        raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
+                                         f"Timestamp {ts} of message is out of range. The timestamp should be "
+                                         f"within [{now - cfg.message_timestamp_before_max_ms}, "
+                                         f"{now + cfg.message_timestamp_after_max_ms}]")
+            views.append(v)
+            pos += v.size
+        return views
+
+    def _maybe_roll(self, params: RollParams, first_offset: int) -> LogSegment:
+        segment = self.segments.active
+        if segment.should_roll(params):
+            logger.debug("Rolling new log segment of %s-%d (log_size = %d/%d, offset_index_size = %d/%d, "
+                         "time_index_size = %d/%d)", self.topic, self.partition, segment.size,
+                         self.config.segment_bytes, segment.offset_index.entries, segment.offset_index.max_entries,
+                         segment.time_index.entries, segment.time_index.max_entries)
+            return self.roll(first_offset)
+        return segment
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at max(expected_next_offset, LEO); the old one is trimmed
+        and marked for flushing."""
+        self._check_open()
+        new_offset = max(expected_next_offset or 0, self.log_end_offset)
+        active = self.segments.active
+        if self.segments.contains(new_offset):
+            if active.base_offset == new_offset and active.size == 0:
+                return active  # an empty active segment at that offset already (KAFKA-6388)
+            raise RuntimeError(f"Trying to roll a new log segment for {self.dir.name} with start offset "
+                               f"{new_offset} while it already exists.")
+        if new_offset < active.base_offset:
+            raise RuntimeError(f"Trying to roll a new log segment for {self.dir.name} with start offset "
+                               f"{new_offset} lower than start offset of the active segment {active}")
+        for path in (segment_file(self.dir, new_offset, s) for s in SEGMENT_FILE_SUFFIXES):
+            if path.exists():
+                logger.warning("Newly rolled segment file %s already exists; deleting it first", path)
+                path.unlink()
+        active.on_become_inactive()
+        segment = self.segments.add(LogSegment.open(self.dir, new_offset, self.config, self._now_ms))
+        self._roll_flush_offset = max(self._roll_flush_offset, new_offset)
+        logger.info("Rolled new log segment for %s-%d at offset %d", self.topic, self.partition, new_offset)
+        return segment
+
+    # -- read ----------------------------------------------------------------------------------
+    def read(self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None,
+             min_one_batch: bool = True) -> FetchDataInfo:
+        """A region of one segment file holding whole batches from the one with `fetch_offset`."""
+        self._check_open()
+        leo, lso_start = self.log_end_offset, self.log_start_offset
+        if fetch_offset < lso_start or fetch_offset > leo:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"Received request for offset {fetch_offset} for partition {self.topic}-"
+                             f"{self.partition}, but we only have log segments in the range {lso_start} to {leo}.")
+        limit_offset = self.high_watermark if max_offset is None else min(max_offset, leo)
+        empty = self._fetch_info(None, fetch_offset)
+        if fetch_offset >= limit_offset:
+            return empty
+        segment = self.segments.floor_segment(fetch_offset)
+        while segment is not None:
+            found = segment.translate_offset(fetch_offset)
+            if found is None:
+                segment = self.segments.higher_segment(segment.base_offset)
+                continue
+            start, view = found
+            if view.base_offset >= limit_offset:
+                return empty
+            max_position = segment.size
+            if limit_offset < leo:
+                bound = segment.translate_offset(limit_offset, start)
+                if bound is not None:
+                    max_position = bound[0]  # stop before the batch that holds the limit offset
+            end = segment.whole_batches_end(start, min(max_position, start + max(0, max_bytes)))
+            if end == start:
+                if not min_one_batch or start + view.size > max_position:
+                    return empty
+                end = start + view.size
+            return self._fetch_info(segment.log.slice(start, end - start), view.base_offset)
+        return empty
+
+    def _fetch_info(self, region: FileRegion | None, first_offset: int) -> FetchDataInfo:
+        return FetchDataInfo(region=region, first_offset=first_offset, high_watermark=self.high_watermark,
+                             log_start_offset=self.log_start_offset, last_stable_offset=self.last_stable_offset,
+                             log_end_offset=self.log_end_offset)
+
+    # -- timestamps ----------------------------------------------------------------------------
+    def offset_for_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
+        """ListOffsets by time: (offset, timestamp) of the first record whose timestamp is >=
+        `timestamp`, at or after the log start; None if there is none. Via the time index of the
+        first segment whose largest timestamp reaches the target. Without `record_timestamps`
+        the answer is to the batch: its first offset (>= log start) and its max timestamp."""
+        start = self.log_start_offset
+        for segment in self.segments.values():
+            if segment.largest_timestamp() < timestamp:
+                continue
+            found = segment.find_offset_by_timestamp(timestamp, start)
+            if found is None:
+                continue
+            pos, view = found
+            if view.timestamp_type == 0:
+                for off, ts in self._record_timestamps(segment, pos, view):
+                    if ts >= timestamp and off >= start:
+                        return OffsetAndTimestamp(off, ts)
+            return OffsetAndTimestamp(max(view.base_offset, start), view.max_timestamp)
+        return None
+
+    def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
+        """ListOffsets MAX_TIMESTAMP (-3, KIP-734): (largest timestamp, offset of the record that
+        has it). To the batch unless `record_timestamps` is set: a LogAppendTime batch answers
+        its first offset (all its records share the time), a CreateTime one its last offset."""
+        best: LogSegment | None = None
+        for segment in self.segments.values():
+            if best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far:
+                best = segment
+        if best is None or best.max_timestamp_so_far < 0:
+            return None
+        ts, last = best.max_timestamp_and_offset
+        found = best.translate_offset(last)
+        if found is None:
+            return None
+        pos, view = found
+        if view.timestamp_type == 1:
+            return TimestampAndOffset(ts, view.base_offset)
+        for off, rts in self._record_timestamps(best, pos, view):
+            if rts == ts:
+                return TimestampAndOffset(ts, off)
+        return TimestampAndOffset(ts, view.last_offset)
+
+    def _record_timestamps(self, segment: LogSegment, pos: int, view: BatchView) -> Iterable[tuple[int, int]]:
+        if self.record_timestamps is None:
+            return ()
+        try:
+            return self.record_timestamps(segment.log.read(pos, view.size))
+        except (InvalidBatch, ValueError) as e:  # unreadable records: answer to the batch
+            logger.warning("cannot read the records of the batch at %d in %s: %s", pos, segment, e)
+            return ()
+
+    # -- log start offset, retention ---------------------------------------------------------------
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to `offset` (-1 = the high watermark);
+        whole segments below it go. Returns the new log start offset."""
+        self._check_open()
+        if offset == -1:
+            offset = self.high_watermark
+        if offset < 0 or offset > self.high_watermark:
+            raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                             f"Cannot increment the log start offset to {offset} of partition {self.topic}-"
+                             f"{self.partition} since it is larger than the high watermark {self.high_watermark}")
+        self._maybe_increment_log_start_offset(offset, "ClientRecordDeletion")
+        self._delete_log_start_offset_breached_segments()
+        return self.log_start_offset
+
+    def _maybe_increment_log_start_offset(self, new_start: int, reason: str) -> None:
+        if new_start > self.log_start_offset:
+            self.log_start_offset = new_start
+            logger.info("Incremented log start offset of %s-%d to %d due to %s", self.topic, self.partition,
+                        new_start, reason)
+            self.leader_epoch_cache.truncate_from_start(new_start)
+
+    def delete_old_segments(self) -> int:
+        """Retention (Kafka: UnifiedLog.deleteOldSegments): segments wholly below the log start
+        offset, then by retention.bytes, then by retention.ms (the segment's largest timestamp),
+        if cleanup.policy has "delete". Never the active segment, never data at or past the HW."""
+        self._check_open()
+        n = self._delete_log_start_offset_breached_segments()
+        if self.config.delete:
+            n += self._delete_retention_size_breached_segments()
+            n += self._delete_retention_ms_breached_segments()
+        return n
+
+    def _delete_log_start_offset_breached_segments(self) -> int:
+        return self._delete_old_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset,
+                                         "LogStartOffsetBreach")
+
+    def _delete_retention_size_breached_segments(self) -> int:
+        limit = self.config.retention_bytes
+        size = self.size_in_bytes()
+        if limit < 0 or size < limit:
+            return 0
+        diff = size - limit
+
+        def should_delete(seg: LogSegment, nxt: LogSegment | None) -> bool:
+            nonlocal diff
+            if diff - seg.size >= 0:
+                diff -= seg.size
+                return True
+            return False
+        return self._delete_old_segments(should_delete, f"RetentionSizeBreach(retention.bytes={limit})")
+
+    def _delete_retention_ms_breached_segments(self) -> int:
+        retention = self.config.retention_ms
+        if retention < 0:
+            return 0
+        now = self._now_ms()
+        return self._delete_old_segments(lambda seg, nxt: now - seg.largest_timestamp() > retention,
+                                         f"RetentionMsBreach(retention.ms={retention})")
+
+    def _delete_old_segments(self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str) -> int:
+        segs = self.segments.values()
+        deletable: list[LogSegment] = []
+        for i, seg in enumerate(segs[:-1]):  # never the active segment
+            nxt = segs[i + 1]
+            # the HW bound keeps the log start offset from passing the high watermark
+            if self.high_watermark >= nxt.base_offset and predicate(seg, nxt):
+                deletable.append(seg)
+            else:
+                break
+        if not deletable:
+            return 0
+        new_start = segs[len(deletable)].base_offset
+        self._maybe_increment_log_start_offset(new_start, "SegmentDeletion")
+        logger.info("Deleting segments of %s-%d due to %s: %s", self.topic, self.partition, reason, deletable)
+        self._remove_and_delete_segments(deletable)
+        return len(deletable)
+
+    def _remove_and_delete_segments(self, segs: list[LogSegment]) -> None:
+        """Take segments out of the log and rename their files `.deleted`; the descriptors stay
+        open until `cleanup_deleted` runs `file.delete.delay.ms` later (Kafka: asyncDelete)."""
+        due = self._now_ms() + self.config.file_delete_delay_ms
+        for seg in segs:
+            self.segments.remove(seg.base_offset)
+            seg.change_file_suffixes("", DELETED_FILE_SUFFIX)
+            self._pending_deletes.append((due, seg))
+
+    def cleanup_deleted(self, now: int | None = None) -> int:
+        """Close and remove the `.deleted` segments whose delay has passed; returns how many."""
+        now = self._now_ms() if now is None else now
+        ready = [s for due, s in self._pending_deletes if due <= now]
+        if not ready:
+            return 0
+        self._pending_deletes = [(due, s) for due, s in self._pending_deletes if due > now]
+        with self._flush_lock:  # not while a flush may be fsyncing these descriptors
+            for seg in ready:
+                seg.delete_if_exists()
+        return len(ready)
+
+    # -- durability ----------------------------------------------------------------------------
+    def flush(self, up_to: int | None = None) -> None:
+        """fsync segments holding offsets below `up_to` (default: the LEO) and move the recovery
+        point there. Safe to call from another thread while appends go on."""
+        with self._flush_lock:
+            if self._closed:
+                return
+            offset = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
+            current = self.recovery_point
+            if offset <= current:
+                return
+            to_flush = self.segments.values(current, offset)
+            for seg in to_flush:
+                seg.flush()
+            if any(seg.base_offset >= current for seg in to_flush):
+                fsync_dir(self.dir)  # a segment created since the last flush: make its name durable
+            self.recovery_point = offset
+            self.last_flush_time = self._now_ms()
+
+    def unflushed_messages(self) -> int:
+        return self.log_end_offset - self.recovery_point
+
+    def needs_flush(self, now: int | None = None) -> bool:
+        """Whether `maybe_flush` would fsync: flush.messages, flush.ms, or a roll since the last
+        flush. Cheap, for a periodic task that then runs `maybe_flush` off the loop."""
+        if self.log_end_offset <= self.recovery_point:
+            return False
+        now = self._now_ms() if now is None else now
+        return (self.unflushed_messages() >= self.config.flush_messages
+                or now - self.last_flush_time >= self.config.flush_ms
+                or self._roll_flush_offset > self.recovery_point)
+
+    def maybe_flush(self) -> None:
+        """Flush as flush.messages / flush.ms require, or up to the last rolled segment."""
+        if self._closed or self.log_end_offset <= self.recovery_point:
+            return
+        now = self._now_ms()
+        if (self.unflushed_messages() >= self.config.flush_messages
+                or now - self.last_flush_time >= self.config.flush_ms):
+            self.flush()
+        elif self._roll_flush_offset > self.recovery_point:
+            self.flush(self._roll_flush_offset)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close every segment (trimming the indexes); pending deletions are done now."""
+        with self._flush_lock:
+            if self._closed:
+                return
+            self._closed = True
+            for seg in self.segments.values():
+                seg.close()
+            for _, seg in self._pending_deletes:
+                seg.delete_if_exists()
+            self._pending_deletes = []
+
+    def close_handlers(self) -> None:
+        """Close the descriptors without writing anything (the directory is going away)."""
+        with self._flush_lock:
+            self._closed = True
+            for seg in self.segments.values():
+                seg.close_handlers()
+            for _, seg in self._pending_deletes:
+                seg.close_handlers()
+
+    def delete(self) -> None:
+        """Remove the partition directory and everything in it."""
+        self.close_handlers()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def rename_dir(self, new_dir: Path) -> None:
+        """Move the partition directory (topic deletion renames it `...-delete` first); the open
+        descriptors keep working and later file operations use the new paths."""
+        self.dir.rename(new_dir)
+        self.dir = new_dir
+        for seg in self.segments.values() + [s for _, s in self._pending_deletes]:
+            seg.log.path = new_dir / seg.log.path.name
+            seg.offset_index.path = new_dir / seg.offset_index.path.name
+            seg.time_index.path = new_dir / seg.time_index.path.name
+        self.leader_epoch_cache.checkpoint.path = new_dir / self.leader_epoch_cache.checkpoint.path.name
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, f"The log for {self.dir.name} is closed")
+
+    def __repr__(self) -> str:
+        return (f"Log(dir={self.dir}, logStartOffset={self.log_start_offset}, logEndOffset={self.log_end_offset}, "
+                f"highWatermark={self.high_watermark}, segments={len(self.segments)})")

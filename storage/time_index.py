@@ -1,0 +1,122 @@
+"""`.timeindex`: sparse map from timestamp to offset (Kafka: TimeIndex).
+
+An entry is 12 bytes, big-endian: 8-byte timestamp, 4-byte offset relative to the segment's
+base offset. Entry (T, O) says: the largest timestamp in the segment up to offset O is T, so
+any record with a timestamp above T comes after O. O is the last offset of the batch where the
+segment's maximum timestamp reached T. Entries are written at the moments the offset index gets
+one, and only when the maximum timestamp grew; timestamps and offsets both increase. When the
+segment stops being active (roll or close) its final maximum is appended, so retention can read
+a segment's largest timestamp from the last entry; one slot is kept free for that (`is_full`).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from storage.index import AbstractIndex, CorruptIndex
+
+_ENTRY = struct.Struct(">qi")
+NO_TIMESTAMP = -1
+
+
+class TimestampOffset(NamedTuple):
+    timestamp: int
+    offset: int
+
+
+class TimeIndex(AbstractIndex):
+    ENTRY_SIZE = 12
+
+    def __init__(self, path, base_offset: int, max_index_size: int = -1, *, writable: bool = True):
+        super().__init__(path, base_offset, max_index_size, writable=writable)
+        self._last = self._last_entry_from_file()
+
+    def _key(self, n: int) -> int:
+        return _ENTRY.unpack_from(self._mmap, n * 12)[0]  # type: ignore[arg-type]
+
+    def _value(self, n: int) -> int:
+        return self.base_offset + _ENTRY.unpack_from(self._mmap, n * 12)[1]  # type: ignore[arg-type]
+
+    def entry(self, n: int) -> TimestampOffset:
+        if n >= self._entries:
+            raise IndexError(f"Attempt to fetch the {n}th entry from time index {self.path} "
+                             f"which has size {self._entries}")
+        ts, rel = _ENTRY.unpack_from(self._mmap, n * 12)  # type: ignore[arg-type]
+        return TimestampOffset(ts, self.base_offset + rel)
+
+    def all_entries(self) -> list[TimestampOffset]:
+        return [self.entry(i) for i in range(self._entries)]
+
+    def _last_entry_from_file(self) -> TimestampOffset:
+        if self._entries == 0:
+            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        return self.entry(self._entries - 1)
+
+    @property
+    def last_entry(self) -> TimestampOffset:
+        return self._last
+
+    def is_full(self) -> bool:
+        # keep the last slot for the entry appended when the segment becomes inactive
+        return self._entries >= self._max_entries - 1
+
+    def lookup(self, target_timestamp: int) -> TimestampOffset:
+        """The greatest entry with timestamp <= target, or (-1, base_offset) if there is none."""
+        slot = self._slot_for(target_timestamp, by_value=False)
+        if slot < 0:
+            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        return self.entry(slot)
+
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+        """Append (timestamp, offset) if the timestamp is above the last entry's."""
+        if not skip_full_check and self.is_full():
+            raise IndexError(f"Attempt to append to a full time index (size = {self._entries}).")
+        if self._entries and offset < self._last.offset:
+            raise ValueError(f"Attempt to append an offset ({offset}) to slot {self._entries} no larger "
+                             f"than the last offset appended ({self._last.offset}) to {self.path}")
+        if self._entries and timestamp < self._last.timestamp:
+            raise ValueError(f"Attempt to append a timestamp ({timestamp}) to slot {self._entries} no "
+                             f"larger than the last timestamp appended ({self._last.timestamp}) to {self.path}")
+        if timestamp > self._last.timestamp:
+            if self._entries >= self._max_entries:
+                self.resize((self._entries + 1) * self.ENTRY_SIZE)  # a trimmed file: grow by one slot
+            _ENTRY.pack_into(self._mmap, self._entries * 12, timestamp, self.relative_offset(offset))  # type: ignore[arg-type]
+            self._entries += 1
+            self._last = TimestampOffset(timestamp, offset)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every entry with an offset >= `offset`."""
+        slot = self._slot_for(offset, by_value=True)
+        if slot < 0:
+            n = 0
+        elif self._value(slot) == offset:
+            n = slot
+        else:
+            n = slot + 1
+        self._truncate_to_entries(n)
+
+    def _truncate_to_entries(self, n: int) -> None:
+        super()._truncate_to_entries(n)
+        self._last = self._last_entry_from_file()
+
+    def sanity_check(self, log_end_offset: int | None = None) -> None:
+        if self._length % self.ENTRY_SIZE:
+            raise CorruptIndex(f"Time index file {self.path} is corrupt, found {self._length} bytes which "
+                               f"is neither positive nor a multiple of {self.ENTRY_SIZE}")
+        if self._entries:
+            last = self._last
+            if last.timestamp < self.entry(0).timestamp:
+                raise CorruptIndex(f"Corrupt time index found, time index file ({self.path}) has non-zero "
+                                   f"size but the last timestamp is {last.timestamp} which is less than "
+                                   f"the first timestamp {self.entry(0).timestamp}")
+            if last.offset < self.base_offset:
+                raise CorruptIndex(f"Corrupt time index found, time index file ({self.path}) has non-zero "
+                                   f"size but the last offset is {last.offset} which is less than the "
+                                   f"first offset {self.base_offset}")
+            if self._entries > 1 and self.entry(self._entries - 2).timestamp >= last.timestamp:
+                raise CorruptIndex(f"Time index file {self.path} has entries out of order at its end "
+                                   "(an untrimmed, preallocated file?)")
+            if log_end_offset is not None and last.offset >= log_end_offset:
+                raise CorruptIndex(f"Time index file {self.path} refers to offset {last.offset} at or past "
+                                   f"the segment's end offset {log_end_offset}")
