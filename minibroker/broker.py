@@ -150,6 +150,9 @@ class Broker:
         from minibroker.fetch_sessions import FetchSessionCache
 
         self.fetch_sessions = FetchSessionCache(self.config.get("max.incremental.fetch.session.cache.slots"))
+        from minibroker.coordinator.group_coordinator import GroupCoordinator
+
+        self.coordinators["group"] = GroupCoordinator.from_broker(self)
 
     async def start_background(self) -> None:
         """Periodic work on the loop: flushes, checkpoints, retention (blocking parts off the loop)."""

@@ -1,0 +1,124 @@
+"""__consumer_offsets: where the group coordinator's records live.
+
+Theory of operation: the coordinator's records (coordinator/records.py) are appended to the
+partition that owns the group, as RecordBatch v2 batches through the same storage engine as
+any topic (Log.append_as_leader with the coordinator origin), so the files on disk are what
+Kafka's coordinator writes and `kafka-dump-log.sh --offsets-decoder` can read them. The topic
+is created on first use, compacted, with offsets.topic.num.partitions partitions and
+offsets.topic.segment.bytes segments; once it exists its partition count is what the mapping
+uses (Kafka fixes it at creation too).
+
+Loading reads every partition from its log start to its end and yields the records in log
+order. Records of transactional batches (TxnOffsetCommit, KIP-98) are held per producer until
+their commit marker, and dropped on an abort marker, the way Kafka's loader treats them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from minibroker.coordinator.records import partition_for
+from protocol.records.v2 import Record, build_batch, decode_batches, parse_control_record
+
+log = logging.getLogger("minibroker.coordinator.store")
+
+TOPIC = "__consumer_offsets"
+LOAD_READ_BYTES = 5 * 1024 * 1024  # Kafka: offsets.load.buffer.size
+
+
+class OffsetsStore:
+    def __init__(self, broker: Any, num_partitions: int, segment_bytes: int, *, now_ms: Any = None):
+        self.broker = broker
+        self.num_partitions = num_partitions
+        self.segment_bytes = segment_bytes
+        self._now_ms = now_ms
+
+    @classmethod
+    def from_broker(cls, broker: Any) -> OffsetsStore:
+        cfg = broker.config
+        return cls(broker, cfg.get("offsets.topic.num.partitions"), cfg.get("offsets.topic.segment.bytes"))
+
+    def now_ms(self) -> int:
+        if self._now_ms is not None:
+            return int(self._now_ms())
+        from minibroker.coordinator.group_coordinator import wall_clock_ms
+
+        return wall_clock_ms()
+
+    # -- the topic ---------------------------------------------------------------------------
+    def ensure_topic(self) -> Any:
+        """The __consumer_offsets topic, created (compacted, internal) if it does not exist."""
+        topic = self.broker.topics.get(TOPIC)
+        if topic is None:
+            topic = self.broker.ensure_internal_topic(TOPIC, self.num_partitions, {
+                "cleanup.policy": ["compact"],
+                "segment.bytes": self.segment_bytes,
+                "compression.type": "producer",
+            })
+        self.num_partitions = len(topic.partitions)
+        return topic
+
+    def partition_for(self, group_id: str) -> int:
+        topic = self.broker.topics.get(TOPIC)
+        if topic is not None:
+            self.num_partitions = len(topic.partitions)
+        return partition_for(group_id, self.num_partitions)
+
+    # -- writing -----------------------------------------------------------------------------
+    def append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> int:
+        """Append the records in one batch to the group's partition; returns the first offset."""
+        from storage.log import AppendOrigin
+
+        topic = self.ensure_topic()
+        partition = partition_for(group_id, len(topic.partitions))
+        lg = topic.partitions[partition]
+        batch = build_batch([Record(offset_delta=i, key=k, value=v) for i, (k, v) in enumerate(records)],
+                            base_timestamp=self.now_ms())
+        info = lg.append_as_leader(batch, origin=AppendOrigin.COORDINATOR)
+        lg.maybe_flush()  # honours flush.messages / flush.ms like any append
+        self.broker.fetch_waiters.notify((TOPIC, partition))
+        return info.first_offset
+
+    # -- loading -----------------------------------------------------------------------------
+    def load(self) -> Iterator[tuple[bytes, bytes | None]]:
+        """Every committed record of every partition, in log order."""
+        topic = self.broker.topics.get(TOPIC)
+        if topic is None:
+            return
+        self.num_partitions = len(topic.partitions)
+        for partition in sorted(topic.partitions):
+            yield from read_partition(topic.partitions[partition])
+
+
+def read_partition(lg: Any) -> Iterator[tuple[bytes, bytes | None]]:
+    """The (key, value) records of one coordinator log, committed transactions only."""
+    pending: dict[int, list[tuple[bytes, bytes | None]]] = {}  # producer id -> open txn records
+    offset, end = lg.log_start_offset, lg.log_end_offset
+    while offset < end:
+        info = lg.read(offset, LOAD_READ_BYTES, max_offset=end)
+        if info.region is None:
+            break
+        buf = info.region.read_all()
+        progressed = False
+        for batch in decode_batches(buf):
+            progressed = True
+            offset = batch.next_offset
+            if batch.is_control:
+                marker = parse_control_record(batch.records[0]) if batch.records else None
+                held = pending.pop(batch.producer_id, [])
+                if marker is not None and marker.is_commit:
+                    yield from held
+                continue
+            records = [(bytes(r.key), None if r.value is None else bytes(r.value))
+                       for r in batch.records if r.key is not None]
+            if batch.is_transactional:
+                pending.setdefault(batch.producer_id, []).extend(records)
+            else:
+                yield from records
+        if not progressed:
+            break
+    if pending:
+        log.info("%s-%d: %d open transaction(s) at the end of the log", getattr(lg, "topic", TOPIC),
+                 getattr(lg, "partition", -1), len(pending))

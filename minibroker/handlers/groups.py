@@ -1,0 +1,300 @@
+"""The group APIs: FindCoordinator v0-6, JoinGroup v0-9, SyncGroup v0-5, Heartbeat v0-4,
+LeaveGroup v0-5, OffsetCommit v0-9, OffsetFetch v0-9, ListGroups v0-5, DescribeGroups v0-5,
+DeleteGroups v0-2, OffsetDelete v0.
+
+Behavior: this broker coordinates every group and, until a transaction coordinator says
+otherwise, every transactional id, so FindCoordinator answers with itself (creating
+__consumer_offsets on the first group lookup, as Kafka does). The handlers translate between
+wire versions and the coordinator (minibroker/coordinator/group_coordinator.py), which holds
+the state machine; JoinGroup and SyncGroup requests stay parked until the rebalance answers them.
+OffsetCommit refuses partitions of topics that do not exist (UNKNOWN_TOPIC_OR_PARTITION) before
+the coordinator sees them, as KafkaApis does.
+
+Version notes:
+- FindCoordinator: v1 key type (0 group, 1 transaction) and error message; v3 flexible; v4 batched
+  keys (KIP-699); v6 share-group key type (KIP-932), which we refuse with INVALID_REQUEST.
+- JoinGroup: v0 has no rebalance timeout (the session timeout stands in, as in Kafka); v4
+  MEMBER_ID_REQUIRED (KIP-394); v5 group.instance.id (KIP-345); v6 flexible; v7 protocol type
+  in the response, name nullable; v8 reason; v9 skip_assignment for a static leader.
+- SyncGroup: v3 instance id; v4 flexible; v5 protocol type and name, both required.
+- LeaveGroup: v0-2 one member id; v3 batched members by id or instance id; v4 flexible; v5 reason.
+- OffsetCommit: v0 was ZooKeeper-backed in Kafka; here it is stored like v1. v1 per-partition
+  commit timestamp; v2-4 retention time; v6 leader epoch; v7 instance id; v8 flexible; v9 an
+  unknown group with a generation is GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION.
+- OffsetFetch: v0 read ZooKeeper in Kafka; here it reads the same store as v1. v1-7 one group
+  (v2+ null topics = all, top-level error); v5 leader epoch; v7 require_stable; v8 several groups.
+- ListGroups: v4 state filter (KIP-518); v5 type filter (KIP-848: only "classic" groups here).
+- DescribeGroups: v3 authorized operations; v4 instance ids; v5 flexible.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.coordinator.group_coordinator import ClientInfo, GroupCoordinator
+from minibroker.handlers.registry import RequestContext, handles
+from protocol.apis import (
+    delete_groups,
+    describe_groups,
+    find_coordinator,
+    heartbeat,
+    join_group,
+    leave_group,
+    list_groups,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
+    sync_group,
+)
+from protocol.errors import ErrorCode, KafkaError
+
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+
+def _coordinator(ctx: RequestContext) -> GroupCoordinator | None:
+    coord = ctx.broker.coordinators.get("group")
+    return coord if coord is not None and coord.active else None
+
+
+def _client(ctx: RequestContext) -> ClientInfo:
+    return ClientInfo(client_id=ctx.client_id or "", client_host=ctx.client_host, api_version=ctx.version)
+
+
+# ------------------------------------------------------------------------------ FindCoordinator
+def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None]:
+    if key_type == GROUP_KEY:
+        coord = _coordinator(ctx)
+        if coord is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        try:
+            coord.store.ensure_topic()
+        except KafkaError as e:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, e.message
+        return ErrorCode.NONE, None
+    if key_type == TRANSACTION_KEY:
+        return ErrorCode.NONE, None
+    return ErrorCode.INVALID_REQUEST, f"Unsupported coordinator key type {key_type}"
+
+
+@handles(find_coordinator.API, "0-6")
+async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
+    R = find_coordinator.RESPONSE
+    b = ctx.broker
+    if ctx.version >= 4:
+        out = []
+        for key in req.coordinator_keys:
+            error, msg = _find(ctx, key, req.key_type)
+            ok = error == ErrorCode.NONE
+            out.append(R.Coordinator(key=key, node_id=b.node_id if ok else -1, host=b.host if ok else "",
+                                     port=b.port if ok else -1, error_code=error, error_message=msg))
+        return R(coordinators=out)
+    error, msg = _find(ctx, req.key, req.key_type)
+    if error != ErrorCode.NONE:
+        return R(error_code=error, error_message=msg, node_id=-1, host="", port=-1)
+    return R(error_code=0, error_message=None, node_id=b.node_id, host=b.host, port=b.port)
+
+
+# ------------------------------------------------------------------------------------ JoinGroup
+@handles(join_group.API, "0-9")
+async def handle_join_group(ctx: RequestContext, req: Any) -> Any:
+    if ctx.version == 0:
+        req.rebalance_timeout_ms = req.session_timeout_ms
+    coord = _coordinator(ctx)
+    if coord is None:
+        resp = join_group.RESPONSE(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=req.member_id)
+    else:
+        resp = await coord.join_group(req, _client(ctx))
+    if ctx.version < 7 and resp.protocol_name is None:
+        resp.protocol_name = ""  # nullable only from v7
+    return resp
+
+
+# ------------------------------------------------------------------------------------ SyncGroup
+@handles(sync_group.API, "0-5")
+async def handle_sync_group(ctx: RequestContext, req: Any) -> Any:
+    R = sync_group.RESPONSE
+    if ctx.version >= 5 and (req.protocol_type is None or req.protocol_name is None):
+        return R(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)  # Kafka: both are mandatory from v5
+    coord = _coordinator(ctx)
+    if coord is None:
+        return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return await coord.sync_group(req)
+
+
+# ------------------------------------------------------------------------------------ Heartbeat
+@handles(heartbeat.API, "0-4")
+async def handle_heartbeat(ctx: RequestContext, req: Any) -> Any:
+    coord = _coordinator(ctx)
+    error = ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None else coord.heartbeat(req)
+    return heartbeat.RESPONSE(error_code=error)
+
+
+# ----------------------------------------------------------------------------------- LeaveGroup
+@handles(leave_group.API, "0-5")
+async def handle_leave_group(ctx: RequestContext, req: Any) -> Any:
+    R = leave_group.RESPONSE
+    if ctx.version < 3:
+        members = [leave_group.REQUEST.MemberIdentity(member_id=req.member_id, group_instance_id=None)]
+    else:
+        members = req.members
+    coord = _coordinator(ctx)
+    if coord is None:
+        return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    error, responses = coord.leave_group(req.group_id, members)
+    if ctx.version < 3:
+        # One member and no per-member errors before v3: its error is the response's.
+        if error == ErrorCode.NONE:
+            error = next((r.error_code for r in responses if r.error_code), ErrorCode.NONE)
+        return R(error_code=error)
+    return R(error_code=error, members=responses)
+
+
+# --------------------------------------------------------------------------------- OffsetCommit
+@handles(offset_commit.API, "0-9")
+async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
+    R = offset_commit.RESPONSE
+    broker = ctx.broker
+    errors: dict[tuple[str, int], int] = {}
+    valid = []
+    for t in req.topics:
+        topic = broker.topics.get(t.name)
+        known = [p for p in t.partitions if topic is not None and p.partition_index in topic.partitions]
+        for p in t.partitions:
+            if topic is None or p.partition_index not in topic.partitions:
+                errors[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if known:
+            valid.append(offset_commit.REQUEST.OffsetCommitRequestTopic(name=t.name, partitions=known))
+    if valid:
+        coord = _coordinator(ctx)
+        if coord is None:
+            for t in valid:
+                for p in t.partitions:
+                    errors[(t.name, p.partition_index)] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        else:
+            errors.update(coord.commit_offsets(req, ctx.version, valid))
+    return R(topics=[
+        R.OffsetCommitResponseTopic(name=t.name, partitions=[
+            R.OffsetCommitResponsePartition(partition_index=p.partition_index,
+                                            error_code=errors[(t.name, p.partition_index)])
+            for p in t.partitions])
+        for t in req.topics
+    ])
+
+
+# ---------------------------------------------------------------------------------- OffsetFetch
+def _fetch_group(coord: GroupCoordinator | None, group_id: str, topics: Any) -> tuple[int, list[Any]]:
+    wanted = None if topics is None else [(t.name, list(t.partition_indexes)) for t in topics]
+    if coord is None:
+        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return error, []
+    return coord.fetch_offsets(group_id, wanted)
+
+
+@handles(offset_fetch.API, "0-9")
+async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
+    R = offset_fetch.RESPONSE
+    coord = _coordinator(ctx)
+    v = ctx.version
+    if v >= 8:
+        groups = []
+        for g in req.groups:
+            error, topics = _fetch_group(coord, g.group_id, g.topics)
+            groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error, topics=[
+                R.OffsetFetchResponseTopics(name=name, partitions=[
+                    R.OffsetFetchResponsePartitions(
+                        partition_index=p, committed_offset=om.offset if om else -1,
+                        committed_leader_epoch=om.leader_epoch if om else -1,
+                        metadata=om.metadata if om else "", error_code=0)
+                    for p, om in parts])
+                for name, parts in topics]))
+        return R(groups=groups)
+    topics_req = req.topics
+    if v < 2 and topics_req is None:
+        topics_req = []
+    error, topics = _fetch_group(coord, req.group_id, topics_req)
+    if error and topics_req:
+        # Before v2 there is no top-level error: each requested partition carries it.
+        topics = [(t.name, [(p, None) for p in t.partition_indexes]) for t in topics_req]
+    part_error = error if v < 2 else 0
+    return R(error_code=error, topics=[
+        R.OffsetFetchResponseTopic(name=name, partitions=[
+            R.OffsetFetchResponsePartition(
+                partition_index=p, committed_offset=om.offset if om else -1,
+                committed_leader_epoch=om.leader_epoch if om else -1,
+                metadata=om.metadata if om else "", error_code=part_error)
+            for p, om in parts])
+        for name, parts in topics])
+
+
+# ------------------------------------------------------------------------------------ ListGroups
+@handles(list_groups.API, "0-5")
+async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
+    R = list_groups.RESPONSE
+    coord = _coordinator(ctx)
+    if coord is None:
+        return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    listed = coord.list_groups(req.states_filter or (), req.types_filter or ())
+    return R(error_code=0, groups=[
+        R.ListedGroup(group_id=gid, protocol_type=ptype, group_state=state, group_type=gtype)
+        for gid, ptype, state, gtype in listed])
+
+
+# -------------------------------------------------------------------------------- DescribeGroups
+@handles(describe_groups.API, "0-5")
+async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
+    R = describe_groups.RESPONSE
+    coord = _coordinator(ctx)
+    include_ops = bool(req.include_authorized_operations)
+    out = []
+    for gid in req.groups:
+        if coord is None:
+            out.append(R.DescribedGroup(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id=gid,
+                                        group_state="", protocol_type="", protocol_data="", members=[]))
+        else:
+            out.append(coord.describe_group(gid, include_ops))
+    return R(groups=out)
+
+
+# ---------------------------------------------------------------------------------- DeleteGroups
+@handles(delete_groups.API, "0-2")
+async def handle_delete_groups(ctx: RequestContext, req: Any) -> Any:
+    R = delete_groups.RESPONSE
+    coord = _coordinator(ctx)
+    if coord is None:
+        results = [(g, ErrorCode.COORDINATOR_NOT_AVAILABLE) for g in req.groups_names]
+    else:
+        results = coord.delete_groups(list(req.groups_names))
+    return R(results=[R.DeletableGroupResult(group_id=g, error_code=e) for g, e in results])
+
+
+# ---------------------------------------------------------------------------------- OffsetDelete
+@handles(offset_delete.API, "0")
+async def handle_offset_delete(ctx: RequestContext, req: Any) -> Any:
+    R = offset_delete.RESPONSE
+    coord = _coordinator(ctx)
+    if coord is None:
+        return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    broker = ctx.broker
+    unknown: dict[tuple[str, int], int] = {}
+    wanted = []
+    for t in req.topics:
+        topic = broker.topics.get(t.name)
+        parts = []
+        for p in t.partitions:
+            if topic is None or p.partition_index not in topic.partitions:
+                unknown[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                parts.append(p.partition_index)
+        if parts:
+            wanted.append((t.name, parts))
+    error, results = coord.delete_offsets(req.group_id, wanted)
+    if error:
+        return R(error_code=error)
+    errors = {(t, p): e for t, parts in results for p, e in parts}
+    errors.update(unknown)
+    return R(error_code=0, topics=[
+        R.OffsetDeleteResponseTopic(name=t.name, partitions=[
+            R.OffsetDeleteResponsePartition(partition_index=p.partition_index,
+                                            error_code=errors.get((t.name, p.partition_index), 0))
+            for p in t.partitions])
+        for t in req.topics])
