@@ -166,7 +166,9 @@ class Broker:
         flush_every = self.config.get("log.flush.scheduler.interval.ms")
         checkpoint_every = self.config.get("log.flush.offset.checkpoint.interval.ms")
         retention_every = self.config.get("log.retention.check.interval.ms")
-        tick = max(0.05, min(1.0, flush_every / 1000 if flush_every > 0 else 1.0))
+        # log.flush.scheduler.interval.ms defaults to Long.MAX_VALUE ("never"); tick at least once a
+        # second anyway, for checkpoints, retention and flush.ms.
+        tick = max(0.05, min(1.0, flush_every / 1000 if 0 < flush_every < 1 << 40 else 1.0))
         last_ckpt = last_ret = now_ms()
         loop = asyncio.get_running_loop()
         while True:
