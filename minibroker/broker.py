@@ -300,7 +300,10 @@ class Broker:
         try:
             request, end = decode_from(handler.api.request, version, frame, pos)
             if end != len(frame):
-                raise DecodeError(f"{len(frame) - end} trailing bytes")
+                # Kafka's RequestContext.parseRequest ignores bytes after the body, and librdkafka
+                # (2.16) sends 3 of them after an all-topics Metadata v12 (AdminClient.list_topics).
+                log.debug("%s v%d from %s: %d trailing bytes ignored", handler.api.name, version,
+                          _peer(conn), len(frame) - end)
         except DecodeError as e:
             log.warning("closing connection from %s: malformed %s v%d request (%s)",
                         _peer(conn), handler.api.name, version, e)
