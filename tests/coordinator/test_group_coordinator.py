@@ -377,7 +377,6 @@ async def test_a_new_coordinator_loads_groups_and_offsets_from_the_log():
         assert c2.committed("solo", "u", 3).offset == 99
         # Loaded members carry on heartbeating with the same generation.
         assert hb(c2, "g", a, gen) == 0
-        # ... and one that does not is removed after its session timeout.
     finally:
         await c2.stop()
 

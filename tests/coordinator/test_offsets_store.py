@@ -1,0 +1,71 @@
+"""__consumer_offsets through the real storage engine: placement, files, transactional loading."""
+
+from __future__ import annotations
+
+from minibroker.coordinator.offsets_store import TOPIC, read_partition
+from minibroker.coordinator.records import (
+    OffsetAndMetadata,
+    OffsetCommitRecord,
+    decode_record,
+    offset_commit_record,
+    partition_for,
+)
+from minibroker.testing import AsyncBroker
+from protocol.records.v2 import ControlType, Record, build_batch, build_control_batch
+from storage.log import AppendOrigin
+
+OVERRIDES = {"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 7}
+
+
+def commit_batch(records, *, pid=-1, epoch=-1, txn=False) -> bytes:
+    return build_batch([Record(offset_delta=i, key=k, value=v) for i, (k, v) in enumerate(records)],
+                       base_timestamp=1, producer_id=pid, producer_epoch=epoch, base_sequence=0 if txn else -1,
+                       is_transactional=txn)
+
+
+async def test_records_land_in_the_groups_partition_as_compacted_internal_topic(tmp_path):
+    async with AsyncBroker(tmp_path / "d", overrides=OVERRIDES) as b:
+        store = b.broker.coordinators["group"].store
+        store.append("my-group", [offset_commit_record("my-group", "t", 2, OffsetAndMetadata(9, 1, "m", 5))])
+        topic = b.broker.topics[TOPIC]
+        assert topic.is_internal and len(topic.partitions) == 7
+        assert topic.config["cleanup.policy"] == ["compact"]
+        p = partition_for("my-group", 7)
+        lg = topic.partitions[p]
+        assert lg.log_end_offset == 1
+        assert [decode_record(k, v) for k, v in read_partition(lg)] == [
+            OffsetCommitRecord("my-group", "t", 2, OffsetAndMetadata(9, 1, "m", 5))]
+        assert all(topic.partitions[q].log_end_offset == 0 for q in topic.partitions if q != p)
+        seg = tmp_path / "d" / f"{TOPIC}-{p}" / "00000000000000000000.log"
+        assert seg.exists() and seg.stat().st_size > 61
+
+
+async def test_loading_keeps_committed_transactions_and_drops_aborted_ones(tmp_path):
+    async with AsyncBroker(tmp_path / "d", overrides=OVERRIDES) as b:
+        store = b.broker.coordinators["group"].store
+        topic = store.ensure_topic()
+        lg = topic.partitions[partition_for("g", 7)]
+        rec = lambda off: offset_commit_record("g", "t", 0, OffsetAndMetadata(off, -1, "", 1))  # noqa: E731
+        lg.append_as_leader(commit_batch([rec(1)]), origin=AppendOrigin.COORDINATOR)
+        lg.append_as_leader(commit_batch([rec(2)], pid=10, epoch=0, txn=True), origin=AppendOrigin.COORDINATOR)
+        lg.append_as_leader(commit_batch([rec(3)], pid=11, epoch=0, txn=True), origin=AppendOrigin.COORDINATOR)
+        lg.append_as_leader(build_control_batch(ControlType.ABORT, producer_id=10, producer_epoch=0,
+                                                coordinator_epoch=0, timestamp=1), origin=AppendOrigin.COORDINATOR)
+        lg.append_as_leader(build_control_batch(ControlType.COMMIT, producer_id=11, producer_epoch=0,
+                                                coordinator_epoch=0, timestamp=1), origin=AppendOrigin.COORDINATOR)
+        offsets = [decode_record(k, v).value.offset for k, v in read_partition(lg)]
+        assert offsets == [1, 3]
+
+
+async def test_restart_restores_groups_and_offsets_from_disk(tmp_path):
+    from tests.coordinator.test_group_coordinator import commit_req, stable_group
+
+    async with AsyncBroker(tmp_path / "d", overrides=OVERRIDES) as b:
+        c = b.broker.coordinators["group"]
+        (a,), gen = await stable_group(c, "grp", session=6000)
+        assert set(c.commit_offsets(commit_req("grp", gen, a, [("t", 1, 42, 3, "meta")]), 8).values()) == {0}
+    async with AsyncBroker(tmp_path / "d", overrides=OVERRIDES) as b:
+        c = b.broker.coordinators["group"]
+        om = c.committed("grp", "t", 1)
+        assert (om.offset, om.leader_epoch, om.metadata) == (42, 3, "meta")
+        assert c.groups["grp"].generation_id == gen and a in c.groups["grp"].members
