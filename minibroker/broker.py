@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from minibroker.config import BrokerConfig, effective_topic_config, to_log_config_props, validate_topic_config
-from minibroker.handlers.registry import HANDLERS, RequestContext, load_all
+from minibroker.handlers.registry import RequestContext, load_all
 from protocol import types as t
 from protocol.apis import api_versions
 from protocol.codec import Output, decode_from, encode

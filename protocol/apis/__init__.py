@@ -6,28 +6,25 @@ minibroker/handlers (ApiVersions is built from that registry), not here.
 
 from __future__ import annotations
 
-from protocol.apis import (
-    add_offsets_to_txn, add_partitions_to_txn, alter_configs, api_versions, consumer_group_describe,
-    consumer_group_heartbeat, create_partitions, create_topics, delete_groups, delete_records,
-    delete_topics, describe_cluster, describe_configs, describe_groups, describe_log_dirs,
-    describe_producers, describe_topic_partitions, describe_transactions, end_txn, fetch,
-    find_coordinator, heartbeat, incremental_alter_configs, init_producer_id, join_group, leave_group,
-    list_groups, list_offsets, list_transactions, metadata, offset_commit, offset_delete, offset_fetch,
-    offset_for_leader_epoch, produce, sasl_authenticate, sasl_handshake, sync_group, txn_offset_commit,
-)
+import importlib
+
 from protocol.schema import Api
 
-_MODULES = [
-    add_offsets_to_txn, add_partitions_to_txn, alter_configs, api_versions, consumer_group_describe,
-    consumer_group_heartbeat, create_partitions, create_topics, delete_groups, delete_records,
-    delete_topics, describe_cluster, describe_configs, describe_groups, describe_log_dirs,
-    describe_producers, describe_topic_partitions, describe_transactions, end_txn, fetch,
-    find_coordinator, heartbeat, incremental_alter_configs, init_producer_id, join_group, leave_group,
-    list_groups, list_offsets, list_transactions, metadata, offset_commit, offset_delete, offset_fetch,
-    offset_for_leader_epoch, produce, sasl_authenticate, sasl_handshake, sync_group, txn_offset_commit,
-]
+MODULES = (
+    "produce", "fetch", "list_offsets", "metadata", "offset_commit", "offset_fetch", "find_coordinator",
+    "join_group", "heartbeat", "leave_group", "sync_group", "describe_groups", "list_groups",
+    "sasl_handshake", "api_versions", "create_topics", "delete_topics", "delete_records", "init_producer_id",
+    "offset_for_leader_epoch", "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "txn_offset_commit",
+    "describe_configs", "alter_configs", "describe_log_dirs", "sasl_authenticate", "create_partitions",
+    "delete_groups", "incremental_alter_configs", "offset_delete", "describe_cluster", "describe_producers",
+    "describe_transactions", "list_transactions", "consumer_group_heartbeat", "consumer_group_describe",
+    "describe_topic_partitions",
+)
 
-APIS: dict[int, Api] = {m.API.key: m.API for m in _MODULES}
+APIS: dict[int, Api] = {}
+for _name in MODULES:
+    _api = importlib.import_module(f"protocol.apis.{_name}").API
+    APIS[_api.key] = _api
 BY_NAME: dict[str, Api] = {a.name: a for a in APIS.values()}
 
-__all__ = ["APIS", "BY_NAME", "Api"]
+__all__ = ["APIS", "BY_NAME", "MODULES", "Api"]
