@@ -185,10 +185,15 @@ class Schema:
         self._codecs: dict[int, Any] = {}  # version -> (reader, writer), filled by protocol.codec
 
     def _build(self, name: str, fields: tuple[F, ...]) -> type[Message]:
+        # Recurse even when the struct's class exists: a struct named twice in one message
+        # (AddPartitionsToTxnTopicResult) has a second copy of its fields, whose nested
+        # struct fields need their classes linked too.
         for f in fields:
             if f.is_struct:
-                f.struct = self.classes.get(f.base) or self._build(f.base, f.fields)
-        cls = self.classes[name] = _make_class(name, fields)
+                f.struct = self._build(f.base, f.fields)
+        cls = self.classes.get(name)
+        if cls is None:
+            cls = self.classes[name] = _make_class(name, fields)
         return cls
 
     def __call__(self, **kwargs: Any) -> Message:

@@ -1,0 +1,146 @@
+"""Every schema in protocol.apis at every valid version: random values drawn from the schema tree
+survive encode -> decode -> encode byte for byte. And protocol/ stays sans-IO."""
+
+from __future__ import annotations
+
+import ast
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from protocol.apis import APIS
+from protocol.codec import decode, encode
+from protocol.schema import F, Message, Schema
+from protocol.types import DecodeError
+
+_INT_RANGES = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "uint16": (0, 2**16 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+}
+
+
+def _primitive(base: str, nullable: bool) -> st.SearchStrategy:
+    if base in _INT_RANGES:
+        lo, hi = _INT_RANGES[base]
+        s = st.integers(lo, hi)
+    elif base == "bool":
+        s = st.booleans()
+    elif base == "float64":
+        s = st.floats(allow_nan=False)
+    elif base == "uuid":
+        s = st.builds(uuid.UUID, int=st.integers(0, 2**128 - 1))
+    elif base == "string":
+        s = st.text(max_size=12)
+    elif base == "bytes":
+        s = st.binary(max_size=24)
+    elif base == "records":
+        s = st.binary(max_size=64)
+    else:
+        raise AssertionError(base)
+    return st.none() | s if nullable else s
+
+
+def _present(f: F, version: int, flexible: bool) -> bool:
+    if f.tag is not None:
+        return flexible and version in f.tagged
+    return version in f.versions
+
+
+def _struct(cls: type[Message], fields: tuple[F, ...], version: int, flexible: bool) -> st.SearchStrategy:
+    draws = {f.name: _field(f, version, flexible) for f in fields if _present(f, version, flexible)}
+    known_tags = {f.tag for f in fields if f.tag is not None}
+    unknown = (st.dictionaries(st.integers(0, 40).filter(lambda t: t not in known_tags), st.binary(max_size=6),
+                               max_size=2) if flexible else st.just({}))
+
+    def make(values: dict, extra: dict) -> Message:
+        obj = cls(**values)
+        obj.unknown_tags = extra or None
+        return obj
+
+    return st.builds(make, st.fixed_dictionaries(draws), unknown)
+
+
+def _field(f: F, version: int, flexible: bool) -> st.SearchStrategy:
+    nullable = version in f.nullable
+    if f.is_struct:
+        elem = _struct(f.struct, f.fields, version, flexible)
+    else:
+        elem = _primitive(f.base, nullable and not f.is_array)
+    if f.is_array:
+        arr = st.lists(elem, max_size=3)
+        return st.none() | arr if nullable else arr
+    if f.is_struct and nullable:
+        return st.none() | elem
+    return elem
+
+
+def _cases():
+    for api in APIS.values():
+        for side, schema in (("request", api.request), ("response", api.response)):
+            for version in schema.valid:
+                yield pytest.param(schema, version, id=f"{api.name}-{side}-v{version}")
+
+
+@pytest.mark.parametrize("schema,version", list(_cases()))
+@given(data=st.data())
+@settings(max_examples=int(os.environ.get("SCHEMA_EXAMPLES", "12")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+def test_encode_decode_encode_is_identical(schema: Schema, version: int, data):
+    flexible = version in schema.flexible
+    obj = data.draw(_struct(schema.cls, schema.fields, version, flexible), label="message")
+    first = bytes(encode(schema, version, obj))
+    back = decode(schema, version, first)
+    assert back == obj
+    assert bytes(encode(schema, version, back)) == first
+    # Any truncation is a DecodeError (never an IndexError or a silent short read).
+    cut = data.draw(st.integers(0, len(first) - 1), label="cut") if first else None
+    if cut is not None:
+        with pytest.raises(DecodeError):
+            decode(schema, version, first[:cut])
+
+
+def test_every_api_and_version_is_covered():
+    cases = list(_cases())
+    assert len(APIS) >= 39
+    assert len(cases) == sum(len(list(a.request.valid)) + len(list(a.response.valid)) for a in APIS.values())
+
+
+# ------------------------------------------------------------------------- layering
+
+PROTOCOL = Path(__file__).resolve().parents[2] / "protocol"
+FORBIDDEN = {"asyncio", "socket", "selectors", "ssl", "aiofiles", "uvloop", "storage", "minibroker"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "__import__" and node.args:
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                found.add(arg.value.split(".")[0])
+    return found
+
+
+def test_protocol_is_sans_io():
+    files = sorted(PROTOCOL.rglob("*.py"))
+    assert len(files) > 40  # the walk really sees the package
+    offenders = {str(p.relative_to(PROTOCOL)): sorted(_imports(p) & FORBIDDEN) for p in files}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_import_check_can_fail(tmp_path):
+    p = tmp_path / "bad.py"
+    p.write_text("import asyncio.streams\nfrom storage.log import Log\ndef f():\n    import socket\n")
+    assert _imports(p) & FORBIDDEN == {"asyncio", "storage", "socket"}
