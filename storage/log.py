@@ -182,8 +182,8 @@ class Log:
         epoch_cache = LeaderEpochFileCache(dir / LEADER_EPOCH_CHECKPOINT_FILE)
         loaded = load_log(dir, config, log_start_offset=log_start_offset, recovery_point=recovery_point,
                           clean_shutdown=clean_shutdown, now_ms=now_ms, epoch_cache=epoch_cache)
-        if not epoch_cache.checkpoint.path.exists():
-            epoch_cache.write()
+        # Kafka's CheckpointFile creates the file empty; entries are written when an epoch is assigned
+        epoch_cache.checkpoint.path.touch(exist_ok=True)
         return cls(dir, config, loaded.segments, log_start_offset=loaded.log_start_offset,
                    recovery_point=loaded.recovery_point, next_offset=loaded.next_offset,
                    topic_id=stored or topic_id or ZERO_UUID, epoch_cache=epoch_cache, now_ms=now_ms)
