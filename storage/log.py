@@ -404,9 +404,11 @@ class Log:
     # -- timestamps ----------------------------------------------------------------------------
     def offset_for_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
         """ListOffsets by time: (offset, timestamp) of the first record whose timestamp is >=
-        `timestamp`, at or after the log start; None if there is none. Via the time index of the
-        first segment whose largest timestamp reaches the target. Without `record_timestamps`
-        the answer is to the batch: its first offset (>= log start) and its max timestamp."""
+        `timestamp`, at or after the log start; None if there is none. The first segment whose
+        largest timestamp reaches the target, its time index, its offset index, a header scan to
+        the first batch whose max timestamp reaches it, then that one batch's records
+        (`record_timestamps`). With `record_timestamps = None` the answer is to the batch: its
+        first offset (>= log start) and its max timestamp."""
         start = self.log_start_offset
         for segment in self.segments.values():
             if segment.largest_timestamp() < timestamp:
@@ -424,8 +426,8 @@ class Log:
 
     def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
         """ListOffsets MAX_TIMESTAMP (-3, KIP-734): (largest timestamp, offset of the record that
-        has it). To the batch unless `record_timestamps` is set: a LogAppendTime batch answers
-        its first offset (all its records share the time), a CreateTime one its last offset."""
+        has it). A LogAppendTime batch answers its first offset (all its records share the time);
+        a CreateTime one the record found by `record_timestamps`, else the batch's last offset."""
         best: LogSegment | None = None
         for segment in self.segments.values():
             if best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far:
