@@ -569,7 +569,10 @@ class Log:
             for seg in to_flush:
                 seg.flush()
             if any(seg.base_offset >= current for seg in to_flush):
-                fsync_dir(self.dir)  # a segment created since the last flush: make its name durable
+                try:
+                    fsync_dir(self.dir)  # a segment created since the last flush: make its name durable
+                except FileNotFoundError:
+                    pass  # the directory was renamed for deletion meanwhile (Kafka: flushDirIfExists)
             self.recovery_point = offset
             self.last_flush_time = self._now_ms()
 
