@@ -140,3 +140,46 @@ def test_members_join_split_die_and_leave(broker, tmp_path, lib, assignor):
     finally:
         for m in members:
             m.close()
+
+
+def test_static_member_restart_within_session_timeout_does_not_rebalance(broker):
+    """KIP-345: a static member that closes (no LeaveGroup for static members) and comes back
+    with the same group.instance.id before its session times out keeps its partitions; the
+    group stays at the same generation."""
+    from confluent_kafka import Consumer
+
+    topic, group = "static-topic", "static-group"
+    broker.call(lambda br: br.create_topic(topic, PARTITIONS))
+    coord = broker.broker.coordinators["group"]
+
+    def start(instance: str) -> Consumer:
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "group.instance.id": instance,
+                      "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "auto.offset.reset": "earliest"})
+        c.subscribe([topic])
+        return c
+
+    def state() -> tuple[str, int, int]:
+        return broker.call(lambda br: (coord.groups[group].state.value, coord.groups[group].generation_id,
+                                       len(coord.groups[group].members)))
+
+    a, b = start("static-a"), start("static-b")
+    try:
+        def polled_until(cond) -> float:
+            def step() -> bool:
+                a.poll(0.05)
+                b.poll(0.05)
+                return cond()
+            return wait_until(step, 30, "the static group to settle")
+
+        polled_until(lambda: len(a.assignment()) + len(b.assignment()) == PARTITIONS and a.assignment()
+                     and b.assignment() and state()[0] == "Stable" and state()[2] == 2)
+        _, generation, _ = state()
+        before = sorted(tp.partition for tp in b.assignment())
+        b.close()
+        b = start("static-b")
+        polled_until(lambda: len(b.assignment()) > 0)
+        assert sorted(tp.partition for tp in b.assignment()) == before
+        assert state() == ("Stable", generation, 2)
+    finally:
+        a.close()
+        b.close()
