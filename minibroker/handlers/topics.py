@@ -14,6 +14,7 @@ Behavior:
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 from minibroker.config import describe_topic_config
@@ -36,15 +37,20 @@ def _fail(result: Any, e: KafkaError) -> None:
 async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     results = []
-    seen: set[str] = set()
+    # A name listed twice is answered once, with INVALID_REQUEST, and neither entry is created
+    # (Kafka: ControllerApis.createTopics).
+    counts = collections.Counter(t.name for t in req.topics)
+    answered: set[str] = set()
     for t in req.topics:
+        if t.name in answered:
+            continue
         result = CT.CreatableTopicResult(name=t.name, topic_id=ZERO_UUID, error_code=0, error_message=None,
                                          num_partitions=-1, replication_factor=-1, configs=None)
         results.append(result)
         try:
-            if t.name in seen:
-                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Duplicate topic name {t.name} in the request")
-            seen.add(t.name)
+            if counts[t.name] > 1:
+                answered.add(t.name)
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
             num_partitions = t.num_partitions
             replication = t.replication_factor
             if t.assignments:
