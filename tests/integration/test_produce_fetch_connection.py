@@ -1,0 +1,159 @@
+"""Bad input at the connection level: oversize frames, unknown api keys, unsupported versions,
+truncated and malformed bodies. Each must close (or answer) that one connection and leave the
+broker serving everyone else."""
+
+from __future__ import annotations
+
+import logging
+import struct
+
+import pytest
+
+from protocol.apis import api_versions, metadata, produce
+from protocol.codec import decode
+from protocol.errors import ErrorCode
+from protocol.headers import RequestHeader, encode_request_header
+from tests.integration.helpers import RawClient, create_topic, module_broker, unique
+
+MAX_REQUEST = 64 * 1024  # socket.request.max.bytes for this module's broker
+
+
+@pytest.fixture(scope="module")
+def mb(tmp_path_factory):
+    with module_broker(tmp_path_factory, {"socket.request.max.bytes": MAX_REQUEST}) as b:
+        yield b
+
+
+def api_versions_works(bootstrap: str) -> bool:
+    with RawClient(bootstrap) as raw:
+        body = raw.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="it-raw",
+                                                                  client_software_version="1"))
+    return body.error_code == 0 and any(k.api_key == produce.API.key for k in body.api_keys)
+
+
+def header_bytes(api_key: int, version: int, correlation_id: int = 7, client_id: str = "it-raw") -> bytes:
+    out = bytearray()
+    encode_request_header(out, RequestHeader(api_key, version, correlation_id, client_id))
+    return bytes(out)
+
+
+def framed(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+def test_frame_above_socket_request_max_bytes_closes_with_a_log_line(mb, caplog):
+    caplog.set_level(logging.INFO, logger="minibroker")
+    with RawClient(mb.bootstrap) as bystander, RawClient(mb.bootstrap) as raw:
+        # Only the size prefix: the broker must refuse before reading (or buffering) a body.
+        raw.send_raw(struct.pack(">i", MAX_REQUEST + 1))
+        assert raw.closed_by_peer()
+        # The other connection, opened before, and new ones are still served.
+        body = bystander.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="it-raw",
+                                                                        client_software_version="1"))
+        assert body.error_code == 0
+    assert api_versions_works(mb.bootstrap)
+    assert any(f"{MAX_REQUEST + 1} bytes exceeds the limit of {MAX_REQUEST}" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+
+
+def test_a_frame_at_the_limit_is_read(mb):
+    """The cap is on the size prefix: a request of exactly socket.request.max.bytes is handled."""
+    topic = unique("at-limit")
+    create_topic(mb, topic)
+    with RawClient(mb.bootstrap) as raw:
+        R = metadata.REQUEST
+        body = R(topics=[R.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False,
+                 include_topic_authorized_operations=False)
+        # Trailing bytes after a body are ignored (Kafka's RequestContext.parseRequest), so padding
+        # there makes a valid request of exactly the limit.
+        payload = raw.request_bytes(metadata.API, 9, body, 1)[4:]
+        payload += b"\0" * (MAX_REQUEST - len(payload))
+        raw.send_raw(framed(payload))
+        _, resp = raw.recv(metadata.API, 9)
+    assert [t.name for t in resp.topics] == [topic]
+
+
+def test_negative_frame_size_closes(mb):
+    with RawClient(mb.bootstrap) as raw:
+        raw.send_raw(struct.pack(">i", -5))
+        assert raw.closed_by_peer()
+    assert api_versions_works(mb.bootstrap)
+
+
+@pytest.mark.parametrize("api_key", [99, 1000, -1])
+def test_unknown_api_key_closes(mb, api_key, caplog):
+    caplog.set_level(logging.INFO, logger="minibroker")
+    with RawClient(mb.bootstrap) as raw:
+        raw.send_raw(framed(header_bytes(api_key, 0)))
+        assert raw.closed_by_peer()
+    assert any(f"unknown api key {api_key}" in r.getMessage() for r in caplog.records)
+    assert api_versions_works(mb.bootstrap)
+
+
+def test_api_versions_v99_gets_unsupported_version_in_v0_form(mb):
+    with RawClient(mb.bootstrap) as raw:
+        # The body of a version we do not know is unreadable to us; the broker must not try.
+        raw.send_raw(framed(header_bytes(api_versions.API.key, 99, correlation_id=42) + b"\x07junk"))
+        frame = raw.recv_frame()
+        # Response header v0 (just the correlation id), body in ApiVersions v0.
+        assert struct.unpack_from(">i", frame)[0] == 42
+        body = decode(api_versions.RESPONSE, 0, frame, 4)
+        assert body.error_code == ErrorCode.UNSUPPORTED_VERSION
+        served = mb.call(lambda broker: sorted((h.api.key, h.versions.lo, h.versions.hi)
+                                               for h in broker.handlers.values()))
+        assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == served
+        assert (api_versions.API.key, 0, 4) in served
+        # The connection stays open: the client retries at a version we listed.
+        body = raw.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="it-raw",
+                                                                  client_software_version="1"))
+        assert body.error_code == 0
+
+
+def test_unsupported_version_of_another_api_closes(mb, caplog):
+    caplog.set_level(logging.INFO, logger="minibroker")
+    with RawClient(mb.bootstrap) as raw:
+        raw.send_raw(framed(header_bytes(produce.API.key, 2)))  # Produce v0-2 are not served
+        assert raw.closed_by_peer()
+    assert any("Produce v2 is not supported" in r.getMessage() for r in caplog.records)
+
+
+def test_truncated_body_closes(mb, caplog):
+    caplog.set_level(logging.INFO, logger="minibroker")
+    with RawClient(mb.bootstrap) as raw:
+        R = metadata.REQUEST
+        body = R(topics=[R.MetadataRequestTopic(name="some-topic")], allow_auto_topic_creation=False,
+                 include_topic_authorized_operations=False)
+        whole = raw.request_bytes(metadata.API, 12, body, 1)[4:]
+        raw.send_raw(framed(whole[:-6]))  # cut inside the topic name
+        assert raw.closed_by_peer()
+    assert any("malformed Metadata v12" in r.getMessage() for r in caplog.records)
+    assert api_versions_works(mb.bootstrap)
+
+
+@pytest.mark.parametrize("version, garbage", [
+    # v4: topics is an int32-counted array, then allow_auto_topic_creation.
+    pytest.param(4, struct.pack(">i", 0x7FFFFFF0), id="huge-array-length"),
+    pytest.param(4, b"", id="empty-body"),
+    pytest.param(4, struct.pack(">ih", 1, 50) + b"short", id="string-past-the-end"),
+    # v12 (flexible): topics is a compact array, its length an unsigned varint.
+    pytest.param(12, b"\xff" * 6, id="unterminated-varint"),
+    pytest.param(12, b"\x02\x00" * 2, id="body-cut-short"),
+])
+def test_malformed_body_closes(mb, version, garbage):
+    with RawClient(mb.bootstrap) as raw:
+        raw.send_raw(framed(header_bytes(metadata.API.key, version) + garbage))
+        assert raw.closed_by_peer()
+    assert api_versions_works(mb.bootstrap)
+
+
+def test_truncated_header_closes(mb):
+    with RawClient(mb.bootstrap) as raw:
+        raw.send_raw(framed(b"\x00\x12\x00"))  # three bytes of a header
+        assert raw.closed_by_peer()
+    assert api_versions_works(mb.bootstrap)
+
+
+def test_client_closing_mid_frame_leaves_the_broker_serving(mb):
+    with RawClient(mb.bootstrap) as raw:
+        raw.send_raw(struct.pack(">i", 1000) + b"\x00" * 10)
+    assert api_versions_works(mb.bootstrap)
