@@ -125,7 +125,8 @@ class Broker:
         self.host = config.advertised_host
         self.port = config.advertised_port
         self.log_manager = LogManager(Path(config.data_dir), LogConfig.from_kafka(
-            to_log_config_props(effective_topic_config(config, {}))), now_ms=now_ms)
+            to_log_config_props(effective_topic_config(config, {}))), now_ms=now_ms, node_id=self.node_id,
+            cluster_id=config.get("cluster.id") if config.is_set("cluster.id") else None)
         self.topics: dict[str, Topic] = {}
         self.fetch_waiters = FetchWaiters()
         self.started_ms = now_ms()
@@ -174,7 +175,8 @@ class Broker:
         while True:
             await asyncio.sleep(tick)
             for lg in list(self.log_manager.logs().values()):
-                lg.maybe_flush()
+                if lg.needs_flush():  # flush.ms / flush.messages, or a rolled segment: fsync off the loop
+                    await loop.run_in_executor(None, lg.maybe_flush)
             t_now = now_ms()
             if t_now - last_ckpt >= checkpoint_every:
                 last_ckpt = t_now
