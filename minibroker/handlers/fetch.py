@@ -159,7 +159,9 @@ def _read_all(broker: Any, parts: list[_Part], max_bytes: int, isolation: int, v
         try:
             info = lg.read(part.fetch_offset, max(0, limit), max_offset=max_offset, min_one_batch=total == 0)
         except KafkaError as e:
+            # Kafka answers a failed read with unknown offsets (ReplicaManager.createLogReadResult).
             err = data.error_code = e.code
+            data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
         else:
             if info.region is not None and info.region.size:
                 data.records = info.region
