@@ -159,3 +159,23 @@ def test_record_above_the_broker_default_of_1_mb(mb):
     err = deliver_one(p, topic, b"\x01" * 1_200_000)
     assert err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE, err
     assert offsets(mb, topic) == (0, 0)
+
+
+@pytest.mark.parametrize("reset, want", [("earliest", [b"a", b"b", b"c"]), ("latest", [b"after"])])
+def test_offset_out_of_range_resets(mb, reset, want):
+    topic = unique(f"cf-oor-{reset}")
+    create_topic(mb, topic, 1)
+    p = producer(mb)
+    produce_all(p, topic, [(0, Rec(None, v, (), 1000)) for v in (b"a", b"b", b"c")])
+    c = consumer(mb, **{"auto.offset.reset": reset})
+    try:
+        c.assign([TopicPartition(topic, 0, 100)])  # past the end: OFFSET_OUT_OF_RANGE, then a reset
+        if reset == "latest":
+            # Nothing is re-read; the reset (a ListOffsets after the first fetch) takes milliseconds,
+            # and the consumer's position is not visible until it has consumed something.
+            assert c.poll(1.0) is None
+            produce_all(p, topic, [(0, Rec(None, b"after", (), 2000))])
+        msgs = confluent_consume(c, len(want))
+    finally:
+        c.close()
+    assert [m.value() for m in msgs] == want
