@@ -38,8 +38,10 @@ class OffsetLookup:
         from confluent_kafka import IsolationLevel
         from confluent_kafka.admin import AdminClient
 
-        self._admin = AdminClient(dict(admin_conf))
-        committed = str(admin_conf.get("isolation.level", "read_uncommitted")) == "read_committed"
+        conf = dict(admin_conf)
+        # The isolation level goes with each ListOffsets call; an AdminClient would warn about it.
+        committed = conf.pop("isolation.level", "read_uncommitted") == "read_committed"
+        self._admin = AdminClient(conf)
         self._isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
 
     def partition_counts(self) -> dict[str, int]:
