@@ -51,9 +51,13 @@ def run_kafka_python(bootstrap: str, topic: str, group: str, assignor: str) -> N
     from kafka.errors import KafkaError
 
     strategies = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
-    c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
                       enable_auto_commit=False, session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS,
                       partition_assignment_strategy=[strategies[assignor]], client_id=f"member-{group}")
+    # Learn the topic's partitions before joining: kafka-python 3.0.x can lose the assignment of
+    # the immediate second rebalance it starts when the metadata arrives just after its first join.
+    c.partitions_for_topic(topic)
+    c.subscribe([topic])
     t = Tracker()
     while not stopping:
         batches = c.poll(timeout_ms=100)

@@ -19,7 +19,6 @@ def groups(broker):
     """A topic with records, a live group with one member ("live", Stable) and an Empty group
     with committed offsets ("idle")."""
     from confluent_kafka import Consumer, Producer, TopicPartition
-    from kafka import KafkaConsumer
 
     bs = broker.bootstrap
     broker.call(lambda br: br.create_topic(TOPIC, 2))
@@ -32,12 +31,13 @@ def groups(broker):
     idle.commit(offsets=[TopicPartition(TOPIC, 0, 3), TopicPartition(TOPIC, 1, 5)], asynchronous=False)
     idle.close()
 
-    live = KafkaConsumer(TOPIC, bootstrap_servers=bs, group_id="live", auto_offset_reset="earliest",
-                         session_timeout_ms=6000, heartbeat_interval_ms=500, client_id="live-client")
+    live = Consumer({"bootstrap.servers": bs, "group.id": "live", "client.id": "live-client",
+                     "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "auto.offset.reset": "earliest"})
+    live.subscribe([TOPIC])
     deadline = time.monotonic() + 20
     while len(live.assignment()) < 2:
         assert time.monotonic() < deadline, "the live member got no assignment"
-        live.poll(timeout_ms=100)
+        live.poll(0.1)
     coord = broker.broker.coordinators["group"]
     assert broker.call(lambda br: coord.groups["live"].state.value) == "Stable"
     yield bs

@@ -30,9 +30,11 @@ def commit_with_metadata(bootstrap: str) -> None:
     from kafka import KafkaConsumer, TopicPartition
     from kafka.structs import OffsetAndMetadata
 
-    c = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=GROUP, auto_offset_reset="earliest",
+    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=GROUP, auto_offset_reset="earliest",
                       enable_auto_commit=False, session_timeout_ms=6000, heartbeat_interval_ms=500)
     try:
+        c.partitions_for_topic(TOPIC)  # see groups_member.py: metadata first, then join
+        c.subscribe([TOPIC])
         seen = 0
         deadline = time.monotonic() + 30
         while seen < PARTITIONS * PER_PARTITION:
