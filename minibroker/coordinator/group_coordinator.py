@@ -979,6 +979,28 @@ class GroupCoordinator:
             self.offsets.pop(group_id, None)
         return ErrorCode.NONE, result
 
+    def on_partitions_deleted(self, topic: str, partitions: Iterable[int] | None = None) -> int:
+        """Drop every group's committed offsets of a deleted topic's partitions (all of them when
+        `partitions` is None), with tombstones (Kafka: OffsetMetadataManager.onPartitionsDeleted).
+        Returns how many offsets were removed."""
+        wanted = None if partitions is None else set(partitions)
+        removed = 0
+        for gid, offsets in list(self.offsets.items()):
+            keys = [(t, p) for (t, p) in offsets if t == topic and (wanted is None or p in wanted)]
+            if not keys:
+                continue
+            try:
+                self._write(gid, [offset_commit_tombstone(gid, t, p) for t, p in keys])
+            except KafkaError as e:
+                log.warning("Failed to delete offsets of %s for group %s: %s", topic, gid, e)
+                continue
+            for key in keys:
+                offsets.pop(key, None)
+            if not offsets:
+                self.offsets.pop(gid, None)
+            removed += len(keys)
+        return removed
+
     # -------------------------------------------------------------------------- expiry
     async def _expire_offsets_periodically(self) -> None:
         interval = self.config.offsets_retention_check_interval_ms / 1000.0

@@ -469,3 +469,18 @@ async def test_stop_releases_parked_members():
     fut = await join(c, "g")
     await c.stop()
     assert (await done(fut)).error_code == E.NOT_COORDINATOR
+
+
+async def test_deleting_a_topic_drops_its_committed_offsets(coord):
+    coord.commit_offsets(commit_req("a", offsets=[("gone", 0, 1, -1, ""), ("gone", 1, 1, -1, ""),
+                                                  ("kept", 0, 1, -1, "")]), 8)
+    coord.commit_offsets(commit_req("b", offsets=[("gone", 0, 7, -1, "")]), 8)
+    assert coord.on_partitions_deleted("gone") == 3
+    assert coord.committed("a", "kept", 0) is not None
+    assert coord.fetch_offsets("a", None)[1] == [("kept", [(0, coord.committed("a", "kept", 0))])]
+    assert "b" not in coord.offsets
+    c2 = await started(coord.store)
+    try:
+        assert c2.committed("a", "gone", 0) is None and c2.committed("b", "gone", 0) is None
+    finally:
+        await c2.stop()
