@@ -343,12 +343,10 @@ class Broker:
         header = ctx.header
         if header.api_key == api_versions.API.key:
             # KIP-511: answer in ApiVersions v0 with our ranges so the client can pick a version.
-            body = api_versions.RESPONSE(
-                error_code=ErrorCode.UNSUPPORTED_VERSION,
-                api_keys=[api_versions.RESPONSE.ApiVersion(api_key=h.api.key, min_version=h.versions.lo,
-                                                           max_version=h.versions.hi)
-                          for h in sorted(self.handlers.values(), key=lambda h: h.api.key)],
-            )
+            from minibroker.handlers.api_versions import advertised
+
+            body = api_versions.RESPONSE(error_code=ErrorCode.UNSUPPORTED_VERSION,
+                                         api_keys=advertised(self.handlers.values()))
             out = Output(b"\0\0\0\0")
             t.write_int32(out, header.correlation_id)
             encode(api_versions.RESPONSE, 0, body, out)

@@ -1,9 +1,14 @@
 """ApiVersions: v0-4.
 
 Behavior: lists every API the broker serves with the version range its handler registered, so
-nothing is advertised that is not served. A request at a version we do not know is answered by
-the dispatcher in the v0 form with UNSUPPORTED_VERSION (KIP-511), and the client retries lower.
-The response header is always v0 (see protocol.headers).
+nothing is advertised that is not served -- with Kafka 4.0's one exception: Produce is advertised
+from v0 although v0-2 are refused (KAFKA-18659). librdkafka before 2.10 (kcat 1.7 ships 2.0)
+turns gzip, snappy and lz4 off unless the broker's Produce range includes v0, and then sends
+every batch uncompressed; clients pick the highest common version, so none sends v0-2 because
+of it, and one that does has its connection closed, as Kafka does.
+A request at a version we do not know is answered by the dispatcher in the v0 form with
+UNSUPPORTED_VERSION (KIP-511), and the client retries lower. The response header is always v0
+(see protocol.headers).
 
 Version notes: v1 throttle time; v3 flexible, client software name/version (KIP-511) and feature
 flags (KIP-584; we report none).
@@ -12,10 +17,11 @@ flags (KIP-584; we report none).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from minibroker.handlers.registry import RequestContext, handles
-from protocol.apis import api_versions
+from protocol.apis import api_versions, produce
 from protocol.errors import ErrorCode
 
 R = api_versions.RESPONSE
@@ -23,11 +29,22 @@ R = api_versions.RESPONSE
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
+# Advertised minimum versions below what the handler serves: {api key: version} (KAFKA-18659).
+ADVERTISED_MIN_VERSION = {produce.API.key: 0}
+
+
+def advertised(handlers: Iterable[Any]) -> list[Any]:
+    """The ApiVersion entries for the registered handlers, in api key order."""
+    out = []
+    for h in sorted(handlers, key=lambda h: h.api.key):
+        lo = min(h.versions.lo, ADVERTISED_MIN_VERSION.get(h.api.key, h.versions.lo))
+        out.append(R.ApiVersion(api_key=h.api.key, min_version=lo, max_version=h.versions.hi))
+    return out
+
+
 @handles(api_versions.API, "0-4")
 async def handle_api_versions(ctx: RequestContext, req: Any) -> Any:
     if ctx.version >= 3 and not (_SOFTWARE.match(req.client_software_name)
                                  and _SOFTWARE.match(req.client_software_version)):
         return R(error_code=ErrorCode.INVALID_REQUEST)
-    keys = [R.ApiVersion(api_key=h.api.key, min_version=h.versions.lo, max_version=h.versions.hi)
-            for h in sorted(ctx.broker.handlers.values(), key=lambda h: h.api.key)]
-    return R(error_code=0, api_keys=keys)
+    return R(error_code=0, api_keys=advertised(ctx.broker.handlers.values()))
