@@ -99,14 +99,40 @@ def test_api_versions_v99_gets_unsupported_version_in_v0_form(mb):
         assert struct.unpack_from(">i", frame)[0] == 42
         body = decode(api_versions.RESPONSE, 0, frame, 4)
         assert body.error_code == ErrorCode.UNSUPPORTED_VERSION
-        served = mb.call(lambda broker: sorted((h.api.key, h.versions.lo, h.versions.hi)
-                                               for h in broker.handlers.values()))
-        assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == served
-        assert (api_versions.API.key, 0, 4) in served
-        # The connection stays open: the client retries at a version we listed.
+        listed = [(k.api_key, k.min_version, k.max_version) for k in body.api_keys]
+        assert listed == advertised_ranges(mb)
+        assert (api_versions.API.key, 0, 4) in listed
+        # The connection stays open: the client retries at a version we listed, and gets the same list.
         body = raw.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="it-raw",
                                                                   client_software_version="1"))
         assert body.error_code == 0
+        assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == listed
+
+
+def advertised_ranges(mb) -> list[tuple[int, int, int]]:
+    """What ApiVersions must list: every handler's range, except Produce, which starts at v0."""
+
+    def ranges(broker) -> list[tuple[int, int, int]]:
+        return sorted((h.api.key, 0 if h.api.key == produce.API.key else h.versions.lo, h.versions.hi)
+                      for h in broker.handlers.values())
+
+    return mb.call(ranges)
+
+
+def test_produce_is_advertised_from_v0_but_v0_to_v2_are_refused(mb, caplog):
+    """KAFKA-18659: librdkafka < 2.10 compresses with gzip/snappy/lz4 only if Produce v0 is listed
+    (see test_kcat.test_compressed_produce); Kafka 4.0 lists it and closes on v0-2 requests."""
+    with RawClient(mb.bootstrap) as raw:
+        body = raw.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="it-raw",
+                                                                  client_software_version="1"))
+    [entry] = [k for k in body.api_keys if k.api_key == produce.API.key]
+    assert (entry.min_version, entry.max_version) == (0, 11)
+    caplog.set_level(logging.INFO, logger="minibroker")
+    for version in (0, 1, 2):
+        with RawClient(mb.bootstrap) as raw:
+            raw.send_raw(framed(header_bytes(produce.API.key, version) + b"\x00\x01\x00\x00\x13\x88"))
+            assert raw.closed_by_peer(), version
+    assert api_versions_works(mb.bootstrap)
 
 
 def test_unsupported_version_of_another_api_closes(mb, caplog):
