@@ -181,14 +181,18 @@ class GroupCoordinator:
         """Rebuild groups and offsets from __consumer_offsets (Kafka: the coordinator's replay)."""
         loaded = 0
         for key, value in self.store.load():
-            rec = decode_record(key, value)
-            if rec is None:
-                continue
-            loaded += 1
-            if isinstance(rec, OffsetCommitRecord):
-                self._replay_offset(rec)
-            elif isinstance(rec, GroupMetadataRecord):
-                self._replay_group(rec)
+            try:
+                rec = decode_record(key, value)
+                if rec is None:
+                    continue
+                loaded += 1
+                if isinstance(rec, OffsetCommitRecord):
+                    self._replay_offset(rec)
+                elif isinstance(rec, GroupMetadataRecord):
+                    self._replay_group(rec)
+            except ValueError as e:
+                # One unreadable record must not keep the broker from starting; say which.
+                log.error("Skipping a __consumer_offsets record while loading: %s", e)
         for group in self.groups.values():
             for member in group.members.values():
                 self._reschedule_heartbeat(group, member)

@@ -484,3 +484,17 @@ async def test_deleting_a_topic_drops_its_committed_offsets(coord):
         assert c2.committed("a", "gone", 0) is None and c2.committed("b", "gone", 0) is None
     finally:
         await c2.stop()
+
+
+async def test_load_skips_records_it_cannot_read():
+    store = MemoryLog()
+    c1 = await started(store)
+    c1.commit_offsets(commit_req("a", offsets=[("t", 0, 4, -1, "")]), 8)
+    await c1.stop()
+    store.records.insert(0, (struct.pack(">h", 1) + b"\x00\x05ab", b"\x00\x03"))  # truncated key
+    store.records.append((struct.pack(">h", 2) + b"\x00\x01a", struct.pack(">h", 99)))  # unknown value version
+    c2 = await started(store)
+    try:
+        assert c2.committed("a", "t", 0).offset == 4
+    finally:
+        await c2.stop()
