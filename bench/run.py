@@ -125,6 +125,7 @@ def scenarios(small: int, large: int) -> list[tuple[str, list[str], str]]:
          ["produce", "{t}", str(small), "100", "--acks", "all", "--compression", "lz4"], "small-lz4"),
         (f"produce {large:.0e} x 10 KiB, acks=1", ["produce", "{t}", str(large), "10240", "--acks", "1"], "large"),
         (f"consume {large:.0e} x 10 KiB", ["consume", "{t}", str(large)], "large"),
+        (f"consume {large:.0e} x 10 KiB with kcat (whole process)", ["kcat-consume", "{t}", str(large)], "large"),
         ("produce-ack latency, 1 x 100 B", ["latency", "{t}", "2000", "100"], "latency"),
     ]
 
@@ -136,7 +137,7 @@ def run_broker(b, rounds: int, small: int, large: int) -> dict[str, list[dict]]:
         for r in range(rounds):
             topics: dict[str, str] = {}
             for name, args, kind in scenarios(small, large):
-                if kind not in topics or args[0] != "consume":
+                if kind not in topics or not args[0].endswith("consume"):
                     topics[kind] = f"bench-{kind}-{r}-{time.time_ns()}"
                     create_topic(bootstrap, topics[kind])
                 argv = [args[0], bootstrap] + [a.replace("{t}", topics[kind]) for a in args[1:]]
