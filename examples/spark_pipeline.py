@@ -15,6 +15,9 @@
    "update"; Python data source sinks take append and complete only.)
 4. Prints what each output topic holds.
 
+The checkpoint outlives the broker's data: after `make clean` the query would find its offsets
+gone and stop with Spark's data-loss error, so pass --fresh then.
+
 The format is "minikafka" (minibroker.spark, no Maven needed). With Spark's own connector the
 pipeline is the same with format("kafka") and
     --conf spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>
@@ -26,7 +29,9 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,8 +45,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--output", default="user-totals")
     ap.add_argument("--events", type=int, default=1000, help="sample events to produce first (0: none)")
     ap.add_argument("--max-per-trigger", type=int, default=400)
-    ap.add_argument("--checkpoint", default="data/spark-checkpoints/user-totals",
-                    help="the streaming query's checkpoint directory")
+    ap.add_argument("--checkpoint", default=str(Path(tempfile.gettempdir()) / "minibroker-example-checkpoint"),
+                    help="the streaming query's checkpoint directory (kept between runs)")
+    ap.add_argument("--fresh", action="store_true",
+                    help="delete the checkpoint first (needed after the broker's data was wiped)")
     return ap.parse_args(argv)
 
 
@@ -121,6 +128,8 @@ def latest_per_key(spark, args: argparse.Namespace, topic: str) -> dict[str, dic
 
 def main(argv: list[str] | None = None, spark=None) -> dict:
     args = parse_args(argv)
+    if args.fresh:
+        shutil.rmtree(args.checkpoint, ignore_errors=True)
     if args.events:
         produce_sample_events(args.bootstrap, args.input, args.events)
         print(f"produced {args.events} events to {args.input}")
@@ -147,5 +156,4 @@ def main(argv: list[str] | None = None, spark=None) -> dict:
 
 
 if __name__ == "__main__":
-    Path("data").mkdir(exist_ok=True)
     main()
