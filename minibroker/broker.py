@@ -135,6 +135,7 @@ class Broker:
         self.fetch_sessions: Any = None
         self.tracer: Any = None  # minibroker.tools.trace sets this when --trace is on
         self._background: list[asyncio.Task[None]] = []
+        self._creating: dict[str, asyncio.Future[Topic]] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
     def startup(self) -> None:
@@ -253,6 +254,48 @@ class Broker:
         topic = Topic(name, topic_id, parts, overrides, effective)
         self.topics[name] = topic
         log.info("Created topic %s with %d partition(s), id %s", name, num_partitions, topic_id)
+        return topic
+
+    async def create_topic_async(self, name: str, num_partitions: int, overrides: dict[str, Any] | None = None,
+                                 ) -> Topic:
+        """create_topic with the partition directories made off the event loop.
+
+        Each new partition costs a few fsyncs (partition.metadata, leader-epoch-checkpoint, the
+        directory); 50 of them for __consumer_offsets would stall every connection for most of a
+        second. Concurrent calls for the same topic share one creation.
+        """
+        pending = self._creating.get(name)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        if name in self.topics:
+            return self.topics[name]
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Topic] = loop.create_future()
+        self._creating[name] = fut
+        try:
+            overrides = dict(overrides or {})
+            topic_id = uuid.uuid4()
+            effective = effective_topic_config(self.config, overrides)
+            log_config = LogConfig.from_kafka(to_log_config_props(effective))
+            self.log_manager.set_topic_overrides(name, overrides)
+            parts = await loop.run_in_executor(None, lambda: {
+                p: self.log_manager.create_log(name, p, topic_id, log_config) for p in range(num_partitions)})
+            topic = Topic(name, topic_id, parts, overrides, effective)
+            self.topics[name] = topic
+            log.info("Created topic %s with %d partition(s), id %s", name, num_partitions, topic_id)
+            fut.set_result(topic)
+            return topic
+        except BaseException as e:
+            fut.set_exception(e)
+            fut.exception()  # retrieved: waiters get it, nobody else needs a warning
+            raise
+        finally:
+            del self._creating[name]
+
+    async def ensure_internal_topic_async(self, name: str, partitions: int, overrides: dict[str, Any]) -> Topic:
+        topic = self.topics.get(name)
+        if topic is None:
+            topic = await self.create_topic_async(name, partitions, overrides)
         return topic
 
     def add_partitions(self, topic: Topic, total: int) -> None:
