@@ -72,7 +72,7 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
             result.num_partitions = num_partitions
             result.replication_factor = replication
             if not req.validate_only:
-                topic = broker.create_topic(t.name, num_partitions, overrides)
+                topic = await broker.create_topic_async(t.name, num_partitions, overrides)
                 result.topic_id = topic.topic_id
             if ctx.version >= 5:
                 result.configs = [
