@@ -1,0 +1,196 @@
+"""Dynamic broker configs: what AlterConfigs/IncrementalAlterConfigs set on a BROKER resource.
+
+Theory of operation (Kafka: DynamicBrokerConfig). Three layers lie over the static config
+(config.yaml, --override), highest first: per-broker dynamic configs (resource name = this node's
+id, source DYNAMIC_BROKER_CONFIG), cluster-wide dynamic defaults (resource name "", source
+DYNAMIC_DEFAULT_BROKER_CONFIG), then the static config. Only keys Kafka can change at runtime
+are accepted (the config model marks them `read_only=False`); others get INVALID_CONFIG "Cannot
+update these configs dynamically: Set(...)". minibroker cannot rebind its sockets, so listener
+keys are refused too.
+
+A change rebuilds `broker.config` from the layers, then gives every open log its new effective
+topic config (the log.* keys are the broker defaults of topic keys). The layers are persisted in
+`<log.dirs>/broker-config-overrides.json` (Kafka keeps them in the metadata log) and applied at
+startup. DescribeConfigs sees the layers through `describe`: the synonyms list each key once per
+layer that sets it, in Kafka's order (dynamic broker, dynamic default, static, default).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from minibroker.config import (
+    BROKER_CONFIGS,
+    BrokerConfig,
+    ConfigEntry,
+    ConfigError,
+    ConfigSource,
+    describe_broker_config,
+    describe_topic_config,
+    effective_topic_config,
+    format_value,
+    parse_value,
+    to_log_config_props,
+)
+from storage.config import LogConfig
+from storage.log_files import atomic_write
+
+log = logging.getLogger("minibroker.dynamic_config")
+
+DYNAMIC_CONFIG_FILE = "broker-config-overrides.json"
+_NOT_HERE = frozenset({"listeners", "advertised.listeners", "listener.security.protocol.map"})
+# DescribeConfigs lists synonyms by source in this order (Kafka: ConfigHelper / DynamicBrokerConfig)
+_SOURCE_ORDER = {int(ConfigSource.DYNAMIC_BROKER_CONFIG): 0, int(ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG): 1,
+                 int(ConfigSource.STATIC_BROKER_CONFIG): 2, int(ConfigSource.DEFAULT_CONFIG): 3}
+
+
+class DynamicBrokerConfig:
+    def __init__(self, static: BrokerConfig, data_dir: Path):
+        self.static = static
+        self.path = Path(data_dir) / DYNAMIC_CONFIG_FILE
+        self.per_broker: dict[str, Any] = {}  # key -> parsed value
+        self.cluster_default: dict[str, Any] = {}
+
+    # -- persistence -------------------------------------------------------------------------
+    def load(self) -> None:
+        if not self.path.exists():
+            return
+        try:
+            data = json.loads(self.path.read_text("utf-8"))
+            self.per_broker = _parse_all(data.get("broker", {}))
+            self.cluster_default = _parse_all(data.get("default", {}))
+        except (ValueError, AttributeError, TypeError, ConfigError) as e:
+            log.error("Unreadable %s, dynamic broker configs ignored: %s", self.path, e)
+            self.per_broker, self.cluster_default = {}, {}
+
+    def _store(self) -> None:
+        def text(layer: dict[str, Any]) -> dict[str, str | None]:
+            return {k: format_value(BROKER_CONFIGS[k], v) for k, v in sorted(layer.items())}
+        data = {"version": 0, "broker": text(self.per_broker), "default": text(self.cluster_default)}
+        atomic_write(self.path, json.dumps(data, indent=1).encode("utf-8"))
+
+    # -- the combined config ------------------------------------------------------------------
+    def combined(self) -> BrokerConfig:
+        """static < cluster default < per broker, as one BrokerConfig."""
+        props = {k: self.static.get(k) for k in BROKER_CONFIGS if self.static.is_set(k)}
+        props.update(self.cluster_default)
+        props.update(self.per_broker)
+        if not self.per_broker and not self.cluster_default:
+            return self.static
+        cfg = BrokerConfig(props)
+        cfg.cluster_id = self.static.cluster_id
+        return cfg
+
+    def layer(self, per_broker: bool) -> dict[str, Any]:
+        return self.per_broker if per_broker else self.cluster_default
+
+    @staticmethod
+    def validate(new_layer: dict[str, str | None], per_broker: bool) -> dict[str, Any]:
+        """Parse a whole new layer (key -> text); ConfigError for keys that cannot change live."""
+        fixed = sorted(k for k in new_layer if k in BROKER_CONFIGS and (BROKER_CONFIGS[k].read_only or k in _NOT_HERE))
+        if fixed:
+            raise ConfigError(f"Cannot update these configs dynamically: Set({', '.join(fixed)})")
+        unknown = sorted(k for k in new_layer if k not in BROKER_CONFIGS)
+        if unknown:
+            raise ConfigError(f"Unknown broker configs: {', '.join(unknown)}")
+        return _parse_all(new_layer)
+
+    def replace_layer(self, per_broker: bool, parsed: dict[str, Any]) -> BrokerConfig:
+        """Check the combined result (cross-key rules) and make `parsed` the layer; returns the
+        new combined config. Nothing changes if the combination is invalid."""
+        old = dict(self.layer(per_broker))
+        target = self.per_broker if per_broker else self.cluster_default
+        target.clear()
+        target.update(parsed)
+        try:
+            cfg = self.combined()
+        except ConfigError:
+            target.clear()
+            target.update(old)
+            raise
+        self._store()
+        return cfg
+
+    # -- DescribeConfigs ------------------------------------------------------------------------
+    def _fix_synonyms(self, synonyms: list[tuple[str, str | None, int]]) -> list[tuple[str, str | None, int]]:
+        out: list[tuple[str, str | None, int]] = []
+        seen: set[str] = set()
+        for name, value, source in synonyms:
+            if source != ConfigSource.STATIC_BROKER_CONFIG or name not in BROKER_CONFIGS:
+                out.append((name, value, source))
+                continue
+            if name in seen:
+                continue
+            seen.add(name)
+            key = BROKER_CONFIGS[name]
+            for layer, src in ((self.per_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                               (self.cluster_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)):
+                if name in layer:
+                    out.append((name, None if key.sensitive else format_value(key, layer[name]), int(src)))
+            if self.static.is_set(name):
+                out.append((name, None if key.sensitive else format_value(key, self.static.get(name)),
+                            int(ConfigSource.STATIC_BROKER_CONFIG)))
+        out.sort(key=lambda s: _SOURCE_ORDER.get(s[2], 0 if s[2] == ConfigSource.DYNAMIC_TOPIC_CONFIG else 9))
+        return out
+
+    def _fix(self, entries: list[ConfigEntry]) -> list[ConfigEntry]:
+        if not self.per_broker and not self.cluster_default:
+            return entries
+        for e in entries:
+            e.synonyms = self._fix_synonyms(e.synonyms)
+            e.source = e.synonyms[0][2] if e.synonyms else int(ConfigSource.DEFAULT_CONFIG)
+            e.is_default = e.source == ConfigSource.DEFAULT_CONFIG
+        return entries
+
+    def describe_broker(self, config: BrokerConfig) -> list[ConfigEntry]:
+        return self._fix(describe_broker_config(config))
+
+    def describe_default(self) -> list[ConfigEntry]:
+        """The cluster-wide dynamic defaults only (what Kafka answers for resource name "")."""
+        entries = []
+        for name in sorted(self.cluster_default):
+            key = BROKER_CONFIGS[name]
+            value = None if key.sensitive else format_value(key, self.cluster_default[name])
+            src = int(ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+            entries.append(ConfigEntry(name=name, value=value, source=src, is_default=False, read_only=False,
+                                       sensitive=key.sensitive, synonyms=[(name, value, src)],
+                                       type=int(key.config_type), doc=key.doc))
+        return entries
+
+    def describe_topic(self, config: BrokerConfig, overrides: dict[str, Any]) -> list[ConfigEntry]:
+        return self._fix(describe_topic_config(config, overrides))
+
+
+def _parse_all(layer: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, raw in layer.items():
+        key = BROKER_CONFIGS.get(name)
+        if key is None:
+            raise ConfigError(f"Unknown broker config {name}", name=name)
+        if raw is None:
+            continue
+        out[name] = parse_value(key, raw)
+    return out
+
+
+def dynamic_config(broker: Any) -> DynamicBrokerConfig:
+    """The broker's dynamic config layers, created (and loaded from disk) on first use."""
+    dyn = getattr(broker, "dynamic_config", None)
+    if dyn is None:
+        dyn = DynamicBrokerConfig(broker.config, broker.log_manager.data_dir)
+        dyn.load()
+        broker.dynamic_config = dyn
+    return dyn
+
+
+def apply_broker_config(broker: Any, config: BrokerConfig) -> None:
+    """Make `config` the broker's config and give every topic and open log its new effective config."""
+    broker.config = config
+    lm = broker.log_manager
+    lm.default_config = LogConfig.from_kafka(to_log_config_props(effective_topic_config(config, {})))
+    for topic in list(broker.topics.values()):
+        topic.config = effective_topic_config(config, topic.overrides)
+        lm.set_topic_overrides(topic.name, topic.overrides)

@@ -1,0 +1,221 @@
+"""DescribeConfigs v0-4, AlterConfigs v0-2, IncrementalAlterConfigs v0-1.
+
+Behavior (Kafka: ConfigHelper, ConfigAdminManager, ControllerConfigurationValidator):
+- Resources are TOPIC (2) and BROKER (4). A BROKER resource is named by this node's id (every
+  broker key with its value, source and synonyms) or "" (the cluster-wide dynamic defaults only).
+  Another id, or a non-numeric name, gets INVALID_REQUEST with Kafka's message. BROKER_LOGGER and
+  other types get INVALID_REQUEST "Unsupported resource type" (minibroker has no log4j loggers).
+- DescribeConfigs: every key (or those in `configuration_keys`) with value, read-only, sensitive
+  (value hidden), source (v1+; v0 has is_default), synonyms when asked (v1+), type and
+  documentation when asked (v3+). An unknown topic is UNKNOWN_TOPIC_OR_PARTITION.
+- AlterConfigs replaces a resource's whole set of overrides; IncrementalAlterConfigs applies
+  SET/DELETE/APPEND/SUBTRACT to them (APPEND/SUBTRACT only on list keys). Every value goes
+  through the config model; a bad one fails its resource with INVALID_CONFIG and Kafka's message,
+  and nothing of that resource changes. `validate_only` checks and changes nothing.
+- Topic changes apply live to the open logs (segment size, retention, cleanup policy...) and
+  are stored with the topic's overrides; broker changes go to the dynamic layers
+  (minibroker.dynamic_config).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.config import (
+    BROKER_CONFIGS,
+    ConfigEntry,
+    ConfigError,
+    OpType,
+    apply_incremental_ops,
+    effective_topic_config,
+    format_value,
+    validate_topic_config,
+)
+from minibroker.dynamic_config import apply_broker_config, dynamic_config
+from minibroker.handlers.registry import RequestContext, handles
+from protocol.apis import alter_configs, describe_configs, incremental_alter_configs
+from protocol.errors import ErrorCode, KafkaError, error_name
+
+TOPIC = 2
+BROKER = 4
+DC = describe_configs.RESPONSE
+AC = alter_configs.RESPONSE
+IAC = incremental_alter_configs.RESPONSE
+
+
+def _broker_resource(broker: Any, name: str | None) -> bool:
+    """True for this broker's own resource, False for the cluster default (""); else raises."""
+    if not name:
+        return False
+    try:
+        node = int(name)
+    except ValueError:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}") from None
+    if node != broker.node_id:
+        raise KafkaError(ErrorCode.INVALID_REQUEST,
+                         f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}")
+    return True
+
+
+def _topic(broker: Any, name: str) -> Any:
+    topic = broker.topics.get(name)
+    if topic is None:
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+    return topic
+
+
+def _unsupported(resource_type: int) -> KafkaError:
+    return KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {resource_type}")
+
+
+# --------------------------------------------------------------------------------- describe
+
+
+def _entry(e: ConfigEntry, version: int, synonyms: bool, docs: bool) -> Any:
+    return DC.DescribeConfigsResourceResult(
+        name=e.name, value=e.value, read_only=e.read_only, is_default=e.is_default, config_source=e.source,
+        is_sensitive=e.sensitive,
+        synonyms=[DC.DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in e.synonyms] if synonyms else [],
+        config_type=e.type, documentation=e.doc if docs else None)
+
+
+@handles(describe_configs.API, "0-4")
+async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    dyn = dynamic_config(broker)
+    synonyms = ctx.version >= 1 and bool(req.include_synonyms)
+    docs = ctx.version >= 3 and bool(req.include_documentation)
+    results = []
+    for r in req.resources:
+        result = DC.DescribeConfigsResult(error_code=0, error_message=None, resource_type=r.resource_type,
+                                          resource_name=r.resource_name, configs=[])
+        results.append(result)
+        try:
+            if r.resource_type == TOPIC:
+                topic = _topic(broker, r.resource_name)
+                entries = dyn.describe_topic(broker.config, topic.overrides)
+            elif r.resource_type == BROKER:
+                if _broker_resource(broker, r.resource_name):
+                    entries = dyn.describe_broker(broker.config)
+                else:
+                    entries = dyn.describe_default()
+            else:
+                raise _unsupported(r.resource_type)
+        except KafkaError as e:
+            result.error_code, result.error_message = e.code, e.message or error_name(e.code)
+            continue
+        wanted = set(r.configuration_keys) if r.configuration_keys else None
+        result.configs = [_entry(e, ctx.version, synonyms, docs) for e in entries
+                          if wanted is None or e.name in wanted]
+    return DC(results=results)
+
+
+# --------------------------------------------------------------------------------- alter
+
+
+def _alter_topic(broker: Any, name: str, new_text: dict[str, str | None] | None,
+                 ops: list[tuple[str, int, str | None]] | None, validate_only: bool) -> None:
+    topic = _topic(broker, name)
+    try:
+        if ops is not None:
+            overrides = apply_incremental_ops(topic.overrides, ops, broker.config)
+        else:
+            assert new_text is not None
+            overrides = validate_topic_config(new_text, broker.config)
+        effective = effective_topic_config(broker.config, overrides)
+    except ConfigError as e:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
+    if validate_only:
+        return
+    broker.log_manager.set_topic_overrides(topic.name, overrides)
+    topic.overrides = overrides
+    topic.config = effective
+
+
+def _text_layer(layer: dict[str, Any]) -> dict[str, str | None]:
+    return {k: format_value(BROKER_CONFIGS[k], v) for k, v in layer.items()}
+
+
+def _alter_broker(broker: Any, name: str, new_text: dict[str, str | None] | None,
+                  ops: list[tuple[str, int, str | None]] | None, validate_only: bool) -> None:
+    per_broker = _broker_resource(broker, name)
+    dyn = dynamic_config(broker)
+    try:
+        if ops is not None:
+            text = _text_layer(dyn.layer(per_broker))
+            for key, op, value in ops:
+                spec = BROKER_CONFIGS.get(key)
+                op = OpType(op)
+                if op is OpType.SET:
+                    text[key] = value
+                elif op is OpType.DELETE:
+                    text.pop(key, None)
+                else:
+                    if spec is None or spec.type != "list":
+                        verb = "append" if op is OpType.APPEND else "subtract"
+                        raise ConfigError(f"Config value {verb} is not allowed for config key: {key}")
+                    base = text.get(key) or format_value(spec, broker.config.get(key)) or ""
+                    old = [s for s in base.split(",") if s]
+                    given = [s for s in (value or "").split(",") if s]
+                    text[key] = ",".join(old + [s for s in given if s not in old] if op is OpType.APPEND
+                                         else [s for s in old if s not in given])
+        else:
+            assert new_text is not None
+            text = dict(new_text)
+        parsed = dyn.validate(text, per_broker)
+        if validate_only:
+            return
+        config = dyn.replace_layer(per_broker, parsed)
+    except (ConfigError, ValueError) as e:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
+    apply_broker_config(broker, config)
+
+
+def _alter(broker: Any, resources: Any, incremental: bool, validate_only: bool, result_cls: Any) -> list[Any]:
+    results = []
+    names_seen: dict[tuple[int, str], int] = {}
+    for r in resources:
+        names_seen[(r.resource_type, r.resource_name)] = names_seen.get((r.resource_type, r.resource_name), 0) + 1
+    for r in resources:
+        result = result_cls(error_code=0, error_message=None, resource_type=r.resource_type,
+                            resource_name=r.resource_name)
+        results.append(result)
+        try:
+            if names_seen[(r.resource_type, r.resource_name)] > 1:
+                # Kafka: AlterConfigsRequest / ConfigAdminManager refuse a resource listed twice
+                raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                 f"Error due to duplicate config keys or resources for {r.resource_name}")
+            if incremental:
+                keys = [c.name for c in r.configs]
+                if len(keys) != len(set(keys)):
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+                for c in r.configs:
+                    if c.config_operation not in tuple(OpType):
+                        raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                         f"Unknown operation type {c.config_operation}")
+                ops = [(c.name, c.config_operation, c.value) for c in r.configs]
+                text = None
+            else:
+                ops = None
+                text = {c.name: c.value for c in r.configs}
+            if r.resource_type == TOPIC:
+                _alter_topic(broker, r.resource_name, text, ops, validate_only)
+            elif r.resource_type == BROKER:
+                _alter_broker(broker, r.resource_name, text, ops, validate_only)
+            else:
+                raise _unsupported(r.resource_type)
+        except KafkaError as e:
+            result.error_code, result.error_message = e.code, e.message or error_name(e.code)
+    return results
+
+
+@handles(alter_configs.API, "0-2")
+async def handle_alter_configs(ctx: RequestContext, req: Any) -> Any:
+    return AC(responses=_alter(ctx.broker, req.resources, False, req.validate_only,
+                               AC.AlterConfigsResourceResponse))
+
+
+@handles(incremental_alter_configs.API, "0-1")
+async def handle_incremental_alter_configs(ctx: RequestContext, req: Any) -> Any:
+    return IAC(responses=_alter(ctx.broker, req.resources, True, req.validate_only,
+                                IAC.AlterConfigsResourceResponse))
