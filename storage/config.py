@@ -14,6 +14,7 @@ disk when the OS, a roll, or shutdown flushes it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -56,6 +57,7 @@ class LogConfig:
     compression_type: str = "producer"  # compression.type
     preallocate: bool = False  # preallocate
     unclean_leader_election_enable: bool = False  # unclean.leader.election.enable
+    message_format_version: str = "3.0-IV1"  # message.format.version (picks the stored magic, issue 7)
 
     # -- derived -------------------------------------------------------------------------
     @property
@@ -70,6 +72,12 @@ class LogConfig:
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def record_version(self) -> int:
+        """The magic this log stores (Kafka 2.x MetadataVersion.highestSupportedRecordVersion):
+        0 before 0.10.0, 1 before 0.11.0, else 2. The broker validated the version string."""
+        return record_version_of(self.message_format_version)
 
     # -- Kafka keys ----------------------------------------------------------------------
     @classmethod
@@ -162,6 +170,15 @@ def _cleanup_policy(v: Any) -> str:
     return ",".join(policies)
 
 
+def record_version_of(message_format_version: str) -> int:
+    """Magic 0 for 0.8.x/0.9.x, 1 for 0.10.x, 2 for 0.11.0 and every later version."""
+    parts = message_format_version.split(".")
+    if parts[0] != "0" or len(parts) < 2:
+        return 2
+    minor = int(re.match(r"\d*", parts[1]).group() or 0)
+    return 0 if minor < 10 else 1 if minor == 10 else 2
+
+
 _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "segment.bytes": ("segment_bytes", _int(14)),  # at least LegacyRecord.RECORD_OVERHEAD_V0
     "segment.ms": ("segment_ms", _long(1)),
@@ -186,6 +203,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "compression.type": ("compression_type", _one_of(COMPRESSION_TYPES)),
     "preallocate": ("preallocate", _bool),
     "unclean.leader.election.enable": ("unclean_leader_election_enable", _bool),
+    "message.format.version": ("message_format_version", lambda v: str(v).strip()),
 }
 
 KAFKA_KEYS: tuple[str, ...] = tuple(_KEYS)

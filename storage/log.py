@@ -50,6 +50,7 @@ from typing import NamedTuple
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records.batch import (
     LOG_OVERHEAD,
+    MAGIC_OFFSET,
     NO_TIMESTAMP,
     BatchView,
     InvalidBatch,
@@ -57,6 +58,7 @@ from protocol.records.batch import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
+from protocol.records.legacy import iter_deep
 from protocol.records.v2 import decode_batch
 from storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT_FILE,
@@ -67,6 +69,7 @@ from storage.checkpoint import (
 from storage.config import LogConfig
 from storage.file_region import FileRegion
 from storage.leader_epoch import LeaderEpochFileCache
+from storage.legacy_append import prepare_legacy_append
 from storage.loader import load_log
 from storage.log_files import (
     DELETED_FILE_SUFFIX,
@@ -90,6 +93,8 @@ def decode_record_timestamps(batch: bytes) -> Iterable[tuple[int, int]]:
     """The default RecordTimestamps: protocol.records decodes the one batch a timestamp lookup
     lands in (Kafka does the same in FileRecords.searchForTimestamp). Appends and fetches never
     decode records; only ListOffsets by time and MAX_TIMESTAMP come here."""
+    if batch[MAGIC_OFFSET] < 2:  # a message set of a magic 0/1 topic (issue 7)
+        return [(m.offset, m.timestamp) for m in iter_deep(batch)]
     return [(r.offset, r.timestamp) for r in decode_batch(batch).records]
 
 
@@ -232,6 +237,8 @@ class Log:
                          origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
         """Validate, assign offsets and append the batches of one Produce partition."""
         self._check_open()
+        if self.config.record_version < 2:
+            return self._append_legacy(records, leader_epoch, origin)
         views = self._analyze_and_validate(memoryview(records), origin)
         total = sum(v.size for v in views)
         if total > self.config.segment_bytes:
@@ -270,6 +277,35 @@ class Log:
         return LogAppendInfo(first_offset=first, last_offset=offset - 1, max_timestamp=max_ts,
                              log_append_time=append_time, log_start_offset=self.log_start_offset,
                              num_records=num_records, valid_bytes=total, offset_of_max_timestamp=offset_of_max_ts)
+
+    def _append_legacy(self, records: bytes | bytearray | memoryview, leader_epoch: int,
+                       origin: str) -> LogAppendInfo:
+        """A topic stored as MessageSet v0/v1 (message.format.version < 0.11.0, issue 7): the
+        message set is validated and numbered by storage.legacy_append, then written as is."""
+        if len(records) == 0:
+            raise KafkaError(ErrorCode.INVALID_RECORD, "Record batch has no batches at all")
+        if len(records) > self.config.segment_bytes:
+            raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
+                             f"Message batch size is {len(records)} bytes in append to partition {self.topic}-"
+                             f"{self.partition}, which exceeds the maximum configured segment size of "
+                             f"{self.config.segment_bytes}.")
+        now = self._now_ms()
+        prepared = prepare_legacy_append(records, self.config, self.log_end_offset, now,
+                                         client=origin == AppendOrigin.CLIENT,
+                                         where=f"{self.topic}-{self.partition}")
+        first = prepared.first_offset
+        segment = self._maybe_roll(RollParams(self.config.segment_ms, self.config.segment_bytes,
+                                              prepared.max_timestamp, prepared.next_offset - 1, len(prepared.data),
+                                              len(prepared.infos), now), first)
+        self.maybe_assign_epoch_start_offset(leader_epoch, first)
+        segment.append(prepared.data, prepared.infos)
+        self.log_end_offset = prepared.next_offset
+        self._update_high_watermark_with_log_end_offset()
+        lat = now if self.config.log_append_time and self.config.record_version == 1 else NO_TIMESTAMP
+        return LogAppendInfo(first_offset=first, last_offset=prepared.next_offset - 1,
+                             max_timestamp=prepared.max_timestamp, log_append_time=lat,
+                             log_start_offset=self.log_start_offset, num_records=prepared.num_records,
+                             valid_bytes=len(prepared.data), offset_of_max_timestamp=prepared.offset_of_max_timestamp)
 
     def _analyze_and_validate(self, mv: memoryview, origin: str) -> list[BatchView]:
         """Kafka's analyzeAndValidateRecords + LogValidator.validateBatch, from headers only."""
@@ -445,6 +481,32 @@ class Log:
             if rts == ts:
                 return TimestampAndOffset(ts, off)
         return TimestampAndOffset(ts, view.last_offset)
+
+    def legacy_fetch_offsets_before(self, timestamp: int, max_num_offsets: int) -> list[int]:
+        """ListOffsets v0 (Kafka: UnifiedLog.legacyFetchOffsetsBefore): segment start offsets (at
+        least the log start) paired with the segment file's modification time, plus (LEO, now)
+        if the active segment holds data; -1 takes from the newest, -2 from the oldest, a time
+        from the newest entry not modified after it; up to `max_num_offsets`, descending."""
+        segs = self.segments.values()
+        table: list[tuple[int, float]] = []
+        for seg in segs:
+            try:
+                mtime_ms = seg.log.path.stat().st_mtime_ns // 1_000_000
+            except FileNotFoundError:
+                mtime_ms = 0
+            table.append((max(seg.base_offset, self.log_start_offset), mtime_ms))
+        if segs and segs[-1].size > 0:
+            table.append((self.log_end_offset, self._now_ms()))
+        if timestamp == -1:
+            start = len(table) - 1
+        elif timestamp == -2:
+            start = 0
+        else:
+            start = len(table) - 1
+            while start >= 0 and table[start][1] > timestamp:
+                start -= 1
+        count = max(0, min(max_num_offsets, start + 1))
+        return sorted((table[start - j][0] for j in range(count)), reverse=True)
 
     def _record_timestamps(self, segment: LogSegment, pos: int, view: BatchView) -> Iterable[tuple[int, int]]:
         if self.record_timestamps is None:
