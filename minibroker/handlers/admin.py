@@ -1,0 +1,201 @@
+"""DeleteRecords v0-2, DescribeCluster v0-1, DescribeLogDirs v0-4, OffsetForLeaderEpoch v0-4,
+DescribeTopicPartitions v0 (KIP-966).
+
+Behavior, for one broker that leads every partition and is its whole ISR:
+- DeleteRecords moves each partition's log start offset up to the given offset (-1 = the high
+  watermark); whole segments below it go (renamed `.deleted`, removed after
+  file.delete.delay.ms). The answer is the new low watermark. An offset above the high watermark
+  is OFFSET_OUT_OF_RANGE; a topic whose cleanup.policy lacks "delete" is POLICY_VIOLATION
+  (Kafka: Partition.deleteRecordsOnLeader).
+- DescribeCluster: this broker, as the only broker and the controller. v1 asks for an endpoint
+  type; only brokers (1) are served here (a controller request gets MISMATCHED_ENDPOINT_TYPE).
+- DescribeLogDirs: the one log directory with every (or each asked) partition's size in bytes
+  and offset lag (0: a leader's lag is max(HW - LEO, 0)); v4 adds the disk's total and usable bytes.
+- OffsetForLeaderEpoch: the end offset of the requested epoch from the leader-epoch cache
+  (the latest epoch ends at the LEO). current_leader_epoch is checked against this broker's
+  epoch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH).
+- DescribeTopicPartitions: topics by name (or all, sorted), partitions paged by
+  response_partition_limit with a cursor, as Kafka's DescribeTopicPartitionsRequestHandler does.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from minibroker.handlers.registry import RequestContext, handles
+from protocol.apis import (
+    delete_records,
+    describe_cluster,
+    describe_log_dirs,
+    describe_topic_partitions,
+    offset_for_leader_epoch,
+)
+from protocol.errors import ErrorCode, KafkaError
+from protocol.schema import ZERO_UUID
+
+DR = delete_records.RESPONSE
+DCL = describe_cluster.RESPONSE
+DLD = describe_log_dirs.RESPONSE
+OLE = offset_for_leader_epoch.RESPONSE
+DTP = describe_topic_partitions.RESPONSE
+
+# AclOperation ids; without an authorizer every operation a resource type supports is allowed
+# (Kafka: AclEntry.supportedOperations).
+_CREATE, _DELETE, _ALTER, _DESCRIBE, _CLUSTER_ACTION = 5, 6, 7, 8, 9
+_READ, _WRITE, _DESCRIBE_CONFIGS, _ALTER_CONFIGS, _IDEMPOTENT_WRITE = 3, 4, 10, 11, 12
+CLUSTER_OPERATIONS = sum(1 << op for op in (_CREATE, _CLUSTER_ACTION, _DESCRIBE_CONFIGS, _ALTER_CONFIGS,
+                                             _IDEMPOTENT_WRITE, _ALTER, _DESCRIBE))
+TOPIC_OPERATIONS = sum(1 << op for op in (_READ, _WRITE, _CREATE, _DESCRIBE, _DELETE, _ALTER,
+                                           _DESCRIBE_CONFIGS, _ALTER_CONFIGS))
+_NO_OPERATIONS = -2147483648  # Integer.MIN_VALUE: not asked for
+BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
+
+
+def _leader_epoch(lg: Any) -> int:
+    epoch = lg.latest_epoch
+    return 0 if epoch is None else epoch
+
+
+@handles(delete_records.API, "0-2")
+async def handle_delete_records(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    topics = []
+    for t in req.topics:
+        parts = []
+        topic = broker.topics.get(t.name)
+        for p in t.partitions:
+            result = DR.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1,
+                                                     error_code=0)
+            parts.append(result)
+            lg = topic.partitions.get(p.partition_index) if topic is not None else None
+            try:
+                if lg is None:
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                if not lg.config.delete:
+                    raise KafkaError(ErrorCode.POLICY_VIOLATION,
+                                     f"Records of partition {t.name}-{p.partition_index} can not be deleted due "
+                                     "to the configured policy")
+                result.low_watermark = lg.delete_records_before(p.offset)
+            except KafkaError as e:
+                result.error_code = e.code
+        topics.append(DR.DeleteRecordsTopicResult(name=t.name, partitions=parts))
+    return DR(topics=topics)
+
+
+@handles(describe_cluster.API, "0-1")
+async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    endpoint_type = req.endpoint_type if ctx.version >= 1 else BROKER_ENDPOINT
+    resp = DCL(error_code=0, error_message=None, endpoint_type=BROKER_ENDPOINT, cluster_id=broker.cluster_id,
+               controller_id=broker.node_id,
+               brokers=[DCL.DescribeClusterBroker(broker_id=broker.node_id, host=broker.host, port=broker.port,
+                                                  rack=None)],
+               cluster_authorized_operations=(CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
+                                              else _NO_OPERATIONS))
+    if endpoint_type != BROKER_ENDPOINT:
+        resp.error_code = ErrorCode.MISMATCHED_ENDPOINT_TYPE
+        resp.error_message = ("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of "
+                              "type CONTROLLER")
+        resp.brokers = []
+        resp.cluster_id = ""
+        resp.controller_id = -1
+    return resp
+
+
+@handles(describe_log_dirs.API, "0-4")
+async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    if req.topics is None:
+        wanted: dict[str, set[int] | None] | None = None
+    else:
+        wanted = {}
+        for t in req.topics:
+            wanted.setdefault(t.topic, set()).update(t.partitions)  # type: ignore[union-attr]
+    by_topic: dict[str, list[Any]] = {}
+    for name, topic in sorted(broker.topics.items()):
+        if wanted is not None and name not in wanted:
+            continue
+        for p, lg in sorted(topic.partitions.items()):
+            if wanted is not None and p not in wanted[name]:  # type: ignore[operator]
+                continue
+            by_topic.setdefault(name, []).append(DLD.DescribeLogDirsPartition(
+                partition_index=p, partition_size=lg.size_in_bytes(),
+                offset_lag=max(lg.high_watermark - lg.log_end_offset, 0), is_future_key=False))
+    data_dir = broker.log_manager.data_dir.resolve()
+    total = usable = -1
+    if ctx.version >= 4:
+        usage = shutil.disk_usage(data_dir)
+        total, usable = usage.total, usage.free
+    result = DLD.DescribeLogDirsResult(
+        error_code=0, log_dir=str(data_dir),
+        topics=[DLD.DescribeLogDirsTopic(name=n, partitions=ps) for n, ps in by_topic.items()],
+        total_bytes=total, usable_bytes=usable)
+    return DLD(error_code=0, results=[result])
+
+
+@handles(offset_for_leader_epoch.API, "0-4")
+async def handle_offset_for_leader_epoch(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            result = OLE.EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=-1, end_offset=-1)
+            parts.append(result)
+            lg = broker.get_log(t.topic, p.partition)
+            if lg is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            current = _leader_epoch(lg)
+            requested_current = p.current_leader_epoch if ctx.version >= 2 else -1
+            if requested_current >= 0 and requested_current < current:
+                result.error_code = ErrorCode.FENCED_LEADER_EPOCH
+                continue
+            if requested_current > current:
+                result.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
+                continue
+            result.leader_epoch, result.end_offset = lg.end_offset_for_epoch(p.leader_epoch)
+        topics.append(OLE.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
+    return OLE(topics=topics)
+
+
+@handles(describe_topic_partitions.API, "0")
+async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
+    broker = ctx.broker
+    node = broker.node_id
+    names = sorted({t.name for t in req.topics}) if req.topics else sorted(broker.topics)
+    cursor = req.cursor
+    if cursor is not None:
+        names = [n for n in names if n >= cursor.topic_name]
+    budget = max(1, req.response_partition_limit)
+    out = []
+    next_cursor = None
+    for name in names:
+        topic = broker.topics.get(name)
+        if topic is None:
+            if cursor is not None and name == cursor.topic_name:
+                continue
+            out.append(DTP.DescribeTopicPartitionsResponseTopic(
+                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID, is_internal=False,
+                partitions=[], topic_authorized_operations=_NO_OPERATIONS))
+            continue
+        start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        if budget <= 0:
+            next_cursor = DTP.Cursor(topic_name=name, partition_index=start)
+            break
+        ids = [p for p in sorted(topic.partitions) if p >= start]
+        take, rest = ids[:budget], ids[budget:]
+        budget -= len(take)
+        parts = [DTP.DescribeTopicPartitionsResponsePartition(
+            error_code=0, partition_index=p, leader_id=node, leader_epoch=_leader_epoch(topic.partitions[p]),
+            replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[], last_known_elr=[],
+            offline_replicas=[]) for p in take]
+        out.append(DTP.DescribeTopicPartitionsResponseTopic(
+            error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.is_internal, partitions=parts,
+            topic_authorized_operations=TOPIC_OPERATIONS))
+        if rest:
+            next_cursor = DTP.Cursor(topic_name=name, partition_index=rest[0])
+            break
+    return DTP(topics=out, next_cursor=next_cursor)
+
