@@ -604,6 +604,26 @@ class Log:
             seg.change_file_suffixes("", DELETED_FILE_SUFFIX)
             self._pending_deletes.append((due, seg))
 
+    def replace_segments(self, new: list[LogSegment], old: list[LogSegment], suffix: str) -> None:
+        """Swap cleaned segments in for `old` (Kafka: LocalLog.replaceSegments). The new files
+        already carry `suffix` (".swap"), which marks them complete: the old segments leave the
+        map and get `.deleted`, then the new ones lose the suffix. A crash at any point recovers
+        to the old set (no .swap yet) or the new one (the loader completes a .swap)."""
+        self._check_open()
+        for seg in new:
+            self.segments.add(seg)  # replaces an old segment with the same base offset
+        due = self._now_ms() + self.config.file_delete_delay_ms
+        kept = {id(s) for s in new}
+        for seg in old:
+            if self.segments.get(seg.base_offset) is seg:
+                self.segments.remove(seg.base_offset)
+            if id(seg) not in kept:
+                seg.change_file_suffixes("", DELETED_FILE_SUFFIX)
+                self._pending_deletes.append((due, seg))
+        for seg in new:
+            seg.change_file_suffixes(suffix, "")
+        fsync_dir(self.dir)
+
     def cleanup_deleted(self, now: int | None = None) -> int:
         """Close and remove the `.deleted` segments whose delay has passed; returns how many."""
         now = self._now_ms() if now is None else now
