@@ -1,4 +1,4 @@
-"""Run a broker inside the calling process, for test suites.
+"""Run a broker inside the calling process, for test suites, and look inside it without a client.
 
 Two shapes, both on an ephemeral port in a temporary data directory that is removed on stop:
 
@@ -10,19 +10,41 @@ Two shapes, both on an ephemeral port in a temporary data directory that is remo
 
 `overrides` takes Kafka config keys, e.g. `BrokerThread(overrides={"num.partitions": 3})`.
 `b.broker` is the live `Broker`; `b.call(fn)` runs `fn(broker)` on the broker's loop and returns
-its result, which is how inspection helpers read state without a client.
+its result.
+
+Inspection helpers (both shapes) read the broker's state directly, the way a Fetch or an
+OffsetFetch would see it, but without a client: `records(topic)`, `end_offsets(topic)`,
+`committed(group, topic, partition)`, `add_record(topic, value)` (appended as if a producer had
+sent it), `assert_produces(topic)` (a context manager that yields the records produced inside
+it) and wait helpers with timeouts. `Namespace` gives one test its own topic and group names on
+a broker shared by a whole session (the pytest plugin, minibroker.pytest_plugin, hands one to
+every test).
+
+Theory of operation: every read goes through `Log.read`, the same path a Fetch takes, bounded by
+the high watermark, and the batches are summarised by protocol.records.dump (all record formats
+and codecs; control batches of transactions are skipped, as consumers skip them). On a
+BrokerThread the reads run on the broker's loop (`call`), so they never race an append; on an
+AsyncBroker they run on the caller's loop, which is the broker's. Waiting is polling with a
+deadline: simple, bounded, and it sees appends from any connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import itertools
+import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+DEFAULT_TIMEOUT = 10.0
+_POLL_S = 0.005
 
 
 def _config(data_dir: Path, host: str, port: int, overrides: dict[str, Any] | None) -> Any:
@@ -40,8 +62,246 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-class AsyncBroker:
-    """A broker on the current event loop."""
+def preload() -> None:
+    """Import everything the broker's start path needs, so the first start pays no import cost
+    (bench/startup.py measures start-to-ready after this)."""
+    import minibroker.coordinator.group_coordinator  # noqa: F401 - Broker.startup imports it lazily
+    import minibroker.fetch_sessions  # noqa: F401
+    import minibroker.server  # noqa: F401
+
+
+# -- records as the broker stores them ------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """One record of a partition, as a consumer would receive it."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+def _require_log(broker: Any, topic: str, partition: int) -> Any:
+    lg = broker.get_log(topic, partition)
+    if lg is None:
+        raise KeyError(f"no partition {topic}-{partition} on this broker")
+    return lg
+
+
+def _partitions(broker: Any, topic: str, partition: int | None) -> list[int]:
+    if partition is not None:
+        return [partition]
+    t = broker.topics.get(topic)
+    if t is None:
+        raise KeyError(f"no topic {topic!r} on this broker")
+    return sorted(t.partitions)
+
+
+def _read_records(broker: Any, topic: str, partition: int | None = None,
+                  from_offsets: dict[int, int] | None = None) -> list[StoredRecord]:
+    """Records below the high watermark, partition by partition, in offset order."""
+    from protocol.records.dump import Trailing, iter_summaries
+
+    out: list[StoredRecord] = []
+    for p in _partitions(broker, topic, partition):
+        lg = _require_log(broker, topic, p)
+        offset = max((from_offsets or {}).get(p, 0), lg.log_start_offset)
+        hw = lg.high_watermark
+        while offset < hw:
+            info = lg.read(offset, 1 << 30)
+            if info.region is None:
+                break
+            next_offset = offset
+            for item in iter_summaries(info.region.read_all(), records=True):
+                if isinstance(item, Trailing):
+                    break
+                next_offset = max(next_offset, item.last_offset + 1)
+                if item.is_control:
+                    continue
+                for r in item.records or ():
+                    if offset <= r.offset < hw:
+                        out.append(StoredRecord(topic, p, r.offset, r.timestamp, r.key, r.value,
+                                                tuple(r.headers)))
+            if next_offset <= offset:
+                break
+            offset = next_offset
+    return out
+
+
+def _end_offsets(broker: Any, topic: str) -> dict[int, int]:
+    return {p: _require_log(broker, topic, p).high_watermark for p in _partitions(broker, topic, None)}
+
+
+def _start_offsets(broker: Any, topic: str) -> dict[int, int]:
+    return {p: _require_log(broker, topic, p).log_start_offset for p in _partitions(broker, topic, None)}
+
+
+def _committed(broker: Any, group: str, topic: str, partition: int) -> int | None:
+    om = broker.coordinators["group"].committed(group, topic, partition)
+    return None if om is None else om.offset
+
+
+def _create_topic(broker: Any, name: str, partitions: int, config: dict[str, Any] | None,
+                  exist_ok: bool) -> str:
+    if name in broker.topics:
+        if exist_ok:
+            return name
+    overrides = broker.check_new_topic(name, partitions, 1, {k: _fmt(v) for k, v in (config or {}).items()})
+    broker.create_topic(name, partitions, overrides)
+    return name
+
+
+def _add_record(broker: Any, topic: str, value: bytes | str | None, key: bytes | str | None,
+                partition: int, headers: Iterable[tuple[str, bytes | str | None]],
+                timestamp: int | None) -> int:
+    from protocol.records import v2
+
+    if topic not in broker.topics and broker.maybe_auto_create(topic) is None:
+        raise KeyError(f"no topic {topic!r} (and auto.create.topics.enable is off)")
+    lg = _require_log(broker, topic, partition)
+    ts = time.time_ns() // 1_000_000 if timestamp is None else timestamp
+    rec = v2.Record(key=_b(key), value=_b(value), headers=[(k, _b(v)) for k, v in headers])
+    info = lg.append_as_leader(v2.build_batch([rec], base_timestamp=ts))
+    broker.fetch_waiters.notify((topic, partition))  # wake long-polling fetches, as Produce does
+    return info.first_offset
+
+
+def _b(v: bytes | str | None) -> bytes | None:
+    return v.encode() if isinstance(v, str) else v
+
+
+# -- the shared helper surface ------------------------------------------------------------------
+class _Inspect:
+    """Helpers that read state on the broker's loop; `_on_loop(fn)` returns fn(broker) there."""
+
+    def _on_loop(self, fn: Callable[[Any], Any]) -> Any:
+        raise NotImplementedError
+
+    bootstrap: str
+
+    def create_topic(self, name: str, partitions: int = 1, config: dict[str, Any] | None = None, *,
+                     exist_ok: bool = False) -> str:
+        """Create `name` (Kafka's name and config rules apply) and return the name."""
+        return self._on_loop(lambda b: _create_topic(b, name, partitions, config, exist_ok))
+
+    def delete_topic(self, name: str) -> None:
+        self._on_loop(lambda b: b.delete_topic(name))
+
+    def topics(self) -> list[str]:
+        """Names of the topics on the broker (internal ones included)."""
+        return self._on_loop(lambda b: sorted(b.topics))
+
+    def records(self, topic: str, partition: int | None = None) -> list[StoredRecord]:
+        """Every record a read_uncommitted consumer could fetch now, by partition then offset."""
+        return self._on_loop(lambda b: _read_records(b, topic, partition))
+
+    def values(self, topic: str, partition: int | None = None) -> list[bytes | None]:
+        return [r.value for r in self.records(topic, partition)]
+
+    def end_offsets(self, topic: str) -> dict[int, int]:
+        """High watermark of each partition (what ListOffsets LATEST answers)."""
+        return self._on_loop(lambda b: _end_offsets(b, topic))
+
+    def start_offsets(self, topic: str) -> dict[int, int]:
+        """Log start offset of each partition (what ListOffsets EARLIEST answers)."""
+        return self._on_loop(lambda b: _start_offsets(b, topic))
+
+    def committed(self, group: str, topic: str, partition: int = 0) -> int | None:
+        """The offset `group` committed for the partition, or None."""
+        return self._on_loop(lambda b: _committed(b, group, topic, partition))
+
+    def add_record(self, topic: str, value: bytes | str | None, key: bytes | str | None = None, *,
+                   partition: int = 0, headers: Iterable[tuple[str, bytes | str | None]] = (),
+                   timestamp: int | None = None) -> int:
+        """Append one record as a producer would (a RecordBatch v2 through the log's leader
+        append, waking waiting fetches); returns its offset. Missing topics are auto-created when
+        the broker allows it."""
+        headers = list(headers)
+        return self._on_loop(lambda b: _add_record(b, topic, value, key, partition, headers, timestamp))
+
+    def _snapshot(self, topic: str) -> dict[int, int]:
+        return self._on_loop(lambda b: _end_offsets(b, topic) if topic in b.topics else {})
+
+    def _new_since(self, topic: str, start: dict[int, int], partition: int | None) -> list[StoredRecord]:
+        def read(b: Any) -> list[StoredRecord]:
+            if topic not in b.topics:
+                return []
+            return _read_records(b, topic, partition, start)
+        return self._on_loop(read)
+
+
+class ProducesCheck:
+    """`assert_produces`: records appended to a topic inside the block, checked on exit.
+
+    The yielded list is filled when the block ends; the exit waits (up to `timeout`) for at
+    least `count` new records, because a client's produce may still be in flight, and raises
+    AssertionError if they do not arrive."""
+
+    def __init__(self, owner: _Inspect, topic: str, count: int, partition: int | None, timeout: float,
+                 allow_sync: bool):
+        self.owner, self.topic, self.count, self.partition, self.timeout = owner, topic, count, partition, timeout
+        self.records: list[StoredRecord] = []
+        self._start: dict[int, int] = {}
+        self._allow_sync = allow_sync
+
+    def _begin(self) -> list[StoredRecord]:
+        self._start = self.owner._snapshot(self.topic)
+        return self.records
+
+    def _poll(self) -> bool:
+        self.records[:] = self.owner._new_since(self.topic, self._start, self.partition)
+        return len(self.records) >= self.count
+
+    def _fail(self) -> AssertionError:
+        return AssertionError(f"expected at least {self.count} new record(s) in {self.topic!r} within "
+                              f"{self.timeout}s, got {len(self.records)}")
+
+    def __enter__(self) -> list[StoredRecord]:
+        if not self._allow_sync:
+            raise TypeError("the broker runs on this thread's loop: use `async with b.assert_produces(...)`")
+        return self._begin()
+
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        if exc_type is None and not _poll_sync(self._poll, self.timeout):
+            raise self._fail()
+
+    async def __aenter__(self) -> list[StoredRecord]:
+        return self._begin()
+
+    async def __aexit__(self, exc_type: Any, *exc: object) -> None:
+        if exc_type is None and not await _poll_async(self._poll, self.timeout):
+            raise self._fail()
+
+
+def _poll_sync(check: Callable[[], Any], timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        r = check()
+        if r or time.monotonic() >= deadline:
+            return r
+        time.sleep(_POLL_S)
+
+
+async def _poll_async(check: Callable[[], Any], timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        r = check()
+        if r or time.monotonic() >= deadline:
+            return r
+        await asyncio.sleep(_POLL_S)
+
+
+def _timeout_error(what: str, timeout: float) -> TimeoutError:
+    return TimeoutError(f"{what} did not happen within {timeout}s")
+
+
+# -- the two brokers ----------------------------------------------------------------------------
+class AsyncBroker(_Inspect):
+    """A broker on the current event loop. Its wait helpers are coroutines (a blocking wait would
+    stop the broker it waits for)."""
 
     def __init__(self, data_dir: str | Path | None = None, *, host: str = "127.0.0.1", port: int = 0,
                  overrides: dict[str, Any] | None = None):
@@ -51,7 +311,7 @@ class AsyncBroker:
         self.server: Any = None
 
     @property
-    def bootstrap(self) -> str:
+    def bootstrap(self) -> str:  # type: ignore[override]
         return self.server.bootstrap
 
     @property
@@ -79,9 +339,45 @@ class AsyncBroker:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
+    def _on_loop(self, fn: Callable[[Any], Any]) -> Any:
+        return fn(self.broker)
 
-class BrokerThread:
-    """A broker on its own event loop in a daemon thread."""
+    def assert_produces(self, topic: str, count: int = 1, *, partition: int | None = None,
+                        timeout: float = DEFAULT_TIMEOUT) -> ProducesCheck:
+        """`async with b.assert_produces("t") as got:` ... `got` holds the new records after."""
+        return ProducesCheck(self, topic, count, partition, timeout, allow_sync=False)
+
+    async def wait_for(self, condition: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT,
+                       what: str = "condition") -> Any:
+        """Poll `condition()` until it returns something truthy (returned) or time runs out."""
+        r = await _poll_async(condition, timeout)
+        if not r:
+            raise _timeout_error(what, timeout)
+        return r
+
+    async def wait_for_records(self, topic: str, count: int, partition: int | None = None,
+                               timeout: float = DEFAULT_TIMEOUT) -> list[StoredRecord]:
+        """Wait until the topic (or partition) holds at least `count` records; return them all."""
+        def check() -> list[StoredRecord] | None:
+            recs = self._new_since(topic, {}, partition)
+            return recs if len(recs) >= count else None
+        return await self.wait_for(check, timeout, f"{count} record(s) in {topic!r}")
+
+    async def wait_for_committed(self, group: str, topic: str, partition: int = 0, offset: int | None = None,
+                                 timeout: float = DEFAULT_TIMEOUT) -> int:
+        """Wait until `group` has a committed offset (at least `offset`, if given); return it."""
+        def check() -> int | None:
+            c = self.committed(group, topic, partition)
+            return c if c is not None and (offset is None or c >= offset) else None
+        r = await _poll_async(check, timeout)
+        if r is None:
+            raise _timeout_error(f"a commit by {group!r} on {topic}-{partition}", timeout)
+        return r
+
+
+class BrokerThread(_Inspect):
+    """A broker on its own event loop in a daemon thread. Wait helpers block; their `_async`
+    twins poll with asyncio.sleep, for tests running on an event loop of their own."""
 
     def __init__(self, data_dir: str | Path | None = None, *, host: str = "127.0.0.1", port: int = 0,
                  overrides: dict[str, Any] | None = None, loop: str = "uvloop"):
@@ -91,7 +387,7 @@ class BrokerThread:
         self._thread: threading.Thread | None = None
 
     @property
-    def bootstrap(self) -> str:
+    def bootstrap(self) -> str:  # type: ignore[override]
         return self._inner.bootstrap
 
     @property
@@ -129,7 +425,7 @@ class BrokerThread:
 
     def call(self, fn: Callable[[Any], Any], timeout: float = 30.0) -> Any:
         """Run fn(broker) on the broker's loop (awaiting it if it is a coroutine)."""
-        assert self._loop is not None
+        assert self._loop is not None, "the broker is not running"
 
         async def invoke() -> Any:
             r = fn(self.broker)
@@ -138,6 +434,9 @@ class BrokerThread:
             return r
 
         return asyncio.run_coroutine_threadsafe(invoke(), self._loop).result(timeout)
+
+    def _on_loop(self, fn: Callable[[Any], Any]) -> Any:
+        return self.call(fn)
 
     def stop(self, timeout: float = 30.0) -> None:
         if self._loop is not None and self._thread is not None:
@@ -152,3 +451,103 @@ class BrokerThread:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def assert_produces(self, topic: str, count: int = 1, *, partition: int | None = None,
+                        timeout: float = DEFAULT_TIMEOUT) -> ProducesCheck:
+        """`with b.assert_produces("t") as got:` (or `async with`) ... `got` holds the new records."""
+        return ProducesCheck(self, topic, count, partition, timeout, allow_sync=True)
+
+    def wait_for(self, condition: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT,
+                 what: str = "condition") -> Any:
+        """Poll `condition()` until it returns something truthy (returned) or time runs out."""
+        r = _poll_sync(condition, timeout)
+        if not r:
+            raise _timeout_error(what, timeout)
+        return r
+
+    async def wait_for_async(self, condition: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT,
+                             what: str = "condition") -> Any:
+        r = await _poll_async(condition, timeout)
+        if not r:
+            raise _timeout_error(what, timeout)
+        return r
+
+    def _records_check(self, topic: str, count: int, partition: int | None) -> Callable[[], Any]:
+        def check() -> list[StoredRecord] | None:
+            recs = self._new_since(topic, {}, partition)
+            return recs if len(recs) >= count else None
+        return check
+
+    def _committed_check(self, group: str, topic: str, partition: int, offset: int | None) -> Callable[[], Any]:
+        def check() -> int | None:
+            c = self.committed(group, topic, partition)
+            return c if c is not None and (offset is None or c >= offset) else None
+        return check
+
+    def wait_for_records(self, topic: str, count: int, partition: int | None = None,
+                         timeout: float = DEFAULT_TIMEOUT) -> list[StoredRecord]:
+        """Wait until the topic (or partition) holds at least `count` records; return them all."""
+        return self.wait_for(self._records_check(topic, count, partition), timeout,
+                             f"{count} record(s) in {topic!r}")
+
+    async def wait_for_records_async(self, topic: str, count: int, partition: int | None = None,
+                                     timeout: float = DEFAULT_TIMEOUT) -> list[StoredRecord]:
+        return await self.wait_for_async(self._records_check(topic, count, partition), timeout,
+                                         f"{count} record(s) in {topic!r}")
+
+    def wait_for_committed(self, group: str, topic: str, partition: int = 0, offset: int | None = None,
+                           timeout: float = DEFAULT_TIMEOUT) -> int:
+        """Wait until `group` has a committed offset (at least `offset`, if given); return it."""
+        r = _poll_sync(self._committed_check(group, topic, partition, offset), timeout)
+        if r is None:
+            raise _timeout_error(f"a commit by {group!r} on {topic}-{partition}", timeout)
+        return r
+
+    async def wait_for_committed_async(self, group: str, topic: str, partition: int = 0,
+                                       offset: int | None = None, timeout: float = DEFAULT_TIMEOUT) -> int:
+        r = await _poll_async(self._committed_check(group, topic, partition, offset), timeout)
+        if r is None:
+            raise _timeout_error(f"a commit by {group!r} on {topic}-{partition}", timeout)
+        return r
+
+
+# -- per-test names on a shared broker ----------------------------------------------------------
+_ILLEGAL = re.compile(r"[^a-zA-Z0-9_-]+")
+_counter = itertools.count(1)
+
+
+class Namespace:
+    """One test's view of a shared broker: `topic("orders")` and `group("g")` give names no other
+    test gets, `new_topic("orders", 3)` creates one; every other attribute is the broker's.
+
+    The prefix is the test's name (letters, digits, '_' and '-'; no '.', so the one '.' that ends
+    the prefix keeps names apart under Kafka's '.'/'_' collision rule) plus a process-wide
+    counter."""
+
+    def __init__(self, broker: _Inspect, label: str = "t"):
+        short = _ILLEGAL.sub("-", label).strip("-")[:80] or "t"
+        self.prefix = f"{short}-{next(_counter)}."
+        self._broker = broker
+
+    def topic(self, name: str) -> str:
+        return self.prefix + name
+
+    def group(self, name: str) -> str:
+        return self.prefix + name
+
+    def new_topic(self, name: str = "topic", partitions: int = 1, config: dict[str, Any] | None = None) -> str:
+        """Create this test's topic `name`; returns the full name to give clients."""
+        return self._broker.create_topic(self.topic(name), partitions, config)
+
+    @property
+    def broker_handle(self) -> _Inspect:
+        return self._broker
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._broker, attr)
+
+    def __repr__(self) -> str:
+        return f"<Namespace {self.prefix!r} on {self._broker.bootstrap}>"
+
+
+__all__ = ["AsyncBroker", "BrokerThread", "Namespace", "ProducesCheck", "StoredRecord", "preload"]

@@ -1,0 +1,86 @@
+"""pytest plugin: a Kafka broker for a project's test suite, in the test process.
+
+Registered through the `pytest11` entry point, so installing minibroker is enough. Fixtures:
+
+- `kafka_broker`: a `Namespace` on one broker shared by the whole session (started on first use,
+  ephemeral port, temp dir). `kafka_broker.bootstrap` is the address for clients;
+  `kafka_broker.new_topic("orders", 3)` creates this test's own topic and returns its full name,
+  `kafka_broker.group("g")` a group id no other test uses. Every helper of
+  minibroker.testing.BrokerThread is on it (records, end_offsets, committed, add_record,
+  assert_produces, wait_for...).
+- `kafka_broker_isolated`: the same helpers on a broker of the test's own, stopped after it.
+  Config keys for it: `@pytest.mark.minibroker(overrides={"num.partitions": 3})`.
+- `kafka_broker_session`: the shared BrokerThread itself (no namespace).
+- `kafka_topic`: a fresh one-partition topic for the test (its name).
+- `kafka_bootstrap`: the shared broker's bootstrap address.
+
+Config keys for the shared broker go in the ini file: `minibroker_overrides = num.partitions=3`
+(one `key=value` per line). Nothing is imported from the broker until a fixture is used, so the
+plugin costs nothing in test runs that do not use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+# Tests want rebalances now, not after Kafka's 3 s production default (KIP-134).
+_DEFAULTS = {"group.initial.rebalance.delay.ms": 0}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini("minibroker_overrides", "Kafka config keys (key=value per line) for the kafka_broker fixture",
+                  type="linelist", default=[])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "minibroker(overrides=None): config keys for kafka_broker_isolated")
+
+
+def _ini_overrides(config: pytest.Config) -> dict[str, Any]:
+    out: dict[str, Any] = dict(_DEFAULTS)
+    for line in config.getini("minibroker_overrides"):
+        key, eq, value = line.partition("=")
+        if not eq:
+            raise pytest.UsageError(f"minibroker_overrides: expected key=value, got {line!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from minibroker.testing import BrokerThread
+
+    with BrokerThread(tmp_path_factory.mktemp("minibroker"), overrides=_ini_overrides(request.config)) as b:
+        yield b
+
+
+@pytest.fixture
+def kafka_broker(request: pytest.FixtureRequest, kafka_broker_session: Any) -> Any:
+    from minibroker.testing import Namespace
+
+    return Namespace(kafka_broker_session, request.node.name)
+
+
+@pytest.fixture
+def kafka_broker_isolated(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
+    from minibroker.testing import BrokerThread, Namespace
+
+    overrides = _ini_overrides(request.config)
+    marker = request.node.get_closest_marker("minibroker")
+    if marker is not None:
+        overrides.update(marker.kwargs.get("overrides") or {})
+    with BrokerThread(tmp_path / "minibroker", overrides=overrides) as b:
+        yield Namespace(b, request.node.name)
+
+
+@pytest.fixture
+def kafka_topic(kafka_broker: Any) -> str:
+    return kafka_broker.new_topic("topic")
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(kafka_broker_session: Any) -> str:
+    return kafka_broker_session.bootstrap
