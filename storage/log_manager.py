@@ -7,7 +7,7 @@ Layout, in Kafka's formats (a directory Kafka's tools can read):
     <data_dir>/recovery-point-offset-checkpoint   "topic partition offset" per log
     <data_dir>/log-start-offset-checkpoint        only logs whose start is above their first segment
     <data_dir>/replication-offset-checkpoint      high watermarks
-    <data_dir>/cleaner-offset-checkpoint          compaction progress (empty until compaction exists)
+    <data_dir>/cleaner-offset-checkpoint          compaction progress: first dirty offset per log
     <data_dir>/.kafka_cleanshutdown               only between a clean shutdown and the next start
     <data_dir>/<topic>-<partition>/               one Log each (segments, partition.metadata,
                                                   leader-epoch-checkpoint)
@@ -99,6 +99,8 @@ class LogManager:
         self._log_start_offsets = OffsetCheckpointFile(self.data_dir / LOG_START_OFFSET_CHECKPOINT_FILE)
         self._high_watermarks = OffsetCheckpointFile(self.data_dir / REPLICATION_OFFSET_CHECKPOINT_FILE)
         self._cleaner_offsets = OffsetCheckpointFile(self.data_dir / CLEANER_OFFSET_CHECKPOINT_FILE)
+        # the log cleaner's progress: the first dirty offset of each compacted log (storage.cleaner)
+        self.cleaner_checkpoints: dict[tuple[str, int], int] = {}
 
     # -- startup -------------------------------------------------------------------------------
     def startup(self) -> None:
@@ -113,6 +115,7 @@ class LogManager:
         log_starts = self._read_checkpoint(self._log_start_offsets,
                                            "resetting to the base offset of the first segment")
         self._topic_overrides = self._read_topic_overrides()
+        self.cleaner_checkpoints = self._read_checkpoint(self._cleaner_offsets, "cleaning logs from their start")
         dirs = sorted(p for p in self.data_dir.iterdir() if p.is_dir())
         logger.info("%s %d logs from %s", "Loading" if self.had_clean_shutdown else "Recovering",
                     len(dirs), self.data_dir)
@@ -284,7 +287,7 @@ class LogManager:
                 tp: lg.log_start_offset for tp, lg in logs.items()
                 if lg.segments.first is not None and lg.log_start_offset > lg.segments.first.base_offset})
             self._high_watermarks.write({tp: lg.high_watermark for tp, lg in logs.items()})
-            self._cleaner_offsets.write({})
+            self._cleaner_offsets.write({tp: off for tp, off in dict(self.cleaner_checkpoints).items() if tp in logs})
 
     def flush_all(self) -> None:
         for lg in list(self._logs.values()):
