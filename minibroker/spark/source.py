@@ -111,10 +111,16 @@ class KafkaDataSource(DataSource):
         return kafka_schema(self.opts.get_bool(INCLUDE_HEADERS, False))
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        self._check_read_schema(schema)
         return KafkaBatchReader(source_config(self.opts, streaming=False), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        self._check_read_schema(schema)
         return KafkaStreamReader(source_config(self.opts, streaming=True), schema)
+
+    def _check_read_schema(self, schema: StructType) -> None:
+        if schema != self.schema():
+            raise ValueError("Kafka source has a fixed schema and cannot be set with a custom one")
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaBatchWriter:
         if overwrite:

@@ -157,11 +157,14 @@ def test_batch_write_read_back(spark, kafka):
     assert sorted(got) == sorted(want)
 
 
-def test_write_checks_columns_like_spark(spark, kafka):
+def test_schema_and_column_checks_like_spark(spark, kafka):
     no_value = spark.range(1).selectExpr("CAST(id AS STRING) AS key")
     with pytest.raises(Exception, match="Required attribute 'value' not found"):
         no_value.write.format(FORMAT).option("kafka.bootstrap.servers", kafka.bootstrap) \
             .option("topic", "x").mode("append").save()
+    with pytest.raises(Exception, match="fixed schema"):
+        spark.read.format(FORMAT).schema("value STRING").option("kafka.bootstrap.servers", kafka.bootstrap) \
+            .option("subscribe", "x").load().collect()
     no_topic = spark.range(1).selectExpr("CAST(id AS STRING) AS value")
     with pytest.raises(Exception, match="topic option required"):
         no_topic.write.format(FORMAT).option("kafka.bootstrap.servers", kafka.bootstrap).mode("append").save()
