@@ -58,8 +58,10 @@ def resume_and_check(bootstrap: str) -> None:
                   "enable.auto.commit": False, "session.timeout.ms": 6000})
     try:
         committed = c.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=15)
-        assert {tp.partition: (tp.offset, tp.metadata or "") for tp in committed} == COMMITS
-        assert all(tp.leader_epoch == 0 for tp in committed if tp.offset > 0)
+        assert {tp.partition: tp.offset for tp in committed} == {p: off for p, (off, _) in COMMITS.items()}
+        assert all(tp.leader_epoch == 0 for tp in committed)
+        # (The metadata strings are checked with kafka-python below: confluent-kafka 2.16 sometimes
+        # shows a stray byte after the metadata of an OffsetFetch response, a client-side copy issue.)
         c.subscribe([TOPIC])
         first: dict[int, int] = {}
         count = 0
@@ -97,6 +99,9 @@ def test_committed_offsets_and_metadata_survive_a_restart(broker_process, how):
     try:
         resume_and_check(bs)
         admin = KafkaAdminClient(bootstrap_servers=bs)
+        offsets = admin.list_group_offsets(GROUP)[GROUP]
+        assert {tp.partition: (om.offset, om.metadata, om.leader_epoch) for tp, om in offsets.items()} == \
+            {p: (off, meta, 0) for p, (off, meta) in COMMITS.items()}
         [meta] = admin.describe_topics(["__consumer_offsets"])
         assert meta["is_internal"] and len(meta["partitions"]) == 50  # offsets.topic.num.partitions
         admin.close()
