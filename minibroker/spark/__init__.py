@@ -18,12 +18,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.spark.source import FORMAT, KafkaDataSource, kafka_schema
-
 __all__ = ["FORMAT", "KafkaDataSource", "kafka_schema", "register"]
+
+FORMAT = "minikafka"
 
 
 def register(spark: Any) -> str:
     """Register the data source with a SparkSession; returns the format name to use."""
+    from minibroker.spark.source import KafkaDataSource
+
     spark.dataSource.register(KafkaDataSource)
     return FORMAT
+
+
+def __getattr__(name: str) -> Any:
+    # pyspark is imported on first use, so the pure modules (options, offsets) load without it.
+    if name in ("KafkaDataSource", "kafka_schema"):
+        from minibroker.spark import source
+
+        return getattr(source, name)
+    raise AttributeError(f"module 'minibroker.spark' has no attribute {name!r}")

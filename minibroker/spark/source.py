@@ -36,7 +36,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from minibroker.spark import consume, offsets, produce
+from minibroker.spark import FORMAT, consume, offsets, produce
 from minibroker.spark.lookup import OffsetLookup
 from minibroker.spark.options import (
     INCLUDE_HEADERS,
@@ -54,8 +54,6 @@ except ImportError:  # 4.0 / 4.1
     SupportsTriggerAvailableNow = object  # type: ignore[assignment,misc]
 
 log = logging.getLogger(__name__)
-
-FORMAT = "minikafka"
 
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 
