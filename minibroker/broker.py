@@ -135,10 +135,19 @@ class Broker:
         self.fetch_sessions: Any = None
         self.tracer: Any = None  # minibroker.tools.trace sets this when --trace is on
         self._background: list[asyncio.Task[None]] = []
+        self.cleaner: Any = None  # minibroker.cleaner.LogCleanerTask once started
+        # held while retired segment files are removed off the loop, so that the cleaner does not
+        # retire more segments of a log at the same moment (its swap waits for the lock)
+        self.file_deletion_lock = asyncio.Lock()
         self._creating: dict[str, asyncio.Future[Topic]] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
     def startup(self) -> None:
+        from minibroker.dynamic_config import apply_broker_config, dynamic_config
+
+        dyn = dynamic_config(self)  # dynamic broker configs (AlterConfigs) stored by an earlier run
+        if dyn.per_broker or dyn.cluster_default:
+            apply_broker_config(self, dyn.combined())
         self.log_manager.startup()
         self.cluster_id = self.log_manager.cluster_id
         by_topic: dict[str, dict[int, Log]] = {}
@@ -163,6 +172,11 @@ class Broker:
             if start is not None:
                 await start()
         self._background.append(asyncio.create_task(self._periodic(), name="broker-periodic"))
+        if self.config.get("log.cleaner.enable"):
+            from minibroker.cleaner import LogCleanerTask
+
+            self.cleaner = LogCleanerTask(self)
+            self._background.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
 
     async def _periodic(self) -> None:
         flush_every = self.config.get("log.flush.scheduler.interval.ms")
@@ -170,7 +184,7 @@ class Broker:
         retention_every = self.config.get("log.retention.check.interval.ms")
         # log.flush.scheduler.interval.ms defaults to Long.MAX_VALUE ("never"); tick at least once a
         # second anyway, for checkpoints, retention and flush.ms.
-        tick = max(0.05, min(1.0, flush_every / 1000 if 0 < flush_every < 1 << 40 else 1.0))
+        tick = max(0.05, min(1.0, flush_every / 1000 if 0 < flush_every < 1 << 40 else 1.0, retention_every / 1000))
         last_ckpt = last_ret = now_ms()
         loop = asyncio.get_running_loop()
         while True:
@@ -185,14 +199,23 @@ class Broker:
             if t_now - last_ret >= retention_every:
                 last_ret = t_now
                 self.run_retention()
+                # closing and unlinking retired files is blocking work: off the loop, one log at a time
+                async with self.file_deletion_lock:
+                    for lg in list(self.log_manager.logs().values()):
+                        await loop.run_in_executor(None, lg.cleanup_deleted, now_ms())
+                self.log_manager.cleanup_deleted(now_ms())  # `-delete` directories of deleted topics
 
     def run_retention(self) -> None:
-        for lg in list(self.log_manager.logs().values()):
+        """Retire segments past retention (renames only; Kafka: UnifiedLog.deleteOldSegments). Runs
+        on the loop because it changes the segment list that appends and fetches use."""
+        busy = self.cleaner.in_progress if self.cleaner is not None else set()
+        for tp, lg in list(self.log_manager.logs().items()):
+            if tp in busy:
+                continue  # the cleaner is reading these segments; retention waits for the next round
             try:
                 lg.delete_old_segments()
             except Exception:
                 log.exception("retention failed for %s-%d", lg.topic, lg.partition)
-        self.log_manager.cleanup_deleted(now_ms())
 
     async def shutdown(self) -> None:
         for task in self._background:
@@ -306,6 +329,9 @@ class Broker:
     def delete_topic(self, name: str) -> None:
         topic = self.topics.pop(name)
         self.log_manager.delete_topic(name)
+        groups = self.coordinators.get("group")
+        if groups is not None:
+            groups.on_partitions_deleted(name)  # Kafka drops a deleted topic's committed offsets
         for p in topic.partitions:
             self.fetch_waiters.notify((name, p))
         log.info("Deleted topic %s", name)

@@ -48,15 +48,24 @@ class OffsetsStore:
         return wall_clock_ms()
 
     # -- the topic ---------------------------------------------------------------------------
+    def _topic_overrides(self) -> dict[str, Any]:
+        return {"cleanup.policy": ["compact"], "segment.bytes": self.segment_bytes, "compression.type": "producer"}
+
     def ensure_topic(self) -> Any:
         """The __consumer_offsets topic, created (compacted, internal) if it does not exist."""
         topic = self.broker.topics.get(TOPIC)
         if topic is None:
-            topic = self.broker.ensure_internal_topic(TOPIC, self.num_partitions, {
-                "cleanup.policy": ["compact"],
-                "segment.bytes": self.segment_bytes,
-                "compression.type": "producer",
-            })
+            topic = self.broker.ensure_internal_topic(TOPIC, self.num_partitions, self._topic_overrides())
+        self.num_partitions = len(topic.partitions)
+        return topic
+
+    async def ensure_topic_async(self) -> Any:
+        """ensure_topic with the partition directories made off the event loop (FindCoordinator
+        is where Kafka creates the topic; 50 partitions of fsyncs would stall the loop)."""
+        topic = self.broker.topics.get(TOPIC)
+        if topic is None:
+            topic = await self.broker.ensure_internal_topic_async(TOPIC, self.num_partitions,
+                                                                  self._topic_overrides())
         self.num_partitions = len(topic.partitions)
         return topic
 

@@ -80,6 +80,12 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None
 async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
     R = find_coordinator.RESPONSE
     b = ctx.broker
+    coord = _coordinator(ctx)
+    if req.key_type == GROUP_KEY and coord is not None:
+        try:
+            await coord.store.ensure_topic_async()
+        except KafkaError:
+            pass  # _find answers COORDINATOR_NOT_AVAILABLE with the reason
     if ctx.version >= 4:
         out = []
         for key in req.coordinator_keys:
