@@ -67,6 +67,7 @@ class Connection:
         self._out_bytes = 0
         self._writing = False
         self._reading = False
+        self._read_stopped = False
         self._closed = False
         self._on_close = on_close
         self._drained = asyncio.Event()
@@ -75,8 +76,13 @@ class Connection:
         self._resume_reading()
 
     # -- reading ---------------------------------------------------------------------------
+    def stop_reading(self) -> None:
+        """Read no more requests (graceful shutdown); what is queued is still answered."""
+        self._read_stopped = True
+        self._pause_reading()
+
     def _resume_reading(self) -> None:
-        if not self._reading and not self._closed:
+        if not self._reading and not self._closed and not self._read_stopped:
             self.loop.add_reader(self.fd, self._on_readable)
             self._reading = True
 
@@ -84,6 +90,14 @@ class Connection:
         if self._reading:
             self.loop.remove_reader(self.fd)
             self._reading = False
+
+    def _maybe_resume_reading(self) -> None:
+        """Read again once both the request queue and the output are back under their limits.
+        Called after each request and whenever output drains: a connection paused by a full
+        output with an empty queue is woken only by the drain."""
+        if not self._reading and len(self._queue) < self._max_queued // 2 \
+                and self._out_bytes <= self._max_buffered:
+            self._resume_reading()
 
     def _on_readable(self) -> None:
         try:
@@ -122,9 +136,7 @@ class Connection:
                     return
                 if chunks:
                     self.write(chunks)
-                if not self._reading and len(self._queue) < self._max_queued // 2 \
-                        and self._out_bytes <= self._max_buffered:
-                    self._resume_reading()
+                self._maybe_resume_reading()
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -177,6 +189,7 @@ class Connection:
             self.loop.remove_writer(self.fd)
             self._writing = False
         self._drained.set()
+        self._maybe_resume_reading()
 
     async def drain(self) -> None:
         await self._drained.wait()

@@ -83,7 +83,7 @@ class BrokerServer:
             self._sock = None
         deadline = time.monotonic() + timeout
         for conn in list(self.connections):
-            conn._pause_reading()
+            conn.stop_reading()
         # Let each connection answer what it has already read (bounded by the timeout).
         while any(not c.idle for c in self.connections) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)

@@ -63,6 +63,9 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                     raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
                 records = _conform(topic, records)
                 lg = topic.partitions[pd.index]
+                if lg.config.compact:  # the only decode on this path, as Kafka's LogValidator does
+                    from minibroker.cleaner import require_keys
+                    require_keys(td.name, pd.index, records)
                 info = lg.append_as_leader(records)
                 pr.base_offset = info.first_offset
                 pr.log_append_time_ms = info.log_append_time
