@@ -4,11 +4,16 @@ broker serving everyone else."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import socket
 import struct
+import threading
+import time
 
 import pytest
 
+from minibroker.connection import Connection
 from protocol.apis import api_versions, metadata, produce
 from protocol.codec import decode
 from protocol.errors import ErrorCode
@@ -119,28 +124,37 @@ def advertised_ranges(mb) -> list[tuple[int, int, int]]:
     return mb.call(ranges)
 
 
-def test_produce_is_advertised_from_v0_but_v0_to_v2_are_refused(mb, caplog):
+def served_range(mb, api) -> tuple[int, int]:
+    return mb.call(lambda broker: (broker.handlers[api.key].versions.lo, broker.handlers[api.key].versions.hi))
+
+
+def test_produce_is_advertised_from_v0(mb, caplog):
     """KAFKA-18659: librdkafka < 2.10 compresses with gzip/snappy/lz4 only if Produce v0 is listed
-    (see test_kcat.test_compressed_produce); Kafka 4.0 lists it and closes on v0-2 requests."""
+    (see test_kcat.test_compressed_produce). Kafka 4.0 lists it and closes on v0-2 requests; a
+    broker that serves the legacy formats lists it because it serves it."""
     with RawClient(mb.bootstrap) as raw:
         body = raw.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="it-raw",
                                                                   client_software_version="1"))
     [entry] = [k for k in body.api_keys if k.api_key == produce.API.key]
     assert (entry.min_version, entry.max_version) == (0, 11)
+    lo, _ = served_range(mb, produce.API)
     caplog.set_level(logging.INFO, logger="minibroker")
-    for version in (0, 1, 2):
+    for version in range(0, lo):  # advertised but not served: the connection is closed
         with RawClient(mb.bootstrap) as raw:
             raw.send_raw(framed(header_bytes(produce.API.key, version) + b"\x00\x01\x00\x00\x13\x88"))
             assert raw.closed_by_peer(), version
+        assert any(f"Produce v{version} is not supported" in r.getMessage() for r in caplog.records)
     assert api_versions_works(mb.bootstrap)
 
 
-def test_unsupported_version_of_another_api_closes(mb, caplog):
+def test_version_above_the_served_range_closes(mb, caplog):
     caplog.set_level(logging.INFO, logger="minibroker")
+    _, hi = served_range(mb, metadata.API)
     with RawClient(mb.bootstrap) as raw:
-        raw.send_raw(framed(header_bytes(produce.API.key, 2)))  # Produce v0-2 are not served
+        raw.send_raw(framed(header_bytes(metadata.API.key, hi + 1) + b"\x00" * 8))
         assert raw.closed_by_peer()
-    assert any("Produce v2 is not supported" in r.getMessage() for r in caplog.records)
+    assert any(f"Metadata v{hi + 1} is not supported" in r.getMessage() for r in caplog.records)
+    assert api_versions_works(mb.bootstrap)
 
 
 def test_truncated_body_closes(mb, caplog):
@@ -183,3 +197,95 @@ def test_client_closing_mid_frame_leaves_the_broker_serving(mb):
     with RawClient(mb.bootstrap) as raw:
         raw.send_raw(struct.pack(">i", 1000) + b"\x00" * 10)
     assert api_versions_works(mb.bootstrap)
+
+
+# -- back-pressure -----------------------------------------------------------------------------
+
+
+def _blocking_client(sock: socket.socket, script: list, results: list) -> None:
+    """Run (action, arg) steps on a blocking socket: ("send", bytes), ("read", n frames), ("sleep", s)."""
+    sock.settimeout(10)
+    buf = bytearray()
+    try:
+        for action, arg in script:
+            if action == "send":
+                sock.sendall(arg)
+            elif action == "sleep":
+                time.sleep(arg)
+            else:
+                for _ in range(arg):
+                    while len(buf) < 4 or len(buf) < 4 + struct.unpack_from(">i", buf)[0]:
+                        chunk = sock.recv(1 << 20)
+                        if not chunk:
+                            raise EOFError("closed")
+                        buf += chunk
+                    size = struct.unpack_from(">i", buf)[0]
+                    results.append(bytes(buf[4:8]))  # the "correlation id" the handler echoed
+                    del buf[:4 + size]
+    except (OSError, EOFError) as e:
+        results.append(e)
+
+
+def _tcp_pair(small_buffers: bool = False) -> tuple[socket.socket, socket.socket]:
+    """(server side, client side) of a loopback TCP connection."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client_sock = socket.socket()
+        if small_buffers:
+            client_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)
+        client_sock.connect(listener.getsockname())
+        server_sock, _ = listener.accept()
+        if small_buffers:
+            server_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 10)
+    return server_sock, client_sock
+
+
+async def test_stop_reading_answers_what_was_read_and_reads_nothing_more():
+    """BrokerServer.stop: requests already read are answered; later ones are not read at all."""
+
+    async def handle(conn, frame):
+        await asyncio.sleep(0.3)  # still in flight when the stop comes
+        return [struct.pack(">i", 4) + frame[:4]]
+
+    loop = asyncio.get_running_loop()
+    server_sock, client_sock = _tcp_pair()
+    conn = Connection(server_sock, loop, handle, max_frame_size=1024)
+    results: list = []
+    script = [("send", framed(struct.pack(">i", 0))), ("sleep", 0.1), ("send", framed(struct.pack(">i", 1))),
+              ("read", 2)]
+    client = threading.Thread(target=_blocking_client, args=(client_sock, script, results), daemon=True)
+    client.start()
+    await asyncio.sleep(0.05)
+    conn.stop_reading()
+    await asyncio.sleep(1.5)
+    conn.close(None)
+    await asyncio.wait_for(loop.run_in_executor(None, client.join, 15), 20)
+    client_sock.close()
+    assert results[0] == struct.pack(">i", 0)
+    assert isinstance(results[1], (EOFError, ConnectionResetError)), results  # request 1 was never read
+
+
+async def test_reading_resumes_when_the_output_drains():
+    """A connection that stopped reading because too many response bytes were waiting must start
+    reading again once the client has taken them, even if no request is left in its queue."""
+    big = 4 << 20
+
+    async def handle(conn, frame):
+        # Echo the first 4 bytes, padded to a large response.
+        return [struct.pack(">i", big) + frame[:4] + bytes(big - 4)]
+
+    loop = asyncio.get_running_loop()
+    # Small kernel buffers, so most of a response waits in the connection's own queue.
+    server_sock, client_sock = _tcp_pair(small_buffers=True)
+    conn = Connection(server_sock, loop, handle, max_frame_size=1024, max_buffered=1 << 20)
+    req = [framed(struct.pack(">i", i)) for i in range(4)]
+    results: list = []
+    script = [("send", req[0]), ("sleep", 0.3), ("send", req[1]), ("sleep", 0.3),
+              ("read", 2), ("sleep", 0.3), ("send", req[2]), ("read", 1), ("send", req[3]), ("read", 1)]
+    client = threading.Thread(target=_blocking_client, args=(client_sock, script, results), daemon=True)
+    client.start()
+    try:
+        await asyncio.wait_for(loop.run_in_executor(None, client.join, 15), 20)
+    finally:
+        conn.close(None)
+        client_sock.close()
+    assert results == [struct.pack(">i", i) for i in range(4)], results
