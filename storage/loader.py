@@ -15,8 +15,18 @@ Theory of operation, in Kafka's order:
 4. Log end offset = the offset after the last batch; the recovery point becomes the LEO after a
    clean shutdown, else min(checkpoint, LEO) — it only advances when data is flushed.
 5. The active segment's indexes get their full preallocated size back.
+6. Producer state (storage/producer_state.py; Kafka: UnifiedLog.rebuildProducerState): snapshots
+   that match no segment are removed (except a newer one above every segment, which a clean
+   shutdown wrote at the log end), and snapshots above the log end go. The state is loaded from
+   the newest snapshot left and the log is replayed from there to the log end, batch headers
+   only (a control batch's one record is read for its marker). If segments were recovered in
+   step 2 or 3, their `.txnindex` was reset, so the replay starts from the newest snapshot at or
+   below the first of them and writes their aborted transactions back. A clean shutdown with no
+   snapshot at all (a log written before producer state existed) replays nothing, as in Kafka.
+   A snapshot at the log end is written when the replay is done.
 
-A clean shutdown therefore scans nothing but the tail of the active segment's last index entry.
+A clean shutdown therefore scans nothing but the tail of the active segment's last index entry,
+and reads the producer state from the snapshot written at close.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from protocol.records.batch import BatchView
+from protocol.records.v2 import last_sequence
 from storage.config import LogConfig
 from storage.index import CorruptIndex
 from storage.leader_epoch import LeaderEpochFileCache
@@ -43,6 +54,7 @@ from storage.log_files import (
     offset_from_file,
     segment_file,
 )
+from storage.producer_state import ProducerStateManager, end_txn_marker
 from storage.segment import LogSegment
 from storage.segments import LogSegments
 
@@ -59,14 +71,16 @@ class LoadedLog:
 
 def load_log(dir: Path, config: LogConfig, *, log_start_offset: int, recovery_point: int,
              clean_shutdown: bool, now_ms: Callable[[], int],
-             epoch_cache: LeaderEpochFileCache | None = None) -> LoadedLog:
+             epoch_cache: LeaderEpochFileCache | None = None,
+             producer_state: ProducerStateManager | None = None) -> LoadedLog:
     name = dir.name
     swap_files = _remove_temp_files_and_collect_swap_files(dir)
     _complete_swaps(dir, config, now_ms, swap_files)
-    segments = _load_segment_files(dir, config, now_ms, recovery_point, clean_shutdown, epoch_cache)
+    recovered: set[int] = set()  # base offsets of segments whose indexes were rebuilt
+    segments = _load_segment_files(dir, config, now_ms, recovery_point, clean_shutdown, epoch_cache, recovered)
 
     if not clean_shutdown:
-        _recover_unflushed(name, segments, recovery_point, epoch_cache)
+        _recover_unflushed(name, segments, recovery_point, epoch_cache, recovered)
 
     next_offset = segments.active.read_next_offset() if segments else None
     if next_offset is not None and next_offset < log_start_offset:
@@ -78,6 +92,8 @@ def load_log(dir: Path, config: LogConfig, *, log_start_offset: int, recovery_po
             seg.delete_if_exists()
         if epoch_cache is not None:
             epoch_cache.clear()
+        if producer_state is not None:
+            producer_state.truncate_fully_and_start_at(log_start_offset)
         next_offset = None
     if not segments:
         segments.add(LogSegment.open(dir, log_start_offset, config, now_ms))
@@ -90,7 +106,56 @@ def load_log(dir: Path, config: LogConfig, *, log_start_offset: int, recovery_po
     if epoch_cache is not None:
         epoch_cache.truncate_from_end(next_offset)
         epoch_cache.truncate_from_start(log_start_offset)
+    if producer_state is not None:
+        rebuild_producer_state(producer_state, segments, new_log_start, next_offset, now_ms(),
+                               clean_shutdown=clean_shutdown,
+                               recovered={b for b in recovered if segments.contains(b)})
     return LoadedLog(segments, new_log_start, new_recovery_point, next_offset)
+
+
+def rebuild_producer_state(psm: ProducerStateManager, segments: LogSegments, log_start_offset: int,
+                           last_offset: int, now: int, *, clean_shutdown: bool, recovered: set[int]) -> None:
+    """Bring `psm` to `last_offset` from its snapshots and the log (step 6 above)."""
+    psm.remove_stray_snapshots(segments.base_offsets())
+    if clean_shutdown and psm.latest_snapshot_offset() is None and not recovered:
+        psm.update_map_end_offset(last_offset)  # nothing to replay: start with an empty state here
+        psm.take_snapshot()
+        return
+    psm.truncate_and_reload(log_start_offset, last_offset, now)
+    if recovered:
+        first = min(recovered)
+        if psm.map_end_offset > first:
+            psm.reload_at_or_below(first, log_start_offset, now)
+    for seg in segments.values(psm.map_end_offset, last_offset):
+        start = max(seg.base_offset, psm.map_end_offset, log_start_offset)
+        psm.update_map_end_offset(start)
+        found = seg.translate_offset(start)
+        if found is None:
+            continue
+        index_txns = seg.base_offset in recovered
+        for pos, view in seg.log.batches_from(found[0]):
+            if view.base_offset >= last_offset:
+                break
+            if view.last_offset >= start:
+                _replay(psm, seg, pos, view, index_txns)
+    psm.update_map_end_offset(last_offset)
+    psm.take_snapshot()
+
+
+def _replay(psm: ProducerStateManager, seg: LogSegment, pos: int, view: BatchView, index_txns: bool) -> None:
+    if view.magic >= 2 and view.has_producer_id:
+        marker = end_txn_marker(seg.log.read(pos, view.size)) if view.is_control else None
+        completed = psm.replay_batch(view.producer_id, view.producer_epoch, view.base_sequence,
+                                     last_sequence(view.base_sequence, view.last_offset_delta), view.base_offset,
+                                     view.last_offset, view.max_timestamp, view.is_transactional, marker,
+                                     view.is_control)
+        if completed is not None:
+            lso = psm.last_stable_offset(completed)
+            if index_txns:
+                seg.update_txn_index(completed.producer_id, completed.first_offset, completed.last_offset,
+                                     completed.is_aborted, lso)
+            psm.complete_txn(completed)
+    psm.update_map_end_offset(view.last_offset + 1)
 
 
 def _remove_temp_files_and_collect_swap_files(dir: Path) -> list[Path]:
@@ -155,7 +220,8 @@ def _complete_swaps(dir: Path, config: LogConfig, now_ms: Callable[[], int], swa
 
 
 def _load_segment_files(dir: Path, config: LogConfig, now_ms: Callable[[], int], recovery_point: int,
-                        clean_shutdown: bool, epoch_cache: LeaderEpochFileCache | None) -> LogSegments:
+                        clean_shutdown: bool, epoch_cache: LeaderEpochFileCache | None,
+                        recovered: set[int]) -> LogSegments:
     files = sorted(p for p in dir.iterdir() if p.is_file())
     log_bases = sorted(offset_from_file(p) for p in files if is_segment_file_name(p.name, LOG_FILE_SUFFIX))
     for path in files:
@@ -171,7 +237,7 @@ def _load_segment_files(dir: Path, config: LogConfig, now_ms: Callable[[], int],
         seg = LogSegment.open(dir, base, config, now_ms)
         if not clean_shutdown and base >= floor:
             segments.add(seg)
-            continue
+            continue  # _recover_unflushed scans it
         problem = None
         if missing:
             problem = f"missing {' and '.join(missing)}"
@@ -185,6 +251,7 @@ def _load_segment_files(dir: Path, config: LogConfig, now_ms: Callable[[], int],
                            "rebuilding index files...", dir.name, seg.log.path, problem)
             previous = segments.values()[-1].read_next_offset() if segments else None
             truncated, reason = seg.recover(previous, _epoch_hook(epoch_cache))
+            recovered.add(base)
             if truncated:
                 logger.warning("[%s] Truncated %d invalid bytes at the end of segment %d, from offset %d (%s)",
                                dir.name, truncated, base, seg.read_next_offset(), reason)
@@ -193,7 +260,7 @@ def _load_segment_files(dir: Path, config: LogConfig, now_ms: Callable[[], int],
 
 
 def _recover_unflushed(name: str, segments: LogSegments, recovery_point: int,
-                       epoch_cache: LeaderEpochFileCache | None) -> None:
+                       epoch_cache: LeaderEpochFileCache | None, recovered: set[int]) -> None:
     unflushed = segments.values(recovery_point, None)
     if not unflushed:
         return
@@ -204,6 +271,7 @@ def _recover_unflushed(name: str, segments: LogSegments, recovery_point: int,
     for i, seg in enumerate(unflushed):
         logger.info("[%s] Recovering unflushed segment %d. %d/%d recovered.", name, seg.base_offset, i, len(unflushed))
         truncated, reason = seg.recover(previous_next, hook)
+        recovered.add(seg.base_offset)
         previous_next = seg.read_next_offset()
         if truncated > 0:
             rest = unflushed[i + 1:]

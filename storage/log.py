@@ -12,10 +12,19 @@ attribute bit, CRC recomputed); one write appends the whole run to the active se
 roll if the segment is full by bytes, age or index. No record is decoded.
 
 Offsets. LEO = next offset to assign. HW = what consumers may read: with a single replica
-every append is committed at once, so HW follows LEO. `last_stable_offset` is the one place
-transactions will lower the read limit for read_committed; for now it is the HW. The log start
-offset moves forward by DeleteRecords and retention. The recovery point is the offset below
-which everything is known to be on disk; it advances only in `flush`.
+every append is committed at once, so HW follows LEO. The last stable offset (LSO), the read
+limit of read_committed, is the first offset of the oldest transaction still open in the
+partition, or the HW when none is. The log start offset moves forward by DeleteRecords and
+retention. The recovery point is the offset below which everything is known to be on disk; it
+advances only in `flush`.
+
+Producer state (storage/producer_state.py). Between offset assignment and the write, each
+batch with a producer id is checked against its producer's entry: a retried batch (same epoch
+and sequence range as one of the producer's last five) makes the whole append a duplicate,
+answered with the original offsets and not written; a stale epoch or a sequence gap fails the
+append; a marker closes the producer's transaction. After the write the entries are updated
+and each aborted transaction goes to the `.txnindex` of the segment holding its marker. A roll
+and a close write a `.snapshot`; opening the log reloads it and replays the log past it.
 
 Read (the back half of Fetch). offset -> the segment holding it -> index lookup + header scan to
 the batch holding the offset -> a region of the segment file: whole batches only, up to
@@ -31,13 +40,15 @@ Deletion. Retention and DeleteRecords never cut a segment: whole segments below 
 start go. Their files are renamed `*.deleted` and closed/removed after `file.delete.delay.ms`
 (`cleanup_deleted`), so a fetch region handed out just before stays readable.
 
-Hooks for later issues: producer state (idempotence: `.snapshot`) validates batches between
-offset assignment and the write; transactions set `last_stable_offset` and write `.txnindex`.
+read_committed fetches also get the aborted transactions overlapping what they read
+(`aborted_transactions`), from the `.txnindex` of the segment holding the fetch offset and the
+segments after it.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import threading
 import time
@@ -59,7 +70,7 @@ from protocol.records.batch import (
     set_partition_leader_epoch,
 )
 from protocol.records.legacy import iter_deep
-from protocol.records.v2 import decode_batch
+from protocol.records.v2 import decode_batch, last_sequence
 from storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     PARTITION_METADATA_FILE,
@@ -78,8 +89,18 @@ from storage.log_files import (
     parse_topic_partition_name,
     segment_file,
 )
+from storage.producer_state import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    AppendOrigin,
+    BatchMetadata,
+    CompletedTxn,
+    ProducerAppendInfo,
+    ProducerStateManager,
+    end_txn_marker,
+)
 from storage.segment import BatchInfo, LogSegment, RollParams
 from storage.segments import LogSegments
+from storage.txn_index import AbortedTxn
 
 logger = logging.getLogger("storage.log")
 
@@ -102,9 +123,7 @@ def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class AppendOrigin:
-    CLIENT = "client"  # a Produce request: Kafka's client rules apply
-    COORDINATOR = "coordinator"  # the group/transaction coordinators (control batches allowed)
+__all__ = ["AppendOrigin", "FetchDataInfo", "Log", "LogAppendInfo", "OffsetAndTimestamp", "TimestampAndOffset"]
 
 
 @dataclass
@@ -117,6 +136,7 @@ class LogAppendInfo:
     num_records: int
     valid_bytes: int
     offset_of_max_timestamp: int = -1
+    duplicate: bool = False  # a retried batch already in the log: nothing was written
 
 
 @dataclass
@@ -142,7 +162,7 @@ class TimestampAndOffset(NamedTuple):
 class Log:
     def __init__(self, dir: Path, config: LogConfig, segments: LogSegments, *, log_start_offset: int,
                  recovery_point: int, next_offset: int, topic_id: uuid.UUID, epoch_cache: LeaderEpochFileCache,
-                 now_ms: Callable[[], int]):
+                 now_ms: Callable[[], int], producer_state: ProducerStateManager | None = None):
         parsed = parse_topic_partition_name(dir.name)
         if parsed is None:
             raise ValueError(f"'{dir.name}' is not in the form of topic-partition")
@@ -163,12 +183,19 @@ class Log:
         self._roll_flush_offset = 0  # a roll asks for a flush up to the new segment's base offset
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._closed = False
+        if producer_state is None:
+            producer_state = ProducerStateManager(dir)
+            producer_state.update_map_end_offset(next_offset)
+        self.producer_state = producer_state
+        self._unflushed_snapshots: list[Path] = []  # written at roll without fsync; `flush` syncs them
+        self._snapshot_lock = threading.Lock()
 
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
     def open(cls, dir: Path, config: LogConfig, *, recovery_point: int = 0, log_start_offset: int = 0,
              clean_shutdown: bool = False, now_ms: Callable[[], int] = _wall_clock_ms,
-             topic_id: uuid.UUID | None = None) -> Log:
+             topic_id: uuid.UUID | None = None,
+             producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> Log:
         """Open or create the partition directory `dir`, recovering it if needed (LogLoader)."""
         dir.mkdir(parents=True, exist_ok=True)
         meta = PartitionMetadataFile(dir / PARTITION_METADATA_FILE)
@@ -185,20 +212,30 @@ class Log:
         if topic_id is not None and stored is None:
             meta.write(topic_id)  # before any data, as Kafka does
         epoch_cache = LeaderEpochFileCache(dir / LEADER_EPOCH_CHECKPOINT_FILE)
+        producer_state = ProducerStateManager(dir, producer_id_expiration_ms=producer_id_expiration_ms)
         loaded = load_log(dir, config, log_start_offset=log_start_offset, recovery_point=recovery_point,
-                          clean_shutdown=clean_shutdown, now_ms=now_ms, epoch_cache=epoch_cache)
+                          clean_shutdown=clean_shutdown, now_ms=now_ms, epoch_cache=epoch_cache,
+                          producer_state=producer_state)
         # Kafka's CheckpointFile creates the file empty; entries are written when an epoch is assigned
         epoch_cache.checkpoint.path.touch(exist_ok=True)
         return cls(dir, config, loaded.segments, log_start_offset=loaded.log_start_offset,
                    recovery_point=loaded.recovery_point, next_offset=loaded.next_offset,
-                   topic_id=stored or topic_id or ZERO_UUID, epoch_cache=epoch_cache, now_ms=now_ms)
+                   topic_id=stored or topic_id or ZERO_UUID, epoch_cache=epoch_cache, now_ms=now_ms,
+                   producer_state=producer_state)
 
     # -- offsets -------------------------------------------------------------------------------
     @property
     def last_stable_offset(self) -> int:
-        """The read limit of read_committed fetches. Transactions will make this the first
-        unstable offset when there is one; until then nothing is unstable."""
-        return self.high_watermark
+        """The read limit of read_committed fetches: the first offset of the oldest open
+        transaction (never below the log start), capped by the HW (UnifiedLog.lastStableOffset)."""
+        first_unstable = self.producer_state.first_unstable_offset()
+        if first_unstable is None:
+            return self.high_watermark
+        return min(max(first_unstable, self.log_start_offset), self.high_watermark)
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        return self.producer_state.first_unstable_offset()
 
     def _update_high_watermark_with_log_end_offset(self) -> None:
         # single replica: the ISR is this broker, so the HW is the LEO (Kafka: Partition.maybeIncrementLeaderHW)
@@ -251,6 +288,7 @@ class Log:
         append_time = now if self.config.log_append_time else NO_TIMESTAMP
         first = offset = self.log_end_offset
         infos: list[BatchInfo] = []
+        starts: list[int] = []
         max_ts, offset_of_max_ts, num_records = NO_TIMESTAMP, -1, 0
         pos = 0
         for v in views:
@@ -264,16 +302,32 @@ class Log:
             if ts > max_ts:
                 max_ts, offset_of_max_ts = ts, last
             infos.append(BatchInfo(last, ts, v.size))
+            starts.append(pos)
             num_records += v.records_count
             offset = last + 1
             pos += v.size
-        # (producer state: idempotence/transactions validate sequences here, before the write)
         segment = self._maybe_roll(RollParams(self.config.segment_ms, self.config.segment_bytes, max_ts,
                                               offset - 1, total, len(infos), now), first)
         self.maybe_assign_epoch_start_offset(leader_epoch, first)
+        # producer state is checked after offsets are known and before anything is written
+        producers, completed, duplicate = self._analyze_and_validate_producer_state(views, starts, infos, buf, origin)
+        if duplicate is not None:
+            # a retry of a batch already in the log: its original offsets, nothing written (UnifiedLog.append)
+            return LogAppendInfo(first_offset=duplicate.first_offset, last_offset=duplicate.last_offset,
+                                 max_timestamp=duplicate.timestamp, log_append_time=duplicate.timestamp,
+                                 log_start_offset=self.log_start_offset, num_records=0, valid_bytes=0,
+                                 duplicate=True)
         segment.append(buf, infos)
         self.log_end_offset = offset
         self._update_high_watermark_with_log_end_offset()
+        psm = self.producer_state
+        for info in producers.values():
+            psm.update(info)
+        for txn in completed:
+            segment.update_txn_index(txn.producer_id, txn.first_offset, txn.last_offset, txn.is_aborted,
+                                     psm.last_stable_offset(txn))
+            psm.complete_txn(txn)
+        psm.update_map_end_offset(offset)
         return LogAppendInfo(first_offset=first, last_offset=offset - 1, max_timestamp=max_ts,
                              log_append_time=append_time, log_start_offset=self.log_start_offset,
                              num_records=num_records, valid_bytes=total, offset_of_max_timestamp=offset_of_max_ts)
@@ -306,6 +360,44 @@ class Log:
                              max_timestamp=prepared.max_timestamp, log_append_time=lat,
                              log_start_offset=self.log_start_offset, num_records=prepared.num_records,
                              valid_bytes=len(prepared.data), offset_of_max_timestamp=prepared.offset_of_max_timestamp)
+
+    def _analyze_and_validate_producer_state(self, views: list[BatchView], starts: list[int], infos: list[BatchInfo],
+                                             buf: bytearray, origin: str
+                                             ) -> tuple[dict[int, ProducerAppendInfo], list[CompletedTxn],
+                                                        BatchMetadata | None]:
+        """Kafka's UnifiedLog.analyzeAndValidateProducerState: the producer entries this append
+        would produce, the transactions it completes, or the cached batch it duplicates.
+        Raises KafkaError (INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER, ...)."""
+        psm = self.producer_state
+        producers: dict[int, ProducerAppendInfo] = {}
+        completed: list[CompletedTxn] = []
+        for v, pos, info in zip(views, starts, infos, strict=True):
+            if not v.has_producer_id:
+                continue
+            pid = v.producer_id
+            last_seq = last_sequence(v.base_sequence, v.last_offset_delta)
+            if origin == AppendOrigin.CLIENT:
+                entry = psm.last_entry(pid)
+                dup = entry.find_duplicate_batch(v.producer_epoch, v.base_sequence, last_seq) if entry else None
+                if dup is not None:
+                    return producers, completed, dup
+            append = producers.get(pid)
+            if append is None:
+                append = producers[pid] = psm.prepare_update(pid, origin)
+            base = info.last_offset - v.last_offset_delta
+            if v.is_control:
+                try:
+                    marker = end_txn_marker(memoryview(buf)[pos:pos + v.size])
+                except (InvalidBatch, ValueError) as e:
+                    raise KafkaError(ErrorCode.INVALID_RECORD, f"invalid control batch: {e}") from None
+                if marker is not None:
+                    txn = append.append_end_txn_marker(marker, v.producer_epoch, base, info.max_timestamp)
+                    if txn is not None:
+                        completed.append(txn)
+            else:
+                append.append_data_batch(v.producer_epoch, v.base_sequence, last_seq, info.max_timestamp, base,
+                                         info.last_offset, v.is_transactional)
+        return producers, completed, None
 
     def _analyze_and_validate(self, mv: memoryview, origin: str) -> list[BatchView]:
         """Kafka's analyzeAndValidateRecords + LogValidator.validateBatch, from headers only."""
@@ -393,6 +485,13 @@ class Log:
         active.on_become_inactive()
         segment = self.segments.add(LogSegment.open(self.dir, new_offset, self.config, self._now_ms))
         self._roll_flush_offset = max(self._roll_flush_offset, new_offset)
+        # a producer snapshot at the new segment's base bounds the replay after a crash; written
+        # now, fsynced by the flush the roll asks for (Kafka: UnifiedLog.roll)
+        self.producer_state.update_map_end_offset(new_offset)
+        snap = self.producer_state.take_snapshot(sync=False)
+        if snap is not None:
+            with self._snapshot_lock:
+                self._unflushed_snapshots.append(snap)
         logger.info("Rolled new log segment for %s-%d at offset %d", self.topic, self.partition, new_offset)
         return segment
 
@@ -436,6 +535,32 @@ class Log:
         return FetchDataInfo(region=region, first_offset=first_offset, high_watermark=self.high_watermark,
                              log_start_offset=self.log_start_offset, last_stable_offset=self.last_stable_offset,
                              log_end_offset=self.log_end_offset)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound_offset), for a
+        read_committed fetch (Kafka: LocalLog.collectAbortedTransactions)."""
+        found: list[AbortedTxn] = []
+        segment = self.segments.floor_segment(fetch_offset) or self.segments.first
+        while segment is not None:
+            result = segment.collect_aborted_txns(fetch_offset, upper_bound_offset)
+            found.extend(result.aborted)
+            if result.is_complete:
+                break
+            segment = self.segments.higher_segment(segment.base_offset)
+        return found
+
+    # -- producers -----------------------------------------------------------------------------
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        return self.producer_state.has_ongoing_transaction(producer_id)
+
+    def remove_expired_producers(self, now: int | None = None) -> int:
+        """Forget producers idle for producer.id.expiration.ms (Kafka: PeriodicProducerExpirationCheck)."""
+        return self.producer_state.remove_expired_producers(self._now_ms() if now is None else now)
+
+    def take_producer_snapshot(self) -> Path | None:
+        self._check_open()
+        self.producer_state.update_map_end_offset(self.log_end_offset)
+        return self.producer_state.take_snapshot()
 
     # -- timestamps ----------------------------------------------------------------------------
     def offset_for_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
@@ -538,6 +663,7 @@ class Log:
             logger.info("Incremented log start offset of %s-%d to %d due to %s", self.topic, self.partition,
                         new_start, reason)
             self.leader_epoch_cache.truncate_from_start(new_start)
+            self.producer_state.on_log_start_offset_incremented(new_start)
 
     def delete_old_segments(self) -> int:
         """Retention (Kafka: UnifiedLog.deleteOldSegments): segments wholly below the log start
@@ -603,6 +729,9 @@ class Log:
             self.segments.remove(seg.base_offset)
             seg.change_file_suffixes("", DELETED_FILE_SUFFIX)
             self._pending_deletes.append((due, seg))
+            # the producer snapshot taken when this segment started is of no use any more (Kafka
+            # renames it .deleted first; nothing reads a snapshot but the loader, so it goes now)
+            self.producer_state.delete_snapshot(seg.base_offset)
 
     def replace_segments(self, new: list[LogSegment], old: list[LogSegment], suffix: str) -> None:
         """Swap cleaned segments in for `old` (Kafka: LocalLog.replaceSegments). The new files
@@ -650,6 +779,7 @@ class Log:
             to_flush = self.segments.values(current, offset)
             for seg in to_flush:
                 seg.flush()
+            self._flush_producer_snapshots()
             if any(seg.base_offset >= current for seg in to_flush):
                 try:
                     fsync_dir(self.dir)  # a segment created since the last flush: make its name durable
@@ -657,6 +787,19 @@ class Log:
                     pass  # the directory was renamed for deletion meanwhile (Kafka: flushDirIfExists)
             self.recovery_point = offset
             self.last_flush_time = self._now_ms()
+
+    def _flush_producer_snapshots(self) -> None:
+        with self._snapshot_lock:
+            pending, self._unflushed_snapshots = self._unflushed_snapshots, []
+        for path in pending:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                continue  # deleted with its segment meanwhile
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def unflushed_messages(self) -> int:
         return self.log_end_offset - self.recovery_point
@@ -688,6 +831,12 @@ class Log:
         with self._flush_lock:
             if self._closed:
                 return
+            # a snapshot at the log end spares the next start any replay (UnifiedLog.close)
+            try:
+                self.producer_state.update_map_end_offset(self.log_end_offset)
+                self.producer_state.take_snapshot()
+            except OSError as e:
+                logger.warning("could not write the producer snapshot of %s: %s", self.dir.name, e)
             self._closed = True
             for seg in self.segments.values():
                 seg.close()
@@ -718,7 +867,11 @@ class Log:
             seg.log.path = new_dir / seg.log.path.name
             seg.offset_index.path = new_dir / seg.offset_index.path.name
             seg.time_index.path = new_dir / seg.time_index.path.name
+            seg.txn_index.path = new_dir / seg.txn_index.path.name
         self.leader_epoch_cache.checkpoint.path = new_dir / self.leader_epoch_cache.checkpoint.path.name
+        self.producer_state.update_parent_dir(new_dir)
+        with self._snapshot_lock:
+            self._unflushed_snapshots = [new_dir / p.name for p in self._unflushed_snapshots]
 
     def _check_open(self) -> None:
         if self._closed:

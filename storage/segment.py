@@ -14,8 +14,10 @@ then a short scan of batch headers.
 Threads: everything runs on the loop thread except `flush` (and `close_handlers` at deletion),
 which the file and index objects guard with their own locks.
 
-Later issues: a `.txnindex` (aborted transactions) joins the file set; `txn_index` is the slot
-for it, and suffix changes/deletes already treat the segment's files as one set.
+The `.txnindex` (aborted transactions whose marker is in this segment, storage/txn_index.py)
+belongs to the same file set: renamed, flushed, closed and deleted with the others, reset by
+`recover` (the loader rebuilds it while replaying producer state) and cut by `truncate_to`. The
+file exists only once the segment holds an abort marker.
 """
 
 from __future__ import annotations
@@ -31,9 +33,16 @@ from protocol.records.batch import LOG_OVERHEAD, BatchView, InvalidBatch
 from storage.config import LogConfig
 from storage.file_records import FileRecords
 from storage.index import IndexOffsetOverflow
-from storage.log_files import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, segment_file
+from storage.log_files import (
+    INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+    TXN_INDEX_FILE_SUFFIX,
+    segment_file,
+)
 from storage.offset_index import OffsetIndex
 from storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from storage.txn_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
 
 logger = logging.getLogger("storage.segment")
 
@@ -60,11 +69,13 @@ class RollParams(NamedTuple):
 
 class LogSegment:
     def __init__(self, log: FileRecords, offset_index: OffsetIndex, time_index: TimeIndex, base_offset: int,
-                 index_interval_bytes: int, roll_jitter_ms: int, now_ms: Callable[[], int]):
+                 index_interval_bytes: int, roll_jitter_ms: int, now_ms: Callable[[], int],
+                 txn_index: TransactionIndex | None = None):
         self.log = log
         self.offset_index = offset_index
         self.time_index = time_index
-        self.txn_index = None  # `.txnindex` arrives with transactions
+        self.txn_index = txn_index or TransactionIndex(
+            base_offset, log.path.with_name(log.path.name.replace(LOG_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX, 1)))
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.roll_jitter_ms = roll_jitter_ms
@@ -83,8 +94,9 @@ class LogSegment:
                          config.segment_index_bytes)
         ti = TimeIndex(segment_file(dir, base_offset, TIME_INDEX_FILE_SUFFIX, suffix), base_offset,
                        config.segment_index_bytes)
+        txi = TransactionIndex(base_offset, segment_file(dir, base_offset, TXN_INDEX_FILE_SUFFIX, suffix))
         jitter = random.randrange(min(config.segment_jitter_ms, config.segment_ms)) if config.segment_jitter_ms else 0
-        seg = cls(log, oi, ti, base_offset, config.index_interval_bytes, jitter, now_ms)
+        seg = cls(log, oi, ti, base_offset, config.index_interval_bytes, jitter, now_ms, txi)
         seg._resume_index_interval()
         return seg
 
@@ -100,7 +112,7 @@ class LogSegment:
         return self.log.size
 
     def files(self) -> list[Path]:
-        return [self.log.path, self.offset_index.path, self.time_index.path]
+        return [self.log.path, self.offset_index.path, self.time_index.path, self.txn_index.path]
 
     @property
     def max_timestamp_and_offset(self) -> TimestampOffset:
@@ -171,6 +183,16 @@ class LogSegment:
                 self.time_index.maybe_append(*self.max_timestamp_and_offset)
             self._bytes_since_last_index_entry = 0
 
+    def update_txn_index(self, producer_id: int, first_offset: int, last_offset: int, is_aborted: bool,
+                         last_stable_offset: int) -> None:
+        """Record a completed transaction whose marker is in this segment; only aborted ones
+        are indexed (Kafka: LogSegment.updateTxnIndex)."""
+        if is_aborted:
+            self.txn_index.append(AbortedTxn(producer_id, first_offset, last_offset, last_stable_offset))
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
+        return self.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
+
     # -- reads -------------------------------------------------------------------------------
     def translate_offset(self, offset: int, starting_position: int = 0) -> tuple[int, BatchView] | None:
         """(position, header) of the batch holding `offset` (or the first after it)."""
@@ -213,6 +235,7 @@ class LogSegment:
         epochs; producer state later)."""
         self.offset_index.reset()
         self.time_index.reset()
+        self.txn_index.reset()  # rebuilt by the loader's producer-state replay
         self._max_ts_and_offset = TimestampOffset(NO_TIMESTAMP, self.base_offset)
         expected = self.base_offset if start_offset is None else max(start_offset, self.base_offset)
         size = self.log.size
@@ -269,12 +292,14 @@ class LogSegment:
         """Kafka's cheap index checks (plus: the last entry lies inside the log)."""
         self.offset_index.sanity_check(self.log.size)
         self.time_index.sanity_check()
+        self.txn_index.sanity_check()
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch from the one holding `offset` on; returns the bytes removed."""
         mapping = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.resize_indexes(self.offset_index.max_index_size)
         removed = self.log.truncate_to(mapping[0]) if mapping is not None else 0
         if self.log.size == 0:
@@ -302,6 +327,7 @@ class LogSegment:
         self.log.flush()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         if self._max_ts_and_offset is not None:
@@ -311,12 +337,14 @@ class LogSegment:
                 logger.warning("could not append the final time index entry of %s: %s", self, e)
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         self.log.close()
 
     def close_handlers(self) -> None:
         """Close without trimming or writing (the files are about to go)."""
         self.offset_index.close_handler()
         self.time_index.close_handler()
+        self.txn_index.close()
         self.log.close()
 
     def change_file_suffixes(self, old: str, new: str) -> None:
@@ -326,11 +354,15 @@ class LogSegment:
             if not name.endswith(old):
                 raise ValueError(f"{name} does not end with {old!r}")
             obj.rename_to(obj.path.with_name(name[: len(name) - len(old)] + new))
+        name = self.txn_index.path.name
+        if name.endswith(old):
+            self.txn_index.rename_to(self.txn_index.path.with_name(name[: len(name) - len(old)] + new))
 
     def delete_if_exists(self) -> None:
         self.log.delete_if_exists()
         self.offset_index.delete_if_exists()
         self.time_index.delete_if_exists()
+        self.txn_index.delete_if_exists()
 
     def __repr__(self) -> str:
         ts = self._max_ts_and_offset.timestamp if self._max_ts_and_offset else "?"

@@ -9,7 +9,7 @@ import pytest
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records.batch import BatchView, iter_batches
-from protocol.records.v2 import decode_batch
+from protocol.records.v2 import ControlType, build_control_batch, decode_batch
 from storage.config import LogConfig
 from storage.log import AppendOrigin, Log
 
@@ -121,8 +121,8 @@ def test_log_append_time_is_stamped_with_a_valid_crc(tmp_path):
 
 def test_coordinator_may_write_control_batches(tmp_path):
     lg = open_log(tmp_path)
-    lg.append_as_leader(batch(1, is_control=True, producer_id=1, producer_epoch=0, is_transactional=True),
-                        origin=AppendOrigin.COORDINATOR)
+    lg.append_as_leader(build_control_batch(ControlType.COMMIT, producer_id=1, producer_epoch=0, coordinator_epoch=0,
+                                            timestamp=SEED_TS), origin=AppendOrigin.COORDINATOR)
     assert lg.log_end_offset == 1
 
 
