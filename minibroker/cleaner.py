@@ -1,0 +1,104 @@
+"""The broker's log cleaner task (Kafka: LogCleaner's CleanerThread, one of them).
+
+On the event loop it picks the filthiest compacted log (cheap: segment sizes and headers), hands
+the cleaning to an executor thread (reading and decoding records, writing the cleaned segments),
+then swaps the result in on the loop, where appends and fetches run, and moves the log's
+checkpoint (`cleaner-offset-checkpoint`, written with the other checkpoints). When no log needs
+cleaning it sleeps `log.cleaner.backoff.ms`. `log.cleaner.enable=false` turns it off.
+
+A log being cleaned is marked in `in_progress` so that retention of a `compact,delete` log does
+not retire the segments being read; a cleaning whose segments were retired anyway (DeleteRecords,
+topic deletion) is dropped by `swap_in`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from protocol.errors import ErrorCode, KafkaError
+from storage.cleaner import CleanerAborted, LogToClean, clean, grab_filthiest, log_to_clean, swap_in
+from storage.log import Log
+
+log = logging.getLogger("minibroker.cleaner")
+
+
+class LogCleanerTask:
+    def __init__(self, broker: Any):
+        self.broker = broker
+        self.in_progress: set[tuple[str, int]] = set()
+        self.horizons: dict[tuple[str, int], int] = {}  # earliest pending tombstone/marker delete horizon
+        self.cleanings = 0
+
+    def _candidates(self, now: int) -> list[LogToClean]:
+        lm = self.broker.log_manager
+        out = []
+        for tp, lg in lm.logs().items():
+            if not lg.config.compact or tp in self.in_progress:
+                continue
+            try:
+                out.append(log_to_clean(lg, lm.cleaner_checkpoints.get(tp), now, self.horizons.get(tp)))
+            except Exception:
+                log.exception("cannot inspect %s for cleaning", lg.dir.name)
+        return out
+
+    async def clean_once(self) -> bool:
+        """Clean the filthiest log if one needs it; True if a cleaning was swapped in."""
+        from minibroker.broker import now_ms
+
+        now = now_ms()
+        ltc = grab_filthiest(self._candidates(now))
+        if ltc is None:
+            return False
+        lg: Log = ltc.log
+        tp = (lg.topic, lg.partition)
+        self.in_progress.add(tp)
+        try:
+            loop = asyncio.get_running_loop()
+            try:
+                result = await loop.run_in_executor(None, clean, lg, ltc, now, now_ms)
+            except CleanerAborted as e:
+                log.info("cleaning of %s aborted: %s", lg.dir.name, e)
+                return False
+            async with self.broker.file_deletion_lock:
+                swapped = swap_in(result)
+            if not swapped:
+                log.info("cleaning of %s dropped: the log changed meanwhile", lg.dir.name)
+                return False
+            self.broker.log_manager.cleaner_checkpoints[tp] = result.end_offset
+            if result.earliest_horizon is not None:
+                self.horizons[tp] = result.earliest_horizon
+            else:
+                self.horizons.pop(tp, None)
+            self.cleanings += 1
+            return True
+        finally:
+            self.in_progress.discard(tp)
+
+    async def run(self) -> None:
+        while True:
+            backoff = self.broker.config.get("log.cleaner.backoff.ms") / 1000
+            try:
+                cleaned = await self.clean_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("log cleaner failed")
+                cleaned = False
+            await asyncio.sleep(0 if cleaned else backoff)
+
+
+def require_keys(topic: str, partition: int, records: Any) -> None:
+    """The one produce-path rule of compaction (Kafka: LogValidator, for compacted topics only):
+    every record needs a key, else INVALID_RECORD. It decodes the records, so the produce handler
+    calls it only when the topic's cleanup.policy includes compact. Unreadable batches are left to
+    the log's own validation, which reports them precisely."""
+    from protocol.records.dump import BatchSummary, iter_summaries
+
+    for summary in iter_summaries(records, records=True):
+        if not isinstance(summary, BatchSummary):
+            return
+        if any(r.key is None for r in summary.records):
+            raise KafkaError(ErrorCode.INVALID_RECORD, "Compacted topic cannot accept message without key in "
+                                                       f"topic partition {topic}-{partition}.")
