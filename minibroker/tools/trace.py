@@ -1,23 +1,34 @@
 """`--trace`: one line per request and one per response, decoded, for watching the protocol.
 
-    -> ApiVersions v3 corr=1 client=rdkafka 45 B {client_software_name: 'librdkafka', ...}
-    <- ApiVersions v3 corr=1 512 B 0.2 ms {error_code: 0, api_keys: [...]}
+    -> ApiVersions v3 corr=1 client=rdkafka 40 B {client_software_name: 'librdkafka', ...}
+    <- ApiVersions v3 corr=1 client=rdkafka 446 B 0.2 ms {error_code: 0, api_keys: [...]}
 
-Record data is summarised as batches (base offset, count, codec, bytes) instead of being printed.
-`--trace-format json` prints one JSON object per line for tools; `--trace-bytes` adds an annotated
-hex view of the request frame. Tracing reads record data that would otherwise go out by sendfile,
-so it costs speed: it is a teaching and debugging tool.
+Only the fields that exist in the version on the wire are shown. Record data is summarised as
+batches (base offset, count, codec, bytes) instead of being printed. `--trace-format json` prints
+one JSON object per request/response pair for tools; `--trace-bytes` adds an annotated hex view of
+the request frame: the size prefix, each header field, the body, and inside it every RecordBatch
+v2 header field and every record's fields (length, attributes, timestamp and offset deltas, key,
+value, headers), which is how seed 002's 76-byte record adds up (61 bytes of batch header + 15).
+
+Theory of operation: Broker.dispatch calls `Tracer.request` once the handler has answered and
+before the response is encoded; the tracer encodes the response once more to learn its size, so
+tracing costs time (and reads record data that would otherwise go out by sendfile). It is a
+teaching and debugging tool; a tracer error is logged, never passed to the client.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 from protocol.records.batch import BatchView, InvalidBatch, iter_batches
 from protocol.schema import Message
+
+log = logging.getLogger("minibroker.trace")
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _MAX_LIST = 8
@@ -39,19 +50,22 @@ def summarize_records(data: Any) -> Any:
 
 
 def _batch(view: BatchView) -> dict[str, Any]:
-    return {"base_offset": view.base_offset, "last_offset": view.last_offset, "count": view.records_count,
-            "magic": view.magic, "codec": CODECS.get(view.compression, view.compression), "size": view.size}
+    return {"base_offset": view.base_offset, "count": view.records_count,
+            "codec": CODECS.get(view.compression, view.compression), "bytes": view.size}
 
 
-def to_plain(value: Any, field_type: str | None = None) -> Any:
+def to_plain(value: Any, version: int | None = None) -> Any:
+    """A message as dicts and lists, keeping the fields of `version` (all fields if None)."""
     if isinstance(value, Message):
         out = {}
         for f in value._fields:
+            if version is not None and version not in f.versions:
+                continue
             v = getattr(value, f.name)
-            out[f.name] = summarize_records(v) if f.base == "records" else to_plain(v)
+            out[f.name] = summarize_records(v) if f.base == "records" else to_plain(v, version)
         return out
     if isinstance(value, list):
-        return [to_plain(v) for v in value]
+        return [to_plain(v, version) for v in value]
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -81,6 +95,165 @@ def hexdump(data: bytes, width: int = 16) -> str:
     return "\n".join(lines)
 
 
+# -- annotated hex ----------------------------------------------------------------------------------
+_BATCH_FIELDS = [("baseOffset", 8), ("batchLength", 4), ("partitionLeaderEpoch", 4), ("magic", 1), ("crc", 4),
+                 ("attributes", 2), ("lastOffsetDelta", 4), ("baseTimestamp", 8), ("maxTimestamp", 8),
+                 ("producerId", 8), ("producerEpoch", 2), ("baseSequence", 4), ("recordsCount", 4)]
+_SPAN_BYTES = 12  # bytes shown per line; longer spans continue on the next lines
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    v = shift = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise IndexError("varint runs past the end")
+        b = buf[pos]
+        pos += 1
+        v |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return v, pos
+        shift += 7
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    v, pos = _uvarint(buf, pos)
+    return (v >> 1) ^ -(v & 1), pos
+
+
+def _record_spans(buf: bytes, pos: int, end: int, count: int) -> Iterator[tuple[int, int, str]]:
+    """Field spans of the `count` uncompressed records in buf[pos:end] (RecordBatch v2 records)."""
+    for i in range(count):
+        if pos >= end:
+            return
+        start = pos
+        length, p = _varint(buf, pos)
+        yield pos, p, f"record {i}: length = {length}"
+        rec_end = p + length
+        yield p, p + 1, f"  attributes = {buf[p]}"
+        p += 1
+        for name in ("timestampDelta", "offsetDelta"):
+            v, q = _varint(buf, p)
+            yield p, q, f"  {name} = {v}"
+            p = q
+        for name in ("key", "value"):
+            n, q = _varint(buf, p)
+            yield p, q, f"  {name}Length = {n}"
+            p = q
+            if n > 0:
+                yield p, p + n, f"  {name} = {bytes(buf[p:p + n])!r}"
+                p += n
+        nh, q = _varint(buf, p)
+        yield p, q, f"  headers count = {nh}"
+        p = q
+        if p < rec_end:
+            yield p, rec_end, "  headers"
+        pos = rec_end if rec_end > start else end
+
+
+def _batch_spans(frame: bytes, start: int, data: bytes) -> Iterator[tuple[int, int, str]]:
+    try:
+        views = list(iter_batches(data))
+    except InvalidBatch:
+        return
+    for n, view in enumerate(views):
+        base = start + view.pos
+        if view.magic != 2:
+            yield base, base + view.size, f"batch {n}: magic {view.magic} message set ({view.size} bytes)"
+            continue
+        p = base
+        for name, size in _BATCH_FIELDS:
+            v = int.from_bytes(frame[p:p + size], "big", signed=name not in ("crc",))
+            label = f"batch {n}: {name} = {v}" if name == "baseOffset" else f"  {name} = {v}"
+            if name == "attributes":
+                label += f" (codec {CODECS.get(v & 7, v & 7)})"
+            yield p, p + size, label
+            p += size
+        end = base + view.size
+        if view.compression == 0:
+            try:
+                yield from _record_spans(frame, p, end, view.records_count)
+                continue
+            except IndexError:
+                pass
+        yield p, end, f"  records ({CODECS.get(view.compression, '?')}, {end - p} bytes)"
+
+
+def _records_fields(msg: Any) -> Iterator[bytes]:
+    if isinstance(msg, Message):
+        for f in msg._fields:
+            v = getattr(msg, f.name)
+            if f.base == "records" and isinstance(v, (bytes, bytearray, memoryview)) and len(v):
+                yield bytes(v)
+            elif isinstance(v, (list, Message)):
+                yield from _records_fields(v)
+    elif isinstance(msg, list):
+        for m in msg:
+            yield from _records_fields(m)
+
+
+def _length_prefix(full: bytes, at: int, size: int) -> tuple[int, int] | None:
+    """The span of the length that precedes a records field: int32, or an unsigned varint of
+    size + 1 in flexible versions (compact bytes)."""
+    if at >= 4 and int.from_bytes(full[at - 4:at], "big", signed=True) == size:
+        return at - 4, at
+    for start in range(at - 1, max(at - 6, -1), -1):
+        try:
+            v, end = _uvarint(full, start)
+        except IndexError:
+            continue
+        if end == at and v == size + 1:
+            return start, at
+    return None
+
+
+def annotated_hex(frame: bytes, header: Any, header_end: int, request: Any = None, api_name: str = "") -> str:
+    """The request frame (with its size prefix) as labelled byte spans; bytes no label covers are
+    shown as plain body bytes."""
+    full = len(frame).to_bytes(4, "big") + bytes(frame)
+    spans: list[tuple[int, int, str]] = [(0, 4, f"size = {len(frame)}"), (4, 6, f"api_key = {header.api_key}" + (f" ({api_name})" if api_name else "")),
+                                         (6, 8, f"api_version = {header.api_version}"),
+                                         (8, 12, f"correlation_id = {header.correlation_id}")]
+    cid_len = -1 if header.client_id is None else len(header.client_id.encode())
+    cid_end = 14 + max(cid_len, 0)
+    spans.append((12, cid_end, f"client_id = {header.client_id!r}"))
+    if header_end + 4 > cid_end:
+        spans.append((cid_end, header_end + 4, "header tagged fields"))
+    search_from = header_end + 4
+    for data in _records_fields(request):
+        at = full.find(data, search_from)
+        if at < 0:
+            continue
+        prefix = _length_prefix(full, at, len(data))
+        if prefix is not None:
+            spans.append((*prefix, f"records: {len(data)} bytes follow"))
+        spans.extend(_batch_spans(full, at, data))
+        search_from = at + len(data)
+    spans.sort()
+    lines = []
+    pos = 0
+    for s, e, label in spans + [(len(full), len(full), "")]:
+        if s < pos:
+            continue  # overlapping span (should not happen): keep the first
+        while pos < s:  # unlabelled body bytes
+            n = min(16, s - pos)
+            lines.append(_hex_line(full, pos, pos + n, "body" if pos >= header_end + 4 else ""))
+            pos += n
+        if e > s:
+            first = True
+            while pos < e:
+                n = min(_SPAN_BYTES, e - pos)
+                lines.append(_hex_line(full, pos, pos + n, label if first else ""))
+                first = False
+                pos += n
+    return "\n".join(lines)
+
+
+def _hex_line(buf: bytes, s: int, e: int, label: str) -> str:
+    hx = " ".join(f"{b:02x}" for b in buf[s:e])
+    return f"    {s:04x}  {hx:<{_SPAN_BYTES * 3}} {label}".rstrip()
+
+
+# -- the tracer -------------------------------------------------------------------------------------
 class Tracer:
     def __init__(self, out: TextIO, *, fmt: str = "text", with_bytes: bool = False):
         self.out = out
@@ -88,25 +261,41 @@ class Tracer:
         self.with_bytes = with_bytes
 
     def request(self, ctx: Any, request: Any, response: Any, frame: bytes, started: float) -> None:
+        try:
+            self._request(ctx, request, response, frame, started)
+        except Exception:  # noqa: BLE001 - tracing must never fail a request
+            log.exception("trace failed")
+
+    def _request(self, ctx: Any, request: Any, response: Any, frame: bytes, started: float) -> None:
         h = ctx.header
         api = ctx.broker.handlers[h.api_key].api
         ms = (time.perf_counter() - started) * 1000
-        req = to_plain(request)
-        resp = to_plain(response) if response is not None else None
+        v = h.api_version
+        req = to_plain(request, v)
+        resp = to_plain(response, v) if response is not None else None
+        resp_bytes = None
+        if response is not None:
+            chunks = ctx.broker.encode_response(h.api_key, v, h.correlation_id, response, api)
+            resp_bytes = sum(len(c) for c in chunks)
         if self.fmt == "json":
-            self.out.write(json.dumps({
-                "api": api.name, "version": h.api_version, "correlation_id": h.correlation_id,
+            entry = {
+                "api": api.name, "api_key": h.api_key, "version": v, "correlation_id": h.correlation_id,
                 "client_id": h.client_id, "request_bytes": len(frame) + 4, "request": req,
-                "response": resp, "latency_ms": round(ms, 3),
-            }, default=str) + "\n")
-        else:
-            self.out.write(f"-> {api.name} v{h.api_version} corr={h.correlation_id} client={h.client_id} "
-                           f"{len(frame) + 4} B {_short(req)}\n")
+                "response_bytes": resp_bytes, "response": resp, "latency_ms": round(ms, 3),
+            }
             if self.with_bytes:
-                self.out.write(hexdump(len(frame).to_bytes(4, "big") + frame) + "\n")
+                entry["request_hex"] = (len(frame).to_bytes(4, "big") + bytes(frame)).hex()
+            self.out.write(json.dumps(entry, default=str) + "\n")
+        else:
+            who = f"{api.name} v{v} corr={h.correlation_id} client={h.client_id}"
+            self.out.write(f"-> {who} {len(frame) + 4} B {_short(req)}\n")
+            if self.with_bytes:
+                from protocol.headers import decode_request_header
+
+                _, header_end = decode_request_header(frame)
+                self.out.write(annotated_hex(frame, h, header_end, request, api.name) + "\n")
             if resp is None:
-                self.out.write(f"<- {api.name} v{h.api_version} corr={h.correlation_id} (no response: acks=0)\n")
+                self.out.write(f"<- {who} (no response: acks=0)\n")
             else:
-                self.out.write(f"<- {api.name} v{h.api_version} corr={h.correlation_id} {ms:.1f} ms "
-                               f"{_short(resp)}\n")
+                self.out.write(f"<- {who} {resp_bytes} B {ms:.1f} ms {_short(resp)}\n")
         self.out.flush()
