@@ -75,7 +75,7 @@ class BatchView:
         self.buf = buf
         self.pos = pos
         avail = len(buf) - pos
-        if avail < LOG_OVERHEAD + 5:
+        if avail < LOG_OVERHEAD + 6:  # through the magic (v2) or the attributes (v0/v1)
             raise InvalidBatch(f"{avail} bytes cannot hold a batch header")
         magic = buf[pos + MAGIC_OFFSET]
         if magic == 2:
