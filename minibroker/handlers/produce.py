@@ -1,4 +1,4 @@
-"""Produce: v3-11.
+"""Produce: v0-11.
 
 Behavior:
 - Each partition's records go to storage as the bytes that arrived: the log validates every batch
@@ -14,9 +14,16 @@ Behavior:
   before the response is sent.
 - Appends wake long-polling fetches on the partition.
 
-Version notes: v3 adds the transactional id and requires RecordBatch v2; v5 log start offset in
-the response; v7 zstd; v8 per-batch record errors and an error message; v9 flexible; v10 leader
-hints; v11 TRANSACTION_ABORTABLE. v0-2 (MessageSet formats) come with the legacy-format work.
+- Old formats (issue 7): a MessageSet v0/v1 is validated (CRC-32, sizes, wrapper/inner offsets)
+  and up-converted to RecordBatch v2, unless the topic's message.format.version keeps magic 0/1
+  on disk; then newer producers' batches are down-converted instead (minibroker.handlers.legacy).
+
+Version notes: v0 MessageSet (magic 0; the seeds' Produce); v1 throttle time in the response; v2
+magic 1 (timestamps) and the log append time in the response; v3 adds the transactional id and
+requires RecordBatch v2; v5 log start offset in the response; v7 zstd; v8 per-batch record errors
+and an error message; v9 flexible; v10 leader hints; v11 TRANSACTION_ABORTABLE. Kafka 4.0 removed
+v0-2 (KIP-896) but still advertises them because librdkafka misbehaves otherwise (KAFKA-18659);
+Kafka never checked which magic a v0-2 request carries, and neither do we.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import asyncio
 import logging
 from typing import Any
 
+from minibroker.handlers import legacy
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import produce
 from protocol.errors import ErrorCode, KafkaError
@@ -35,7 +43,7 @@ R = produce.RESPONSE
 _DEFAULT_FLUSH = 1 << 62
 
 
-@handles(produce.API, "3-11")
+@handles(produce.API, "0-11")
 async def handle_produce(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     acks = req.acks
@@ -61,7 +69,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 records = pd.records
                 if records is None or len(records) == 0:
                     raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
-                records = _conform(topic, records)
+                records = _conform(topic, records, ctx.version)
                 lg = topic.partitions[pd.index]
                 if lg.config.compact:  # the only decode on this path, as Kafka's LogValidator does
                     from minibroker.cleaner import require_keys
@@ -91,13 +99,18 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
     return R(responses=responses)
 
 
-def _conform(topic: Any, records: Any) -> Any:
-    """Bring the batches to what the topic requires: magic 2, and its compression.type if set."""
+def _conform(topic: Any, records: Any, version: int) -> Any:
+    """Bring the batches to what the topic requires: its stored magic (2 unless message.format.version
+    says otherwise), and its compression.type if set."""
     wanted = topic.config.get("compression.type", "producer")
-    for view in iter_batches(records):
-        if view.magic != 2:
-            raise KafkaError(ErrorCode.INVALID_RECORD,
-                             "Produce requests with version 3 and above may only contain RecordBatch v2")
+    magics = legacy.entry_magics(records)
+    if version >= 3 and magics - {2}:
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         "Produce requests with version 3 and above may only contain RecordBatch v2")
+    stored = legacy.stored_magic(topic)
+    if stored != 2 or magics - {2}:
+        return legacy.conform_produce(records, magics=magics, stored=stored, compression_type=wanted,
+                                      log_append_time=topic.config.get("message.timestamp.type") == "LogAppendTime")
     if wanted in ("producer", None):
         return records
     from protocol.records.convert import CODEC_BY_NAME, recompress
