@@ -1,4 +1,4 @@
-"""Fetch: v4-17.
+"""Fetch: v0-17.
 
 Behavior:
 - Reads each requested partition from its fetch offset, bounded by the partition's max bytes and
@@ -14,8 +14,11 @@ Behavior:
 
 Version notes: v4 adds isolation level and the last stable offset; v5 log start offset; v7
 sessions; v11 rack id / preferred replica; v12 flexible; v13 topic ids replace names; v15 replica
-state moves to a tagged field; v16 node endpoints; v17 replica directory id. v0-3 (MessageSet
-formats) come with the legacy-format work.
+state moves to a tagged field; v16 node endpoints; v17 replica directory id.
+v0-3 (removed in Kafka 4.0, KIP-896; kept here, issue 7): v0-1 readers get magic 0, v2-3 magic 1
+(Kafka's KafkaApis rule: by the topic's stored format); newer data is down-converted in memory,
+losing zero-copy (minibroker.handlers.legacy); message.downconversion.enable=false answers
+UNSUPPORTED_VERSION instead. v1 throttle time; v3 the request's max bytes (KIP-74).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import uuid
 from typing import Any
 
 from minibroker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
+from minibroker.handlers import legacy
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import fetch
 from protocol.errors import ErrorCode, KafkaError
@@ -55,7 +59,7 @@ def _resolve_topic(broker: Any, name: str | None, topic_id: uuid.UUID | None, ve
     return name, (topic.topic_id if topic else ZERO_UUID)
 
 
-@handles(fetch.API, "4-17")
+@handles(fetch.API, "0-17")
 async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     v = ctx.version
@@ -157,6 +161,8 @@ def _read_all(broker: Any, parts: list[_Part], max_bytes: int, isolation: int, v
                                records=EMPTY)
         err = 0
         try:
+            if v <= 3:
+                _check_down_conversion(broker, name, v)
             info = lg.read(part.fetch_offset, max(0, limit), max_offset=max_offset, min_one_batch=total == 0)
         except KafkaError as e:
             # Kafka answers a failed read with unknown offsets (ReplicaManager.createLogReadResult).
@@ -165,7 +171,13 @@ def _read_all(broker: Any, parts: list[_Part], max_bytes: int, isolation: int, v
         else:
             if info.region is not None and info.region.size:
                 data.records = info.region
-                total += info.region.size
+                if v <= 3:
+                    try:
+                        data.records = _old_format(broker, name, info.region, v, part.fetch_offset)
+                    except KafkaError as e:  # e.g. zstd cannot be down-converted
+                        err = data.error_code = e.code
+                        data.records = EMPTY
+                total += len(data.records)
             if isolation == READ_COMMITTED:
                 aborted = getattr(lg, "aborted_transactions", None)
                 data.aborted_transactions = aborted(part.fetch_offset, max_offset) if aborted else []
@@ -173,3 +185,18 @@ def _read_all(broker: Any, parts: list[_Part], max_bytes: int, isolation: int, v
                 data.aborted_transactions = None
         results.append((part, err, data))
     return results, total
+
+
+def _check_down_conversion(broker: Any, name: str, v: int) -> None:
+    topic = broker.topics.get(name)
+    if (topic is not None and legacy.stored_magic(topic) > legacy.fetch_magic(v)
+            and not topic.config.get("message.downconversion.enable", True)):
+        raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
+                         f"Conversion to message format {legacy.fetch_magic(v)} is disabled for {name}")
+
+
+def _old_format(broker: Any, name: str, region: Any, v: int, fetch_offset: int) -> Any:
+    """Fetch v0-3: the region, or its bytes down-converted for a reader of an older magic."""
+    topic = broker.topics.get(name)
+    stored = legacy.stored_magic(topic) if topic is not None else 2
+    return legacy.fetch_records(region, stored=stored, version=v, fetch_offset=fetch_offset) or EMPTY
