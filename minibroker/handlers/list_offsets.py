@@ -1,4 +1,4 @@
-"""ListOffsets: v1-10.
+"""ListOffsets: v0-10.
 
 Behavior: per partition, the offset for a timestamp:
   -1 LATEST: the high watermark (read_uncommitted) or the last stable offset (read_committed);
@@ -7,8 +7,14 @@ Behavior: per partition, the offset for a timestamp:
   -5 LATEST_TIERED (KIP-1005): no tiered storage here, so -1 / -1 as Kafka answers without it;
   t >= 0: the first offset whose timestamp is >= t, found through the .timeindex; none → -1.
 
-Version notes: v1 single offset + timestamp (v0's max_num_offsets form comes with the legacy
-work); v2 isolation level; v4 leader epochs; v6 flexible; v7 MAX_TIMESTAMP; v8 EARLIEST_LOCAL;
+v0 (the seeds' form, removed in Kafka 4.0 by KIP-896, kept here for old clients, issue 7): up to
+`max_num_offsets` offsets, newest first, from the segments' start offsets and the log end
+offset, chosen by -1 (latest), -2 (earliest) or a time compared with the segment files'
+modification times, not with record timestamps (Kafka: UnifiedLog.legacyFetchOffsetsBefore);
+a consumer (replica id -1) never sees an offset above the high watermark. Other negative
+timestamps get UNSUPPORTED_VERSION.
+
+Version notes: v0 max_num_offsets and a list of offsets; v1 single offset + timestamp; v2 isolation level; v4 leader epochs; v6 flexible; v7 MAX_TIMESTAMP; v8 EARLIEST_LOCAL;
 v9 LATEST_TIERED; v10 timeout.
 """
 
@@ -22,9 +28,10 @@ from protocol.errors import ErrorCode
 
 R = list_offsets.RESPONSE
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+CONSUMER_REPLICA_ID = -1
 
 
-@handles(list_offsets.API, "1-10")
+@handles(list_offsets.API, "0-10")
 async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     topics = []
@@ -36,6 +43,8 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
             lg = broker.get_log(rt.name, rp.partition_index)
             if lg is None:
                 pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif ctx.version == 0:
+                _answer_v0(lg, rp, pr, from_consumer=req.replica_id == CONSUMER_REPLICA_ID)
             else:
                 pr.leader_epoch = 0
                 ts = rp.timestamp
@@ -58,3 +67,16 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
             parts.append(pr)
         topics.append(R.ListOffsetsTopicResponse(name=rt.name, partitions=parts))
     return R(topics=topics)
+
+
+def _answer_v0(lg: Any, rp: Any, pr: Any, *, from_consumer: bool) -> None:
+    """ListOffsets v0 for one partition (Kafka: KafkaApis.handleListOffsetRequestV0 and
+    Partition.legacyFetchOffsetsForTimestamp)."""
+    pr.old_style_offsets = []
+    if rp.timestamp < EARLIEST:
+        pr.error_code = ErrorCode.UNSUPPORTED_VERSION
+        return
+    offsets = lg.legacy_fetch_offsets_before(rp.timestamp, rp.max_num_offsets)
+    if from_consumer and any(o > lg.high_watermark for o in offsets):
+        offsets = [lg.high_watermark] + [o for o in offsets if o <= lg.high_watermark]
+    pr.old_style_offsets = offsets
