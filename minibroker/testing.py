@@ -62,12 +62,24 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+# Modules the start path imports lazily (Broker.startup / start_background, the handler registry).
+_START_PATH = ("minibroker.server", "minibroker.dynamic_config", "minibroker.fetch_sessions",
+               "minibroker.coordinator.group_coordinator", "minibroker.cleaner")
+
+
 def preload() -> None:
-    """Import everything the broker's start path needs, so the first start pays no import cost
-    (bench/startup.py measures start-to-ready after this)."""
-    import minibroker.coordinator.group_coordinator  # noqa: F401 - Broker.startup imports it lazily
-    import minibroker.fetch_sessions  # noqa: F401
-    import minibroker.server  # noqa: F401
+    """Import everything the broker's start path needs, so that the first start pays no import
+    cost (bench/startup.py measures start-to-ready after this). Pytest sessions get it for free
+    when the session broker starts."""
+    import importlib
+    import importlib.util
+
+    for name in _START_PATH:
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
+    from minibroker.handlers.registry import load_all
+
+    load_all()
 
 
 # -- records as the broker stores them ------------------------------------------------------------
