@@ -295,7 +295,6 @@ def test_v1_topic_holds_a_compressed_wrapper_with_relative_inner_offsets(mb):
     assert [(m.offset, m.magic, m.attributes & 7) for m in shallow] == [(0, 1, 0), (3, 1, 1)]
     wrapper = shallow[1]
     assert wrapper.key is None
-
     assert [m.offset for m in legacy.iter_shallow(gzip.decompress(wrapper.value))] == [0, 1, 2]
     assert [(m.offset, m.value) for m in legacy.inner_records(wrapper)] == [(1, b"v0"), (2, b"v1"), (3, b"v2")]
 
