@@ -274,7 +274,9 @@ class Log:
                          origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
         """Validate, assign offsets and append the batches of one Produce partition."""
         self._check_open()
-        if self.config.record_version < 2:
+        if self.config.record_version < 2 and origin == AppendOrigin.CLIENT:
+            # the coordinators write RecordBatch v2 whatever the format (Kafka 3.x's do too), so a
+            # broker-wide log.message.format.version < 0.11.0 leaves __consumer_offsets readable
             return self._append_legacy(records, leader_epoch, origin)
         views = self._analyze_and_validate(memoryview(records), origin)
         total = sum(v.size for v in views)

@@ -189,3 +189,16 @@ def test_batches_on_disk_are_whole_entries(tmp_path):
     lg.append_as_leader(build_message_set(recs((None, b"a"), (None, b"b")), magic=1, compression=2))
     views = list(iter_batches(segment_bytes(lg)))
     assert [(v.magic, v.base_offset, v.last_offset) for v in views] == [(1, 1, 1)]
+
+
+def test_coordinator_appends_stay_record_batch_v2_on_a_legacy_log(tmp_path):
+    """__consumer_offsets under a broker-wide old message.format.version: the coordinators' v2
+    batches are written as they are, after the client's message sets (a mixed log reads fine)."""
+    from protocol.records.v2 import Record, build_batch
+    from storage.log import AppendOrigin
+    lg = v1_log(tmp_path)
+    lg.append_as_leader(build_message_set(recs((None, b"a")), magic=1))
+    lg.append_as_leader(build_batch([Record(value=b"b")], base_timestamp=T), origin=AppendOrigin.COORDINATOR)
+    assert [(v.magic, v.last_offset) for v in iter_batches(segment_bytes(lg))] == [(1, 0), (2, 1)]
+    lg.close()
+    assert Log.open(tmp_path / "legacy-0", lg.config, now_ms=Clock(T)).log_end_offset == 2
