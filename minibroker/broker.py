@@ -132,6 +132,7 @@ class Broker:
         self.started_ms = now_ms()
         self.handlers = load_all()
         self.coordinators: dict[str, Any] = {}  # "group", "transaction": set by their modules
+        self.producer_ids: Any = None  # coordinator.transaction_producer_ids.ProducerIdManager, set at startup
         self.fetch_sessions: Any = None
         self.tracer: Any = None  # minibroker.tools.trace sets this when --trace is on
         self._background: list[asyncio.Task[None]] = []
@@ -164,6 +165,12 @@ class Broker:
         from minibroker.coordinator.group_coordinator import GroupCoordinator
 
         self.coordinators["group"] = GroupCoordinator.from_broker(self)
+        from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
+
+        # producer ids (InitProducerId) never repeat: a persisted block, and never below an id in the logs
+        self.producer_ids = ProducerIdManager(self.log_manager.data_dir, self.node_id)
+        self.producer_ids.ensure_above(max((pid for lg in self.log_manager.logs().values()
+                                            for pid in lg.producer_state.producers), default=-1))
 
     async def start_background(self) -> None:
         """Periodic work on the loop: flushes, checkpoints, retention (blocking parts off the loop)."""
