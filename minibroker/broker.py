@@ -137,6 +137,7 @@ class Broker:
         self.tracer: Any = None  # minibroker.tools.trace sets this when --trace is on
         self._background: list[asyncio.Task[None]] = []
         self.cleaner: Any = None  # minibroker.cleaner.LogCleanerTask once started
+        self._creating_internal: dict[str, asyncio.Future[Topic]] = {}
         # held while retired segment files are removed off the loop, so that the cleaner does not
         # retire more segments of a log at the same moment (its swap waits for the lock)
         self.file_deletion_lock = asyncio.Lock()
@@ -324,9 +325,16 @@ class Broker:
 
     async def ensure_internal_topic_async(self, name: str, partitions: int, overrides: dict[str, Any]) -> Topic:
         topic = self.topics.get(name)
-        if topic is None:
-            topic = await self.create_topic_async(name, partitions, overrides)
-        return topic
+        if topic is not None:
+            return topic
+        # concurrent callers (librdkafka sends FindCoordinator on several connections at once)
+        # share one creation; two would race on the same partition directories
+        pending = self._creating_internal.get(name)
+        if pending is None:
+            pending = asyncio.ensure_future(self.create_topic_async(name, partitions, overrides))
+            self._creating_internal[name] = pending
+            pending.add_done_callback(lambda _f: self._creating_internal.pop(name, None))
+        return await asyncio.shield(pending)
 
     def add_partitions(self, topic: Topic, total: int) -> None:
         log_config = LogConfig.from_kafka(to_log_config_props(topic.config))
