@@ -75,10 +75,16 @@ def kafka_schema(include_headers: bool) -> StructType:
 
 
 def _arrow_schema(schema: StructType) -> Any:
+    import inspect
+
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    # The exact Arrow schema Spark checks batches against (plan_data_source_read).
-    return to_arrow_schema(schema, timezone="UTC")
+    # The exact Arrow schema Spark checks batches against (plan_data_source_read): timestamps
+    # as microseconds in UTC. 4.0/4.1 spell that timestamp_utc=True (the default), later ones
+    # timezone="UTC".
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(schema, timezone="UTC")
+    return to_arrow_schema(schema)
 
 
 class KafkaInputPartition(InputPartition):
@@ -176,7 +182,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.schema = schema
         self._lookup: OffsetLookup | None = None
         self._available_now: offsets.PartitionOffsets | None = None
-        self._last_end: offsets.PartitionOffsets | None = None  # for 4.0/4.1's latestOffset()
+        # The end of the last micro-batch Spark planned: the start of the next one, which
+        # Spark 4.0/4.1 do not pass to latestOffset().
+        self._planned_end: offsets.PartitionOffsets | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # The AdminClient stays in the driver; workers get options only.
@@ -191,7 +199,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         lk = self.lookup
         start = lk.resolve(self.cfg.starting, lk.assigned(self.cfg.strategy), starting=True)
-        self._last_end = start
         return offsets.to_json(start)
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -211,8 +218,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             lk = self.lookup
             latest = lk.latest(lk.assigned(self.cfg.strategy))
         if start is None:
-            # Spark 4.0/4.1 pass neither start nor limit: cap from the last end this process saw.
-            known = self._last_end
+            # Spark 4.0/4.1 pass neither start nor limit: cap from the end of the last batch Spark
+            # planned. Before any (the first batch of a run) the start is unknown: no cap, since
+            # capping from a guess could end below Spark's real start.
+            known = self._planned_end
             cap = self.cfg.max_offsets_per_trigger
         else:
             known = offsets.from_json(start)
@@ -220,13 +229,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end = latest
         if cap is not None and known is not None:
             end = offsets.rate_limit(cap, known, latest, self.lookup.earliest)
-        self._last_end = end
         return offsets.to_json(end)
 
     def reportLatestOffset(self) -> dict | None:
         return None
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        self._saw_end(offsets.from_json(end))
         planned = offsets.plan_ranges(offsets.from_json(start), offsets.from_json(end), self.lookup.earliest,
                                       self.cfg.min_partitions)
         _check_losses(planned, self.cfg.fail_on_data_loss)
@@ -238,7 +247,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         # Offsets live in Spark's checkpoint; nothing is committed to Kafka (as in Spark's source).
-        self._last_end = offsets.from_json(end)
+        self._saw_end(offsets.from_json(end))
+
+    def _saw_end(self, end: offsets.PartitionOffsets) -> None:
+        # Commits trail planning, so keep the furthest end per partition.
+        seen = dict(self._planned_end or {})
+        for tp, off in end.items():
+            seen[tp] = max(off, seen.get(tp, off))
+        self._planned_end = seen
 
     def stop(self) -> None:
         self._lookup = None

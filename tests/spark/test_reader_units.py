@@ -69,13 +69,15 @@ def test_stream_reader_offsets_limits_and_available_now(broker):
     assert reader.latestOffset(end, ReadAllAvailable()) == {"s": {"0": 10, "1": 10}}
     assert reader.partitions(end, end) == []
 
-    # Spark 4.0/4.1 call latestOffset() without arguments: the cap applies from the last end seen.
+    # Spark 4.0/4.1 call latestOffset() without arguments (and before initialOffset()): the cap
+    # applies from the end of the last batch Spark planned; before one, nothing is capped.
     old = KafkaStreamReader(source_config(opts, streaming=True), kafka_schema(False))
-    assert old.latestOffset() == {"s": {"0": 13, "1": 13}}  # nothing seen yet: no cap
-    old.commit({"s": {"0": 4, "1": 4}})
-    assert old.latestOffset() == {"s": {"0": 8, "1": 8}}
-    assert old.latestOffset() == {"s": {"0": 12, "1": 12}}
     assert old.latestOffset() == {"s": {"0": 13, "1": 13}}
+    old.partitions({"s": {"0": 0, "1": 0}}, {"s": {"0": 4, "1": 4}})
+    assert old.latestOffset() == {"s": {"0": 8, "1": 8}}
+    old.partitions({"s": {"0": 4, "1": 4}}, {"s": {"0": 8, "1": 8}})
+    old.commit({"s": {"0": 4, "1": 4}})  # commits trail planning; the base does not move back
+    assert old.latestOffset() == {"s": {"0": 12, "1": 12}}
     # The reader travels to workers without its AdminClient.
     assert old.__getstate__()["_lookup"] is None
 
