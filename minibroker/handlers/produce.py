@@ -6,6 +6,8 @@ Behavior:
   assigns offsets by rewriting the base offset, and appends. No record is decoded on this path.
 - A batch is decoded and rebuilt only when the topic's compression.type names a codec other than
   the batch's (seed 002: the broker recompresses only then, and loses zero-copy for it).
+- From v3, a partition's data must be exactly one RecordBatch v2, and zstd needs v7, as Kafka's
+  ProduceRequest.validateRecords requires (INVALID_RECORD / UNSUPPORTED_COMPRESSION_TYPE).
 - acks: 0 gets no response at all (and an error closes the connection, as Kafka does, so the client
   notices); 1 and -1 are answered after the append. This is a single-replica broker: the ISR is
   {this broker}, so acks=-1 is acks=1, except that min.insync.replicas > 1 cannot be met
@@ -30,17 +32,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from typing import Any
 
 from minibroker.handlers import legacy
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import produce
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import iter_batches
+from protocol.records.batch import InvalidBatch, iter_batches
 
 log = logging.getLogger("minibroker.produce")
 R = produce.RESPONSE
 _DEFAULT_FLUSH = 1 << 62
+ZSTD = 4  # compression codec id in a batch's attributes
+_LOG_OVERHEAD = 12  # offset + size
+_MIN_ENTRY_SIZE = 14  # Kafka: LegacyRecord.RECORD_OVERHEAD_V0
+_I32 = struct.Struct(">i")
 
 
 @handles(produce.API, "0-11")
@@ -103,10 +110,9 @@ def _conform(topic: Any, records: Any, version: int) -> Any:
     """Bring the batches to what the topic requires: its stored magic (2 unless message.format.version
     says otherwise), and its compression.type if set."""
     wanted = topic.config.get("compression.type", "producer")
+    if version >= 3:
+        _validate_v3(records, version)
     magics = legacy.entry_magics(records)
-    if version >= 3 and magics - {2}:
-        raise KafkaError(ErrorCode.INVALID_RECORD,
-                         "Produce requests with version 3 and above may only contain RecordBatch v2")
     stored = legacy.stored_magic(topic)
     if stored != 2 or magics - {2}:
         return legacy.conform_produce(records, magics=magics, stored=stored, compression_type=wanted,
@@ -119,3 +125,46 @@ def _conform(topic: Any, records: Any, version: int) -> Any:
     if all(view.compression == codec for view in iter_batches(records)):
         return records
     return recompress(records, codec)
+
+
+def _validate_v3(records: Any, version: int) -> None:
+    """Kafka's ProduceRequest.validateRecords: from v3 a partition carries exactly one batch, of
+    magic 2, and a zstd batch needs v7 (KIP-110: older clients could not read it back)."""
+    _check_entry_sizes(records)
+    try:
+        views = list(iter_batches(records))
+    except InvalidBatch as e:
+        raise KafkaError(ErrorCode[e.error], str(e)) from None
+    if not views:
+        raise KafkaError(ErrorCode.INVALID_RECORD,
+                         f"Produce requests with version {version} must have at least one record batch per partition")
+    if views[0].magic != 2:
+        raise KafkaError(ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
+                                                   "contain record batches with magic version 2")
+    if version < 7 and views[0].compression == ZSTD:
+        raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+                         f"Produce requests with version {version} are not allowed to use ZStandard compression")
+    if len(views) > 1:
+        raise KafkaError(ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
+                                                   "contain exactly one record batch per partition")
+
+
+def _check_entry_sizes(records: Any) -> None:
+    """Kafka's ByteBufferLogInputStream.nextBatchSize over the entries: a size below the smallest
+    entry (14, a v0 message) or a magic outside 0-2 is CORRUPT_MESSAGE; a partial last entry ends the
+    data quietly (so a request whose only entry is partial has no batch at all)."""
+    end = len(records)
+    pos = 0
+    while end - pos >= _LOG_OVERHEAD:
+        size = _I32.unpack_from(records, pos + 8)[0]
+        if size < _MIN_ENTRY_SIZE:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
+                             f"Record size {size} is less than the minimum record overhead ({_MIN_ENTRY_SIZE})")
+        if end - pos < _LOG_OVERHEAD + 5:
+            return
+        magic = struct.unpack_from(">b", records, pos + 16)[0]
+        if magic < 0 or magic > 2:
+            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Invalid magic found in record: {magic}")
+        if pos + _LOG_OVERHEAD + size > end:
+            return
+        pos += _LOG_OVERHEAD + size
