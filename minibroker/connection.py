@@ -137,6 +137,10 @@ class Connection:
                 if chunks:
                     self.write(chunks)
                 self._maybe_resume_reading()
+                # Most handlers never suspend: without this a client that pipelines hundreds of
+                # requests holds the loop until its whole queue is answered, and every other
+                # connection waits (a 0.7 s p99 produce latency next to one flooding client).
+                await asyncio.sleep(0)
         except asyncio.CancelledError:
             raise
         except Exception:
