@@ -147,8 +147,11 @@ class BatchView:
             return crc32c(mv[start + 21:end])
         return zlib.crc32(mv[start + 16:end]) & 0xFFFFFFFF
 
-    def validate(self) -> None:
-        """Header-level checks Kafka's LogValidator makes before any record is looked at."""
+    def validate(self, *, producer_batch: bool = True) -> None:
+        """Header-level checks Kafka's LogValidator makes before any record is looked at.
+        `producer_batch=False` for batches read back from a log (recovery): the log cleaner
+        removes records from the middle of a batch, so its lastOffsetDelta need not be the
+        record count - 1 (Kafka checks that only on appends from clients)."""
         if self.batch_length < (V2_HEADER_SIZE if self.magic == 2 else V0_HEADER_SIZE) - LOG_OVERHEAD:
             raise InvalidBatch(f"batch length {self.batch_length} is smaller than a header")
         if not self.is_complete():
@@ -158,7 +161,7 @@ class BatchView:
         if self.magic == 2:
             if self.records_count < 0 or self.last_offset_delta < 0:
                 raise InvalidBatch("negative record count or offset delta", "INVALID_RECORD")
-            if self.records_count and self.last_offset_delta != self.records_count - 1:
+            if producer_batch and self.records_count and self.last_offset_delta != self.records_count - 1:
                 raise InvalidBatch(
                     f"lastOffsetDelta {self.last_offset_delta} does not match {self.records_count} records",
                     "INVALID_RECORD",

@@ -229,3 +229,22 @@ def test_property_consumer_view_is_preserved(tmp_path_factory, ops, seed):
     assert set(after) <= set(before) and after == sorted(after)
     assert _latest_per_key(after) == _latest_per_key(before)
     assert len({k for _, k, _ in after}) == len(after)  # one record per key below the active segment
+
+
+def test_partly_cleaned_batches_survive_recovery(tmp_path):
+    """A batch that lost records from its middle has lastOffsetDelta > count - 1; recovery after
+    an unclean shutdown must accept it (Kafka checks that relation only on client appends)."""
+    clock = Clock()
+    lg = compacted(tmp_path, clock, segment_bytes=100_000)
+    lg.append_as_leader(keyed([(b"a", b"1"), (b"b", b"1"), (b"c", b"1"), (b"d", b"1")]))
+    lg.append_as_leader(keyed([(b"b", b"2"), (b"c", b"2")]))
+    lg.roll()
+    run_cleaner(lg, clock)
+    first = next(iter(decode_batches(lg.segments.first.log.read(0, lg.segments.first.size))))
+    assert [r.offset for r in first.records] == [0, 3] and first.last_offset_delta == 3
+    want = records(lg)
+    lg.flush()
+    for seg in lg.segments.values():
+        seg.close_handlers()
+    again = Log.open(tmp_path / "c-0", lg.config, now_ms=clock, recovery_point=0, clean_shutdown=False)
+    assert records(again) == want and again.log_end_offset == 6
