@@ -253,16 +253,16 @@ class BatchRow:
 RECOMPRESS_BUG = "bug: InvalidBatch from recompression escapes the produce handler; the connection is closed"
 
 BATCHES = [
+    BatchRow("a valid batch (control row)", lambda: bytes(good_batch()), "NONE", "accepted at offsets 2-4"),
     BatchRow("wrong CRC", crc_mismatch, "CORRUPT_MESSAGE", "CORRUPT_MESSAGE (Record is corrupt)"),
     BatchRow("batch length past the end of the data", lambda: patched(">i", BATCH_LENGTH, 500, crc=False),
-             "CORRUPT_MESSAGE",
-             "kafka differs: INVALID_RECORD (no whole batch: 'must have at least one record batch')"),
+             "INVALID_RECORD", "INVALID_RECORD (no whole batch: 'must have at least one record batch')"),
     BatchRow("batch length below the header size", lambda: patched(">i", BATCH_LENGTH, 20, crc=False),
              "CORRUPT_MESSAGE", "CORRUPT_MESSAGE (Record size is less than the minimum record overhead)"),
     BatchRow("negative batch length", lambda: patched(">i", BATCH_LENGTH, -5, crc=False), "CORRUPT_MESSAGE",
              "CORRUPT_MESSAGE"),
-    BatchRow("batch cut to 40 bytes", lambda: bytes(good_batch()[:40]), "CORRUPT_MESSAGE",
-             "kafka differs: INVALID_RECORD (no whole batch)"),
+    BatchRow("batch cut to 40 bytes", lambda: bytes(good_batch()[:40]), "INVALID_RECORD",
+             "INVALID_RECORD (no whole batch)"),
     BatchRow("trailing junk after a valid batch", lambda: bytes(good_batch()) + b"\x00junk", "CORRUPT_MESSAGE",
              "kafka differs: appends the batch and drops the junk (UnifiedLog.trimInvalidBytes)"),
     BatchRow("empty records", lambda: b"", "INVALID_RECORD", "INVALID_RECORD (at least one record batch)"),
@@ -285,8 +285,8 @@ BATCHES = [
              lambda: patched(">q", BASE_OFFSET, 3, crc=False), "INVALID_RECORD",
              "INVALID_RECORD (baseOffset of the record batch ... should be 0)"),
     BatchRow("two batches both at base offset 0 (overlapping as sent)",
-             lambda: bytes(good_batch()) + bytes(good_batch()), "NONE",
-             "accepted: offsets are assigned by the leader (0-2 and 3-5)"),
+             lambda: bytes(good_batch()) + bytes(good_batch()), "INVALID_RECORD",
+             "INVALID_RECORD (Produce v3+ must have exactly one record batch per partition)"),
     BatchRow("control batch from a client", lambda: patched(">h", ATTRIBUTES, 0x20), "INVALID_RECORD",
              "INVALID_RECORD (Clients are not allowed to write control records)"),
     BatchRow("header says 3 records, body holds 2", fewer_records_than_counted, "INVALID_RECORD",
@@ -344,7 +344,7 @@ def test_record_batch_table(mb, row: BatchRow):
     assert all(b.records_count == len(b.records) for b in after)
     if row.ours == "NONE":
         assert got == "NONE", row.kafka
-        assert offsets(mb, topic) == (0, 2 + 6 + 1)
+        assert offsets(mb, topic) == (0, 2 + 3 + 1)
     else:
         assert got == row.ours, row.kafka
         assert part.base_offset == -1
