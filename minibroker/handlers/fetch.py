@@ -93,16 +93,18 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
                 return R(error_code=e.code, session_id=0, responses=[])
             incremental = True
             response_session_id = session.session_id
-            for t in req.forgotten_topics_data:
-                name, tid = _resolve_topic(broker, t.topic, t.topic_id, v)
-                for p in t.partitions:
-                    session.partitions.pop((name, tid, p), None)
+            # Adds and updates first, then removals: a partition both sent and forgotten is
+            # forgotten (Kafka: FetchSession.update).
             for part in requested():
                 sp = session.partitions.get(part.key)
                 if sp is None:
                     sp = session.partitions[part.key] = SessionPartition(part.fetch_offset, part.max_bytes)
                 else:
                     sp.fetch_offset, sp.max_bytes = part.fetch_offset, part.max_bytes
+            for t in req.forgotten_topics_data:
+                name, tid = _resolve_topic(broker, t.topic, t.topic_id, v)
+                for p in t.partitions:
+                    session.partitions.pop((name, tid, p), None)
             parts = [_Part(k, sp.fetch_offset, sp.max_bytes, sp) for k, sp in session.partitions.items()]
             session.epoch += 1
     else:
