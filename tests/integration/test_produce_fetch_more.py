@@ -34,7 +34,7 @@ PRODUCE_V = 9
 
 @pytest.fixture(scope="module")
 def mb(tmp_path_factory):
-    with module_broker(tmp_path_factory) as b:
+    with module_broker(tmp_path_factory, consumer_offsets=True) as b:
         yield b
 
 
@@ -291,3 +291,78 @@ def test_delete_topic_wakes_its_long_polls(mb):
     [pd] = partitions_of(resp)
     assert pd.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert time.monotonic() - t0 < 2.0
+
+
+# -- incremental fetch sessions (KIP-227) -----------------------------------------------------------
+
+
+def session_fetch(session_id: int, epoch: int, parts: list[tuple[str, int, int]], forgotten=(), max_wait_ms=0):
+    R = fetch.REQUEST
+    by_topic: dict[str, list] = {}
+    for t, p, off in parts:
+        by_topic.setdefault(t, []).append(R.FetchPartition(partition=p, fetch_offset=off, partition_max_bytes=1 << 20))
+    forgot: dict[str, list[int]] = {}
+    for t, p in forgotten:
+        forgot.setdefault(t, []).append(p)
+    return R(max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=session_id,
+             session_epoch=epoch, topics=[R.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+             forgotten_topics_data=[R.ForgottenTopic(topic=t, partitions=ps) for t, ps in forgot.items()],
+             rack_id="")
+
+
+def listed(resp) -> dict[tuple[str, int], list[bytes]]:
+    return {(t.topic, pd.partition_index): [r.value for bt in decode_batches(bytes(pd.records)) for r in bt.records]
+            for t in resp.responses for pd in t.partitions}
+
+
+def test_incremental_fetch_session(mb):
+    topic = unique("session")
+    create_topic(mb, topic, 3)
+    with RawClient(mb.bootstrap) as raw:
+        def put(p: int, v: bytes) -> None:
+            raw.call(produce.API, PRODUCE_V, produce_req([(topic, p, records_batch([v]))]))
+
+        put(0, b"a")
+        full = raw.call(fetch.API, 12, session_fetch(0, 0, [(topic, p, 0) for p in range(3)]))
+        sid = full.session_id
+        assert sid != 0 and full.error_code == 0
+        assert listed(full) == {(topic, 0): [b"a"], (topic, 1): [], (topic, 2): []}
+        # Epoch 1, the client moved partition 0 past "a": nothing changed, nothing listed.
+        inc = raw.call(fetch.API, 12, session_fetch(sid, 1, [(topic, 0, 1)]))
+        assert (inc.error_code, inc.session_id, listed(inc)) == (0, sid, {})
+        # A produce to partition 2 (in the session, not in this request) shows up by itself.
+        put(2, b"c")
+        inc = raw.call(fetch.API, 12, session_fetch(sid, 2, []))
+        assert listed(inc) == {(topic, 2): [b"c"]}
+        # Forget partition 2: its new data is no longer listed.
+        put(2, b"c2")
+        put(1, b"b")
+        inc = raw.call(fetch.API, 12, session_fetch(sid, 3, [(topic, 2, 1)], forgotten=[(topic, 2)]))
+        assert listed(inc) == {(topic, 1): [b"b"]}
+        # A wrong epoch, an unknown session.
+        bad = raw.call(fetch.API, 12, session_fetch(sid, 7, []))
+        assert (bad.error_code, bad.responses) == (ErrorCode.INVALID_FETCH_SESSION_EPOCH, [])
+        gone = raw.call(fetch.API, 12, session_fetch(sid + 12345, 1, []))
+        assert gone.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+        # Close it (epoch -1): a full fetch, and the session is gone.
+        closed = raw.call(fetch.API, 12, session_fetch(sid, -1, [(topic, 1, 0)]))
+        assert (closed.error_code, closed.session_id, listed(closed)) == (0, 0, {(topic, 1): [b"b"]})
+        after = raw.call(fetch.API, 12, session_fetch(sid, 4, []))
+        assert after.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+
+
+def test_incremental_fetch_long_polls_until_something_changes(mb):
+    topic = unique("session-wait")
+    create_topic(mb, topic, 2)
+    with RawClient(mb.bootstrap) as raw, RawClient(mb.bootstrap) as writer:
+        full = raw.call(fetch.API, 12, session_fetch(0, 0, [(topic, p, 0) for p in range(2)]))
+        t0 = time.monotonic()
+        idle = raw.call(fetch.API, 12, session_fetch(full.session_id, 1, [], max_wait_ms=500))
+        assert listed(idle) == {} and 0.4 <= time.monotonic() - t0 < 2.0
+        raw.send(fetch.API, 12, session_fetch(full.session_id, 2, [], max_wait_ms=5_000))
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        writer.call(produce.API, PRODUCE_V, produce_req([(topic, 1, records_batch([b"wake"]))]))
+        _, woke = raw.recv(fetch.API, 12)
+        assert time.monotonic() - t0 < 1.0
+    assert listed(woke) == {(topic, 1): [b"wake"]}

@@ -20,7 +20,7 @@ R = metadata.REQUEST
 
 @pytest.fixture(scope="module")
 def mb(tmp_path_factory):
-    with module_broker(tmp_path_factory) as b:
+    with module_broker(tmp_path_factory, consumer_offsets=True) as b:
         yield b
 
 
