@@ -9,9 +9,12 @@ A producer is a raw-protocol client (protocol.codec + RecordBatch v2 from protoc
 that pipelines up to `max_in_flight` Produce requests (acks=-1). Record `seq` of producer `p` has
 key `p:seq` and a value derived from (p, seq) alone, so any byte read back can be checked against
 what was sent. When the connection breaks (the broker was killed), the batches without an answer
-are sent again, in order, once the broker is back: what a Kafka producer with retries and no
-idempotence does, so a batch that was written but whose ack was lost is stored twice. That is
-counted as a duplicate, not a failure; a lost acknowledged record is the failure.
+are sent again, in order, once the broker is back, as a Kafka producer retries. By default the
+producers are idempotent (InitProducerId, producer id/epoch and base sequence in each batch; the
+sequence is the record number): a retry of a batch that was written before the kill must be
+answered with its original offsets and not stored again, so the run requires exactly once
+(duplicates = 0). With --no-idempotence a written batch whose ack was lost is stored twice;
+that is counted as a duplicate, not a failure. A lost acknowledged record is always the failure.
 
 Each round: start the broker (recovery runs on the kill's leftovers), let the producers run for a
 random 0.05-0.6 s, SIGKILL. After the rounds: the segment files are scanned raw (every batch
@@ -20,7 +23,8 @@ more and every partition is read back with Fetch, then stopped cleanly. The chec
 
 - lost: an acknowledged record that is not at the offset its ack gave, or not byte-identical;
 - order: acknowledged offsets increase with the sequence number;
-- duplicates: records stored more than once (retries of unacknowledged sends);
+- duplicates: records stored more than once (0 with idempotence; else retries of unacknowledged
+  sends);
 - garbage: a record that no producer sent (must be 0).
 
 What this does and does not prove: SIGKILL kills the process, not the machine. Bytes the broker
@@ -53,7 +57,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from protocol.apis import create_topics, fetch, produce  # noqa: E402
+from protocol.apis import create_topics, fetch, init_producer_id, produce  # noqa: E402
 from protocol.codec import decode, encode  # noqa: E402
 from protocol.headers import RequestHeader, encode_request_header, response_header_version  # noqa: E402
 from protocol.records.batch import BatchView, InvalidBatch  # noqa: E402
@@ -151,6 +155,9 @@ class Producer:
     port: int
     batch_records: int = 5
     max_in_flight: int = 5
+    idempotent: bool = True
+    producer_id: int = -1
+    producer_epoch: int = -1
     acked: dict[int, int] = field(default_factory=dict)  # seq -> offset the ack gave
     sent_batches: int = 0
     errors: dict[int, int] = field(default_factory=dict)  # error code -> count
@@ -160,9 +167,11 @@ class Producer:
 
     def request(self, seqs: list[int]) -> Any:
         now = int(time.time() * 1000)
+        # Record seq n is the producer's sequence number n: one partition per producer.
         batch = build_batch([Record(timestamp_delta=0, offset_delta=i, key=record_key(self.index, s),
                                     value=record_value(self.index, s)) for i, s in enumerate(seqs)],
-                            base_timestamp=now)
+                            base_timestamp=now, producer_id=self.producer_id, producer_epoch=self.producer_epoch,
+                            base_sequence=seqs[0] if self.idempotent else -1)
         R = produce.REQUEST
         return R(transactional_id=None, acks=-1, timeout_ms=10_000, topic_data=[R.TopicProduceData(
             name=self.topic, partition_data=[R.PartitionProduceData(index=self.index, records=batch)])])
@@ -173,7 +182,12 @@ class Producer:
             if wire is None:
                 try:
                     wire = Wire(self.port, timeout=2.0)
-                except OSError:
+                    if self.idempotent and self.producer_id < 0:
+                        self._init_producer_id(wire)
+                except (OSError, EOFError):
+                    if wire is not None:
+                        wire.close()
+                        wire = None
                     time.sleep(0.02)
                     continue
             try:
@@ -194,8 +208,11 @@ class Producer:
                     for i, s in enumerate(seqs):
                         self.acked[s] = part.base_offset + i
                 else:
+                    # Retry it first, then what was in flight behind it, in order: with
+                    # idempotence a gap in the sequence is OUT_OF_ORDER_SEQUENCE_NUMBER.
                     self.errors[part.error_code] = self.errors.get(part.error_code, 0) + 1
-                    self._retry.append(seqs)
+                    self._inflight.appendleft((want, seqs))
+                    raise EOFError(f"error {part.error_code}")
             except (OSError, EOFError):
                 wire.close()
                 wire = None
@@ -207,6 +224,13 @@ class Producer:
             wire.close()
         self._retry.extendleft(reversed([s for _, s in self._inflight]))
         self._inflight.clear()
+
+    def _init_producer_id(self, wire: Wire) -> None:
+        resp = wire.call(init_producer_id.API, 4, init_producer_id.REQUEST(
+            transactional_id=None, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
+        if resp.error_code:
+            raise EOFError(f"InitProducerId: error {resp.error_code}")
+        self.producer_id, self.producer_epoch = resp.producer_id, resp.producer_epoch
 
 
 # -- checks ------------------------------------------------------------------------------------
@@ -347,6 +371,7 @@ class Report:
     rounds: int
     producers: int
     flush: str
+    idempotent: bool
     seconds: float
     acked: int
     lost: int
@@ -363,19 +388,21 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.out_of_order or self.garbage or self.not_contiguous or self.scan_problems)
+        return not (self.lost or self.out_of_order or self.garbage or self.not_contiguous or self.scan_problems
+                    or (self.idempotent and self.duplicates))
 
 
 def crash_loop(broker: BrokerLike, *, rounds: int, producers: int = 2, topic: str = "crash-loop",
                seed: int | None = None, min_run: float = 0.05, max_run: float = 0.6,
-               flush: str = "fsync", progress: Callable[[str], None] | None = None) -> Report:
+               flush: str = "fsync", idempotent: bool = True,
+               progress: Callable[[str], None] | None = None) -> Report:
     """Run the loop against `broker` (started and killed here); the broker must have been built
     with the overrides of `flush` (FSYNC_OVERRIDES for "fsync")."""
     rng = random.Random(seed)
     t0 = time.monotonic()
     broker.start()
     create_topic(broker.port, topic, producers)
-    prods = [Producer(i, topic, broker.port) for i in range(producers)]
+    prods = [Producer(i, topic, broker.port, idempotent=idempotent) for i in range(producers)]
     stop = threading.Event()
     threads = [threading.Thread(target=p.run, args=(stop,), daemon=True, name=f"producer-{p.index}")
                for p in prods]
@@ -409,7 +436,7 @@ def crash_loop(broker: BrokerLike, *, rounds: int, producers: int = 2, topic: st
         for code, n in p.errors.items():
             errors[code] = errors.get(code, 0) + n
     return Report(
-        rounds=rounds, producers=producers, flush=flush, seconds=round(time.monotonic() - t0, 1),
+        rounds=rounds, producers=producers, flush=flush, idempotent=idempotent, seconds=round(time.monotonic() - t0, 1),
         acked=sum(v.acked for v in verdicts), lost=sum(v.lost for v in verdicts),
         out_of_order=sum(v.out_of_order for v in verdicts), duplicates=sum(v.duplicates for v in verdicts),
         garbage=sum(v.garbage for v in verdicts), not_contiguous=sum(v.not_contiguous for v in verdicts),
@@ -426,6 +453,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--flush", choices=["fsync", "page-cache"], default="fsync",
                     help="fsync: log.flush.interval.messages=1 (fsync before the ack); page-cache: Kafka's default")
+    ap.add_argument("--no-idempotence", action="store_true",
+                    help="plain producers: a retried send whose ack was lost is stored twice (counted)")
     ap.add_argument("--data-dir", type=Path, default=None)
     args = ap.parse_args(argv)
     from tests.conftest import BrokerProcess
@@ -433,12 +462,12 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="crash-loop-")) if args.data_dir is None else args.data_dir
     broker = BrokerProcess(tmp / "data", overrides=FSYNC_OVERRIDES if args.flush == "fsync" else {})
     report = crash_loop(broker, rounds=args.rounds, producers=args.producers, seed=args.seed, flush=args.flush,
-                        progress=lambda s: print(s, file=sys.stderr, flush=True))
+                        idempotent=not args.no_idempotence, progress=lambda s: print(s, file=sys.stderr, flush=True))
     print(json.dumps(report.__dict__, indent=2))
     print(f"rounds={report.rounds} acknowledged={report.acked} lost={report.lost} "
           f"duplicates={report.duplicates} (unacked but stored: {report.unacked_stored}) "
           f"out_of_order={report.out_of_order} garbage={report.garbage} torn_tail_bytes={report.torn_tail_bytes} "
-          f"flush={report.flush} in {report.seconds}s -> {'OK' if report.ok else 'FAIL'}")
+          f"flush={report.flush} idempotent={report.idempotent} in {report.seconds}s -> {'OK' if report.ok else 'FAIL'}")
     return 0 if report.ok else 1
 
 
