@@ -455,12 +455,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="fsync: log.flush.interval.messages=1 (fsync before the ack); page-cache: Kafka's default")
     ap.add_argument("--no-idempotence", action="store_true",
                     help="plain producers: a retried send whose ack was lost is stored twice (counted)")
+    ap.add_argument("--segment-bytes", type=int, default=None,
+                    help="log.segment.bytes (small: rolls, producer snapshots and index recovery get killed too)")
     ap.add_argument("--data-dir", type=Path, default=None)
     args = ap.parse_args(argv)
     from tests.conftest import BrokerProcess
 
     tmp = Path(tempfile.mkdtemp(prefix="crash-loop-")) if args.data_dir is None else args.data_dir
-    broker = BrokerProcess(tmp / "data", overrides=FSYNC_OVERRIDES if args.flush == "fsync" else {})
+    overrides: dict[str, object] = dict(FSYNC_OVERRIDES) if args.flush == "fsync" else {}
+    if args.segment_bytes:
+        overrides["log.segment.bytes"] = args.segment_bytes
+    broker = BrokerProcess(tmp / "data", overrides=overrides)
     report = crash_loop(broker, rounds=args.rounds, producers=args.producers, seed=args.seed, flush=args.flush,
                         idempotent=not args.no_idempotence, progress=lambda s: print(s, file=sys.stderr, flush=True))
     print(json.dumps(report.__dict__, indent=2))
