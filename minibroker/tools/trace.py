@@ -100,6 +100,8 @@ _BATCH_FIELDS = [("baseOffset", 8), ("batchLength", 4), ("partitionLeaderEpoch",
                  ("attributes", 2), ("lastOffsetDelta", 4), ("baseTimestamp", 8), ("maxTimestamp", 8),
                  ("producerId", 8), ("producerEpoch", 2), ("baseSequence", 4), ("recordsCount", 4)]
 _SPAN_BYTES = 12  # bytes shown per line; longer spans continue on the next lines
+_SPAN_LINES = 2  # lines shown of a long span, then how many bytes were left out
+_FULL_RECORDS = 2  # records of a batch annotated field by field
 
 
 def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -121,9 +123,13 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _record_spans(buf: bytes, pos: int, end: int, count: int) -> Iterator[tuple[int, int, str]]:
-    """Field spans of the `count` uncompressed records in buf[pos:end] (RecordBatch v2 records)."""
+    """Field spans of the `count` uncompressed records in buf[pos:end] (RecordBatch v2 records);
+    the first `_FULL_RECORDS` field by field, the rest as one span."""
     for i in range(count):
         if pos >= end:
+            return
+        if i == _FULL_RECORDS and count > i:
+            yield pos, end, f"records {i}-{count - 1}"
             return
         start = pos
         length, p = _varint(buf, pos)
@@ -140,7 +146,8 @@ def _record_spans(buf: bytes, pos: int, end: int, count: int) -> Iterator[tuple[
             yield p, q, f"  {name}Length = {n}"
             p = q
             if n > 0:
-                yield p, p + n, f"  {name} = {bytes(buf[p:p + n])!r}"
+                shown = bytes(buf[p:p + min(n, 16)])
+                yield p, p + n, f"  {name} = {shown!r}" + ("..." if n > 16 else "")
                 p += n
         nh, q = _varint(buf, p)
         yield p, q, f"  headers count = {nh}"
@@ -235,15 +242,19 @@ def annotated_hex(frame: bytes, header: Any, header_end: int, request: Any = Non
         if s < pos:
             continue  # overlapping span (should not happen): keep the first
         while pos < s:  # unlabelled body bytes
-            n = min(16, s - pos)
+            n = min(_SPAN_BYTES, s - pos)
             lines.append(_hex_line(full, pos, pos + n, "body" if pos >= header_end + 4 else ""))
             pos += n
         if e > s:
-            first = True
+            shown = 0
             while pos < e:
+                if shown == _SPAN_LINES and e - pos > _SPAN_BYTES:
+                    lines.append(f"    {pos:04x}  ... {e - pos} more bytes")
+                    pos = e
+                    break
                 n = min(_SPAN_BYTES, e - pos)
-                lines.append(_hex_line(full, pos, pos + n, label if first else ""))
-                first = False
+                lines.append(_hex_line(full, pos, pos + n, "" if shown else label))
+                shown += 1
                 pos += n
     return "\n".join(lines)
 
