@@ -177,6 +177,13 @@ FRAMES = [
     FrameRow("absurd string length (Metadata v4 topic name of 32767 bytes, 3 sent)",
              framed(header(metadata.API.key, 4) + struct.pack(">ih", 1, 0x7FFF) + b"abc"), CLOSE,
              "malformed Metadata v4", "close (Error reading request)"),
+    FrameRow("negative array count -2 where null is not allowed (Metadata v0 topics)",
+             framed(header(metadata.API.key, 0) + struct.pack(">i", -2)), CLOSE,
+             "malformed Metadata v0", "close (non-nullable field topics was serialized as null); from v1, "
+             "where topics is nullable, any negative count is null (all topics) in both"),
+    FrameRow("negative string length -5 (Metadata v4 topic name)",
+             framed(header(metadata.API.key, 4) + struct.pack(">ih", 1, -5) + b"\x00"), CLOSE,
+             "malformed Metadata v4", "close (Error reading request: non-nullable field was negative)"),
     FrameRow("bad UTF-8 in a topic name (Metadata v9)", lambda: framed(metadata_v9(b"bad-\xff\xfe-name")), CLOSE,
              "not valid UTF-8",
              "kafka differs: reads it with U+FFFD replacements and answers INVALID_TOPIC_EXCEPTION"),
