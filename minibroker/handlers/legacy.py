@@ -69,6 +69,8 @@ def conform_produce(records: Any, *, magics: set[int], stored: int, compression_
         raise KafkaError(ErrorCode.INVALID_RECORD, f"Produce data mixes message formats (magic {sorted(magics)})")
     if magics == {2}:
         return _from_v2(records, stored, wanted, log_append_time)
+    if magics == {stored} and wanted is None:
+        return records  # already the stored format: the log validates and numbers it (one decompression)
     try:
         validated = legacy.validate_legacy(records)
         if stored == 2:
