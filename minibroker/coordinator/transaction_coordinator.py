@@ -1,0 +1,554 @@
+"""The transaction coordinator (Kafka: TransactionCoordinator, TransactionStateManager,
+TransactionMarkerChannelManager), for a single broker.
+
+Theory of operation. This broker coordinates every transactional id. Each id's state
+(coordinator/transaction_metadata.py) changes in two steps: the target state is prepared,
+written to __transaction_state (coordinator/transaction_log.py), and applied once written.
+
+- InitProducerId: a new id gets a producer id (from the broker's ProducerIdManager) and epoch
+  0; an existing one gets its epoch bumped (KIP-360 rules for a producer that names its old id
+  and epoch), or a new producer id when the epoch is exhausted. If a transaction is open it is
+  aborted first with the epoch bumped (fencing the old producer), and the caller is answered
+  CONCURRENT_TRANSACTIONS so that its retry bumps the epoch once more, as Kafka does.
+- AddPartitionsToTxn / AddOffsetsToTxn add partitions (for AddOffsetsToTxn: the group's
+  __consumer_offsets partition) and make the state Ongoing; `verify_partitions` answers whether
+  partitions are in the transaction (KIP-890 verification: the produce path and TxnOffsetCommit
+  ask it before the first transactional write of a producer to a partition).
+- EndTxn writes PrepareCommit/PrepareAbort, answers, and completes the transaction: a COMMIT or
+  ABORT control batch is appended to every partition of the transaction (Kafka sends
+  WriteTxnMarkers to the partition leaders; here they are local appends), the group
+  coordinator is told for __consumer_offsets partitions, and CompleteCommit/CompleteAbort is
+  written. Markers that cannot be written yet (a storage error) are retried by the periodic
+  task; meanwhile the transactional id answers CONCURRENT_TRANSACTIONS.
+- Transactions open longer than their transaction.timeout.ms are aborted by the periodic task
+  (every transaction.abort.timed.out.transaction.cleanup.interval.ms), fencing the producer;
+  idle transactional ids expire after transactional.id.expiration.ms (a tombstone is written).
+- On start the state is replayed from __transaction_state; transactions found in
+  PrepareCommit/PrepareAbort (a crash between the decision and the markers) are completed by
+  writing their markers again, so a transaction is never left half committed.
+
+Everything runs on the event loop, and each operation and its writes happen without an await
+in between, so no two requests interleave inside a transition. The coordinator epoch written
+in markers is 0: the leader epoch of every partition of this single broker.
+
+The periodic task also expires idle producer ids in every partition's producer state (Kafka's
+PeriodicProducerExpirationCheck, every producer.id.expiration.check.interval.ms).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from minibroker.coordinator.transaction_log import TOPIC, TransactionLogStore, value_bytes
+from minibroker.coordinator.transaction_metadata import (
+    TopicPartition,
+    TransactionMetadata,
+    TransactionState,
+    TxnTransitMetadata,
+)
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, iter_batches
+from protocol.records.v2 import ControlType, build_control_batch
+
+log = logging.getLogger("minibroker.coordinator.transaction")
+
+S = TransactionState
+COORDINATOR_EPOCH = 0
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class TransactionConfig:
+    transactional_id_expiration_ms: int = 7 * 24 * 3600 * 1000
+    transaction_max_timeout_ms: int = 15 * 60 * 1000
+    num_partitions: int = 50
+    segment_bytes: int = 100 * 1024 * 1024
+    min_isr: int = 1
+    abort_timed_out_interval_ms: int = 10000
+    remove_expired_interval_ms: int = 3600 * 1000
+    producer_id_expiration_ms: int = 24 * 3600 * 1000
+    producer_id_expiration_check_interval_ms: int = 600000
+
+    @classmethod
+    def from_broker_config(cls, cfg: Any) -> TransactionConfig:
+        return cls(
+            transactional_id_expiration_ms=cfg.get("transactional.id.expiration.ms"),
+            transaction_max_timeout_ms=cfg.get("transaction.max.timeout.ms"),
+            num_partitions=cfg.get("transaction.state.log.num.partitions"),
+            segment_bytes=cfg.get("transaction.state.log.segment.bytes"),
+            min_isr=cfg.get("transaction.state.log.min.isr"),
+            abort_timed_out_interval_ms=cfg.get("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+            remove_expired_interval_ms=cfg.get("transaction.remove.expired.transaction.cleanup.interval.ms"),
+            producer_id_expiration_ms=cfg.get("producer.id.expiration.ms"),
+            producer_id_expiration_check_interval_ms=cfg.get("producer.id.expiration.check.interval.ms"),
+        )
+
+
+def append_error_to_coordinator_error(code: int) -> int:
+    """TransactionStateManager.appendTransactionToLog's translation of append errors."""
+    if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
+                ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, ErrorCode.REQUEST_TIMED_OUT):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+    return code
+
+
+def verification_error_for_produce(code: int, generic_error_supported: bool) -> int:
+    """The error a write whose verification failed answers (AddPartitionsToTxnManager and
+    ReplicaManager.handleProduceAppend): clients handle INVALID_PRODUCER_EPOCH rather than
+    PRODUCER_FENCED here, retry on NOT_ENOUGH_REPLICAS, and only know TRANSACTION_ABORTABLE
+    from Produce v11 / TxnOffsetCommit v5."""
+    if code == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if code == ErrorCode.TRANSACTION_ABORTABLE and not generic_error_supported:
+        return ErrorCode.INVALID_TXN_STATE
+    if code in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR):
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return code
+
+
+class TransactionCoordinator:
+    def __init__(self, broker: Any, config: TransactionConfig, store: TransactionLogStore, producer_ids: Any, *,
+                 now_ms: Any = wall_clock_ms):
+        self.broker = broker
+        self.config = config
+        self.store = store
+        self.producer_ids = producer_ids
+        self.now_ms = now_ms
+        self.txns: dict[str, TransactionMetadata] = {}
+        self.active = False
+        self._incomplete: dict[str, tuple[bool, TxnTransitMetadata]] = {}  # markers still to write
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @classmethod
+    def from_broker(cls, broker: Any) -> TransactionCoordinator:
+        config = TransactionConfig.from_broker_config(broker.config)
+        store = TransactionLogStore(broker, config.num_partitions, config.segment_bytes, config.min_isr)
+        return cls(broker, config, store, broker.producer_ids)
+
+    # ------------------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        self.load()
+        self.active = True
+        self._complete_loaded_transactions()
+        c = self.config
+        self._tasks = [
+            asyncio.create_task(self._every(c.abort_timed_out_interval_ms, self.abort_timed_out_transactions),
+                                name="transaction-abort"),
+            asyncio.create_task(self._every(c.remove_expired_interval_ms, self.remove_expired_transactional_ids),
+                                name="transactionalId-expiration"),
+            asyncio.create_task(self._every(c.producer_id_expiration_check_interval_ms, self.expire_producers),
+                                name="producer-id-expiration"),
+        ]
+
+    async def stop(self) -> None:
+        self.active = False
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._tasks = []
+
+    async def _every(self, interval_ms: int, fn: Any) -> None:
+        while True:
+            await asyncio.sleep(max(interval_ms, 10) / 1000)
+            try:
+                fn()
+            except Exception:
+                log.exception("%s failed", getattr(fn, "__name__", fn))
+
+    def load(self) -> None:
+        """Replay __transaction_state: the last record of each transactional id wins."""
+        count = 0
+        for _, txn_id, md in self.store.load():
+            count += 1
+            if md is None:
+                self.txns.pop(txn_id, None)
+            else:
+                self.txns[txn_id] = md
+        if self.txns:
+            self.producer_ids.ensure_above(max(max(md.producer_id, md.previous_producer_id)
+                                               for md in self.txns.values()))
+        if count:
+            log.info("Loaded %d transactional id(s) from %d record(s) of %s", len(self.txns), count, TOPIC)
+
+    def _complete_loaded_transactions(self) -> None:
+        """Transactions decided before a restart get their markers (TransactionStateManager.loadTransactions...)."""
+        now = self.now_ms()
+        for txn_id, md in list(self.txns.items()):
+            if md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                log.info("Completing %s of transactional id %s (producer %d, epoch %d) after loading",
+                         md.state.display_name, txn_id, md.producer_id, md.producer_epoch)
+                self._send_markers(md, md.state == S.PREPARE_COMMIT, md.prepare_complete(now))
+
+    # ------------------------------------------------------------------------------ writing
+    def _append(self, md: TransactionMetadata, transit: TxnTransitMetadata) -> int:
+        """Write a prepared transition and apply it; an error code (and the pending state
+        cleared) if the write failed."""
+        try:
+            self.store.append(md.transactional_id, value_bytes(transit), self.now_ms())
+        except KafkaError as e:
+            md.pending_state = None
+            log.info("Appending %s for transactional id %s failed: %s", transit.txn_state.display_name,
+                     md.transactional_id, e)
+            return append_error_to_coordinator_error(e.code)
+        except OSError as e:
+            md.pending_state = None
+            log.error("Appending to %s for transactional id %s failed: %s", TOPIC, md.transactional_id, e)
+            return ErrorCode.NOT_COORDINATOR
+        md.complete_transition(transit)
+        return ErrorCode.NONE
+
+    def ensure_topic(self) -> Any:
+        return self.store.ensure_topic()
+
+    async def ensure_topic_async(self) -> Any:
+        return await self.store.ensure_topic_async()
+
+    def _check_timeout(self, timeout_ms: int) -> bool:
+        return 0 < timeout_ms <= self.config.transaction_max_timeout_ms
+
+    # ----------------------------------------------------------------------- InitProducerId
+    async def init_producer_id(self, transactional_id: str, timeout_ms: int,
+                               expected: tuple[int, int] | None) -> tuple[int, int, int]:
+        """(error, producer id, epoch) for a transactional InitProducerId."""
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if transactional_id == "":
+            return ErrorCode.INVALID_REQUEST, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if not self._check_timeout(timeout_ms):
+            return ErrorCode.INVALID_TRANSACTION_TIMEOUT, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        if self.store.topic() is None:
+            await self.ensure_topic_async()
+        code = self._init_producer_id(transactional_id, timeout_ms, expected)
+        if code:
+            return code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        md = self.txns[transactional_id]
+        log.info("Initialized transactionalId %s with producerId %d and producer epoch %d on partition %s-%d",
+                 transactional_id, md.producer_id, md.producer_epoch, TOPIC, self.store.partition_for(transactional_id))
+        return ErrorCode.NONE, md.producer_id, md.producer_epoch
+
+    def _init_producer_id(self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None) -> int:
+        now = self.now_ms()
+        md = self.txns.get(transactional_id)
+        if md is None:
+            try:
+                pid = self.producer_ids.generate_producer_id()
+            except KafkaError as e:
+                return e.code
+            md = self.txns[transactional_id] = TransactionMetadata(
+                transactional_id, pid, txn_timeout_ms=timeout_ms, txn_last_update_timestamp=now)
+        if md.pending_transition_in_progress:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if expected is not None and not (
+                md.producer_epoch == NO_PRODUCER_EPOCH or expected[0] == md.producer_id
+                or (expected[0] == md.previous_producer_id and expected[1] >= 32766)):
+            return ErrorCode.PRODUCER_FENCED
+        if md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if md.state == S.ONGOING:
+            # fence the current producer by aborting its transaction with a bumped epoch; the
+            # client retries and its retry bumps the epoch again (TransactionCoordinator)
+            transit = md.prepare_fence_producer_epoch()
+            code = self._end_transaction(transactional_id, transit.producer_id, transit.producer_epoch, False,
+                                         from_client=False)
+            return code or ErrorCode.CONCURRENT_TRANSACTIONS
+        if md.state not in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            raise RuntimeError(f"Found transactionalId {transactional_id} with state {md.state.display_name}")
+        try:
+            if md.is_producer_epoch_exhausted and (expected is None or expected[1] == md.producer_epoch):
+                transit = md.prepare_producer_id_rotation(self.producer_ids.generate_producer_id(), timeout_ms, now,
+                                                          expected is not None)
+            else:
+                transit = md.prepare_increment_producer_epoch(timeout_ms, None if expected is None else expected[1],
+                                                              now)
+        except KafkaError as e:
+            return e.code
+        return self._append(md, transit)
+
+    # -------------------------------------------------------------------- AddPartitionsToTxn
+    def _validate_producer(self, transactional_id: str | None, producer_id: int, epoch: int
+                           ) -> tuple[int, TransactionMetadata | None]:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, None
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        md = self.txns.get(transactional_id)
+        if md is None or md.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
+        if md.producer_epoch != epoch:
+            return ErrorCode.PRODUCER_FENCED, None
+        return ErrorCode.NONE, md
+
+    def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                       partitions: Iterable[TopicPartition]) -> int:
+        """AddPartitionsToTxn / AddOffsetsToTxn (handleAddPartitionsToTransaction)."""
+        code, md = self._validate_producer(transactional_id, producer_id, epoch)
+        if md is None:
+            return code
+        added = set(partitions)
+        if md.pending_transition_in_progress or md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if md.state == S.ONGOING and added <= md.topic_partitions:
+            return ErrorCode.NONE
+        return self._append(md, md.prepare_add_partitions(added, self.now_ms()))
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """Whether each partition is in the ongoing transaction (handleVerifyPartitionsInTransaction):
+        NONE or TRANSACTION_ABORTABLE, or one error for all."""
+        parts = list(partitions)
+        code, md = self._validate_producer(transactional_id, producer_id, epoch)
+        if md is not None and md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            code = ErrorCode.CONCURRENT_TRANSACTIONS
+        if code:
+            return dict.fromkeys(parts, code)
+        assert md is not None
+        return {tp: ErrorCode.NONE if tp in md.topic_partitions else ErrorCode.TRANSACTION_ABORTABLE for tp in parts}
+
+    def offsets_partition(self, group_id: str) -> TopicPartition:
+        group = self.broker.coordinators.get("group")
+        return OFFSETS_TOPIC, group.store.partition_for(group_id)
+
+    # ---------------------------------------------------------------------------- EndTxn
+    def end_transaction(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> int:
+        return self._end_transaction(transactional_id, producer_id, epoch, commit, from_client=True)
+
+    def _end_transaction(self, transactional_id: str, producer_id: int, epoch: int, commit: bool, *,
+                         from_client: bool) -> int:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        md = self.txns.get(transactional_id)
+        if md is None or md.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        # transaction.version 0/1: a client must use the current epoch; the coordinator's own
+        # abort (fence, timeout) comes with the bumped one
+        if not ((not from_client or epoch == md.producer_epoch) and epoch >= md.producer_epoch):
+            return ErrorCode.PRODUCER_FENCED
+        fencing = md.pending_state == S.PREPARE_EPOCH_FENCE
+        if md.pending_transition_in_progress and not fencing:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        state = md.state
+        if state == S.ONGOING:
+            if not commit and fencing:
+                md.pending_state = None
+                md.producer_epoch = epoch
+                md.last_producer_epoch = NO_PRODUCER_EPOCH
+            transit = md.prepare_abort_or_commit(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, self.now_ms())
+        elif state == S.COMPLETE_COMMIT:
+            return ErrorCode.NONE if commit else self._invalid_transition(md, commit)
+        elif state == S.COMPLETE_ABORT:
+            return ErrorCode.NONE if not commit else self._invalid_transition(md, commit)
+        elif state == S.PREPARE_COMMIT:
+            return ErrorCode.CONCURRENT_TRANSACTIONS if commit else self._invalid_transition(md, commit)
+        elif state == S.PREPARE_ABORT:
+            return ErrorCode.CONCURRENT_TRANSACTIONS if not commit else self._invalid_transition(md, commit)
+        elif state == S.EMPTY:
+            return self._invalid_transition(md, commit)
+        else:
+            raise RuntimeError(f"Found transactionalId {transactional_id} with state {state.display_name}")
+        code = self._append(md, transit)
+        if code:
+            if fencing and not commit:
+                md.has_failed_epoch_fence = True  # the bumped epoch was never returned: keep it
+            return code
+        # the decision is in the log: the client may be answered; the markers follow at once
+        self._send_markers(md, commit, md.prepare_complete(self.now_ms()))
+        return ErrorCode.NONE
+
+    @staticmethod
+    def _invalid_transition(md: TransactionMetadata, commit: bool) -> int:
+        log.debug("TransactionalId %s's state is %s, but received transaction marker result to send: %s",
+                  md.transactional_id, md.state.display_name, "COMMIT" if commit else "ABORT")
+        return ErrorCode.INVALID_TXN_STATE
+
+    # --------------------------------------------------------------------------- markers
+    def _send_markers(self, md: TransactionMetadata, commit: bool, complete: TxnTransitMetadata) -> None:
+        """Write the marker to every partition still in the transaction, then Complete*."""
+        from storage.log import AppendOrigin
+
+        kind = ControlType.COMMIT if commit else ControlType.ABORT
+        offsets_partitions: set[int] = set()
+        failed = False
+        for topic, partition in sorted(md.topic_partitions):
+            lg = self.broker.get_log(topic, partition)
+            if lg is not None:
+                batch = build_control_batch(kind, producer_id=complete.producer_id,
+                                            producer_epoch=complete.producer_epoch,
+                                            coordinator_epoch=COORDINATOR_EPOCH, timestamp=self.now_ms())
+                try:
+                    lg.append_as_leader(batch, origin=AppendOrigin.COORDINATOR)
+                    lg.maybe_flush()
+                except KafkaError as e:
+                    if e.code not in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED):
+                        log.warning("Writing the %s marker of %s to %s-%d failed, will retry: %s", kind.name,
+                                    md.transactional_id, topic, partition, e)
+                        failed = True
+                        continue
+                    # a newer producer epoch or coordinator owns this partition's state (Kafka
+                    # stops sending this marker then)
+                    log.error("The %s marker of %s was refused by %s-%d: %s", kind.name, md.transactional_id,
+                              topic, partition, e)
+                except OSError as e:
+                    log.warning("Writing the %s marker of %s to %s-%d failed, will retry: %s", kind.name,
+                                md.transactional_id, topic, partition, e)
+                    failed = True
+                    continue
+                self.broker.fetch_waiters.notify((topic, partition))
+                if topic == OFFSETS_TOPIC:
+                    offsets_partitions.add(partition)
+            # a deleted partition needs no marker (Kafka: UNKNOWN_TOPIC_OR_PARTITION drops it)
+            md.topic_partitions.discard((topic, partition))
+        group = self.broker.coordinators.get("group")
+        if offsets_partitions and group is not None:
+            group.complete_transaction(complete.producer_id, offsets_partitions, commit)
+        if failed:
+            self._incomplete[md.transactional_id] = (commit, complete)
+            return
+        self._incomplete.pop(md.transactional_id, None)
+        code = self._append(md, complete)
+        if code:
+            # markers are in every partition; the Complete record is retried (its pending state kept)
+            md.pending_state = complete.txn_state
+            self._incomplete[md.transactional_id] = (commit, complete)
+            return
+        log.debug("Completed %s of transactional id %s", "commit" if commit else "abort", md.transactional_id)
+
+    def retry_incomplete(self) -> None:
+        for txn_id, (commit, complete) in list(self._incomplete.items()):
+            md = self.txns.get(txn_id)
+            if md is None:
+                self._incomplete.pop(txn_id, None)
+                continue
+            self._send_markers(md, commit, complete)
+
+    # -------------------------------------------------------------------- periodic work
+    def abort_timed_out_transactions(self) -> None:
+        """Abort transactions open past their timeout, fencing their producer (abortTimedOutTransactions)."""
+        self.retry_incomplete()
+        now = self.now_ms()
+        for txn_id, md in list(self.txns.items()):
+            if md.pending_transition_in_progress or md.state != S.ONGOING:
+                continue
+            if md.txn_start_timestamp + md.txn_timeout_ms >= now:
+                continue
+            transit = md.prepare_fence_producer_epoch()
+            code = self._end_transaction(txn_id, transit.producer_id, transit.producer_epoch, False,
+                                         from_client=False)
+            if code:
+                log.warning("Rollback of ongoing transaction for transactionalId %s failed due to error %s",
+                            txn_id, code)
+            else:
+                log.info("Completed rollback of ongoing transaction for transactionalId %s due to timeout", txn_id)
+
+    def remove_expired_transactional_ids(self) -> None:
+        """Tombstone idle transactional ids (TransactionStateManager.removeExpiredTransactionalIds)."""
+        now = self.now_ms()
+        for txn_id, md in list(self.txns.items()):
+            if md.pending_transition_in_progress or not md.state.is_expiration_allowed:
+                continue
+            if md.txn_last_update_timestamp > now - self.config.transactional_id_expiration_ms:
+                continue
+            md.prepare_dead()
+            try:
+                self.store.append(txn_id, None, now)
+            except (KafkaError, OSError) as e:
+                md.pending_state = None
+                log.warning("Failed to remove expired transactionalId %s: %s", txn_id, e)
+                continue
+            del self.txns[txn_id]
+            log.info("Removed expired transactionalId %s", txn_id)
+
+    def expire_producers(self) -> None:
+        now = self.now_ms()
+        for lg in list(self.broker.log_manager.logs().values()):
+            lg.producer_state.producer_id_expiration_ms = self.config.producer_id_expiration_ms
+            lg.remove_expired_producers(now)
+
+    # ------------------------------------------------------------------------- tooling
+    def describe(self, transactional_id: str) -> tuple[int, TransactionMetadata | None]:
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, None
+        md = self.txns.get(transactional_id)
+        if md is None or md.state == S.DEAD:
+            return ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, None
+        return ErrorCode.NONE, md
+
+    def list_transactions(self, states: Iterable[str], producer_ids: Iterable[int], duration_ms: int = -1
+                          ) -> tuple[int, list[str], list[TransactionMetadata]]:
+        """(error, unknown state filters, matching transactions) (listTransactionStates)."""
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, [], []
+        wanted: set[TransactionState] = set()
+        unknown: list[str] = []
+        names = list(states)
+        for name in names:
+            state = TransactionState.from_name(name)
+            if state is None:
+                unknown.append(name)
+            else:
+                wanted.add(state)
+        pids = set(producer_ids)
+        now = self.now_ms()
+        out = []
+        for md in self.txns.values():
+            if md.state == S.DEAD:
+                continue
+            if pids and md.producer_id not in pids:
+                continue
+            if names and md.state not in wanted:
+                continue
+            if duration_ms >= 0 and now - md.txn_start_timestamp <= duration_ms:
+                continue
+            out.append(md)
+        return ErrorCode.NONE, unknown, out
+
+
+# ------------------------------------------------------------------------ the produce path
+def check_transactional_produce(broker: Any, transactional_id: str | None, records: Any, topic: str,
+                                partition: int, lg: Any, version: int) -> None:
+    """Before a Produce partition is appended: transactional batches of a producer that has no
+    transaction open in this partition yet must belong to a partition of its ongoing
+    transaction (KIP-890 verification; Kafka asks the coordinator with AddPartitionsToTxn
+    verify_only). Raises KafkaError with the error the client expects."""
+    txn_producers = {(v.producer_id, v.producer_epoch) for v in iter_batches(records)
+                     if v.magic == 2 and v.is_transactional and v.producer_id >= 0}
+    if not txn_producers or transactional_id is None:
+        return
+    if len(txn_producers) > 1:
+        raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, "Transactional records contained more than one "
+                                                                "producer ID")
+    ((pid, epoch),) = txn_producers
+    if lg.has_ongoing_transaction(pid):
+        return
+    coordinator = broker.coordinators.get("transaction")
+    if coordinator is None:
+        code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    else:
+        code = coordinator.verify_partitions(transactional_id, pid, epoch, [(topic, partition)])[(topic, partition)]
+    if code:
+        final = verification_error_for_produce(code, generic_error_supported=version > 10)
+        message = {ErrorCode.INVALID_TXN_STATE: "Partition was not added to the transaction"}.get(final)
+        if final == ErrorCode.NOT_ENOUGH_REPLICAS:
+            message = f"Unable to verify the partition has been added to the transaction. Underlying error: {code}"
+        raise KafkaError(final, message)

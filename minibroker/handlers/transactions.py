@@ -1,0 +1,251 @@
+"""The transaction APIs: AddPartitionsToTxn v0-5, AddOffsetsToTxn v0-4, EndTxn v0-4,
+TxnOffsetCommit v0-4, DescribeProducers v0, DescribeTransactions v0, ListTransactions v0-1.
+
+Behavior: the handlers translate between wire versions and the transaction coordinator
+(minibroker/coordinator/transaction_coordinator.py); TxnOffsetCommit writes through the group
+coordinator, after checking with the transaction coordinator that the group's
+__consumer_offsets partition is in the transaction (KIP-890 verification, as for produce).
+Partitions of unknown topics are refused before the coordinators see them, as KafkaApis does:
+AddPartitionsToTxn answers UNKNOWN_TOPIC_OR_PARTITION for them and OPERATION_NOT_ATTEMPTED for
+the others of the request; a client may not add an internal topic (TOPIC_AUTHORIZATION_FAILED).
+DescribeProducers reads the partitions' producer state (storage/producer_state.py).
+
+Version notes:
+- AddPartitionsToTxn: v1 same as v0; v2 PRODUCER_FENCED (older versions get INVALID_PRODUCER_EPOCH);
+  v3 flexible; v4 batches of transactions and verify_only (KIP-890: broker to coordinator), a
+  top-level error; v5 TRANSACTION_ABORTABLE.
+- AddOffsetsToTxn, EndTxn: v2 PRODUCER_FENCED; v3 flexible; v4 TRANSACTION_ABORTABLE. EndTxn
+  v5 (transaction.version 2, an epoch bump per transaction) is not served.
+- TxnOffsetCommit: v2 leader epoch; v3 flexible, generation, member and instance id; v4
+  TRANSACTION_ABORTABLE-aware clients (still mapped to INVALID_TXN_STATE before v5).
+- ListTransactions: v1 duration filter (KIP-994).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minibroker.coordinator.transaction_coordinator import verification_error_for_produce
+from minibroker.handlers.registry import RequestContext, handles
+from protocol.apis import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
+    describe_producers,
+    describe_transactions,
+    end_txn,
+    list_transactions,
+    txn_offset_commit,
+)
+from protocol.errors import ErrorCode, KafkaError
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def _txn_coordinator(ctx: RequestContext) -> Any:
+    coord = ctx.broker.coordinators.get("transaction")
+    return coord if coord is not None and coord.active else None
+
+
+def _fenced_for_old_clients(code: int, version: int, first_version: int = 2) -> int:
+    # clients before PRODUCER_FENCED existed handle INVALID_PRODUCER_EPOCH the same way (KafkaApis)
+    if code == ErrorCode.PRODUCER_FENCED and version < first_version:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return code
+
+
+# --------------------------------------------------------------------------- AddPartitionsToTxn
+@handles(add_partitions_to_txn.API, "0-5")
+async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
+    R = add_partitions_to_txn.RESPONSE
+    v = ctx.version
+    broker = ctx.broker
+    coord = _txn_coordinator(ctx)
+    if v < 4:
+        txns = [(req.v3_and_below_transactional_id, req.v3_and_below_producer_id, req.v3_and_below_producer_epoch,
+                 False, req.v3_and_below_topics)]
+    else:
+        txns = [(t.transactional_id, t.producer_id, t.producer_epoch, t.verify_only, t.topics)
+                for t in req.transactions]
+    results = []
+    for txn_id, pid, epoch, verify_only, topics in txns:
+        partitions = [(t.name, p) for t in topics for p in t.partitions]
+        refused: dict[tuple[str, int], int] = {}
+        for tp in partitions:
+            if v < 4 and tp[0] in INTERNAL_TOPICS:
+                refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif broker.get_log(*tp) is None:
+                refused[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if refused:
+            errors = {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
+        elif coord is None:
+            errors = dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        elif verify_only:
+            errors = coord.verify_partitions(txn_id, pid, epoch, partitions)
+        else:
+            code = _fenced_for_old_clients(coord.add_partitions(txn_id, pid, epoch, partitions), v)
+            errors = dict.fromkeys(partitions, code)
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, p), code in errors.items():
+            by_topic.setdefault(topic, []).append(R.AddPartitionsToTxnPartitionResult(partition_index=p,
+                                                                                       partition_error_code=code))
+        results.append((txn_id, [R.AddPartitionsToTxnTopicResult(name=t, results_by_partition=ps)
+                                  for t, ps in by_topic.items()]))
+    if v < 4:
+        return R(throttle_time_ms=0, results_by_topic_v3_and_below=results[0][1])
+    return R(throttle_time_ms=0, error_code=0, results_by_transaction=[
+        R.AddPartitionsToTxnResult(transactional_id=txn_id, topic_results=topic_results)
+        for txn_id, topic_results in results])
+
+
+# ----------------------------------------------------------------------------- AddOffsetsToTxn
+@handles(add_offsets_to_txn.API, "0-4")
+async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
+    R = add_offsets_to_txn.RESPONSE
+    coord = _txn_coordinator(ctx)
+    group = ctx.broker.coordinators.get("group")
+    if coord is None or group is None:
+        return R(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    try:
+        await group.store.ensure_topic_async()  # the group's partition must exist to take the marker
+    except KafkaError:
+        return R(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    code = coord.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
+                                [coord.offsets_partition(req.group_id)])
+    return R(throttle_time_ms=0, error_code=_fenced_for_old_clients(code, ctx.version))
+
+
+# ------------------------------------------------------------------------------------- EndTxn
+@handles(end_txn.API, "0-4")
+async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
+    R = end_txn.RESPONSE
+    coord = _txn_coordinator(ctx)
+    if coord is None:
+        return R(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    code = coord.end_transaction(req.transactional_id, req.producer_id, req.producer_epoch, req.committed)
+    return R(throttle_time_ms=0, error_code=_fenced_for_old_clients(code, ctx.version))
+
+
+# ----------------------------------------------------------------------------- TxnOffsetCommit
+@handles(txn_offset_commit.API, "0-4")
+async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
+    R = txn_offset_commit.RESPONSE
+    broker = ctx.broker
+    results: dict[tuple[str, int], int] = {}
+    valid = []
+    for t in req.topics:
+        topic = broker.topics.get(t.name)
+        known = [p for p in t.partitions if topic is not None and p.partition_index in topic.partitions]
+        for p in t.partitions:
+            if p not in known:
+                results[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if known:
+            t.partitions = known
+            valid.append(t)
+    if valid:
+        req.topics = valid
+        requested = [(t.name, p.partition_index) for t in valid for p in t.partitions]
+        code = _verify_offsets_partition(ctx, req)
+        if code:
+            results.update(dict.fromkeys(requested, code))
+        else:
+            results.update(broker.coordinators["group"].commit_transactional_offsets(req))
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, p), code in results.items():
+        if ctx.version < 2 and code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE  # clients before 2.0 crash on it (KAFKA-7296)
+        by_topic.setdefault(topic, []).append(R.TxnOffsetCommitResponsePartition(partition_index=p, error_code=code))
+    return R(throttle_time_ms=0, topics=[R.TxnOffsetCommitResponseTopic(name=t, partitions=ps)
+                                         for t, ps in by_topic.items()])
+
+
+def _verify_offsets_partition(ctx: RequestContext, req: Any) -> int:
+    """The group's __consumer_offsets partition must be in the producer's transaction before its
+    first transactional offsets go there (AddOffsetsToTxn first)."""
+    group = ctx.broker.coordinators.get("group")
+    coord = _txn_coordinator(ctx)
+    if group is None or not group.active or coord is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    topic, partition = coord.offsets_partition(req.group_id)
+    lg = ctx.broker.get_log(topic, partition)
+    if lg is not None and lg.has_ongoing_transaction(req.producer_id):
+        return ErrorCode.NONE
+    code = coord.verify_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
+                                   [(topic, partition)])[(topic, partition)]
+    if not code:
+        return ErrorCode.NONE
+    code = verification_error_for_produce(code, generic_error_supported=ctx.version >= 5)
+    # the group coordinator's translation of write errors (NOT_ENOUGH_REPLICAS: retry later)
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE if code == ErrorCode.NOT_ENOUGH_REPLICAS else code
+
+
+# ---------------------------------------------------------------------------- DescribeProducers
+@handles(describe_producers.API, "0")
+async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
+    from minibroker.broker import validate_topic_name
+
+    R = describe_producers.RESPONSE
+    broker = ctx.broker
+    topics = []
+    for t in req.topics:
+        topic_error: tuple[int, str | None] | None = None
+        try:
+            validate_topic_name(t.name)
+        except KafkaError as e:
+            topic_error = (e.code, e.message)
+        if topic_error is None and t.name not in broker.topics:
+            topic_error = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+        parts = []
+        for p in t.partition_indexes:
+            lg = None if topic_error else broker.get_log(t.name, p)
+            if lg is None:
+                code, msg = topic_error or (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+                parts.append(R.PartitionResponse(partition_index=p, error_code=code, error_message=msg,
+                                                 active_producers=[]))
+                continue
+            parts.append(R.PartitionResponse(partition_index=p, error_code=0, error_message=None, active_producers=[
+                R.ProducerState(producer_id=e.producer_id, producer_epoch=e.producer_epoch, last_sequence=e.last_seq,
+                                last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
+                                current_txn_start_offset=-1 if e.current_txn_first_offset is None
+                                else e.current_txn_first_offset)
+                for e in sorted(lg.producer_state.producers.values(), key=lambda e: e.producer_id)]))
+        topics.append(R.TopicResponse(name=t.name, partitions=parts))
+    return R(throttle_time_ms=0, topics=topics)
+
+
+# ------------------------------------------------------------------------- DescribeTransactions
+@handles(describe_transactions.API, "0")
+async def handle_describe_transactions(ctx: RequestContext, req: Any) -> Any:
+    R = describe_transactions.RESPONSE
+    coord = ctx.broker.coordinators.get("transaction")
+    states = []
+    for txn_id in req.transactional_ids:
+        code, md = (ErrorCode.COORDINATOR_NOT_AVAILABLE, None) if coord is None else coord.describe(txn_id)
+        if md is None:
+            states.append(R.TransactionState(error_code=code, transactional_id=txn_id, transaction_state="",
+                                             transaction_timeout_ms=0, transaction_start_time_ms=-1,
+                                             producer_id=-1, producer_epoch=-1, topics=[]))
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, p in sorted(md.topic_partitions):
+            by_topic.setdefault(topic, []).append(p)
+        states.append(R.TransactionState(
+            error_code=0, transactional_id=txn_id, transaction_state=md.state.display_name,
+            transaction_timeout_ms=md.txn_timeout_ms, transaction_start_time_ms=md.txn_start_timestamp,
+            producer_id=md.producer_id, producer_epoch=md.producer_epoch,
+            topics=[R.TopicData(topic=t, partitions=ps) for t, ps in by_topic.items()]))
+    return R(throttle_time_ms=0, transaction_states=states)
+
+
+# ---------------------------------------------------------------------------- ListTransactions
+@handles(list_transactions.API, "0-1")
+async def handle_list_transactions(ctx: RequestContext, req: Any) -> Any:
+    R = list_transactions.RESPONSE
+    coord = ctx.broker.coordinators.get("transaction")
+    if coord is None:
+        return R(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, unknown_state_filters=[],
+                 transaction_states=[])
+    duration = req.duration_filter if ctx.version >= 1 else -1
+    code, unknown, found = coord.list_transactions(req.state_filters or [], req.producer_id_filters or [], duration)
+    return R(throttle_time_ms=0, error_code=code, unknown_state_filters=unknown, transaction_states=[
+        R.TransactionState(transactional_id=md.transactional_id, producer_id=md.producer_id,
+                           transaction_state=md.state.display_name) for md in found])
