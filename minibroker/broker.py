@@ -172,6 +172,9 @@ class Broker:
         self.producer_ids = ProducerIdManager(self.log_manager.data_dir, self.node_id)
         self.producer_ids.ensure_above(max((pid for lg in self.log_manager.logs().values()
                                             for pid in lg.producer_state.producers), default=-1))
+        from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
+
+        self.coordinators["transaction"] = TransactionCoordinator.from_broker(self)
 
     async def start_background(self) -> None:
         """Periodic work on the loop: flushes, checkpoints, retention (blocking parts off the loop)."""

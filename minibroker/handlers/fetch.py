@@ -182,7 +182,9 @@ def _read_all(broker: Any, parts: list[_Part], max_bytes: int, isolation: int, v
                 total += len(data.records)
             if isolation == READ_COMMITTED:
                 aborted = getattr(lg, "aborted_transactions", None)
-                data.aborted_transactions = aborted(part.fetch_offset, max_offset) if aborted else []
+                data.aborted_transactions = [
+                    R.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                    for a in aborted(part.fetch_offset, max_offset)] if aborted else []
             else:
                 data.aborted_transactions = None
         results.append((part, err, data))

@@ -72,6 +72,13 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, e.message
         return ErrorCode.NONE, None
     if key_type == TRANSACTION_KEY:
+        txn = ctx.broker.coordinators.get("transaction")
+        if txn is None or not txn.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        try:
+            txn.ensure_topic()  # __transaction_state is created on the first lookup, as in Kafka
+        except KafkaError as e:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, e.message
         return ErrorCode.NONE, None
     return ErrorCode.INVALID_REQUEST, f"Unsupported coordinator key type {key_type}"
 
@@ -86,6 +93,12 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
             await coord.store.ensure_topic_async()
         except KafkaError:
             pass  # _find answers COORDINATOR_NOT_AVAILABLE with the reason
+    txn = b.coordinators.get("transaction")
+    if req.key_type == TRANSACTION_KEY and txn is not None and txn.active:
+        try:
+            await txn.ensure_topic_async()
+        except KafkaError:
+            pass
     if ctx.version >= 4:
         out = []
         for key in req.coordinator_keys:

@@ -35,6 +35,7 @@ import logging
 import struct
 from typing import Any
 
+from minibroker.coordinator.transaction_coordinator import check_transactional_produce
 from minibroker.handlers import legacy
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import produce
@@ -81,6 +82,9 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 if lg.config.compact:  # the only decode on this path, as Kafka's LogValidator does
                     from minibroker.cleaner import require_keys
                     require_keys(td.name, pd.index, records)
+                if ctx.version >= 3:  # a transaction's first write to a partition is verified (KIP-890)
+                    check_transactional_produce(broker, req.transactional_id, records, td.name, pd.index, lg,
+                                                ctx.version)
                 info = lg.append_as_leader(records)
                 pr.base_offset = info.first_offset
                 pr.log_append_time_ms = info.log_append_time
