@@ -142,6 +142,8 @@ class GroupCoordinator:
         self.now_ms = now_ms
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets: dict[str, dict[tuple[str, int], OffsetAndMetadata]] = {}
+        # TxnOffsetCommit offsets waiting for their transaction's marker: producer id -> group -> offsets
+        self.pending_txn_offsets: dict[int, dict[str, dict[tuple[str, int], OffsetAndMetadata]]] = {}
         self.timer = KeyedTimer()
         self.active = False
         self._expiry_task: asyncio.Task[None] | None = None
@@ -193,6 +195,17 @@ class GroupCoordinator:
             except ValueError as e:
                 # One unreadable record must not keep the broker from starting; say which.
                 log.error("Skipping a __consumer_offsets record while loading: %s", e)
+        open_txns = getattr(self.store, "open_transactions", {})
+        for pid, held in open_txns.items():  # transactional offsets still waiting for a marker
+            for key, value in held:
+                try:
+                    rec = decode_record(key, value)
+                except ValueError as e:
+                    log.error("Skipping a transactional __consumer_offsets record while loading: %s", e)
+                    continue
+                if isinstance(rec, OffsetCommitRecord) and rec.value is not None:
+                    self.pending_txn_offsets.setdefault(pid, {}).setdefault(rec.group, {})[
+                        (rec.topic, rec.partition)] = rec.value
         for group in self.groups.values():
             for member in group.members.values():
                 self._reschedule_heartbeat(group, member)
@@ -240,12 +253,15 @@ class GroupCoordinator:
         self.groups[rec.group] = group
 
     # ------------------------------------------------------------------------------- writes
-    def _write(self, group_id: str, records: list[Record]) -> None:
+    def _write(self, group_id: str, records: list[Record], producer_id: int = -1, producer_epoch: int = -1) -> None:
         """Append records to the group's __consumer_offsets partition; KafkaError on failure."""
         if not records:
             return
         try:
-            self.store.append(group_id, records)
+            if producer_id >= 0:
+                self.store.append(group_id, records, producer_id=producer_id, producer_epoch=producer_epoch)
+            else:
+                self.store.append(group_id, records)
         except KafkaError as e:
             raise KafkaError(append_error_to_response_error(e.code), e.message) from None
         except OSError as e:
@@ -833,8 +849,9 @@ class GroupCoordinator:
 
     @staticmethod
     def _validate_offset_commit(group: ClassicGroup, member_id: str, group_instance_id: str | None,
-                                generation_id: int) -> None:
-        """Kafka: ClassicGroup.validateOffsetCommit (non-transactional)."""
+                                generation_id: int, transactional: bool = False) -> None:
+        """Kafka: ClassicGroup.validateOffsetCommit. Transactional commits (TxnOffsetCommit v0-2
+        carry no member) skip the member and rebalance-state checks."""
         if group.is_in(GroupState.DEAD):
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if generation_id < 0 and group.is_in(GroupState.EMPTY):
@@ -843,11 +860,73 @@ class GroupCoordinator:
             group.validate_member(member_id, group_instance_id)
             if generation_id != group.generation_id:
                 raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
-        elif not group.is_in(GroupState.EMPTY):
+        elif not transactional and not group.is_in(GroupState.EMPTY):
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if group.is_in(GroupState.COMPLETING_REBALANCE):
+        if not transactional and group.is_in(GroupState.COMPLETING_REBALANCE):
             # The member has its new generation but not its assignment yet: let it retry after sync.
             raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS)
+
+    # ---------------------------------------------------------------- TxnOffsetCommit (KIP-98)
+    def commit_transactional_offsets(self, req: Any) -> dict[tuple[str, int], int]:
+        """TxnOffsetCommit (OffsetMetadataManager.commitTransactionalOffset): the offsets are
+        written in a transactional batch of the producer and take effect when the transaction
+        coordinator writes the COMMIT marker (`complete_transaction`)."""
+        requested = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+        if not self.active:
+            return dict.fromkeys(requested, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        group = self.groups.get(req.group_id)
+        created = False
+        if group is None:
+            if req.generation_id >= 0:
+                return dict.fromkeys(requested, ErrorCode.ILLEGAL_GENERATION)
+            group = ClassicGroup(req.group_id, current_state_timestamp=self.now_ms())
+            created = True
+        try:
+            self._validate_offset_commit(group, req.member_id, req.group_instance_id, req.generation_id,
+                                         transactional=True)
+        except KafkaError as e:
+            return dict.fromkeys(requested, e.code)
+        now = self.now_ms()
+        results: dict[tuple[str, int], int] = {}
+        records: list[Record] = []
+        staged: dict[tuple[str, int], OffsetAndMetadata] = {}
+        for t in req.topics:
+            for p in t.partitions:
+                metadata = p.committed_metadata
+                if metadata is not None and len(metadata) > self.config.offset_metadata_max_bytes:
+                    results[(t.name, p.partition_index)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                    continue
+                om = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, metadata or "", now)
+                records.append(offset_commit_record(req.group_id, t.name, p.partition_index, om))
+                staged[(t.name, p.partition_index)] = om
+                results[(t.name, p.partition_index)] = ErrorCode.NONE
+        try:
+            self._write(req.group_id, records, req.producer_id, req.producer_epoch)
+        except KafkaError as e:
+            return dict.fromkeys(requested, e.code)
+        if created:
+            self.groups[req.group_id] = group
+        if staged:
+            self.pending_txn_offsets.setdefault(req.producer_id, {}).setdefault(req.group_id, {}).update(staged)
+        return results
+
+    def complete_transaction(self, producer_id: int, partitions: Iterable[int], committed: bool) -> None:
+        """A transaction marker was written to these __consumer_offsets partitions: the pending
+        offsets of `producer_id` in them take effect (commit) or are dropped (abort)."""
+        held = self.pending_txn_offsets.get(producer_id)
+        if not held:
+            return
+        done = set(partitions)
+        for group_id in [g for g in held if self.store.partition_for(g) in done]:
+            offsets = held.pop(group_id)
+            group = self.groups.get(group_id)
+            if committed and group is not None and not group.is_in(GroupState.DEAD):
+                self.offsets.setdefault(group_id, {}).update(offsets)
+        if not held:
+            del self.pending_txn_offsets[producer_id]
+
+    def has_pending_transactional_offsets(self, group_id: str, topic: str, partition: int) -> bool:
+        return any((topic, partition) in by_group.get(group_id, {}) for by_group in self.pending_txn_offsets.values())
 
     # ---------------------------------------------------------------------------- OffsetFetch
     def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None

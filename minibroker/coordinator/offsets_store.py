@@ -76,15 +76,20 @@ class OffsetsStore:
         return partition_for(group_id, self.num_partitions)
 
     # -- writing -----------------------------------------------------------------------------
-    def append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> int:
-        """Append the records in one batch to the group's partition; returns the first offset."""
+    def append(self, group_id: str, records: list[tuple[bytes, bytes | None]], *, producer_id: int = -1,
+               producer_epoch: int = -1) -> int:
+        """Append the records in one batch to the group's partition; returns the first offset.
+        With a producer id the batch is transactional (TxnOffsetCommit): it counts once the
+        transaction's COMMIT marker follows it."""
         from storage.log import AppendOrigin
 
         topic = self.ensure_topic()
         partition = partition_for(group_id, len(topic.partitions))
         lg = topic.partitions[partition]
+        txn = producer_id >= 0
         batch = build_batch([Record(offset_delta=i, key=k, value=v) for i, (k, v) in enumerate(records)],
-                            base_timestamp=self.now_ms())
+                            base_timestamp=self.now_ms(), producer_id=producer_id, producer_epoch=producer_epoch,
+                            base_sequence=0 if txn else -1, is_transactional=txn)
         info = lg.append_as_leader(batch, origin=AppendOrigin.COORDINATOR)
         lg.maybe_flush()  # honours flush.messages / flush.ms like any append
         self.broker.fetch_waiters.notify((TOPIC, partition))
@@ -92,17 +97,21 @@ class OffsetsStore:
 
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> Iterator[tuple[bytes, bytes | None]]:
-        """Every committed record of every partition, in log order."""
+        """Every committed record of every partition, in log order. The records of transactions
+        still open at the end are left in `open_transactions` (producer id -> records)."""
+        self.open_transactions: dict[int, list[tuple[bytes, bytes | None]]] = {}
         topic = self.broker.topics.get(TOPIC)
         if topic is None:
             return
         self.num_partitions = len(topic.partitions)
         for partition in sorted(topic.partitions):
-            yield from read_partition(topic.partitions[partition])
+            yield from read_partition(topic.partitions[partition], self.open_transactions)
 
 
-def read_partition(lg: Any) -> Iterator[tuple[bytes, bytes | None]]:
-    """The (key, value) records of one coordinator log, committed transactions only."""
+def read_partition(lg: Any, open_txns: dict[int, list[tuple[bytes, bytes | None]]] | None = None
+                   ) -> Iterator[tuple[bytes, bytes | None]]:
+    """The (key, value) records of one coordinator log, committed transactions only; those of
+    transactions without a marker yet are added to `open_txns` if given."""
     pending: dict[int, list[tuple[bytes, bytes | None]]] = {}  # producer id -> open txn records
     offset, end = lg.log_start_offset, lg.log_end_offset
     while offset < end:
@@ -131,3 +140,6 @@ def read_partition(lg: Any) -> Iterator[tuple[bytes, bytes | None]]:
     if pending:
         log.info("%s-%d: %d open transaction(s) at the end of the log", getattr(lg, "topic", TOPIC),
                  getattr(lg, "partition", -1), len(pending))
+        if open_txns is not None:
+            for pid, held in pending.items():
+                open_txns.setdefault(pid, []).extend(held)
