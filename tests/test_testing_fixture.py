@@ -4,7 +4,7 @@ and the documented example suite (examples/test_with_fixture) run as a project w
 from __future__ import annotations
 
 import asyncio
-import importlib.metadata
+import os
 import socket
 import threading
 import time
@@ -160,23 +160,33 @@ def test_create_topic_applies_kafka_rules(bt):
     assert bt.call(lambda broker: broker.topics["cfg"].config["retention.ms"]) == 1000
 
 
-def _plugin_args() -> list[str]:
-    # Installed with the entry point, pytest loads the plugin itself; in a checkout that has not
-    # been reinstalled since the entry point was added, name it.
-    eps = importlib.metadata.entry_points(group="pytest11")
-    return [] if any(ep.value == "minibroker.pytest_plugin" for ep in eps) else ["-p", "minibroker.pytest_plugin"]
+@pytest.fixture
+def plugin_installed(tmp_path_factory, monkeypatch):
+    """Make pytest find the plugin the way an installed minibroker offers it: through the
+    pytest11 entry point declared in pyproject.toml, written into a dist-info on PYTHONPATH for
+    the child pytest (the checkout's own install may predate the entry point)."""
+    import tomllib
+
+    eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["pytest11"]
+    assert eps == {"minibroker": "minibroker.pytest_plugin"}
+    site = tmp_path_factory.mktemp("site")
+    info = site / "minibroker_plugin_check-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: minibroker-plugin-check\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()))
+    monkeypatch.setenv("PYTHONPATH", f"{site}{os.pathsep}{ROOT}")
 
 
-def test_the_documented_example_suite_passes(pytester):
+def test_the_documented_example_suite_passes(pytester, plugin_installed):
     example = ROOT / "examples" / "test_with_fixture"
     for f in example.iterdir():
         if f.is_file():
             pytester.path.joinpath(f.name).write_text(f.read_text())
-    result = pytester.runpytest_subprocess(*_plugin_args(), "-q", "-p", "no:cacheprovider", timeout=120)
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", timeout=120)
     result.assert_outcomes(passed=6)
 
 
-def test_plugin_fixtures_share_one_broker_and_isolate_on_request(pytester):
+def test_plugin_fixtures_share_one_broker_and_isolate_on_request(pytester, plugin_installed):
     pytester.makeini("[pytest]\nminibroker_overrides =\n    num.partitions=2\n")
     pytester.makepyfile(test_share="""
         import pytest
@@ -200,7 +210,7 @@ def test_plugin_fixtures_share_one_broker_and_isolate_on_request(pytester):
             kafka_broker_isolated.add_record("auto", b"y")
             assert sorted(kafka_broker_isolated.end_offsets("auto")) == [0, 1, 2]
     """)
-    result = pytester.runpytest_subprocess(*_plugin_args(), "-q", "-p", "no:cacheprovider", timeout=60)
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", timeout=60)
     result.assert_outcomes(passed=3)
 
 
