@@ -34,16 +34,9 @@ def unique(prefix: str) -> str:
 
 
 @contextlib.contextmanager
-def module_broker(tmp_path_factory: Any, overrides: dict[str, Any] | None = None, *,
-                  consumer_offsets: bool = False) -> Iterator[BrokerThread]:
-    """`consumer_offsets`: create __consumer_offsets up front, for modules whose consumers have a
-    group.id. They send FindCoordinator, and a test that closes its consumer while that request
-    is still creating the topic leaves the next test racing a second creation
-    (test_topics_internal, an open bug in Broker.create_topic_async). Drop it once that passes."""
+def module_broker(tmp_path_factory: Any, overrides: dict[str, Any] | None = None) -> Iterator[BrokerThread]:
     data = tmp_path_factory.mktemp("broker") / "data"
     with BrokerThread(data, overrides={**TEST_OVERRIDES, **(overrides or {})}) as b:
-        if consumer_offsets:
-            b.call(lambda broker: broker.coordinators["group"].store.ensure_topic())
         yield b
 
 

@@ -27,7 +27,7 @@ from tests.integration.helpers import (
 
 @pytest.fixture(scope="module")
 def mb(tmp_path_factory):
-    with module_broker(tmp_path_factory, consumer_offsets=True) as b:
+    with module_broker(tmp_path_factory) as b:
         yield b
 
 

@@ -33,7 +33,7 @@ PRODUCE_V = 9
 
 @pytest.fixture(scope="module")
 def mb(tmp_path_factory):
-    with module_broker(tmp_path_factory, consumer_offsets=True) as b:
+    with module_broker(tmp_path_factory) as b:
         yield b
 
 

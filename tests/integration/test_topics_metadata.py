@@ -20,7 +20,7 @@ R = metadata.REQUEST
 
 @pytest.fixture(scope="module")
 def mb(tmp_path_factory):
-    with module_broker(tmp_path_factory, consumer_offsets=True) as b:
+    with module_broker(tmp_path_factory) as b:
         yield b
 
 
@@ -115,6 +115,7 @@ def test_topics_by_id(mb):
 
 
 def test_internal_topic_is_flagged(mb):
+    mb.call(lambda broker: broker.coordinators["group"].store.ensure_topic())
     [t] = call(mb, 9, request(9, ["__consumer_offsets"])).topics
     assert (t.error_code, t.is_internal, len(t.partitions)) == (0, True, 50)
     all_topics = {t.name: t.is_internal for t in call(mb, 9, request(9, None)).topics}
