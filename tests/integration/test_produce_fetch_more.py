@@ -366,3 +366,22 @@ def test_incremental_fetch_long_polls_until_something_changes(mb):
         _, woke = raw.recv(fetch.API, 12)
         assert time.monotonic() - t0 < 1.0
     assert listed(woke) == {(topic, 1): [b"wake"]}
+
+
+@pytest.mark.parametrize("version", range(1, 11))
+def test_list_offsets_every_version(mb, version):
+    topic = unique(f"lo-v{version}")
+    create_topic(mb, topic)
+    with RawClient(mb.bootstrap) as raw:
+        for ts in (1000, 3000, 2000):  # the largest timestamp is not the last record
+            raw.call(produce.API, PRODUCE_V, produce_req([(topic, 0, records_batch([b"t%d" % ts], base_timestamp=ts))]))
+        R = list_offsets.REQUEST
+        queries = [-2, -1, 1500, 2500, 3001] + ([-3] if version >= 7 else [])
+        resp = raw.call(list_offsets.API, version, R(replica_id=-1, isolation_level=0, topics=[R.ListOffsetsTopic(
+            name=topic, partitions=[R.ListOffsetsPartition(partition_index=0, timestamp=ts) for ts in queries])]))
+    got = [(p.error_code, p.offset, p.timestamp) for p in resp.topics[0].partitions]
+    # The first offset whose timestamp is >= the target (1500 -> offset 1 at 3000), none after the max.
+    want = [(0, 0, -1), (0, 3, -1), (0, 1, 3000), (0, 1, 3000), (0, -1, -1)] + ([(0, 1, 3000)] if version >= 7 else [])
+    assert got == want
+    if version >= 4:
+        assert {p.leader_epoch for p in resp.topics[0].partitions if p.offset >= 0} == {0}
