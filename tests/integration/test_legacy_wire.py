@@ -222,3 +222,22 @@ def test_list_offsets_v0(mb):
     assert list_offsets_v0(mb, topic, -3, 5).error_code == ErrorCode.UNSUPPORTED_VERSION
     unknown = list_offsets_v0(mb, unique("missing"), -1, 1)
     assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_mixed_magics_in_one_partition_are_invalid(mb):
+    topic = topic_with(mb)
+    data = msgs([b"a"], magic=0) + msgs([b"b"], magic=1)
+    assert do_produce(mb, topic, data, 2).error_code == ErrorCode.INVALID_RECORD
+    assert mb.end_offsets(topic) == {0: 0}
+
+
+@pytest.mark.parametrize("sent, fmt, stored", [(0, "0.10.0", 1), (1, "0.8.2", 0)])
+def test_a_message_set_of_the_other_legacy_magic_is_rewritten_in_the_topics(mb, sent, fmt, stored):
+    topic = topic_with(mb, **{"message.format.version": fmt})
+    assert do_produce(mb, topic, msgs([b"a", b"b"], magic=sent, compression=1), 2).error_code == 0
+    out = records_of(fetch_part(mb, topic, 4))
+    [w] = list(legacy.iter_shallow(out))
+    assert (w.magic, w.offset, w.attributes & 7) == (stored, 1, 1)
+    got = list(legacy.iter_deep(out))
+    assert [(m.offset, m.value, m.magic) for m in got] == [(0, b"a", stored), (1, b"b", stored)]
+    assert {m.timestamp for m in got} == {-1}  # v0 had none; v0 cannot hold one
