@@ -7,9 +7,7 @@ before the broker's own options are parsed.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import signal
 import sys
 from pathlib import Path
 
@@ -35,6 +33,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 async def serve(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
     from minibroker.config import BrokerConfig
     from minibroker.server import BrokerServer
 
@@ -66,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
+    import asyncio  # here, not at the top: the tools (dump-log) do not need an event loop
+
     if args.loop == "uvloop":
         import uvloop
 
