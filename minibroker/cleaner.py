@@ -18,7 +18,15 @@ import logging
 from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
-from storage.cleaner import CleanerAborted, LogToClean, clean, grab_filthiest, log_to_clean, swap_in
+from storage.cleaner import (
+    CleanerAborted,
+    LogToClean,
+    clean,
+    grab_filthiest,
+    log_to_clean,
+    pending_delete_horizon,
+    swap_in,
+)
 from storage.log import Log
 
 log = logging.getLogger("minibroker.cleaner")
@@ -30,6 +38,22 @@ class LogCleanerTask:
         self.in_progress: set[tuple[str, int]] = set()
         self.horizons: dict[tuple[str, int], int] = {}  # earliest pending tombstone/marker delete horizon
         self.cleanings = 0
+        self._scanned: set[tuple[str, int]] = set()
+
+    async def _learn_horizons(self) -> None:
+        """Once per log: the delete horizons already on disk (a restart forgets the in-memory ones)."""
+        loop = asyncio.get_running_loop()
+        for tp, lg in self.broker.log_manager.logs().items():
+            if tp in self._scanned or not lg.config.compact:
+                continue
+            self._scanned.add(tp)
+            try:
+                horizon = await loop.run_in_executor(None, pending_delete_horizon, lg)
+            except (OSError, ValueError) as e:
+                log.warning("cannot read the delete horizons of %s: %s", lg.dir.name, e)
+                continue
+            if horizon is not None and tp not in self.horizons:
+                self.horizons[tp] = horizon
 
     def _candidates(self, now: int) -> list[LogToClean]:
         lm = self.broker.log_manager
@@ -47,6 +71,7 @@ class LogCleanerTask:
         """Clean the filthiest log if one needs it; True if a cleaning was swapped in."""
         from minibroker.broker import now_ms
 
+        await self._learn_horizons()
         now = now_ms()
         ltc = grab_filthiest(self._candidates(now))
         if ltc is None:

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from protocol.errors import KafkaError
-from protocol.records.batch import BatchView, InvalidBatch
+from protocol.records.batch import DELETE_HORIZON_BIT, BatchView, InvalidBatch
 from protocol.records.v2 import (
     ControlType,
     DecodedBatch,
@@ -252,6 +252,8 @@ class _Filter:
     now: int
     delete_retention_ms: int
     earliest_horizon: int | None = None
+    # producer id -> whether its current transaction still has records in the cleaned log
+    txn_has_data: dict[int, bool] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=lambda: {"read": 0, "kept": 0, "tombstones_removed": 0,
                                                           "aborted_removed": 0, "markers_removed": 0})
 
@@ -261,7 +263,12 @@ class _Filter:
         horizon = batch.base_timestamp if batch.has_delete_horizon else None
         self.stats["read"] += len(batch.records)
         if batch.is_control:
-            if horizon is not None and self.now >= horizon:
+            # A marker goes once its horizon passed and its transaction has no record left (an
+            # aborted one never has); a commit marker of surviving records stays, or reloading
+            # producer state would see a transaction that never ended (Kafka: Cleaner's
+            # CleanedTransactionMetadata).
+            has_data = self.txn_has_data.pop(batch.producer_id, False)
+            if horizon is not None and self.now >= horizon and not has_data:
                 self.stats["markers_removed"] += len(batch.records)
                 return None
             return self._emit(batch, list(batch.records), horizon)
@@ -281,6 +288,8 @@ class _Filter:
             keep.append(r)
         if not keep:
             return None
+        if batch.is_transactional:
+            self.txn_has_data[batch.producer_id] = True
         return self._emit(batch, keep, horizon)
 
     def _emit(self, batch: DecodedBatch, keep: list[DecodedRecord], horizon: int | None) -> bytes:
@@ -289,7 +298,7 @@ class _Filter:
         new_horizon = horizon
         if needs_horizon and horizon is None:
             new_horizon = self.now + self.delete_retention_ms
-        if needs_horizon and new_horizon is not None:
+        if needs_horizon and new_horizon is not None and new_horizon > self.now:  # a past one is done with
             self.earliest_horizon = new_horizon if self.earliest_horizon is None else min(self.earliest_horizon,
                                                                                          new_horizon)
         if len(keep) == len(batch.records) and new_horizon == horizon:
@@ -372,6 +381,17 @@ def clean(log: Log, ltc: LogToClean, now: int, now_ms: Callable[[], int]) -> Cle
     logger.info("Cleaned %s: %d segment(s) into %d, offsets [%d, %d) dirty, %s", log.dir.name, len(segments),
                 len(new), ltc.first_dirty_offset, end, f.stats)
     return CleanResult(log, groups, new, end, f.earliest_horizon, f.stats)
+
+
+def pending_delete_horizon(log: Log) -> int | None:
+    """The earliest delete horizon stamped on a batch of the log's inactive segments (headers
+    only), so that tombstones and markers cleaned before a restart still expire after it."""
+    earliest: int | None = None
+    for seg in log.segments.values()[:-1]:
+        for _, view in seg.log.batches_from(0):
+            if view.magic == 2 and view.attributes & DELETE_HORIZON_BIT:
+                earliest = view.base_timestamp if earliest is None else min(earliest, view.base_timestamp)
+    return earliest
 
 
 def swap_in(result: CleanResult) -> bool:

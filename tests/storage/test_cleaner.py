@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.records.v2 import ControlType, Record, build_batch, build_control_batch, decode_batches
-from storage.cleaner import clean, grab_filthiest, log_to_clean, swap_in
+from storage.cleaner import clean, grab_filthiest, log_to_clean, pending_delete_horizon, swap_in
 from storage.config import LogConfig
 from storage.log import AppendOrigin, Log
 from storage.log_files import SWAP_FILE_SUFFIX
@@ -86,6 +86,7 @@ def test_tombstones_kept_until_the_delete_horizon(tmp_path):
     got = {k: v for _, k, v in records(lg)}
     assert got == {b"a": None, b"b": b"y19", b"c": b"z" * 40}
     assert result.earliest_horizon == clock() + 1000
+    assert pending_delete_horizon(lg) == result.earliest_horizon  # found again after a restart
     # before the horizon a new cleaning keeps it, after it the tombstone goes
     clock.advance(500)
     run_cleaner(lg, clock, checkpoint=result.end_offset)
@@ -248,3 +249,31 @@ def test_partly_cleaned_batches_survive_recovery(tmp_path):
         seg.close_handlers()
     again = Log.open(tmp_path / "c-0", lg.config, now_ms=clock, recovery_point=0, clean_shutdown=False)
     assert records(again) == want and again.log_end_offset == 6
+
+
+def test_commit_marker_kept_while_its_records_survive(tmp_path):
+    """After the delete horizon an abort marker (its records are gone) is removed, a commit marker
+    whose records are still in the log stays: without it, reloading producer state would see a
+    transaction that never ended."""
+    clock = Clock()
+    lg = compacted(tmp_path, clock, segment_bytes=100_000, delete_retention_ms=100)
+
+    def marker(kind):
+        return build_control_batch(kind, producer_id=7, producer_epoch=0, coordinator_epoch=0, timestamp=SEED_TS)
+
+    txn = dict(producer_id=7, producer_epoch=0, is_transactional=True)
+    lg.append_as_leader(keyed([(b"k1", b"committed")], base_sequence=0, **txn))
+    lg.append_as_leader(marker(ControlType.COMMIT), origin=AppendOrigin.COORDINATOR)
+    lg.append_as_leader(keyed([(b"k2", b"aborted")], base_sequence=1, **txn))
+    lg.append_as_leader(marker(ControlType.ABORT), origin=AppendOrigin.COORDINATOR)
+    lg.roll()
+    first = run_cleaner(lg, clock)
+    assert first.earliest_horizon == clock() + 100
+    clock.advance(200)
+    second = run_cleaner(lg, clock, checkpoint=first.end_offset, horizon=first.earliest_horizon)
+    controls = [(b.base_offset, b.is_control) for seg in lg.segments.values()
+                for b in decode_batches(seg.log.read(0, seg.size)) if b.is_control]
+    assert controls == [(1, True)]  # the commit marker; the abort marker (offset 3) is gone
+    assert second.stats["markers_removed"] == 1 and second.earliest_horizon is None
+    # nothing left to expire: the log is not picked again
+    assert grab_filthiest([log_to_clean(lg, second.end_offset, clock(), second.earliest_horizon)]) is None
