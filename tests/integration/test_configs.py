@@ -325,3 +325,19 @@ def test_topic_and_broker_configs_survive_a_restart(tmp_path):
         assert d["retention.ms"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
         assert topic_log_config(b2, t).retention_bytes == 99999
         assert topic_log_config(b2, t).retention_ms == 86400000
+
+
+def test_create_topics_with_configs_and_validate_only(b):
+    a = admin(b)
+    t = unique("ct")
+    fut = a.create_topics([NewTopic(t, 2, 1, config={"segment.bytes": "10"})], validate_only=True)[t]
+    with pytest.raises(Exception) as e:
+        fut.result(TIMEOUT)
+    assert e.value.args[0].code() == ErrorCode.INVALID_CONFIG
+    assert "Invalid value 10 for configuration segment.bytes: Value must be at least 14" in str(e.value)
+    a.create_topics([NewTopic(t, 2, 1, config={"cleanup.policy": "compact"})], validate_only=True)[t].result(TIMEOUT)
+    assert t not in b.call(lambda br: set(br.topics))
+    a.create_topics([NewTopic(t, 2, 1, config={"cleanup.policy": "compact"})])[t].result(TIMEOUT)
+    d = describe(a, "topic", t)
+    assert d["cleanup.policy"].value == "compact"
+    assert all(lg.config.compact for lg in b.call(lambda br: list(br.topics[t].partitions.values())))
