@@ -405,5 +405,12 @@ def sink_config(options: Mapping[str, str]) -> SinkConfig:
     # Java's default partitioner hashes keys with murmur2; librdkafka's default is CRC32, so a
     # keyed record would land elsewhere than with format("kafka"). Keep Java's placement.
     params.setdefault("partitioner", "murmur2_random")
+    # Java producers are idempotent by default (Kafka 3.0+), so Spark's sink is; librdkafka's is
+    # not. Like Java (KIP-679), settings that conflict with it leave it off unless asked for.
+    conflicts = (params.get("acks", "all").strip().lower() not in ("all", "-1")
+                 or params.get("retries", "1").strip() == "0"
+                 or int(params.get("max.in.flight.requests.per.connection", "5")) > 5)
+    if not conflicts:
+        params.setdefault("enable.idempotence", "true")
     topic = opts[TOPIC].strip() if TOPIC in opts else None
     return SinkConfig(topic=topic or None, producer=params)

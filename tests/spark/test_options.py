@@ -125,7 +125,10 @@ def test_consumer_settings():
 def test_sink_settings():
     cfg = sink_config({**B, "topic": " out ", "kafka.acks": "1"})
     assert cfg.topic == "out"
+    # acks=1 conflicts with idempotence, so it stays off, as with the Java producer.
     assert cfg.producer == {"bootstrap.servers": "h:1", "acks": "1", "partitioner": "murmur2_random"}
+    assert sink_config(B).producer["enable.idempotence"] == "true"
+    assert sink_config({**B, "kafka.enable.idempotence": "false"}).producer["enable.idempotence"] == "false"
     assert sink_config({**B, "kafka.partitioner": "random"}).producer["partitioner"] == "random"
     assert sink_config(B).topic is None
     with pytest.raises(ValueError, match="'key.serializer' is not supported"):
