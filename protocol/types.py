@@ -132,10 +132,9 @@ def _take(buf, pos: int, n: int):
 
 
 def _utf8(raw) -> str:
-    try:
-        return str(raw, "utf-8")
-    except UnicodeDecodeError as e:
-        raise DecodeError(f"string is not valid UTF-8: {e}") from None
+    # Kafka reads strings with `new String(bytes, UTF_8)`, which replaces malformed sequences with
+    # U+FFFD instead of failing: a client id or name in another encoding is served, not dropped.
+    return str(raw, "utf-8", "replace")
 
 
 # Strings: int16 length (non-flexible) or uvarint length+1 (compact, flexible versions).
