@@ -28,7 +28,7 @@ import pytest
 from protocol.apis import api_versions, metadata, produce
 from protocol.codec import decode
 from protocol.errors import ErrorCode as E
-from protocol.headers import RequestHeader, encode_request_header
+from protocol.headers import RequestHeader, encode_request_header, response_header_version
 from protocol.records.batch import crc32c
 from protocol.records.compression import compress
 from protocol.records.v2 import Record, build_batch, encode_records
@@ -148,6 +148,8 @@ class FrameRow:
     ours: str  # CLOSE, or the name of the error code in the answer
     log: str | None  # a fragment of the broker's log line for a close
     kafka: str
+    answer: tuple[Any, int] = (api_versions, 0)  # the API module and version the answer is read as
+    known_gap: str | None = None
 
 
 FRAMES = [
@@ -184,24 +186,32 @@ FRAMES = [
     FrameRow("negative string length -5 (Metadata v4 topic name)",
              framed(header(metadata.API.key, 4) + struct.pack(">ih", 1, -5) + b"\x00"), CLOSE,
              "malformed Metadata v4", "close (Error reading request: non-nullable field was negative)"),
-    FrameRow("bad UTF-8 in a topic name (Metadata v9)", lambda: framed(metadata_v9(b"bad-\xff\xfe-name")), CLOSE,
-             "not valid UTF-8",
-             "kafka differs: reads it with U+FFFD replacements and answers INVALID_TOPIC_EXCEPTION"),
+    FrameRow("bad UTF-8 in a topic name (Metadata v9)", lambda: framed(metadata_v9(b"bad-\xff\xfe-name")),
+             "INVALID_TOPIC_EXCEPTION", None,
+             "INVALID_TOPIC_EXCEPTION: the name is read with U+FFFD replacements, then fails Topic.validate",
+             answer=(metadata, 9), known_gap="bug: handlers/metadata.py answers an illegal name of a topic it "
+             "does not create UNKNOWN_TOPIC_OR_PARTITION; Kafka (KafkaApis.getTopicMetadata) validates it"),
     FrameRow("bad UTF-8 in the client id (Metadata v4)",
              framed(header(metadata.API.key, 4, client_id=None)[:-2] + b"\x00\x02\xc3\x28"
-                    + struct.pack(">i", 0) + b"\x00"), CLOSE, "unreadable request header",
-             "kafka differs: replaces the bad bytes and answers the request"),
+                    + struct.pack(">i", 0) + b"\x00"), "NONE", None,
+             "answered: the client id is read with U+FFFD replacements", answer=(metadata, 4)),
 ]
 
 
-def _answer_of(raw: RawClient) -> str:
-    """CLOSE if the broker closed; else the error code name of an ApiVersions v0 answer."""
+def _answer_of(raw: RawClient, answer: tuple[Any, int]) -> str:
+    """CLOSE if the broker closed; else the error code name in the answer (ApiVersions: the
+    top-level one; Metadata: the first topic's, NONE for no topic)."""
     raw.sock.settimeout(5.0)
     try:
         frame = raw.recv_frame()
     except (EOFError, ConnectionResetError):
         return CLOSE
-    return E(decode(api_versions.RESPONSE, 0, frame, 4).error_code).name
+    mod, version = answer
+    pos = 4 + (1 if response_header_version(mod.API.key, version) >= 1 else 0)
+    body = decode(mod.RESPONSE, version, frame, pos)
+    if mod is metadata:
+        return E(body.topics[0].error_code).name if body.topics else "NONE"
+    return E(body.error_code).name
 
 
 def api_versions_works(bootstrap: str) -> bool:
@@ -211,14 +221,19 @@ def api_versions_works(bootstrap: str) -> bool:
     return body.error_code == 0
 
 
-@pytest.mark.parametrize("row", FRAMES, ids=[r.name for r in FRAMES])
+def _frame_params() -> list[Any]:
+    return [pytest.param(r, id=r.name, marks=[pytest.mark.xfail(strict=True, reason=r.known_gap)]
+                         if r.known_gap else []) for r in FRAMES]
+
+
+@pytest.mark.parametrize("row", _frame_params())
 def test_frame_table(mb, row: FrameRow, caplog):
     caplog.set_level(logging.INFO, logger="minibroker")
     data = row.data() if callable(row.data) else row.data
     with RawClient(mb.bootstrap) as bystander, RawClient(mb.bootstrap) as raw:
         api_versions_works(mb.bootstrap)
         raw.send_raw(data)
-        assert _answer_of(raw) == row.ours, row.kafka
+        assert _answer_of(raw, row.answer) == row.ours, row.kafka
         # The connection opened before is still served, and so are new ones.
         body = bystander.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="x",
                                                                         client_software_version="1"))
