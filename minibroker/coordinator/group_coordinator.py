@@ -204,6 +204,8 @@ class GroupCoordinator:
                     log.error("Skipping a transactional __consumer_offsets record while loading: %s", e)
                     continue
                 if isinstance(rec, OffsetCommitRecord) and rec.value is not None:
+                    if rec.group not in self.groups:  # a simple group, as _replay_offset makes
+                        self.groups[rec.group] = ClassicGroup(rec.group, current_state_timestamp=None)
                     self.pending_txn_offsets.setdefault(pid, {}).setdefault(rec.group, {})[
                         (rec.topic, rec.partition)] = rec.value
         for group in self.groups.values():
