@@ -193,4 +193,7 @@ def apply_broker_config(broker: Any, config: BrokerConfig) -> None:
     lm.default_config = LogConfig.from_kafka(to_log_config_props(effective_topic_config(config, {})))
     for topic in list(broker.topics.values()):
         topic.config = effective_topic_config(config, topic.overrides)
-        lm.set_topic_overrides(topic.name, topic.overrides)
+        # the overrides themselves did not change: new LogConfigs for the open logs, no file write
+        log_config = LogConfig.from_kafka(to_log_config_props(topic.config))
+        for lg in topic.partitions.values():
+            lg.config = log_config
