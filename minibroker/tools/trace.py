@@ -23,8 +23,10 @@ import logging
 import time
 import uuid
 from collections.abc import Iterator
+from enum import IntEnum
 from typing import Any, TextIO
 
+from protocol.errors import ErrorCode
 from protocol.records.batch import BatchView, InvalidBatch, iter_batches
 from protocol.schema import Message
 
@@ -68,15 +70,25 @@ def to_plain(value: Any, version: int | None = None) -> Any:
         return [to_plain(v, version) for v in value]
     if isinstance(value, uuid.UUID):
         return str(value)
+    if isinstance(value, IntEnum):
+        return int(value)  # handlers answer with ErrorCode members or plain ints: print them alike
     if isinstance(value, (bytes, bytearray, memoryview)):
         b = bytes(value)
         return b.hex() if len(b) <= 32 else f"<{len(b)} bytes>"
     return value
 
 
+def _error_name(code: Any) -> str:
+    try:
+        return f"{code} ({ErrorCode(code).name})" if code else repr(code)
+    except ValueError:
+        return repr(code)
+
+
 def _short(value: Any) -> str:
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k}: {_error_name(v) if k == 'error_code' else _short(v)}"
+                               for k, v in value.items()) + "}"
     if isinstance(value, list):
         items = [_short(v) for v in value[:_MAX_LIST]]
         if len(value) > _MAX_LIST:
