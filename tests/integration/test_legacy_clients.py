@@ -100,10 +100,11 @@ def old_producer(mb, api, codec=None) -> KafkaProducer:
 
 
 def old_consume(mb, api, topic: str, n: int, *, group: str | None = None) -> list:
-    consumer = KafkaConsumer(bootstrap_servers=mb.bootstrap, api_version=api, auto_offset_reset="earliest",
-                             group_id=group, enable_auto_commit=False, consumer_timeout_ms=1000)
+    pin = {} if api is None else {"api_version": api}
+    consumer = KafkaConsumer(bootstrap_servers=mb.bootstrap, auto_offset_reset="earliest",
+                             group_id=group, enable_auto_commit=False, consumer_timeout_ms=1000, **pin)
     try:
-        if group is None or api < (0, 9):
+        if group is None or (api is not None and api < (0, 9)):
             consumer.assign([TopicPartition(topic, 0)])
         else:
             consumer.subscribe([topic])
@@ -327,3 +328,43 @@ def test_modern_consumer_reads_magic_0_and_1_topics_at_new_fetch_versions(mb):
         finally:
             c.close()
         assert [(m.offset(), m.value()) for m in msgs] == [(i, expected(i)[1]) for i in range(2, N)]
+
+
+# --------------------------------------------------------------------- modern clients stay modern
+
+
+def test_advertising_v0_does_not_pull_modern_clients_down(mb, request_log):
+    """Produce/Fetch/ListOffsets now start at v0 in ApiVersions; unpinned clients must still pick
+    their newest versions (flexible ones), not the seeds'."""
+    topic = topic_with(mb, None)
+    p = KafkaProducer(bootstrap_servers=mb.bootstrap, enable_idempotence=False)
+    p.send(topic, b"x").get(TIMEOUT)
+    p.close()
+    old_consume(mb, None, topic, 1)
+    assert min(request_log.versions("ProduceRequest")) >= 9
+    assert min(request_log.versions("FetchRequest")) >= 12
+    assert min(request_log.versions("ListOffsetsRequest")) >= 6
+    sent: list[str] = []
+
+    class Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            sent.append(record.getMessage())
+
+    rdk = logging.getLogger(unique("rdkafka"))
+    rdk.addHandler(Lines())
+    rdk.setLevel(logging.DEBUG)
+    conf = {"bootstrap.servers": mb.bootstrap, "debug": "protocol", "logger": rdk}
+    cp = Producer({**conf, "enable.idempotence": False})
+    cp.produce(topic, b"y")
+    assert cp.flush(TIMEOUT) == 0
+    c = Consumer({**conf, "group.id": unique("g"), "auto.offset.reset": "earliest"})
+    c.assign([CTopicPartition(topic, 0, 0)])
+    try:
+        confluent_consume(c, 2)
+    finally:
+        c.close()
+    versions: dict[str, set[int]] = {}
+    for line in sent:
+        for name, v in re.findall(r"Sent (\w+)Request \(v(\d+)", line):
+            versions.setdefault(name, set()).add(int(v))
+    assert min(versions["Produce"]) >= 9 and min(versions["Fetch"]) >= 12, versions
