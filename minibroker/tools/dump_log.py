@@ -9,7 +9,8 @@
 
 Per file suffix: `.log` (batches; `--deep-iteration` adds one `| offset:` line per record,
 `--print-data-log` adds key and payload and implies deep iteration; `--offsets-decoder` reads
-`__consumer_offsets` records as JSON), `.index` (`offset: 29 position: 15556`, checked against
+`__consumer_offsets` records as JSON, `--transaction-log-decoder` those of
+`__transaction_state`), `.index` (`offset: 29 position: 15556`, checked against
 the log as Kafka checks it), `.timeindex` (`timestamp: ... offset: ...`), `.snapshot` (producer
 state) and `.txnindex` (aborted transactions). `--index-sanity-check` runs the broker's own load
 check instead of printing entries.
@@ -405,6 +406,38 @@ def offsets_parser(r: RecordSummary) -> tuple[str | None, str | None]:
         return f"Error at offset {r.offset}, skipping. {e}", None
 
 
+# Kafka's TransactionState ids (TransactionMetadata.scala), printed by name.
+_TXN_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
+               5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
+
+
+def transaction_log_parser(r: RecordSummary) -> tuple[str | None, str | None]:
+    """Key and value of a __transaction_state record as Kafka's TransactionLog.formatRecordKeyAndValue
+    prints them."""
+    from protocol import coordinator_records as cr
+    from protocol.codec import decode
+
+    try:
+        key = bytes(r.key or b"")
+        (kv,) = struct.unpack_from(">h", key, 0)
+        if kv != 0:
+            return f"unknown::version={kv}", None
+        txn_id = decode(cr.TRANSACTION_LOG_KEY, 0, key, 2).transactional_id
+        key_str = f"transaction_metadata::transactionalId={txn_id}"
+        if r.value is None:
+            return key_str, "<DELETE>"
+        value = bytes(r.value)
+        (vv,) = struct.unpack_from(">h", value, 0)
+        v = decode(cr.TRANSACTION_LOG_VALUE, vv, value, 2, exact=False)
+        parts = ",".join(f"{t.topic}-{p}" for t in v.transaction_partitions or () for p in t.partition_ids)
+        state = _TXN_STATES.get(v.transaction_status, f"Unknown({v.transaction_status})")
+        return key_str, (f"producerId:{v.producer_id},producerEpoch:{v.producer_epoch},state={state},"
+                         f"partitions=[{parts}],txnLastUpdateTimestamp={v.transaction_last_update_timestamp_ms},"
+                         f"txnTimeoutMs={v.transaction_timeout_ms}")
+    except Exception as e:  # noqa: BLE001 - reported in place of the record, as the offsets decoder does
+        return f"Error at offset {r.offset}, skipping. {e}", None
+
+
 # -- command line ----------------------------------------------------------------------------------
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="minibroker dump-log",
@@ -420,6 +453,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--max-bytes", type=int, default=(1 << 31) - 1, help="read at most this much of a .log")
     p.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024, help="accepted, as Kafka's")
     p.add_argument("--offsets-decoder", action="store_true", help="decode __consumer_offsets records")
+    p.add_argument("--transaction-log-decoder", action="store_true", help="decode __transaction_state records")
     p.add_argument("--layout", choices=["current", "classic"], default="current",
                    help="batch line layout: current Kafka, or classic (Kafka 2.x/3.0, as in seed 003)")
     args = p.parse_args(argv)
@@ -436,6 +470,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     parser = None
     if args.offsets_decoder:
         parser = offsets_parser
+    elif args.transaction_log_decoder:
+        parser = transaction_log_parser
     elif args.print_data_log:
         parser = string_parser
     state = DumpState()

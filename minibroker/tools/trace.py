@@ -97,16 +97,6 @@ def _short(value: Any) -> str:
     return repr(value)
 
 
-def hexdump(data: bytes, width: int = 16) -> str:
-    lines = []
-    for i in range(0, len(data), width):
-        chunk = data[i:i + width]
-        hx = " ".join(f"{b:02x}" for b in chunk)
-        asc = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
-        lines.append(f"    {i:08x}  {hx:<{width * 3}} {asc}")
-    return "\n".join(lines)
-
-
 # -- annotated hex ----------------------------------------------------------------------------------
 _BATCH_FIELDS = [("baseOffset", 8), ("batchLength", 4), ("partitionLeaderEpoch", 4), ("magic", 1), ("crc", 4),
                  ("attributes", 2), ("lastOffsetDelta", 4), ("baseTimestamp", 8), ("maxTimestamp", 8),

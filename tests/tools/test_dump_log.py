@@ -221,3 +221,29 @@ def test_cli_dispatch_and_kafka_style_files_option(tmp_path):
     assert r.stdout.splitlines()[0] == f"Dumping {d / SEG}.log"
     assert "size: 76" in r.stdout
     assert "no such file" in r.stderr and r.returncode == 1
+
+
+def test_transaction_log_decoder(tmp_path):
+    from protocol import coordinator_records as cr
+    from protocol.codec import encode
+
+    def prefixed(schema, version, obj):
+        return struct.pack(">h", version) + bytes(encode(schema, version, obj))
+
+    key = prefixed(cr.TRANSACTION_LOG_KEY, 0, cr.TRANSACTION_LOG_KEY(transactional_id="tx-1"))
+    V = cr.TRANSACTION_LOG_VALUE
+    value = prefixed(V, 0, V(producer_id=4000, producer_epoch=3, transaction_timeout_ms=60000, transaction_status=1,
+                              transaction_partitions=[V.PartitionsSchema(topic="orders", partition_ids=[0, 2])],
+                              transaction_last_update_timestamp_ms=1700000000000,
+                              transaction_start_timestamp_ms=1700000000000))
+    b = v2.build_batch([v2.Record(key=key, value=value), v2.Record(offset_delta=1, key=key, value=None),
+                        v2.Record(offset_delta=2, key=struct.pack(">h", 5), value=b"")], base_timestamp=1)
+    d = partition_dir(tmp_path, b)
+    out, _, _ = run(str(d / f"{SEG}.log"), "--transaction-log-decoder")
+    tails = [ln.split(" headerKeys: [] ", 1)[1] for ln in out.splitlines() if ln.startswith("| offset:")]
+    assert tails == [
+        "key: transaction_metadata::transactionalId=tx-1 payload: producerId:4000,producerEpoch:3,state=Ongoing,"
+        "partitions=[orders-0,orders-2],txnLastUpdateTimestamp=1700000000000,txnTimeoutMs=60000",
+        "key: transaction_metadata::transactionalId=tx-1 payload: <DELETE>",
+        "key: unknown::version=5",
+    ]
