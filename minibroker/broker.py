@@ -236,6 +236,8 @@ class Broker:
                 await task
             except (asyncio.CancelledError, Exception):
                 pass
+        if self.cleaner is not None:
+            await self.cleaner.stop()  # a cleaning still writing on its thread finishes first
         for hook in list(self.coordinators.values()):
             stop = getattr(hook, "stop", None)
             if stop is not None:

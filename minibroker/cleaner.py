@@ -20,6 +20,7 @@ from typing import Any
 from protocol.errors import ErrorCode, KafkaError
 from storage.cleaner import (
     CleanerAborted,
+    CleanResult,
     LogToClean,
     clean,
     grab_filthiest,
@@ -39,6 +40,7 @@ class LogCleanerTask:
         self.horizons: dict[tuple[str, int], int] = {}  # earliest pending tombstone/marker delete horizon
         self.cleanings = 0
         self._scanned: set[tuple[str, int]] = set()
+        self._job: asyncio.Future[CleanResult] | None = None
 
     async def _learn_horizons(self) -> None:
         """Once per log: the delete horizons already on disk (a restart forgets the in-memory ones)."""
@@ -81,25 +83,44 @@ class LogCleanerTask:
         self.in_progress.add(tp)
         try:
             loop = asyncio.get_running_loop()
+            self._job = loop.run_in_executor(None, clean, lg, ltc, now, now_ms)
             try:
-                result = await loop.run_in_executor(None, clean, lg, ltc, now, now_ms)
+                result = await self._job
             except CleanerAborted as e:
+                self._job = None
                 log.info("cleaning of %s aborted: %s", lg.dir.name, e)
                 return False
+            self._job = None  # kept only while the task is cancelled mid-cleaning (see stop)
             async with self.broker.file_deletion_lock:
-                swapped = swap_in(result)
-            if not swapped:
-                log.info("cleaning of %s dropped: the log changed meanwhile", lg.dir.name)
-                return False
-            self.broker.log_manager.cleaner_checkpoints[tp] = result.end_offset
-            if result.earliest_horizon is not None:
-                self.horizons[tp] = result.earliest_horizon
-            else:
-                self.horizons.pop(tp, None)
-            self.cleanings += 1
-            return True
+                return self._finish(result)
         finally:
             self.in_progress.discard(tp)
+
+    def _finish(self, result: CleanResult) -> bool:
+        lg = result.log
+        tp = (lg.topic, lg.partition)
+        if not swap_in(result):
+            log.info("cleaning of %s dropped: the log changed meanwhile", lg.dir.name)
+            return False
+        self.broker.log_manager.cleaner_checkpoints[tp] = result.end_offset
+        if result.earliest_horizon is not None:
+            self.horizons[tp] = result.earliest_horizon
+        else:
+            self.horizons.pop(tp, None)
+        self.cleanings += 1
+        return True
+
+    async def stop(self) -> None:
+        """After the task was cancelled: let a cleaning running on its thread end (the thread
+        cannot be interrupted) and swap its result in while the logs are still open."""
+        job, self._job = self._job, None
+        if job is None or job.done() and job.cancelled():
+            return
+        try:
+            result = await asyncio.shield(job)
+        except Exception:
+            return
+        self._finish(result)
 
     async def run(self) -> None:
         while True:
