@@ -58,6 +58,9 @@ def _broker_resource(broker: Any, name: str | None) -> bool:
 
 
 def _topic(broker: Any, name: str) -> Any:
+    from minibroker.broker import validate_topic_name
+
+    validate_topic_name(name)  # an illegal name is INVALID_TOPIC_EXCEPTION (Kafka: Topic.validate)
     topic = broker.topics.get(name)
     if topic is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")

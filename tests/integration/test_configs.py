@@ -303,6 +303,11 @@ def test_incremental_alter_configs_every_version(b, version):
         resp = c.call(incremental_alter_configs.API, version, req)
     assert [r.error_code for r in resp.responses] == [0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                                       ErrorCode.INVALID_REQUEST]
+    bad = R(resources=[R.AlterConfigsResource(resource_type=2, resource_name="bad/name", configs=[])],
+            validate_only=True)
+    with RawClient(b.bootstrap) as c:
+        assert c.call(incremental_alter_configs.API, version, bad).responses[0].error_code == \
+            ErrorCode.INVALID_TOPIC_EXCEPTION
     assert b.call(lambda br: br.topics[t].config["cleanup.policy"]) == ["delete", "compact"]
 
 
