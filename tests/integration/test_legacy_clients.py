@@ -400,3 +400,26 @@ def test_stored_format_survives_a_restart_and_follows_alter_configs(tmp_path):
         # so the two older v1 entries go out as stored; kafka-python reads either magic
         got = old_consume(b, (0, 9), topic, 3)
         assert [(m.offset, m.value) for m in got] == [(0, b"before"), (1, b"after restart"), (2, b"as v0")]
+
+
+@pytest.mark.parametrize("codec", ["snappy", "lz4"])
+@pytest.mark.parametrize("api", [(0, 9), (0, 10, 1)], ids=["0.9", "0.10.1"])
+def test_old_producer_snappy_and_lz4_on_a_v1_topic(mb, api, codec):
+    """kafka-python at (0, 9) writes magic 0, whose lz4 frames carry the old header checksum
+    (KAFKA-3160); the v1 topic stores them rewritten as magic 1 with a correct frame; librdkafka
+    and an old reader both get the records back."""
+    topic = topic_with(mb, "0.10.0")
+    p = old_producer(mb, api, codec)
+    for k, v in map(expected, range(N)):
+        p.send(topic, key=k, value=v)
+    p.flush(TIMEOUT)
+    p.close()
+    shallow = list(legacy.iter_shallow(segment_data(mb, topic)))
+    assert {(m.magic, m.attributes & 7) for m in shallow} == {(1, {"snappy": 2, "lz4": 3}[codec])}
+    c = confluent_consumer(mb, unique("g"))
+    c.assign([CTopicPartition(topic, 0, 0)])
+    try:
+        assert [(m.offset(), m.value()) for m in confluent_consume(c, N)] == [(i, expected(i)[1]) for i in range(N)]
+    finally:
+        c.close()
+    assert [m.value for m in old_consume(mb, (0, 9), topic, N)] == [expected(i)[1] for i in range(N)]
