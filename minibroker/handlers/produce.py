@@ -15,7 +15,6 @@ Behavior:
 - With flush.messages=1 (the fsync-per-append setting) the fsync happens, off the event loop,
   before the response is sent.
 - Appends wake long-polling fetches on the partition.
-
 - Old formats (issue 7): a MessageSet v0/v1 is validated (CRC-32, sizes, wrapper/inner offsets)
   and up-converted to RecordBatch v2, unless the topic's message.format.version keeps magic 0/1
   on disk; then newer producers' batches are down-converted instead (minibroker.handlers.legacy).
