@@ -10,8 +10,10 @@ offsets. What the broker stored is read back from the partition logs, not throug
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,13 +33,20 @@ def every_third(n: int) -> bool:
     return n % 3 == 2 and n // 3 < MAX_DROPS
 
 
-@pytest.fixture
-def proxied(tmp_path) -> Iterator[tuple[BrokerThread, DroppingProxy]]:
+@contextlib.contextmanager
+def proxied_broker(data_dir: Path) -> Iterator[tuple[BrokerThread, DroppingProxy]]:
+    """A broker advertising a dropping proxy in front of it, with the test topic."""
     proxy = DroppingProxy(every_third)
-    with proxy, BrokerThread(tmp_path / "data", overrides={**TEST_OVERRIDES, **proxy.advertised_listener}) as b:
+    with proxy, BrokerThread(data_dir, overrides={**TEST_OVERRIDES, **proxy.advertised_listener}) as b:
         proxy.start(b.bootstrap)
         create_topic(b, TOPIC, PARTITIONS)
         yield b, proxy
+
+
+@pytest.fixture
+def proxied(tmp_path) -> Iterator[tuple[BrokerThread, DroppingProxy]]:
+    with proxied_broker(tmp_path / "data") as pb:
+        yield pb
 
 
 def plan() -> list[tuple[int, bytes, bytes]]:
