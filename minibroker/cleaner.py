@@ -22,6 +22,7 @@ from storage.cleaner import (
     CleanerAborted,
     CleanResult,
     LogToClean,
+    UncleanableLog,
     clean,
     grab_filthiest,
     log_to_clean,
@@ -40,6 +41,7 @@ class LogCleanerTask:
         self.horizons: dict[tuple[str, int], int] = {}  # earliest pending tombstone/marker delete horizon
         self.cleanings = 0
         self._scanned: set[tuple[str, int]] = set()
+        self.uncleanable: set[tuple[str, int]] = set()  # Kafka: LogCleanerManager.uncleanablePartitions
         self._job: asyncio.Future[CleanResult] | None = None
 
     async def _learn_horizons(self) -> None:
@@ -61,7 +63,7 @@ class LogCleanerTask:
         lm = self.broker.log_manager
         out = []
         for tp, lg in lm.logs().items():
-            if not lg.config.compact or tp in self.in_progress:
+            if not lg.config.compact or tp in self.in_progress or tp in self.uncleanable:
                 continue
             try:
                 out.append(log_to_clean(lg, lm.cleaner_checkpoints.get(tp), now, self.horizons.get(tp)))
@@ -86,6 +88,11 @@ class LogCleanerTask:
             self._job = loop.run_in_executor(None, clean, lg, ltc, now, now_ms)
             try:
                 result = await self._job
+            except UncleanableLog as e:
+                self._job = None
+                self.uncleanable.add(tp)
+                log.warning("%s is uncleanable and will not be compacted: %s", lg.dir.name, e)
+                return False
             except CleanerAborted as e:
                 self._job = None
                 log.info("cleaning of %s aborted: %s", lg.dir.name, e)

@@ -75,6 +75,11 @@ class CleanerAborted(Exception):
     """The log changed under the cleaner (deleted, closed, segments retired); try again later."""
 
 
+class UncleanableLog(CleanerAborted):
+    """The log holds what this cleaner does not rewrite (MessageSet v0/v1 entries); Kafka marks
+    such a partition uncleanable and stops trying."""
+
+
 @dataclass
 class LogToClean:
     """A compacted log's cleanable state (Kafka: LogToClean)."""
@@ -203,6 +208,9 @@ def build_offset_map(segments: list[LogSegment], start: int, end: int, aborted: 
     offsets: dict[bytes, int] = {}
     for seg in segments:
         for view, raw in _batches(seg):
+            if view.magic != 2:
+                raise UncleanableLog(f"batch at offset {view.base_offset} is magic {view.magic}; only v2 batches "
+                                     "are compacted")
             if view.last_offset < start or view.is_control or view.base_offset in aborted:
                 continue
             if view.base_offset >= end:
@@ -331,7 +339,7 @@ def _write_group(log: Log, group: list[LogSegment], f: _Filter, now_ms: Callable
         for seg in group:
             for view, raw in _batches(seg):
                 if view.magic != 2:
-                    raise CleanerAborted(f"{log.dir.name}: batch at offset {view.base_offset} is magic "
+                    raise UncleanableLog(f"{log.dir.name}: batch at offset {view.base_offset} is magic "
                                          f"{view.magic}; only v2 batches are compacted")
                 out = f.filter_batch(view, raw)
                 if out is None:
@@ -376,6 +384,8 @@ def clean(log: Log, ltc: LogToClean, now: int, now_ms: Callable[[], int]) -> Cle
                 seg.close_handlers()
                 _remove_stale(log.dir, seg.base_offset)
             raise
+    except UncleanableLog:
+        raise
     except (OSError, ValueError, InvalidBatch) as e:
         raise CleanerAborted(f"{log.dir.name}: {e}") from e
     logger.info("Cleaned %s: %d segment(s) into %d, offsets [%d, %d) dirty, %s", log.dir.name, len(segments),

@@ -6,11 +6,19 @@ from __future__ import annotations
 import os
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.records.v2 import ControlType, Record, build_batch, build_control_batch, decode_batches
-from storage.cleaner import clean, grab_filthiest, log_to_clean, pending_delete_horizon, swap_in
+from storage.cleaner import (
+    UncleanableLog,
+    clean,
+    grab_filthiest,
+    log_to_clean,
+    pending_delete_horizon,
+    swap_in,
+)
 from storage.config import LogConfig
 from storage.log import AppendOrigin, Log
 from storage.log_files import SWAP_FILE_SUFFIX
@@ -277,3 +285,18 @@ def test_commit_marker_kept_while_its_records_survive(tmp_path):
     assert second.stats["markers_removed"] == 1 and second.earliest_horizon is None
     # nothing left to expire: the log is not picked again
     assert grab_filthiest([log_to_clean(lg, second.end_offset, clock(), second.earliest_horizon)]) is None
+
+
+def test_message_set_v1_log_is_uncleanable(tmp_path):
+    from protocol.records.legacy import RecordData, build_message_set
+
+    clock = Clock()
+    cfg = LogConfig.from_kafka({"message.format.version": "0.10.0", "cleanup.policy": "compact",
+                                "segment.bytes": "200"})
+    lg = Log.open(tmp_path / "old-0", cfg, now_ms=clock)
+    for i in range(10):
+        lg.append_as_leader(build_message_set([RecordData(0, SEED_TS, b"k", b"v%d" % i)], magic=1))
+    assert lg.num_segments > 1
+    with pytest.raises(UncleanableLog):
+        clean(lg, log_to_clean(lg, None, clock()), clock(), clock)
+    assert not any(p.name.endswith((".cleaned", ".swap")) for p in lg.dir.iterdir())
