@@ -214,16 +214,19 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
     R = offset_fetch.RESPONSE
     coord = _coordinator(ctx)
     v = ctx.version
+    stable = v >= 7 and req.require_stable
     if v >= 8:
         groups = []
         for g in req.groups:
             error, topics = _fetch_group(coord, g.group_id, g.topics)
+            if stable:
+                topics = _unstable(coord, g.group_id, topics)
             groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error, topics=[
                 R.OffsetFetchResponseTopics(name=name, partitions=[
                     R.OffsetFetchResponsePartitions(
                         partition_index=p, committed_offset=om.offset if om else -1,
                         committed_leader_epoch=om.leader_epoch if om else -1,
-                        metadata=om.metadata if om else "", error_code=0)
+                        metadata=om.metadata if om else "", error_code=_UNSTABLE if om is _PENDING else 0)
                     for p, om in parts])
                 for name, parts in topics]))
         return R(groups=groups)
@@ -231,6 +234,8 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
     if v < 2 and topics_req is None:
         topics_req = []
     error, topics = _fetch_group(coord, req.group_id, topics_req)
+    if stable:
+        topics = _unstable(coord, req.group_id, topics)
     if error and topics_req:
         # Before v2 there is no top-level error: each requested partition carries it.
         topics = [(t.name, [(p, None) for p in t.partition_indexes]) for t in topics_req]
@@ -240,9 +245,33 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
             R.OffsetFetchResponsePartition(
                 partition_index=p, committed_offset=om.offset if om else -1,
                 committed_leader_epoch=om.leader_epoch if om else -1,
-                metadata=om.metadata if om else "", error_code=part_error)
+                metadata=om.metadata if om else "", error_code=_UNSTABLE if om is _PENDING else part_error)
             for p, om in parts])
         for name, parts in topics])
+
+
+_UNSTABLE = ErrorCode.UNSTABLE_OFFSET_COMMIT
+
+
+class _Pending:
+    """Stands for an offset that a transaction has written but not committed yet."""
+
+    offset = leader_epoch = -1
+    metadata = ""
+
+
+_PENDING = _Pending()
+
+
+def _unstable(coord: Any, group_id: str, topics: list[Any]) -> list[Any]:
+    """require_stable (KIP-447): a partition with transactional offsets awaiting their marker
+    answers UNSTABLE_OFFSET_COMMIT, so that the consumer waits instead of reading an offset
+    the transaction is about to replace (OffsetMetadataManager.fetchOffsets)."""
+    pending = getattr(coord, "has_pending_transactional_offsets", None)
+    if coord is None or pending is None:
+        return topics
+    return [(name, [(p, _PENDING if pending(group_id, name, p) else om) for p, om in parts])
+            for name, parts in topics]
 
 
 # ------------------------------------------------------------------------------------ ListGroups
