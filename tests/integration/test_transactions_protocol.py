@@ -190,3 +190,46 @@ def test_verify_only_batched_form_v4(b):
         assert end(c, tid, r.producer_id, r.producer_epoch, True) == 0
         assert end(c, tid, r.producer_id, r.producer_epoch, True) == 0  # retried commit: NONE
         assert end(c, tid, r.producer_id, r.producer_epoch, False) == ErrorCode.INVALID_TXN_STATE
+
+
+def test_txn_offset_commit_is_pending_until_the_commit(b):
+    from protocol.apis import offset_fetch, txn_offset_commit
+
+    topic, tid, group = unique("to"), unique("tid"), unique("g")
+    create_topic(b, topic, 1)
+    T = txn_offset_commit.REQUEST
+
+    def commit_offsets(c: RawClient, pid: int, epoch: int, offset: int) -> int:
+        resp = c.call(txn_offset_commit.API, 3, T(
+            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1,
+            member_id="", group_instance_id=None, topics=[T.TxnOffsetCommitRequestTopic(name=topic, partitions=[
+                T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=offset,
+                                                  committed_leader_epoch=-1, committed_metadata="m")])]))
+        return resp.topics[0].partitions[0].error_code
+
+    def fetch(c: RawClient, stable: bool) -> tuple[int, int]:
+        F = offset_fetch.REQUEST
+        resp = c.call(offset_fetch.API, 7, F(group_id=group, require_stable=stable, topics=[
+            F.OffsetFetchRequestTopic(name=topic, partition_indexes=[0])]))
+        part = resp.topics[0].partitions[0]
+        return part.error_code, part.committed_offset
+
+    with RawClient(b.bootstrap) as c:
+        r = init(c, tid)
+        pid, epoch = r.producer_id, r.producer_epoch
+        # the group's partition is not in the transaction yet (INVALID_TXN_STATE before v5)
+        assert commit_offsets(c, pid, epoch, 5) == ErrorCode.INVALID_TXN_STATE
+        assert c.call(add_offsets_to_txn.API, 3, add_offsets_to_txn.REQUEST(
+            transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)).error_code == 0
+        assert commit_offsets(c, pid, epoch, 5) == 0
+        assert fetch(c, stable=True) == (ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)
+        assert fetch(c, stable=False) == (0, -1)  # nothing committed yet
+        assert end(c, tid, pid, epoch, True) == 0
+        assert fetch(c, stable=True) == (0, 5)
+        # an aborted transaction's offsets never count
+        assert add_partitions(c, tid, pid, epoch, [(topic, 0)]) == {(topic, 0): 0}
+        assert c.call(add_offsets_to_txn.API, 3, add_offsets_to_txn.REQUEST(
+            transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)).error_code == 0
+        assert commit_offsets(c, pid, epoch, 9) == 0
+        assert end(c, tid, pid, epoch, False) == 0
+        assert fetch(c, stable=True) == (0, 5)
