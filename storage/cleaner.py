@@ -41,6 +41,7 @@ Records are only ever decoded here, never on the produce or fetch path.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -349,6 +350,11 @@ def _write_group(log: Log, group: list[LogSegment], f: _Filter, now_ms: Callable
                 cleaned.append(data, [BatchInfo(nv.last_offset, nv.max_timestamp, nv.size)])
         cleaned.on_become_inactive()
         cleaned.flush()
+        # the cleaned file keeps the group's last modification time, so that time retention of a
+        # compact,delete log (which falls back to it for a segment without timestamps) still
+        # sees old data as old (Kafka: Cleaner.cleanSegments sets lastModified)
+        mtime_ns = max(os.stat(seg.log.path).st_mtime_ns for seg in group)
+        os.utime(cleaned.log.path, ns=(mtime_ns, mtime_ns))
         cleaned.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
     except BaseException:
         cleaned.close_handlers()

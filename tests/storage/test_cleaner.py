@@ -300,3 +300,17 @@ def test_message_set_v1_log_is_uncleanable(tmp_path):
     with pytest.raises(UncleanableLog):
         clean(lg, log_to_clean(lg, None, clock()), clock(), clock)
     assert not any(p.name.endswith((".cleaned", ".swap")) for p in lg.dir.iterdir())
+
+
+def test_cleaned_segment_keeps_the_old_modification_time(tmp_path):
+    clock = Clock()
+    lg = compacted(tmp_path, clock)
+    for i in range(30):
+        lg.append_as_leader(keyed([(b"k%d" % (i % 3), b"v" * 30)]))
+    old = [s for s in lg.segments.values()][:-1]
+    past = 1_000_000_000
+    for s in old:
+        os.utime(s.log.path, ns=(past * 10**9, past * 10**9))
+    result = run_cleaner(lg, clock)
+    for new in result.new_segments:
+        assert new.log.last_modified_ms() == past * 1000
