@@ -16,6 +16,11 @@ Behavior, for one broker that leads every partition and is its whole ISR:
   epoch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH).
 - DescribeTopicPartitions: topics by name (or all, sorted), partitions paged by
   response_partition_limit with a cursor, as Kafka's DescribeTopicPartitionsRequestHandler does.
+
+Version notes: DeleteRecords v1 is v0, v2 flexible. DescribeCluster v0 is flexible, v1 adds
+endpoint_type. DescribeLogDirs v2 flexible, v3 a top-level error code, v4 total/usable bytes.
+OffsetForLeaderEpoch v1 returns the epoch, v2 adds current_leader_epoch and throttle time, v3
+replica_id, v4 flexible. DescribeTopicPartitions has only v0.
 """
 
 from __future__ import annotations

@@ -15,6 +15,10 @@ Behavior (Kafka: ConfigHelper, ConfigAdminManager, ControllerConfigurationValida
 - Topic changes apply live to the open logs (segment size, retention, cleanup policy...) and
   are stored with the topic's overrides; broker changes go to the dynamic layers
   (minibroker.dynamic_config).
+
+Version notes: DescribeConfigs v1 adds include_synonyms, config_source and synonyms (replacing
+is_default), v2 is v1, v3 adds include_documentation, config_type and documentation, v4 is
+flexible. AlterConfigs v1 is v0, v2 is flexible. IncrementalAlterConfigs v1 is flexible.
 """
 
 from __future__ import annotations
