@@ -156,6 +156,54 @@ def _committed(broker: Any, group: str, topic: str, partition: int) -> int | Non
     return None if om is None else om.offset
 
 
+@dataclass(frozen=True, slots=True)
+class GroupInfo:
+    """A classic consumer group as its coordinator holds it."""
+
+    group_id: str
+    state: str  # Kafka's names: Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+    generation: int
+    protocol_type: str | None
+    protocol: str | None  # the chosen assignor, e.g. "range"
+    leader: str | None
+    members: tuple[str, ...]  # member ids
+    assignments: dict[str, dict[str, list[int]]]  # member id -> topic -> partitions (consumer groups)
+
+
+def _group(broker: Any, group_id: str) -> GroupInfo | None:
+    g = broker.coordinators["group"].groups.get(group_id)
+    if g is None:
+        return None
+    assignments: dict[str, dict[str, list[int]]] = {}
+    if g.protocol_type == "consumer":
+        for mid, m in g.members.items():
+            assignments[mid] = _consumer_assignment(bytes(m.assignment))
+    return GroupInfo(g.group_id, g.state.value, g.generation_id, g.protocol_type, g.protocol_name, g.leader_id,
+                     tuple(g.members), assignments)
+
+
+def _consumer_assignment(raw: bytes) -> dict[str, list[int]]:
+    """topic -> partitions of a ConsumerProtocolAssignment ({} if empty or unreadable)."""
+    if len(raw) < 2:
+        return {}
+    from minibroker.tools.dump_log import consumer_protocol_schemas, decode_embedded
+
+    try:
+        data = decode_embedded(consumer_protocol_schemas()[1], raw)
+    except Exception:  # noqa: BLE001 - not the consumer protocol after all
+        return {}
+    return {tp["topic"]: list(tp["partitions"]) for tp in data["assignedPartitions"]}
+
+
+def _lag(broker: Any, group: str, topic: str) -> dict[int, int]:
+    out = {}
+    for p in _partitions(broker, topic, None):
+        lg = _require_log(broker, topic, p)
+        c = _committed(broker, group, topic, p)
+        out[p] = lg.high_watermark - (lg.log_start_offset if c is None else c)
+    return out
+
+
 def _create_topic(broker: Any, name: str, partitions: int, config: dict[str, Any] | None,
                   exist_ok: bool) -> str:
     if name in broker.topics:
@@ -224,6 +272,15 @@ class _Inspect:
     def committed(self, group: str, topic: str, partition: int = 0) -> int | None:
         """The offset `group` committed for the partition, or None."""
         return self._on_loop(lambda b: _committed(b, group, topic, partition))
+
+    def group(self, group_id: str) -> GroupInfo | None:
+        """The group's state, generation, members and (for consumer groups) their assignments."""
+        return self._on_loop(lambda b: _group(b, group_id))
+
+    def lag(self, group: str, topic: str) -> dict[int, int]:
+        """Records each partition holds past the group's committed offset (past the log start if
+        the group committed nothing there), as kafka-consumer-groups.sh --describe counts LAG."""
+        return self._on_loop(lambda b: _lag(b, group, topic))
 
     def add_record(self, topic: str, value: bytes | str | None, key: bytes | str | None = None, *,
                    partition: int = 0, headers: Iterable[tuple[str, bytes | str | None]] = (),
@@ -562,4 +619,4 @@ class Namespace:
         return f"<Namespace {self.prefix!r} on {self._broker.bootstrap}>"
 
 
-__all__ = ["AsyncBroker", "BrokerThread", "Namespace", "ProducesCheck", "StoredRecord", "preload"]
+__all__ = ["AsyncBroker", "BrokerThread", "GroupInfo", "Namespace", "ProducesCheck", "StoredRecord", "preload"]

@@ -222,3 +222,32 @@ def test_plugin_import_does_not_start_or_import_the_broker():
             "print(sorted(m for m in sys.modules if m.startswith(('minibroker.server', 'storage', 'protocol'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_group_state_assignment_and_lag(bt):
+    from confluent_kafka import Consumer
+
+    topic = bt.create_topic("lagging", 2)
+    for i in range(5):
+        bt.add_record(topic, b"v%d" % i, partition=0)
+    bt.add_record(topic, b"w", partition=1)
+    assert bt.group("g-lag") is None
+    c = Consumer({"bootstrap.servers": bt.bootstrap, "group.id": "g-lag", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.subscribe([topic])
+    try:
+        seen = []
+        for _ in range(300):
+            m = c.poll(0.1)
+            if m is not None and m.error() is None:
+                seen.append((m.partition(), m.offset()))
+                if (0, 1) in seen:
+                    c.commit(m, asynchronous=False)  # partition 0 up to offset 2
+                    break
+        g = bt.wait_for(lambda: (x := bt.group("g-lag")) and x.state == "Stable" and x, timeout=10)
+        assert g.generation >= 1 and g.protocol_type == "consumer" and g.leader in g.members
+        assert g.assignments == {g.members[0]: {topic: [0, 1]}}
+        assert bt.lag("g-lag", topic) == {0: 3, 1: 1}  # partition 1: nothing committed, lag from the start
+    finally:
+        c.close()
+    assert bt.wait_for(lambda: bt.group("g-lag").state == "Empty", timeout=10)

@@ -340,7 +340,8 @@ def _json_value(v: Any, version: int) -> Any:
     return v
 
 
-def _consumer_protocol_schemas() -> tuple[Any, Any]:
+def consumer_protocol_schemas() -> tuple[Any, Any]:
+    """(ConsumerProtocolSubscription, ConsumerProtocolAssignment) schemas."""
     # The consumer's embedded protocol (ConsumerProtocolSubscription / ConsumerProtocolAssignment
     # message definitions, versions 0-3, never flexible): an int16 version, then the fields.
     from protocol.schema import F, Schema
@@ -361,7 +362,8 @@ def _consumer_protocol_schemas() -> tuple[Any, Any]:
     return sub, assign
 
 
-def _embedded(schema: Any, raw: bytes) -> Any:
+def decode_embedded(schema: Any, raw: bytes) -> Any:
+    """JSON-ready fields of a version-prefixed embedded message (a subscription or assignment)."""
     from protocol.codec import decode
 
     (version,) = struct.unpack_from(">h", raw, 0)
@@ -394,11 +396,11 @@ def offsets_parser(r: RecordSummary) -> tuple[str | None, str | None]:
         (vv,) = struct.unpack_from(">h", value, 0)
         data = message_json(decode(value_schema, vv, value, 2, exact=False), vv)
         if kv == 2 and data.get("protocolType") == "consumer":
-            sub, assign = _consumer_protocol_schemas()
+            sub, assign = consumer_protocol_schemas()
             for m in data.get("members", []):
                 for field, schema in (("subscription", sub), ("assignment", assign)):
                     try:
-                        m[field] = _embedded(schema, base64.b64decode(m[field]))
+                        m[field] = decode_embedded(schema, base64.b64decode(m[field]))
                     except Exception:  # noqa: BLE001 - keep the original bytes, as Kafka does
                         pass
         return key_json, json.dumps({"version": str(vv), "data": data}, separators=(",", ":"))
