@@ -10,6 +10,7 @@ import re
 import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import crc32c
@@ -128,12 +129,30 @@ def test_corrupted_crc_is_shown_not_raised(tmp_path):
 
 
 def test_legacy_messages_print_offset_lines(tmp_path):
-    ms = legacy.build_message_set([legacy.RecordData(7, 1234, b"k", b"v")], magic=1)
-    d = partition_dir(tmp_path, ms)
+    ms = bytearray(legacy.build_message_set([legacy.RecordData(7, 1234, b"k", b"v")], magic=1))
+    crc = zlib.crc32(ms[16:]) & 0xFFFFFFFF  # v0/v1 CRC: from the magic byte to the end of the message
+    assert struct.unpack_from(">I", ms, 12)[0] == crc
+    bad = bytearray(legacy.build_message_set([legacy.RecordData(8, 1235, b"k", b"v")], magic=1))
+    bad[-1] ^= 1
+    d = partition_dir(tmp_path, bytes(ms), bytes(bad))
     out, _, _ = run(str(d / f"{SEG}.log"), "--print-data-log")
     lines = out.splitlines()
     assert lines[2].startswith("offset: 7 position: 0 CreateTime: 1234 size: ") and "magic: 1" in lines[2]
-    assert lines[3] == "| offset: 7 CreateTime: 1234 keySize: 1 valueSize: 1 key: k payload: v"
+    # Kafka's own line, stray closing brace included
+    assert lines[3] == f"| offset: 7 CreateTime: 1234 keySize: 1 valueSize: 1 isValid: true crc: {crc}}} key: k payload: v"
+    assert lines[4].endswith("isvalid: false") and " isValid: false crc: " in lines[5]
+
+
+def test_compressed_legacy_wrapper_prints_its_inner_messages(tmp_path):
+    recs = [legacy.RecordData(i, 1000 + i, None, b"m%d" % i) for i in range(3)]
+    ms = legacy.build_message_set(recs, magic=1, compression=1)
+    d = partition_dir(tmp_path, ms)
+    out, _, _ = run(str(d / f"{SEG}.log"), "--deep-iteration")
+    lines = out.splitlines()
+    assert lines[2].startswith("offset: 2 position: 0 ") and "compresscodec: gzip" in lines[2]
+    inner = list(legacy.iter_deep(ms))
+    assert lines[3:] == [f"| offset: {m.offset} CreateTime: {m.timestamp} keySize: -1 valueSize: 2 "
+                         f"isValid: true crc: {m.crc}}}" for m in inner]
 
 
 def test_consumer_offsets_decoded(tmp_path):
