@@ -266,3 +266,40 @@ def test_transaction_log_decoder(tmp_path):
         "key: transaction_metadata::transactionalId=tx-1 payload: <DELETE>",
         "key: unknown::version=5",
     ]
+
+
+def test_group_metadata_json_is_kafkas(tmp_path):
+    # The expected string is the one Kafka's DumpLogSegmentsTest.testOffsetsMessageParser asserts
+    # for the same group (OffsetsMessageParser on a GroupMetadataValue v4 with the consumer protocol).
+    from protocol import coordinator_records as cr
+    from protocol.codec import encode
+
+    sub_schema, assign_schema = dump_log.consumer_protocol_schemas()
+    sub = struct.pack(">h", 3) + bytes(encode(sub_schema, 3, sub_schema(
+        topics=["foo"], user_data=None, owned_partitions=[sub_schema.TopicPartition(topic="foo", partitions=[0])],
+        generation_id=0, rack_id="rack")))
+    assign = struct.pack(">h", 3) + bytes(encode(assign_schema, 3, assign_schema(
+        assigned_partitions=[assign_schema.TopicPartition(topic="foo", partitions=[0])], user_data=None)))
+    V = cr.GROUP_METADATA_VALUE
+
+    def record(subscription: bytes, assignment: bytes) -> dump_log.RecordSummary:
+        value = struct.pack(">h", 4) + bytes(encode(V, 4, V(
+            protocol_type="consumer", generation=10, protocol="range", leader="member", current_state_timestamp=-1,
+            members=[V.MemberMetadata(member_id="member", group_instance_id="instance", client_id="client",
+                                      client_host="host", rebalance_timeout=1000, session_timeout=100,
+                                      subscription=subscription, assignment=assignment)])))
+        key = struct.pack(">h", 2) + struct.pack(">h", 5) + b"group"
+        return dump_log.RecordSummary(0, 0, key, value)
+
+    head = ('{"version":"4","data":{"protocolType":"consumer","generation":10,"protocol":"range",'
+            '"leader":"member","currentStateTimestamp":-1,"members":[{"memberId":"member",'
+            '"groupInstanceId":"instance","clientId":"client","clientHost":"host",'
+            '"rebalanceTimeout":1000,"sessionTimeout":100,')
+    assert dump_log.offsets_parser(record(sub, assign)) == (
+        '{"type":"2","data":{"group":"group"}}',
+        head + '"subscription":{"topics":["foo"],"userData":null,"ownedPartitions":[{"topic":"foo",'
+        '"partitions":[0]}],"generationId":0,"rackId":"rack"},"assignment":{"assignedPartitions":'
+        '[{"topic":"foo","partitions":[0]}],"userData":null}}]}}')
+    # not the consumer protocol after all: the bytes stay, base64, as Kafka keeps them
+    assert dump_log.offsets_parser(record(b"Subscription", b"Assignment"))[1] == (
+        head + '"subscription":"U3Vic2NyaXB0aW9u","assignment":"QXNzaWdubWVudA=="}]}}')
