@@ -303,3 +303,36 @@ def test_group_metadata_json_is_kafkas(tmp_path):
     # not the consumer protocol after all: the bytes stay, base64, as Kafka keeps them
     assert dump_log.offsets_parser(record(b"Subscription", b"Assignment"))[1] == (
         head + '"subscription":"U3Vic2NyaXB0aW9u","assignment":"QXNzaWdubWVudA=="}]}}')
+
+
+def test_snapshot_and_txnindex_written_by_the_broker(tmp_path):
+    """Real files: an idempotent producer's state in the .snapshot of a clean shutdown, and an
+    aborted transaction in the .txnindex."""
+    data = tmp_path / "data"
+    with BrokerThread(data, overrides=dict(TEST_OVERRIDES)) as b:
+        b.create_topic("idem")
+        b.create_topic("txn")
+        p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True})
+        for i in range(3):
+            p.produce("idem", b"v%d" % i)
+            assert p.flush(10) == 0
+        t = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "tx-dump"})
+        t.init_transactions(10)
+        t.begin_transaction()
+        t.produce("txn", b"never")
+        t.produce("txn", b"seen")
+        assert t.flush(10) == 0
+        t.abort_transaction(10)
+        txn_data = b.call(lambda broker: broker.get_log("txn", 0).read(0, 1 << 20).region.read_all())
+    snaps = sorted((data / "idem-0").glob("*.snapshot"))
+    assert snaps, "a clean shutdown writes a producer snapshot at the log end"
+    out, err, rc = run(str(snaps[-1]))
+    line = out.splitlines()[1]
+    assert rc == 0 and err == ""
+    assert re.fullmatch(r"producerId: \d+ producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: "
+                        r"OptionalLong.empty lastTimestamp: \d+ firstSequence: 2 lastSequence: 2 lastOffset: 2 "
+                        r"offsetDelta: 0 timestamp: \d+", line), line
+    producer_id = struct.unpack_from(">q", txn_data, 43)[0]  # the producer id field of the first batch
+    out, err, rc = run(str(data / "txn-0" / f"{SEG}.txnindex"))
+    assert out.splitlines()[1:] == [
+        f"version: 0 producerId: {producer_id} firstOffset: 0 lastOffset: 2 lastStableOffset: 3"]
