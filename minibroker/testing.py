@@ -14,7 +14,8 @@ its result.
 
 Inspection helpers (both shapes) read the broker's state directly, the way a Fetch or an
 OffsetFetch would see it, but without a client: `records(topic)`, `end_offsets(topic)`,
-`committed(group, topic, partition)`, `add_record(topic, value)` (appended as if a producer had
+`committed(group, topic, partition)`, `lag(group, topic)`, `group(group_id)` (state, members,
+assignments), `add_record(topic, value)` (appended as if a producer had
 sent it), `assert_produces(topic)` (a context manager that yields the records produced inside
 it) and wait helpers with timeouts. `Namespace` gives one test its own topic and group names on
 a broker shared by a whole session (the pytest plugin, minibroker.pytest_plugin, hands one to
