@@ -10,4 +10,4 @@ RUN pip install --no-cache-dir .
 EXPOSE 9092
 # Listen on all interfaces inside the container; ADVERTISED sets what clients are told to dial.
 ENV ADVERTISED=localhost:9092
-CMD ["sh", "-c", "python -m minibroker --host 0.0.0.0 --port 9092 --data-dir /data --config config.yaml --override advertised.listeners=PLAINTEXT://${ADVERTISED}"]
+CMD ["sh", "-c", "exec python -m minibroker --host 0.0.0.0 --port 9092 --data-dir /data --config config.yaml --override advertised.listeners=PLAINTEXT://${ADVERTISED}"]

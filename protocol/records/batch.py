@@ -23,8 +23,6 @@ from __future__ import annotations
 import struct
 import zlib
 
-import crc32c as _crc32c
-
 LOG_OVERHEAD = 12  # offset + size, in front of every entry
 V2_HEADER_SIZE = 61
 V0_HEADER_SIZE = LOG_OVERHEAD + 14  # offset, size, crc, magic, attributes, key len, value len: 26
@@ -50,8 +48,18 @@ _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 
 
+_crc32c_impl = None
+
+
 def crc32c(data) -> int:
-    return _crc32c.crc32c(data)
+    """CRC-32C (Castagnoli). The crc32c package is imported on first use: importing it reads
+    package metadata (30-40 ms), which the broker's start-up does not need to pay."""
+    global _crc32c_impl
+    if _crc32c_impl is None:
+        from crc32c import crc32c as impl
+
+        _crc32c_impl = impl
+    return _crc32c_impl(data)
 
 
 class InvalidBatch(ValueError):
