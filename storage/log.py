@@ -357,6 +357,7 @@ class Log:
         segment.append(prepared.data, prepared.infos)
         self.log_end_offset = prepared.next_offset
         self._update_high_watermark_with_log_end_offset()
+        self.producer_state.update_map_end_offset(prepared.next_offset)  # no producers in v0/v1, still caught up
         lat = now if self.config.log_append_time and self.config.record_version == 1 else NO_TIMESTAMP
         return LogAppendInfo(first_offset=first, last_offset=prepared.next_offset - 1,
                              max_timestamp=prepared.max_timestamp, log_append_time=lat,
