@@ -533,8 +533,12 @@ def check_transactional_produce(broker: Any, transactional_id: str | None, recor
     verify_only). Raises KafkaError with the error the client expects."""
     txn_producers = {(v.producer_id, v.producer_epoch) for v in iter_batches(records)
                      if v.magic == 2 and v.is_transactional and v.producer_id >= 0}
-    if not txn_producers or transactional_id is None:
+    if not txn_producers:
         return
+    if transactional_id is None:
+        # KafkaApis.handleProduceRequest: transactional records need an authorized transactional id
+        raise KafkaError(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                         "Transactional records were sent without a transactional id")
     if len(txn_producers) > 1:
         raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, "Transactional records contained more than one "
                                                                 "producer ID")

@@ -145,6 +145,7 @@ def test_partitions_must_be_added_before_transactional_writes(b):
             ("__consumer_offsets", 0): ErrorCode.TOPIC_AUTHORIZATION_FAILED}
         assert end(c, tid, pid, epoch, True) == ErrorCode.INVALID_TXN_STATE  # Empty: nothing to end
         assert add_partitions(c, tid, pid, epoch, [(topic, 0)]) == {(topic, 0): 0}
+        assert send(c, topic, None, pid, epoch, 0).error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         assert send(c, topic, tid, pid, epoch, 0).error_code == 0
         # a new epoch must start at sequence 0 (the partition's producer state, not the coordinator)
         assert send(c, topic, tid, pid, epoch + 1, 1).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
