@@ -78,12 +78,20 @@ def fuzz_decoders(seconds: float, out: Path, seed: int) -> dict[str, dict[str, i
 
 
 def _frames(rng: random.Random, seeds: list[bytes]) -> list[bytes]:
-    from tests.fuzz.targets import mutate
+    from protocol.records.batch import crc32c
+    from tests.fuzz.targets import mutate, seed_batches
+    from tests.fuzz.test_live_connection import produce_request_bytes
 
     out = []
     for _ in range(rng.randint(1, 4)):
-        kind = rng.randrange(4)
-        if kind == 0:
+        kind = rng.randrange(5)
+        if kind == 4:  # a mutated batch with its CRC made right: only the broker's checks stop it
+            batch = bytearray(mutate(rng, rng.choice(seed_batches()[:5])))
+            if len(batch) >= 61:
+                struct.pack_into(">I", batch, 17, crc32c(memoryview(batch)[21:]))
+            p = produce_request_bytes(bytes(batch))
+            out.append(struct.pack(">i", len(p)) + p)
+        elif kind == 0:
             p = mutate(rng, rng.choice(seeds))
             out.append(struct.pack(">i", len(p)) + p)
         elif kind == 1:
@@ -131,6 +139,9 @@ def fuzz_live(seconds: float, seed: int, workdir: Path) -> dict[str, int]:
     broker = BrokerProcess(workdir / "data", overrides={"socket.request.max.bytes": 64 * 1024,
                                                         "auto.create.topics.enable": "false"})
     broker.start()
+    from bench.crash_loop import create_topic
+
+    create_topic(broker.port, "t", 1)
     connections = frames_sent = hangs = dead = 0
     try:
         end = time.monotonic() + seconds
@@ -157,8 +168,33 @@ def fuzz_live(seconds: float, seed: int, workdir: Path) -> dict[str, int]:
         if alive:
             broker.stop()
     log = broker.log_text()
+    stored = _stored(workdir / "data" / "t-0")
     return {"connections": connections, "frames": frames_sent, "hangs": hangs, "unanswered_api_versions": dead,
-            "broker_died": int(not alive), "tracebacks_in_log": log.count("Traceback")}
+            "broker_died": int(not alive), "tracebacks_in_log": log.count("Traceback"), **stored}
+
+
+def _stored(part_dir: Path) -> dict[str, int]:
+    """What the fuzzed produces got into the log: batches that decode whole, batches whose header
+    passes but whose records do not (header-only validation: a known gap), and batches whose
+    header fails (a bug)."""
+    from protocol.records.batch import InvalidBatch, iter_batches
+    from protocol.records.v2 import decode_batch
+
+    whole = record_gaps = bad_headers = 0
+    for path in sorted(part_dir.glob("*.log")):
+        data = path.read_bytes()
+        for view in iter_batches(data):
+            try:
+                view.validate()
+            except InvalidBatch:
+                bad_headers += 1
+                continue
+            try:
+                decode_batch(data, view.pos)
+                whole += 1
+            except InvalidBatch:
+                record_gaps += 1
+    return {"stored_whole": whole, "stored_record_level_gaps": record_gaps, "stored_bad_headers": bad_headers}
 
 
 # -- atheris -------------------------------------------------------------------------------------------
@@ -230,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         live = fuzz_live(args.live, args.seed, out)
         report["live"] = live
         ok &= not (live["hangs"] or live["unanswered_api_versions"] or live["broker_died"]
-                   or live["tracebacks_in_log"])
+                   or live["tracebacks_in_log"] or live["stored_bad_headers"])
     if args.atheris > 0:
         ath = fuzz_atheris(args.atheris)
         report["atheris"] = ath
