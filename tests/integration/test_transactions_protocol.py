@@ -234,3 +234,25 @@ def test_txn_offset_commit_is_pending_until_the_commit(b):
         assert commit_offsets(c, pid, epoch, 9) == 0
         assert end(c, tid, pid, epoch, False) == 0
         assert fetch(c, stable=True) == (0, 5)
+
+
+def test_idle_transactional_ids_expire_with_a_tombstone(b):
+    tid = unique("tid")
+    with RawClient(b.bootstrap) as c:
+        first = init(c, tid)
+
+    def expire(broker: Any) -> list[bool]:
+        coord = broker.coordinators["transaction"]
+        real = coord.now_ms
+        coord.now_ms = lambda: real() + coord.config.transactional_id_expiration_ms + 1
+        try:
+            coord.remove_expired_transactional_ids()
+        finally:
+            coord.now_ms = real
+        # what a reload would replay for this id: its records, the last one a tombstone
+        return [md is None for _, txn_id, md in coord.store.load() if txn_id == tid]
+
+    assert b.call(expire) == [False, True]
+    with RawClient(b.bootstrap) as c:
+        again = init(c, tid)  # a new life: a new producer id
+        assert again.producer_id != first.producer_id and again.producer_epoch == 0
