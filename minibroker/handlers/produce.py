@@ -95,6 +95,10 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 failed = True
                 pr.error_code = e.code
                 pr.error_message = e.message
+            except InvalidBatch as e:  # from decoding for recompression or conversion
+                failed = True
+                pr.error_code = ErrorCode[e.error]
+                pr.error_message = str(e)
             except OSError as e:
                 failed = True
                 log.error("append to %s-%d failed: %s", td.name, pd.index, e)

@@ -268,11 +268,6 @@ class BatchRow:
     known_gap: str | None = None
 
 
-# handlers/produce.py `_conform` runs protocol.records.convert.recompress outside the handler's
-# `except KafkaError`: its CompressionError / DecompressionBomb (InvalidBatch) reach dispatch, which
-# logs a traceback and, Produce having no top-level error code, closes the connection. Nothing is
-# written; the intended answer is the partition error CORRUPT_MESSAGE.
-RECOMPRESS_BUG = "bug: InvalidBatch from recompression escapes the produce handler; the connection is closed"
 
 BATCHES = [
     BatchRow("a valid batch (control row)", lambda: bytes(good_batch()), "NONE", "accepted at offsets 2-4"),
@@ -318,11 +313,10 @@ BATCHES = [
              "UNKNOWN_SERVER_ERROR (KafkaException: Failed to decompress record stream)",
              known_gap="stored: the broker does not decompress what it does not recompress"),
     BatchRow("gzip batch that does not decompress, topic compression.type=lz4", lambda: compressed_garbage(1),
-             "CORRUPT_MESSAGE", "UNKNOWN_SERVER_ERROR (Failed to decompress)", (("compression.type", "lz4"),),
-             known_gap=RECOMPRESS_BUG),
+             "CORRUPT_MESSAGE", "UNKNOWN_SERVER_ERROR (Failed to decompress)", (("compression.type", "lz4"),)),
     BatchRow("zstd batch expanding to 80 MB, topic compression.type=gzip", decompression_bomb,
-             "CORRUPT_MESSAGE", "kafka differs: no limit, decompresses it all (then RecordTooLarge if the "
-             "result exceeds max.message.bytes)", (("compression.type", "gzip"),), known_gap=RECOMPRESS_BUG),
+             "INVALID_RECORD", "ours: INVALID_RECORD, not retriable, so the client does not resend the bomb; kafka differs: no limit, decompresses it all (then RecordTooLarge if the "
+             "result exceeds max.message.bytes)", (("compression.type", "gzip"),)),
 ]
 
 
