@@ -17,7 +17,14 @@ $(STAMP): pyproject.toml
 run: install
 	$(PY) -m minibroker --host 127.0.0.1 --port 9092 --data-dir data --config config.yaml
 
-test: install
+JS_STAMP := tests/js/node_modules/.installed-stamp
+
+# kafkajs for the idempotent-producer test (from the npm registry, pinned by package-lock.json)
+$(JS_STAMP): tests/js/package-lock.json
+	cd tests/js && npm ci --silent --no-audit --no-fund
+	touch $(JS_STAMP)
+
+test: install $(JS_STAMP)
 	$(PY) -m pytest -q
 
 lint: install
@@ -27,4 +34,4 @@ bench: install
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) data .pytest_cache
+	rm -rf $(VENV) data .pytest_cache tests/js/node_modules

@@ -39,6 +39,7 @@ import shutil
 import tempfile
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -235,11 +236,12 @@ def _b(v: bytes | str | None) -> bytes | None:
 
 
 # -- the shared helper surface ------------------------------------------------------------------
-class _Inspect:
+class _Inspect(ABC):
     """Helpers that read state on the broker's loop; `_on_loop(fn)` returns fn(broker) there."""
 
+    @abstractmethod
     def _on_loop(self, fn: Callable[[Any], Any]) -> Any:
-        raise NotImplementedError
+        """Run fn(broker) on the broker's loop and return its result."""
 
     bootstrap: str
 

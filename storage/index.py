@@ -26,6 +26,7 @@ from __future__ import annotations
 import mmap
 import os
 import threading
+from abc import ABC, abstractmethod
 from pathlib import Path
 
 
@@ -37,7 +38,7 @@ class IndexOffsetOverflow(Exception):
     """The offset does not fit a 4-byte offset relative to the segment's base offset."""
 
 
-class AbstractIndex:
+class AbstractIndex(ABC):
     ENTRY_SIZE: int = 0
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int = -1, *, writable: bool = True):
@@ -172,11 +173,13 @@ class AbstractIndex:
         self._entries = n
 
     # -- search --------------------------------------------------------------------------------
+    @abstractmethod
     def _key(self, n: int) -> int:
-        raise NotImplementedError
+        """The search key of entry n (an offset, or a timestamp)."""
 
+    @abstractmethod
     def _value(self, n: int) -> int:
-        raise NotImplementedError
+        """The value of entry n (a position, or an offset)."""
 
     def _warm_entries(self) -> int:
         return 8192 // self.ENTRY_SIZE
