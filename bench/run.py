@@ -100,12 +100,26 @@ class Tansu:
         subprocess.run(["bash", str(TANSU), "stop"], timeout=60)
 
 
-def create_topic(bootstrap: str, topic: str) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for fut in admin.create_topics([NewTopic(topic, 1, 1)], operation_timeout=30).values():
+    for fut in admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=30).values():
         fut.result(30)
+
+
+def clients_in_parallel(n: int, *args: str) -> dict:
+    """n client processes at once; throughput over the slowest one's time."""
+    procs = [subprocess.Popen([PY, str(ROOT / "bench" / "clients.py"), *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(n)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=900)
+        if p.returncode:
+            raise RuntimeError(err.strip()[-500:])
+        results.append(json.loads(out))
+    return {"seconds": max(r["seconds"] for r in results), "records": sum(r["records"] for r in results),
+            "bytes": sum(r["bytes"] for r in results)}
 
 
 def client(*args: str) -> dict:
@@ -127,6 +141,8 @@ def scenarios(small: int, large: int) -> list[tuple[str, list[str], str]]:
         (f"consume {large:.0e} x 10 KiB", ["consume", "{t}", str(large)], "large"),
         (f"consume {large:.0e} x 10 KiB with kcat (whole process)", ["kcat-consume", "{t}", str(large)], "large"),
         ("produce-ack latency, 1 x 100 B", ["latency", "{t}", "2000", "100"], "latency"),
+        (f"8 producers x {small // 8:.0e} x 100 B, 32 partitions", ["multi", "{t}", str(small // 8), "100"],
+         "multi"),
     ]
 
 
@@ -137,13 +153,16 @@ def run_broker(b, rounds: int, small: int, large: int) -> dict[str, list[dict]]:
         for r in range(rounds):
             topics: dict[str, str] = {}
             for name, args, kind in scenarios(small, large):
+                # a consume follows the produce of the same kind: reuse that topic
                 if kind not in topics or not args[0].endswith("consume"):
                     topics[kind] = f"bench-{kind}-{r}-{time.time_ns()}"
-                    create_topic(bootstrap, topics[kind])
-                argv = [args[0], bootstrap] + [a.replace("{t}", topics[kind]) for a in args[1:]]
-                # a consume follows the produce of the same kind: reuse that topic
+                    create_topic(bootstrap, topics[kind], 32 if kind == "multi" else 1)
+                rest = [a.replace("{t}", topics[kind]) for a in args[1:]]
                 cpu0 = cpu_seconds(b.pid)
-                res = client(*argv)
+                if args[0] == "multi":
+                    res = clients_in_parallel(8, "produce", bootstrap, *rest)
+                else:
+                    res = client(args[0], bootstrap, *rest)
                 res["cpu_s"] = cpu_seconds(b.pid) - cpu0
                 results.setdefault(name, []).append(res)
                 print(f"  {b.name} round {r + 1}: {name}: {fmt(res)}", file=sys.stderr)
