@@ -60,7 +60,7 @@ def consume(a: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
     deadline = time.monotonic() + 300
     while got < a.count and time.monotonic() < deadline:
-        batch = c.consume(10000, 1.0)
+        batch = c.consume(min(10000, a.count - got), 1.0)  # more than remains would wait out the timeout
         for m in batch:
             if m.error():
                 raise KafkaException(m.error())
