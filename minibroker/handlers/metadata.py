@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.broker import validate_topic_name
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import metadata
 from protocol.errors import ErrorCode, KafkaError
@@ -68,6 +69,13 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
                 if topic is not None:
                     topics.append(topic_metadata(broker, topic))
                     continue
+            if error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                # Kafka (KafkaApis.getTopicMetadata) tells an illegal name from a missing topic
+                # even when it creates nothing.
+                try:
+                    validate_topic_name(name)
+                except KafkaError as e:
+                    error = e.code
             topics.append(R.MetadataResponseTopic(error_code=error, name=name, topic_id=ZERO_UUID,
                                                   partitions=[]))
     return R(

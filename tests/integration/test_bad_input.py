@@ -189,8 +189,7 @@ FRAMES = [
     FrameRow("bad UTF-8 in a topic name (Metadata v9)", lambda: framed(metadata_v9(b"bad-\xff\xfe-name")),
              "INVALID_TOPIC_EXCEPTION", None,
              "INVALID_TOPIC_EXCEPTION: the name is read with U+FFFD replacements, then fails Topic.validate",
-             answer=(metadata, 9), known_gap="bug: handlers/metadata.py answers an illegal name of a topic it "
-             "does not create UNKNOWN_TOPIC_OR_PARTITION; Kafka (KafkaApis.getTopicMetadata) validates it"),
+             answer=(metadata, 9)),
     FrameRow("bad UTF-8 in the client id (Metadata v4)",
              framed(header(metadata.API.key, 4, client_id=None)[:-2] + b"\x00\x02\xc3\x28"
                     + struct.pack(">i", 0) + b"\x00"), "NONE", None,
