@@ -47,7 +47,8 @@ class FrameReader:
             del self._buf[:4]
         if len(self._buf) < self._need:
             return None
-        frame = bytes(self._buf[: self._need])
+        with memoryview(self._buf) as view:  # one copy, not a bytearray slice and then bytes()
+            frame = bytes(view[: self._need])
         del self._buf[: self._need]
         self._need = None
         return frame
