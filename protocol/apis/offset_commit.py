@@ -4,7 +4,7 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema
 
 REQUEST = Schema(
-    'OffsetCommitRequest', '0-9', flexible='8+',
+    'OffsetCommitRequest', '0-10', flexible='8+',
     fields=[
         F('group_id', 'string', '0+'),
         F('generation_id_or_member_epoch', 'int32', '1+', default=-1, ignorable=True),
@@ -12,7 +12,8 @@ REQUEST = Schema(
         F('group_instance_id', 'string', '7+', nullable='7+', default=None),
         F('retention_time_ms', 'int64', '2-4', default=-1, ignorable=True),
         F('topics', '[]OffsetCommitRequestTopic', '0+', fields=[
-            F('name', 'string', '0+'),
+            F('name', 'string', '0-9'),
+            F('topic_id', 'uuid', '10+'),
             F('partitions', '[]OffsetCommitRequestPartition', '0+', fields=[
                 F('partition_index', 'int32', '0+'),
                 F('committed_offset', 'int64', '0+'),
@@ -25,11 +26,12 @@ REQUEST = Schema(
 )
 
 RESPONSE = Schema(
-    'OffsetCommitResponse', '0-9', flexible='8+',
+    'OffsetCommitResponse', '0-10', flexible='8+',
     fields=[
         F('throttle_time_ms', 'int32', '3+', ignorable=True),
         F('topics', '[]OffsetCommitResponseTopic', '0+', fields=[
-            F('name', 'string', '0+'),
+            F('name', 'string', '0-9'),
+            F('topic_id', 'uuid', '10+'),
             F('partitions', '[]OffsetCommitResponsePartition', '0+', fields=[
                 F('partition_index', 'int32', '0+'),
                 F('error_code', 'int16', '0+'),

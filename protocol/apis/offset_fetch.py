@@ -4,7 +4,7 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema
 
 REQUEST = Schema(
-    'OffsetFetchRequest', '0-9', flexible='6+',
+    'OffsetFetchRequest', '0-10', flexible='6+',
     fields=[
         F('group_id', 'string', '0-7'),
         F('topics', '[]OffsetFetchRequestTopic', '0-7', nullable='2-7', fields=[
@@ -16,7 +16,8 @@ REQUEST = Schema(
             F('member_id', 'string', '9+', nullable='9+', default=None, ignorable=True),
             F('member_epoch', 'int32', '9+', default=-1, ignorable=True),
             F('topics', '[]OffsetFetchRequestTopics', '8+', nullable='8+', fields=[
-                F('name', 'string', '8+'),
+                F('name', 'string', '8-9'),
+                F('topic_id', 'uuid', '10+'),
                 F('partition_indexes', '[]int32', '8+'),
             ]),
         ]),
@@ -25,7 +26,7 @@ REQUEST = Schema(
 )
 
 RESPONSE = Schema(
-    'OffsetFetchResponse', '0-9', flexible='6+',
+    'OffsetFetchResponse', '0-10', flexible='6+',
     fields=[
         F('throttle_time_ms', 'int32', '3+', ignorable=True),
         F('topics', '[]OffsetFetchResponseTopic', '0-7', fields=[
@@ -42,7 +43,8 @@ RESPONSE = Schema(
         F('groups', '[]OffsetFetchResponseGroup', '8+', fields=[
             F('group_id', 'string', '8+'),
             F('topics', '[]OffsetFetchResponseTopics', '8+', fields=[
-                F('name', 'string', '8+'),
+                F('name', 'string', '8-9'),
+                F('topic_id', 'uuid', '10+'),
                 F('partitions', '[]OffsetFetchResponsePartitions', '8+', fields=[
                     F('partition_index', 'int32', '8+'),
                     F('committed_offset', 'int64', '8+'),

@@ -4,13 +4,14 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema
 
 REQUEST = Schema(
-    'ProduceRequest', '0-11', flexible='9+',
+    'ProduceRequest', '0-13', flexible='9+',
     fields=[
         F('transactional_id', 'string', '3+', nullable='3+', default=None),
         F('acks', 'int16', '0+'),
         F('timeout_ms', 'int32', '0+'),
         F('topic_data', '[]TopicProduceData', '0+', fields=[
-            F('name', 'string', '0+'),
+            F('name', 'string', '0-12'),
+            F('topic_id', 'uuid', '13+'),
             F('partition_data', '[]PartitionProduceData', '0+', fields=[
                 F('index', 'int32', '0+'),
                 F('records', 'records', '0+', nullable='0+'),
@@ -20,10 +21,11 @@ REQUEST = Schema(
 )
 
 RESPONSE = Schema(
-    'ProduceResponse', '0-11', flexible='9+',
+    'ProduceResponse', '0-13', flexible='9+',
     fields=[
         F('responses', '[]TopicProduceResponse', '0+', fields=[
-            F('name', 'string', '0+'),
+            F('name', 'string', '0-12'),
+            F('topic_id', 'uuid', '13+'),
             F('partition_responses', '[]PartitionProduceResponse', '0+', fields=[
                 F('index', 'int32', '0+'),
                 F('error_code', 'int16', '0+'),
