@@ -4,15 +4,16 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema
 
 REQUEST = Schema(
-    'DescribeClusterRequest', '0-1', flexible='0+',
+    'DescribeClusterRequest', '0-2', flexible='0+',
     fields=[
         F('include_cluster_authorized_operations', 'bool', '0+'),
         F('endpoint_type', 'int8', '1+', default=1),
+        F('include_fenced_brokers', 'bool', '2+'),
     ],
 )
 
 RESPONSE = Schema(
-    'DescribeClusterResponse', '0-1', flexible='0+',
+    'DescribeClusterResponse', '0-2', flexible='0+',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('error_code', 'int16', '0+'),
@@ -25,6 +26,7 @@ RESPONSE = Schema(
             F('host', 'string', '0+'),
             F('port', 'int32', '0+'),
             F('rack', 'string', '0+', nullable='0+', default=None),
+            F('is_fenced', 'bool', '2+'),
         ]),
         F('cluster_authorized_operations', 'int32', '0+', default=-2147483648),
     ],

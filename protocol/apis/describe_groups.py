@@ -4,7 +4,7 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema
 
 REQUEST = Schema(
-    'DescribeGroupsRequest', '0-5', flexible='5+',
+    'DescribeGroupsRequest', '0-6', flexible='5+',
     fields=[
         F('groups', '[]string', '0+'),
         F('include_authorized_operations', 'bool', '3+'),
@@ -12,11 +12,12 @@ REQUEST = Schema(
 )
 
 RESPONSE = Schema(
-    'DescribeGroupsResponse', '0-5', flexible='5+',
+    'DescribeGroupsResponse', '0-6', flexible='5+',
     fields=[
         F('throttle_time_ms', 'int32', '1+', ignorable=True),
         F('groups', '[]DescribedGroup', '0+', fields=[
             F('error_code', 'int16', '0+'),
+            F('error_message', 'string', '6+', nullable='6+', default=None, ignorable=True),
             F('group_id', 'string', '0+'),
             F('group_state', 'string', '0+'),
             F('protocol_type', 'string', '0+'),

@@ -4,7 +4,7 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema
 
 REQUEST = Schema(
-    'EndTxnRequest', '0-4', flexible='3+',
+    'EndTxnRequest', '0-5', flexible='3+',
     fields=[
         F('transactional_id', 'string', '0+'),
         F('producer_id', 'int64', '0+'),

@@ -4,7 +4,7 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema
 
 REQUEST = Schema(
-    'FetchRequest', '0-17', flexible='12+',
+    'FetchRequest', '0-18', flexible='12+',
     fields=[
         F('cluster_id', 'string', '12+', nullable='12+', tag=0, tagged='12+', default=None, ignorable=True),
         F('replica_id', 'int32', '0-14', default=-1),
@@ -29,6 +29,7 @@ REQUEST = Schema(
                 F('log_start_offset', 'int64', '5+', default=-1, ignorable=True),
                 F('partition_max_bytes', 'int32', '0+'),
                 F('replica_directory_id', 'uuid', '17+', tag=0, tagged='17+', ignorable=True),
+                F('high_watermark', 'int64', '18+', tag=1, tagged='18+', default=9223372036854775807, ignorable=True),
             ]),
         ]),
         F('forgotten_topics_data', '[]ForgottenTopic', '7+', fields=[
@@ -41,7 +42,7 @@ REQUEST = Schema(
 )
 
 RESPONSE = Schema(
-    'FetchResponse', '0-17', flexible='12+',
+    'FetchResponse', '0-18', flexible='12+',
     fields=[
         F('throttle_time_ms', 'int32', '1+', ignorable=True),
         F('error_code', 'int16', '7+', ignorable=True),

@@ -4,7 +4,7 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema
 
 REQUEST = Schema(
-    'ListOffsetsRequest', '0-10', flexible='6+',
+    'ListOffsetsRequest', '0-11', flexible='6+',
     fields=[
         F('replica_id', 'int32', '0+'),
         F('isolation_level', 'int8', '2+'),
@@ -22,7 +22,7 @@ REQUEST = Schema(
 )
 
 RESPONSE = Schema(
-    'ListOffsetsResponse', '0-10', flexible='6+',
+    'ListOffsetsResponse', '0-11', flexible='6+',
     fields=[
         F('throttle_time_ms', 'int32', '2+', ignorable=True),
         F('topics', '[]ListOffsetsTopicResponse', '0+', fields=[

@@ -4,16 +4,17 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema
 
 REQUEST = Schema(
-    'ListTransactionsRequest', '0-1', flexible='0+',
+    'ListTransactionsRequest', '0-2', flexible='0+',
     fields=[
         F('state_filters', '[]string', '0+'),
         F('producer_id_filters', '[]int64', '0+'),
         F('duration_filter', 'int64', '1+', default=-1),
+        F('transactional_id_pattern', 'string', '2+', nullable='2+', default=None),
     ],
 )
 
 RESPONSE = Schema(
-    'ListTransactionsResponse', '0-1', flexible='0+',
+    'ListTransactionsResponse', '0-2', flexible='0+',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('error_code', 'int16', '0+'),

@@ -4,7 +4,7 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema
 
 REQUEST = Schema(
-    'MetadataRequest', '0-12', flexible='9+',
+    'MetadataRequest', '0-13', flexible='9+',
     fields=[
         F('topics', '[]MetadataRequestTopic', '0+', nullable='1+', fields=[
             F('topic_id', 'uuid', '10+', ignorable=True),
@@ -17,7 +17,7 @@ REQUEST = Schema(
 )
 
 RESPONSE = Schema(
-    'MetadataResponse', '0-12', flexible='9+',
+    'MetadataResponse', '0-13', flexible='9+',
     fields=[
         F('throttle_time_ms', 'int32', '3+', ignorable=True),
         F('brokers', '[]MetadataResponseBroker', '0+', fields=[
@@ -45,6 +45,7 @@ RESPONSE = Schema(
             F('topic_authorized_operations', 'int32', '8+', default=-2147483648),
         ]),
         F('cluster_authorized_operations', 'int32', '8-10', default=-2147483648),
+        F('error_code', 'int16', '13+', ignorable=True),
     ],
 )
 

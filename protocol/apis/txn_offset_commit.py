@@ -4,7 +4,7 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema
 
 REQUEST = Schema(
-    'TxnOffsetCommitRequest', '0-4', flexible='3+',
+    'TxnOffsetCommitRequest', '0-5', flexible='3+',
     fields=[
         F('transactional_id', 'string', '0+'),
         F('group_id', 'string', '0+'),
@@ -26,7 +26,7 @@ REQUEST = Schema(
 )
 
 RESPONSE = Schema(
-    'TxnOffsetCommitResponse', '0-4', flexible='3+',
+    'TxnOffsetCommitResponse', '0-5', flexible='3+',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('topics', '[]TxnOffsetCommitResponseTopic', '0+', fields=[
