@@ -148,11 +148,12 @@ def _struct_reader(cls: type[Message], fields: tuple[F, ...], version: int, flex
         else:
             absent.append(f)
     new = cls.__new__
+    defaults = [(f.name, *f.plan()) for f in absent]
 
     def read(buf, pos):
         obj = new(cls)
-        for f in absent:
-            setattr(obj, f.name, f.default())
+        for name, const, factory in defaults:
+            setattr(obj, name, const if factory is None else factory())
         for name, r in regular:
             v, pos = r(buf, pos)
             setattr(obj, name, v)

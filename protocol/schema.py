@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from typing import Any
 
 ZERO_UUID = uuid.UUID(int=0)
+_IMMUTABLE = (int, float, str, bytes, bool, type(None), uuid.UUID)
+_MISSING = object()
 
 PRIMITIVES = frozenset(
     {"bool", "int8", "int16", "uint16", "int32", "int64", "float64", "string", "bytes", "records", "uuid"}
@@ -63,7 +65,7 @@ class F:
 
     __slots__ = (
         "name", "type", "versions", "nullable", "tag", "tagged", "ignorable", "flexible",
-        "fields", "is_array", "base", "struct", "_default",
+        "fields", "is_array", "base", "struct", "_default", "_plan",
     )
 
     def __init__(
@@ -93,6 +95,7 @@ class F:
         self.fields: tuple[F, ...] = tuple(fields or ())
         self.struct: type | None = None  # set by Schema for struct-typed fields
         self._default = default
+        self._plan: tuple[Any, Any] | None = None
 
     @property
     def is_struct(self) -> bool:
@@ -121,6 +124,16 @@ class F:
         assert self.struct is not None
         return self.struct()
 
+    def plan(self) -> tuple[Any, Any]:
+        """(constant, None) when the default is immutable and can be shared, else (None, factory):
+        building a message then costs no call per defaulted field (the produce path builds one
+        response struct per partition)."""
+        p = self._plan
+        if p is None:
+            d = self.default()
+            p = self._plan = (d, None) if isinstance(d, _IMMUTABLE) else (None, self.default)
+        return p
+
     def is_default(self, value: Any) -> bool:
         d = self.default()
         if isinstance(d, Message):
@@ -136,9 +149,15 @@ class Message:
     _names: tuple[str, ...] = ()
 
     def __init__(self, **kwargs: Any):
-        for f in self._fields:
-            v = kwargs.pop(f.name, ...)
-            object.__setattr__(self, f.name, f.default() if v is ... else v)
+        plan = type(self).__dict__.get("_init_plan")
+        if plan is None:
+            plan = type(self)._init_plan = tuple((f.name, *f.plan()) for f in self._fields)
+        setattr_ = object.__setattr__
+        for name, const, factory in plan:
+            v = kwargs.pop(name, _MISSING)
+            if v is _MISSING:
+                v = const if factory is None else factory()
+            setattr_(self, name, v)
         if kwargs:
             raise TypeError(f"{type(self).__name__} has no fields {sorted(kwargs)}")
         self.unknown_tags: dict[int, bytes] | None = None

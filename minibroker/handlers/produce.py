@@ -1,4 +1,4 @@
-"""Produce: v0-11.
+"""Produce: v0-13.
 
 Behavior:
 - Each partition's records go to storage as the bytes that arrived: the log validates every batch
@@ -22,7 +22,11 @@ Behavior:
 Version notes: v0 MessageSet (magic 0; the seeds' Produce); v1 throttle time in the response; v2
 magic 1 (timestamps) and the log append time in the response; v3 adds the transactional id and
 requires RecordBatch v2; v5 log start offset in the response; v7 zstd; v8 per-batch record errors
-and an error message; v9 flexible; v10 leader hints; v11 TRANSACTION_ABORTABLE. Kafka 4.0 removed
+and an error message; v9 flexible; v10 leader hints; v11 TRANSACTION_ABORTABLE; v12 lets a transaction's
+produce add its partitions implicitly (KIP-890 part 2), but only once the broker finalizes the feature
+transaction.version >= 2; we do not, so clients keep sending AddPartitionsToTxn (Kafka's Java producer and
+franz-go cap a transactional Produce at v11 without that feature) and v12 is v11 here; v13 names topics by
+topic id (KIP-516), an unknown id being UNKNOWN_TOPIC_ID, and the response echoes the id. Kafka 4.0 removed
 v0-2 (KIP-896) but still advertises them because librdkafka misbehaves otherwise (KAFKA-18659);
 Kafka never checked which magic a v0-2 request carries, and neither do we.
 """
@@ -50,7 +54,7 @@ _MIN_ENTRY_SIZE = 14  # Kafka: LegacyRecord.RECORD_OVERHEAD_V0
 _I32 = struct.Struct(">i")
 
 
-@handles(produce.API, "0-11")
+@handles(produce.API, "0-13")
 async def handle_produce(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     acks = req.acks
@@ -58,12 +62,19 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
     failed = False
     for td in req.topic_data:
         parts = []
-        topic = broker.topics.get(td.name)
+        if ctx.version >= 13:  # KIP-516: the topic comes by id; its name is only ours to know
+            topic = broker.topic_by_id(td.topic_id)
+            name = topic.name if topic is not None else ""
+        else:
+            topic = broker.topics.get(td.name)
+            name = td.name
         for pd in td.partition_data:
             pr = R.PartitionProduceResponse(index=pd.index, error_code=0, base_offset=-1)
             try:
                 if acks not in (-1, 0, 1):
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+                if topic is None and ctx.version >= 13:
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
                 if topic is None or pd.index not in topic.partitions:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 if topic.is_internal:
@@ -80,9 +91,9 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 lg = topic.partitions[pd.index]
                 if lg.config.compact:  # the only decode on this path, as Kafka's LogValidator does
                     from minibroker.cleaner import require_keys
-                    require_keys(td.name, pd.index, records)
+                    require_keys(name, pd.index, records)
                 if ctx.version >= 3:  # a transaction's first write to a partition is verified (KIP-890)
-                    check_transactional_produce(broker, req.transactional_id, records, td.name, pd.index, lg,
+                    check_transactional_produce(broker, req.transactional_id, records, name, pd.index, lg,
                                                 ctx.version)
                 info = lg.append_as_leader(records)
                 pr.base_offset = info.first_offset
@@ -90,7 +101,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 pr.log_start_offset = info.log_start_offset
                 if lg.config.flush_messages < _DEFAULT_FLUSH or lg.config.flush_ms < _DEFAULT_FLUSH:
                     await asyncio.get_running_loop().run_in_executor(None, lg.maybe_flush)
-                broker.fetch_waiters.notify((td.name, pd.index))
+                broker.fetch_waiters.notify((name, pd.index))
             except KafkaError as e:
                 failed = True
                 pr.error_code = e.code
@@ -101,11 +112,11 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 pr.error_message = str(e)
             except OSError as e:
                 failed = True
-                log.error("append to %s-%d failed: %s", td.name, pd.index, e)
+                log.error("append to %s-%d failed: %s", name, pd.index, e)
                 pr.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 pr.error_message = str(e)
             parts.append(pr)
-        responses.append(R.TopicProduceResponse(name=td.name, partition_responses=parts))
+        responses.append(R.TopicProduceResponse(name=td.name, topic_id=td.topic_id, partition_responses=parts))
     if acks == 0:
         if failed and ctx.connection is not None:
             ctx.connection.close("error on an acks=0 produce")
@@ -118,8 +129,11 @@ def _conform(topic: Any, records: Any, version: int) -> Any:
     says otherwise), and its compression.type if set."""
     wanted = topic.config.get("compression.type", "producer")
     if version >= 3:
-        _validate_v3(records, version)
-    magics = legacy.entry_magics(records)
+        views = _validate_v3(records, version)  # exactly one v2 batch: one pass over the data
+        magics = {2}
+    else:
+        views = None
+        magics = legacy.entry_magics(records)
     stored = legacy.stored_magic(topic)
     if stored != 2 or magics - {2}:
         return legacy.conform_produce(records, magics=magics, stored=stored, compression_type=wanted,
@@ -129,12 +143,12 @@ def _conform(topic: Any, records: Any, version: int) -> Any:
     from protocol.records.convert import CODEC_BY_NAME, recompress
 
     codec = CODEC_BY_NAME[wanted]
-    if all(view.compression == codec for view in iter_batches(records)):
+    if all(view.compression == codec for view in (views if views is not None else iter_batches(records))):
         return records
     return recompress(records, codec)
 
 
-def _validate_v3(records: Any, version: int) -> None:
+def _validate_v3(records: Any, version: int) -> list[Any]:
     """Kafka's ProduceRequest.validateRecords: from v3 a partition carries exactly one batch, of
     magic 2, and a zstd batch needs v7 (KIP-110: older clients could not read it back)."""
     _check_entry_sizes(records)
@@ -154,6 +168,7 @@ def _validate_v3(records: Any, version: int) -> None:
     if len(views) > 1:
         raise KafkaError(ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
                                                    "contain exactly one record batch per partition")
+    return views
 
 
 def _check_entry_sizes(records: Any) -> None:
