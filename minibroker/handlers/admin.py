@@ -1,4 +1,4 @@
-"""DeleteRecords v0-2, DescribeCluster v0-1, DescribeLogDirs v0-4, OffsetForLeaderEpoch v0-4,
+"""DeleteRecords v0-2, DescribeCluster v0-2, DescribeLogDirs v0-4, OffsetForLeaderEpoch v0-4,
 DescribeTopicPartitions v0 (KIP-966).
 
 Behavior, for one broker that leads every partition and is its whole ISR:
@@ -9,6 +9,8 @@ Behavior, for one broker that leads every partition and is its whole ISR:
   (Kafka: Partition.deleteRecordsOnLeader).
 - DescribeCluster: this broker, as the only broker and the controller. v1 asks for an endpoint
   type; only brokers (1) are served here (a controller request gets MISMATCHED_ENDPOINT_TYPE).
+  v2 (KIP-1073) may ask for fenced brokers too and marks each broker's fencing; this broker is
+  the one that answers, so it is registered and unfenced, and the list is the same either way.
 - DescribeLogDirs: the one log directory with every (or each asked) partition's size in bytes
   and offset lag (0: a leader's lag is max(HW - LEO, 0)); v4 adds the disk's total and usable bytes.
 - OffsetForLeaderEpoch: the end offset of the requested epoch from the leader-epoch cache
@@ -18,7 +20,8 @@ Behavior, for one broker that leads every partition and is its whole ISR:
   response_partition_limit with a cursor, as Kafka's DescribeTopicPartitionsRequestHandler does.
 
 Version notes: DeleteRecords v1 is v0, v2 flexible. DescribeCluster v0 is flexible, v1 adds
-endpoint_type. DescribeLogDirs v2 flexible, v3 a top-level error code, v4 total/usable bytes.
+endpoint_type, v2 include_fenced_brokers / is_fenced. DescribeLogDirs v2 flexible, v3 a top-level
+error code, v4 total/usable bytes.
 OffsetForLeaderEpoch v1 returns the epoch, v2 adds current_leader_epoch and throttle time, v3
 replica_id, v4 flexible. DescribeTopicPartitions has only v0.
 """
@@ -88,14 +91,14 @@ async def handle_delete_records(ctx: RequestContext, req: Any) -> Any:
     return DR(topics=topics)
 
 
-@handles(describe_cluster.API, "0-1")
+@handles(describe_cluster.API, "0-2")
 async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     endpoint_type = req.endpoint_type if ctx.version >= 1 else BROKER_ENDPOINT
     resp = DCL(error_code=0, error_message=None, endpoint_type=BROKER_ENDPOINT, cluster_id=broker.cluster_id,
                controller_id=broker.node_id,
                brokers=[DCL.DescribeClusterBroker(broker_id=broker.node_id, host=broker.host, port=broker.port,
-                                                  rack=None)],
+                                                  rack=None, is_fenced=False)],
                cluster_authorized_operations=(CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
                                               else _NO_OPERATIONS))
     if endpoint_type != BROKER_ENDPOINT:

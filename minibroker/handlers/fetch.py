@@ -1,4 +1,4 @@
-"""Fetch: v0-17.
+"""Fetch: v0-18.
 
 Behavior:
 - Reads each requested partition from its fetch offset, bounded by the partition's max bytes and
@@ -11,10 +11,14 @@ Behavior:
 - Record bytes are not read into Python: each partition's data is a `FileRegion` of one segment
   file, which the connection sends with sendfile.
 - Incremental fetch sessions (KIP-227), see minibroker.fetch_sessions.
+- A fetcher that says which high watermark it knows (v18, KIP-1166) and knows an older one than
+  the leader's is answered at once instead of long-polling, so it learns the new high watermark
+  without waiting for new data. Consumers never send it (absent means "not supported").
 
 Version notes: v4 adds isolation level and the last stable offset; v5 log start offset; v7
 sessions; v11 rack id / preferred replica; v12 flexible; v13 topic ids replace names; v15 replica
-state moves to a tagged field; v16 node endpoints; v17 replica directory id.
+state moves to a tagged field; v16 node endpoints; v17 replica directory id; v18 the fetcher's known
+high watermark (tagged, KIP-1166).
 v0-3 (removed in Kafka 4.0, KIP-896; kept here, issue 7): v0-1 readers get magic 0, v2-3 magic 1
 (Kafka's KafkaApis rule: by the topic's stored format); newer data is down-converted in memory,
 losing zero-copy (minibroker.handlers.legacy); message.downconversion.enable=false answers
@@ -35,6 +39,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
 READ_COMMITTED = 1
+HW_NOT_SUPPORTED = (1 << 63) - 1  # v18 high_watermark default: the fetcher does not track it (KIP-1166)
 EMPTY = b""  # a partition with no data gets empty records, not null, as Kafka sends
 R = fetch.RESPONSE
 
@@ -59,7 +64,7 @@ def _resolve_topic(broker: Any, name: str | None, topic_id: uuid.UUID | None, ve
     return name, (topic.topic_id if topic else ZERO_UUID)
 
 
-@handles(fetch.API, "0-17")
+@handles(fetch.API, "0-18")
 async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     v = ctx.version
@@ -68,12 +73,17 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     response_session_id = 0
     incremental = False
 
+    # The high watermark each partition's fetcher knows (v18); -1 is "unknown", so behind any.
+    known_hw: dict[tuple[str, Any, int], int] = {}
+
     def requested() -> list[_Part]:
         parts = []
         for t in req.topics:
             name, tid = _resolve_topic(broker, t.topic, t.topic_id, v)
             for p in t.partitions:
                 parts.append(_Part((name, tid, p.partition), p.fetch_offset, p.partition_max_bytes))
+                if v >= 18 and p.high_watermark != HW_NOT_SUPPORTED:
+                    known_hw[(name, tid, p.partition)] = p.high_watermark
         return parts
 
     if v >= 7 and req.session_epoch != FINAL_EPOCH:
@@ -119,6 +129,10 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
         results, total = _read_all(broker, parts, max_bytes, isolation, v)
         remaining = deadline - time.monotonic()
         if total >= req.min_bytes or remaining <= 0 or any(r[1] for r in results):
+            break
+        # KIP-1166: a fetcher behind on the high watermark is answered now (Kafka: DelayedFetch).
+        if known_hw and any(data.high_watermark > known_hw.get(part.key, HW_NOT_SUPPORTED)
+                            for part, _, data in results):
             break
         await broker.fetch_waiters.wait([(k[0], k[2]) for k in (p.key for p in parts) if k[0]], remaining)
 

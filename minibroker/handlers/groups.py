@@ -1,5 +1,5 @@
 """The group APIs: FindCoordinator v0-6, JoinGroup v0-9, SyncGroup v0-5, Heartbeat v0-4,
-LeaveGroup v0-5, OffsetCommit v0-9, OffsetFetch v0-9, ListGroups v0-5, DescribeGroups v0-5,
+LeaveGroup v0-5, OffsetCommit v0-9, OffsetFetch v0-9, ListGroups v0-5, DescribeGroups v0-6,
 DeleteGroups v0-2, OffsetDelete v0.
 
 Behavior: this broker coordinates every group and, until a transaction coordinator says
@@ -24,13 +24,15 @@ Version notes:
 - OffsetFetch: v0 read ZooKeeper in Kafka; here it reads the same store as v1. v1-7 one group
   (v2+ null topics = all, top-level error); v5 leader epoch; v7 require_stable; v8 several groups.
 - ListGroups: v4 state filter (KIP-518); v5 type filter (KIP-848: only "classic" groups here).
-- DescribeGroups: v3 authorized operations; v4 instance ids; v5 flexible.
+- DescribeGroups: v3 authorized operations; v4 instance ids; v5 flexible; v6 (KIP-1043) a group
+  that does not exist is GROUP_ID_NOT_FOUND with a message (older versions: state Dead, no error).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from minibroker.coordinator.group import GroupState
 from minibroker.coordinator.group_coordinator import ClientInfo, GroupCoordinator
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import (
@@ -288,7 +290,7 @@ async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
 
 
 # -------------------------------------------------------------------------------- DescribeGroups
-@handles(describe_groups.API, "0-5")
+@handles(describe_groups.API, "0-6")
 async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
     R = describe_groups.RESPONSE
     coord = _coordinator(ctx)
@@ -299,7 +301,13 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
             out.append(R.DescribedGroup(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id=gid,
                                         group_state="", protocol_type="", protocol_data="", members=[]))
         else:
-            out.append(coord.describe_group(gid, include_ops))
+            group = coord.describe_group(gid, include_ops)
+            if ctx.version >= 6 and group.error_code == 0 and group.group_state == GroupState.DEAD.value:
+                # Kafka 4.0 (KIP-1043) reports a missing group as an error from v6 on; before, a
+                # client could only tell it by the Dead state (GroupMetadataManager.describeGroups).
+                group.error_code = ErrorCode.GROUP_ID_NOT_FOUND
+                group.error_message = f"Group {gid} not found."
+            out.append(group)
     return R(groups=out)
 
 

@@ -1,10 +1,12 @@
-"""ListOffsets: v0-10.
+"""ListOffsets: v0-11.
 
 Behavior: per partition, the offset for a timestamp:
   -1 LATEST: the high watermark (read_uncommitted) or the last stable offset (read_committed);
   -2 EARLIEST and -4 EARLIEST_LOCAL (KIP-1005): the log start offset;
   -3 MAX_TIMESTAMP (KIP-734): the offset and timestamp of the record with the largest timestamp;
-  -5 LATEST_TIERED (KIP-1005): no tiered storage here, so -1 / -1 as Kafka answers without it;
+  -5 LATEST_TIERED (KIP-1005) and -6 EARLIEST_PENDING_UPLOAD (KIP-1023): both ask about remote
+     storage; there is none here, so timestamp -1, offset -1, leader epoch -1, as Kafka's
+     UnifiedLog answers for a log without remote storage;
   t >= 0: the first offset whose timestamp is >= t, found through the .timeindex; none → -1.
 
 v0 (the seeds' form, removed in Kafka 4.0 by KIP-896, kept here for old clients, issue 7): up to
@@ -15,7 +17,7 @@ a consumer (replica id -1) never sees an offset above the high watermark. Other 
 timestamps get UNSUPPORTED_VERSION.
 
 Version notes: v0 max_num_offsets and a list of offsets; v1 single offset + timestamp; v2 isolation level; v4 leader epochs; v6 flexible; v7 MAX_TIMESTAMP; v8 EARLIEST_LOCAL;
-v9 LATEST_TIERED; v10 timeout.
+v9 LATEST_TIERED; v10 timeout; v11 EARLIEST_PENDING_UPLOAD (no layout change).
 """
 
 from __future__ import annotations
@@ -27,11 +29,11 @@ from protocol.apis import list_offsets
 from protocol.errors import ErrorCode
 
 R = list_offsets.RESPONSE
-LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
 CONSUMER_REPLICA_ID = -1
 
 
-@handles(list_offsets.API, "0-10")
+@handles(list_offsets.API, "0-11")
 async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     topics = []
@@ -56,8 +58,8 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
                     found = lg.max_timestamp_and_offset()
                     if found is not None:
                         pr.timestamp, pr.offset = found
-                elif ts == LATEST_TIERED:
-                    pass
+                elif ts in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+                    pr.leader_epoch = -1
                 elif ts < 0:
                     pr.error_code = ErrorCode.INVALID_REQUEST
                 else:

@@ -1,4 +1,4 @@
-"""Metadata: v0-12.
+"""Metadata: v0-13.
 
 Behavior: one broker, which is the controller and the leader and only replica of every partition
 (leader epoch 0). Topics are listed with their ids and internal flag. A requested topic that does
@@ -10,7 +10,8 @@ returned at once and the client saves a retry. Otherwise UNKNOWN_TOPIC_OR_PARTIT
 Version notes: v0 an empty topic list means all topics (v1+: null means all, empty means none);
 v1 controller id, rack, internal flag; v2 cluster id; v4 allow_auto_topic_creation; v5 offline
 replicas; v7 leader epoch; v8 authorized operations; v9 flexible; v10 topic ids; v12 request by
-topic id (name nullable).
+topic id (name nullable); v13 a top-level error code (KIP-1102: REBOOTSTRAP_REQUIRED tells a client
+its bootstrap list is stale; one broker that answers is never stale, so it is always NONE).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def topic_metadata(broker: Any, topic: Any, error: int = 0) -> Any:
                                    is_internal=topic.is_internal, partitions=parts)
 
 
-@handles(metadata.API, "0-12")
+@handles(metadata.API, "0-13")
 async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
     broker = ctx.broker
     v = ctx.version
@@ -83,4 +84,5 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
         cluster_id=broker.cluster_id,
         controller_id=broker.node_id,
         topics=topics,
+        error_code=ErrorCode.NONE,
     )

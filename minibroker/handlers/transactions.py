@@ -1,5 +1,5 @@
 """The transaction APIs: AddPartitionsToTxn v0-5, AddOffsetsToTxn v0-4, EndTxn v0-4,
-TxnOffsetCommit v0-4, DescribeProducers v0, DescribeTransactions v0, ListTransactions v0-1.
+TxnOffsetCommit v0-4, DescribeProducers v0, DescribeTransactions v0, ListTransactions v0-2.
 
 Behavior: the handlers translate between wire versions and the transaction coordinator
 (minibroker/coordinator/transaction_coordinator.py); TxnOffsetCommit writes through the group
@@ -18,11 +18,15 @@ Version notes:
   v5 (transaction.version 2, an epoch bump per transaction) is not served.
 - TxnOffsetCommit: v2 leader epoch; v3 flexible, generation, member and instance id; v4
   TRANSACTION_ABORTABLE-aware clients (still mapped to INVALID_TXN_STATE before v5).
-- ListTransactions: v1 duration filter (KIP-994).
+- ListTransactions: v1 duration filter (KIP-994); v2 transactional id pattern (KIP-1152): a regular
+  expression the whole id must match (null or empty: no filter); one that does not compile is
+  INVALID_REGULAR_EXPRESSION. Kafka compiles it with RE2/J; Python's `re` is used here, which
+  accepts the RE2 syntax clients send (it also accepts look-arounds and back-references RE2 refuses).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from minibroker.coordinator.transaction_coordinator import verification_error_for_produce
@@ -237,7 +241,7 @@ async def handle_describe_transactions(ctx: RequestContext, req: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------- ListTransactions
-@handles(list_transactions.API, "0-1")
+@handles(list_transactions.API, "0-2")
 async def handle_list_transactions(ctx: RequestContext, req: Any) -> Any:
     R = list_transactions.RESPONSE
     coord = ctx.broker.coordinators.get("transaction")
@@ -245,7 +249,16 @@ async def handle_list_transactions(ctx: RequestContext, req: Any) -> Any:
         return R(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, unknown_state_filters=[],
                  transaction_states=[])
     duration = req.duration_filter if ctx.version >= 1 else -1
+    pattern = None
+    if ctx.version >= 2 and req.transactional_id_pattern:
+        try:
+            pattern = re.compile(req.transactional_id_pattern)
+        except re.error:
+            return R(throttle_time_ms=0, error_code=ErrorCode.INVALID_REGULAR_EXPRESSION, unknown_state_filters=[],
+                     transaction_states=[])
     code, unknown, found = coord.list_transactions(req.state_filters or [], req.producer_id_filters or [], duration)
+    if pattern is not None:
+        found = [md for md in found if pattern.fullmatch(md.transactional_id)]
     return R(throttle_time_ms=0, error_code=code, unknown_state_filters=unknown, transaction_states=[
         R.TransactionState(transactional_id=md.transactional_id, producer_id=md.producer_id,
                            transaction_state=md.state.display_name) for md in found])
