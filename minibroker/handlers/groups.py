@@ -1,5 +1,5 @@
 """The group APIs: FindCoordinator v0-6, JoinGroup v0-9, SyncGroup v0-5, Heartbeat v0-4,
-LeaveGroup v0-5, OffsetCommit v0-9, OffsetFetch v0-9, ListGroups v0-5, DescribeGroups v0-6,
+LeaveGroup v0-5, OffsetCommit v0-10, OffsetFetch v0-10, ListGroups v0-5, DescribeGroups v0-6,
 DeleteGroups v0-2, OffsetDelete v0.
 
 Behavior: this broker coordinates every group and, until a transaction coordinator says
@@ -20,9 +20,12 @@ Version notes:
 - LeaveGroup: v0-2 one member id; v3 batched members by id or instance id; v4 flexible; v5 reason.
 - OffsetCommit: v0 was ZooKeeper-backed in Kafka; here it is stored like v1. v1 per-partition
   commit timestamp; v2-4 retention time; v6 leader epoch; v7 instance id; v8 flexible; v9 an
-  unknown group with a generation is GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION.
+  unknown group with a generation is GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION; v10 (Kafka 4.2,
+  KIP-848) names topics by id in request and response, an unknown id being UNKNOWN_TOPIC_ID.
 - OffsetFetch: v0 read ZooKeeper in Kafka; here it reads the same store as v1. v1-7 one group
-  (v2+ null topics = all, top-level error); v5 leader epoch; v7 require_stable; v8 several groups.
+  (v2+ null topics = all, top-level error); v5 leader epoch; v7 require_stable; v8 several groups;
+  v10 topics by id (an unknown id: UNKNOWN_TOPIC_ID per partition; with null topics, offsets of
+  topics that no longer exist are left out, as they have no id to name them by).
 - ListGroups: v4 state filter (KIP-518); v5 type filter (KIP-848: only "classic" groups here).
 - DescribeGroups: v3 authorized operations; v4 instance ids; v5 flexible; v6 (KIP-1043) a group
   that does not exist is GROUP_ID_NOT_FOUND with a message (older versions: state Dead, no error).
@@ -49,6 +52,7 @@ from protocol.apis import (
     sync_group,
 )
 from protocol.errors import ErrorCode, KafkaError
+from protocol.schema import ZERO_UUID
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
@@ -171,20 +175,24 @@ async def handle_leave_group(ctx: RequestContext, req: Any) -> Any:
 
 
 # --------------------------------------------------------------------------------- OffsetCommit
-@handles(offset_commit.API, "0-9")
+@handles(offset_commit.API, "0-10")
 async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
     R = offset_commit.RESPONSE
     broker = ctx.broker
     errors: dict[tuple[str, int], int] = {}
     valid = []
-    for t in req.topics:
-        topic = broker.topics.get(t.name)
+    # v10: topics come by id; None marks an id no topic has (UNKNOWN_TOPIC_ID for its partitions)
+    names = [_name_of(broker, t.topic_id) if ctx.version >= 10 else t.name for t in req.topics]
+    for t, name in zip(req.topics, names, strict=True):
+        if name is None:
+            continue
+        topic = broker.topics.get(name)
         known = [p for p in t.partitions if topic is not None and p.partition_index in topic.partitions]
         for p in t.partitions:
             if topic is None or p.partition_index not in topic.partitions:
-                errors[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                errors[(name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if known:
-            valid.append(offset_commit.REQUEST.OffsetCommitRequestTopic(name=t.name, partitions=known))
+            valid.append(offset_commit.REQUEST.OffsetCommitRequestTopic(name=name, partitions=known))
     if valid:
         coord = _coordinator(ctx)
         if coord is None:
@@ -194,12 +202,23 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
         else:
             errors.update(coord.commit_offsets(req, ctx.version, valid))
     return R(topics=[
-        R.OffsetCommitResponseTopic(name=t.name, partitions=[
-            R.OffsetCommitResponsePartition(partition_index=p.partition_index,
-                                            error_code=errors[(t.name, p.partition_index)])
+        R.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
+            R.OffsetCommitResponsePartition(
+                partition_index=p.partition_index,
+                error_code=ErrorCode.UNKNOWN_TOPIC_ID if name is None else errors[(name, p.partition_index)])
             for p in t.partitions])
-        for t in req.topics
+        for t, name in zip(req.topics, names, strict=True)
     ])
+
+
+def _name_of(broker: Any, topic_id: Any) -> str | None:
+    topic = broker.topic_by_id(topic_id)
+    return topic.name if topic is not None else None
+
+
+def _id_of(broker: Any, name: str) -> Any:
+    topic = broker.topics.get(name)
+    return topic.topic_id if topic is not None else ZERO_UUID
 
 
 # ---------------------------------------------------------------------------------- OffsetFetch
@@ -211,7 +230,7 @@ def _fetch_group(coord: GroupCoordinator | None, group_id: str, topics: Any) -> 
     return coord.fetch_offsets(group_id, wanted)
 
 
-@handles(offset_fetch.API, "0-9")
+@handles(offset_fetch.API, "0-10")
 async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
     R = offset_fetch.RESPONSE
     coord = _coordinator(ctx)
@@ -220,17 +239,27 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
     if v >= 8:
         groups = []
         for g in req.groups:
-            error, topics = _fetch_group(coord, g.group_id, g.topics)
+            wanted, resolved = g.topics, []
+            if v >= 10 and wanted is not None:  # topics by id: ask the coordinator for the known ones by name
+                resolved = [(t, _name_of(ctx.broker, t.topic_id)) for t in wanted]
+                wanted = [offset_fetch.REQUEST.OffsetFetchRequestTopics(name=n, partition_indexes=t.partition_indexes)
+                          for t, n in resolved if n is not None]
+            error, topics = _fetch_group(coord, g.group_id, wanted)
             if stable:
                 topics = _unstable(coord, g.group_id, topics)
-            groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error, topics=[
-                R.OffsetFetchResponseTopics(name=name, partitions=[
+            rows = [
+                R.OffsetFetchResponseTopics(name=name, topic_id=_id_of(ctx.broker, name), partitions=[
                     R.OffsetFetchResponsePartitions(
                         partition_index=p, committed_offset=om.offset if om else -1,
                         committed_leader_epoch=om.leader_epoch if om else -1,
                         metadata=om.metadata if om else "", error_code=_UNSTABLE if om is _PENDING else 0)
                     for p, om in parts])
-                for name, parts in topics]))
+                for name, parts in topics]
+            if v >= 10 and g.topics is None:
+                rows = [r for r in rows if r.topic_id != ZERO_UUID]  # a deleted topic has no id to answer with
+            elif v >= 10 and not error:
+                rows = _in_request_order(R, resolved, rows)
+            groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error, topics=rows))
         return R(groups=groups)
     topics_req = req.topics
     if v < 2 and topics_req is None:
@@ -250,6 +279,16 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
                 metadata=om.metadata if om else "", error_code=_UNSTABLE if om is _PENDING else part_error)
             for p, om in parts])
         for name, parts in topics])
+
+
+def _in_request_order(R: Any, resolved: list[tuple[Any, str | None]], rows: list[Any]) -> list[Any]:
+    """v10: the coordinator answered the known topics in request order; put an UNKNOWN_TOPIC_ID row
+    for each unknown id back where it was asked."""
+    known = iter(rows)
+    return [next(known) if name is not None else R.OffsetFetchResponseTopics(topic_id=t.topic_id, partitions=[
+        R.OffsetFetchResponsePartitions(partition_index=p, committed_offset=-1, committed_leader_epoch=-1,
+                                        metadata="", error_code=ErrorCode.UNKNOWN_TOPIC_ID)
+        for p in t.partition_indexes]) for t, name in resolved]
 
 
 _UNSTABLE = ErrorCode.UNSTABLE_OFFSET_COMMIT

@@ -136,7 +136,7 @@ def test_produce_is_advertised_from_v0(mb, caplog):
         body = raw.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="it-raw",
                                                                   client_software_version="1"))
     [entry] = [k for k in body.api_keys if k.api_key == produce.API.key]
-    assert (entry.min_version, entry.max_version) == (0, 11)
+    assert (entry.min_version, entry.max_version) == (0, 13)
     lo, _ = served_range(mb, produce.API)
     caplog.set_level(logging.INFO, logger="minibroker")
     for version in range(0, lo):  # advertised but not served: the connection is closed

@@ -1,0 +1,194 @@
+"""Kafka 4.x versions that name topics by id (KIP-516), field by field over a raw socket.
+
+- Produce v12 is v11 on the wire; its one change (KIP-890 part 2: a transaction's produce adds the
+  partition itself) applies only while the broker finalizes transaction.version >= 2, which we do not,
+  so an unadded partition is still refused exactly as at v11.
+- Produce v13 sends TopicId instead of the name: a known id appends to that topic, an unknown one is
+  UNKNOWN_TOPIC_ID, and each response topic echoes the id it was asked for.
+- OffsetCommit v10 / OffsetFetch v10 (Kafka 4.2, KIP-848 era) likewise: ids in, ids out, an unknown
+  id is UNKNOWN_TOPIC_ID per partition; the offsets are the same ones v9 reads by name.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from minibroker.testing import BrokerThread
+from protocol.apis import api_versions, init_producer_id, offset_commit, offset_fetch, produce
+from protocol.errors import ErrorCode as E
+from protocol.records.v2 import Record, build_batch
+from protocol.schema import ZERO_UUID
+from tests.integration.helpers import (
+    RawClient,
+    create_topic,
+    module_broker,
+    records_batch,
+    stored_records,
+    unique,
+)
+
+PR = produce.REQUEST
+CR = offset_commit.REQUEST
+FR = offset_fetch.REQUEST
+
+
+@pytest.fixture(scope="module")
+def b(tmp_path_factory: Any) -> Iterator[BrokerThread]:
+    with module_broker(tmp_path_factory) as broker:
+        yield broker
+
+
+def topic_id(b: BrokerThread, name: str) -> uuid.UUID:
+    return b.call(lambda broker: broker.topics[name].topic_id)
+
+
+def produce_by_id(c: RawClient, topics: list[tuple[uuid.UUID, list[int]]], value: bytes) -> Any:
+    return c.call(produce.API, 13, PR(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+        PR.TopicProduceData(topic_id=tid, partition_data=[
+            PR.PartitionProduceData(index=p, records=records_batch([value])) for p in parts])
+        for tid, parts in topics]))
+
+
+def test_produce_12_and_13_are_advertised(b):
+    with RawClient(b.bootstrap) as c:
+        body = c.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="it", client_software_version="1"))
+    [entry] = [k for k in body.api_keys if k.api_key == produce.API.key]
+    assert entry.max_version == 13
+
+
+def test_produce_v12_appends_like_v11(b):
+    topic = unique("p12")
+    create_topic(b, topic, 1)
+    with RawClient(b.bootstrap) as c:
+        for v, value in ((11, b"eleven"), (12, b"twelve")):
+            r = c.call(produce.API, v, PR(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+                PR.TopicProduceData(name=topic, partition_data=[
+                    PR.PartitionProduceData(index=0, records=records_batch([value]))])]))
+            [t] = r.responses
+            [p] = t.partition_responses
+            assert (t.name, p.index, p.error_code, p.base_offset, p.log_start_offset) == (
+                topic, 0, 0, v - 11, 0)
+    assert [r.value for r in stored_records(b, topic)] == [b"eleven", b"twelve"]
+
+
+def test_produce_v12_does_not_add_partitions_to_the_transaction(b):
+    """Without transaction.version 2 finalized, v12 verifies a transactional write as v11 does:
+    a partition no AddPartitionsToTxn added is TRANSACTION_ABORTABLE and nothing is appended."""
+    topic, txn_id = unique("p12txn"), unique("tid")
+    create_topic(b, topic, 1)
+    with RawClient(b.bootstrap) as c:
+        init = c.call(init_producer_id.API, 4, init_producer_id.REQUEST(
+            transactional_id=txn_id, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1))
+        assert init.error_code == 0
+        codes = []
+        for v in (11, 12):
+            data = build_batch([Record(value=b"x")], base_timestamp=int(time.time() * 1000),
+                               producer_id=init.producer_id, producer_epoch=init.producer_epoch, base_sequence=0,
+                               is_transactional=True)
+            r = c.call(produce.API, v, PR(transactional_id=txn_id, acks=-1, timeout_ms=5000, topic_data=[
+                PR.TopicProduceData(name=topic, partition_data=[PR.PartitionProduceData(index=0, records=data)])]))
+            codes.append(r.responses[0].partition_responses[0].error_code)
+    assert codes == [E.TRANSACTION_ABORTABLE, E.TRANSACTION_ABORTABLE]
+    assert stored_records(b, topic) == []
+
+
+def test_produce_v13_by_topic_id(b):
+    topic = unique("p13")
+    create_topic(b, topic, 2)
+    tid = topic_id(b, topic)
+    with RawClient(b.bootstrap) as c:
+        r = produce_by_id(c, [(tid, [0, 1])], b"by-id")
+        [t] = r.responses
+        assert t.topic_id == tid and t.name == ""  # v13 carries no name on the wire
+        assert [(p.index, p.error_code, p.base_offset) for p in t.partition_responses] == [(0, 0, 0), (1, 0, 0)]
+        again = produce_by_id(c, [(tid, [1])], b"again")
+        assert again.responses[0].partition_responses[0].base_offset == 1
+    assert [r.value for r in stored_records(b, topic, 0)] == [b"by-id"]
+    assert [r.value for r in stored_records(b, topic, 1)] == [b"by-id", b"again"]
+
+
+def test_produce_v13_unknown_topic_id(b):
+    unknown = uuid.uuid4()
+    with RawClient(b.bootstrap) as c:
+        r = produce_by_id(c, [(unknown, [0, 3])], b"lost")
+    [t] = r.responses
+    assert t.topic_id == unknown
+    assert [(p.index, p.error_code, p.base_offset) for p in t.partition_responses] == [
+        (0, E.UNKNOWN_TOPIC_ID, -1), (3, E.UNKNOWN_TOPIC_ID, -1)]
+
+
+def test_produce_v13_mixed_ids(b):
+    topic = unique("p13mix")
+    create_topic(b, topic, 1)
+    tid, unknown = topic_id(b, topic), uuid.uuid4()
+    with RawClient(b.bootstrap) as c:
+        r = produce_by_id(c, [(unknown, [0]), (tid, [0, 7]), (ZERO_UUID, [0])], b"mixed")
+    got = [(t.topic_id, [(p.index, p.error_code) for p in t.partition_responses]) for t in r.responses]
+    assert got == [(unknown, [(0, E.UNKNOWN_TOPIC_ID)]),
+                   (tid, [(0, 0), (7, E.UNKNOWN_TOPIC_OR_PARTITION)]),
+                   (ZERO_UUID, [(0, E.UNKNOWN_TOPIC_ID)])]
+    assert [r.value for r in stored_records(b, topic)] == [b"mixed"]
+
+
+# ------------------------------------------------------------------ OffsetCommit / OffsetFetch v10
+def commit_v10(c: RawClient, group: str, topics: list[tuple[uuid.UUID, list[tuple[int, int]]]]) -> Any:
+    return c.call(offset_commit.API, 10, CR(group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                            group_instance_id=None, topics=[
+        CR.OffsetCommitRequestTopic(topic_id=tid, partitions=[
+            CR.OffsetCommitRequestPartition(partition_index=p, committed_offset=o, committed_leader_epoch=3,
+                                            committed_metadata=f"m{o}") for p, o in parts])
+        for tid, parts in topics]))
+
+
+def fetch_v10(c: RawClient, group: str, topics: list[tuple[uuid.UUID, list[int]]] | None) -> Any:
+    wanted = None if topics is None else [FR.OffsetFetchRequestTopics(topic_id=tid, partition_indexes=ps)
+                                          for tid, ps in topics]
+    r = c.call(offset_fetch.API, 10, FR(groups=[FR.OffsetFetchRequestGroup(group_id=group, topics=wanted)],
+                                        require_stable=False))
+    [g] = r.groups
+    assert (g.group_id, g.error_code) == (group, 0)
+    return g.topics
+
+
+def test_offset_commit_and_fetch_v10_by_topic_id(b):
+    topic, group = unique("oc10"), unique("g10")
+    create_topic(b, topic, 2)
+    tid = topic_id(b, topic)
+    with RawClient(b.bootstrap) as c:
+        r = commit_v10(c, group, [(tid, [(0, 5), (1, 9)])])
+        assert [(t.topic_id, t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in r.topics] == [
+            (tid, "", [(0, 0), (1, 0)])]
+        [t] = fetch_v10(c, group, [(tid, [1, 0])])
+        assert t.topic_id == tid and t.name == ""
+        assert [(p.partition_index, p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code)
+                for p in t.partitions] == [(1, 9, 3, "m9", 0), (0, 5, 3, "m5", 0)]
+        # null topics: every committed partition, each topic named by its id
+        [t] = fetch_v10(c, group, None)
+        assert t.topic_id == tid and sorted((p.partition_index, p.committed_offset) for p in t.partitions) == [
+            (0, 5), (1, 9)]
+        # the same offsets, read by name at v9
+        v9 = c.call(offset_fetch.API, 9, FR(groups=[FR.OffsetFetchRequestGroup(
+            group_id=group, topics=[FR.OffsetFetchRequestTopics(name=topic, partition_indexes=[0])])]))
+        assert [(p.committed_offset, p.metadata) for p in v9.groups[0].topics[0].partitions] == [(5, "m5")]
+
+
+def test_offset_commit_v10_unknown_and_mixed_ids(b):
+    topic, group = unique("oc10mix"), unique("g10mix")
+    create_topic(b, topic, 1)
+    tid, unknown = topic_id(b, topic), uuid.uuid4()
+    with RawClient(b.bootstrap) as c:
+        r = commit_v10(c, group, [(unknown, [(0, 1), (1, 2)])])
+        assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions]) for t in r.topics] == [
+            (unknown, [(0, E.UNKNOWN_TOPIC_ID), (1, E.UNKNOWN_TOPIC_ID)])]
+        r = commit_v10(c, group, [(tid, [(0, 4), (2, 4)]), (unknown, [(0, 1)])])
+        assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions]) for t in r.topics] == [
+            (tid, [(0, 0), (2, E.UNKNOWN_TOPIC_OR_PARTITION)]), (unknown, [(0, E.UNKNOWN_TOPIC_ID)])]
+        got = fetch_v10(c, group, [(unknown, [0]), (tid, [0, 2])])
+        assert [(t.topic_id, [(p.partition_index, p.committed_offset, p.error_code) for p in t.partitions])
+                for t in got] == [(unknown, [(0, -1, E.UNKNOWN_TOPIC_ID)]), (tid, [(0, 4, 0), (2, -1, 0)])]
+    assert b.call(lambda broker: broker.coordinators["group"].committed(group, topic, 0).offset) == 4
