@@ -1,10 +1,13 @@
 """The Kafka 4.x versions of Fetch (18), ListOffsets (11), Metadata (13), DescribeGroups (6),
 DescribeCluster (2) and ListTransactions (2), over a raw socket.
 
-No client available here sends these versions (confluent-kafka 2.16, kafka-python 3.0.12, aiokafka
-and the Java client 3.9.1 all stop below them), so the wire is the proof: each test sends the
-new version and checks the fields it changed. EndTxn v5 and TxnOffsetCommit v5 have schemas but are
-not served (transaction.version 2 is not finalized), which the ApiVersions test pins down.
+Each test sends the new version over a raw socket and checks the fields it changed. Real clients
+where one sends the version: kafka-python 3.0.12 (DescribeGroups v6, DescribeCluster v2,
+ListTransactions v2; also Metadata v13 and ListOffsets v11 in its consumer) and confluent-kafka 2.16
+(Metadata v13). None sends Fetch v18 (kafka-python fetches with v12, librdkafka with v16, the Java
+client 3.9.1 stops at v17), so the raw socket is its only proof. EndTxn v5 and TxnOffsetCommit v5
+have schemas but are not served (transaction.version 2 is not finalized), which the ApiVersions
+test pins down.
 """
 
 from __future__ import annotations
@@ -308,3 +311,28 @@ def test_kafka_python_list_transactions_by_pattern(mb, kp_admin, two_txn_ids):
     prefix, (alpha, beta) = two_txn_ids
     listed = kp_admin.list_transactions(transactional_id_pattern=f"{prefix}-b.*")
     assert [(t.transactional_id, t.state.value) for ts in listed.values() for t in ts] == [(beta, "Empty")]
+
+
+# ----------------------------------------------------------------------- a real client: confluent-kafka
+class _Lines:
+    """A librdkafka `logger`: keeps the debug lines."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        self.lines.append(msg % args if args else msg)
+
+
+def test_confluent_kafka_sends_metadata_v13_and_reads_the_answer(mb):
+    topic = unique("cf-md13")
+    create_topic(mb, topic, partitions=3)
+    logs = _Lines()
+    p = Producer({"bootstrap.servers": mb.bootstrap, "debug": "protocol", "logger": logs})
+    try:
+        md = p.list_topics(topic, timeout=TIMEOUT)
+    finally:
+        p.flush(1)
+    assert md.topics[topic].error is None
+    assert sorted(md.topics[topic].partitions) == [0, 1, 2]
+    assert any("Sent MetadataRequest (v13" in line for line in logs.lines), "librdkafka did not use v13"
