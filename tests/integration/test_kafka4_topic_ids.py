@@ -192,3 +192,53 @@ def test_offset_commit_v10_unknown_and_mixed_ids(b):
         assert [(t.topic_id, [(p.partition_index, p.committed_offset, p.error_code) for p in t.partitions])
                 for t in got] == [(unknown, [(0, -1, E.UNKNOWN_TOPIC_ID)]), (tid, [(0, 4, 0), (2, -1, 0)])]
     assert b.call(lambda broker: broker.coordinators["group"].committed(group, topic, 0).offset) == 4
+
+
+# -------------------------------------------------- the same requests through another codec
+def kp_call(c: RawClient, request: Any, response_class: Any, version: int) -> Any:
+    """Encode with kafka-python's codec (generated from its own copy of Kafka 4.x's message JSON),
+    decode our answer with it: our wire layout checked against an implementation that is not ours."""
+    request.with_header(correlation_id=c.next_correlation_id(), client_id="kafka-python-codec")
+    c.send_raw(request.encode(version=version, header=True, framed=True))
+    return response_class.decode(c.recv_frame(), version=version, header=True)
+
+
+def test_kafka_python_codec_speaks_produce_13_and_offsets_10(b):
+    from kafka.protocol.consumer.group import (
+        OffsetCommitRequest,
+        OffsetCommitResponse,
+        OffsetFetchRequest,
+        OffsetFetchResponse,
+    )
+    from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+
+    topic, group = unique("kp13"), unique("gkp")
+    create_topic(b, topic, 1)
+    tid, unknown = topic_id(b, topic), uuid.uuid4()
+    T, P = ProduceRequest.TopicProduceData, ProduceRequest.TopicProduceData.PartitionProduceData
+    with RawClient(b.bootstrap) as c:
+        r = kp_call(c, ProduceRequest(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+            T(topic_id=tid, partition_data=[P(index=0, records=records_batch([b"kp"]))]),
+            T(topic_id=unknown, partition_data=[P(index=0, records=records_batch([b"no"]))])]), ProduceResponse, 13)
+        assert [(t.topic_id, [(p.index, p.error_code, p.base_offset) for p in t.partition_responses])
+                for t in r.responses] == [(tid, [(0, 0, 0)]), (unknown, [(0, E.UNKNOWN_TOPIC_ID, -1)])]
+
+        CT = OffsetCommitRequest.OffsetCommitRequestTopic
+        CP = CT.OffsetCommitRequestPartition
+        r = kp_call(c, OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                           group_instance_id=None, topics=[
+            CT(topic_id=tid, partitions=[CP(partition_index=0, committed_offset=1, committed_leader_epoch=-1,
+                                            committed_metadata="kp")]),
+            CT(topic_id=unknown, partitions=[CP(partition_index=0, committed_offset=1, committed_leader_epoch=-1,
+                                                committed_metadata=None)])]), OffsetCommitResponse, 10)
+        assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions]) for t in r.topics] == [
+            (tid, [(0, 0)]), (unknown, [(0, E.UNKNOWN_TOPIC_ID)])]
+
+        G = OffsetFetchRequest.OffsetFetchRequestGroup
+        FT = G.OffsetFetchRequestTopics
+        r = kp_call(c, OffsetFetchRequest(groups=[G(group_id=group, member_id=None, member_epoch=-1, topics=[
+            FT(topic_id=tid, partition_indexes=[0]), FT(topic_id=unknown, partition_indexes=[0])])],
+            require_stable=True), OffsetFetchResponse, 10)
+        [g] = r.groups
+        assert [(t.topic_id, [(p.partition_index, p.committed_offset, p.metadata, p.error_code) for p in t.partitions])
+                for t in g.topics] == [(tid, [(0, 1, "kp", 0)]), (unknown, [(0, -1, "", E.UNKNOWN_TOPIC_ID)])]
