@@ -86,6 +86,32 @@ class Topic:
         return self.name in INTERNAL_TOPICS
 
 
+class Topics(dict[str, Topic]):
+    """Topics by name, with an index by topic id kept in step (Fetch v13+, Produce v13 and the v10
+    offset APIs name topics by id, once per topic per request)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_id: dict[uuid.UUID, Topic] = {}
+
+    def __setitem__(self, name: str, topic: Topic) -> None:
+        old = self.get(name)
+        if old is not None:
+            self.by_id.pop(old.topic_id, None)
+        super().__setitem__(name, topic)
+        self.by_id[topic.topic_id] = topic
+
+    def __delitem__(self, name: str) -> None:
+        self.by_id.pop(self[name].topic_id, None)
+        super().__delitem__(name)
+
+    def pop(self, name: str, *default: Any) -> Any:  # type: ignore[override]
+        topic = super().pop(name, *default)
+        if isinstance(topic, Topic):
+            self.by_id.pop(topic.topic_id, None)
+        return topic
+
+
 class FetchWaiters:
     """Long-polling fetches waiting for data, woken by appends (Kafka: DelayedFetch purgatory)."""
 
@@ -127,7 +153,7 @@ class Broker:
         self.log_manager = LogManager(Path(config.data_dir), LogConfig.from_kafka(
             to_log_config_props(effective_topic_config(config, {}))), now_ms=now_ms, node_id=self.node_id,
             cluster_id=config.get("cluster.id") if config.is_set("cluster.id") else None)
-        self.topics: dict[str, Topic] = {}
+        self.topics = Topics()
         self.fetch_waiters = FetchWaiters()
         self.started_ms = now_ms()
         self.handlers = load_all()
@@ -250,10 +276,7 @@ class Broker:
         return t_.partitions.get(partition) if t_ else None
 
     def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
-        for t_ in self.topics.values():
-            if t_.topic_id == topic_id:
-                return t_
-        return None
+        return self.topics.by_id.get(topic_id)
 
     def check_new_topic(self, name: str, num_partitions: int, replication_factor: int,
                         configs: dict[str, str]) -> dict[str, Any]:
