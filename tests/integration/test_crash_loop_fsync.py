@@ -31,7 +31,7 @@ from tests.conftest import ROOT, TEST_OVERRIDES, free_port
 N = 12
 FIRST_CID = 1000  # the producer's correlation ids: FIRST_CID .. FIRST_CID + N - 1
 
-_LINE = re.compile(r"^(\d+) (.*)$")
+_LINE = re.compile(r"^(\d+)\s+(.*)$")  # strace pads the pid column to 5 characters
 _CALL = re.compile(r"^(\w+)\((.*)\) += (-?\d+)")
 
 
