@@ -7,8 +7,8 @@ builds the schema's struct objects; encoding appends to an `Output`. Fields abse
 decode to their defaults and are not written, as Kafka's generated code does for ignorable fields.
 
 `records` fields are the one place where bytes are not copied: they decode to a memoryview of the
-frame, and on encode they may be a *file region* (any object with `size`, e.g. a segment slice
-from storage). The writer then leaves a hole in the output and notes where, so the connection
+frame, and on encode they may be a *file region* (any object with `size`, such as the segment
+slice the storage layer hands out). The writer then leaves a hole in the output and notes where, so the connection
 can send the bytes around it and `sendfile` the region itself (the zero-copy fetch path).
 """
 
