@@ -1,0 +1,80 @@
+"""The broker's own fetch speed, without a client library in the way.
+
+    .venv/bin/python bench/raw_fetch.py [--records 20000] [--size 10240] [--rounds 5]
+
+Starts minibroker, fills one partition with confluent-kafka, then sends Fetch v12 requests over a
+plain socket (protocol.codec) and times each until its whole response is read. Prints the best and
+median MB/s for 1 MiB and 10 MiB partition fetches: what the sendfile path delivers, to compare
+with bench/limits.py's sendfile-to-loopback figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import struct
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import Minibroker, client, create_topic  # noqa: E402
+
+from protocol.apis import fetch  # noqa: E402
+from protocol.codec import encode  # noqa: E402
+from protocol.headers import RequestHeader, encode_request_header  # noqa: E402
+
+
+def fetch_frame(cid: int, topic: str, pmax: int) -> bytes:
+    R = fetch.REQUEST
+    body = R(replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=52428800, isolation_level=0,
+             session_id=0, session_epoch=-1,
+             topics=[R.FetchTopic(topic=topic, partitions=[R.FetchPartition(partition=0, fetch_offset=0,
+                                                                            partition_max_bytes=pmax)])])
+    out = bytearray()
+    encode_request_header(out, RequestHeader(fetch.API.key, 12, cid, "raw-fetch"))
+    out += encode(R, 12, body)
+    return struct.pack(">i", len(out)) + bytes(out)
+
+
+def recv_exact(s: socket.socket, n: int) -> None:
+    buf = bytearray(min(n, 1 << 20))
+    while n:
+        n -= s.recv_into(buf, min(n, len(buf)))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=20_000)
+    ap.add_argument("--size", type=int, default=10_240)
+    ap.add_argument("--rounds", type=int, default=5)
+    a = ap.parse_args()
+    b = Minibroker("uvloop")
+    boot = b.start()
+    try:
+        create_topic(boot, "raw-fetch")
+        client("produce", boot, "raw-fetch", str(a.records), str(a.size))
+        host, port = boot.rsplit(":", 1)
+        with socket.create_connection((host, int(port))) as s:
+            print("| partition fetch size | response bytes | best MB/s | median MB/s |")
+            print("|---|---|---|---|")
+            cid = 0
+            for pmax in (1 << 20, 10 << 20):
+                rates = []
+                for _ in range(a.rounds):
+                    cid += 1
+                    t0 = time.perf_counter()
+                    s.sendall(fetch_frame(cid, "raw-fetch", pmax))
+                    head = bytearray(4)
+                    s.recv_into(head, 4)
+                    size = struct.unpack(">i", head)[0]
+                    recv_exact(s, size)
+                    rates.append(size / (time.perf_counter() - t0) / 1e6)
+                print(f"| {pmax >> 20} MiB | {size:,} | {max(rates):,.0f} | {statistics.median(rates):,.0f} |")
+    finally:
+        b.stop()
+
+
+if __name__ == "__main__":
+    main()
