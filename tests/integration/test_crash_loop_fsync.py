@@ -80,7 +80,9 @@ def run_traced_broker(data_dir: Path, trace: Path, overrides: dict) -> None:
 
 
 def _hex(arg: str) -> bytes:
-    m = re.match(r'"((?:\\x[0-9a-f]{2})*)"', arg)
+    # A call strace split into "<unfinished ...>" and "resumed>" lines is rebuilt without the
+    # space after its comma, so the argument may start with or lack whitespace.
+    m = re.match(r'\s*"((?:\\x[0-9a-f]{2})*)"', arg)
     return bytes.fromhex(m.group(1).replace("\\x", "")) if m else b""
 
 
@@ -110,19 +112,19 @@ def fsync_before_each_ack(trace: Path) -> dict[int, bool]:
             continue
         name, args, result = c.group(1), c.group(2), int(c.group(3))
         if name == "openat" and result >= 0:
-            path = _hex(args.split(", ", 1)[1]).decode(errors="replace")  # -xx prints paths in hex too
+            path = _hex(args.split(",", 1)[1]).decode(errors="replace")  # -xx prints paths in hex too
             if path.endswith(".log") and "/fsync-0/" in path:
                 log_fds.add(result)
         elif name in ("fsync", "fdatasync") and result == 0 and int(args.split(",")[0]) in log_fds:
             fsyncs.append(index)
         elif name == "recvfrom" and result >= 12:
-            data = _hex(args.split(", ", 1)[1])
+            data = _hex(args.split(",", 1)[1])
             if len(data) >= 12:
                 cid = int.from_bytes(data[8:12], "big", signed=True)
                 if FIRST_CID <= cid < FIRST_CID + N:
                     received_at[cid] = index
         elif name == "sendto" and result >= 8:
-            data = _hex(args.split(", ", 1)[1])
+            data = _hex(args.split(",", 1)[1])
             if len(data) >= 8:
                 cid = int.from_bytes(data[4:8], "big", signed=True)
                 if cid in received_at and cid not in answered:
