@@ -172,6 +172,18 @@ class AbstractIndex(ABC):
     def _truncate_to_entries(self, n: int) -> None:
         self._entries = n
 
+    def _truncate_to_offset(self, offset: int, *, offset_is_value: bool) -> None:
+        """Drop every entry for `offset` or later (Kafka: truncateTo). The offset is the entry's
+        key in an offset index and its value in a time index."""
+        slot = self._slot_for(offset, by_value=offset_is_value)
+        if slot < 0:
+            n = 0
+        elif (self._value(slot) if offset_is_value else self._key(slot)) == offset:
+            n = slot
+        else:
+            n = slot + 1
+        self._truncate_to_entries(n)
+
     # -- search --------------------------------------------------------------------------------
     @abstractmethod
     def _key(self, n: int) -> int:

@@ -86,14 +86,7 @@ class OffsetIndex(AbstractIndex):
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry with an offset >= `offset`."""
-        slot = self._slot_for(offset, by_value=False)
-        if slot < 0:
-            n = 0
-        elif self._key(slot) == offset:
-            n = slot
-        else:
-            n = slot + 1
-        self._truncate_to_entries(n)
+        self._truncate_to_offset(offset, offset_is_value=False)
 
     def _truncate_to_entries(self, n: int) -> None:
         super()._truncate_to_entries(n)

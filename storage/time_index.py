@@ -87,14 +87,7 @@ class TimeIndex(AbstractIndex):
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry with an offset >= `offset`."""
-        slot = self._slot_for(offset, by_value=True)
-        if slot < 0:
-            n = 0
-        elif self._value(slot) == offset:
-            n = slot
-        else:
-            n = slot + 1
-        self._truncate_to_entries(n)
+        self._truncate_to_offset(offset, offset_is_value=True)
 
     def _truncate_to_entries(self, n: int) -> None:
         super()._truncate_to_entries(n)
