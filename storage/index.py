@@ -74,6 +74,11 @@ class AbstractIndex(ABC):
         else:
             access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
             self._mmap = mmap.mmap(fd, length, access=access)
+            # Index access is random (binary search, appends at the tail), and the preallocated
+            # file is a hole: without this, each first touch of a page makes the kernel read ahead
+            # (zero-fill) a large window of the hole, which cost most of the broker's CPU time under
+            # many-partition produce (perf: filemap_fault -> page_cache_ra_order -> memset).
+            self._mmap.madvise(mmap.MADV_RANDOM)
 
     @property
     def entries(self) -> int:
