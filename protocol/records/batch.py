@@ -14,8 +14,9 @@ position 16 is the magic in every format:
        17 attributes int8 | (v1: 18 timestamp int64) | key bytes | value bytes
 
 For a v0/v1 entry the "batch" is one message (a compressed one wraps the others, and its offset
-is the *last* inner offset, seed 000). The storage layer and the produce path work on this view
-alone (Kafka: DefaultRecordBatch / AbstractLegacyRecordBatch header accessors).
+is the *last* inner offset, seed 000). The storage layer works on this view alone (Kafka:
+DefaultRecordBatch / AbstractLegacyRecordBatch header accessors); the produce path adds a walk of
+the records' framing (protocol.records.validate).
 """
 
 from __future__ import annotations

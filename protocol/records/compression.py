@@ -22,8 +22,9 @@ layout real producers send:
 
 Decompression never trusts a size the data claims: output is produced in chunks and stops with
 `DecompressionBomb` (INVALID_RECORD, a non-retriable answer) once it would exceed `max_size`.
-Data that is not a valid stream raises `CompressionError` (CORRUPT_MESSAGE), which is what Kafka
-answers when a compressed batch cannot be read.
+Data that is not a valid stream raises `CompressionError` (CORRUPT_MESSAGE). On produce Kafka answers
+UNKNOWN_SERVER_ERROR instead (its codecs throw a plain KafkaException); protocol.records.validate
+translates.
 """
 
 from __future__ import annotations

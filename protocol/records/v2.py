@@ -17,8 +17,9 @@ Control batches (attribute bit 5, KIP-98) hold one record whose key is `version 
 int16` (ControlRecordType: 0 abort, 1 commit) and, for transaction markers, whose value is
 `version int16, coordinatorEpoch int32` (EndTransactionMarker).
 
-The broker itself only reads headers (protocol.records.batch); this module is for the places that
-must look inside: format conversion, compaction, transaction markers, tests and dump tools.
+The broker itself reads headers (protocol.records.batch) and, on produce, the records' framing
+(protocol.records.validate); this module is for the places that must decode records: format
+conversion, compaction, transaction markers, tests and dump tools.
 """
 
 from __future__ import annotations
