@@ -17,7 +17,6 @@ import asyncio
 import logging
 from typing import Any
 
-from protocol.errors import ErrorCode, KafkaError
 from storage.cleaner import (
     CleanerAborted,
     CleanResult,
@@ -141,17 +140,3 @@ class LogCleanerTask:
                 cleaned = False
             await asyncio.sleep(0 if cleaned else backoff)
 
-
-def require_keys(topic: str, partition: int, records: Any) -> None:
-    """The one produce-path rule of compaction (Kafka: LogValidator, for compacted topics only):
-    every record needs a key, else INVALID_RECORD. It decodes the records, so the produce handler
-    calls it only when the topic's cleanup.policy includes compact. Unreadable batches are left to
-    the log's own validation, which reports them precisely."""
-    from protocol.records.dump import BatchSummary, iter_summaries
-
-    for summary in iter_summaries(records, records=True):
-        if not isinstance(summary, BatchSummary):
-            return
-        if any(r.key is None for r in summary.records):
-            raise KafkaError(ErrorCode.INVALID_RECORD, "Compacted topic cannot accept message without key in "
-                                                       f"topic partition {topic}-{partition}.")

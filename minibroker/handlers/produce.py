@@ -2,8 +2,15 @@
 
 Behavior:
 - Each partition's records go to storage as the bytes that arrived: the log validates every batch
-  from its header alone (length, magic, CRC-32C, record count, size against max.message.bytes),
-  assigns offsets by rewriting the base offset, and appends. No record is decoded on this path.
+  from its header (length, magic, CRC-32C, record count, size against max.message.bytes), assigns
+  offsets by rewriting the base offset, and appends.
+- Before that, each client v2 batch's records are walked, as Kafka's LogValidator iterates them
+  (protocol.records.validate): exactly recordsCount records, ending at the batch's end (else
+  INVALID_RECORD), a compressed batch decompressed for it (undecompressable: UNKNOWN_SERVER_ERROR, as
+  Kafka answers), and on a compacted topic a key in every record (INVALID_RECORD with, from v8, each
+  keyless record's index in record_errors). Only length prefixes (and key lengths) are read, runs of
+  equal-size records by slice compares in C; no record is decoded into objects. The coordinators'
+  own writes do not come through here, so they are not walked.
 - A batch is decoded and rebuilt only when the topic's compression.type names a codec other than
   the batch's (seed 002: the broker recompresses only then, and loses zero-copy for it).
 - From v3, a partition's data must be exactly one RecordBatch v2, and zstd needs v7, as Kafka's
@@ -43,13 +50,13 @@ from minibroker.handlers import legacy
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import produce
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import InvalidBatch, iter_batches
+from protocol.records.batch import LOG_OVERHEAD, V2_HEADER_SIZE, InvalidBatch, iter_batches
+from protocol.records.validate import RecordValidationError, validate_records
 
 log = logging.getLogger("minibroker.produce")
 R = produce.RESPONSE
 _DEFAULT_FLUSH = 1 << 62
 ZSTD = 4  # compression codec id in a batch's attributes
-_LOG_OVERHEAD = 12  # offset + size
 _MIN_ENTRY_SIZE = 14  # Kafka: LegacyRecord.RECORD_OVERHEAD_V0
 _I32 = struct.Struct(">i")
 
@@ -87,11 +94,8 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 records = pd.records
                 if records is None or len(records) == 0:
                     raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
-                records = _conform(topic, records, ctx.version)
                 lg = topic.partitions[pd.index]
-                if lg.config.compact:  # the only decode on this path, as Kafka's LogValidator does
-                    from minibroker.cleaner import require_keys
-                    require_keys(name, pd.index, records)
+                records = _conform(topic, records, ctx.version, lg.config, f"{name}-{pd.index}")
                 if ctx.version >= 3:  # a transaction's first write to a partition is verified (KIP-890)
                     check_transactional_produce(broker, req.transactional_id, records, name, pd.index, lg,
                                                 ctx.version)
@@ -106,7 +110,14 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 failed = True
                 pr.error_code = e.code
                 pr.error_message = e.message
-            except InvalidBatch as e:  # from decoding for recompression or conversion
+            except RecordValidationError as e:  # Kafka: RecordValidationException, per record from v8
+                failed = True
+                pr.error_code = ErrorCode.INVALID_RECORD
+                pr.error_message = str(e)
+                if ctx.version >= 8:
+                    pr.record_errors = [R.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                                        for i, m in e.record_errors]
+            except InvalidBatch as e:  # from the record walk, or decoding for recompression or conversion
                 failed = True
                 pr.error_code = ErrorCode[e.error]
                 pr.error_message = str(e)
@@ -124,9 +135,9 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
     return R(responses=responses)
 
 
-def _conform(topic: Any, records: Any, version: int) -> Any:
-    """Bring the batches to what the topic requires: its stored magic (2 unless message.format.version
-    says otherwise), and its compression.type if set."""
+def _conform(topic: Any, records: Any, version: int, config: Any, where: str) -> Any:
+    """Validate the producer's records, then bring the batches to what the topic requires: its stored
+    magic (2 unless message.format.version says otherwise), and its compression.type if set."""
     wanted = topic.config.get("compression.type", "producer")
     if version >= 3:
         views = _validate_v3(records, version)  # exactly one v2 batch: one pass over the data
@@ -134,10 +145,15 @@ def _conform(topic: Any, records: Any, version: int) -> Any:
     else:
         views = None
         magics = legacy.entry_magics(records)
+    if magics == {2}:  # before any conversion, which would otherwise be the first to trip on bad records
+        _check_records(views if views is not None else iter_batches(records), config, where, config.compact)
     stored = legacy.stored_magic(topic)
     if stored != 2 or magics - {2}:
-        return legacy.conform_produce(records, magics=magics, stored=stored, compression_type=wanted,
-                                      log_append_time=topic.config.get("message.timestamp.type") == "LogAppendTime")
+        out = legacy.conform_produce(records, magics=magics, stored=stored, compression_type=wanted,
+                                     log_append_time=topic.config.get("message.timestamp.type") == "LogAppendTime")
+        if stored == 2 and 2 not in magics and config.compact:  # up-converted v0/v1: the keys are still to check
+            _check_records(iter_batches(out), config, where, True)
+        return out
     if wanted in ("producer", None):
         return records
     from protocol.records.convert import CODEC_BY_NAME, recompress
@@ -146,6 +162,20 @@ def _conform(topic: Any, records: Any, version: int) -> Any:
     if all(view.compression == codec for view in (views if views is not None else iter_batches(records))):
         return records
     return recompress(records, codec)
+
+
+def _check_records(views: Any, config: Any, where: str, require_keys: bool) -> None:
+    """Kafka's LogValidator record loop for client appends only (the coordinators and replication
+    append through the log directly): each v2 batch must hold exactly its recordsCount records, and
+    on a compacted topic each record needs a key. Batches the log refuses from their header anyway
+    (too large, incomplete, no records, control, base offset not 0) are left to it, so that its
+    answer, which Kafka gives first, is the one sent."""
+    for view in views:
+        if (view.magic != 2 or view.batch_length < V2_HEADER_SIZE - LOG_OVERHEAD or not view.is_complete()
+                or view.size > config.max_message_bytes or view.records_count <= 0 or view.is_control
+                or view.base_offset != 0):
+            continue
+        validate_records(view, require_keys=require_keys, where=where)
 
 
 def _validate_v3(records: Any, version: int) -> list[Any]:
@@ -177,16 +207,16 @@ def _check_entry_sizes(records: Any) -> None:
     data quietly (so a request whose only entry is partial has no batch at all)."""
     end = len(records)
     pos = 0
-    while end - pos >= _LOG_OVERHEAD:
+    while end - pos >= LOG_OVERHEAD:
         size = _I32.unpack_from(records, pos + 8)[0]
         if size < _MIN_ENTRY_SIZE:
             raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
                              f"Record size {size} is less than the minimum record overhead ({_MIN_ENTRY_SIZE})")
-        if end - pos < _LOG_OVERHEAD + 5:
+        if end - pos < LOG_OVERHEAD + 5:
             return
         magic = struct.unpack_from(">b", records, pos + 16)[0]
         if magic < 0 or magic > 2:
             raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"Invalid magic found in record: {magic}")
-        if pos + _LOG_OVERHEAD + size > end:
+        if pos + LOG_OVERHEAD + size > end:
             return
-        pos += _LOG_OVERHEAD + size
+        pos += LOG_OVERHEAD + size

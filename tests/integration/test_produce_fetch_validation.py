@@ -98,8 +98,6 @@ def test_null_key_on_a_compacted_topic(mb):
     assert offsets(mb, topic) == (0, 0)
 
 
-@pytest.mark.xfail(reason="record_errors are not filled: minibroker.cleaner.require_keys raises one KafkaError "
-                          "without the record's index (Kafka: LogValidator.validateKey -> RecordError)", strict=True)
 def test_null_key_on_a_compacted_topic_names_the_record(mb):
     """v8+: the response says which record of the batch was refused, as Kafka's LogValidator does."""
     topic = unique("compact-idx")
