@@ -14,6 +14,7 @@ a response writes `produce.RESPONSE(...)`, and nested structs are reached by the
 
 from __future__ import annotations
 
+import keyword
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -131,7 +132,15 @@ class F:
         p = self._plan
         if p is None:
             d = self.default()
-            p = self._plan = (d, None) if isinstance(d, _IMMUTABLE) else (None, self.default)
+            if isinstance(d, _IMMUTABLE):
+                p = (d, None)
+            elif self._default is ... and self.is_array:
+                p = (None, list)
+            elif self._default is ... and self.struct is not None:
+                p = (None, self.struct)
+            else:
+                p = (None, self.default)
+            self._plan = p
         return p
 
     def is_default(self, value: Any) -> bool:
@@ -149,9 +158,13 @@ class Message:
     _names: tuple[str, ...] = ()
 
     def __init__(self, **kwargs: Any):
-        plan = type(self).__dict__.get("_init_plan")
+        cls = type(self)
+        if "__init__" not in cls.__dict__ and _compile_init(cls):
+            cls.__init__(self, **kwargs)  # type: ignore[misc]
+            return
+        plan = cls.__dict__.get("_init_plan")
         if plan is None:
-            plan = type(self)._init_plan = tuple((f.name, *f.plan()) for f in self._fields)
+            plan = cls._init_plan = tuple((f.name, *f.plan()) for f in self._fields)
         setattr_ = object.__setattr__
         for name, const, factory in plan:
             v = kwargs.pop(name, _MISSING)
@@ -184,6 +197,34 @@ class Message:
             return v
 
         return {n: conv(getattr(self, n)) for n in self._names}
+
+
+def _compile_init(cls: type[Message]) -> bool:
+    """Give `cls` an `__init__` with one keyword parameter per field, as dataclasses do: a response
+    struct is built per partition on the produce path, where the generic keyword loop cost more
+    than the append. Compiled on first use, so importing the schemas stays cheap. False when a
+    field name cannot be a parameter (the generic loop then stays)."""
+    names = [f.name for f in cls._fields]
+    if not all(n.isidentifier() and not keyword.iskeyword(n) and not n.startswith("_") for n in names):
+        return False
+    ns: dict[str, Any] = {"_MISSING": _MISSING}
+    params, body = [], []
+    for i, f in enumerate(cls._fields):
+        const, factory = f.plan()
+        if factory is None:
+            ns[f"_c{i}"] = const
+            params.append(f"{f.name}=_c{i}")
+            body.append(f"    self.{f.name} = {f.name}")
+        else:
+            ns[f"_f{i}"] = factory
+            params.append(f"{f.name}=_MISSING")
+            body.append(f"    self.{f.name} = _f{i}() if {f.name} is _MISSING else {f.name}")
+    star = "*, " if params else ""
+    src = f"def __init__(self, {star}{', '.join(params)}):\n" + "\n".join(body) + "\n    self.unknown_tags = None\n"
+    exec(src, ns)  # noqa: S102 - source built above from validated identifiers only
+    ns["__init__"].__qualname__ = f"{cls.__name__}.__init__"
+    cls.__init__ = ns["__init__"]  # type: ignore[misc]
+    return True
 
 
 def _make_class(name: str, fields: tuple[F, ...]) -> type[Message]:
