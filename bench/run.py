@@ -135,6 +135,8 @@ def scenarios(small: int, large: int) -> list[tuple[str, list[str], str]]:
     return [
         (f"produce {small:.0e} x 100 B, acks=1", ["produce", "{t}", str(small), "100", "--acks", "1"], "small"),
         (f"consume {small:.0e} x 100 B", ["consume", "{t}", str(small)], "small"),
+        (f"produce {small:.0e} x 100 B, acks=all", ["produce", "{t}", str(small), "100", "--acks", "all"],
+         "small-all"),
         (f"produce {small:.0e} x 100 B, acks=all, lz4",
          ["produce", "{t}", str(small), "100", "--acks", "all", "--compression", "lz4"], "small-lz4"),
         (f"produce {large:.0e} x 10 KiB, acks=1", ["produce", "{t}", str(large), "10240", "--acks", "1"], "large"),
