@@ -289,3 +289,74 @@ async def test_reading_resumes_when_the_output_drains():
         conn.close(None)
         client_sock.close()
     assert results == [struct.pack(">i", i) for i in range(4)], results
+
+
+async def test_pipelined_requests_are_answered_in_order_when_some_handlers_suspend():
+    """Handlers run eagerly in the reader callback; one that suspends is finished by a task, and
+    the requests behind it wait for it: the order of answers is the order of requests."""
+    finished: list[int] = []
+
+    async def handle(conn, frame):
+        n = struct.unpack_from(">i", frame)[0]
+        if n % 3 == 1:
+            await asyncio.sleep(0.02)  # suspends: finished by a task
+        elif n % 3 == 2:
+            await asyncio.sleep(0)  # a bare yield
+        finished.append(n)
+        return [struct.pack(">i", 4) + frame[:4]]
+
+    loop = asyncio.get_running_loop()
+    server_sock, client_sock = _tcp_pair()
+    conn = Connection(server_sock, loop, handle, max_frame_size=1024)
+    n = 40  # more than one eager batch per callback
+    results: list = []
+    # Some frames arrive while a handler is suspended: they must queue behind it.
+    script = [step for i in range(0, n, 10)
+              for step in (("send", b"".join(framed(struct.pack(">i", j)) for j in range(i, i + 10))),
+                           ("sleep", 0.005))] + [("read", n)]
+    client = threading.Thread(target=_blocking_client, args=(client_sock, script, results), daemon=True)
+    client.start()
+    try:
+        await asyncio.wait_for(loop.run_in_executor(None, client.join, 15), 20)
+    finally:
+        conn.close(None)
+        client_sock.close()
+    assert results == [struct.pack(">i", i) for i in range(n)], results
+    assert finished == list(range(n))
+
+
+async def test_closing_cancels_a_suspended_handler_and_a_failing_one_closes(caplog):
+    """close() while a handler waits: the handler sees CancelledError (its cleanup runs). A handler
+    that raises closes its connection with a log line."""
+    cleaned = asyncio.Event()
+
+    async def handle(conn, frame):
+        if frame[:4] == struct.pack(">i", 9):
+            raise RuntimeError("boom")
+        try:
+            await asyncio.sleep(30)
+        finally:
+            cleaned.set()
+        return None
+
+    loop = asyncio.get_running_loop()
+    server_sock, client_sock = _tcp_pair()
+    conn = Connection(server_sock, loop, handle, max_frame_size=1024)
+    client_sock.sendall(framed(struct.pack(">i", 0)))
+    deadline = time.monotonic() + 5
+    while conn.task is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert conn.task is not None and not conn.idle
+    conn.close(None)
+    await asyncio.wait_for(cleaned.wait(), 5)
+    client_sock.close()
+
+    server_sock, client_sock = _tcp_pair()
+    conn = Connection(server_sock, loop, handle, max_frame_size=1024)
+    with caplog.at_level(logging.ERROR, logger="minibroker.connection"):
+        client_sock.sendall(framed(struct.pack(">i", 9)))
+        while not conn.closed and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+    client_sock.close()
+    assert conn.closed
+    assert any("failed" in r.getMessage() for r in caplog.records)
