@@ -144,6 +144,15 @@ class F:
         return p
 
     def is_default(self, value: Any) -> bool:
+        # From the plan, so that a tagged field left at its default (skipped on the wire) is
+        # recognised without building a default value per encode.
+        const, factory = self.plan()
+        if factory is None:
+            return value == const
+        if factory is list:
+            return value == []
+        if factory is self.struct and factory is not None:
+            return value is not None and all(f.is_default(getattr(value, f.name)) for f in factory._fields)
         d = self.default()
         if isinstance(d, Message):
             return value is not None and all(f.is_default(getattr(value, f.name)) for f in d._fields)

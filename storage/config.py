@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
@@ -60,20 +61,22 @@ class LogConfig:
     message_format_version: str = "3.0-IV1"  # message.format.version (picks the stored magic, issue 7)
 
     # -- derived -------------------------------------------------------------------------
-    @property
+    # Cached: the append path reads these per batch, and a LogConfig is never changed in place
+    # (a topic's new config is a new LogConfig, from_kafka / dataclasses.replace).
+    @cached_property
     def delete(self) -> bool:
         """Whether time/size retention applies (Kafka: LogConfig.delete)."""
         return CLEANUP_DELETE in self.cleanup_policy.split(",")
 
-    @property
+    @cached_property
     def compact(self) -> bool:
         return CLEANUP_COMPACT in self.cleanup_policy.split(",")
 
-    @property
+    @cached_property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
 
-    @property
+    @cached_property
     def record_version(self) -> int:
         """The magic this log stores (Kafka 2.x MetadataVersion.highestSupportedRecordVersion):
         0 before 0.10.0, 1 before 0.11.0, else 2. The broker validated the version string."""

@@ -55,6 +55,8 @@ from protocol.records.validate import RecordValidationError, validate_records
 
 log = logging.getLogger("minibroker.produce")
 R = produce.RESPONSE
+_PartitionResponse = R.PartitionProduceResponse  # looked up once: built per partition
+_TopicResponse = R.TopicProduceResponse
 _DEFAULT_FLUSH = 1 << 62
 ZSTD = 4  # compression codec id in a batch's attributes
 _MIN_ENTRY_SIZE = 14  # Kafka: LegacyRecord.RECORD_OVERHEAD_V0
@@ -76,7 +78,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
             topic = broker.topics.get(td.name)
             name = td.name
         for pd in td.partition_data:
-            pr = R.PartitionProduceResponse(index=pd.index, error_code=0, base_offset=-1)
+            pr = _PartitionResponse(index=pd.index, error_code=0, base_offset=-1)
             try:
                 if acks not in (-1, 0, 1):
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
@@ -127,7 +129,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 pr.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                 pr.error_message = str(e)
             parts.append(pr)
-        responses.append(R.TopicProduceResponse(name=td.name, topic_id=td.topic_id, partition_responses=parts))
+        responses.append(_TopicResponse(name=td.name, topic_id=td.topic_id, partition_responses=parts))
     if acks == 0:
         if failed and ctx.connection is not None:
             ctx.connection.close("error on an acks=0 produce")
