@@ -393,8 +393,12 @@ class Broker:
         return topic
 
     # -- dispatch --------------------------------------------------------------------------
-    async def dispatch(self, conn: Any, frame: bytes) -> list[Any] | None:
+    async def dispatch(self, conn: Any, frame: bytes | bytearray) -> list[Any] | None:
         started = time.perf_counter()
+        if self.tracer is not None:
+            # The produce path assigns offsets in a writable frame in place (storage.log); a trace
+            # shows the bytes as they came, so it gets an immutable copy and the log copies instead.
+            frame = bytes(frame)
         try:
             header, pos = decode_request_header(frame)
         except DecodeError as e:

@@ -34,7 +34,9 @@ class FrameReader:
         """Size of the frame being received, once its prefix has arrived (for back-pressure)."""
         return self._need
 
-    def next_frame(self) -> bytes | None:
+    def next_frame(self) -> bytearray | None:
+        """The next whole frame without its size prefix. A bytearray: the broker owns it, and the
+        produce path assigns offsets in it in place instead of copying the records."""
         if self._need is None:
             if len(self._buf) < 4:
                 return None
@@ -47,8 +49,8 @@ class FrameReader:
             del self._buf[:4]
         if len(self._buf) < self._need:
             return None
-        with memoryview(self._buf) as view:  # one copy, not a bytearray slice and then bytes()
-            frame = bytes(view[: self._need])
+        with memoryview(self._buf) as view:  # one copy, not a slice and then another
+            frame = bytearray(view[: self._need])
         del self._buf[: self._need]
         self._need = None
         return frame

@@ -285,7 +285,13 @@ class Log:
                              f"Message batch size is {total} bytes in append to partition {self.topic}-"
                              f"{self.partition}, which exceeds the maximum configured segment size of "
                              f"{self.config.segment_bytes}.")
-        buf = bytearray(records)  # the one copy: offsets and epochs are rewritten in it
+        # Offsets and epochs are rewritten in the batch headers. A writable buffer (the request's own
+        # bytes, from the connection) is rewritten in place, as Kafka's LogValidator does to the
+        # request's ByteBuffer: no copy of the records on the produce path. Others are copied once.
+        if isinstance(records, memoryview) and not records.readonly and records.contiguous:
+            buf: bytearray | memoryview = records
+        else:
+            buf = bytearray(records)
         now = self._now_ms()
         append_time = now if self.config.log_append_time else NO_TIMESTAMP
         first = offset = self.log_end_offset
@@ -365,7 +371,7 @@ class Log:
                              valid_bytes=len(prepared.data), offset_of_max_timestamp=prepared.offset_of_max_timestamp)
 
     def _analyze_and_validate_producer_state(self, views: list[BatchView], starts: list[int], infos: list[BatchInfo],
-                                             buf: bytearray, origin: str
+                                             buf: bytearray | memoryview, origin: str
                                              ) -> tuple[dict[int, ProducerAppendInfo], list[CompletedTxn],
                                                         BatchMetadata | None]:
         """Kafka's UnifiedLog.analyzeAndValidateProducerState: the producer entries this append
