@@ -96,7 +96,7 @@ class Connection:
         self.peer = _peer(sock)
         self._handle = handle
         self._frames = FrameReader(max_frame_size)
-        self._queue: collections.deque[bytes] = collections.deque()
+        self._queue: collections.deque[bytes | bytearray] = collections.deque()
         self._busy = False  # a request is being handled (eagerly or by self.task)
         self._pump_scheduled = False
         self.task: asyncio.Task[None] | None = None  # finishes a handler that suspended
