@@ -61,7 +61,12 @@ def consume(a: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
     deadline = time.monotonic() + 300
     while got < a.count and time.monotonic() < deadline:
-        batch = c.consume(min(10000, a.count - got), 1.0)  # more than remains would wait out the timeout
+        # consume(n, timeout) returns when n messages are there or the timeout passes. librdkafka
+        # stops fetching at queued.max.messages.kbytes (64 MiB: 6,400 records of 10 KiB), so asking
+        # for 10,000 at once could wait out the whole timeout while the queue sat full: a 1 s stall
+        # in some rounds against any broker. Ask for fewer than the queue holds, and never for more
+        # than remains.
+        batch = c.consume(min(1000, a.count - got), 1.0)
         for m in batch:
             if m.error():
                 raise KafkaException(m.error())
