@@ -1,19 +1,53 @@
-"""Record-level checks of a producer's RecordBatch v2, cheaply (Kafka: LogValidator's record loop).
+"""Record-level checks of a producer's RecordBatch v2, every field of every record, cheaply (Kafka:
+LogValidator's record loop over DefaultRecord.readFrom).
 
 Theory of operation: the header checks (protocol.records.batch.BatchView.validate) cannot see
 whether the records section holds what the header claims. Kafka finds out by iterating every
 record of a client batch (DefaultRecordBatch's RecordIterator): fewer records than `recordsCount`
-is "premature EOF", more bytes than the records use is "records still remaining", and a compressed
-section is decompressed to be iterated. For compacted topics each record must have a key
-(LogValidator.validateKey), reported per record (RecordValidationException's RecordErrors, which
-Produce v8+ returns as `record_errors`).
+is "premature EOF", more bytes than the records use is "records still remaining", a compressed
+section is decompressed to be iterated, and each record is read field by field
+(DefaultRecord.readFrom): varints no longer than ByteUtils allows, a non-negative header count,
+non-negative header key sizes, and fields that end exactly at the record's length. For compacted
+topics each record must have a key (LogValidator.validateKey), reported per record
+(RecordValidationException's RecordErrors, which Produce v8+ returns as `record_errors`).
 
-Only the framing is walked: each record's length varint, plus, for keys, the three fields before
-the key length. Records are never decoded into objects. When every record has the same length
-(fixed-size payloads, the common case) even the walk is done in C: if a record's length prefix is
-the k bytes p0..pk-1 and spans `stride` bytes with its body, the next m records have that length
-iff byte i of each of their strides is pi, which is `body[pos+i:...:stride] == bytes([pi]) * m`:
-k slice compares instead of m loop turns.
+The rules are the union of Kafka's and our decoder's (protocol.records.v2.read_record), so that
+nothing reaches a segment that either would refuse to read back:
+- Kafka's: an int32 varint (the record length, offsetDelta, every size and count) has at most 5
+  bytes, a varlong (timestampDelta) at most 10; our decoder reads 10 for all.
+- the decoder's: a key, value or header value size below -1 is refused (Kafka reads any negative
+  size as null); a size whose 5-byte varint overflows int32 is taken at its full value, as the
+  decoder does (Kafka drops the high bits); and a header key must be UTF-8, as the decoder reads
+  it as a str (Kafka keeps the bytes and decodes lazily, replacing bad sequences; refusing keeps
+  fetch, compaction and format conversion able to decode every stored record).
+The messages are Kafka's where it has one. Uncompressed, reads are bounded by the section's end
+as in Kafka; Kafka bounds a compressed record by its own length, so a compressed record whose
+field overruns it can get "Invalid record size" here where Kafka says "Found invalid record
+structure": same verdict, other words.
+
+Records are never decoded into objects, and most are not even read in Python. A record's *layout*
+is what fixes where its fields lie: the bytes of its length varint and of every size and count
+field (keyLength, valueLength, headersCount, each header's key and value sizes), and which bytes
+of its timestampDelta and offsetDelta varints carry the continuation bit. The first record of a
+run is read in full, in Python; its layout is then compared with the next m records of the
+same length in C, one strided slice per structural byte: `body[pos+j::stride][:m]` must equal m
+copies of the first record's byte j for a size byte, and must be all >= 0x80 or all < 0x80
+(`translate` + `isascii`) for a delta varint's byte. A record with the same layout as a valid one
+is valid: it has the same length, its deltas are varints of the same byte count (any bytes with
+that continuation pattern are a varint, and the first record's count is within Kafka's limits),
+so its sizes are read at the same places with the same values, its key, value and header value
+bytes are opaque, and its fields end where the first record's do. Header key bytes are contents
+that must be UTF-8: all-ASCII columns (`isascii`) prove that; a first record with a non-ASCII key
+makes its key bytes part of the layout. Runs are found by galloping and bisection on m (the
+checks hold for m records iff they hold for each; each step compares only the records not yet
+known to match, and the run's end is guessed from where offsetDelta needs one more byte, at 64,
+8192, ..., if it counts up from the record's index as clients write it), so a batch costs
+O(records) bytes compared in C and O(runs x log(run)) Python steps. Where a run ends the next
+record is read in full and starts a new layout (so a wrong guess costs one more run). With
+require_keys, a run's records all share the first one's keyLength, hence its null-ness.
+Records of varying sizes are each read in Python: inline in walk_records for the common shape
+(short varints, no headers), else by _read_record; about 1 us/record (bench/validate.py), where
+the framing alone cost about 0.4 us.
 """
 
 from __future__ import annotations
@@ -27,13 +61,15 @@ from protocol.records.compression import (
     codec_of,
     decompress,
 )
-from protocol.types import DecodeError, read_uvarint
 
-# attributes int8, timestampDelta, offsetDelta, keyLength, valueLength, headerCount: one byte each
-# at least (Kafka: DefaultRecord.readFrom needs them all).
-MIN_RECORD_BODY = 6
+MAX_VARINT = 5  # ByteUtils.readVarint: "Varint is too long, the most significant bit in the 5th byte is set"
+MAX_VARLONG = 10  # ByteUtils.readVarlong: "Varlong is too long, most significant bit in the 10th byte is set"
 _PREMATURE_EOF = "Incorrect declared batch size, premature EOF reached"
 _REMAINING = "Incorrect declared batch size, records still remaining in file"
+# DefaultRecord.readFrom wraps BufferUnderflowException and ByteUtils' IllegalArgumentException (a
+# varint too long) in this; the cause is not sent to the client
+_STRUCTURE = "Found invalid record structure"
+_FLIP = bytes(b ^ 0x80 for b in range(256))  # continuation bit inverted: "all set" becomes isascii()
 
 
 class RecordValidationError(InvalidBatch):
@@ -74,57 +110,212 @@ def record_section(view: BatchView, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_
         raise InvalidBatch(f"Failed to decompress record stream: {e}", "UNKNOWN_SERVER_ERROR") from None
 
 
-def _same_prefix(body: bytes, pos: int, k: int, stride: int, m: int) -> bool:
-    """Whether the m records from `pos`, `stride` bytes apart, all start with the k-byte length prefix
-    at `pos`: k strided slices compared in C."""
+# ------------------------------------------------------------------------- one record in Python
+
+
+def _varint(body: bytes, p: int, most: int) -> tuple[int, int]:
+    """The zigzag varint at `p` (at most `most` bytes, as ByteUtils) and the position after it;
+    IndexError if it runs off the end. The value is not cut to 32 bits, as protocol.types.read_varint."""
+    raw = shift = 0
+    for q in range(p, p + most):
+        b = body[q]
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (raw >> 1) ^ -(raw & 1), q + 1
+        shift += 7
+    raise _invalid(_STRUCTURE)  # "Varint is too long" (IllegalArgumentException in readFrom)
+
+
+def _skip_varint(body: bytes, p: int, most: int) -> int:
+    """The position after the varint at `p` whose first byte has the continuation bit."""
+    for q in range(p + 1, p + most):
+        if body[q] < 0x80:
+            return q + 1
+    raise _invalid(_STRUCTURE)
+
+
+def _read_record(body: bytes, start: int, length: int) -> bool:
+    """Read the record body of `length` bytes at `start` as DefaultRecord.readFrom does (plus our
+    decoder's rules, see the module doc); InvalidBatch if it is malformed, else whether its key is
+    null. One-byte varints, nearly every one in practice, are read inline."""
+    n = len(body)
+    try:
+        p = start + 1  # attributes: unused by Kafka and by v2.read_record
+        p = p + 1 if body[p] < 0x80 else _skip_varint(body, p, MAX_VARLONG)  # timestampDelta
+        p = p + 1 if body[p] < 0x80 else _skip_varint(body, p, MAX_VARINT)  # offsetDelta
+        b = body[p]
+        if b < 0x80:
+            size, p = (b >> 1) ^ -(b & 1), p + 1
+        else:
+            size, p = _varint(body, p, MAX_VARINT)
+        key_null = size < 0
+        if size >= 0:
+            p += size
+        elif size != -1:
+            raise _invalid(f"Invalid negative key size {size}")
+        b = body[p]
+        if b < 0x80:
+            size, p = (b >> 1) ^ -(b & 1), p + 1
+        else:
+            size, p = _varint(body, p, MAX_VARINT)
+        if size >= 0:
+            p += size
+        elif size != -1:
+            raise _invalid(f"Invalid negative value size {size}")
+        b = body[p]
+        if b < 0x80:
+            count, p = (b >> 1) ^ -(b & 1), p + 1
+        else:
+            count, p = _varint(body, p, MAX_VARINT)
+        if count:
+            p = _read_headers(body, p, count)
+    except IndexError:  # Kafka: BufferUnderflowException
+        raise _invalid(_STRUCTURE) from None
+    if p != start + length:
+        if p > n:
+            raise _invalid(_STRUCTURE)
+        raise _invalid(f"Invalid record size: expected to read {length} bytes in record payload, but instead "
+                       f"read {p - start}")
+    return key_null
+
+
+def _read_headers(body: bytes, p: int, count: int) -> int:
+    """DefaultRecord.readHeaders, after its count check; the position after the headers."""
+    if count < 0:
+        raise _invalid(f"Found invalid number of record headers {count}")
+    n = len(body)
+    if count > n - p:
+        raise _invalid(f"Found invalid number of record headers. {count} is larger than the remaining size of the "
+                       f"buffer")
+    for _ in range(count):
+        size, p = _varint(body, p, MAX_VARINT)
+        if size < 0:
+            raise _invalid(f"Invalid negative header key size {size}")
+        q = p + size
+        if q > n:
+            raise IndexError
+        if not body[p:q].isascii():
+            try:
+                body[p:q].decode()
+            except UnicodeDecodeError:
+                raise _invalid("Invalid header key: not UTF-8") from None
+        size, p = _varint(body, q, MAX_VARINT)
+        if size >= 0:
+            p += size
+        elif size != -1:
+            raise _invalid(f"Invalid negative header value size {size}")
+    return p
+
+
+# ------------------------------------------------------------------ the next records, in C
+
+
+def _layout(body: bytes, pos: int, k: int) -> tuple[list[int], list[int], list[int], int]:
+    """The layout of the valid record at `pos` whose length varint has `k` bytes, as offsets from
+    `pos`: the bytes that must be equal in a record of the same layout (length and size varints,
+    non-ASCII header keys), those that must be < 0x80 (the last byte of a delta varint, ASCII
+    header key bytes), those that must be >= 0x80 (a delta varint's other bytes); and how many
+    records from this one keep its offsetDelta's byte count if offsetDelta counts up by one (a
+    guess for the run's length: offsetDelta is the record's index in clients' batches)."""
+    fixed = list(range(k))
+    low: list[int] = []
+    high: list[int] = []
+
+    def end_of(p: int) -> int:
+        while body[p] >= 0x80:
+            p += 1
+        return p + 1
+
+    def size_at(p: int) -> tuple[int, int]:  # a size varint: its bytes are fixed; (value, after)
+        q = end_of(p)
+        fixed.extend(range(p - pos, q - pos))
+        raw = _raw(body, p, q)
+        return (raw >> 1) ^ -(raw & 1), q
+
+    p = pos + k + 1
+    delta = 0
+    for _ in range(2):  # timestampDelta, offsetDelta
+        q = end_of(p)
+        high.extend(range(p - pos, q - 1 - pos))
+        low.append(q - 1 - pos)
+        raw = _raw(body, p, q)
+        delta, width, p = (raw >> 1) ^ -(raw & 1), q - p, q
+    guess = (1 << (7 * width - 1)) - delta if delta >= 0 else 2
+    for _ in range(2):  # key, value
+        size, p = size_at(p)
+        p += max(size, 0)
+    count, p = size_at(p)
+    for _ in range(count):
+        size, p = size_at(p)
+        key = body[p:p + size]
+        (low if key.isascii() else fixed).extend(range(p - pos, p + size - pos))
+        size, p = size_at(p + size)
+        p += max(size, 0)
+    return fixed, low, high, guess
+
+
+def _raw(body: bytes, p: int, q: int) -> int:
+    """The unsigned value of the varint body[p:q]."""
+    raw = 0
+    for i, b in enumerate(body[p:q]):
+        raw |= (b & 0x7F) << (7 * i)
+    return raw
+
+
+def _same_layout(body: bytes, pos: int, stride: int, first: int, m: int, fixed: list[int], low: list[int],
+                 high: list[int]) -> bool:
+    """Whether records first..m-1 from `pos`, `stride` bytes apart (all inside `body`), have the
+    layout of the one at `pos`: one strided slice per structural byte, compared in C."""
+    start = pos + first * stride
     last = pos + (m - 1) * stride + 1
-    return all(body[pos + i:last + i:stride] == body[pos + i:pos + i + 1] * m for i in range(k))
+    count = m - first
+    for j in fixed:
+        if body[start + j:last + j:stride] != body[pos + j:pos + j + 1] * count:
+            return False
+    for j in low:
+        if not body[start + j:last + j:stride].isascii():
+            return False
+    return all(body[start + j:last + j:stride].translate(_FLIP).isascii() for j in high)
 
 
 def _run_length(body: bytes, pos: int, k: int, stride: int, most: int) -> int:
-    """How many records from `pos` (at most `most`; the first two are known to match) have the same
-    length: galloping then bisection, so O(run) bytes compared in C and O(log run) Python steps."""
-    good, bad = 2, most + 1
-    m = 4
-    while m < bad:
-        if not _same_prefix(body, pos, k, stride, m):
+    """How many records from the valid one at `pos` (at most `most`, all inside `body`) share its
+    layout: galloping (2, 4, 8, ..., with the guessed end of the run on the way), then bisection,
+    each step comparing only the records not yet known to match; O(run) bytes compared in C
+    and O(log run) Python steps."""
+    if most < 2:
+        return 1
+    fixed, low, high, guess = _layout(body, pos, k)
+    good, bad = 1, most + 1
+    m = 2
+    while True:
+        if not _same_layout(body, pos, stride, good, m, fixed, low, high):
             bad = m
             break
         good = m
-        m *= 2
-    else:
-        if good < most and _same_prefix(body, pos, k, stride, most):
-            return most
+        if m == most or m == guess:  # the guess is taken as the end: if wrong, the next run goes on
+            return m
+        m = min(2 * m, most, guess if guess > m else most)
     while bad - good > 1:
         mid = (good + bad) // 2
-        if _same_prefix(body, pos, k, stride, mid):
+        if _same_layout(body, pos, stride, good, mid, fixed, low, high):
             good = mid
         else:
             bad = mid
     return good
 
 
-def _key_is_null(body, start: int, end: int) -> bool:
-    """The record body at [start, end): skip attributes, timestampDelta and offsetDelta, then read
-    the keyLength's sign. Any negative keyLength is a null key (DefaultRecord.readFrom), and a
-    zigzag varint is negative iff its first byte is odd."""
-    pos = start + 1
-    for _ in range(2):
-        while pos < end and body[pos] & 0x80:
-            pos += 1
-        pos += 1
-    if pos >= end:
-        raise _invalid("Found invalid record structure")
-    return bool(body[pos] & 1)
+# ------------------------------------------------------------------------------ the batch
 
 
 def walk_records(body: bytes, count: int, *, require_keys: bool = False) -> list[int]:
-    """Check that `body` is exactly `count` well-framed records (InvalidBatch, INVALID_RECORD, if
-    not); return the indexes of the records without a key if `require_keys`, else [].
+    """Check that `body` is exactly `count` valid records (InvalidBatch, INVALID_RECORD, if not);
+    return the indexes of the records without a key if `require_keys`, else [].
 
-    Records come in runs of equal length (a fixed-size payload changes size only where the offset
-    or timestamp delta needs one more varint byte, at 64, 8192, ...): a run is measured with slice
-    compares (`_run_length`), so the Python loop turns once per run, not once per record."""
+    Each run of records of one layout costs one Python read of its first record and a few slice
+    compares (`_run_length`); a record of another length than its predecessor starts a new run.
+    Errors are found in record order (the first record of a layout that differs is read in full),
+    so the message is the one Kafka's iteration would give first."""
     n = len(body)
     keyless: list[int] = []
     pos = index = 0
@@ -140,26 +331,55 @@ def walk_records(body: bytes, count: int, *, require_keys: bool = False) -> list
             value = (b & 0x7F) | body[pos + 1] << 7
         else:
             try:
-                value, after = read_uvarint(body, pos)
-            except DecodeError:
+                k = _skip_varint(body, pos, MAX_VARINT) - pos
+            except IndexError:
                 raise _invalid(_PREMATURE_EOF) from None
-            k = after - pos
+            value = _raw(body, pos, pos + k)
         length = (value >> 1) ^ -(value & 1)
-        stride = k + length
-        if length < MIN_RECORD_BODY or pos + stride > n:
+        start = pos + k
+        if length > n - start:
             raise _invalid(f"Invalid record size: expected {length} bytes in record payload, but instead the "
-                           f"buffer has only {n - pos - k} remaining bytes.")
-        nxt = pos + stride
+                           f"buffer has only {n - start} remaining bytes.")
+        nxt = start + length
+        # The common record read inline, no call: one- or two-byte offsetDelta and sizes, no
+        # headers. Whatever else, valid or not, sets p past the end and is left to _read_record.
+        try:
+            p = start + 2 if body[start + 1] < 0x80 else _skip_varint(body, start + 1, MAX_VARLONG)
+            if body[p] < 0x80:  # offsetDelta
+                p += 1
+            elif body[p + 1] < 0x80:
+                p += 2
+            else:
+                p = _skip_varint(body, p, MAX_VARINT)
+            c = body[p]  # keyLength: -1 is 0x01, any other odd value is negative
+            key_null = c == 1
+            if c < 0x80:
+                p += 1 + (c >> 1) if not c & 1 else 1 if key_null else n + 1
+            elif body[p + 1] < 0x80 and not c & 1:
+                p += 2 + ((c & 0x7F) >> 1 | body[p + 1] << 6)
+            else:
+                p = n + 1
+            c = body[p]  # valueLength
+            if c < 0x80:
+                p += 1 + (c >> 1) if not c & 1 else 1 if c == 1 else n + 1
+            elif body[p + 1] < 0x80 and not c & 1:
+                p += 2 + ((c & 0x7F) >> 1 | body[p + 1] << 6)
+            else:
+                p = n + 1
+            p = p + 1 if body[p] == 0 else n + 1  # headersCount
+        except IndexError:
+            p = n + 1
+        if p != nxt:
+            key_null = _read_record(body, start, length)  # raises for any length < 6
+        stride = k + length
         # the next record as long as this one? (first byte alone first: mixed sizes stop there)
-        if nxt < n and body[nxt] == b and index + 1 < count and body[nxt:nxt + k] == body[pos:pos + k]:
+        if nxt < n and body[nxt] == b and index + 1 < count and body[nxt:nxt + k] == body[pos:start]:
             m = _run_length(body, pos, k, stride, min(count - index, (n - pos) // stride))
         else:
             m = 1
-        if require_keys:
-            for i, start in enumerate(range(pos + k, nxt + (m - 1) * stride, stride), index):
-                if _key_is_null(body, start, start + length):
-                    keyless.append(i)
-        pos = nxt + (m - 1) * stride
+        if key_null and require_keys:
+            keyless.extend(range(index, index + m))
+        pos += m * stride
         index += m
     if pos != n:
         raise _invalid(_REMAINING)
@@ -169,8 +389,8 @@ def walk_records(body: bytes, count: int, *, require_keys: bool = False) -> list
 def validate_records(view: BatchView, *, require_keys: bool = False, where: str = "",
                      max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> None:
     """Kafka's record loop over one client v2 batch (whole, header read): its records section must
-    hold exactly `recordsCount` records; with `require_keys` (a compacted topic) each needs a key,
-    else RecordValidationError naming the records. `where` is the topic-partition for messages.
+    hold exactly `recordsCount` valid records; with `require_keys` (a compacted topic) each needs a
+    key, else RecordValidationError naming the records. `where` is the topic-partition for messages.
 
     Header errors come first, as Kafka checks the header before any record: the CRC is not
     recomputed on success (the log does that), only when the walk fails, so that a corrupt batch
