@@ -14,6 +14,7 @@ can send the bytes around it and `sendfile` the region itself (the zero-copy fet
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Callable
 from typing import Any
 
@@ -149,6 +150,9 @@ def _struct_reader(cls: type[Message], fields: tuple[F, ...], version: int, flex
             absent.append(f)
     new = cls.__new__
     defaults = [(f.name, *f.plan()) for f in absent]
+    compiled = _compile_reader(cls, defaults, regular, tagged, flexible)
+    if compiled is not None:
+        return compiled
 
     def read(buf, pos):
         obj = new(cls)
@@ -163,6 +167,59 @@ def _struct_reader(cls: type[Message], fields: tuple[F, ...], version: int, flex
         return obj, pos
 
     return read
+
+
+def _plain_names(names: list[str]) -> bool:
+    return all(n.isidentifier() and not keyword.iskeyword(n) and not n.startswith("_") for n in names)
+
+
+def _compile_reader(cls: type[Message], defaults: list[tuple[str, Any, Any]], regular: list[tuple[str, Reader]],
+                    tagged: dict[int, tuple[str, Reader]], flexible: bool) -> Reader | None:
+    """The reader of one struct at one version as straight-line code: one attribute store per
+    field instead of a loop of setattr calls (a produce request decodes three structs). Same
+    behaviour as the generic closure in _struct_reader, which stays for names that cannot be
+    attributes in source."""
+    if not _plain_names([n for n, _, _ in defaults] + [n for n, _ in regular]):
+        return None
+    ns: dict[str, Any] = {"_new": cls.__new__, "_cls": cls, "_read_tags": _read_tags, "_tagged": tagged}
+    lines = ["def read(buf, pos):", "    obj = _new(_cls)"]
+    for i, (name, const, factory) in enumerate(defaults):
+        if factory is None:
+            ns[f"_d{i}"] = const
+            lines.append(f"    obj.{name} = _d{i}")
+        else:
+            ns[f"_df{i}"] = factory
+            lines.append(f"    obj.{name} = _df{i}()")
+    for i, (name, r) in enumerate(regular):
+        ns[f"_r{i}"] = r
+        lines.append(f"    obj.{name}, pos = _r{i}(buf, pos)")
+    lines.append("    obj.unknown_tags = None")
+    if flexible:
+        lines.append("    pos = _read_tags(buf, pos, obj, _tagged)")
+    lines.append("    return obj, pos")
+    exec("\n".join(lines) + "\n", ns)  # noqa: S102 - source built above from validated identifiers only
+    return ns["read"]
+
+
+def _compile_writer(cls: type[Message], regular: list[tuple[str, Writer]], tagged: list[tuple[int, F, Writer]],
+                    flexible: bool) -> Writer | None:
+    """The writer's counterpart of _compile_reader; a struct with no tagged fields known at this
+    version and none kept from decoding writes its empty tag section as one zero byte."""
+    if not _plain_names([n for n, _ in regular]):
+        return None
+    ns: dict[str, Any] = {"_cls": cls, "_write_tags": _write_tags, "_tagged": tagged}
+    lines = ["def write(out, obj):", "    if isinstance(obj, dict):", "        obj = _cls(**obj)"]
+    for i, (name, w) in enumerate(regular):
+        ns[f"_w{i}"] = w
+        lines.append(f"    _w{i}(out, obj.{name})")
+    if flexible:
+        if tagged:
+            lines.append("    _write_tags(out, obj, _tagged)")
+        else:
+            lines += ["    if obj.unknown_tags:", "        _write_tags(out, obj, _tagged)", "    else:",
+                      "        out.append(0)"]
+    exec("\n".join(lines) + "\n", ns)  # noqa: S102 - source built above from validated identifiers only
+    return ns["write"]
 
 
 def _read_tags(buf, pos: int, obj: Message, tagged: dict[int, tuple[str, Reader]]) -> int:
@@ -281,6 +338,9 @@ def _struct_writer(cls: type[Message], fields: tuple[F, ...], version: int, flex
         elif version in f.versions:
             regular.append((f.name, _field_writer(f, version, flexible)))
     tagged.sort(key=lambda x: x[0])
+    compiled = _compile_writer(cls, regular, tagged, flexible)
+    if compiled is not None:
+        return compiled
 
     def write(out, obj):
         if isinstance(obj, dict):
