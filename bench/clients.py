@@ -49,7 +49,13 @@ def produce(a: argparse.Namespace) -> dict:
 
 def consume(a: argparse.Namespace) -> dict:
     c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": f"bench-{time.time_ns()}",
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 100,
+                  # When its local queue passes queued.min.messages (100,000) librdkafka stops
+                  # fetching for fetch.queue.backoff.ms, 1 s by default: with 100 B records a
+                  # broker that fetches faster than the Python loop consumes hits that every
+                  # few hundred ms and the run measures the back-off (debug=fetch: "Fetch
+                  # backoff for 1000ms: Local: Queue full"). 10 ms keeps the client's pace.
+                  "fetch.queue.backoff.ms": 10})
     # librdkafka's defaults for fetch sizes (1 MiB a partition): with 10 MiB it runs 3x slower
     # against any broker that fills the fetch (bench/README.md), which measures the client.
     # Connect to the bootstrap and to the partition leader before the clock starts.
