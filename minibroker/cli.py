@@ -69,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
     import asyncio  # here, not at the top: the tools (dump-log) do not need an event loop
 
+    from minibroker.malloc_tuning import tune_malloc
+
+    tune_malloc()
+
     if args.loop == "uvloop":
         import uvloop
 
