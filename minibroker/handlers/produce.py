@@ -4,13 +4,13 @@ Behavior:
 - Each partition's records go to storage as the bytes that arrived: the log validates every batch
   from its header (length, magic, CRC-32C, record count, size against max.message.bytes), assigns
   offsets by rewriting the base offset, and appends.
-- Before that, each client v2 batch's records are walked, as Kafka's LogValidator iterates them
-  (protocol.records.validate): exactly recordsCount records, ending at the batch's end (else
-  INVALID_RECORD), a compressed batch decompressed for it (undecompressable: UNKNOWN_SERVER_ERROR, as
-  Kafka answers), and on a compacted topic a key in every record (INVALID_RECORD with, from v8, each
-  keyless record's index in record_errors). Only length prefixes (and key lengths) are read, runs of
-  equal-size records by slice compares in C; no record is decoded into objects. The coordinators'
-  own writes do not come through here, so they are not walked.
+- Before that, each client v2 batch's records are checked, as Kafka's LogValidator reads them with
+  DefaultRecord.readFrom (protocol.records.validate): exactly recordsCount records ending at the
+  batch's end, and every field of every record well-formed (else INVALID_RECORD); a compressed batch
+  is decompressed for it (undecompressable: UNKNOWN_SERVER_ERROR, as Kafka answers); on a compacted
+  topic every record needs a key (INVALID_RECORD with, from v8, each keyless record's index in
+  record_errors). Runs of equal-size records are checked by layout with slice compares in C; no
+  record is decoded into objects. The coordinators' own writes do not come through here.
 - A batch is decoded and rebuilt only when the topic's compression.type names a codec other than
   the batch's (seed 002: the broker recompresses only then, and loses zero-copy for it).
 - From v3, a partition's data must be exactly one RecordBatch v2, and zstd needs v7, as Kafka's
