@@ -1,0 +1,255 @@
+"""The topic registry: every topic this broker leads, its rules and the one way to create one.
+
+Theory of operation: a single-node cluster keeps its topic metadata here (Kafka keeps it in the
+KRaft metadata log and answers from its MetadataCache). `TopicRegistry` maps names and topic ids to
+`Topic`s, checks new topics as Kafka's controller does (`Topic.validate`, name collisions,
+partition count, replication factor, config), and creates them through one body, either on the
+loop (`create`) or with the partition directories made off it (`create_async`). Deletion tells
+whoever registered for it (the group coordinator drops committed offsets, the replica manager
+wakes waiting fetches) without the registry knowing who they are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from minibroker.config import BrokerConfig, effective_topic_config, to_log_config_props, validate_topic_config
+from protocol.errors import ErrorCode, KafkaError
+from storage.config import LogConfig
+from storage.log import Log
+from storage.log_manager import LogManager
+
+log = logging.getLogger("minibroker.topics")
+
+MAX_TOPIC_NAME_LENGTH = 249  # Kafka: Topic.MAX_NAME_LENGTH
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's org.apache.kafka.common.internals.Topic.validate rules."""
+    if not name:
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise KafkaError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, "
+            f"topic name: {name}",
+        )
+    if not _LEGAL_TOPIC.match(name):
+        raise KafkaError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, "
+            "'.', '_' and '-'",
+        )
+
+
+def _collision_key(name: str) -> str:
+    # '.' and '_' collide in metric names, so Kafka refuses topics that differ only by them.
+    return name.replace(".", "_")
+
+
+class Topic:
+    """What the broker knows of a topic: its id, partitions and config overrides."""
+
+    __slots__ = ("name", "topic_id", "partitions", "overrides", "config")
+
+    def __init__(self, name: str, topic_id: uuid.UUID, partitions: dict[int, Log],
+                 overrides: dict[str, Any], config: dict[str, Any]):
+        self.name = name
+        self.topic_id = topic_id
+        self.partitions = partitions
+        self.overrides = overrides
+        self.config = config  # effective topic config (Kafka keys -> parsed values)
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+TopicListener = Callable[[Topic], None]
+
+
+class TopicRegistry:
+    """Topics by name and by id (Fetch v13+, Produce v13 and the v10 offset APIs name topics by
+    id, once per topic per request), over the `LogManager` that owns their partition logs."""
+
+    def __init__(self, log_manager: LogManager, config: BrokerConfig) -> None:
+        self.log_manager = log_manager
+        self.config = config
+        self._by_name: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+        self._creating: dict[str, asyncio.Future[Topic]] = {}
+        self._on_delete: list[TopicListener] = []
+
+    # -- reading ----------------------------------------------------------------------------
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __getitem__(self, name: str) -> Topic:
+        return self._by_name[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def get(self, name: str) -> Topic | None:
+        return self._by_name.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def values(self) -> list[Topic]:
+        return list(self._by_name.values())
+
+    def items(self) -> list[tuple[str, Topic]]:
+        return list(self._by_name.items())
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        t = self._by_name.get(topic)
+        return t.partitions.get(partition) if t is not None else None
+
+    def on_delete(self, listener: TopicListener) -> None:
+        """Call `listener(topic)` after a topic is deleted."""
+        self._on_delete.append(listener)
+
+    # -- loading ----------------------------------------------------------------------------
+    def load(self) -> None:
+        """Register the topics whose partition logs the log manager found on disk."""
+        by_topic: dict[str, dict[int, Log]] = {}
+        for (name, partition), lg in self.log_manager.logs().items():
+            by_topic.setdefault(name, {})[partition] = lg
+        ids = self.log_manager.topic_ids()
+        for name, parts in by_topic.items():
+            overrides = self.log_manager.topic_overrides(name)
+            self._register(Topic(name, ids.get(name) or uuid.uuid4(), parts, overrides,
+                                 effective_topic_config(self.config, overrides)))
+
+    def _register(self, topic: Topic) -> None:
+        old = self._by_name.get(topic.name)
+        if old is not None:
+            self._by_id.pop(old.topic_id, None)
+        self._by_name[topic.name] = topic
+        self._by_id[topic.topic_id] = topic
+
+    # -- creating ---------------------------------------------------------------------------
+    def check_new_topic(self, name: str, num_partitions: int, replication_factor: int,
+                        configs: dict[str, str]) -> dict[str, Any]:
+        """Validate a topic creation as Kafka does; return the parsed config overrides."""
+        validate_topic_name(name)
+        if name in self._by_name:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        key = _collision_key(name)
+        for other in self._by_name:
+            if _collision_key(other) == key:
+                raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                 f"Topic '{name}' collides with existing topic: {other}")
+        if num_partitions <= 0:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        if replication_factor != 1:
+            raise KafkaError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {replication_factor} time(s): The target replication "
+                "factor of " f"{replication_factor} cannot be reached because only 1 broker(s) are registered.",
+            )
+        try:
+            return validate_topic_config(configs)
+        except Exception as e:  # ConfigError
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
+
+    def log_config(self, effective: dict[str, Any]) -> LogConfig:
+        return LogConfig.from_kafka(to_log_config_props(effective))
+
+    def _prepare(self, name: str, overrides: dict[str, Any] | None
+                 ) -> tuple[uuid.UUID, dict[str, Any], dict[str, Any], LogConfig]:
+        overrides = dict(overrides or {})
+        effective = effective_topic_config(self.config, overrides)
+        self.log_manager.set_topic_overrides(name, overrides)
+        return uuid.uuid4(), overrides, effective, self.log_config(effective)
+
+    def _make_logs(self, name: str, topic_id: uuid.UUID, partitions: range, log_config: LogConfig) -> dict[int, Log]:
+        return {p: self.log_manager.create_log(name, p, topic_id, log_config) for p in partitions}
+
+    def _finish(self, name: str, topic_id: uuid.UUID, parts: dict[int, Log], overrides: dict[str, Any],
+                effective: dict[str, Any]) -> Topic:
+        topic = Topic(name, topic_id, parts, overrides, effective)
+        self._register(topic)
+        log.info("Created topic %s with %d partition(s), id %s", name, len(parts), topic_id)
+        return topic
+
+    def create(self, name: str, num_partitions: int, overrides: dict[str, Any] | None = None) -> Topic:
+        """Create a topic now, on the calling thread (each partition costs a few fsyncs)."""
+        topic_id, overrides, effective, log_config = self._prepare(name, overrides)
+        parts = self._make_logs(name, topic_id, range(num_partitions), log_config)
+        return self._finish(name, topic_id, parts, overrides, effective)
+
+    async def create_async(self, name: str, num_partitions: int, overrides: dict[str, Any] | None = None
+                           ) -> Topic:
+        """`create` with the partition directories made off the event loop.
+
+        Each new partition costs a few fsyncs (partition.metadata, leader-epoch-checkpoint, the
+        directory); 50 of them for __consumer_offsets would stall every connection for most of a
+        second. Concurrent calls for the same topic share one creation (librdkafka sends
+        FindCoordinator on several connections at once; two would race on the same directories).
+        """
+        pending = self._creating.get(name)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        existing = self._by_name.get(name)
+        if existing is not None:
+            return existing
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Topic] = loop.create_future()
+        self._creating[name] = fut
+        try:
+            topic_id, overrides, effective, log_config = self._prepare(name, overrides)
+            parts = await loop.run_in_executor(
+                None, self._make_logs, name, topic_id, range(num_partitions), log_config)
+            topic = self._finish(name, topic_id, parts, overrides, effective)
+            fut.set_result(topic)
+            return topic
+        except BaseException as e:
+            fut.set_exception(e)
+            fut.exception()  # retrieved: waiters get it, nobody else needs a warning
+            raise
+        finally:
+            del self._creating[name]
+
+    def ensure_internal_topic(self, name: str, partitions: int, overrides: dict[str, Any]) -> Topic:
+        topic = self._by_name.get(name)
+        return topic if topic is not None else self.create(name, partitions, overrides)
+
+    async def ensure_internal_topic_async(self, name: str, partitions: int, overrides: dict[str, Any]) -> Topic:
+        topic = self._by_name.get(name)
+        return topic if topic is not None else await self.create_async(name, partitions, overrides)
+
+    async def maybe_auto_create(self, name: str) -> Topic | None:
+        """Metadata auto-creation (auto.create.topics.enable), with the broker's defaults."""
+        if not self.config.get("auto.create.topics.enable"):
+            return None
+        validate_topic_name(name)
+        return await self.create_async(name, self.config.get("num.partitions"))
+
+    def add_partitions(self, topic: Topic, total: int) -> None:
+        log_config = self.log_config(topic.config)
+        topic.partitions.update(self._make_logs(topic.name, topic.topic_id,
+                                                range(len(topic.partitions), total), log_config))
+
+    # -- deleting ---------------------------------------------------------------------------
+    def delete(self, name: str) -> Topic:
+        topic = self._by_name.pop(name)
+        self._by_id.pop(topic.topic_id, None)
+        self.log_manager.delete_topic(name)
+        for listener in self._on_delete:
+            listener(topic)
+        log.info("Deleted topic %s", name)
+        return topic
