@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
+from minibroker.dynamic_config import DynamicBrokerConfig
 from storage.cleaner import (
     CleanerAborted,
     CleanResult,
@@ -28,14 +28,20 @@ from storage.cleaner import (
     pending_delete_horizon,
     swap_in,
 )
+from storage.clock import Clock
 from storage.log import Log
+from storage.log_manager import LogManager
 
 log = logging.getLogger("minibroker.cleaner")
 
 
 class LogCleanerTask:
-    def __init__(self, broker: Any):
-        self.broker = broker
+    def __init__(self, log_manager: LogManager, config: DynamicBrokerConfig, clock: Clock,
+                 file_deletion_lock: asyncio.Lock) -> None:
+        self.log_manager = log_manager
+        self.config = config
+        self.clock = clock
+        self.file_deletion_lock = file_deletion_lock  # shared with retention's file removal
         self.in_progress: set[tuple[str, int]] = set()
         self.horizons: dict[tuple[str, int], int] = {}  # earliest pending tombstone/marker delete horizon
         self.cleanings = 0
@@ -46,7 +52,7 @@ class LogCleanerTask:
     async def _learn_horizons(self) -> None:
         """Once per log: the delete horizons already on disk (a restart forgets the in-memory ones)."""
         loop = asyncio.get_running_loop()
-        for tp, lg in self.broker.log_manager.logs().items():
+        for tp, lg in self.log_manager.logs().items():
             if tp in self._scanned or not lg.config.compact:
                 continue
             self._scanned.add(tp)
@@ -59,7 +65,7 @@ class LogCleanerTask:
                 self.horizons[tp] = horizon
 
     def _candidates(self, now: int) -> list[LogToClean]:
-        lm = self.broker.log_manager
+        lm = self.log_manager
         out = []
         for tp, lg in lm.logs().items():
             if not lg.config.compact or tp in self.in_progress or tp in self.uncleanable:
@@ -72,10 +78,8 @@ class LogCleanerTask:
 
     async def clean_once(self) -> bool:
         """Clean the filthiest log if one needs it; True if a cleaning was swapped in."""
-        from minibroker.broker import now_ms
-
         await self._learn_horizons()
-        now = now_ms()
+        now = self.clock()
         ltc = grab_filthiest(self._candidates(now))
         if ltc is None:
             return False
@@ -84,7 +88,7 @@ class LogCleanerTask:
         self.in_progress.add(tp)
         try:
             loop = asyncio.get_running_loop()
-            self._job = loop.run_in_executor(None, clean, lg, ltc, now, now_ms)
+            self._job = loop.run_in_executor(None, clean, lg, ltc, now, self.clock)
             try:
                 result = await self._job
             except UncleanableLog as e:
@@ -97,7 +101,7 @@ class LogCleanerTask:
                 log.info("cleaning of %s aborted: %s", lg.dir.name, e)
                 return False
             self._job = None  # kept only while the task is cancelled mid-cleaning (see stop)
-            async with self.broker.file_deletion_lock:
+            async with self.file_deletion_lock:
                 return self._finish(result)
         finally:
             self.in_progress.discard(tp)
@@ -108,7 +112,7 @@ class LogCleanerTask:
         if not swap_in(result):
             log.info("cleaning of %s dropped: the log changed meanwhile", lg.dir.name)
             return False
-        self.broker.log_manager.cleaner_checkpoints[tp] = result.end_offset
+        self.log_manager.cleaner_checkpoints[tp] = result.end_offset
         if result.earliest_horizon is not None:
             self.horizons[tp] = result.earliest_horizon
         else:
@@ -130,7 +134,7 @@ class LogCleanerTask:
 
     async def run(self) -> None:
         while True:
-            backoff = self.broker.config.get("log.cleaner.backoff.ms") / 1000
+            backoff = self.config.get("log.cleaner.backoff.ms") / 1000
             try:
                 cleaned = await self.clean_once()
             except asyncio.CancelledError:

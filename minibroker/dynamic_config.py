@@ -8,8 +8,9 @@ are accepted (the config model marks them `read_only=False`); others get INVALID
 update these configs dynamically: Set(...)". minibroker cannot rebind its sockets, so listener
 keys are refused too.
 
-A change rebuilds `broker.config` from the layers, then gives every open log its new effective
-topic config (the log.* keys are the broker defaults of topic keys). The layers are persisted in
+A change rebuilds the combined config (`current`) from the layers and tells the listeners
+registered with `on_change` (the topic registry gives every open log its new effective topic
+config: the log.* keys are the broker defaults of topic keys). The layers are persisted in
 `<log.dirs>/broker-config-overrides.json` (Kafka keeps them in the metadata log) and applied at
 startup. DescribeConfigs sees the layers through `describe`: the synonyms list each key once per
 layer that sets it, in Kafka's order (dynamic broker, dynamic default, static, default).
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +32,9 @@ from minibroker.config import (
     ConfigSource,
     describe_broker_config,
     describe_topic_config,
-    effective_topic_config,
     format_value,
     parse_value,
-    to_log_config_props,
 )
-from storage.config import LogConfig
 from storage.log_files import atomic_write
 
 log = logging.getLogger("minibroker.dynamic_config")
@@ -53,6 +52,15 @@ class DynamicBrokerConfig:
         self.path = Path(data_dir) / DYNAMIC_CONFIG_FILE
         self.per_broker: dict[str, Any] = {}  # key -> parsed value
         self.cluster_default: dict[str, Any] = {}
+        self.current = static  # static < cluster default < per broker, recombined on every change
+        self._listeners: list[Callable[[BrokerConfig], None]] = []
+
+    def on_change(self, listener: Callable[[BrokerConfig], None]) -> None:
+        """Call `listener(new_config)` after every accepted change (Kafka: Reconfigurable)."""
+        self._listeners.append(listener)
+
+    def get(self, key: str) -> Any:
+        return self.current.get(key)
 
     # -- persistence -------------------------------------------------------------------------
     def load(self) -> None:
@@ -65,6 +73,7 @@ class DynamicBrokerConfig:
         except (ValueError, AttributeError, TypeError, ConfigError) as e:
             log.error("Unreadable %s, dynamic broker configs ignored: %s", self.path, e)
             self.per_broker, self.cluster_default = {}, {}
+        self.current = self.combined()
 
     def _store(self) -> None:
         def text(layer: dict[str, Any]) -> dict[str, str | None]:
@@ -112,6 +121,9 @@ class DynamicBrokerConfig:
             target.update(old)
             raise
         self._store()
+        self.current = cfg
+        for listener in self._listeners:
+            listener(cfg)
         return cfg
 
     # -- DescribeConfigs ------------------------------------------------------------------------
@@ -174,26 +186,3 @@ def _parse_all(layer: dict[str, Any]) -> dict[str, Any]:
             continue
         out[name] = parse_value(key, raw)
     return out
-
-
-def dynamic_config(broker: Any) -> DynamicBrokerConfig:
-    """The broker's dynamic config layers, created (and loaded from disk) on first use."""
-    dyn = getattr(broker, "dynamic_config", None)
-    if dyn is None:
-        dyn = DynamicBrokerConfig(broker.config, broker.log_manager.data_dir)
-        dyn.load()
-        broker.dynamic_config = dyn
-    return dyn
-
-
-def apply_broker_config(broker: Any, config: BrokerConfig) -> None:
-    """Make `config` the broker's config and give every topic and open log its new effective config."""
-    broker.config = config
-    lm = broker.log_manager
-    lm.default_config = LogConfig.from_kafka(to_log_config_props(effective_topic_config(config, {})))
-    for topic in list(broker.topics.values()):
-        topic.config = effective_topic_config(config, topic.overrides)
-        # the overrides themselves did not change: new LogConfigs for the open logs, no file write
-        log_config = LogConfig.from_kafka(to_log_config_props(topic.config))
-        for lg in topic.partitions.values():
-            lg.config = log_config

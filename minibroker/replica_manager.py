@@ -63,7 +63,7 @@ class ReplicaManager:
         self.fetch_waiters = FetchWaiters()
 
     def append(self, lg: Log, records: bytes | bytearray | memoryview, *,
-               origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+               origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
         """Append on the loop; a due flush (flush.messages / flush.ms) is done here too (the
         coordinators' records are small and their callers are synchronous)."""
         info = lg.append_as_leader(records, origin=origin)
@@ -72,7 +72,7 @@ class ReplicaManager:
         return info
 
     async def append_async(self, lg: Log, records: bytes | bytearray | memoryview, *,
-                           origin: AppendOrigin = AppendOrigin.CLIENT) -> LogAppendInfo:
+                           origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
         """Append for a Produce: a topic with a flush policy fsyncs off the loop before the
         answer (and before fetches see the records); the default policy costs no executor hop."""
         info = lg.append_as_leader(records, origin=origin)

@@ -43,7 +43,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported lazily at run time: a test session pays for the broker only when it starts one
+    from minibroker.broker import Broker
+    from minibroker.server import BrokerServer
 
 DEFAULT_TIMEOUT = 10.0
 _POLL_S = 0.005
@@ -65,8 +69,7 @@ def _fmt(v: Any) -> str:
 
 
 # Modules the start path imports lazily (Broker.startup / start_background, the handler registry).
-_START_PATH = ("minibroker.server", "minibroker.dynamic_config", "minibroker.fetch_sessions",
-               "minibroker.coordinator.group_coordinator", "minibroker.cleaner")
+_START_PATH = ("minibroker.server", "minibroker.broker")
 
 
 def preload() -> None:
@@ -98,14 +101,14 @@ class StoredRecord:
     headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
-def _require_log(broker: Any, topic: str, partition: int) -> Any:
+def _require_log(broker: Broker, topic: str, partition: int) -> Any:
     lg = broker.get_log(topic, partition)
     if lg is None:
         raise KeyError(f"no partition {topic}-{partition} on this broker")
     return lg
 
 
-def _partitions(broker: Any, topic: str, partition: int | None) -> list[int]:
+def _partitions(broker: Broker, topic: str, partition: int | None) -> list[int]:
     if partition is not None:
         return [partition]
     t = broker.topics.get(topic)
@@ -114,7 +117,7 @@ def _partitions(broker: Any, topic: str, partition: int | None) -> list[int]:
     return sorted(t.partitions)
 
 
-def _read_records(broker: Any, topic: str, partition: int | None = None,
+def _read_records(broker: Broker, topic: str, partition: int | None = None,
                   from_offsets: dict[int, int] | None = None) -> list[StoredRecord]:
     """Records below the high watermark, partition by partition, in offset order."""
     from protocol.records.dump import Trailing, iter_summaries
@@ -145,16 +148,16 @@ def _read_records(broker: Any, topic: str, partition: int | None = None,
     return out
 
 
-def _end_offsets(broker: Any, topic: str) -> dict[int, int]:
+def _end_offsets(broker: Broker, topic: str) -> dict[int, int]:
     return {p: _require_log(broker, topic, p).high_watermark for p in _partitions(broker, topic, None)}
 
 
-def _start_offsets(broker: Any, topic: str) -> dict[int, int]:
+def _start_offsets(broker: Broker, topic: str) -> dict[int, int]:
     return {p: _require_log(broker, topic, p).log_start_offset for p in _partitions(broker, topic, None)}
 
 
-def _committed(broker: Any, group: str, topic: str, partition: int) -> int | None:
-    om = broker.coordinators["group"].committed(group, topic, partition)
+def _committed(broker: Broker, group: str, topic: str, partition: int) -> int | None:
+    om = broker.group_coordinator.committed(group, topic, partition)
     return None if om is None else om.offset
 
 
@@ -172,8 +175,8 @@ class GroupInfo:
     assignments: dict[str, dict[str, list[int]]]  # member id -> topic -> partitions (consumer groups)
 
 
-def _group(broker: Any, group_id: str) -> GroupInfo | None:
-    g = broker.coordinators["group"].groups.get(group_id)
+def _group(broker: Broker, group_id: str) -> GroupInfo | None:
+    g = broker.group_coordinator.groups.get(group_id)
     if g is None:
         return None
     assignments: dict[str, dict[str, list[int]]] = {}
@@ -197,7 +200,7 @@ def _consumer_assignment(raw: bytes) -> dict[str, list[int]]:
     return {tp["topic"]: list(tp["partitions"]) for tp in data["assignedPartitions"]}
 
 
-def _lag(broker: Any, group: str, topic: str) -> dict[int, int]:
+def _lag(broker: Broker, group: str, topic: str) -> dict[int, int]:
     out = {}
     for p in _partitions(broker, topic, None):
         lg = _require_log(broker, topic, p)
@@ -206,7 +209,7 @@ def _lag(broker: Any, group: str, topic: str) -> dict[int, int]:
     return out
 
 
-def _create_topic(broker: Any, name: str, partitions: int, config: dict[str, Any] | None,
+def _create_topic(broker: Broker, name: str, partitions: int, config: dict[str, Any] | None,
                   exist_ok: bool) -> str:
     if name in broker.topics:
         if exist_ok:
@@ -216,18 +219,17 @@ def _create_topic(broker: Any, name: str, partitions: int, config: dict[str, Any
     return name
 
 
-def _add_record(broker: Any, topic: str, value: bytes | str | None, key: bytes | str | None,
+def _add_record(broker: Broker, topic: str, value: bytes | str | None, key: bytes | str | None,
                 partition: int, headers: Iterable[tuple[str, bytes | str | None]],
                 timestamp: int | None) -> int:
     from protocol.records import v2
 
-    if topic not in broker.topics and broker.maybe_auto_create(topic) is None:
+    if topic not in broker.topics and broker.topics.maybe_auto_create_now(topic) is None:
         raise KeyError(f"no topic {topic!r} (and auto.create.topics.enable is off)")
     lg = _require_log(broker, topic, partition)
     ts = time.time_ns() // 1_000_000 if timestamp is None else timestamp
     rec = v2.Record(key=_b(key), value=_b(value), headers=[(k, _b(v)) for k, v in headers])
-    info = lg.append_as_leader(v2.build_batch([rec], base_timestamp=ts))
-    broker.fetch_waiters.notify((topic, partition))  # wake long-polling fetches, as Produce does
+    info = broker.replica_manager.append(lg, v2.build_batch([rec], base_timestamp=ts))  # as Produce does
     return info.first_offset
 
 
@@ -240,7 +242,7 @@ class _Inspect(ABC):
     """Helpers that read state on the broker's loop; `_on_loop(fn)` returns fn(broker) there."""
 
     @abstractmethod
-    def _on_loop(self, fn: Callable[[Any], Any]) -> Any:
+    def _on_loop(self, fn: Callable[[Broker], Any]) -> Any:
         """Run fn(broker) on the broker's loop and return its result."""
 
     bootstrap: str
@@ -380,14 +382,16 @@ class AsyncBroker(_Inspect):
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="minibroker-"))
         self.host, self.port, self.overrides = host, port, overrides
-        self.server: Any = None
+        self.server: BrokerServer | None = None
 
     @property
     def bootstrap(self) -> str:  # type: ignore[override]
+        assert self.server is not None, "the broker is not running"
         return self.server.bootstrap
 
     @property
-    def broker(self) -> Any:
+    def broker(self) -> Broker:
+        assert self.server is not None and self.server.broker is not None, "the broker is not running"
         return self.server.broker
 
     async def start(self) -> str:
@@ -411,7 +415,7 @@ class AsyncBroker(_Inspect):
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def _on_loop(self, fn: Callable[[Any], Any]) -> Any:
+    def _on_loop(self, fn: Callable[[Broker], Any]) -> Any:
         return fn(self.broker)
 
     def assert_produces(self, topic: str, count: int = 1, *, partition: int | None = None,
@@ -463,7 +467,7 @@ class BrokerThread(_Inspect):
         return self._inner.bootstrap
 
     @property
-    def broker(self) -> Any:
+    def broker(self) -> Broker:
         return self._inner.broker
 
     @property
@@ -495,7 +499,7 @@ class BrokerThread(_Inspect):
         self._thread.start()
         return ready.result(timeout)
 
-    def call(self, fn: Callable[[Any], Any], timeout: float = 30.0) -> Any:
+    def call(self, fn: Callable[[Broker], Any], timeout: float = 30.0) -> Any:
         """Run fn(broker) on the broker's loop (awaiting it if it is a coroutine)."""
         assert self._loop is not None, "the broker is not running"
 
@@ -507,7 +511,7 @@ class BrokerThread(_Inspect):
 
         return asyncio.run_coroutine_threadsafe(invoke(), self._loop).result(timeout)
 
-    def _on_loop(self, fn: Callable[[Any], Any]) -> Any:
+    def _on_loop(self, fn: Callable[[Broker], Any]) -> Any:
         return self.call(fn)
 
     def stop(self, timeout: float = 30.0) -> None:

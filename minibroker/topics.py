@@ -102,11 +102,11 @@ class TopicRegistry:
     def __len__(self) -> int:
         return len(self._by_name)
 
-    def get(self, name: str) -> Topic | None:
-        return self._by_name.get(name)
+    def get(self, name: str | None) -> Topic | None:
+        return self._by_name.get(name) if name is not None else None
 
-    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
-        return self._by_id.get(topic_id)
+    def by_id(self, topic_id: uuid.UUID | None) -> Topic | None:
+        return self._by_id.get(topic_id) if topic_id is not None else None
 
     def values(self) -> list[Topic]:
         return list(self._by_name.values())
@@ -140,6 +140,18 @@ class TopicRegistry:
             self._by_id.pop(old.topic_id, None)
         self._by_name[topic.name] = topic
         self._by_id[topic.topic_id] = topic
+
+    def reconfigure(self, config: BrokerConfig) -> None:
+        """A dynamic broker config changed: every topic and open log gets its new effective config
+        (the log.* keys are the broker defaults of topic keys). Overrides are unchanged: new
+        LogConfigs for the open logs, no file write."""
+        self.config = config
+        self.log_manager.default_config = self.log_config(effective_topic_config(config, {}))
+        for topic in self._by_name.values():
+            topic.config = effective_topic_config(config, topic.overrides)
+            log_config = self.log_config(topic.config)
+            for lg in topic.partitions.values():
+                lg.config = log_config
 
     # -- creating ---------------------------------------------------------------------------
     def check_new_topic(self, name: str, num_partitions: int, replication_factor: int,
@@ -232,12 +244,21 @@ class TopicRegistry:
         topic = self._by_name.get(name)
         return topic if topic is not None else await self.create_async(name, partitions, overrides)
 
-    async def maybe_auto_create(self, name: str) -> Topic | None:
-        """Metadata auto-creation (auto.create.topics.enable), with the broker's defaults."""
+    def _auto_create_partitions(self, name: str) -> int | None:
         if not self.config.get("auto.create.topics.enable"):
             return None
         validate_topic_name(name)
-        return await self.create_async(name, self.config.get("num.partitions"))
+        return int(self.config.get("num.partitions"))
+
+    async def maybe_auto_create(self, name: str) -> Topic | None:
+        """Metadata auto-creation (auto.create.topics.enable), with the broker's defaults."""
+        partitions = self._auto_create_partitions(name)
+        return None if partitions is None else await self.create_async(name, partitions)
+
+    def maybe_auto_create_now(self, name: str) -> Topic | None:
+        """`maybe_auto_create` on the calling thread (the in-process test helpers)."""
+        partitions = self._auto_create_partitions(name)
+        return None if partitions is None else self.create(name, partitions)
 
     def add_partitions(self, topic: Topic, total: int) -> None:
         log_config = self.log_config(topic.config)

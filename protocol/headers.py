@@ -10,9 +10,12 @@ sent an unsupported version must still be able to read the answer (KIP-511).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from protocol import types as t
 from protocol.apis import APIS
+from protocol.codec import Output, encode
+from protocol.schema import Api
 from protocol.types import DecodeError
 
 API_VERSIONS_KEY = 18
@@ -79,3 +82,13 @@ def encode_response_header(out: bytearray, correlation_id: int, header_version: 
     t.write_int32(out, correlation_id)
     if header_version >= 1:
         out.append(0)
+
+
+def encode_response_frame(api: Api, version: int, correlation_id: int, response: Any) -> list[Any]:
+    """A whole response frame: size, header and body. Record fields stay the file regions the
+    body holds, as separate chunks after the bytes before them (the zero-copy path)."""
+    out = Output(b"\0\0\0\0")
+    encode_response_header(out, correlation_id, response_header_version(api.key, version))
+    encode(api.response, version, response, out)
+    out[0:4] = (out.total_size - 4).to_bytes(4, "big", signed=True)
+    return out.chunks()

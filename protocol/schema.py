@@ -17,7 +17,7 @@ from __future__ import annotations
 import keyword
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 ZERO_UUID = uuid.UUID(int=0)
 _IMMUTABLE = (int, float, str, bytes, bool, type(None), uuid.UUID)
@@ -165,6 +165,13 @@ class Message:
     __slots__ = ("unknown_tags",)
     _fields: tuple[F, ...] = ()
     _names: tuple[str, ...] = ()
+
+    if TYPE_CHECKING:
+        # Fields are generated from Kafka's JSON at import time, so a type checker cannot see
+        # them: any field name reads and writes as Any (the schema tests check the names).
+        def __getattr__(self, name: str) -> Any: ...
+
+        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def __init__(self, **kwargs: Any):
         cls = type(self)

@@ -67,11 +67,11 @@ def _leader_epoch(lg: Any) -> int:
 
 @handles(delete_records.API, "0-2")
 async def handle_delete_records(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     topics = []
     for t in req.topics:
         parts = []
-        topic = broker.topics.get(t.name)
+        topic = services.topics.get(t.name)
         for p in t.partitions:
             result = DR.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1,
                                                      error_code=0)
@@ -93,11 +93,11 @@ async def handle_delete_records(ctx: RequestContext, req: Any) -> Any:
 
 @handles(describe_cluster.API, "0-2")
 async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     endpoint_type = req.endpoint_type if ctx.version >= 1 else BROKER_ENDPOINT
-    resp = DCL(error_code=0, error_message=None, endpoint_type=BROKER_ENDPOINT, cluster_id=broker.cluster_id,
-               controller_id=broker.node_id,
-               brokers=[DCL.DescribeClusterBroker(broker_id=broker.node_id, host=broker.host, port=broker.port,
+    resp = DCL(error_code=0, error_message=None, endpoint_type=BROKER_ENDPOINT, cluster_id=services.cluster_id,
+               controller_id=services.node_id,
+               brokers=[DCL.DescribeClusterBroker(broker_id=services.node_id, host=services.host, port=services.port,
                                                   rack=None, is_fenced=False)],
                cluster_authorized_operations=(CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
                                               else _NO_OPERATIONS))
@@ -113,7 +113,7 @@ async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
 
 @handles(describe_log_dirs.API, "0-4")
 async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     if req.topics is None:
         wanted: dict[str, set[int] | None] | None = None
     else:
@@ -121,7 +121,7 @@ async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
         for t in req.topics:
             wanted.setdefault(t.topic, set()).update(t.partitions)  # type: ignore[union-attr]
     by_topic: dict[str, list[Any]] = {}
-    for name, topic in sorted(broker.topics.items()):
+    for name, topic in sorted(services.topics.items()):
         if wanted is not None and name not in wanted:
             continue
         for p, lg in sorted(topic.partitions.items()):
@@ -130,7 +130,7 @@ async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
             by_topic.setdefault(name, []).append(DLD.DescribeLogDirsPartition(
                 partition_index=p, partition_size=lg.size_in_bytes(),
                 offset_lag=max(lg.high_watermark - lg.log_end_offset, 0), is_future_key=False))
-    data_dir = broker.log_manager.data_dir.resolve()
+    data_dir = services.log_manager.data_dir.resolve()
     total = usable = -1
     if ctx.version >= 4:
         usage = shutil.disk_usage(data_dir)
@@ -144,14 +144,14 @@ async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
 
 @handles(offset_for_leader_epoch.API, "0-4")
 async def handle_offset_for_leader_epoch(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     topics = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
             result = OLE.EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=-1, end_offset=-1)
             parts.append(result)
-            lg = broker.get_log(t.topic, p.partition)
+            lg = services.topics.get_log(t.topic, p.partition)
             if lg is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -170,9 +170,9 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, req: Any) -> Any:
 
 @handles(describe_topic_partitions.API, "0")
 async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
-    node = broker.node_id
-    names = sorted({t.name for t in req.topics}) if req.topics else sorted(broker.topics)
+    services = ctx.services
+    node = services.node_id
+    names = sorted({t.name for t in req.topics}) if req.topics else sorted(services.topics)
     cursor = req.cursor
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
@@ -180,7 +180,7 @@ async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any
     out = []
     next_cursor = None
     for name in names:
-        topic = broker.topics.get(name)
+        topic = services.topics.get(name)
         if topic is None:
             if cursor is not None and name == cursor.topic_name:
                 continue

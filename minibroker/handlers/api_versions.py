@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from minibroker.handlers.registry import RequestContext, handles
+from minibroker.handlers.registry import HANDLERS, RequestContext, handles
 from protocol.apis import api_versions, produce
 from protocol.errors import ErrorCode
 
@@ -47,4 +47,4 @@ async def handle_api_versions(ctx: RequestContext, req: Any) -> Any:
     if ctx.version >= 3 and not (_SOFTWARE.match(req.client_software_name)
                                  and _SOFTWARE.match(req.client_software_version)):
         return R(error_code=ErrorCode.INVALID_REQUEST)
-    return R(error_code=0, api_keys=advertised(ctx.broker.handlers.values()))
+    return R(error_code=0, api_keys=advertised(HANDLERS.values()))

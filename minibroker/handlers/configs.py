@@ -35,8 +35,8 @@ from minibroker.config import (
     format_value,
     validate_topic_config,
 )
-from minibroker.dynamic_config import apply_broker_config, dynamic_config
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.services import BrokerServices
 from protocol.apis import alter_configs, describe_configs, incremental_alter_configs
 from protocol.errors import ErrorCode, KafkaError, error_name
 
@@ -47,7 +47,7 @@ AC = alter_configs.RESPONSE
 IAC = incremental_alter_configs.RESPONSE
 
 
-def _broker_resource(broker: Any, name: str | None) -> bool:
+def _broker_resource(services: BrokerServices, name: str | None) -> bool:
     """True for this broker's own resource, False for the cluster default (""); else raises."""
     if not name:
         return False
@@ -55,17 +55,17 @@ def _broker_resource(broker: Any, name: str | None) -> bool:
         node = int(name)
     except ValueError:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}") from None
-    if node != broker.node_id:
+    if node != services.node_id:
         raise KafkaError(ErrorCode.INVALID_REQUEST,
-                         f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}")
+                         f"Unexpected broker id, expected {services.node_id} or empty string, but received {name}")
     return True
 
 
-def _topic(broker: Any, name: str) -> Any:
-    from minibroker.broker import validate_topic_name
+def _topic(services: BrokerServices, name: str) -> Any:
+    from minibroker.topics import validate_topic_name
 
     validate_topic_name(name)  # an illegal name is INVALID_TOPIC_EXCEPTION (Kafka: Topic.validate)
-    topic = broker.topics.get(name)
+    topic = services.topics.get(name)
     if topic is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
     return topic
@@ -88,8 +88,8 @@ def _entry(e: ConfigEntry, version: int, synonyms: bool, docs: bool) -> Any:
 
 @handles(describe_configs.API, "0-4")
 async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
-    dyn = dynamic_config(broker)
+    services = ctx.services
+    dyn = services.dynamic_config
     synonyms = ctx.version >= 1 and bool(req.include_synonyms)
     docs = ctx.version >= 3 and bool(req.include_documentation)
     results = []
@@ -99,11 +99,11 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
         results.append(result)
         try:
             if r.resource_type == TOPIC:
-                topic = _topic(broker, r.resource_name)
-                entries = dyn.describe_topic(broker.config, topic.overrides)
+                topic = _topic(services, r.resource_name)
+                entries = dyn.describe_topic(services.config, topic.overrides)
             elif r.resource_type == BROKER:
-                if _broker_resource(broker, r.resource_name):
-                    entries = dyn.describe_broker(broker.config)
+                if _broker_resource(services, r.resource_name):
+                    entries = dyn.describe_broker(services.config)
                 else:
                     entries = dyn.describe_default()
             else:
@@ -120,21 +120,21 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
 # --------------------------------------------------------------------------------- alter
 
 
-def _alter_topic(broker: Any, name: str, new_text: dict[str, str | None] | None,
+def _alter_topic(services: BrokerServices, name: str, new_text: dict[str, str | None] | None,
                  ops: list[tuple[str, int, str | None]] | None, validate_only: bool) -> None:
-    topic = _topic(broker, name)
+    topic = _topic(services, name)
     try:
         if ops is not None:
-            overrides = apply_incremental_ops(topic.overrides, ops, broker.config)
+            overrides = apply_incremental_ops(topic.overrides, ops, services.config)
         else:
             assert new_text is not None
-            overrides = validate_topic_config(new_text, broker.config)
-        effective = effective_topic_config(broker.config, overrides)
+            overrides = validate_topic_config(new_text, services.config)
+        effective = effective_topic_config(services.config, overrides)
     except ConfigError as e:
         raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
     if validate_only:
         return
-    broker.log_manager.set_topic_overrides(topic.name, overrides)
+    services.log_manager.set_topic_overrides(topic.name, overrides)
     topic.overrides = overrides
     topic.config = effective
 
@@ -143,10 +143,10 @@ def _text_layer(layer: dict[str, Any]) -> dict[str, str | None]:
     return {k: format_value(BROKER_CONFIGS[k], v) for k, v in layer.items()}
 
 
-def _alter_broker(broker: Any, name: str, new_text: dict[str, str | None] | None,
+def _alter_broker(services: BrokerServices, name: str, new_text: dict[str, str | None] | None,
                   ops: list[tuple[str, int, str | None]] | None, validate_only: bool) -> None:
-    per_broker = _broker_resource(broker, name)
-    dyn = dynamic_config(broker)
+    per_broker = _broker_resource(services, name)
+    dyn = services.dynamic_config
     try:
         if ops is not None:
             text = _text_layer(dyn.layer(per_broker))
@@ -161,7 +161,7 @@ def _alter_broker(broker: Any, name: str, new_text: dict[str, str | None] | None
                     if spec is None or spec.type != "list":
                         verb = "append" if op is OpType.APPEND else "subtract"
                         raise ConfigError(f"Config value {verb} is not allowed for config key: {key}")
-                    base = text.get(key) or format_value(spec, broker.config.get(key)) or ""
+                    base = text.get(key) or format_value(spec, services.config.get(key)) or ""
                     old = [s for s in base.split(",") if s]
                     given = [s for s in (value or "").split(",") if s]
                     text[key] = ",".join(old + [s for s in given if s not in old] if op is OpType.APPEND
@@ -172,13 +172,12 @@ def _alter_broker(broker: Any, name: str, new_text: dict[str, str | None] | None
         parsed = dyn.validate(text, per_broker)
         if validate_only:
             return
-        config = dyn.replace_layer(per_broker, parsed)
+        dyn.replace_layer(per_broker, parsed)  # its listeners give topics and logs their new configs
     except (ConfigError, ValueError) as e:
         raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
-    apply_broker_config(broker, config)
 
 
-def _alter(broker: Any, resources: Any, incremental: bool, validate_only: bool, result_cls: Any) -> list[Any]:
+def _alter(services: BrokerServices, resources: Any, incremental: bool, validate_only: bool, result_cls: Any) -> list[Any]:
     results = []
     names_seen: dict[tuple[int, str], int] = {}
     for r in resources:
@@ -206,9 +205,9 @@ def _alter(broker: Any, resources: Any, incremental: bool, validate_only: bool, 
                 ops = None
                 text = {c.name: c.value for c in r.configs}
             if r.resource_type == TOPIC:
-                _alter_topic(broker, r.resource_name, text, ops, validate_only)
+                _alter_topic(services, r.resource_name, text, ops, validate_only)
             elif r.resource_type == BROKER:
-                _alter_broker(broker, r.resource_name, text, ops, validate_only)
+                _alter_broker(services, r.resource_name, text, ops, validate_only)
             else:
                 raise _unsupported(r.resource_type)
         except KafkaError as e:
@@ -218,11 +217,11 @@ def _alter(broker: Any, resources: Any, incremental: bool, validate_only: bool, 
 
 @handles(alter_configs.API, "0-2")
 async def handle_alter_configs(ctx: RequestContext, req: Any) -> Any:
-    return AC(responses=_alter(ctx.broker, req.resources, False, req.validate_only,
+    return AC(responses=_alter(ctx.services, req.resources, False, req.validate_only,
                                AC.AlterConfigsResourceResponse))
 
 
 @handles(incremental_alter_configs.API, "0-1")
 async def handle_incremental_alter_configs(ctx: RequestContext, req: Any) -> Any:
-    return IAC(responses=_alter(ctx.broker, req.resources, True, req.validate_only,
+    return IAC(responses=_alter(ctx.services, req.resources, True, req.validate_only,
                                 IAC.AlterConfigsResourceResponse))

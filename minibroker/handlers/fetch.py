@@ -34,6 +34,7 @@ from typing import Any
 from minibroker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
 from minibroker.handlers import legacy
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.services import BrokerServices
 from protocol.apis import fetch
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
@@ -55,20 +56,20 @@ class _Part:
         self.sp = sp
 
 
-def _resolve_topic(broker: Any, name: str | None, topic_id: uuid.UUID | None, version: int):
+def _resolve_topic(services: BrokerServices, name: str | None, topic_id: uuid.UUID | None, version: int):
     """(name, topic_id) for a requested topic; unknown ones keep what the client sent."""
     if version >= 13:
-        topic = broker.topic_by_id(topic_id)
+        topic = services.topics.by_id(topic_id)
         return (topic.name if topic else None), topic_id
-    topic = broker.topics.get(name)
+    topic = services.topics.get(name)
     return name, (topic.topic_id if topic else ZERO_UUID)
 
 
 @handles(fetch.API, "0-18")
 async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     v = ctx.version
-    cache = broker.fetch_sessions
+    cache = services.fetch_sessions
     session: FetchSession | None = None
     response_session_id = 0
     incremental = False
@@ -79,7 +80,7 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     def requested() -> list[_Part]:
         parts = []
         for t in req.topics:
-            name, tid = _resolve_topic(broker, t.topic, t.topic_id, v)
+            name, tid = _resolve_topic(services, t.topic, t.topic_id, v)
             for p in t.partitions:
                 parts.append(_Part((name, tid, p.partition), p.fetch_offset, p.partition_max_bytes))
                 if v >= 18 and p.high_watermark != HW_NOT_SUPPORTED:
@@ -112,7 +113,7 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
                 else:
                     sp.fetch_offset, sp.max_bytes = part.fetch_offset, part.max_bytes
             for t in req.forgotten_topics_data:
-                name, tid = _resolve_topic(broker, t.topic, t.topic_id, v)
+                name, tid = _resolve_topic(services, t.topic, t.topic_id, v)
                 for p in t.partitions:
                     session.partitions.pop((name, tid, p), None)
             parts = [_Part(k, sp.fetch_offset, sp.max_bytes, sp) for k, sp in session.partitions.items()]
@@ -126,7 +127,7 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     max_bytes = req.max_bytes if v >= 3 else 0x7FFFFFFF
     deadline = time.monotonic() + max(0, req.max_wait_ms) / 1000
     while True:
-        results, total = _read_all(broker, parts, max_bytes, isolation, v)
+        results, total = _read_all(services, parts, max_bytes, isolation, v)
         remaining = deadline - time.monotonic()
         if total >= req.min_bytes or remaining <= 0 or any(r[1] for r in results):
             break
@@ -134,7 +135,7 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
         if known_hw and any(data.high_watermark > known_hw.get(part.key, HW_NOT_SUPPORTED)
                             for part, _, data in results):
             break
-        await broker.fetch_waiters.wait([(k[0], k[2]) for k in (p.key for p in parts) if k[0]], remaining)
+        await services.replica_manager.wait_for_data([(k[0], k[2]) for k in (p.key for p in parts) if k[0]], remaining)
 
     by_topic: dict[tuple[str, Any], list[Any]] = {}
     for part, err, data in results:
@@ -158,12 +159,13 @@ def _changed(part: _Part, err: int, data: Any) -> bool:
         sp.sent_hw, sp.sent_lso, sp.sent_log_start)
 
 
-def _read_all(broker: Any, parts: list[_Part], max_bytes: int, isolation: int, v: int):
-    results = []
+def _read_all(services: BrokerServices, parts: list[_Part], max_bytes: int, isolation: int, v: int
+              ) -> tuple[list[tuple[_Part, int, Any]], int]:
+    results: list[tuple[_Part, int, Any]] = []
     total = 0
     for part in parts:
         name, tid, p = part.key
-        lg = broker.get_log(name, p) if name else None
+        lg = services.topics.get_log(name, p) if name else None
         if lg is None:
             code = ErrorCode.UNKNOWN_TOPIC_ID if (v >= 13 and name is None) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             results.append((part, code, R.PartitionData(partition_index=p, error_code=code, high_watermark=-1,
@@ -178,7 +180,7 @@ def _read_all(broker: Any, parts: list[_Part], max_bytes: int, isolation: int, v
         err = 0
         try:
             if v <= 3:
-                _check_down_conversion(broker, name, v)
+                _check_down_conversion(services, name, v)
             info = lg.read(part.fetch_offset, max(0, limit), max_offset=max_offset, min_one_batch=total == 0)
         except KafkaError as e:
             # Kafka answers a failed read with unknown offsets (ReplicaManager.createLogReadResult).
@@ -189,7 +191,7 @@ def _read_all(broker: Any, parts: list[_Part], max_bytes: int, isolation: int, v
                 data.records = info.region
                 if v <= 3:
                     try:
-                        data.records = _old_format(broker, name, info.region, v, part.fetch_offset)
+                        data.records = _old_format(services, name, info.region, v, part.fetch_offset)
                     except KafkaError as e:  # e.g. zstd cannot be down-converted
                         err = data.error_code = e.code
                         data.records = EMPTY
@@ -205,16 +207,16 @@ def _read_all(broker: Any, parts: list[_Part], max_bytes: int, isolation: int, v
     return results, total
 
 
-def _check_down_conversion(broker: Any, name: str, v: int) -> None:
-    topic = broker.topics.get(name)
+def _check_down_conversion(services: BrokerServices, name: str, v: int) -> None:
+    topic = services.topics.get(name)
     if (topic is not None and legacy.stored_magic(topic) > legacy.fetch_magic(v)
             and not topic.config.get("message.downconversion.enable", True)):
         raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
                          f"Conversion to message format {legacy.fetch_magic(v)} is disabled for {name}")
 
 
-def _old_format(broker: Any, name: str, region: Any, v: int, fetch_offset: int) -> Any:
+def _old_format(services: BrokerServices, name: str, region: Any, v: int, fetch_offset: int) -> Any:
     """Fetch v0-3: the region, or its bytes down-converted for a reader of an older magic."""
-    topic = broker.topics.get(name)
+    topic = services.topics.get(name)
     stored = legacy.stored_magic(topic) if topic is not None else 2
     return legacy.fetch_records(region, stored=stored, version=v, fetch_offset=fetch_offset) or EMPTY

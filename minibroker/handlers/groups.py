@@ -38,6 +38,7 @@ from typing import Any
 from minibroker.coordinator.group import GroupState
 from minibroker.coordinator.group_coordinator import ClientInfo, GroupCoordinator
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.services import BrokerServices
 from protocol.apis import (
     delete_groups,
     describe_groups,
@@ -58,7 +59,7 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 
 def _coordinator(ctx: RequestContext) -> GroupCoordinator | None:
-    coord = ctx.broker.coordinators.get("group")
+    coord = ctx.services.group_coordinator
     return coord if coord is not None and coord.active else None
 
 
@@ -78,7 +79,7 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, e.message
         return ErrorCode.NONE, None
     if key_type == TRANSACTION_KEY:
-        txn = ctx.broker.coordinators.get("transaction")
+        txn = ctx.services.txn_coordinator
         if txn is None or not txn.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
         try:
@@ -92,14 +93,14 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None
 @handles(find_coordinator.API, "0-6")
 async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
     R = find_coordinator.RESPONSE
-    b = ctx.broker
+    services = ctx.services
     coord = _coordinator(ctx)
     if req.key_type == GROUP_KEY and coord is not None:
         try:
             await coord.store.ensure_topic_async()
         except KafkaError:
             pass  # _find answers COORDINATOR_NOT_AVAILABLE with the reason
-    txn = b.coordinators.get("transaction")
+    txn = services.txn_coordinator
     if req.key_type == TRANSACTION_KEY and txn is not None and txn.active:
         try:
             await txn.ensure_topic_async()
@@ -110,13 +111,14 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
         for key in req.coordinator_keys:
             error, msg = _find(ctx, key, req.key_type)
             ok = error == ErrorCode.NONE
-            out.append(R.Coordinator(key=key, node_id=b.node_id if ok else -1, host=b.host if ok else "",
-                                     port=b.port if ok else -1, error_code=error, error_message=msg))
+            out.append(R.Coordinator(key=key, node_id=services.node_id if ok else -1,
+                                     host=services.host if ok else "", port=services.port if ok else -1, error_code=error, error_message=msg))
         return R(coordinators=out)
     error, msg = _find(ctx, req.key, req.key_type)
     if error != ErrorCode.NONE:
         return R(error_code=error, error_message=msg, node_id=-1, host="", port=-1)
-    return R(error_code=0, error_message=None, node_id=b.node_id, host=b.host, port=b.port)
+    return R(error_code=0, error_message=None, node_id=services.node_id, host=services.host,
+             port=services.port)
 
 
 # ------------------------------------------------------------------------------------ JoinGroup
@@ -178,15 +180,15 @@ async def handle_leave_group(ctx: RequestContext, req: Any) -> Any:
 @handles(offset_commit.API, "0-10")
 async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
     R = offset_commit.RESPONSE
-    broker = ctx.broker
+    services = ctx.services
     errors: dict[tuple[str, int], int] = {}
     valid = []
     # v10: topics come by id; None marks an id no topic has (UNKNOWN_TOPIC_ID for its partitions)
-    names = [_name_of(broker, t.topic_id) if ctx.version >= 10 else t.name for t in req.topics]
+    names = [_name_of(services, t.topic_id) if ctx.version >= 10 else t.name for t in req.topics]
     for t, name in zip(req.topics, names, strict=True):
         if name is None:
             continue
-        topic = broker.topics.get(name)
+        topic = services.topics.get(name)
         known = [p for p in t.partitions if topic is not None and p.partition_index in topic.partitions]
         for p in t.partitions:
             if topic is None or p.partition_index not in topic.partitions:
@@ -211,13 +213,13 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
     ])
 
 
-def _name_of(broker: Any, topic_id: Any) -> str | None:
-    topic = broker.topic_by_id(topic_id)
+def _name_of(services: BrokerServices, topic_id: Any) -> str | None:
+    topic = services.topics.by_id(topic_id)
     return topic.name if topic is not None else None
 
 
-def _id_of(broker: Any, name: str) -> Any:
-    topic = broker.topics.get(name)
+def _id_of(services: BrokerServices, name: str) -> Any:
+    topic = services.topics.get(name)
     return topic.topic_id if topic is not None else ZERO_UUID
 
 
@@ -241,14 +243,14 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
         for g in req.groups:
             wanted, resolved = g.topics, []
             if v >= 10 and wanted is not None:  # topics by id: ask the coordinator for the known ones by name
-                resolved = [(t, _name_of(ctx.broker, t.topic_id)) for t in wanted]
+                resolved = [(t, _name_of(ctx.services, t.topic_id)) for t in wanted]
                 wanted = [offset_fetch.REQUEST.OffsetFetchRequestTopics(name=n, partition_indexes=t.partition_indexes)
                           for t, n in resolved if n is not None]
             error, topics = _fetch_group(coord, g.group_id, wanted)
             if stable:
                 topics = _unstable(coord, g.group_id, topics)
             rows = [
-                R.OffsetFetchResponseTopics(name=name, topic_id=_id_of(ctx.broker, name), partitions=[
+                R.OffsetFetchResponseTopics(name=name, topic_id=_id_of(ctx.services, name), partitions=[
                     R.OffsetFetchResponsePartitions(
                         partition_index=p, committed_offset=om.offset if om else -1,
                         committed_leader_epoch=om.leader_epoch if om else -1,
@@ -356,7 +358,7 @@ async def handle_delete_groups(ctx: RequestContext, req: Any) -> Any:
     R = delete_groups.RESPONSE
     coord = _coordinator(ctx)
     if coord is None:
-        results = [(g, ErrorCode.COORDINATOR_NOT_AVAILABLE) for g in req.groups_names]
+        results: list[tuple[str, int]] = [(g, ErrorCode.COORDINATOR_NOT_AVAILABLE) for g in req.groups_names]
     else:
         results = coord.delete_groups(list(req.groups_names))
     return R(results=[R.DeletableGroupResult(group_id=g, error_code=e) for g, e in results])
@@ -369,11 +371,11 @@ async def handle_offset_delete(ctx: RequestContext, req: Any) -> Any:
     coord = _coordinator(ctx)
     if coord is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    broker = ctx.broker
+    services = ctx.services
     unknown: dict[tuple[str, int], int] = {}
     wanted = []
     for t in req.topics:
-        topic = broker.topics.get(t.name)
+        topic = services.topics.get(t.name)
         parts = []
         for p in t.partitions:
             if topic is None or p.partition_index not in topic.partitions:

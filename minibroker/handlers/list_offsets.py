@@ -35,14 +35,14 @@ CONSUMER_REPLICA_ID = -1
 
 @handles(list_offsets.API, "0-11")
 async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     topics = []
     for rt in req.topics:
         parts = []
         for rp in rt.partitions:
             pr = R.ListOffsetsPartitionResponse(partition_index=rp.partition_index, error_code=0,
                                                 timestamp=-1, offset=-1, leader_epoch=-1)
-            lg = broker.get_log(rt.name, rp.partition_index)
+            lg = services.topics.get_log(rt.name, rp.partition_index)
             if lg is None:
                 pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif ctx.version == 0:
@@ -63,9 +63,9 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
                 elif ts < 0:
                     pr.error_code = ErrorCode.INVALID_REQUEST
                 else:
-                    found = lg.offset_for_timestamp(ts)
-                    if found is not None:
-                        pr.offset, pr.timestamp = found
+                    at = lg.offset_for_timestamp(ts)
+                    if at is not None:
+                        pr.offset, pr.timestamp = at
             parts.append(pr)
         topics.append(R.ListOffsetsTopicResponse(name=rt.name, partitions=parts))
     return R(topics=topics)

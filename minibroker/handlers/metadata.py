@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.broker import validate_topic_name
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.services import BrokerServices
+from minibroker.topics import validate_topic_name
 from protocol.apis import metadata
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
@@ -27,8 +28,8 @@ from protocol.schema import ZERO_UUID
 R = metadata.RESPONSE
 
 
-def topic_metadata(broker: Any, topic: Any, error: int = 0) -> Any:
-    node = broker.node_id
+def topic_metadata(services: BrokerServices, topic: Any, error: int = 0) -> Any:
+    node = services.node_id
     parts = [
         R.MetadataResponsePartition(error_code=0, partition_index=p, leader_id=node, leader_epoch=0,
                                     replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
@@ -40,35 +41,35 @@ def topic_metadata(broker: Any, topic: Any, error: int = 0) -> Any:
 
 @handles(metadata.API, "0-13")
 async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     v = ctx.version
     topics = []
     if req.topics is None or (v == 0 and not req.topics):
-        topics = [topic_metadata(broker, t) for t in list(broker.topics.values())]
+        topics = [topic_metadata(services, t) for t in list(services.topics.values())]
     else:
         allow_create = req.allow_auto_topic_creation if v >= 4 else True
         for rt in req.topics:
             name = rt.name
             if name is None:
-                topic = broker.topic_by_id(rt.topic_id)
+                topic = services.topics.by_id(rt.topic_id)
                 if topic is None:
                     topics.append(R.MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None,
                                                           topic_id=rt.topic_id, partitions=[]))
                 else:
-                    topics.append(topic_metadata(broker, topic))
+                    topics.append(topic_metadata(services, topic))
                 continue
-            topic = broker.topics.get(name)
+            topic = services.topics.get(name)
             if topic is not None:
-                topics.append(topic_metadata(broker, topic))
+                topics.append(topic_metadata(services, topic))
                 continue
-            error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            error: int = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if allow_create:
                 try:
-                    topic = broker.maybe_auto_create(name)
+                    topic = await services.topics.maybe_auto_create(name)
                 except KafkaError as e:
                     error = e.code
                 if topic is not None:
-                    topics.append(topic_metadata(broker, topic))
+                    topics.append(topic_metadata(services, topic))
                     continue
             if error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 # Kafka (KafkaApis.getTopicMetadata) tells an illegal name from a missing topic
@@ -80,9 +81,9 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
             topics.append(R.MetadataResponseTopic(error_code=error, name=name, topic_id=ZERO_UUID,
                                                   partitions=[]))
     return R(
-        brokers=[R.MetadataResponseBroker(node_id=broker.node_id, host=broker.host, port=broker.port)],
-        cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
+        brokers=[R.MetadataResponseBroker(node_id=services.node_id, host=services.host, port=services.port)],
+        cluster_id=services.cluster_id,
+        controller_id=services.node_id,
         topics=topics,
         error_code=ErrorCode.NONE,
     )

@@ -40,7 +40,6 @@ Kafka never checked which magic a v0-2 request carries, and neither do we.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import struct
 from typing import Any
@@ -57,7 +56,6 @@ log = logging.getLogger("minibroker.produce")
 R = produce.RESPONSE
 _PartitionResponse = R.PartitionProduceResponse  # looked up once: built per partition
 _TopicResponse = R.TopicProduceResponse
-_DEFAULT_FLUSH = 1 << 62
 ZSTD = 4  # compression codec id in a batch's attributes
 _MIN_ENTRY_SIZE = 14  # Kafka: LegacyRecord.RECORD_OVERHEAD_V0
 _I32 = struct.Struct(">i")
@@ -65,17 +63,17 @@ _I32 = struct.Struct(">i")
 
 @handles(produce.API, "0-13")
 async def handle_produce(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     acks = req.acks
     responses = []
     failed = False
     for td in req.topic_data:
         parts = []
         if ctx.version >= 13:  # KIP-516: the topic comes by id; its name is only ours to know
-            topic = broker.topic_by_id(td.topic_id)
+            topic = services.topics.by_id(td.topic_id)
             name = topic.name if topic is not None else ""
         else:
-            topic = broker.topics.get(td.name)
+            topic = services.topics.get(td.name)
             name = td.name
         for pd in td.partition_data:
             pr = _PartitionResponse(index=pd.index, error_code=0, base_offset=-1)
@@ -99,15 +97,12 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 lg = topic.partitions[pd.index]
                 records = _conform(topic, records, ctx.version, lg.config, f"{name}-{pd.index}")
                 if ctx.version >= 3:  # a transaction's first write to a partition is verified (KIP-890)
-                    check_transactional_produce(broker, req.transactional_id, records, name, pd.index, lg,
+                    check_transactional_produce(services.txn_coordinator, req.transactional_id, records, name, pd.index, lg,
                                                 ctx.version)
-                info = lg.append_as_leader(records)
+                info = await services.replica_manager.append_async(lg, records)
                 pr.base_offset = info.first_offset
                 pr.log_append_time_ms = info.log_append_time
                 pr.log_start_offset = info.log_start_offset
-                if lg.config.flush_messages < _DEFAULT_FLUSH or lg.config.flush_ms < _DEFAULT_FLUSH:
-                    await asyncio.get_running_loop().run_in_executor(None, lg.maybe_flush)
-                broker.fetch_waiters.notify((name, pd.index))
             except KafkaError as e:
                 failed = True
                 pr.error_code = e.code

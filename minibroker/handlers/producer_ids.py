@@ -36,19 +36,19 @@ def _error(code: int, version: int) -> Any:
 
 @handles(init_producer_id.API, "0-5")
 async def handle_init_producer_id(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     v = ctx.version
     pid, epoch = (req.producer_id, req.producer_epoch) if v >= 3 else (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
     if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
         return _error(ErrorCode.INVALID_REQUEST, v)
     if req.transactional_id is None:
         try:
-            return R(error_code=0, producer_id=broker.producer_ids.generate_producer_id(), producer_epoch=0)
+            return R(error_code=0, producer_id=services.producer_ids.generate_producer_id(), producer_epoch=0)
         except KafkaError as e:
             return _error(e.code, v)
         except OSError:
             return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, v)
-    coordinator = broker.coordinators.get("transaction")
+    coordinator = services.txn_coordinator
     if coordinator is None or not coordinator.active:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, v)
     expected = None if pid == NO_PRODUCER_ID else (pid, epoch)

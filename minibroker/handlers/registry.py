@@ -11,21 +11,26 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from minibroker.services import BrokerServices
 from protocol.headers import RequestHeader
 from protocol.schema import Api, Versions
 
-if TYPE_CHECKING:
-    from minibroker.broker import Broker
-    from minibroker.connection import Connection
+
+class Channel(Protocol):
+    """What a handler may do with the connection a request came in on (minibroker.connection)."""
+
+    peer: str
+
+    def close(self, reason: str | None) -> None: ...
 
 
 @dataclass(slots=True)
 class RequestContext:
     header: RequestHeader
-    broker: Broker
-    connection: Connection | None
+    services: BrokerServices
+    connection: Channel | None
 
     @property
     def version(self) -> int:

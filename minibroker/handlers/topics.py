@@ -35,7 +35,7 @@ def _fail(result: Any, e: KafkaError) -> None:
 
 @handles(create_topics.API, "0-7")
 async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     results = []
     # A name listed twice is answered once, with INVALID_REQUEST, and neither entry is created
     # (Kafka: ControllerApis.createTopics).
@@ -58,27 +58,27 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
                     raise KafkaError(ErrorCode.INVALID_REQUEST,
                                      "Both numPartitions or replicationFactor and replicasAssignments were set.")
                 for a in t.assignments:
-                    if list(a.broker_ids) != [broker.node_id]:
+                    if list(a.broker_ids) != [services.node_id]:
                         raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                          f"Partition {a.partition_index} can only be assigned to broker "
-                                         f"{broker.node_id}")
+                                         f"{services.node_id}")
                 num_partitions, replication = len(t.assignments), 1
             if num_partitions == -1:
-                num_partitions = broker.config.get("num.partitions")
+                num_partitions = services.config.get("num.partitions")
             if replication == -1:
-                replication = broker.config.get("default.replication.factor")
+                replication = services.config.get("default.replication.factor")
             configs = {c.name: c.value for c in t.configs}
-            overrides = broker.check_new_topic(t.name, num_partitions, replication, configs)
+            overrides = services.topics.check_new_topic(t.name, num_partitions, replication, configs)
             result.num_partitions = num_partitions
             result.replication_factor = replication
             if not req.validate_only:
-                topic = await broker.create_topic_async(t.name, num_partitions, overrides)
+                topic = await services.topics.create_async(t.name, num_partitions, overrides)
                 result.topic_id = topic.topic_id
             if ctx.version >= 5:
                 result.configs = [
                     CT.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
                                              config_source=e.source, is_sensitive=e.sensitive)
-                    for e in describe_topic_config(broker.config, overrides)
+                    for e in describe_topic_config(services.config, overrides)
                 ]
         except KafkaError as e:
             _fail(result, e)
@@ -87,7 +87,7 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
 
 @handles(delete_topics.API, "0-6")
 async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     if ctx.version >= 6:
         wanted = [(t.name, t.topic_id) for t in req.topics]
     else:
@@ -96,7 +96,7 @@ async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
     for name, topic_id in wanted:
         result = DT.DeletableTopicResult(name=name, topic_id=topic_id or ZERO_UUID, error_code=0)
         results.append(result)
-        topic = broker.topics.get(name) if name is not None else broker.topic_by_id(topic_id)
+        topic = services.topics.get(name) if name is not None else services.topics.by_id(topic_id)
         if topic is None:
             result.error_code = (ErrorCode.UNKNOWN_TOPIC_ID if name is None
                                  else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -106,22 +106,22 @@ async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
             result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
             result.error_message = f"Cannot delete internal topic {topic.name}"
             continue
-        if not broker.config.get("delete.topic.enable"):
+        if not services.config.get("delete.topic.enable"):
             result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
             continue
-        broker.delete_topic(topic.name)
+        services.topics.delete(topic.name)
     return DT(responses=results)
 
 
 @handles(create_partitions.API, "0-3")
 async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
-    broker = ctx.broker
+    services = ctx.services
     results = []
     for t in req.topics:
         result = CP.CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
         results.append(result)
         try:
-            topic = broker.topics.get(t.name)
+            topic = services.topics.get(t.name)
             if topic is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")
             current = len(topic.partitions)
@@ -133,11 +133,11 @@ async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
                 raise KafkaError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
             if t.assignments is not None:
                 if len(t.assignments) != t.count - current or any(
-                        list(a.broker_ids) != [broker.node_id] for a in t.assignments):
+                        list(a.broker_ids) != [services.node_id] for a in t.assignments):
                     raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     f"New partitions can only be assigned to broker {broker.node_id}")
+                                     f"New partitions can only be assigned to broker {services.node_id}")
             if not req.validate_only:
-                broker.add_partitions(topic, t.count)
+                services.topics.add_partitions(topic, t.count)
         except KafkaError as e:
             _fail(result, e)
     return CP(results=results)

@@ -46,7 +46,7 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 def _txn_coordinator(ctx: RequestContext) -> Any:
-    coord = ctx.broker.coordinators.get("transaction")
+    coord = ctx.services.txn_coordinator
     return coord if coord is not None and coord.active else None
 
 
@@ -62,7 +62,7 @@ def _fenced_for_old_clients(code: int, version: int, first_version: int = 2) -> 
 async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
     R = add_partitions_to_txn.RESPONSE
     v = ctx.version
-    broker = ctx.broker
+    services = ctx.services
     coord = _txn_coordinator(ctx)
     if v < 4:
         txns = [(req.v3_and_below_transactional_id, req.v3_and_below_producer_id, req.v3_and_below_producer_epoch,
@@ -77,7 +77,7 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
         for tp in partitions:
             if v < 4 and tp[0] in INTERNAL_TOPICS:
                 refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            elif broker.get_log(*tp) is None:
+            elif services.topics.get_log(*tp) is None:
                 refused[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if refused:
             errors = {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
@@ -106,7 +106,7 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
 async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
     R = add_offsets_to_txn.RESPONSE
     coord = _txn_coordinator(ctx)
-    group = ctx.broker.coordinators.get("group")
+    group = ctx.services.group_coordinator
     if coord is None or group is None:
         return R(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     try:
@@ -133,11 +133,11 @@ async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
 @handles(txn_offset_commit.API, "0-4")
 async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
     R = txn_offset_commit.RESPONSE
-    broker = ctx.broker
+    services = ctx.services
     results: dict[tuple[str, int], int] = {}
     valid = []
     for t in req.topics:
-        topic = broker.topics.get(t.name)
+        topic = services.topics.get(t.name)
         known = [p for p in t.partitions if topic is not None and p.partition_index in topic.partitions]
         for p in t.partitions:
             if p not in known:
@@ -152,12 +152,12 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
         if code:
             results.update(dict.fromkeys(requested, code))
         else:
-            results.update(broker.coordinators["group"].commit_transactional_offsets(req))
+            results.update(services.group_coordinator.commit_transactional_offsets(req))
     by_topic: dict[str, list[Any]] = {}
-    for (topic, p), code in results.items():
+    for (name, p), code in results.items():
         if ctx.version < 2 and code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             code = ErrorCode.COORDINATOR_NOT_AVAILABLE  # clients before 2.0 crash on it (KAFKA-7296)
-        by_topic.setdefault(topic, []).append(R.TxnOffsetCommitResponsePartition(partition_index=p, error_code=code))
+        by_topic.setdefault(name, []).append(R.TxnOffsetCommitResponsePartition(partition_index=p, error_code=code))
     return R(throttle_time_ms=0, topics=[R.TxnOffsetCommitResponseTopic(name=t, partitions=ps)
                                          for t, ps in by_topic.items()])
 
@@ -165,12 +165,12 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
 def _verify_offsets_partition(ctx: RequestContext, req: Any) -> int:
     """The group's __consumer_offsets partition must be in the producer's transaction before its
     first transactional offsets go there (AddOffsetsToTxn first)."""
-    group = ctx.broker.coordinators.get("group")
+    group = ctx.services.group_coordinator
     coord = _txn_coordinator(ctx)
     if group is None or not group.active or coord is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     topic, partition = coord.offsets_partition(req.group_id)
-    lg = ctx.broker.get_log(topic, partition)
+    lg = ctx.services.topics.get_log(topic, partition)
     if lg is not None and lg.has_ongoing_transaction(req.producer_id):
         return ErrorCode.NONE
     code = coord.verify_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
@@ -185,10 +185,10 @@ def _verify_offsets_partition(ctx: RequestContext, req: Any) -> int:
 # ---------------------------------------------------------------------------- DescribeProducers
 @handles(describe_producers.API, "0")
 async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
-    from minibroker.broker import validate_topic_name
+    from minibroker.topics import validate_topic_name
 
     R = describe_producers.RESPONSE
-    broker = ctx.broker
+    services = ctx.services
     topics = []
     for t in req.topics:
         topic_error: tuple[int, str | None] | None = None
@@ -196,11 +196,11 @@ async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
             validate_topic_name(t.name)
         except KafkaError as e:
             topic_error = (e.code, e.message)
-        if topic_error is None and t.name not in broker.topics:
+        if topic_error is None and t.name not in services.topics:
             topic_error = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
         parts = []
         for p in t.partition_indexes:
-            lg = None if topic_error else broker.get_log(t.name, p)
+            lg = None if topic_error else services.topics.get_log(t.name, p)
             if lg is None:
                 code, msg = topic_error or (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
                 parts.append(R.PartitionResponse(partition_index=p, error_code=code, error_message=msg,
@@ -220,7 +220,7 @@ async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
 @handles(describe_transactions.API, "0")
 async def handle_describe_transactions(ctx: RequestContext, req: Any) -> Any:
     R = describe_transactions.RESPONSE
-    coord = ctx.broker.coordinators.get("transaction")
+    coord = ctx.services.txn_coordinator
     states = []
     for txn_id in req.transactional_ids:
         code, md = (ErrorCode.COORDINATOR_NOT_AVAILABLE, None) if coord is None else coord.describe(txn_id)
@@ -244,7 +244,7 @@ async def handle_describe_transactions(ctx: RequestContext, req: Any) -> Any:
 @handles(list_transactions.API, "0-2")
 async def handle_list_transactions(ctx: RequestContext, req: Any) -> Any:
     R = list_transactions.RESPONSE
-    coord = ctx.broker.coordinators.get("transaction")
+    coord = ctx.services.txn_coordinator
     if coord is None:
         return R(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, unknown_state_filters=[],
                  transaction_states=[])

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FORMAT", "KafkaDataSource", "kafka_schema", "register"]
+from minibroker.spark.options import FORMAT
 
-FORMAT = "minikafka"
+__all__ = ["FORMAT", "KafkaDataSource", "kafka_schema", "register"]
 
 
 def register(spark: Any) -> str:

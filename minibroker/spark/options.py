@@ -22,6 +22,8 @@ from typing import Any
 
 TopicPartition = tuple[str, int]
 
+FORMAT = "minikafka"  # the data source's name in spark.read.format(...)
+
 EARLIEST = -2
 LATEST = -1
 

@@ -36,9 +36,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from minibroker.spark import FORMAT, consume, offsets, produce
+from minibroker.spark import consume, offsets, produce
 from minibroker.spark.lookup import OffsetLookup
 from minibroker.spark.options import (
+    FORMAT,
     INCLUDE_HEADERS,
     CaseInsensitiveOptions,
     SinkConfig,

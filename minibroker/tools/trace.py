@@ -26,7 +26,9 @@ from collections.abc import Iterator
 from enum import IntEnum
 from typing import Any, TextIO
 
+from protocol.apis import APIS
 from protocol.errors import ErrorCode
+from protocol.headers import encode_response_frame
 from protocol.records.batch import BatchView, InvalidBatch, iter_batches
 from protocol.schema import Message
 
@@ -281,14 +283,14 @@ class Tracer:
 
     def _request(self, ctx: Any, request: Any, response: Any, frame: bytes, started: float) -> None:
         h = ctx.header
-        api = ctx.broker.handlers[h.api_key].api
+        api = APIS[h.api_key]
         ms = (time.perf_counter() - started) * 1000
         v = h.api_version
         req = to_plain(request, v)
         resp = to_plain(response, v) if response is not None else None
         resp_bytes = None
         if response is not None:
-            chunks = ctx.broker.encode_response(h.api_key, v, h.correlation_id, response, api)
+            chunks = encode_response_frame(api, v, h.correlation_id, response)
             resp_bytes = sum(len(c) for c in chunks)
         if self.fmt == "json":
             entry = {

@@ -1,0 +1,49 @@
+"""What request handlers are handed: the broker's components, typed (Kafka: the collaborators
+`KafkaApis` is constructed with — ReplicaManager, GroupCoordinator, TxnCoordinator, MetadataCache,
+KafkaConfig).
+
+`Broker` builds one `BrokerServices` at start-up; every `RequestContext` carries it. Handlers
+read from it and call into it; nothing here reaches back into the broker, the connection or the
+dispatcher.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from minibroker.config import BrokerConfig
+from minibroker.coordinator.group_coordinator import GroupCoordinator
+from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
+from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
+from minibroker.dynamic_config import DynamicBrokerConfig
+from minibroker.fetch_sessions import FetchSessionCache
+from minibroker.replica_manager import ReplicaManager
+from minibroker.topics import TopicRegistry
+from storage.clock import Clock
+from storage.log_manager import LogManager
+
+
+@dataclass(eq=False, slots=True)
+class BrokerServices:
+    node_id: int
+    host: str  # advertised host and port (Metadata, FindCoordinator, DescribeCluster)
+    port: int
+    started_ms: int
+    clock: Clock
+    dynamic_config: DynamicBrokerConfig
+    log_manager: LogManager
+    topics: TopicRegistry
+    replica_manager: ReplicaManager
+    group_coordinator: GroupCoordinator
+    txn_coordinator: TransactionCoordinator
+    producer_ids: ProducerIdManager
+    fetch_sessions: FetchSessionCache
+
+    @property
+    def config(self) -> BrokerConfig:
+        """The broker config in force now (static config under the dynamic layers)."""
+        return self.dynamic_config.current
+
+    @property
+    def cluster_id(self) -> str:
+        return self.log_manager.cluster_id
