@@ -148,39 +148,22 @@ def _struct_reader(cls: type[Message], fields: tuple[F, ...], version: int, flex
             regular.append((f.name, _field_reader(f, version, flexible)))
         else:
             absent.append(f)
-    new = cls.__new__
     defaults = [(f.name, *f.plan()) for f in absent]
-    compiled = _compile_reader(cls, defaults, regular, tagged, flexible)
-    if compiled is not None:
-        return compiled
-
-    def read(buf, pos):
-        obj = new(cls)
-        for name, const, factory in defaults:
-            setattr(obj, name, const if factory is None else factory())
-        for name, r in regular:
-            v, pos = r(buf, pos)
-            setattr(obj, name, v)
-        obj.unknown_tags = None
-        if flexible:
-            pos = _read_tags(buf, pos, obj, tagged)
-        return obj, pos
-
-    return read
+    return _compile_reader(cls, defaults, regular, tagged, flexible)
 
 
-def _plain_names(names: list[str]) -> bool:
-    return all(n.isidentifier() and not keyword.iskeyword(n) and not n.startswith("_") for n in names)
+def _require_plain_names(cls: type[Message], names: list[str]) -> None:
+    """Field names become attribute names in generated source; Kafka's are all identifiers."""
+    bad = [n for n in names if not n.isidentifier() or keyword.iskeyword(n) or n.startswith("_")]
+    if bad:
+        raise ValueError(f"{cls.__name__}: field names that cannot be attributes: {bad}")
 
 
 def _compile_reader(cls: type[Message], defaults: list[tuple[str, Any, Any]], regular: list[tuple[str, Reader]],
-                    tagged: dict[int, tuple[str, Reader]], flexible: bool) -> Reader | None:
+                    tagged: dict[int, tuple[str, Reader]], flexible: bool) -> Reader:
     """The reader of one struct at one version as straight-line code: one attribute store per
-    field instead of a loop of setattr calls (a produce request decodes three structs). Same
-    behaviour as the generic closure in _struct_reader, which stays for names that cannot be
-    attributes in source."""
-    if not _plain_names([n for n, _, _ in defaults] + [n for n, _ in regular]):
-        return None
+    field instead of a loop of setattr calls (a produce request decodes three structs)."""
+    _require_plain_names(cls, [n for n, _, _ in defaults] + [n for n, _ in regular])
     ns: dict[str, Any] = {"_new": cls.__new__, "_cls": cls, "_read_tags": _read_tags, "_tagged": tagged}
     lines = ["def read(buf, pos):", "    obj = _new(_cls)"]
     for i, (name, const, factory) in enumerate(defaults):
@@ -202,11 +185,10 @@ def _compile_reader(cls: type[Message], defaults: list[tuple[str, Any, Any]], re
 
 
 def _compile_writer(cls: type[Message], regular: list[tuple[str, Writer]], tagged: list[tuple[int, F, Writer]],
-                    flexible: bool) -> Writer | None:
+                    flexible: bool) -> Writer:
     """The writer's counterpart of _compile_reader; a struct with no tagged fields known at this
     version and none kept from decoding writes its empty tag section as one zero byte."""
-    if not _plain_names([n for n, _ in regular]):
-        return None
+    _require_plain_names(cls, [n for n, _ in regular])
     ns: dict[str, Any] = {"_cls": cls, "_write_tags": _write_tags, "_tagged": tagged}
     lines = ["def write(out, obj):", "    if isinstance(obj, dict):", "        obj = _cls(**obj)"]
     for i, (name, w) in enumerate(regular):
@@ -338,19 +320,7 @@ def _struct_writer(cls: type[Message], fields: tuple[F, ...], version: int, flex
         elif version in f.versions:
             regular.append((f.name, _field_writer(f, version, flexible)))
     tagged.sort(key=lambda x: x[0])
-    compiled = _compile_writer(cls, regular, tagged, flexible)
-    if compiled is not None:
-        return compiled
-
-    def write(out, obj):
-        if isinstance(obj, dict):
-            obj = cls(**obj)
-        for name, w in regular:
-            w(out, getattr(obj, name))
-        if flexible:
-            _write_tags(out, obj, tagged)
-
-    return write
+    return _compile_writer(cls, regular, tagged, flexible)
 
 
 def _write_tags(out: bytearray, obj: Message, tagged: list[tuple[int, F, Writer]]) -> None:

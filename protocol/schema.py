@@ -174,22 +174,10 @@ class Message:
         def __setattr__(self, name: str, value: Any) -> None: ...
 
     def __init__(self, **kwargs: Any):
+        # first construction of a class: compile its keyword __init__, then use it from now on
         cls = type(self)
-        if "__init__" not in cls.__dict__ and _compile_init(cls):
-            cls.__init__(self, **kwargs)  # type: ignore[misc]
-            return
-        plan = cls.__dict__.get("_init_plan")
-        if plan is None:
-            plan = cls._init_plan = tuple((f.name, *f.plan()) for f in self._fields)
-        setattr_ = object.__setattr__
-        for name, const, factory in plan:
-            v = kwargs.pop(name, _MISSING)
-            if v is _MISSING:
-                v = const if factory is None else factory()
-            setattr_(self, name, v)
-        if kwargs:
-            raise TypeError(f"{type(self).__name__} has no fields {sorted(kwargs)}")
-        self.unknown_tags: dict[int, bytes] | None = None
+        _compile_init(cls)
+        cls.__init__(self, **kwargs)  # type: ignore[misc]
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -215,14 +203,14 @@ class Message:
         return {n: conv(getattr(self, n)) for n in self._names}
 
 
-def _compile_init(cls: type[Message]) -> bool:
+def _compile_init(cls: type[Message]) -> None:
     """Give `cls` an `__init__` with one keyword parameter per field, as dataclasses do: a response
     struct is built per partition on the produce path, where the generic keyword loop cost more
-    than the append. Compiled on first use, so importing the schemas stays cheap. False when a
-    field name cannot be a parameter (the generic loop then stays)."""
+    than the append. Compiled on first use, so importing the schemas stays cheap."""
     names = [f.name for f in cls._fields]
-    if not all(n.isidentifier() and not keyword.iskeyword(n) and not n.startswith("_") for n in names):
-        return False
+    bad = [n for n in names if not n.isidentifier() or keyword.iskeyword(n) or n.startswith("_")]
+    if bad:
+        raise ValueError(f"{cls.__name__}: field names that cannot be parameters: {bad}")
     ns: dict[str, Any] = {"_MISSING": _MISSING}
     params, body = [], []
     for i, f in enumerate(cls._fields):
@@ -240,7 +228,6 @@ def _compile_init(cls: type[Message]) -> bool:
     exec(src, ns)  # noqa: S102 - source built above from validated identifiers only
     ns["__init__"].__qualname__ = f"{cls.__name__}.__init__"
     cls.__init__ = ns["__init__"]  # type: ignore[misc]
-    return True
 
 
 def _make_class(name: str, fields: tuple[F, ...]) -> type[Message]:
