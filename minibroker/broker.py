@@ -189,18 +189,39 @@ class Broker:
         from minibroker.fetch_sessions import FetchSessionCache
 
         self.fetch_sessions = FetchSessionCache(self.config.get("max.incremental.fetch.session.cache.slots"))
-        from minibroker.coordinator.group_coordinator import GroupCoordinator
+        self._build_coordinators()
 
-        self.coordinators["group"] = GroupCoordinator.from_broker(self)
+    def _build_coordinators(self) -> None:
+        """The coordinators, each handed what it uses (issue 16's wiring, kept to the part the
+        coordinators need until the broker is built in one place)."""
+        from minibroker.coordinator.group_coordinator import GroupConfig, GroupCoordinator
+        from minibroker.coordinator.offsets_store import OffsetsStore
+        from minibroker.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator
+        from minibroker.coordinator.transaction_log import TransactionLogStore
         from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
+        from minibroker.replica_manager import ReplicaManager
+        from minibroker.topics import TopicRegistry
 
+        # Interim: a registry over the broker's own topic maps, and a replica manager waking the
+        # broker's fetch waiters, so coordinators and handlers see the same topics and fetches.
+        topics = TopicRegistry(self.log_manager, self.config)
+        topics._by_name, topics._by_id = self.topics, self.topics.by_id  # type: ignore[assignment]
+        replica_manager = ReplicaManager()
+        replica_manager.fetch_waiters = self.fetch_waiters  # type: ignore[assignment]
+        cfg = self.config
+        offsets = OffsetsStore(topics, replica_manager, cfg.get("offsets.topic.num.partitions"),
+                               cfg.get("offsets.topic.segment.bytes"))
+        groups = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets)
         # producer ids (InitProducerId) never repeat: a persisted block, and never below an id in the logs
         self.producer_ids = ProducerIdManager(self.log_manager.data_dir, self.node_id)
         self.producer_ids.ensure_above(max((pid for lg in self.log_manager.logs().values()
                                             for pid in lg.producer_state.producers), default=-1))
-        from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
-
-        self.coordinators["transaction"] = TransactionCoordinator.from_broker(self)
+        txn_config = TransactionConfig.from_broker_config(cfg)
+        txn_log = TransactionLogStore(topics, replica_manager, txn_config.num_partitions, txn_config.segment_bytes,
+                                      txn_config.min_isr)
+        self.coordinators["group"] = groups
+        self.coordinators["transaction"] = TransactionCoordinator(
+            txn_config, txn_log, self.producer_ids, topics, replica_manager, groups, self.log_manager)
 
     async def start_background(self) -> None:
         """Periodic work on the loop: flushes, checkpoints, retention (blocking parts off the loop)."""

@@ -99,8 +99,8 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 lg = topic.partitions[pd.index]
                 records = _conform(topic, records, ctx.version, lg.config, f"{name}-{pd.index}")
                 if ctx.version >= 3:  # a transaction's first write to a partition is verified (KIP-890)
-                    check_transactional_produce(broker, req.transactional_id, records, name, pd.index, lg,
-                                                ctx.version)
+                    check_transactional_produce(broker.coordinators.get("transaction"), req.transactional_id,
+                                                records, name, pd.index, lg, ctx.version)
                 info = lg.append_as_leader(records)
                 pr.base_offset = info.first_offset
                 pr.log_append_time_ms = info.log_append_time
