@@ -39,11 +39,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
+from minibroker.config import BrokerConfig
+from minibroker.coordinator.group_coordinator import GroupCoordinator
+from minibroker.coordinator.offsets_store import TOPIC as OFFSETS_TOPIC
 from minibroker.coordinator.transaction_log import TOPIC, TransactionLogStore, value_bytes
 from minibroker.coordinator.transaction_metadata import (
     TopicPartition,
@@ -51,19 +52,20 @@ from minibroker.coordinator.transaction_metadata import (
     TransactionState,
     TxnTransitMetadata,
 )
+from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
+from minibroker.replica_manager import ReplicaManager
+from minibroker.topics import Topic, TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, iter_batches
 from protocol.records.v2 import ControlType, build_control_batch
+from storage.clock import Clock, wall_clock_ms
+from storage.log import AppendOrigin, Log
+from storage.log_manager import LogManager
 
 log = logging.getLogger("minibroker.coordinator.transaction")
 
 S = TransactionState
 COORDINATOR_EPOCH = 0
-OFFSETS_TOPIC = "__consumer_offsets"
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ class TransactionConfig:
     producer_id_expiration_check_interval_ms: int = 600000
 
     @classmethod
-    def from_broker_config(cls, cfg: Any) -> TransactionConfig:
+    def from_broker_config(cls, cfg: BrokerConfig) -> TransactionConfig:
         return cls(
             transactional_id_expiration_ms=cfg.get("transactional.id.expiration.ms"),
             transaction_max_timeout_ms=cfg.get("transaction.max.timeout.ms"),
@@ -121,23 +123,23 @@ def verification_error_for_produce(code: int, generic_error_supported: bool) -> 
 
 
 class TransactionCoordinator:
-    def __init__(self, broker: Any, config: TransactionConfig, store: TransactionLogStore, producer_ids: Any, *,
-                 now_ms: Any = wall_clock_ms):
-        self.broker = broker
+    """Every transactional id of the broker (one per broker)."""
+
+    def __init__(self, config: TransactionConfig, store: TransactionLogStore, producer_ids: ProducerIdManager,
+                 topics: TopicRegistry, replica_manager: ReplicaManager, groups: GroupCoordinator,
+                 log_manager: LogManager, *, now_ms: Clock = wall_clock_ms) -> None:
         self.config = config
         self.store = store
         self.producer_ids = producer_ids
+        self.topics = topics  # the partitions markers are written to
+        self.replica_manager = replica_manager
+        self.groups = groups  # told when a marker lands in __consumer_offsets (TxnOffsetCommit)
+        self.log_manager = log_manager  # every partition log, for producer id expiration
         self.now_ms = now_ms
         self.txns: dict[str, TransactionMetadata] = {}
         self.active = False
         self._incomplete: dict[str, tuple[bool, TxnTransitMetadata]] = {}  # markers still to write
         self._tasks: list[asyncio.Task[None]] = []
-
-    @classmethod
-    def from_broker(cls, broker: Any) -> TransactionCoordinator:
-        config = TransactionConfig.from_broker_config(broker.config)
-        store = TransactionLogStore(broker, config.num_partitions, config.segment_bytes, config.min_isr)
-        return cls(broker, config, store, broker.producer_ids)
 
     # ------------------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -165,7 +167,7 @@ class TransactionCoordinator:
                 pass
         self._tasks = []
 
-    async def _every(self, interval_ms: int, fn: Any) -> None:
+    async def _every(self, interval_ms: int, fn: Callable[[], None]) -> None:
         while True:
             await asyncio.sleep(max(interval_ms, 10) / 1000)
             try:
@@ -215,10 +217,10 @@ class TransactionCoordinator:
         md.complete_transition(transit)
         return ErrorCode.NONE
 
-    def ensure_topic(self) -> Any:
+    def ensure_topic(self) -> Topic:
         return self.store.ensure_topic()
 
-    async def ensure_topic_async(self) -> Any:
+    async def ensure_topic_async(self) -> Topic:
         return await self.store.ensure_topic_async()
 
     def _check_timeout(self, timeout_ms: int) -> bool:
@@ -323,8 +325,7 @@ class TransactionCoordinator:
         return {tp: ErrorCode.NONE if tp in md.topic_partitions else ErrorCode.TRANSACTION_ABORTABLE for tp in parts}
 
     def offsets_partition(self, group_id: str) -> TopicPartition:
-        group = self.broker.coordinators.get("group")
-        return OFFSETS_TOPIC, group.store.partition_for(group_id)
+        return OFFSETS_TOPIC, self.groups.store.partition_for(group_id)
 
     # ---------------------------------------------------------------------------- EndTxn
     def end_transaction(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> int:
@@ -383,20 +384,18 @@ class TransactionCoordinator:
     # --------------------------------------------------------------------------- markers
     def _send_markers(self, md: TransactionMetadata, commit: bool, complete: TxnTransitMetadata) -> None:
         """Write the marker to every partition still in the transaction, then Complete*."""
-        from storage.log import AppendOrigin
-
         kind = ControlType.COMMIT if commit else ControlType.ABORT
         offsets_partitions: set[int] = set()
         failed = False
         for topic, partition in sorted(md.topic_partitions):
-            lg = self.broker.get_log(topic, partition)
+            lg = self.topics.get_log(topic, partition)
             if lg is not None:
                 batch = build_control_batch(kind, producer_id=complete.producer_id,
                                             producer_epoch=complete.producer_epoch,
                                             coordinator_epoch=COORDINATOR_EPOCH, timestamp=self.now_ms())
                 try:
-                    lg.append_as_leader(batch, origin=AppendOrigin.COORDINATOR)
-                    lg.maybe_flush()
+                    # the marker moves the partition's LSO: appending wakes read_committed fetches
+                    self.replica_manager.append(lg, batch, origin=AppendOrigin.COORDINATOR)
                 except KafkaError as e:
                     if e.code not in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED):
                         log.warning("Writing the %s marker of %s to %s-%d failed, will retry: %s", kind.name,
@@ -412,14 +411,12 @@ class TransactionCoordinator:
                                 md.transactional_id, topic, partition, e)
                     failed = True
                     continue
-                self.broker.fetch_waiters.notify((topic, partition))
                 if topic == OFFSETS_TOPIC:
                     offsets_partitions.add(partition)
             # a deleted partition needs no marker (Kafka: UNKNOWN_TOPIC_OR_PARTITION drops it)
             md.topic_partitions.discard((topic, partition))
-        group = self.broker.coordinators.get("group")
-        if offsets_partitions and group is not None:
-            group.complete_transaction(complete.producer_id, offsets_partitions, commit)
+        if offsets_partitions:
+            self.groups.complete_transaction(complete.producer_id, offsets_partitions, commit)
         if failed:
             self._incomplete[md.transactional_id] = (commit, complete)
             return
@@ -479,7 +476,7 @@ class TransactionCoordinator:
 
     def expire_producers(self) -> None:
         now = self.now_ms()
-        for lg in list(self.broker.log_manager.logs().values()):
+        for lg in list(self.log_manager.logs().values()):
             lg.producer_state.producer_id_expiration_ms = self.config.producer_id_expiration_ms
             lg.remove_expired_producers(now)
 
@@ -525,8 +522,9 @@ class TransactionCoordinator:
 
 
 # ------------------------------------------------------------------------ the produce path
-def check_transactional_produce(broker: Any, transactional_id: str | None, records: Any, topic: str,
-                                partition: int, lg: Any, version: int) -> None:
+def check_transactional_produce(coordinator: TransactionCoordinator | None, transactional_id: str | None,
+                                records: bytes | bytearray | memoryview, topic: str, partition: int, lg: Log,
+                                version: int) -> None:
     """Before a Produce partition is appended: transactional batches of a producer that has no
     transaction open in this partition yet must belong to a partition of its ongoing
     transaction (KIP-890 verification; Kafka asks the coordinator with AddPartitionsToTxn
@@ -545,7 +543,6 @@ def check_transactional_produce(broker: Any, transactional_id: str | None, recor
     ((pid, epoch),) = txn_producers
     if lg.has_ongoing_transaction(pid):
         return
-    coordinator = broker.coordinators.get("transaction")
     if coordinator is None:
         code = ErrorCode.COORDINATOR_NOT_AVAILABLE
     else:

@@ -11,8 +11,9 @@ Utils.abs(transactionalId.hashCode()) % transaction.state.log.num.partitions:
 
 Kafka writes value version 0 until transaction.version 1 is finalized; so do we. The topic is
 created on first use, compacted, uncompressed, with transaction.state.log.segment.bytes
-segments; its partition count is fixed once it exists. Records are appended through the
-storage engine (coordinator origin) like any topic, so `kafka-dump-log.sh
+segments; its partition count is fixed once it exists. Records are appended through
+`ReplicaManager.append` (coordinator origin, flush policy, fetch waiters woken) like any topic,
+so `kafka-dump-log.sh
 --transaction-log-decoder` reads our files. Loading replays every partition in log order; the
 last record of each transactional id wins.
 """
@@ -30,10 +31,13 @@ from minibroker.coordinator.transaction_metadata import (
     TransactionState,
     TxnTransitMetadata,
 )
+from minibroker.replica_manager import ReplicaManager
+from minibroker.topics import Topic, TopicRegistry
 from protocol import coordinator_records as cr
 from protocol.codec import decode, encode
 from protocol.records.batch import NO_PRODUCER_EPOCH
 from protocol.records.v2 import Record, build_batch, decode_batches
+from storage.log import AppendOrigin
 
 log = logging.getLogger("minibroker.coordinator.transaction_log")
 
@@ -99,8 +103,10 @@ def read_value(transactional_id: str, value: bytes | memoryview | None) -> Trans
 class TransactionLogStore:
     """Appends to and loads __transaction_state through the broker's logs."""
 
-    def __init__(self, broker: Any, num_partitions: int, segment_bytes: int, min_isr: int):
-        self.broker = broker
+    def __init__(self, topics: TopicRegistry, replica_manager: ReplicaManager, num_partitions: int,
+                 segment_bytes: int, min_isr: int) -> None:
+        self.topics = topics
+        self.replica_manager = replica_manager
         self.num_partitions = num_partitions
         self.segment_bytes = segment_bytes
         self.min_isr = min_isr
@@ -111,28 +117,25 @@ class TransactionLogStore:
                 "segment.bytes": self.segment_bytes, "min.insync.replicas": self.min_isr,
                 "unclean.leader.election.enable": False}
 
-    def topic(self) -> Any:
-        topic = self.broker.topics.get(TOPIC)
+    def topic(self) -> Topic | None:
+        topic = self.topics.get(TOPIC)
         if topic is not None:
             self.num_partitions = len(topic.partitions)
         return topic
 
-    def ensure_topic(self) -> Any:
+    def ensure_topic(self) -> Topic:
         topic = self.topic()
         if topic is None:
-            topic = self.broker.ensure_internal_topic(TOPIC, self.num_partitions, self._overrides())
+            topic = self.topics.ensure_internal_topic(TOPIC, self.num_partitions, self._overrides())
             self.num_partitions = len(topic.partitions)
         return topic
 
-    async def ensure_topic_async(self) -> Any:
-        """ensure_topic with the partition directories made off the loop where the broker can."""
+    async def ensure_topic_async(self) -> Topic:
+        """ensure_topic with the partition directories made off the loop."""
         topic = self.topic()
         if topic is not None:
             return topic
-        make = getattr(self.broker, "ensure_internal_topic_async", None)
-        if make is None:
-            return self.ensure_topic()
-        topic = await make(TOPIC, self.num_partitions, self._overrides())
+        topic = await self.topics.ensure_internal_topic_async(TOPIC, self.num_partitions, self._overrides())
         self.num_partitions = len(topic.partitions)
         return topic
 
@@ -142,16 +145,11 @@ class TransactionLogStore:
 
     def append(self, transactional_id: str, value: bytes | None, now: int) -> int:
         """Write one record to the transactional id's partition; returns its offset."""
-        from storage.log import AppendOrigin
-
         topic = self.ensure_topic()
         partition = partition_for(transactional_id, len(topic.partitions))
         lg = topic.partitions[partition]
         batch = build_batch([Record(key=key_bytes(transactional_id), value=value)], base_timestamp=now)
-        info = lg.append_as_leader(batch, origin=AppendOrigin.COORDINATOR)
-        lg.maybe_flush()  # flush.messages / flush.ms apply as to any append
-        self.broker.fetch_waiters.notify((TOPIC, partition))
-        return info.first_offset
+        return self.replica_manager.append(lg, batch, origin=AppendOrigin.COORDINATOR).first_offset
 
     def load(self) -> Iterator[tuple[int, str, TransactionMetadata | None]]:
         """(partition, transactional id, metadata or None for a tombstone) in log order."""

@@ -23,9 +23,12 @@ TIMEOUT = 5.0
 
 
 class MemoryLog:
+    """Stands in for OffsetsStore: the same append/load/open_transactions surface."""
+
     def __init__(self) -> None:
         self.records: list[tuple[bytes, bytes | None]] = []
         self.fail_with: int | None = None
+        self.open_transactions: dict[int, list[tuple[bytes, bytes | None]]] = {}
 
     def append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> int:
         if self.fail_with is not None:

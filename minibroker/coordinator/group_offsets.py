@@ -1,0 +1,344 @@
+"""Committed offsets of classic groups (Kafka: OffsetMetadataManager).
+
+Theory of operation: OffsetCommit writes OffsetCommit records to the group's __consumer_offsets
+partition, then updates the cache OffsetFetch reads. TxnOffsetCommit (KIP-98) writes them in a
+transactional batch of the producer and holds them aside until the transaction coordinator
+reports the marker (`complete_transaction`): a COMMIT makes them visible, an ABORT drops them.
+OffsetDelete and a deleted topic write tombstones. Expiry (offsets.retention.minutes) picks the
+offsets past retention, counting from the commit or from when the group became Empty.
+
+Commits are validated against the group's membership, which this manager reads from the
+`GroupMetadataManager` it is given (as Kafka's OffsetMetadataManager is given its
+GroupMetadataManager); membership never reads offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from minibroker.coordinator.group import ClassicGroup, GroupState
+from minibroker.coordinator.group_membership import GroupConfig, GroupMetadataManager, write_records
+from minibroker.coordinator.offsets_store import CoordinatorRecord, OffsetsStore
+from minibroker.coordinator.records import (
+    OffsetAndMetadata,
+    OffsetCommitRecord,
+    decode_record,
+    offset_commit_record,
+    offset_commit_tombstone,
+)
+from protocol.errors import ErrorCode, KafkaError
+from storage.clock import Clock
+
+log = logging.getLogger("minibroker.coordinator.group")
+
+TopicPartition = tuple[str, int]
+
+
+class OffsetMetadataManager:
+    """Every group's committed offsets, and the transactional ones waiting for their marker."""
+
+    def __init__(self, config: GroupConfig, store: OffsetsStore, membership: GroupMetadataManager, *,
+                 now_ms: Clock) -> None:
+        self.config = config
+        self.store = store
+        self.membership = membership
+        self.now_ms = now_ms
+        self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        # TxnOffsetCommit offsets waiting for their transaction's marker: producer id -> group -> offsets
+        self.pending_txn_offsets: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
+
+    @property
+    def groups(self) -> dict[str, ClassicGroup]:
+        return self.membership.groups
+
+    @property
+    def active(self) -> bool:
+        return self.membership.active
+
+    def _write(self, group_id: str, records: list[CoordinatorRecord], producer_id: int = -1,
+               producer_epoch: int = -1) -> None:
+        write_records(self.store, group_id, records, producer_id, producer_epoch)
+
+    def replay_offset(self, rec: OffsetCommitRecord) -> None:
+        if rec.value is None:
+            offsets = self.offsets.get(rec.group)
+            if offsets is not None:
+                offsets.pop((rec.topic, rec.partition), None)
+                if not offsets:
+                    del self.offsets[rec.group]
+            return
+        if rec.group not in self.groups:
+            # Offsets without group metadata belong to a "simple" group (manual assignment).
+            self.groups[rec.group] = ClassicGroup(rec.group, current_state_timestamp=None)
+        self.offsets.setdefault(rec.group, {})[(rec.topic, rec.partition)] = rec.value
+
+    def replay_open_transactions(self, open_txns: dict[int, list[CoordinatorRecord]]) -> None:
+        """Transactional offsets whose transaction had no marker yet when the log was loaded."""
+        for pid, held in open_txns.items():
+            for key, value in held:
+                try:
+                    rec = decode_record(key, value)
+                except ValueError as e:
+                    log.error("Skipping a transactional __consumer_offsets record while loading: %s", e)
+                    continue
+                if isinstance(rec, OffsetCommitRecord) and rec.value is not None:
+                    if rec.group not in self.groups:  # a simple group, as replay_offset makes
+                        self.groups[rec.group] = ClassicGroup(rec.group, current_state_timestamp=None)
+                    self.pending_txn_offsets.setdefault(pid, {}).setdefault(rec.group, {})[
+                        (rec.topic, rec.partition)] = rec.value
+
+    def commit_offsets(self, req: Any, api_version: int, topics: list[Any] | None = None
+                       ) -> dict[tuple[str, int], int]:
+        """Handle OffsetCommit for `topics` (default: all of the request's); returns the error
+        code of every partition."""
+        topics = req.topics if topics is None else topics
+        requested = [(t.name, p.partition_index) for t in topics for p in t.partitions]
+
+        def all_failed(code: int) -> dict[tuple[str, int], int]:
+            return dict.fromkeys(requested, code)
+
+        if not self.active:
+            return all_failed(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if req.group_id is None:
+            return all_failed(ErrorCode.INVALID_GROUP_ID)
+        generation = req.generation_id_or_member_epoch
+        group = self.groups.get(req.group_id)
+        created = False
+        if group is None:
+            if generation >= 0:
+                return all_failed(ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 else ErrorCode.ILLEGAL_GENERATION)
+            # A commit without group management creates a "simple" group (Kafka: same).
+            group = ClassicGroup(req.group_id, current_state_timestamp=self.now_ms())
+            created = True
+        try:
+            self._validate_offset_commit(group, req.member_id, req.group_instance_id, generation)
+        except KafkaError as e:
+            return all_failed(e.code)
+        if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+            self.membership.reschedule_heartbeat(group, group.members[req.member_id])
+        now = self.now_ms()
+        retention = getattr(req, "retention_time_ms", -1)
+        expire = None if retention == -1 else now + retention
+        results: dict[tuple[str, int], int] = {}
+        records: list[CoordinatorRecord] = []
+        staged: list[tuple[str, int, OffsetAndMetadata]] = []
+        for t in topics:
+            for p in t.partitions:
+                metadata = p.committed_metadata
+                if metadata is not None and len(metadata) > self.config.offset_metadata_max_bytes:
+                    results[(t.name, p.partition_index)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                    continue
+                ts = p.commit_timestamp if p.commit_timestamp != -1 else now
+                om = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, metadata or "", ts, expire)
+                records.append(offset_commit_record(req.group_id, t.name, p.partition_index, om))
+                staged.append((t.name, p.partition_index, om))
+                results[(t.name, p.partition_index)] = ErrorCode.NONE
+        try:
+            self._write(req.group_id, records)
+        except KafkaError as e:
+            return all_failed(e.code)
+        if created:
+            self.groups[req.group_id] = group
+        offsets = self.offsets.setdefault(req.group_id, {}) if staged else self.offsets.get(req.group_id, {})
+        for topic, partition, om in staged:
+            offsets[(topic, partition)] = om
+        return results
+
+    @staticmethod
+    def _validate_offset_commit(group: ClassicGroup, member_id: str, group_instance_id: str | None,
+                                generation_id: int, transactional: bool = False) -> None:
+        """Kafka: ClassicGroup.validateOffsetCommit. Transactional commits (TxnOffsetCommit v0-2
+        carry no member) skip the member and rebalance-state checks."""
+        if group.is_in(GroupState.DEAD):
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if generation_id < 0 and group.is_in(GroupState.EMPTY):
+            return  # admin client or a consumer without group management
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            group.validate_member(member_id, group_instance_id)
+            if generation_id != group.generation_id:
+                raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
+        elif not transactional and not group.is_in(GroupState.EMPTY):
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if not transactional and group.is_in(GroupState.COMPLETING_REBALANCE):
+            # The member has its new generation but not its assignment yet: let it retry after sync.
+            raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS)
+
+    # ---------------------------------------------------------------- TxnOffsetCommit (KIP-98)
+    def commit_transactional_offsets(self, req: Any) -> dict[tuple[str, int], int]:
+        """TxnOffsetCommit (OffsetMetadataManager.commitTransactionalOffset): the offsets are
+        written in a transactional batch of the producer and take effect when the transaction
+        coordinator writes the COMMIT marker (`complete_transaction`)."""
+        requested = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+        if not self.active:
+            return dict.fromkeys(requested, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        group = self.groups.get(req.group_id)
+        created = False
+        if group is None:
+            if req.generation_id >= 0:
+                return dict.fromkeys(requested, ErrorCode.ILLEGAL_GENERATION)
+            group = ClassicGroup(req.group_id, current_state_timestamp=self.now_ms())
+            created = True
+        try:
+            self._validate_offset_commit(group, req.member_id, req.group_instance_id, req.generation_id,
+                                         transactional=True)
+        except KafkaError as e:
+            return dict.fromkeys(requested, e.code)
+        now = self.now_ms()
+        results: dict[tuple[str, int], int] = {}
+        records: list[CoordinatorRecord] = []
+        staged: dict[tuple[str, int], OffsetAndMetadata] = {}
+        for t in req.topics:
+            for p in t.partitions:
+                metadata = p.committed_metadata
+                if metadata is not None and len(metadata) > self.config.offset_metadata_max_bytes:
+                    results[(t.name, p.partition_index)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                    continue
+                om = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, metadata or "", now)
+                records.append(offset_commit_record(req.group_id, t.name, p.partition_index, om))
+                staged[(t.name, p.partition_index)] = om
+                results[(t.name, p.partition_index)] = ErrorCode.NONE
+        try:
+            self._write(req.group_id, records, req.producer_id, req.producer_epoch)
+        except KafkaError as e:
+            return dict.fromkeys(requested, e.code)
+        if created:
+            self.groups[req.group_id] = group
+        if staged:
+            self.pending_txn_offsets.setdefault(req.producer_id, {}).setdefault(req.group_id, {}).update(staged)
+        return results
+
+    def complete_transaction(self, producer_id: int, partitions: Iterable[int], committed: bool) -> None:
+        """A transaction marker was written to these __consumer_offsets partitions: the pending
+        offsets of `producer_id` in them take effect (commit) or are dropped (abort)."""
+        held = self.pending_txn_offsets.get(producer_id)
+        if not held:
+            return
+        done = set(partitions)
+        for group_id in [g for g in held if self.store.partition_for(g) in done]:
+            offsets = held.pop(group_id)
+            group = self.groups.get(group_id)
+            if committed and group is not None and not group.is_in(GroupState.DEAD):
+                self.offsets.setdefault(group_id, {}).update(offsets)
+        if not held:
+            del self.pending_txn_offsets[producer_id]
+
+    def has_pending_transactional_offsets(self, group_id: str, topic: str, partition: int) -> bool:
+        return any((topic, partition) in by_group.get(group_id, {}) for by_group in self.pending_txn_offsets.values())
+
+    # ---------------------------------------------------------------------------- OffsetFetch
+    def fetch_offsets(self, group_id: str, topics: list[tuple[str, list[int]]] | None
+                      ) -> tuple[int, list[tuple[str, list[tuple[int, OffsetAndMetadata | None]]]]]:
+        """Handle OffsetFetch for one group: (group error, [(topic, [(partition, offset or None)])]).
+        `topics` None means every partition the group has offsets for."""
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        if group_id is None:
+            return ErrorCode.INVALID_GROUP_ID, []
+        group = self.groups.get(group_id)
+        known = group is not None and not group.is_in(GroupState.DEAD)
+        offsets = self.offsets.get(group_id, {}) if known else {}
+        if topics is None:
+            by_topic: dict[str, list[tuple[int, OffsetAndMetadata | None]]] = {}
+            for (topic, partition), om in offsets.items():
+                by_topic.setdefault(topic, []).append((partition, om))
+            return ErrorCode.NONE, [(t, sorted(ps, key=lambda x: x[0])) for t, ps in by_topic.items()]
+        return ErrorCode.NONE, [(t, [(p, offsets.get((t, p))) for p in ps]) for t, ps in topics]
+
+    def committed(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
+        """The committed offset of one partition (for inspection helpers and tests)."""
+        return self.offsets.get(group_id, {}).get((topic, partition))
+
+    def delete_offsets(self, group_id: str, topics: list[tuple[str, list[int]]]
+                       ) -> tuple[int, list[tuple[str, list[tuple[int, int]]]]]:
+        """Handle OffsetDelete: (group error, [(topic, [(partition, error)])])."""
+        if not self.active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, []
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, []
+        if not group.is_in(GroupState.EMPTY) and not group.uses_consumer_protocol():
+            return ErrorCode.NON_EMPTY_GROUP, []
+        offsets = self.offsets.get(group_id, {})
+        records: list[CoordinatorRecord] = []
+        deleted: list[tuple[str, int]] = []
+        result = []
+        for topic, partitions in topics:
+            if group.is_subscribed_to_topic(topic):
+                result.append((topic, [(p, int(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)) for p in partitions]))
+                continue
+            for p in partitions:
+                if (topic, p) in offsets:
+                    records.append(offset_commit_tombstone(group_id, topic, p))
+                    deleted.append((topic, p))
+            result.append((topic, [(p, int(ErrorCode.NONE)) for p in partitions]))
+        try:
+            self._write(group_id, records)
+        except KafkaError as e:
+            return e.code, []
+        for key in deleted:
+            offsets.pop(key, None)
+        if not offsets:
+            self.offsets.pop(group_id, None)
+        return ErrorCode.NONE, result
+
+    def on_partitions_deleted(self, topic: str, partitions: Iterable[int] | None = None) -> int:
+        """Drop every group's committed offsets of a deleted topic's partitions (all of them when
+        `partitions` is None), with tombstones (Kafka: OffsetMetadataManager.onPartitionsDeleted).
+        Returns how many offsets were removed."""
+        wanted = None if partitions is None else set(partitions)
+        removed = 0
+        for gid, offsets in list(self.offsets.items()):
+            keys = [(t, p) for (t, p) in offsets if t == topic and (wanted is None or p in wanted)]
+            if not keys:
+                continue
+            try:
+                self._write(gid, [offset_commit_tombstone(gid, t, p) for t, p in keys])
+            except KafkaError as e:
+                log.warning("Failed to delete offsets of %s for group %s: %s", topic, gid, e)
+                continue
+            for key in keys:
+                offsets.pop(key, None)
+            if not offsets:
+                self.offsets.pop(gid, None)
+            removed += len(keys)
+        return removed
+
+    @staticmethod
+    def _expiration_base(group: ClassicGroup) -> str | None:
+        """Which timestamp offsets of this group expire from (Kafka: offsetExpirationCondition):
+        'state' for an Empty group with a known protocol type (retention counts from when it became
+        empty), 'commit' for a Stable consumer group (only unsubscribed topics) and for simple
+        groups, None when nothing may expire."""
+        if group.protocol_type is not None:
+            if group.is_in(GroupState.EMPTY):
+                return "state"
+            if group.uses_consumer_protocol() and group.subscribed_topics is not None \
+                    and group.is_in(GroupState.STABLE):
+                return "commit"
+            return None
+        return "commit"
+
+    def expired_offsets(self, group: ClassicGroup, offsets: dict[tuple[str, int], OffsetAndMetadata],
+                         now: int) -> list[tuple[str, int]]:
+        base = self._expiration_base(group)
+        if base is None:
+            return []
+        retention = self.config.offsets_retention_ms
+        out = []
+        for (topic, partition), om in offsets.items():
+            if group.is_subscribed_to_topic(topic):
+                continue
+            if om.expire_timestamp_ms is not None:
+                expired = now >= om.expire_timestamp_ms
+            else:
+                start = om.commit_timestamp_ms
+                if base == "state" and group.current_state_timestamp is not None:
+                    start = group.current_state_timestamp
+                expired = now - start >= retention
+            if expired:
+                out.append((topic, partition))
+        return out
