@@ -77,9 +77,11 @@ class Broker:
         self.dynamic_config = DynamicBrokerConfig(config, data_dir)
         self.dynamic_config.load()
         cfg = self.dynamic_config.current
-        self.node_id: int = cfg.node_id
-        self.host: str = cfg.advertised_host
-        self.port: int = cfg.advertised_port
+        # identity and listeners are static (not dynamic keys); the server fills in an ephemeral
+        # port on the static config after binding
+        self.node_id: int = config.node_id
+        self.host: str = config.advertised_host
+        self.port: int = config.advertised_port
         self.log_manager = LogManager(
             data_dir, LogConfig.from_kafka(to_log_config_props(effective_topic_config(cfg, {}))),
             now_ms=clock, node_id=self.node_id,

@@ -210,31 +210,26 @@ class TopicRegistry:
 
         Each new partition costs a few fsyncs (partition.metadata, leader-epoch-checkpoint, the
         directory); 50 of them for __consumer_offsets would stall every connection for most of a
-        second. Concurrent calls for the same topic share one creation (librdkafka sends
-        FindCoordinator on several connections at once; two would race on the same directories).
+        second. The creation runs as its own task: concurrent calls for the same topic share it
+        (librdkafka sends FindCoordinator on several connections at once; two would race on the
+        same directories), and a caller that goes away (a client disconnecting) does not cancel it
+        half way, which would leave directories behind for a second topic id.
         """
-        pending = self._creating.get(name)
-        if pending is not None:
-            return await asyncio.shield(pending)
         existing = self._by_name.get(name)
         if existing is not None:
             return existing
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[Topic] = loop.create_future()
-        self._creating[name] = fut
-        try:
-            topic_id, overrides, effective, log_config = self._prepare(name, overrides)
-            parts = await loop.run_in_executor(
-                None, self._make_logs, name, topic_id, range(num_partitions), log_config)
-            topic = self._finish(name, topic_id, parts, overrides, effective)
-            fut.set_result(topic)
-            return topic
-        except BaseException as e:
-            fut.set_exception(e)
-            fut.exception()  # retrieved: waiters get it, nobody else needs a warning
-            raise
-        finally:
-            del self._creating[name]
+        pending = self._creating.get(name)
+        if pending is None:
+            pending = asyncio.ensure_future(self._create_off_loop(name, num_partitions, overrides))
+            self._creating[name] = pending
+            pending.add_done_callback(lambda _f: self._creating.pop(name, None))
+        return await asyncio.shield(pending)
+
+    async def _create_off_loop(self, name: str, num_partitions: int, overrides: dict[str, Any] | None) -> Topic:
+        topic_id, overrides, effective, log_config = self._prepare(name, overrides)
+        parts = await asyncio.get_running_loop().run_in_executor(
+            None, self._make_logs, name, topic_id, range(num_partitions), log_config)
+        return self._finish(name, topic_id, parts, overrides, effective)
 
     def ensure_internal_topic(self, name: str, partitions: int, overrides: dict[str, Any]) -> Topic:
         topic = self._by_name.get(name)

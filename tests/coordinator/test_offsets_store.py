@@ -25,7 +25,7 @@ def commit_batch(records, *, pid=-1, epoch=-1, txn=False) -> bytes:
 
 async def test_records_land_in_the_groups_partition_as_compacted_internal_topic(tmp_path):
     async with AsyncBroker(tmp_path / "d", overrides=OVERRIDES) as b:
-        store = b.broker.coordinators["group"].store
+        store = b.broker.group_coordinator.store
         store.append("my-group", [offset_commit_record("my-group", "t", 2, OffsetAndMetadata(9, 1, "m", 5))])
         topic = b.broker.topics[TOPIC]
         assert topic.is_internal and len(topic.partitions) == 7
@@ -42,7 +42,7 @@ async def test_records_land_in_the_groups_partition_as_compacted_internal_topic(
 
 async def test_loading_keeps_committed_transactions_and_drops_aborted_ones(tmp_path):
     async with AsyncBroker(tmp_path / "d", overrides=OVERRIDES) as b:
-        store = b.broker.coordinators["group"].store
+        store = b.broker.group_coordinator.store
         topic = store.ensure_topic()
         lg = topic.partitions[partition_for("g", 7)]
         rec = lambda off: offset_commit_record("g", "t", 0, OffsetAndMetadata(off, -1, "", 1))  # noqa: E731
@@ -61,11 +61,11 @@ async def test_restart_restores_groups_and_offsets_from_disk(tmp_path):
     from tests.coordinator.test_group_coordinator import commit_req, stable_group
 
     async with AsyncBroker(tmp_path / "d", overrides=OVERRIDES) as b:
-        c = b.broker.coordinators["group"]
+        c = b.broker.group_coordinator
         (a,), gen = await stable_group(c, "grp", session=6000)
         assert set(c.commit_offsets(commit_req("grp", gen, a, [("t", 1, 42, 3, "meta")]), 8).values()) == {0}
     async with AsyncBroker(tmp_path / "d", overrides=OVERRIDES) as b:
-        c = b.broker.coordinators["group"]
+        c = b.broker.group_coordinator
         om = c.committed("grp", "t", 1)
         assert (om.offset, om.leader_epoch, om.metadata) == (42, 3, "meta")
         assert c.groups["grp"].generation_id == gen and a in c.groups["grp"].members

@@ -38,7 +38,7 @@ def groups(broker):
     while len(live.assignment()) < 2:
         assert time.monotonic() < deadline, "the live member got no assignment"
         live.poll(0.1)
-    coord = broker.broker.coordinators["group"]
+    coord = broker.broker.group_coordinator
     assert broker.call(lambda br: coord.groups["live"].state.value) == "Stable"
     yield bs
     live.close()
@@ -78,7 +78,7 @@ def test_confluent_admin(groups, broker):
     futures["idle"].result()
     after = a.list_consumer_groups(request_timeout=10).result()
     assert [g.group_id for g in after.valid] == ["live"]
-    coord = broker.broker.coordinators["group"]
+    coord = broker.broker.group_coordinator
     assert broker.call(lambda br: coord.committed("idle", TOPIC, 0)) is None
 
 
@@ -135,6 +135,6 @@ def test_kcat_balanced_consumer_reads_everything_and_commits(groups, broker):
     lines = out.stdout.decode().split()
     values = sorted(lines[2::3])
     assert values == sorted(f"r{i}" for i in range(RECORDS))
-    coord = broker.broker.coordinators["group"]
+    coord = broker.broker.group_coordinator
     committed = broker.call(lambda br: {p: coord.committed("kcat-group", TOPIC, p) for p in (0, 1)})
     assert {p: om.offset for p, om in committed.items() if om} == {0: RECORDS // 2, 1: RECORDS // 2}

@@ -150,7 +150,7 @@ def test_static_member_restart_within_session_timeout_does_not_rebalance(broker)
 
     topic, group = "static-topic", "static-group"
     broker.call(lambda br: br.create_topic(topic, PARTITIONS))
-    coord = broker.broker.coordinators["group"]
+    coord = broker.broker.group_coordinator
 
     def start(instance: str) -> Consumer:
         c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "group.instance.id": instance,

@@ -191,7 +191,7 @@ def test_offset_commit_v10_unknown_and_mixed_ids(b):
         got = fetch_v10(c, group, [(unknown, [0]), (tid, [0, 2])])
         assert [(t.topic_id, [(p.partition_index, p.committed_offset, p.error_code) for p in t.partitions])
                 for t in got] == [(unknown, [(0, -1, E.UNKNOWN_TOPIC_ID)]), (tid, [(0, 4, 0), (2, -1, 0)])]
-    assert b.call(lambda broker: broker.coordinators["group"].committed(group, topic, 0).offset) == 4
+    assert b.call(lambda broker: broker.group_coordinator.committed(group, topic, 0).offset) == 4
 
 
 # -------------------------------------------------- the same requests through another codec

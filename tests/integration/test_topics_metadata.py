@@ -115,7 +115,7 @@ def test_topics_by_id(mb):
 
 
 def test_internal_topic_is_flagged(mb):
-    mb.call(lambda broker: broker.coordinators["group"].store.ensure_topic())
+    mb.call(lambda broker: broker.group_coordinator.store.ensure_topic())
     [t] = call(mb, 9, request(9, ["__consumer_offsets"])).topics
     assert (t.error_code, t.is_internal, len(t.partitions)) == (0, True, 50)
     all_topics = {t.name: t.is_internal for t in call(mb, 9, request(9, None)).topics}

@@ -91,7 +91,7 @@ def test_confluent_read_process_write_is_exactly_once_across_a_restart(b):
     assert sorted(out) == sorted((p, b"out:" + v) for p, v in sent)
     for part in range(PARTS):  # in input order, each once
         assert [v for q, v in out if q == part] == [b"out:" + v for q, v in sent if q == part]
-    committed = b.call(lambda br: [br.coordinators["group"].committed(group, src, p).offset for p in range(PARTS)])
+    committed = b.call(lambda br: [br.group_coordinator.committed(group, src, p).offset for p in range(PARTS)])
     assert committed == [PER_PARTITION] * PARTS
 
 

@@ -242,7 +242,7 @@ def test_idle_transactional_ids_expire_with_a_tombstone(b):
         first = init(c, tid)
 
     def expire(broker: Any) -> list[bool]:
-        coord = broker.coordinators["transaction"]
+        coord = broker.txn_coordinator
         real = coord.now_ms
         coord.now_ms = lambda: real() + coord.config.transactional_id_expiration_ms + 1
         try:

@@ -131,7 +131,7 @@ def test_a_decided_commit_without_markers_is_completed_at_startup(tmp_path):
         sent = produce(p, topic, "decided", 12)
 
         def decide_without_markers(broker: Any) -> str:
-            coord = broker.coordinators["transaction"]
+            coord = broker.txn_coordinator
             md = coord.txns[tid]
             assert coord._append(md, md.prepare_abort_or_commit(TransactionState.PREPARE_COMMIT, coord.now_ms())) == 0
             return md.state.display_name
@@ -140,5 +140,5 @@ def test_a_decided_commit_without_markers_is_completed_at_startup(tmp_path):
         assert all(markers(b, topic, part) == [] for part in range(PARTS))
     with BrokerThread(data, overrides=TXN_OVERRIDES) as b:
         assert all([t for _, t in markers(b, topic, part)] == [ControlType.COMMIT] for part in range(PARTS))
-        assert b.call(lambda br: br.coordinators["transaction"].txns[tid].state.display_name) == "CompleteCommit"
+        assert b.call(lambda br: br.txn_coordinator.txns[tid].state.display_name) == "CompleteCommit"
         assert sorted(read_committed(b.bootstrap, topic, len(sent))) == sorted(sent)
