@@ -16,6 +16,7 @@ their commit marker, and dropped on an abort marker, the way Kafka's loader trea
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -66,8 +67,11 @@ class OffsetsStore:
         is where Kafka creates the topic; 50 partitions of fsyncs would stall the loop)."""
         topic = self.topics.get(TOPIC)
         if topic is None:
-            topic = await self.topics.ensure_internal_topic_async(TOPIC, self.num_partitions,
-                                                                  self._topic_overrides())
+            # The creation must outlive the request that started it: a consumer that closes its
+            # connection mid-FindCoordinator would otherwise leave half-made partition
+            # directories for the next creation to trip over (a second topic id).
+            topic = await asyncio.shield(self.topics.ensure_internal_topic_async(
+                TOPIC, self.num_partitions, self._topic_overrides()))
         self.num_partitions = len(topic.partitions)
         return topic
 

@@ -23,8 +23,10 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from minibroker.coordinator.group import ClassicGroup
 from protocol import coordinator_records as cr
 from protocol.codec import decode, encode
+from protocol.schema import Message, Schema
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
@@ -75,7 +77,7 @@ class GroupMetadataRecord:
     value: Any  # a GroupMetadataValue message, or None for a tombstone
 
 
-def _prefixed(version: int, schema: Any, obj: Any) -> bytes:
+def _prefixed(version: int, schema: Schema, obj: Message) -> bytes:
     out = encode(schema, version, obj)
     return struct.pack(">h", version) + bytes(out)
 
@@ -105,7 +107,7 @@ def group_metadata_key(group: str) -> bytes:
     return _prefixed(GROUP_METADATA_KEY_VERSION, cr.GROUP_METADATA_KEY, cr.GROUP_METADATA_KEY(group=group))
 
 
-def group_metadata_record(group: Any, assignment: dict[str, bytes]) -> tuple[bytes, bytes]:
+def group_metadata_record(group: ClassicGroup, assignment: dict[str, bytes]) -> tuple[bytes, bytes]:
     """The GroupMetadata record of a classic group (Kafka: newGroupMetadataRecord): every member
     with its subscription for the chosen protocol and its assignment."""
     MM = cr.GROUP_METADATA_VALUE.MemberMetadata
@@ -159,7 +161,7 @@ def decode_record(key: bytes | memoryview | None,
     return None
 
 
-def _value(schema: Any, value: bytes | memoryview) -> tuple[Any, int]:
+def _value(schema: Schema, value: bytes | memoryview) -> tuple[Any, int]:
     buf = bytes(value)
     (version,) = struct.unpack_from(">h", buf, 0)
     return decode(schema, version, buf, 2, exact=False), version

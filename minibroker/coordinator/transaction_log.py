@@ -20,6 +20,7 @@ last record of each transactional id wins.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 from collections.abc import Iterator
@@ -135,7 +136,9 @@ class TransactionLogStore:
         topic = self.topic()
         if topic is not None:
             return topic
-        topic = await self.topics.ensure_internal_topic_async(TOPIC, self.num_partitions, self._overrides())
+        # shielded: the creation outlives a request whose connection closes (see OffsetsStore)
+        topic = await asyncio.shield(self.topics.ensure_internal_topic_async(TOPIC, self.num_partitions,
+                                                                             self._overrides()))
         self.num_partitions = len(topic.partitions)
         return topic
 

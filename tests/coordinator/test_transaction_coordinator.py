@@ -1,0 +1,102 @@
+"""The transaction coordinator built from its dependencies (no broker): markers through the
+replica manager, the group coordinator told about __consumer_offsets markers, the produce check."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from minibroker.coordinator.offsets_store import TOPIC as OFFSETS_TOPIC
+from minibroker.coordinator.transaction_coordinator import check_transactional_produce
+from protocol.apis import txn_offset_commit
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records.v2 import Record, build_batch, decode_batches
+from tests.coordinator.stack import Stack
+
+E = ErrorCode
+
+
+@pytest.fixture
+async def stack(tmp_path):
+    s = await Stack(tmp_path / "d").start()
+    yield s
+    await s.stop()
+
+
+def txn_batch(pid: int, epoch: int) -> bytes:
+    return build_batch([Record(key=b"k", value=b"v")], base_timestamp=1, producer_id=pid, producer_epoch=epoch,
+                       base_sequence=0, is_transactional=True)
+
+
+async def begin(s: Stack, txn_id: str = "tx") -> tuple[int, int]:
+    code, pid, epoch = await s.txns.init_producer_id(txn_id, 60_000, None)
+    assert code == E.NONE
+    return pid, epoch
+
+
+async def test_commit_writes_markers_through_the_replica_manager(stack):
+    s = stack
+    s.topics.create("t", 1)
+    pid, epoch = await begin(s)
+    assert s.txns.add_partitions("tx", pid, epoch, [("t", 0)]) == E.NONE
+    lg = s.topics.get_log("t", 0)
+    s.replica_manager.append(lg, txn_batch(pid, epoch))
+    waiting = asyncio.ensure_future(s.replica_manager.wait_for_data([("t", 0)], 30.0))
+    await asyncio.sleep(0)
+    assert s.txns.end_transaction("tx", pid, epoch, True) == E.NONE
+    await asyncio.wait_for(waiting, 5.0)  # the marker woke the parked fetch (it moves the LSO)
+    assert lg.log_end_offset == 2
+    (marker,) = decode_batches(lg.read(1, 1 << 20).region.read_all())
+    assert marker.is_control and marker.producer_id == pid
+    assert not lg.has_ongoing_transaction(pid)
+    assert s.txns.txns["tx"].state.display_name == "CompleteCommit"
+
+
+async def test_offsets_of_a_committed_transaction_reach_the_group_coordinator(tmp_path):
+    s = await Stack(tmp_path / "d").start()
+    pid, epoch = await begin(s)
+    s.offsets.ensure_topic()
+    assert s.txns.add_partitions("tx", pid, epoch, [s.txns.offsets_partition("g")]) == E.NONE
+    T = txn_offset_commit.REQUEST.TxnOffsetCommitRequestTopic
+    P = txn_offset_commit.REQUEST.TxnOffsetCommitRequestPartition
+    req = txn_offset_commit.REQUEST(transactional_id="tx", group_id="g", producer_id=pid, producer_epoch=epoch,
+                                    generation_id=-1, member_id="", group_instance_id=None,
+                                    topics=[T(name="t", partitions=[P(partition_index=0, committed_offset=7,
+                                                                      committed_leader_epoch=-1,
+                                                                      committed_metadata="")])])
+    assert s.groups.commit_transactional_offsets(req) == {("t", 0): E.NONE}
+    assert s.groups.committed("g", "t", 0) is None  # not before the marker
+    assert s.groups.has_pending_transactional_offsets("g", "t", 0)
+    assert s.txns.end_transaction("tx", pid, epoch, True) == E.NONE
+    assert s.groups.committed("g", "t", 0).offset == 7
+    s = await s.reopen()
+    try:
+        assert s.groups.committed("g", "t", 0).offset == 7
+        assert s.txns.txns["tx"].producer_id == pid
+    finally:
+        await s.stop()
+
+
+def test_produce_check_without_a_coordinator_asks_the_client_to_retry(tmp_path):
+    records = txn_batch(5, 0)
+
+    class NoTxn:
+        def has_ongoing_transaction(self, pid: int) -> bool:
+            return False
+
+    with pytest.raises(KafkaError) as e:
+        check_transactional_produce(None, "tx", records, "t", 0, NoTxn(), 11)  # type: ignore[arg-type]
+    assert e.value.code == E.NOT_ENOUGH_REPLICAS
+    check_transactional_produce(None, None, build_batch([Record(key=b"k", value=b"v")], base_timestamp=1), "t", 0,
+                                NoTxn(), 11)  # type: ignore[arg-type]  # not transactional: nothing to check
+
+
+async def test_producer_id_expiration_reaches_every_partition_log(stack):
+    s = stack
+    s.topics.create("t", 2)
+    assert OFFSETS_TOPIC not in s.topics
+    s.txns.expire_producers()
+    for p in (0, 1):
+        assert s.topics.get_log("t", p).producer_state.producer_id_expiration_ms == \
+            s.txns.config.producer_id_expiration_ms
