@@ -19,7 +19,6 @@ from minibroker.config import (
     ConfigSource,
     ConfigType,
     OpType,
-    _java_double,
     apply_incremental_ops,
     describe_broker_config,
     describe_topic_config,
@@ -32,6 +31,7 @@ from minibroker.config import (
     to_log_config_props,
     validate_topic_config,
 )
+from minibroker.config.definitions import _java_double
 from protocol.errors import ErrorCode
 from storage.config import KAFKA_KEYS as STORAGE_KEYS
 from storage.config import LogConfig

@@ -248,7 +248,8 @@ def test_appended_message_sets_read_back_in_order_with_consecutive_offsets(tmp_p
 def test_storage_reads_message_format_version_as_the_broker_does():
     """storage cannot import minibroker; its parser must agree with minibroker.config's
     (MetadataVersion.highestSupportedRecordVersion) on every version the broker accepts."""
-    from minibroker.config import _METADATA_VERSIONS, record_version_for
+    from minibroker.config import record_version_for
+    from minibroker.config.definitions import _METADATA_VERSIONS
     from storage.config import record_version_of
     for v in [*_METADATA_VERSIONS, "0.8.2.1", "0.9.0.1", "0.10.0.1", "0.10.2", "0.11.0.3", "1.0", "2.8.1"]:
         assert record_version_of(v) == record_version_for(v), v
