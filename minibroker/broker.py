@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from minibroker.config import BrokerConfig, effective_topic_config, to_log_config_props, validate_topic_config
+from minibroker.config import BrokerConfig, effective_topic_config, to_log_config, validate_topic_config
 from minibroker.handlers.registry import RequestContext, load_all
 from protocol import types as t
 from protocol.apis import api_versions
@@ -28,7 +28,6 @@ from protocol.codec import Output, decode_from, encode
 from protocol.errors import ErrorCode, KafkaError
 from protocol.headers import decode_request_header, encode_response_header, response_header_version
 from protocol.types import DecodeError
-from storage.config import LogConfig
 from storage.log import Log
 from storage.log_manager import LogManager
 
@@ -150,9 +149,10 @@ class Broker:
         self.node_id: int = config.node_id
         self.host = config.advertised_host
         self.port = config.advertised_port
-        self.log_manager = LogManager(Path(config.data_dir), LogConfig.from_kafka(
-            to_log_config_props(effective_topic_config(config, {}))), now_ms=now_ms, node_id=self.node_id,
-            cluster_id=config.get("cluster.id") if config.is_set("cluster.id") else None)
+        self.log_manager = LogManager(Path(config.data_dir), to_log_config(
+            effective_topic_config(config, {})), now_ms=now_ms, node_id=self.node_id,
+            cluster_id=config.get("cluster.id") if config.is_set("cluster.id") else None,
+            topic_config=lambda overrides: to_log_config(effective_topic_config(self.config, overrides)))
         self.topics = Topics()
         self.fetch_waiters = FetchWaiters()
         self.started_ms = now_ms()
@@ -307,7 +307,7 @@ class Broker:
         overrides = dict(overrides or {})
         topic_id = topic_id or uuid.uuid4()
         effective = effective_topic_config(self.config, overrides)
-        log_config = LogConfig.from_kafka(to_log_config_props(effective))
+        log_config = to_log_config(effective)
         self.log_manager.set_topic_overrides(name, overrides)
         parts = {p: self.log_manager.create_log(name, p, topic_id, log_config) for p in range(num_partitions)}
         topic = Topic(name, topic_id, parts, overrides, effective)
@@ -335,7 +335,7 @@ class Broker:
             overrides = dict(overrides or {})
             topic_id = uuid.uuid4()
             effective = effective_topic_config(self.config, overrides)
-            log_config = LogConfig.from_kafka(to_log_config_props(effective))
+            log_config = to_log_config(effective)
             self.log_manager.set_topic_overrides(name, overrides)
             parts = await loop.run_in_executor(None, lambda: {
                 p: self.log_manager.create_log(name, p, topic_id, log_config) for p in range(num_partitions)})
@@ -365,7 +365,7 @@ class Broker:
         return await asyncio.shield(pending)
 
     def add_partitions(self, topic: Topic, total: int) -> None:
-        log_config = LogConfig.from_kafka(to_log_config_props(topic.config))
+        log_config = to_log_config(topic.config)
         for p in range(len(topic.partitions), total):
             topic.partitions[p] = self.log_manager.create_log(topic.name, p, topic.topic_id, log_config)
 

@@ -33,9 +33,8 @@ from minibroker.config import (
     effective_topic_config,
     format_value,
     parse_value,
-    to_log_config_props,
+    to_log_config,
 )
-from storage.config import LogConfig
 from storage.log_files import atomic_write
 
 log = logging.getLogger("minibroker.dynamic_config")
@@ -190,10 +189,10 @@ def apply_broker_config(broker: Any, config: BrokerConfig) -> None:
     """Make `config` the broker's config and give every topic and open log its new effective config."""
     broker.config = config
     lm = broker.log_manager
-    lm.default_config = LogConfig.from_kafka(to_log_config_props(effective_topic_config(config, {})))
+    lm.default_config = to_log_config(effective_topic_config(config, {}))
     for topic in list(broker.topics.values()):
         topic.config = effective_topic_config(config, topic.overrides)
         # the overrides themselves did not change: new LogConfigs for the open logs, no file write
-        log_config = LogConfig.from_kafka(to_log_config_props(topic.config))
+        log_config = to_log_config(topic.config)
         for lg in topic.partitions.values():
             lg.config = log_config

@@ -33,7 +33,7 @@ from minibroker.config.describe import (
     describe_topic_config,
 )
 from minibroker.config.keys import BROKER_CONFIGS, TOPIC_CONFIGS
-from minibroker.config.topic import effective_topic_config, to_log_config_props, validate_topic_config
+from minibroker.config.topic import effective_topic_config, to_log_config, validate_topic_config
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -57,6 +57,6 @@ __all__ = [
     "parse_listeners",
     "parse_value",
     "record_version_for",
-    "to_log_config_props",
+    "to_log_config",
     "validate_topic_config",
 ]

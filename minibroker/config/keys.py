@@ -376,16 +376,3 @@ _BROKER_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
     ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
 )
 _BROKER_SYNONYMS = {name: group for group in _BROKER_SYNONYM_GROUPS for name in group}
-
-# The topic keys handed to the storage layer's LogConfig.from_kafka, which ignores keys it does not
-# model. A superset of its KAFKA_KEYS (tests/test_config.py checks that), plus message.format.version,
-# which picks the stored magic (issue 7).
-_LOG_CONFIG_KEYS = (
-    "cleanup.policy", "compression.type", "delete.retention.ms", "file.delete.delay.ms", "flush.messages",
-    "flush.ms", "index.interval.bytes", "max.compaction.lag.ms", "max.message.bytes", "message.format.version",
-    "message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type",
-    "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "min.insync.replicas", "preallocate",
-    "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes", "segment.jitter.ms", "segment.ms",
-    "unclean.leader.election.enable",
-)
-

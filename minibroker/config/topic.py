@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from minibroker.config.broker import BrokerConfig
-from minibroker.config.definitions import LONG_MAX, ConfigError, parse_value
-from minibroker.config.keys import _LOG_CONFIG_KEYS, TOPIC_CONFIGS
+from minibroker.config.definitions import LONG_MAX, ConfigError, parse_value, record_version_for
+from minibroker.config.keys import TOPIC_CONFIGS
+from storage.config import LogConfig
 
 # --------------------------------------------------------------------------- topic configs
 
@@ -61,17 +62,46 @@ def effective_topic_config(broker: BrokerConfig, overrides: Mapping[str, Any]) -
     return config
 
 
-def to_log_config_props(effective: Mapping[str, Any]) -> dict[str, Any]:
-    """The storage-facing subset of an effective topic config, Kafka keys -> parsed values.
+def to_log_config(effective: Mapping[str, Any]) -> LogConfig:
+    """The storage LogConfig of a topic's config in force (`effective_topic_config`).
 
-    Resolved the way Kafka's LogConfig reads them: the deprecated message.timestamp.difference.max.ms
-    stands in for a before/after bound still at its default (KIP-937 transition rule).
+    Every value is already parsed and validated; two are resolved here, as Kafka's LogConfig
+    resolves them: the stored record magic from message.format.version (`record_version_for`), and
+    the timestamp bounds, where the deprecated message.timestamp.difference.max.ms stands in for a
+    before/after bound still at its default (KIP-937 transition rule). Keys missing from
+    `effective` keep LogConfig's defaults (Kafka's).
     """
-    props = {k: (list(effective[k]) if isinstance(effective[k], list) else effective[k])
-             for k in _LOG_CONFIG_KEYS if k in effective}
-    difference = effective.get("message.timestamp.difference.max.ms", LONG_MAX)
-    for bound in ("message.timestamp.before.max.ms", "message.timestamp.after.max.ms"):
-        if props.get(bound, LONG_MAX) == LONG_MAX:
-            props[bound] = difference
-    return props
+    def bound(name: str) -> int:
+        value = effective.get(name, LONG_MAX)
+        return effective.get("message.timestamp.difference.max.ms", LONG_MAX) if value == LONG_MAX else value
 
+    fields: dict[str, Any] = {attr: effective[key] for key, attr in _LOG_CONFIG_FIELDS.items() if key in effective}
+    if "cleanup.policy" in effective:
+        fields["cleanup_policy"] = ",".join(effective["cleanup.policy"])
+    if "message.format.version" in effective:
+        fields["record_version"] = record_version_for(effective["message.format.version"])
+    fields["message_timestamp_before_max_ms"] = bound("message.timestamp.before.max.ms")
+    fields["message_timestamp_after_max_ms"] = bound("message.timestamp.after.max.ms")
+    return LogConfig(**fields)
+
+
+# Topic keys whose parsed value is a LogConfig field as it is; cleanup.policy, message.format.version
+# and the timestamp bounds are converted in to_log_config.
+_LOG_CONFIG_FIELDS: dict[str, str] = {
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+    "segment.jitter.ms": "segment_jitter_ms",
+    "segment.index.bytes": "segment_index_bytes",
+    "index.interval.bytes": "index_interval_bytes",
+    "retention.ms": "retention_ms",
+    "retention.bytes": "retention_bytes",
+    "flush.messages": "flush_messages",
+    "flush.ms": "flush_ms",
+    "max.message.bytes": "max_message_bytes",
+    "message.timestamp.type": "message_timestamp_type",
+    "file.delete.delay.ms": "file_delete_delay_ms",
+    "delete.retention.ms": "delete_retention_ms",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
+    "max.compaction.lag.ms": "max_compaction_lag_ms",
+    "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
+}
