@@ -41,8 +41,15 @@ _COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 _CLEANUP_POLICIES = ("compact", "delete")
 _PROTOCOL_MAP_DEFAULT = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
-_NOT_HERE = " Accepted and described; it has no effect in a single-node broker."
-_NO_TIERED = " minibroker has no tiered storage: accepted and described, no effect."
+# Docs of keys minibroker accepts (so Kafka configs and tooling keep working) but does not act on all
+# say "Accepted, no effect here" and why: DescribeConfigs hands the doc to clients as documentation.
+NO_EFFECT = "Accepted, no effect here"
+_NOT_HERE = f" {NO_EFFECT}: a single-node broker has no followers."
+_NO_TIERED = f" {NO_EFFECT}: minibroker has no tiered storage."
+
+
+def _no_effect(why: str) -> str:
+    return f" {NO_EFFECT}: {why}."
 
 
 def _topic(name: str, kind: str, default: Any, doc: str, validator: Callable[[Any], None] | None = None,
@@ -59,11 +66,14 @@ _TOPIC_KEYS: list[ConfigKey] = [
            "Codec of batches as stored: 'producer' keeps what the producer sent; a codec name makes the "
            "broker recompress batches that arrive in another codec.",
            ValidString(*_COMPRESSION_TYPES), ("compression.type",)),
-    _topic("compression.gzip.level", "int", -1, "gzip level used when the broker recompresses to gzip (-1 = zlib default).",
+    _topic("compression.gzip.level", "int", -1, "gzip level for batches the broker recompresses to gzip (-1 = zlib default)."
+           + _no_effect("recompression uses each codec's default level"),
            GzipLevel(), ("compression.gzip.level",)),
-    _topic("compression.lz4.level", "int", 9, "lz4 level used when the broker recompresses to lz4.",
+    _topic("compression.lz4.level", "int", 9, "lz4 level for batches the broker recompresses to lz4."
+           + _no_effect("recompression uses each codec's default level"),
            Between(1, 17), ("compression.lz4.level",)),
-    _topic("compression.zstd.level", "int", 3, "zstd level used when the broker recompresses to zstd.",
+    _topic("compression.zstd.level", "int", 3, "zstd level for batches the broker recompresses to zstd."
+           + _no_effect("recompression uses each codec's default level"),
            Between(-131072, 22), ("compression.zstd.level",)),
     _topic("delete.retention.ms", "long", 24 * 3600 * 1000,
            "On compacted topics, how long a tombstone (null value) stays readable after its segment was cleaned.",
@@ -75,7 +85,8 @@ _TOPIC_KEYS: list[ConfigKey] = [
            "fsync the partition after this many appended messages; the default leaves flushing to the OS.",
            AtLeast(1), ("log.flush.interval.messages",)),
     _topic("flush.ms", "long", LONG_MAX,
-           "fsync the partition when its oldest unflushed data is this old; the default leaves flushing to the OS.",
+           "fsync the partition when it has unflushed data and its last flush is this long ago (checked every "
+           "log.flush.scheduler.interval.ms, at least once a second); the default leaves flushing to the OS.",
            AtLeast(0), ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")),
     _topic("follower.replication.throttled.replicas", "list", [],
            "Replicas whose follower fetching is throttled." + _NOT_HERE,
@@ -126,7 +137,8 @@ _TOPIC_KEYS: list[ConfigKey] = [
            "Replicas that must hold a write for acks=all. A single node has one replica, so a value above 1 makes "
            "acks=all writes fail with NOT_ENOUGH_REPLICAS, as in Kafka.",
            AtLeast(1), ("min.insync.replicas",)),
-    _topic("preallocate", "boolean", False, "Whether a new segment file is allocated at full size up front.",
+    _topic("preallocate", "boolean", False, "Whether a new segment file is allocated at full size up front."
+           + _no_effect("segment files grow as they are written"),
            None, ("log.preallocate",)),
     _topic("remote.log.copy.disable", "boolean", False, "Stop copying segments to tiered storage." + _NO_TIERED),
     _topic("remote.log.delete.on.disable", "boolean", False,
@@ -163,7 +175,7 @@ def _broker(name: str, kind: str, default: Any, doc: str, validator: Callable[[A
     return ConfigKey(name, kind, default, doc, validator, "broker", (), read_only=not dynamic, sensitive=sensitive)
 
 
-_UNUSED = " Accepted and described; minibroker does not use it."
+_UNUSED = _no_effect("minibroker runs one asyncio loop")
 _ONE_REPLICA = (" Dev default 1 (Kafka: {k}): a single node can only host one replica, and with more "
                 "the internal topic could never be created.")
 
@@ -189,21 +201,26 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("socket.request.max.bytes", "int", 100 * 1024 * 1024,
             "Largest request frame; a bigger size prefix closes the connection before the body is read.",
             AtLeast(1)),
-    _broker("socket.send.buffer.bytes", "int", 100 * 1024, "SO_SNDBUF of accepted sockets (-1 = OS default)."),
-    _broker("socket.receive.buffer.bytes", "int", 100 * 1024, "SO_RCVBUF of accepted sockets (-1 = OS default)."),
-    _broker("socket.listen.backlog.size", "int", 50, "Listen backlog of the server socket.", AtLeast(1)),
+    _broker("socket.send.buffer.bytes", "int", 100 * 1024, "SO_SNDBUF of accepted sockets (-1 = OS default)."
+            + _no_effect("the OS sizes socket buffers (Linux autotuning)")),
+    _broker("socket.receive.buffer.bytes", "int", 100 * 1024, "SO_RCVBUF of accepted sockets (-1 = OS default)."
+            + _no_effect("the OS sizes socket buffers (Linux autotuning)")),
+    _broker("socket.listen.backlog.size", "int", 50, "Listen backlog of the server socket (KIP-764): connections the OS completes before the broker accepts them.", AtLeast(1)),
     _broker("queued.max.requests", "int", 500,
-            "Requests read but not yet handled before the broker stops reading from sockets.", AtLeast(1)),
-    _broker("queued.max.request.bytes", "long", -1, "Bytes of queued requests before reading stops (-1 = no limit)."),
-    _broker("connections.max.idle.ms", "long", 10 * 60 * 1000, "Idle connections are closed after this long."),
-    _broker("max.connections", "int", INT_MAX, "Most connections the broker accepts at once.", AtLeast(0),
+            "Requests read but not yet handled, per connection, before the broker stops reading from that connection "
+            "(Kafka counts them broker-wide).", AtLeast(1)),
+    _broker("queued.max.request.bytes", "long", -1, "Bytes of queued requests before reading stops (-1 = no limit)."
+            + _no_effect("only queued.max.requests bounds the queue")),
+    _broker("connections.max.idle.ms", "long", 10 * 60 * 1000, "A connection that has read and written nothing for this long, and is not handling a request, is "
+            "closed (checked every half of it, at most every 10 s); negative never closes one."),
+    _broker("max.connections", "int", INT_MAX, "Most connections the broker accepts at once." + _no_effect("connections are not counted"), AtLeast(0),
             dynamic=True),
-    _broker("max.connections.per.ip", "int", INT_MAX, "Most connections accepted from one address.", AtLeast(0),
+    _broker("max.connections.per.ip", "int", INT_MAX, "Most connections accepted from one address." + _no_effect("connections are not counted"), AtLeast(0),
             dynamic=True),
     _broker("num.network.threads", "int", 3,
-            "Kafka's socket thread count. minibroker runs one asyncio loop." + _UNUSED, AtLeast(1)),
+            "Kafka's socket thread count." + _UNUSED, AtLeast(1)),
     _broker("num.io.threads", "int", 8,
-            "Kafka's request-handler thread count. minibroker runs one asyncio loop." + _UNUSED, AtLeast(1),
+            "Kafka's request-handler thread count." + _UNUSED, AtLeast(1),
             dynamic=True),
     # --- log storage
     _broker("log.dirs", "string", None, "Directory holding the partitions; overrides log.dir. minibroker uses one."),
@@ -251,10 +268,11 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("log.flush.offset.checkpoint.interval.ms", "int", 60000,
             "How often recovery points are written to recovery-point-offset-checkpoint.", AtLeast(0)),
     _broker("log.flush.start.offset.checkpoint.interval.ms", "int", 60000,
-            "How often log start offsets are written to log-start-offset-checkpoint.", AtLeast(0)),
+            "How often log start offsets are written to log-start-offset-checkpoint."
+            + _no_effect("it is written with the recovery points, every log.flush.offset.checkpoint.interval.ms"), AtLeast(0)),
     _broker("log.segment.delete.delay.ms", "long", 60000, "Broker default of file.delete.delay.ms.", AtLeast(0),
             dynamic=True),
-    _broker("log.preallocate", "boolean", False, "Broker default of preallocate.", dynamic=True),
+    _broker("log.preallocate", "boolean", False, "Broker default of preallocate." + _no_effect("segment files grow as they are written"), dynamic=True),
     _broker("log.message.format.version", "string", "3.0-IV1",
             "Broker default of message.format.version (deprecated in Kafka; honoured here).",
             MetadataVersionValidator()),
@@ -287,18 +305,18 @@ _BROKER_KEYS: list[ConfigKey] = [
             AtLeast(1), dynamic=True),
     _broker("log.cleaner.backoff.ms", "long", 15000, "Pause of the cleaner when no log needs cleaning.", AtLeast(0),
             dynamic=True),
-    _broker("log.cleaner.threads", "int", 1, "Cleaner threads in Kafka; minibroker runs one cleaner task.",
+    _broker("log.cleaner.threads", "int", 1, "Cleaner threads in Kafka." + _no_effect("minibroker runs one cleaner task"),
             AtLeast(0), dynamic=True),
     # --- records
     _broker("message.max.bytes", "int", _DEFAULT_MAX_MESSAGE_BYTES, "Broker default of max.message.bytes.",
             AtLeast(0), dynamic=True),
     _broker("compression.type", "string", "producer", "Broker default of compression.type.",
             ValidString(*_COMPRESSION_TYPES), dynamic=True),
-    _broker("compression.gzip.level", "int", -1, "Broker default of compression.gzip.level.", GzipLevel(),
+    _broker("compression.gzip.level", "int", -1, "Broker default of compression.gzip.level." + _no_effect("recompression uses each codec's default level"), GzipLevel(),
             dynamic=True),
-    _broker("compression.lz4.level", "int", 9, "Broker default of compression.lz4.level.", Between(1, 17),
+    _broker("compression.lz4.level", "int", 9, "Broker default of compression.lz4.level." + _no_effect("recompression uses each codec's default level"), Between(1, 17),
             dynamic=True),
-    _broker("compression.zstd.level", "int", 3, "Broker default of compression.zstd.level.", Between(-131072, 22),
+    _broker("compression.zstd.level", "int", 3, "Broker default of compression.zstd.level." + _no_effect("recompression uses each codec's default level"), Between(-131072, 22),
             dynamic=True),
     # --- replication (one node: the broker is leader and whole ISR of everything)
     _broker("min.insync.replicas", "int", 1, "Broker default of min.insync.replicas.", AtLeast(1), dynamic=True),
@@ -307,7 +325,8 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("replica.lag.time.max.ms", "long", 30000,
             "How long a follower may lag before leaving the ISR." + _NOT_HERE),
     # --- fetch
-    _broker("fetch.max.bytes", "int", 55 * 1024 * 1024, "Upper bound on the bytes one Fetch response returns.",
+    _broker("fetch.max.bytes", "int", 55 * 1024 * 1024, "Upper bound on the bytes one Fetch response returns."
+            + _no_effect("a Fetch is bounded by its own max_bytes and partition_max_bytes"),
             AtLeast(1024)),
     _broker("max.incremental.fetch.session.cache.slots", "int", 1000,
             "Incremental fetch sessions (KIP-227) kept at once; 0 disables them.", AtLeast(0)),
@@ -323,7 +342,8 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("offsets.retention.check.interval.ms", "long", 600000,
             "How often expired committed offsets are looked for.", AtLeast(1)),
     _broker("offsets.commit.timeout.ms", "int", 5000,
-            "How long an offset commit may wait for its write before failing.", AtLeast(1)),
+            "How long an offset commit may wait for its write before failing."
+            + _no_effect("a commit is appended locally and never waits for replicas"), AtLeast(1)),
     _broker("offset.metadata.max.bytes", "int", 4096,
             "Longest metadata string an offset commit may carry (else OFFSET_METADATA_TOO_LARGE)."),
     _broker("group.initial.rebalance.delay.ms", "int", 0,
