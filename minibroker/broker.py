@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from minibroker.cleaner import LogCleanerTask
-from minibroker.config import BrokerConfig, effective_topic_config, to_log_config_props
+from minibroker.config import BrokerConfig, effective_topic_config, to_log_config
 from minibroker.coordinator.group_coordinator import GroupConfig, GroupCoordinator
 from minibroker.coordinator.offsets_store import OffsetsStore
 from minibroker.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator
@@ -47,7 +47,6 @@ from protocol.headers import decode_request_header, encode_response_frame
 from protocol.schema import Api
 from protocol.types import DecodeError
 from storage.clock import Clock, wall_clock_ms
-from storage.config import LogConfig
 from storage.log import Log
 from storage.log_manager import LogManager
 
@@ -83,9 +82,9 @@ class Broker:
         self.host: str = config.advertised_host
         self.port: int = config.advertised_port
         self.log_manager = LogManager(
-            data_dir, LogConfig.from_kafka(to_log_config_props(effective_topic_config(cfg, {}))),
-            now_ms=clock, node_id=self.node_id,
-            cluster_id=cfg.get("cluster.id") if cfg.is_set("cluster.id") else None)
+            data_dir, to_log_config(effective_topic_config(cfg, {})), now_ms=clock, node_id=self.node_id,
+            cluster_id=cfg.get("cluster.id") if cfg.is_set("cluster.id") else None,
+            topic_config=lambda overrides: to_log_config(effective_topic_config(self.config, overrides)))
         self.topics = TopicRegistry(self.log_manager, cfg)
         self.replica_manager = ReplicaManager()
         # producer ids (InitProducerId) never repeat: a persisted block, and never below an id in the logs

@@ -31,6 +31,7 @@ import collections
 import logging
 import os
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -112,6 +113,9 @@ class Connection:
         self._on_close = on_close
         self._drained = asyncio.Event()
         self._drained.set()
+        # time.monotonic() of the last bytes read or written; the server's idle sweep closes a
+        # connection quiet for longer than connections.max.idle.ms (Kafka: Selector's idle expiry)
+        self.last_active = time.monotonic()
         self._resume_reading()
 
     # -- reading ---------------------------------------------------------------------------
@@ -149,6 +153,7 @@ class Connection:
         if not data:
             self.close(None)
             return
+        self.last_active = time.monotonic()
         self._frames.feed(data)
         try:
             while (frame := self._frames.next_frame()) is not None:
@@ -254,6 +259,7 @@ class Connection:
         except OSError as e:
             self.close(f"write failed: {e}")
             return
+        self.last_active = time.monotonic()
         if self._writing:
             self.loop.remove_writer(self.fd)
             self._writing = False

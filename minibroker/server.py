@@ -6,6 +6,11 @@ advertised), accepts connections with the loop's `add_reader` on the listening s
 `stop()` stops accepting, lets every connection finish the request it is handling and send its
 responses, then flushes the logs and writes the checkpoints and the clean-shutdown marker, so the
 next start scans nothing.
+
+The listen backlog is `socket.listen.backlog.size` (KIP-764). Connections quiet for longer than
+`connections.max.idle.ms` are closed, as Kafka's Selector expires idle channels: one periodic sweep
+over the connection set rather than a timer per connection or request; a connection that is
+handling a request or still sending is never idle.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ class BrokerServer:
         self._sock: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.connections: set[Connection] = set()
+        self._idle_sweep: asyncio.Task[None] | None = None
         self.host = config.listener_host
         self.port = config.listener_port
 
@@ -42,7 +48,7 @@ class BrokerServer:
         sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
-        sock.listen(1024)
+        sock.listen(self.config.get("socket.listen.backlog.size"))
         sock.setblocking(False)
         self._sock = sock
         self.port = sock.getsockname()[1]
@@ -53,6 +59,9 @@ class BrokerServer:
         self.broker = broker
         await broker.start_background()
         self._loop.add_reader(sock.fileno(), self._accept)
+        max_idle_ms = self.config.get("connections.max.idle.ms")
+        if max_idle_ms >= 0:  # negative: never expire, as Kafka's Selector without an idle manager
+            self._idle_sweep = self._loop.create_task(self._sweep_idle(max_idle_ms), name="idle-sweep")
         # Import what the first produce needs (crc32c reads its package metadata on import, 30 ms
         # quiet and most of a second on a loaded machine) in a worker thread, after listening.
         self._loop.run_in_executor(None, _warm_up)
@@ -78,8 +87,25 @@ class BrokerServer:
             )
             self.connections.add(conn)
 
+    async def _sweep_idle(self, max_idle_ms: int) -> None:
+        """Close connections idle for longer than `max_idle_ms`. Checked every half of it (at most
+        every 10 s, at least every 10 ms), so one closes between max_idle_ms and 1.5x that."""
+        max_idle = max_idle_ms / 1000
+        interval = min(max(max_idle / 2, 0.01), 10.0)
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for conn in list(self.connections):
+                quiet = now - conn.last_active
+                if quiet > max_idle and conn.idle:
+                    conn.close(f"idle for {quiet * 1000:.0f} ms, longer than connections.max.idle.ms="
+                               f"{max_idle_ms}")
+
     async def stop(self, timeout: float = 10.0) -> None:
         """Stop accepting, finish in-flight requests, then shut the broker down cleanly."""
+        if self._idle_sweep is not None:
+            self._idle_sweep.cancel()
+            self._idle_sweep = None
         if self._sock is not None and self._loop is not None:
             self._loop.remove_reader(self._sock.fileno())
             self._sock.close()

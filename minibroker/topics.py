@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from minibroker.config import BrokerConfig, effective_topic_config, to_log_config_props, validate_topic_config
+from minibroker.config import BrokerConfig, effective_topic_config, to_log_config, validate_topic_config
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import LogConfig
 from storage.log import Log
@@ -179,7 +179,7 @@ class TopicRegistry:
             raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
 
     def log_config(self, effective: dict[str, Any]) -> LogConfig:
-        return LogConfig.from_kafka(to_log_config_props(effective))
+        return to_log_config(effective)
 
     def _prepare(self, name: str, overrides: dict[str, Any] | None
                  ) -> tuple[uuid.UUID, dict[str, Any], dict[str, Any], LogConfig]:

@@ -53,7 +53,7 @@ def prepare_legacy_append(records, config: LogConfig, base_offset: int, now: int
     if validated.magic != stored:
         raise KafkaError(ErrorCode.INVALID_RECORD,
                          f"Message set magic {validated.magic} does not match the on-disk format of {where} "
-                         f"(magic {stored}, message.format.version={config.message_format_version})")
+                         f"(magic {stored})")
     if validated.magic == 1 and not config.log_append_time:
         for r in validated.records:
             if client and r.timestamp_type == legacy.LOG_APPEND_TIME:

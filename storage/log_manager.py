@@ -37,7 +37,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -80,9 +80,14 @@ def _wall_clock_ms() -> int:
 
 class LogManager:
     def __init__(self, data_dir: Path, default_config: LogConfig, *, now_ms: Callable[[], int] = _wall_clock_ms,
-                 node_id: int | None = None, cluster_id: str | None = None):
+                 node_id: int | None = None, cluster_id: str | None = None,
+                 topic_config: Callable[[Mapping[str, Any]], LogConfig] | None = None):
+        """`topic_config` turns a topic's stored overrides (Kafka keys) into its LogConfig. Storage
+        keeps the overrides as opaque data and never parses them; the broker's config model does
+        (minibroker.config.to_log_config). Without it every topic gets `default_config`."""
         self.data_dir = Path(data_dir)
         self.default_config = default_config
+        self._topic_config = topic_config
         self._now_ms = now_ms
         self._wanted_node_id = node_id
         self._wanted_cluster_id = cluster_id
@@ -203,7 +208,10 @@ class LogManager:
                      json.dumps(data, indent=1, sort_keys=True, default=str).encode("utf-8"))
 
     def _config_for(self, topic: str) -> LogConfig:
-        return LogConfig.from_kafka(self._topic_overrides.get(topic, {}), self.default_config)
+        return self._log_config(self._topic_overrides.get(topic, {}))
+
+    def _log_config(self, overrides: Mapping[str, Any]) -> LogConfig:
+        return self.default_config if self._topic_config is None else self._topic_config(overrides)
 
     def topic_overrides(self, topic: str) -> dict[str, Any]:
         """The topic's config overrides (Kafka keys) as last stored."""
@@ -211,7 +219,7 @@ class LogManager:
 
     def set_topic_overrides(self, topic: str, overrides: dict[str, Any]) -> None:
         """Store the topic's overrides (replacing the previous ones) and apply them to its logs."""
-        config = LogConfig.from_kafka(overrides, self.default_config)  # refuse bad values before storing
+        config = self._log_config(overrides)  # refuse bad values before storing
         if overrides:
             self._topic_overrides[topic] = dict(overrides)
         else:

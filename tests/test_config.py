@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from pathlib import Path
@@ -19,7 +20,6 @@ from minibroker.config import (
     ConfigSource,
     ConfigType,
     OpType,
-    _java_double,
     apply_incremental_ops,
     describe_broker_config,
     describe_topic_config,
@@ -29,11 +29,11 @@ from minibroker.config import (
     parse_listeners,
     parse_value,
     record_version_for,
-    to_log_config_props,
+    to_log_config,
     validate_topic_config,
 )
+from minibroker.config.definitions import _java_double
 from protocol.errors import ErrorCode
-from storage.config import KAFKA_KEYS as STORAGE_KEYS
 from storage.config import LogConfig
 
 REPO = Path(__file__).resolve().parents[1]
@@ -105,6 +105,32 @@ def test_broker_keys_from_the_brief_exist():
     ).split():
         assert name in BROKER_CONFIGS, name
         assert BROKER_CONFIGS[name].doc
+
+
+def test_keys_without_effect_say_so_in_their_doc():
+    """DescribeConfigs hands each key's doc to clients: a key minibroker accepts but does not act on
+    says so, in one phrase, and the keys that work do not."""
+    no_effect = {
+        "broker": "socket.send.buffer.bytes socket.receive.buffer.bytes queued.max.request.bytes max.connections "
+                  "max.connections.per.ip num.network.threads num.io.threads num.recovery.threads.per.data.dir "
+                  "log.flush.start.offset.checkpoint.interval.ms log.preallocate log.cleaner.threads "
+                  "compression.gzip.level compression.lz4.level compression.zstd.level fetch.max.bytes "
+                  "offsets.commit.timeout.ms replica.lag.time.max.ms unclean.leader.election.enable "
+                  "log.local.retention.ms log.local.retention.bytes",
+        "topic": "compression.gzip.level compression.lz4.level compression.zstd.level preallocate "
+                 "follower.replication.throttled.replicas leader.replication.throttled.replicas "
+                 "local.retention.bytes local.retention.ms remote.log.copy.disable remote.log.delete.on.disable "
+                 "unclean.leader.election.enable",
+    }
+    for scope, table in (("broker", BROKER_CONFIGS), ("topic", TOPIC_CONFIGS)):
+        expected = set(no_effect[scope].split())
+        said = {name for name, key in table.items() if "no effect" in key.doc.lower()}
+        assert said == expected, scope
+        assert all("Accepted, no effect here: " in table[name].doc for name in said)
+    for name in ("socket.listen.backlog.size", "connections.max.idle.ms", "queued.max.requests"):
+        assert "no effect" not in BROKER_CONFIGS[name].doc.lower()
+    assert (BROKER_CONFIGS["socket.listen.backlog.size"].default, BROKER_CONFIGS["connections.max.idle.ms"].default) \
+        == (50, 600000)
 
 
 # --------------------------------------------------------------------------- defaults
@@ -400,6 +426,7 @@ def test_java_double_text(x, text):
 @pytest.mark.parametrize(("version", "magic"), [
     ("0.8.0", 0), ("0.8.2", 0), ("0.9.0", 0), ("0.10.0", 1), ("0.10.0-IV0", 1), ("0.10.2", 1), ("0.10.2-IV0", 1),
     ("0.10.0.1", 1), ("0.11.0", 2), ("0.11.0-IV0", 2), ("2.8.0", 2), ("3.0-IV1", 2), ("4.0", 2),
+    ("0.8.2.1", 0), ("0.9.0.1", 0), ("0.11.0.3", 2), ("1.0", 2), ("2.8.1", 2),
 ])
 def test_record_version_for_message_format_version(version, magic):
     assert record_version_for(version) == magic
@@ -462,24 +489,66 @@ def test_effective_topic_config_overrides_win():
     assert b.topic_defaults()["cleanup.policy"] == ["delete"]
 
 
-def test_to_log_config_props():
+def test_to_log_config():
     b = BrokerConfig.load(overrides=["log.segment.bytes=1048576"])
-    props = to_log_config_props(effective_topic_config(b, {"message.timestamp.difference.max.ms": "60000",
-                                                           "message.timestamp.after.max.ms": "5"}))
-    assert props["segment.bytes"] == 1048576
-    assert props["retention.ms"] == WEEK_MS
-    assert props["message.timestamp.before.max.ms"] == 60000  # the deprecated key fills an unset bound
-    assert props["message.timestamp.after.max.ms"] == 5
-    for name in ("segment.ms", "segment.index.bytes", "index.interval.bytes", "retention.bytes",
-                 "flush.messages", "flush.ms", "max.message.bytes", "message.timestamp.type",
-                 "file.delete.delay.ms", "cleanup.policy", "message.format.version"):
-        assert name in props
-    assert "remote.storage.enable" not in props and "leader.replication.throttled.replicas" not in props
-    # Every key the storage layer models is handed over, and it accepts the parsed values.
-    assert set(STORAGE_KEYS) <= set(props)
-    log_config = LogConfig.from_kafka(props)
+    log_config = to_log_config(effective_topic_config(b, {"message.timestamp.difference.max.ms": "60000",
+                                                          "message.timestamp.after.max.ms": "5"}))
     assert (log_config.segment_bytes, log_config.retention_ms) == (1048576, WEEK_MS)
-    assert log_config.message_timestamp_before_max_ms == 60000 and log_config.cleanup_policy == "delete"
+    assert log_config.message_timestamp_before_max_ms == 60000  # the deprecated key fills an unset bound
+    assert log_config.message_timestamp_after_max_ms == 5
+    assert log_config.cleanup_policy == "delete" and log_config.record_version == 2
+
+
+def test_to_log_config_defaults_are_storages():
+    """The broker's defaults for topic keys are Kafka's, and so are LogConfig's: the same config."""
+    assert to_log_config(effective_topic_config(BrokerConfig({}), {})) == LogConfig()
+
+
+def test_to_log_config_hands_over_every_field():
+    """Each LogConfig field follows its topic key: set every broker synonym to a non-default value and
+    no field may keep storage's default (a field the broker forgot would silently keep it)."""
+    b = BrokerConfig.load(overrides=[
+        "log.segment.bytes=1048576", "log.roll.ms=1000", "log.roll.jitter.ms=10", "log.index.size.max.bytes=4096",
+        "log.index.interval.bytes=100", "log.retention.ms=2000", "log.retention.bytes=10000",
+        "log.flush.interval.messages=1", "log.flush.interval.ms=50", "message.max.bytes=1000",
+        "log.message.timestamp.type=LogAppendTime", "log.message.timestamp.before.max.ms=7",
+        "log.message.timestamp.after.max.ms=8", "log.segment.delete.delay.ms=9", "log.cleanup.policy=compact",
+        "log.cleaner.delete.retention.ms=11", "log.cleaner.min.compaction.lag.ms=12",
+        "log.cleaner.max.compaction.lag.ms=13", "log.cleaner.min.cleanable.ratio=0.25",
+        "log.message.format.version=0.10.2",
+    ])
+    got, default = to_log_config(effective_topic_config(b, {})), LogConfig()
+    same = [f.name for f in dataclasses.fields(LogConfig) if getattr(got, f.name) == getattr(default, f.name)]
+    assert same == []
+    assert got.compact and not got.delete and got.log_append_time and got.record_version == 1
+
+
+def test_to_log_config_parses_strings_and_values_over_the_broker_defaults():
+    b = BrokerConfig.load(overrides=["log.retention.ms=1000"])
+    overrides = {"segment.bytes": "1048576", "cleanup.policy": ["compact", "delete"],
+                 "message.timestamp.type": "LogAppendTime", "preallocate": "TRUE",
+                 "min.cleanable.dirty.ratio": "0.25", "flush.messages": 1,
+                 "leader.replication.throttled.replicas": "*"}
+    effective = effective_topic_config(b, overrides)
+    c = to_log_config(effective)
+    assert (c.segment_bytes, c.retention_ms, c.flush_messages) == (1048576, 1000, 1)
+    assert c.compact and c.delete and c.log_append_time and effective["preallocate"] is True
+    assert c.min_cleanable_dirty_ratio == 0.25
+    # written back as Kafka strings (DescribeConfigs, AlterConfigs) and parsed again: the same config
+    text = {k: format_value(TOPIC_CONFIGS[k], effective[k]) for k in overrides}
+    assert to_log_config(effective_topic_config(b, text)) == c
+
+
+@pytest.mark.parametrize("props", [
+    {"segment.bytes": "13"}, {"retention.ms": "-2"}, {"cleanup.policy": "shred"}, {"segment.ms": "soon"},
+    {"message.timestamp.type": "WallClock"}, {"preallocate": "yes"}, {"min.cleanable.dirty.ratio": "2"},
+    {"segment.bytes": str(2**31)}, {"no.such.key": "1"},
+])
+def test_bad_topic_values_are_invalid_config(props):
+    for check in (validate_topic_config, lambda p: effective_topic_config(BrokerConfig({}), p)):
+        with pytest.raises(ConfigError) as e:
+            check(props)
+        assert e.value.code == ErrorCode.INVALID_CONFIG
 
 
 # --------------------------------------------------------------------------- DescribeConfigs

@@ -291,8 +291,7 @@ def test_message_set_v1_log_is_uncleanable(tmp_path):
     from protocol.records.legacy import RecordData, build_message_set
 
     clock = Clock()
-    cfg = LogConfig.from_kafka({"message.format.version": "0.10.0", "cleanup.policy": "compact",
-                                "segment.bytes": "200"})
+    cfg = LogConfig(record_version=1, cleanup_policy="compact", segment_bytes=200)
     lg = Log.open(tmp_path / "old-0", cfg, now_ms=clock)
     for i in range(10):
         lg.append_as_leader(build_message_set([RecordData(0, SEED_TS, b"k", b"v%d" % i)], magic=1))

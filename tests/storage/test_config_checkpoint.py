@@ -1,10 +1,13 @@
-"""LogConfig from Kafka keys; checkpoint and metadata files; leader epoch cache."""
+"""LogConfig defaults; checkpoint and metadata files; leader epoch cache.
+
+Parsing topic keys into a LogConfig is the broker's config model: tests/test_config.py."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from protocol.errors import ErrorCode, KafkaError
 from storage.checkpoint import (
     CorruptCheckpoint,
     LeaderEpochCheckpointFile,
@@ -12,7 +15,7 @@ from storage.checkpoint import (
     PartitionMetadataFile,
     read_properties,
 )
-from storage.config import KAFKA_KEYS, LogConfig
+from storage.config import LogConfig
 from storage.leader_epoch import LeaderEpochFileCache
 
 
@@ -24,35 +27,17 @@ def test_defaults_are_kafkas():
         604800000, -1, 1048588, 60000)
     assert c.flush_messages == c.flush_ms == 2**63 - 1
     assert c.delete and not c.compact and not c.log_append_time
+    assert c.record_version == 2
 
 
-def test_from_kafka_parses_strings_and_values_on_a_base():
-    base = LogConfig(retention_ms=1000)
-    c = LogConfig.from_kafka({"segment.bytes": "1048576", "cleanup.policy": ["compact", "delete"],
-                              "message.timestamp.type": "LogAppendTime", "preallocate": "TRUE",
-                              "min.cleanable.dirty.ratio": "0.25", "flush.messages": 1,
-                              "leader.replication.throttled.replicas": "*"}, base)
-    assert (c.segment_bytes, c.retention_ms, c.flush_messages) == (1048576, 1000, 1)
-    assert c.compact and c.delete and c.log_append_time and c.preallocate and c.min_cleanable_dirty_ratio == 0.25
-    assert LogConfig.from_kafka(c.to_kafka()) == c
-
-
-@pytest.mark.parametrize("props", [
-    {"segment.bytes": "13"}, {"retention.ms": "-2"}, {"cleanup.policy": "shred"}, {"segment.ms": "soon"},
-    {"message.timestamp.type": "WallClock"}, {"preallocate": "yes"}, {"min.cleanable.dirty.ratio": "2"},
-    {"segment.bytes": str(2**31)},
-])
-def test_bad_values_are_invalid_config(props):
-    with pytest.raises(KafkaError) as e:
-        LogConfig.from_kafka(props)
-    assert e.value.code == ErrorCode.INVALID_CONFIG
-
-
-def test_unknown_keys_only_refused_when_strict():
-    with pytest.raises(KafkaError):
-        LogConfig.from_kafka({"no.such.key": "1"}, strict=True)
-    assert LogConfig.from_kafka({"no.such.key": "1"}) == LogConfig()
-    assert set(LogConfig().to_kafka()) == set(KAFKA_KEYS)
+def test_log_config_is_immutable_and_its_derived_flags_follow_the_fields():
+    c = LogConfig(cleanup_policy="compact,delete", message_timestamp_type="LogAppendTime", record_version=1)
+    assert c.compact and c.delete and c.log_append_time and c.record_version == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.retention_ms = 1  # type: ignore[misc]
+    d = dataclasses.replace(c, cleanup_policy="delete")
+    assert d.delete and not d.compact and c.compact  # a new config, with its own cached flags
+    assert d == LogConfig(cleanup_policy="delete", message_timestamp_type="LogAppendTime", record_version=1)
 
 
 def test_offset_checkpoint_round_trip_and_errors(tmp_path):

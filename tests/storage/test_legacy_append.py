@@ -27,13 +27,13 @@ T = 1_700_000_000_123
 
 
 def v1_log(tmp_path, **kw) -> Log:
-    cfg = LogConfig.from_kafka({"message.format.version": "0.10.0", **kw})
+    cfg = LogConfig(record_version=1, **kw)
     assert cfg.record_version == 1
     return Log.open(tmp_path / "legacy-0", cfg, now_ms=Clock(T + 1000))
 
 
 def v0_log(tmp_path, **kw) -> Log:
-    cfg = LogConfig.from_kafka({"message.format.version": "0.8.2", **kw})
+    cfg = LogConfig(record_version=0, **kw)
     assert cfg.record_version == 0
     return Log.open(tmp_path / "legacy-0", cfg, now_ms=Clock(T + 1000))
 
@@ -123,7 +123,7 @@ def test_v0_compressed_wrapper_is_rebuilt_with_absolute_inner_offsets(tmp_path):
 
 
 def test_reads_recovery_and_index_by_wrapper_last_offset(tmp_path):
-    lg = v1_log(tmp_path, **{"index.interval.bytes": 0})
+    lg = v1_log(tmp_path, index_interval_bytes=0)
     for i in range(5):
         lg.append_as_leader(build_message_set([RecordData(j, T + j, None, b"%d-%d" % (i, j)) for j in range(4)],
                                               magic=1, compression=1))
@@ -143,7 +143,7 @@ def test_reads_recovery_and_index_by_wrapper_last_offset(tmp_path):
 
 
 def test_log_append_time_stamps_the_v1_wrapper(tmp_path):
-    lg = v1_log(tmp_path, **{"message.timestamp.type": "LogAppendTime"})
+    lg = v1_log(tmp_path, message_timestamp_type="LogAppendTime")
     info = lg.append_as_leader(build_message_set(recs((None, b"a"), (None, b"b")), magic=1, compression=1))
     assert info.log_append_time == T + 1000
     wrapper = next(legacy.iter_shallow(segment_bytes(lg)))
@@ -158,7 +158,7 @@ def test_log_append_time_stamps_the_v1_wrapper(tmp_path):
     (lambda: build_message_set(recs((None, b"x" * 200)), magic=1), ErrorCode.MESSAGE_TOO_LARGE),
 ])
 def test_bad_message_sets_are_refused_and_nothing_is_written(tmp_path, make, code):
-    lg = v1_log(tmp_path, **{"max.message.bytes": 100})
+    lg = v1_log(tmp_path, max_message_bytes=100)
     with pytest.raises(KafkaError) as e:
         lg.append_as_leader(make())
     assert e.value.code == code
@@ -214,7 +214,7 @@ def test_the_annotated_hexdump_in_docs_formats_is_what_the_log_writes(tmp_path):
     block = text.split("### A v1 topic's segment", 1)[1].split("```", 2)[1]
     documented = bytes.fromhex("".join(re.sub(r"^[0-9a-f]{8}\s+", "", line) for line in block.strip().splitlines()))
     base = 1_700_000_000_000
-    lg = Log.open(tmp_path / "seeds-0", LogConfig.from_kafka({"message.format.version": "0.10.0"}),
+    lg = Log.open(tmp_path / "seeds-0", LogConfig(record_version=1),
                   now_ms=Clock(base + 5000))
     lg.append_as_leader(build_message_set([RecordData(0, base, b"key", b"value")], magic=1))
     lg.append_as_leader(build_message_set([RecordData(0, base + 1, None, b"a"), RecordData(1, base + 2, None, b"b")],
@@ -227,8 +227,7 @@ def test_the_annotated_hexdump_in_docs_formats_is_what_the_log_writes(tmp_path):
        sets=st.lists(st.lists(st.tuples(st.none() | st.binary(max_size=8), st.none() | st.binary(max_size=40)),
                               min_size=1, max_size=6), min_size=1, max_size=5))
 def test_appended_message_sets_read_back_in_order_with_consecutive_offsets(tmp_path_factory, magic, codec, sets):
-    cfg = LogConfig.from_kafka({"message.format.version": "0.8.2" if magic == 0 else "0.10.0",
-                                "index.interval.bytes": 50})
+    cfg = LogConfig(record_version=magic, index_interval_bytes=50)
     lg = Log.open(tmp_path_factory.mktemp("prop") / "p-0", cfg, now_ms=Clock(T + 1000))
     expected = []
     for kvs in sets:
@@ -243,13 +242,3 @@ def test_appended_message_sets_read_back_in_order_with_consecutive_offsets(tmp_p
         first = next(m for m in legacy.iter_deep(lg.read(target, 1).region.read_all()) if m.offset >= target)
         assert first.offset == target
     lg.close()
-
-
-def test_storage_reads_message_format_version_as_the_broker_does():
-    """storage cannot import minibroker; its parser must agree with minibroker.config's
-    (MetadataVersion.highestSupportedRecordVersion) on every version the broker accepts."""
-    from minibroker.config import _METADATA_VERSIONS, record_version_for
-    from storage.config import record_version_of
-    for v in [*_METADATA_VERSIONS, "0.8.2.1", "0.9.0.1", "0.10.0.1", "0.10.2", "0.11.0.3", "1.0", "2.8.1"]:
-        assert record_version_of(v) == record_version_for(v), v
-    assert [record_version_of(v) for v in ("0.8.2", "0.10.0", "0.11.0", "3.0-IV1")] == [0, 1, 2, 2]

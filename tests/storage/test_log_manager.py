@@ -14,8 +14,16 @@ from storage.log_manager import LogManager
 from .helpers import Clock, batch
 
 
+def overrides_config(overrides: dict) -> LogConfig:
+    """Stands in for the broker's config model (minibroker.config.to_log_config), which turns a
+    topic's stored overrides into its LogConfig; storage only keeps the overrides."""
+    default = LogConfig()
+    return LogConfig(retention_ms=int(overrides.get("retention.ms", default.retention_ms)),
+                     segment_bytes=int(overrides.get("segment.bytes", default.segment_bytes)))
+
+
 def started(data, clock=None, **kw) -> LogManager:
-    lm = LogManager(data, LogConfig(), now_ms=clock or Clock(), **kw)
+    lm = LogManager(data, LogConfig(), now_ms=clock or Clock(), topic_config=overrides_config, **kw)
     lm.startup()
     return lm
 
@@ -90,7 +98,7 @@ def test_restart_restores_logs_ids_offsets_and_overrides(tmp_path):
     tid = uuid.uuid4()
     lm.set_topic_overrides("t", {"retention.ms": 5000, "segment.bytes": "600"})
     for p in range(3):
-        lg = lm.create_log("t", p, tid, LogConfig.from_kafka(lm.topic_overrides("t")))
+        lg = lm.create_log("t", p, tid, overrides_config(lm.topic_overrides("t")))
         for _ in range(p + 1):
             lg.append_as_leader(batch(2, 200))
     lm.get_log("t", 2).delete_records_before(2)

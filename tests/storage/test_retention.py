@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from protocol.errors import ErrorCode, KafkaError
@@ -51,10 +53,10 @@ def test_retention_bytes(tmp_path):
     lg = segmented(tmp_path, Clock(), retention_bytes=1)
     seg_size = lg.segments.first.size
     # deletes oldest segments while the log stays at or above retention.bytes
-    lg.config.retention_bytes = 3 * seg_size + 10
+    lg.config = replace(lg.config, retention_bytes=3 * seg_size + 10)
     assert lg.delete_old_segments() == 3
     assert lg.num_segments == 4
-    lg.config.retention_bytes = 3 * seg_size
+    lg.config = replace(lg.config, retention_bytes=3 * seg_size)
     assert lg.delete_old_segments() == 1
     assert lg.num_segments == 3 and lg.size_in_bytes() == 3 * seg_size
 

@@ -1,0 +1,325 @@
+"""The broker's static configuration: listeners, the cluster id, and `BrokerConfig`.
+
+`BrokerConfig.load` layers, lowest first: defaults < config.yaml < the CLI's --host/--port/
+--data-dir < --override key=value. Everything explicitly given counts as STATIC_BROKER_CONFIG, as
+Kafka counts server.properties and --override. Unknown keys are logged and ignored, as Kafka does.
+Each topic key's broker-wide default is resolved here once (`topic_defaults`), from the first of
+its broker synonyms that has a value, converted to the topic key's unit.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import socket
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from minibroker.config.definitions import _COMMA, ConfigError, ConfigSource, parse_value
+from minibroker.config.keys import _PROTOCOL_MAP_DEFAULT, _SYNONYM_SCALE, BROKER_CONFIGS, TOPIC_CONFIGS
+
+# One logger for the whole package: operators filter on "minibroker.config".
+log = logging.getLogger("minibroker.config")
+
+# --------------------------------------------------------------------------- listeners
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One parsed listener: NAME://host:port. An empty host means every interface."""
+
+    listener_name: str
+    security_protocol: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.listener_name}://{host}:{self.port}"
+
+
+_LISTENER = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")  # SocketServerConfigs' URI pattern
+_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _protocol_map(text: str) -> dict[str, str]:
+    mapping: dict[str, str] = {}
+    for entry in _COMMA.split(text.strip()) if text.strip() else []:
+        name, sep, protocol = entry.partition(":")
+        if not sep or protocol.strip().upper() not in _SECURITY_PROTOCOLS:
+            raise ConfigError.invalid("listener.security.protocol.map", text,
+                                      f"Invalid entry '{entry}'; expected NAME:PROTOCOL with PROTOCOL one of "
+                                      + ", ".join(_SECURITY_PROTOCOLS))
+        mapping[name.strip().upper()] = protocol.strip().upper()
+    return mapping
+
+
+def parse_listeners(value: str, protocol_map: str = _PROTOCOL_MAP_DEFAULT, *,
+                    key: str = "listeners") -> list[Endpoint]:
+    """Parse 'NAME://host:port,...' as Kafka's SocketServerConfigs.listenerListToEndPoints does."""
+    names = _protocol_map(protocol_map)
+    endpoints: list[Endpoint] = []
+    for entry in [e for e in _COMMA.split(value.strip()) if e]:
+        m = _LISTENER.fullmatch(entry)
+        if not m:
+            raise ConfigError.invalid(key, value, f"Unable to parse {entry} to a broker endpoint")
+        name, host, port = m.group(1).upper(), m.group(2), int(m.group(3))
+        if not 0 <= port <= 65535:
+            raise ConfigError.invalid(key, value, f"Port {port} of {entry} is out of range 0..65535")
+        if name not in names:
+            raise ConfigError.invalid(key, value, f"No security protocol defined for listener {name}")
+        endpoints.append(Endpoint(name, names[name], host, port))
+    if not endpoints:
+        raise ConfigError.invalid(key, value, "At least one listener is required")
+    if len({e.listener_name for e in endpoints}) != len(endpoints):
+        raise ConfigError.invalid(key, value, "Each listener must have a different name")
+    return endpoints
+
+
+# --------------------------------------------------------------------------- cluster id
+
+
+def generate_cluster_id() -> str:
+    """A random Kafka Uuid as Kafka prints it: 22 chars of URL-safe base64, never starting with '-'
+    (Kafka's Uuid.randomUuid re-draws those so the id cannot be mistaken for a CLI flag)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
+
+
+# --------------------------------------------------------------------------- the broker config
+
+
+def _flatten(mapping: Mapping[Any, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+    """Nested YAML maps become dotted keys: {log: {dirs: x}} -> ('log.dirs', x)."""
+    for k, v in mapping.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            yield from _flatten(v, name + ".")
+        else:
+            yield name, v
+
+
+class BrokerConfig:
+    """The broker's static configuration: every broker key's parsed value and where it came from.
+
+    Build it with `load` (YAML file, CLI flags, overrides) or `from_props` (a mapping of Kafka keys).
+    """
+
+    def __init__(self, static: Mapping[str, Any]):
+        """`static`: explicitly set broker keys -> raw or parsed values. Unknown keys are logged and kept
+        in `unknown`; invalid values raise ConfigError."""
+        self.unknown: dict[str, Any] = {}
+        parsed: dict[str, Any] = {}
+        for name, raw in static.items():
+            key = BROKER_CONFIGS.get(name)
+            if key is None:
+                self.unknown[name] = raw
+                continue
+            if raw is None:  # an empty YAML value: leave the key at its default
+                continue
+            parsed[name] = parse_value(key, raw)
+        for name in sorted(self.unknown):
+            # Kafka ignores keys it does not know; say so, and point topic keys to their broker synonym.
+            topic_key = TOPIC_CONFIGS.get(name)
+            hint = f" (a topic config; the broker's default for it is {topic_key.synonyms[0]})" \
+                if topic_key is not None and topic_key.synonyms else ""
+            log.warning("Ignoring unknown broker config %s%s", name, hint)
+
+        # node.id and broker.id name one setting; whichever was given sets the other (KafkaConfig.populateSynonyms).
+        if "node.id" in parsed and "broker.id" in parsed and parsed["node.id"] != parsed["broker.id"]:
+            raise ConfigError("You must set `node.id` to the same value as `broker.id`.")
+        if "broker.id" in parsed and "node.id" not in parsed:
+            if parsed["broker.id"] < 0:
+                raise ConfigError.invalid("broker.id", parsed["broker.id"], "Value must be at least 0")
+            parsed["node.id"] = parsed["broker.id"]
+        elif "node.id" in parsed:
+            parsed["broker.id"] = parsed["node.id"]
+
+        self._static = parsed
+        self._values = {name: key.default for name, key in BROKER_CONFIGS.items()}
+        self._values.update(parsed)
+        if "broker.id" not in parsed:
+            self._values["broker.id"] = self._values["node.id"]
+        self._check()
+        self._topic_defaults = self._resolve_topic_defaults()
+        self.cluster_id: str = self._values["cluster.id"] or generate_cluster_id()
+
+    # ---- construction
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, Any]) -> BrokerConfig:
+        return cls(props)
+
+    @classmethod
+    def load(cls, path: Path | str | None = None, overrides: Sequence[str] = (), *, host: str | None = None,
+             port: int | None = None, data_dir: str | Path | None = None) -> BrokerConfig:
+        """Defaults < YAML file < --host/--port/--data-dir < --override key=value (later wins).
+
+        host/port replace `listeners` with PLAINTEXT://host:port (a missing one is taken from the
+        listener it replaces); `advertised.listeners` follows unless set explicitly. data_dir sets log.dirs.
+        """
+        props: dict[str, Any] = {}
+        if path is not None:
+            props.update(_read_yaml(Path(path)))
+        if host is not None or port is not None:
+            current = parse_listeners(str(props.get("listeners") or BROKER_CONFIGS["listeners"].default),
+                                      str(props.get("listener.security.protocol.map") or _PROTOCOL_MAP_DEFAULT))[0]
+            new = Endpoint("PLAINTEXT", "PLAINTEXT", current.host if host is None else host,
+                           current.port if port is None else int(port))
+            props["listeners"] = str(new)
+        if data_dir is not None:
+            props["log.dirs"] = str(data_dir)
+        for item in overrides:
+            name, sep, value = item.partition("=")
+            if not sep or not name.strip():
+                raise ConfigError(f"Invalid override {item!r}: expected key=value")
+            props[name.strip()] = value
+        return cls(props)
+
+    # ---- checks across keys (KafkaConfig.validateValues and our single-node limits)
+
+    def _check(self) -> None:
+        v = self._values
+        roll_ms = v["log.roll.ms"] if v["log.roll.ms"] is not None else v["log.roll.hours"] * 3600 * 1000
+        if roll_ms < 1:
+            raise ConfigError("log.roll.ms must be greater than or equal to 1")
+        jitter = v["log.roll.jitter.ms"] if v["log.roll.jitter.ms"] is not None else v["log.roll.jitter.hours"]
+        if jitter < 0:
+            raise ConfigError("log.roll.jitter.ms must be greater than or equal to 0")
+        if self._retention_ms() == 0:
+            raise ConfigError("log.retention.ms must be unlimited (-1) or, greater than or equal to 1")
+        dirs = [d for d in _COMMA.split((v["log.dirs"] or v["log.dir"] or "").strip()) if d]
+        if not dirs:
+            raise ConfigError("At least one log directory must be defined via log.dirs or log.dir.")
+        if len(dirs) > 1:
+            raise ConfigError(f"minibroker keeps partitions in one log directory; log.dirs lists {len(dirs)}: "
+                              + ",".join(dirs))
+        self.data_dir = Path(dirs[0])
+
+        self.listener_endpoints = parse_listeners(v["listeners"], v["listener.security.protocol.map"])
+        for endpoint in self.listener_endpoints:
+            if endpoint.security_protocol != "PLAINTEXT":
+                raise ConfigError(f"Listener {endpoint} uses {endpoint.security_protocol}; "
+                                  "minibroker serves PLAINTEXT only")
+        if len({e.port for e in self.listener_endpoints if e.port}) != len([e for e in self.listener_endpoints if e.port]):
+            raise ConfigError.invalid("listeners", v["listeners"], "Each listener must have a different port")
+        if v["advertised.listeners"]:
+            advertised = parse_listeners(v["advertised.listeners"], v["listener.security.protocol.map"],
+                                         key="advertised.listeners")
+        else:  # Kafka advertises the listeners; an empty host becomes this machine's name
+            advertised = [Endpoint(e.listener_name, e.security_protocol, e.host or socket.gethostname(), e.port)
+                          for e in self.listener_endpoints]
+        if any(e.host == "0.0.0.0" for e in advertised):
+            raise ConfigError("advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. "
+                              "Use a routable IP address.")
+        names = {e.listener_name for e in self.listener_endpoints}
+        for e in advertised:
+            if e.listener_name not in names:
+                raise ConfigError(f"advertised.listeners listener {e.listener_name} is not in listeners")
+        self.advertised_endpoints = advertised
+        first = self.listener_endpoints[0]
+        self.listener_name: str = first.listener_name
+        self.listener_host: str = first.host
+        self.listener_port: int = first.port
+        mine = next((e for e in advertised if e.listener_name == first.listener_name), None)
+        if mine is None:
+            raise ConfigError(f"advertised.listeners has no address for listener {first.listener_name}")
+        self.advertised_host: str = mine.host
+        self.advertised_port: int = mine.port
+        self.node_id: int = v["node.id"]
+
+        for key in ("default.replication.factor", "offsets.topic.replication.factor",
+                    "transaction.state.log.replication.factor"):
+            if v[key] > 1:
+                log.warning("%s=%d, but this is a single-node broker: topics that need more than one replica "
+                            "cannot be created", key, v[key])
+        if v["group.max.session.timeout.ms"] < v["group.min.session.timeout.ms"]:
+            raise ConfigError("group.max.session.timeout.ms must be greater than or equal to "
+                              "group.min.session.timeout.ms")
+
+    def _retention_ms(self) -> int:
+        # KafkaConfig.logRetentionTimeMillis: ms, else minutes, else hours; any negative means -1 (forever).
+        v = self._values
+        if v["log.retention.ms"] is not None:
+            millis = v["log.retention.ms"]
+        elif v["log.retention.minutes"] is not None:
+            millis = v["log.retention.minutes"] * 60 * 1000
+        else:
+            millis = v["log.retention.hours"] * 3600 * 1000
+        return -1 if millis < 0 else millis
+
+    def _resolve_topic_defaults(self) -> dict[str, Any]:
+        defaults: dict[str, Any] = {}
+        for name, key in TOPIC_CONFIGS.items():
+            value = key.default
+            for synonym in key.synonyms:
+                raw = self._values.get(synonym)
+                if raw is not None:
+                    value = raw * _SYNONYM_SCALE[synonym] if synonym in _SYNONYM_SCALE else raw
+                    break
+            if isinstance(value, list):
+                value = list(value)
+            defaults[name] = value
+        defaults["retention.ms"] = self._retention_ms()
+        return defaults
+
+    # ---- reading
+
+    def get(self, key: str) -> Any:
+        """The parsed value of a broker key (None where Kafka's default is null and nothing set it)."""
+        try:
+            return self._values[key]
+        except KeyError:
+            raise KeyError(f"Unknown broker config {key}") from None
+
+    def source(self, key: str) -> str:
+        """'STATIC_BROKER_CONFIG' if the key was set (file, flag or override), else 'DEFAULT_CONFIG'."""
+        return self._source(key).name
+
+    def _source(self, key: str) -> ConfigSource:
+        if key not in BROKER_CONFIGS:
+            raise KeyError(f"Unknown broker config {key}")
+        return ConfigSource.STATIC_BROKER_CONFIG if key in self._static else ConfigSource.DEFAULT_CONFIG
+
+    def is_set(self, key: str) -> bool:
+        return key in self._static
+
+    def values(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def topic_defaults(self) -> dict[str, Any]:
+        """Every topic key -> its default on this broker (the first broker synonym with a value)."""
+        return {k: (list(v) if isinstance(v, list) else v) for k, v in self._topic_defaults.items()}
+
+    def __repr__(self) -> str:
+        return f"BrokerConfig(static={self._static!r})"
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    import yaml  # only the CLI path needs it
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"Cannot read config file {path}: {e.strerror or e}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"Config file {path} is not valid YAML: {e}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"Config file {path} must hold a mapping of Kafka config keys, not {type(data).__name__}")
+    props: dict[str, Any] = {}
+    for name, value in _flatten(data):
+        if name in props:
+            log.warning("Config key %s is given twice in %s; the later value wins", name, path)
+        props[name] = value
+    return props
+
