@@ -29,6 +29,7 @@ test: install $(JS_STAMP)
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
 
 bench: install
 	$(PY) bench/run.py

@@ -64,7 +64,8 @@ class Connection(Protocol):
 class RequestTracer(Protocol):
     """The --trace hook (minibroker.tools.trace.Tracer)."""
 
-    def request(self, ctx: RequestContext, request: Any, response: Any, frame: bytes, started: float) -> None: ...
+    def request(self, ctx: RequestContext, request: Any, response: Any, frame: bytes | bytearray,
+                started: float) -> None: ...
 
 
 class Broker:

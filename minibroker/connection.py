@@ -32,7 +32,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from protocol.framing import FrameError, FrameReader
@@ -82,7 +82,7 @@ class Connection:
         self,
         sock: socket.socket,
         loop: asyncio.AbstractEventLoop,
-        handle: Callable[[Connection, bytes], Awaitable[list[Any] | None]],
+        handle: Callable[[Connection, bytes | bytearray], Coroutine[Any, Any, list[Any] | None]],
         *,
         max_frame_size: int,
         max_queued_requests: int = 500,

@@ -478,6 +478,7 @@ class BrokerThread(_Inspect):
         ready: concurrent.futures.Future[str] = concurrent.futures.Future()
 
         def run() -> None:
+            loop: asyncio.AbstractEventLoop
             if self._loop_kind == "uvloop":
                 import uvloop
 

@@ -14,6 +14,7 @@ a response writes `produce.RESPONSE(...)`, and nested structs are reached by the
 
 from __future__ import annotations
 
+import builtins
 import keyword
 import uuid
 from collections.abc import Iterable
@@ -94,7 +95,7 @@ class F:
         self.is_array = type.startswith("[]")
         self.base = type[2:] if self.is_array else type
         self.fields: tuple[F, ...] = tuple(fields or ())
-        self.struct: type | None = None  # set by Schema for struct-typed fields
+        self.struct: builtins.type | None = None  # set by Schema for struct-typed fields
         self._default = default
         self._plan: tuple[Any, Any] | None = None
 
@@ -151,8 +152,8 @@ class F:
             return value == const
         if factory is list:
             return value == []
-        if factory is self.struct and factory is not None:
-            return value is not None and all(f.is_default(getattr(value, f.name)) for f in factory._fields)
+        if factory is self.struct and self.struct is not None and issubclass(self.struct, Message):
+            return value is not None and all(f.is_default(getattr(value, f.name)) for f in self.struct._fields)
         d = self.default()
         if isinstance(d, Message):
             return value is not None and all(f.is_default(getattr(value, f.name)) for f in d._fields)
@@ -177,7 +178,7 @@ class Message:
         # first construction of a class: compile its keyword __init__, then use it from now on
         cls = type(self)
         _compile_init(cls)
-        cls.__init__(self, **kwargs)  # type: ignore[misc]
+        cls.__init__(self, **kwargs)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -227,7 +228,7 @@ def _compile_init(cls: type[Message]) -> None:
     src = f"def __init__(self, {star}{', '.join(params)}):\n" + "\n".join(body) + "\n    self.unknown_tags = None\n"
     exec(src, ns)  # noqa: S102 - source built above from validated identifiers only
     ns["__init__"].__qualname__ = f"{cls.__name__}.__init__"
-    cls.__init__ = ns["__init__"]  # type: ignore[misc]
+    cls.__init__ = ns["__init__"]  # type: ignore[method-assign]
 
 
 def _make_class(name: str, fields: tuple[F, ...]) -> type[Message]:

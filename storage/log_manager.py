@@ -279,9 +279,9 @@ class LogManager:
             n += lg.cleanup_deleted(now)
         ready = [lg for due, lg in self._deleted_logs if due <= now]
         self._deleted_logs = [(due, lg) for due, lg in self._deleted_logs if due > now]
-        for lg in ready:
-            lg.delete()
-            logger.info("Deleted log directory %s", lg.dir)
+        for gone in ready:
+            gone.delete()
+            logger.info("Deleted log directory %s", gone.dir)
             n += 1
         return n
 
@@ -312,8 +312,8 @@ class LogManager:
             except OSError:
                 ok = False
                 logger.exception("Error while flushing and closing %s", lg.dir)
-        for _, lg in self._deleted_logs:
-            lg.close_handlers()
+        for _, gone in self._deleted_logs:
+            gone.close_handlers()
         self.checkpoint()
         if ok and self._loaded:
             CleanShutdownFile(self.data_dir).write()

@@ -207,7 +207,7 @@ class GroupCoordinator:
                                include_authorized_operations=include_authorized_operations)
 
     def delete_groups(self, group_ids: list[str]) -> list[tuple[str, int]]:
-        out = []
+        out: list[tuple[str, int]] = []
         for gid in group_ids:
             if not self.active:
                 out.append((gid, ErrorCode.COORDINATOR_NOT_AVAILABLE))

@@ -675,7 +675,7 @@ class GroupMetadataManager:
                     self._remove_current_member(group, mid, reason)
                     left.append(mid)
                 except KafkaError as e:
-                    error = e.code
+                    error = ErrorCode(e.code)
             responses.append(MemberResponse(member_id=mid, group_instance_id=iid, error_code=error))
         if any(r.error_code == ErrorCode.NONE for r in responses):
             if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):

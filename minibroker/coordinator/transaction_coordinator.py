@@ -543,13 +543,15 @@ def check_transactional_produce(coordinator: TransactionCoordinator | None, tran
     ((pid, epoch),) = txn_producers
     if lg.has_ongoing_transaction(pid):
         return
+    code: int
     if coordinator is None:
         code = ErrorCode.COORDINATOR_NOT_AVAILABLE
     else:
         code = coordinator.verify_partitions(transactional_id, pid, epoch, [(topic, partition)])[(topic, partition)]
     if code:
         final = verification_error_for_produce(code, generic_error_supported=version > 10)
-        message = {ErrorCode.INVALID_TXN_STATE: "Partition was not added to the transaction"}.get(final)
+        message = ("Partition was not added to the transaction" if final == ErrorCode.INVALID_TXN_STATE
+                   else None)
         if final == ErrorCode.NOT_ENOUGH_REPLICAS:
             message = f"Unable to verify the partition has been added to the transaction. Underlying error: {code}"
         raise KafkaError(final, message)

@@ -114,7 +114,8 @@ def read_range(cfg: SourceConfig, r: OffsetRange, schema: Any) -> Iterator[Any]:
                 err = m.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
-                        if m.offset() >= r.until_offset:
+                        eof_at = m.offset()
+                        if eof_at is not None and eof_at >= r.until_offset:
                             done = True
                         continue
                     if err.code() == KafkaError._AUTO_OFFSET_RESET or err.code() == KafkaError.OFFSET_OUT_OF_RANGE:
@@ -130,6 +131,8 @@ def read_range(cfg: SourceConfig, r: OffsetRange, schema: Any) -> Iterator[Any]:
                         continue  # bounded by the poll timeout below
                     raise RuntimeError(f"Kafka error reading {r.topic}-{r.partition} at offset {next_offset}: {err}")
                 off = m.offset()
+                if off is None:
+                    continue  # only error events lack an offset, and those were handled above
                 if off >= r.until_offset:
                     done = True
                     break

@@ -38,9 +38,9 @@ class OffsetLookup:
         from confluent_kafka import IsolationLevel
         from confluent_kafka.admin import AdminClient
 
-        conf = dict(admin_conf)
+        conf: dict[str, str | int | float | bool] = dict(admin_conf)
         # The isolation level goes with each ListOffsets call; an AdminClient would warn about it.
-        committed = conf.pop("isolation.level", "read_uncommitted") == "read_committed"
+        committed = str(conf.pop("isolation.level", "read_uncommitted")) == "read_committed"
         self._admin = AdminClient(conf)
         self._isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
 

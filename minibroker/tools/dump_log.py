@@ -319,8 +319,8 @@ def dump_producer_snapshot(path: Path, out: TextIO, err: TextIO) -> None:
 
     try:
         entries = read_snapshot(path)
-    except CorruptSnapshot as e:
-        err.write(f"{e}\n")
+    except CorruptSnapshot as bad:
+        err.write(f"{bad}\n")
         return
     for e in entries:
         line = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} "

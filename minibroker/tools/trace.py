@@ -275,13 +275,13 @@ class Tracer:
         self.fmt = fmt
         self.with_bytes = with_bytes
 
-    def request(self, ctx: Any, request: Any, response: Any, frame: bytes, started: float) -> None:
+    def request(self, ctx: Any, request: Any, response: Any, frame: bytes | bytearray, started: float) -> None:
         try:
             self._request(ctx, request, response, frame, started)
         except Exception:  # noqa: BLE001 - tracing must never fail a request
             log.exception("trace failed")
 
-    def _request(self, ctx: Any, request: Any, response: Any, frame: bytes, started: float) -> None:
+    def _request(self, ctx: Any, request: Any, response: Any, frame: bytes | bytearray, started: float) -> None:
         h = ctx.header
         api = APIS[h.api_key]
         ms = (time.perf_counter() - started) * 1000
@@ -308,7 +308,7 @@ class Tracer:
                 from protocol.headers import decode_request_header
 
                 _, header_end = decode_request_header(frame)
-                self.out.write(annotated_hex(frame, h, header_end, request, api.name) + "\n")
+                self.out.write(annotated_hex(bytes(frame), h, header_end, request, api.name) + "\n")
             if resp is None:
                 self.out.write(f"<- {who} (no response: acks=0)\n")
             else:
