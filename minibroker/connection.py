@@ -111,8 +111,6 @@ class Connection:
         self._read_stopped = False
         self._closed = False
         self._on_close = on_close
-        self._drained = asyncio.Event()
-        self._drained.set()
         # time.monotonic() of the last bytes read or written; the server's idle sweep closes a
         # connection quiet for longer than connections.max.idle.ms (Kafka: Selector's idle expiry)
         self.last_active = time.monotonic()
@@ -224,8 +222,6 @@ class Connection:
             if n:
                 self._out.append(c)
                 self._out_bytes += n
-        if self._out:
-            self._drained.clear()
         if not self._writing:
             self._on_writable()
 
@@ -263,11 +259,7 @@ class Connection:
         if self._writing:
             self.loop.remove_writer(self.fd)
             self._writing = False
-        self._drained.set()
         self._maybe_resume_reading()
-
-    async def drain(self) -> None:
-        await self._drained.wait()
 
     # -- closing ---------------------------------------------------------------------------
     def close(self, reason: str | None) -> None:
@@ -282,7 +274,6 @@ class Connection:
             self._writing = False
         self._out.clear()
         self._queue.clear()
-        self._drained.set()
         try:
             self.sock.close()
         except OSError:

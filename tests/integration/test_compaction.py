@@ -197,7 +197,7 @@ def test_dump_before_and_after(tmp_path, capsys):
         from storage.cleaner import clean, log_to_clean, swap_in
 
         def run(br):
-            from minibroker.broker import now_ms
+            now_ms = br.clock
             result = clean(lg, log_to_clean(lg, None, now_ms()), now_ms(), now_ms)
             assert swap_in(result)
         b.call(run)
