@@ -31,7 +31,7 @@ from protocol.apis import (
 from protocol.codec import decode, encode
 from protocol.errors import ErrorCode as E
 from protocol.headers import RequestHeader, encode_request_header, response_header_version
-from tests.conftest import TEST_OVERRIDES
+from tests.helpers import TEST_OVERRIDES
 
 TOPIC = "versioned"
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from minibroker.testing import BrokerThread
-from tests.conftest import TEST_OVERRIDES
+from tests.helpers import TEST_OVERRIDES
 from tests.integration.helpers import TIMEOUT, create_topic, stored_records
 from tests.integration.test_idempotence_proxy import DroppingProxy
 

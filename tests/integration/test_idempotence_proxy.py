@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from tests.conftest import free_port
+from tests.helpers import free_port
 from tests.integration.helpers import TIMEOUT
 
 PRODUCE = 0
@@ -158,7 +158,7 @@ def test_proxy_forwards_and_drops_the_chosen_produce_response(tmp_path):
     from minibroker.testing import BrokerThread
     from protocol.apis import produce
     from protocol.records.v2 import Record, build_batch
-    from tests.conftest import TEST_OVERRIDES
+    from tests.helpers import TEST_OVERRIDES
     from tests.integration.helpers import RawClient, create_topic, stored_records
 
     proxy = DroppingProxy(lambda n: n == 2)

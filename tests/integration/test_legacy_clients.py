@@ -376,7 +376,7 @@ def test_stored_format_survives_a_restart_and_follows_alter_configs(tmp_path):
     from confluent_kafka.admin import AdminClient, ConfigResource
 
     from minibroker.testing import BrokerThread
-    from tests.conftest import TEST_OVERRIDES
+    from tests.helpers import TEST_OVERRIDES
 
     data = tmp_path / "data"
     with BrokerThread(data, overrides=dict(TEST_OVERRIDES)) as b:

@@ -16,7 +16,7 @@ import pytest
 
 from minibroker.testing import BrokerThread
 from protocol.records.v2 import ControlType, parse_control_record
-from tests.conftest import TEST_OVERRIDES
+from tests.helpers import TEST_OVERRIDES
 from tests.integration.helpers import TIMEOUT, Deadline, create_topic, stored_batches, unique
 
 TXN_OVERRIDES = {

@@ -6,7 +6,7 @@ import importlib.util
 import json
 from collections import defaultdict
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 
 def load_example():

@@ -14,7 +14,7 @@ from minibroker.spark.offsets import OffsetRange
 from minibroker.spark.options import sink_config, source_config
 from minibroker.spark.produce import produce_all, records_from_columns
 from minibroker.spark.source import KafkaBatchReader, KafkaStreamReader, _arrow_schema, kafka_schema
-from tests.spark.conftest import create_topic
+from tests.spark.helpers import create_topic
 
 
 def fill(bootstrap: str, topic: str, n: int, first: int = 0) -> None:

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from minibroker.spark import FORMAT, kafka_schema
-from tests.spark.conftest import EVENTS, N_EVENTS, create_topic, event, produce_events
+from tests.spark.helpers import EVENTS, N_EVENTS, create_topic, event, produce_events
 
 
 def read(spark, bootstrap: str, **options: str):
