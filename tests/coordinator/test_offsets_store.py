@@ -58,7 +58,7 @@ async def test_loading_keeps_committed_transactions_and_drops_aborted_ones(tmp_p
 
 
 async def test_restart_restores_groups_and_offsets_from_disk(tmp_path):
-    from tests.coordinator.test_group_coordinator import commit_req, stable_group
+    from tests.coordinator.group_helpers import commit_req, stable_group
 
     async with AsyncBroker(tmp_path / "d", overrides=OVERRIDES) as b:
         c = b.broker.coordinators["group"]
