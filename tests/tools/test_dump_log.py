@@ -21,7 +21,7 @@ from minibroker.testing import BrokerThread
 from minibroker.tools import dump_log
 from protocol.records import legacy, v2
 from tests.helpers import ROOT, TEST_OVERRIDES
-from tests.storage.test_seed_003 import SEED_INDEX, SEED_TS, write_seed_segment
+from tests.storage.helpers import SEED_INDEX, SEED_TS, write_seed_segment
 
 SEG = "00000000000000000000"
 
