@@ -15,63 +15,15 @@ from collections.abc import Iterator
 import pytest
 
 from minibroker.testing import BrokerThread
-from protocol.records.v2 import ControlType, parse_control_record
-from tests.helpers import TEST_OVERRIDES
-from tests.integration.helpers import TIMEOUT, Deadline, create_topic, stored_batches, unique
-
-TXN_OVERRIDES = {
-    **TEST_OVERRIDES,
-    "transaction.state.log.num.partitions": 4,
-    "offsets.topic.num.partitions": 4,
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 200,
-}
-PARTS = 3
+from protocol.records.v2 import ControlType
+from tests.integration.helpers import TIMEOUT, Deadline, create_topic, unique
+from tests.integration.txn_helpers import PARTS, TXN_OVERRIDES, confluent_read_all, lso_and_hw, markers
 
 
 @pytest.fixture(scope="module")
 def b(tmp_path_factory) -> Iterator[BrokerThread]:
     with BrokerThread(tmp_path_factory.mktemp("txn") / "data", overrides=TXN_OVERRIDES) as broker:
         yield broker
-
-
-def markers(b: BrokerThread, topic: str, partition: int) -> list[tuple[int, int]]:
-    """(offset, control type) of each control batch in a partition."""
-    return [(batch.base_offset, parse_control_record(batch.records[0]).type)
-            for batch in stored_batches(b, topic, partition) if batch.is_control]
-
-
-def lso_and_hw(b: BrokerThread, topic: str, partition: int) -> tuple[int, int]:
-    return b.call(lambda br: (br.get_log(topic, partition).last_stable_offset,
-                              br.get_log(topic, partition).high_watermark))
-
-
-# -- confluent-kafka -----------------------------------------------------------------------------
-
-
-def confluent_read_all(b: BrokerThread, topic: str, isolation: str, expect: int) -> list[tuple[int, bytes]]:
-    """(partition, value) of everything a fresh consumer reads, waiting for `expect` records and
-    then a little longer to catch extra ones."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": unique("g"), "isolation.level": isolation,
-                  "enable.auto.commit": False, "enable.partition.eof": False})
-    c.assign([TopicPartition(topic, p, 0) for p in range(PARTS)])
-    got: list[tuple[int, bytes]] = []
-    d = Deadline()
-    settle = None
-    try:
-        while d:
-            msg = c.poll(0.2)
-            if msg is not None:
-                assert not msg.error(), msg.error()
-                got.append((msg.partition(), msg.value()))
-            if len(got) >= expect:
-                settle = settle or time.monotonic() + 0.5
-                if time.monotonic() > settle:
-                    break
-    finally:
-        c.close()
-    return got
 
 
 def test_confluent_commit_abort_and_read_committed(b):

@@ -14,7 +14,7 @@ import pytest
 
 from minibroker.testing import BrokerThread
 from tests.integration.helpers import TIMEOUT, Deadline, create_topic, unique
-from tests.integration.test_transactions import TXN_OVERRIDES
+from tests.integration.txn_helpers import TXN_OVERRIDES, confluent_read_all
 
 PARTS = 2
 PER_PARTITION = 120
@@ -39,8 +39,6 @@ def fill_input(b: BrokerThread, topic: str) -> list[tuple[int, bytes]]:
 
 
 def read_output(b: BrokerThread, topic: str, expect: int) -> list[tuple[int, bytes]]:
-    from tests.integration.test_transactions import confluent_read_all
-
     return confluent_read_all(b, topic, "read_committed", expect)
 
 

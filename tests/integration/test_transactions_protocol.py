@@ -22,7 +22,7 @@ from protocol.apis import add_offsets_to_txn, add_partitions_to_txn, end_txn, in
 from protocol.errors import ErrorCode
 from protocol.records.v2 import Record, build_batch
 from tests.integration.helpers import RawClient, create_topic, stored_records, unique
-from tests.integration.test_transactions import TXN_OVERRIDES
+from tests.integration.txn_helpers import TXN_OVERRIDES
 
 # -- __transaction_state records -------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from protocol.records.v2 import ControlType
 from tests.integration.helpers import TIMEOUT, Deadline, unique
-from tests.integration.test_transactions import TXN_OVERRIDES
+from tests.integration.txn_helpers import TXN_OVERRIDES, markers
 
 PARTS = 3
 
@@ -119,8 +119,6 @@ def test_a_decided_commit_without_markers_is_completed_at_startup(tmp_path):
     from minibroker.coordinator.transaction_metadata import TransactionState
     from minibroker.testing import BrokerThread
     from tests.integration.helpers import create_topic as create_in_process
-    from tests.integration.test_transactions import markers
-
     data = tmp_path / "data"
     topic, tid = unique("rd"), unique("tid")
     with BrokerThread(data, overrides=TXN_OVERRIDES) as b:
