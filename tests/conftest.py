@@ -1,22 +1,20 @@
-"""Shared fixtures: an in-process broker per test, and a broker in a subprocess (for kill -9)."""
+"""The project's own broker fixture on top of the minibroker plugin's (kafka_broker,
+kafka_broker_isolated, kafka_broker_session): `kafka_broker_process`, brokers in a subprocess
+(for SIGTERM and kill -9). Names and scopes: tests/README.md."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
 import pytest
 
-from minibroker.testing import BrokerThread
-from tests.helpers import TEST_OVERRIDES, BrokerProcess
+from tests.helpers import BrokerProcess
 
 
 @pytest.fixture
-def broker(tmp_path):
-    """A fresh broker on an ephemeral port in a temp dir, in this process."""
-    with BrokerThread(tmp_path / "data", overrides=dict(TEST_OVERRIDES)) as b:
-        yield b
-
-
-@pytest.fixture
-def broker_process(tmp_path):
+def kafka_broker_process(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
+    """A factory of `BrokerProcess`es on tmp_path/data; any still running after the test is killed."""
     procs: list[BrokerProcess] = []
 
     def make(**kw) -> BrokerProcess:

@@ -19,7 +19,7 @@ MAX_REQUEST = 64 * 1024  # socket.request.max.bytes for this module's broker
 
 
 @pytest.fixture(scope="module")
-def mb(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with module_broker(tmp_path_factory, {"socket.request.max.bytes": MAX_REQUEST}) as b:
         yield b
 
@@ -41,9 +41,9 @@ def framed(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
-def test_frame_above_socket_request_max_bytes_closes_with_a_log_line(mb, caplog):
+def test_frame_above_socket_request_max_bytes_closes_with_a_log_line(kafka_broker_module, caplog):
     caplog.set_level(logging.INFO, logger="minibroker")
-    with RawClient(mb.bootstrap) as bystander, RawClient(mb.bootstrap) as raw:
+    with RawClient(kafka_broker_module.bootstrap) as bystander, RawClient(kafka_broker_module.bootstrap) as raw:
         # Only the size prefix: the broker must refuse before reading (or buffering) a body.
         raw.send_raw(struct.pack(">i", MAX_REQUEST + 1))
         assert raw.closed_by_peer()
@@ -51,16 +51,16 @@ def test_frame_above_socket_request_max_bytes_closes_with_a_log_line(mb, caplog)
         body = bystander.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="it-raw",
                                                                         client_software_version="1"))
         assert body.error_code == 0
-    assert api_versions_works(mb.bootstrap)
+    assert api_versions_works(kafka_broker_module.bootstrap)
     assert any(f"{MAX_REQUEST + 1} bytes exceeds the limit of {MAX_REQUEST}" in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records]
 
 
-def test_a_frame_at_the_limit_is_read(mb):
+def test_a_frame_at_the_limit_is_read(kafka_broker_module):
     """The cap is on the size prefix: a request of exactly socket.request.max.bytes is handled."""
     topic = unique("at-limit")
-    create_topic(mb, topic)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         R = metadata.REQUEST
         body = R(topics=[R.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False,
                  include_topic_authorized_operations=False)
@@ -73,25 +73,25 @@ def test_a_frame_at_the_limit_is_read(mb):
     assert [t.name for t in resp.topics] == [topic]
 
 
-def test_negative_frame_size_closes(mb):
-    with RawClient(mb.bootstrap) as raw:
+def test_negative_frame_size_closes(kafka_broker_module):
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         raw.send_raw(struct.pack(">i", -5))
         assert raw.closed_by_peer()
-    assert api_versions_works(mb.bootstrap)
+    assert api_versions_works(kafka_broker_module.bootstrap)
 
 
 @pytest.mark.parametrize("api_key", [99, 1000, -1])
-def test_unknown_api_key_closes(mb, api_key, caplog):
+def test_unknown_api_key_closes(kafka_broker_module, api_key, caplog):
     caplog.set_level(logging.INFO, logger="minibroker")
-    with RawClient(mb.bootstrap) as raw:
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         raw.send_raw(framed(header_bytes(api_key, 0)))
         assert raw.closed_by_peer()
     assert any(f"unknown api key {api_key}" in r.getMessage() for r in caplog.records)
-    assert api_versions_works(mb.bootstrap)
+    assert api_versions_works(kafka_broker_module.bootstrap)
 
 
-def test_api_versions_v99_gets_unsupported_version_in_v0_form(mb):
-    with RawClient(mb.bootstrap) as raw:
+def test_api_versions_v99_gets_unsupported_version_in_v0_form(kafka_broker_module):
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         # The body of a version we do not know is unreadable to us; the broker must not try.
         raw.send_raw(framed(header_bytes(api_versions.API.key, 99, correlation_id=42) + b"\x07junk"))
         frame = raw.recv_frame()
@@ -100,7 +100,7 @@ def test_api_versions_v99_gets_unsupported_version_in_v0_form(mb):
         body = decode(api_versions.RESPONSE, 0, frame, 4)
         assert body.error_code == ErrorCode.UNSUPPORTED_VERSION
         listed = [(k.api_key, k.min_version, k.max_version) for k in body.api_keys]
-        assert listed == advertised_ranges(mb)
+        assert listed == advertised_ranges(kafka_broker_module)
         assert (api_versions.API.key, 0, 4) in listed
         # The connection stays open: the client retries at a version we listed, and gets the same list.
         body = raw.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="it-raw",
@@ -123,38 +123,38 @@ def served_range(mb, api) -> tuple[int, int]:
     return mb.call(lambda broker: (broker.handlers[api.key].versions.lo, broker.handlers[api.key].versions.hi))
 
 
-def test_produce_is_advertised_from_v0(mb, caplog):
+def test_produce_is_advertised_from_v0(kafka_broker_module, caplog):
     """KAFKA-18659: librdkafka < 2.10 compresses with gzip/snappy/lz4 only if Produce v0 is listed
     (see test_kcat.test_compressed_produce). Kafka 4.0 lists it and closes on v0-2 requests; a
     broker that serves the legacy formats lists it because it serves it."""
-    with RawClient(mb.bootstrap) as raw:
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         body = raw.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="it-raw",
                                                                   client_software_version="1"))
     [entry] = [k for k in body.api_keys if k.api_key == produce.API.key]
     assert (entry.min_version, entry.max_version) == (0, 13)
-    lo, _ = served_range(mb, produce.API)
+    lo, _ = served_range(kafka_broker_module, produce.API)
     caplog.set_level(logging.INFO, logger="minibroker")
     for version in range(0, lo):  # advertised but not served: the connection is closed
-        with RawClient(mb.bootstrap) as raw:
+        with RawClient(kafka_broker_module.bootstrap) as raw:
             raw.send_raw(framed(header_bytes(produce.API.key, version) + b"\x00\x01\x00\x00\x13\x88"))
             assert raw.closed_by_peer(), version
         assert any(f"Produce v{version} is not supported" in r.getMessage() for r in caplog.records)
-    assert api_versions_works(mb.bootstrap)
+    assert api_versions_works(kafka_broker_module.bootstrap)
 
 
-def test_version_above_the_served_range_closes(mb, caplog):
+def test_version_above_the_served_range_closes(kafka_broker_module, caplog):
     caplog.set_level(logging.INFO, logger="minibroker")
-    _, hi = served_range(mb, metadata.API)
-    with RawClient(mb.bootstrap) as raw:
+    _, hi = served_range(kafka_broker_module, metadata.API)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         raw.send_raw(framed(header_bytes(metadata.API.key, hi + 1) + b"\x00" * 8))
         assert raw.closed_by_peer()
     assert any(f"Metadata v{hi + 1} is not supported" in r.getMessage() for r in caplog.records)
-    assert api_versions_works(mb.bootstrap)
+    assert api_versions_works(kafka_broker_module.bootstrap)
 
 
-def test_truncated_body_closes(mb, caplog):
+def test_truncated_body_closes(kafka_broker_module, caplog):
     caplog.set_level(logging.INFO, logger="minibroker")
-    with RawClient(mb.bootstrap) as raw:
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         R = metadata.REQUEST
         body = R(topics=[R.MetadataRequestTopic(name="some-topic")], allow_auto_topic_creation=False,
                  include_topic_authorized_operations=False)
@@ -162,7 +162,7 @@ def test_truncated_body_closes(mb, caplog):
         raw.send_raw(framed(whole[:-6]))  # cut inside the topic name
         assert raw.closed_by_peer()
     assert any("malformed Metadata v12" in r.getMessage() for r in caplog.records)
-    assert api_versions_works(mb.bootstrap)
+    assert api_versions_works(kafka_broker_module.bootstrap)
 
 
 @pytest.mark.parametrize("version, garbage", [
@@ -174,21 +174,21 @@ def test_truncated_body_closes(mb, caplog):
     pytest.param(12, b"\xff" * 6, id="unterminated-varint"),
     pytest.param(12, b"\x02\x00" * 2, id="body-cut-short"),
 ])
-def test_malformed_body_closes(mb, version, garbage):
-    with RawClient(mb.bootstrap) as raw:
+def test_malformed_body_closes(kafka_broker_module, version, garbage):
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         raw.send_raw(framed(header_bytes(metadata.API.key, version) + garbage))
         assert raw.closed_by_peer()
-    assert api_versions_works(mb.bootstrap)
+    assert api_versions_works(kafka_broker_module.bootstrap)
 
 
-def test_truncated_header_closes(mb):
-    with RawClient(mb.bootstrap) as raw:
+def test_truncated_header_closes(kafka_broker_module):
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         raw.send_raw(framed(b"\x00\x12\x00"))  # three bytes of a header
         assert raw.closed_by_peer()
-    assert api_versions_works(mb.bootstrap)
+    assert api_versions_works(kafka_broker_module.bootstrap)
 
 
-def test_client_closing_mid_frame_leaves_the_broker_serving(mb):
-    with RawClient(mb.bootstrap) as raw:
+def test_client_closing_mid_frame_leaves_the_broker_serving(kafka_broker_module):
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         raw.send_raw(struct.pack(">i", 1000) + b"\x00" * 10)
-    assert api_versions_works(mb.bootstrap)
+    assert api_versions_works(kafka_broker_module.bootstrap)

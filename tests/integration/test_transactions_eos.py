@@ -21,7 +21,7 @@ PER_PARTITION = 120
 
 
 @pytest.fixture
-def b(tmp_path) -> Iterator[BrokerThread]:
+def kafka_broker_module(tmp_path) -> Iterator[BrokerThread]:
     with BrokerThread(tmp_path / "data", overrides=TXN_OVERRIDES) as broker:
         yield broker
 
@@ -79,17 +79,17 @@ def confluent_processor(b: BrokerThread, src: str, dst: str, group: str, tid: st
         consumer.close()
 
 
-def test_confluent_read_process_write_is_exactly_once_across_a_restart(b):
+def test_confluent_read_process_write_is_exactly_once_across_a_restart(kafka_broker_module):
     src, dst, group, tid = unique("in"), unique("out"), unique("g"), unique("tid")
-    sent = fill_input(b, src)
-    create_topic(b, dst, PARTS)
-    assert confluent_processor(b, src, dst, group, tid, die_in_txn=4) == 4
-    confluent_processor(b, src, dst, group, tid)
-    out = read_output(b, dst, len(sent))
+    sent = fill_input(kafka_broker_module, src)
+    create_topic(kafka_broker_module, dst, PARTS)
+    assert confluent_processor(kafka_broker_module, src, dst, group, tid, die_in_txn=4) == 4
+    confluent_processor(kafka_broker_module, src, dst, group, tid)
+    out = read_output(kafka_broker_module, dst, len(sent))
     assert sorted(out) == sorted((p, b"out:" + v) for p, v in sent)
     for part in range(PARTS):  # in input order, each once
         assert [v for q, v in out if q == part] == [b"out:" + v for q, v in sent if q == part]
-    committed = b.call(lambda br: [br.coordinators["group"].committed(group, src, p).offset for p in range(PARTS)])
+    committed = kafka_broker_module.call(lambda br: [br.coordinators["group"].committed(group, src, p).offset for p in range(PARTS)])
     assert committed == [PER_PARTITION] * PARTS
 
 
@@ -129,13 +129,13 @@ def kafka_python_processor(b: BrokerThread, src: str, dst: str, group: str, tid:
         consumer.close(autocommit=False)
 
 
-def test_kafka_python_read_process_write_is_exactly_once_across_a_restart(b):
+def test_kafka_python_read_process_write_is_exactly_once_across_a_restart(kafka_broker_module):
     src, dst, group, tid = unique("in"), unique("out"), unique("g"), unique("tid")
-    sent = fill_input(b, src)
-    create_topic(b, dst, PARTS)
-    assert kafka_python_processor(b, src, dst, group, tid, die_in_txn=3) == 3
-    kafka_python_processor(b, src, dst, group, tid)
-    out = read_output(b, dst, len(sent))
+    sent = fill_input(kafka_broker_module, src)
+    create_topic(kafka_broker_module, dst, PARTS)
+    assert kafka_python_processor(kafka_broker_module, src, dst, group, tid, die_in_txn=3) == 3
+    kafka_python_processor(kafka_broker_module, src, dst, group, tid)
+    out = read_output(kafka_broker_module, dst, len(sent))
     assert sorted(out) == sorted((p, b"out:" + v) for p, v in sent)
     for part in range(PARTS):
         assert [v for q, v in out if q == part] == [b"out:" + v for q, v in sent if q == part]

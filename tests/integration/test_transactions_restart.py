@@ -59,10 +59,10 @@ def produce(p: Any, topic: str, tag: str, n: int) -> list[tuple[int, bytes]]:
     return sent
 
 
-def test_kill9_mid_transaction_then_the_producer_commits(broker_process):
+def test_kill9_mid_transaction_then_the_producer_commits(kafka_broker_process):
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    bp = broker_process(overrides=TXN_OVERRIDES)
+    bp = kafka_broker_process(overrides=TXN_OVERRIDES)
     bp.start()
     topic, group = unique("rk"), unique("g")
     create_topic(bp.bootstrap, topic)
@@ -86,10 +86,10 @@ def test_kill9_mid_transaction_then_the_producer_commits(broker_process):
     bp.stop()
 
 
-def test_kill9_and_the_producer_never_returns_then_the_transaction_times_out(broker_process):
+def test_kill9_and_the_producer_never_returns_then_the_transaction_times_out(kafka_broker_process):
     from confluent_kafka import Producer
 
-    bp = broker_process(overrides=TXN_OVERRIDES)
+    bp = kafka_broker_process(overrides=TXN_OVERRIDES)
     bp.start()
     topic = unique("rt")
     create_topic(bp.bootstrap, topic)

@@ -45,14 +45,14 @@ def spark():
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with BrokerThread(tmp_path_factory.mktemp("spark-broker"), overrides=dict(TEST_OVERRIDES)) as b:
         yield b
 
 
 @pytest.fixture(scope="module")
-def events(kafka) -> EventTopic:
+def events(kafka_broker_module) -> EventTopic:
     base_ms = (int(time.time() * 1000) // 1000) * 1000 - 3_600_000
-    create_topic(kafka.bootstrap, EVENTS)
-    produce_events(kafka.bootstrap, EVENTS, 0, N_EVENTS, base_ms)
-    return EventTopic(kafka.bootstrap, EVENTS, base_ms)
+    create_topic(kafka_broker_module.bootstrap, EVENTS)
+    produce_events(kafka_broker_module.bootstrap, EVENTS, 0, N_EVENTS, base_ms)
+    return EventTopic(kafka_broker_module.bootstrap, EVENTS, base_ms)
