@@ -25,7 +25,7 @@ $(JS_STAMP): tests/js/package-lock.json
 	touch $(JS_STAMP)
 
 test: install $(JS_STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 lint: install
 	$(VENV)/bin/ruff check .

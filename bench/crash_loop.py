@@ -490,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="log.segment.bytes (small: rolls, producer snapshots and index recovery get killed too)")
     ap.add_argument("--data-dir", type=Path, default=None)
     args = ap.parse_args(argv)
-    from tests.conftest import BrokerProcess
+    from tests.helpers import BrokerProcess
 
     tmp = Path(tempfile.mkdtemp(prefix="crash-loop-")) if args.data_dir is None else args.data_dir
     overrides: dict[str, object] = dict(FSYNC_OVERRIDES) if args.flush == "fsync" else {}

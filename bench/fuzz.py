@@ -131,7 +131,7 @@ def _api_versions_ok(port: int) -> bool:
 
 
 def fuzz_live(seconds: float, seed: int, workdir: Path) -> dict[str, int]:
-    from tests.conftest import BrokerProcess
+    from tests.helpers import BrokerProcess
     from tests.fuzz.targets import seed_requests
 
     rng = random.Random(seed)

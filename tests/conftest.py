@@ -1,89 +1,20 @@
-"""Shared fixtures: an in-process broker per test, and a broker in a subprocess (for kill -9)."""
+"""The project's own broker fixture on top of the minibroker plugin's (kafka_broker,
+kafka_broker_isolated, kafka_broker_session): `kafka_broker_process`, brokers in a subprocess
+(for SIGTERM and kill -9). Names and scopes: tests/README.md."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from minibroker.testing import BrokerThread
-
-ROOT = Path(__file__).resolve().parent.parent
-TEST_OVERRIDES = {"group.initial.rebalance.delay.ms": 0}
+from tests.helpers import BrokerProcess
 
 
 @pytest.fixture
-def broker(tmp_path):
-    """A fresh broker on an ephemeral port in a temp dir, in this process."""
-    with BrokerThread(tmp_path / "data", overrides=dict(TEST_OVERRIDES)) as b:
-        yield b
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class BrokerProcess:
-    """`python -m minibroker` as a child process, to stop with SIGTERM or kill with SIGKILL."""
-
-    def __init__(self, data_dir: Path, port: int | None = None, overrides: dict | None = None,
-                 extra_args: list[str] | None = None):
-        self.data_dir = data_dir
-        self.port = port or free_port()
-        self.overrides = {**TEST_OVERRIDES, **(overrides or {})}
-        self.extra_args = extra_args or []
-        self.proc: subprocess.Popen | None = None
-        self.log_path = data_dir.parent / f"broker-{self.port}.log"
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 20.0) -> str:
-        args = [sys.executable, "-m", "minibroker", "--host", "127.0.0.1", "--port", str(self.port),
-                "--data-dir", str(self.data_dir), *self.extra_args]
-        for k, v in self.overrides.items():
-            args += ["--override", f"{k}={v}"]
-        self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"broker exited with {self.proc.returncode}: {self.log_path.read_text()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return self.bootstrap
-            except OSError:
-                time.sleep(0.02)
-        raise RuntimeError("broker did not start listening")
-
-    def stop(self, timeout: float = 20.0) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(timeout)
-        self._log.close()
-        return rc
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-        self._log.close()
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-
-@pytest.fixture
-def broker_process(tmp_path):
+def kafka_broker_process(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
+    """A factory of `BrokerProcess`es on tmp_path/data; any still running after the test is killed."""
     procs: list[BrokerProcess] = []
 
     def make(**kw) -> BrokerProcess:

@@ -15,7 +15,7 @@ from kafka import KafkaProducer
 
 from minibroker.testing import AsyncBroker, BrokerThread, Namespace
 from protocol.records import v2
-from tests.conftest import TEST_OVERRIDES
+from tests.helpers import TEST_OVERRIDES
 
 ROOT = Path(__file__).resolve().parent.parent
 pytest_plugins = ["pytester"]

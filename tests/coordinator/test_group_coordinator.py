@@ -13,56 +13,23 @@ import struct
 import pytest
 
 from minibroker.coordinator.group import GroupState
-from minibroker.coordinator.group_coordinator import ClientInfo, GroupConfig, GroupCoordinator
-from minibroker.coordinator.records import decode_record
-from protocol.apis import heartbeat, join_group, leave_group, offset_commit, sync_group
-from protocol.errors import ErrorCode, KafkaError
-
-E = ErrorCode
-TIMEOUT = 5.0
-
-
-class MemoryLog:
-    """Stands in for OffsetsStore: the same append/load/open_transactions surface."""
-
-    def __init__(self) -> None:
-        self.records: list[tuple[bytes, bytes | None]] = []
-        self.fail_with: int | None = None
-        self.open_transactions: dict[int, list[tuple[bytes, bytes | None]]] = {}
-
-    def append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> int:
-        if self.fail_with is not None:
-            raise KafkaError(self.fail_with)
-        first = len(self.records)
-        self.records.extend(records)
-        return first
-
-    def load(self):
-        return list(self.records)
-
-    def decoded(self):
-        return [decode_record(k, v) for k, v in self.records]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.ms = 1_700_000_000_000
-
-    def __call__(self) -> int:
-        return self.ms
-
-
-def config(**kw) -> GroupConfig:
-    base = dict(initial_rebalance_delay_ms=0, min_session_timeout_ms=10, max_session_timeout_ms=60_000)
-    base.update(kw)
-    return GroupConfig(**base)
-
-
-async def started(store: MemoryLog | None = None, **kw) -> GroupCoordinator:
-    clock = kw.pop("clock", None)
-    c = GroupCoordinator(config(**kw), store or MemoryLog(), **({"now_ms": clock} if clock else {}))
-    await c.start()
-    return c
+from protocol.apis import leave_group
+from storage.clock import ManualClock
+from tests.coordinator.group_helpers import (
+    TIMEOUT,
+    E,
+    MemoryLog,
+    client,
+    commit_req,
+    done,
+    hb,
+    join,
+    join_req,
+    stable_group,
+    started,
+    sub,
+    sync_req,
+)
 
 
 @pytest.fixture
@@ -71,77 +38,6 @@ async def coord():
     yield c
     await c.stop()
 
-
-def sub(*topics: str) -> bytes:
-    out = struct.pack(">hi", 0, len(topics))
-    for t in topics:
-        out += struct.pack(">h", len(t)) + t.encode()
-    return out + struct.pack(">i", -1)
-
-
-def join_req(group: str, member_id: str = "", *, instance: str | None = None, session: int = 5000,
-             rebalance: int = 5000, protocols=None, ptype: str = "consumer"):
-    P = join_group.REQUEST.JoinGroupRequestProtocol
-    protocols = protocols or (("range", sub("t")),)
-    return join_group.REQUEST(group_id=group, session_timeout_ms=session, rebalance_timeout_ms=rebalance,
-                              member_id=member_id, group_instance_id=instance, protocol_type=ptype,
-                              protocols=[P(name=n, metadata=m) for n, m in protocols])
-
-
-def client(version: int = 5, cid: str = "c") -> ClientInfo:
-    return ClientInfo(client_id=cid, client_host="/127.0.0.1", api_version=version)
-
-
-async def join(c: GroupCoordinator, group: str, member_id: str = "", version: int = 5, **kw):
-    """Join like a v4+ client: get a member id first if needed, then join with it (parks)."""
-    if not member_id and kw.get("instance") is None and version >= 4:
-        first = await c.join_group(join_req(group, **kw), client(version))
-        assert first.error_code == E.MEMBER_ID_REQUIRED
-        member_id = first.member_id
-    return c.join_group(join_req(group, member_id, **kw), client(version))
-
-
-async def done(fut):
-    return await asyncio.wait_for(fut, TIMEOUT)
-
-
-def sync_req(group, member_id, generation, assignments=None, instance=None):
-    A = sync_group.REQUEST.SyncGroupRequestAssignment
-    return sync_group.REQUEST(group_id=group, generation_id=generation, member_id=member_id,
-                              group_instance_id=instance,
-                              assignments=[A(member_id=m, assignment=a) for m, a in (assignments or {}).items()])
-
-
-def hb(c, group, member_id, generation, instance=None) -> int:
-    return c.heartbeat(heartbeat.REQUEST(group_id=group, generation_id=generation, member_id=member_id,
-                                         group_instance_id=instance))
-
-
-def commit_req(group, generation=-1, member_id="", offsets=(), retention=-1):
-    T = offset_commit.REQUEST.OffsetCommitRequestTopic
-    P = offset_commit.REQUEST.OffsetCommitRequestPartition
-    by_topic: dict[str, list] = {}
-    for topic, partition, offset, epoch, metadata in offsets:
-        by_topic.setdefault(topic, []).append(P(partition_index=partition, committed_offset=offset,
-                                                committed_leader_epoch=epoch, committed_metadata=metadata))
-    return offset_commit.REQUEST(group_id=group, generation_id_or_member_epoch=generation, member_id=member_id,
-                                 retention_time_ms=retention,
-                                 topics=[T(name=t, partitions=ps) for t, ps in by_topic.items()])
-
-
-async def stable_group(c, group="g", n=1, **kw):
-    """n dynamic members joined and synced; returns (member ids, generation)."""
-    futs = [await join(c, group, **kw) for _ in range(n)]
-    resps = [await done(f) for f in futs]
-    gen = resps[0].generation_id
-    leader = resps[0].leader
-    ids = [r.member_id for r in resps]
-    syncs = [c.sync_group(sync_req(group, m, gen, {x: x.encode() for x in ids} if m == leader else None))
-             for m in ids]
-    for s in syncs:
-        assert (await done(s)).error_code == 0
-    assert c.groups[group].state is GroupState.STABLE
-    return ids, gen
 
 
 # ----------------------------------------------------------------------------------- join/sync
@@ -400,7 +296,7 @@ async def test_delete_groups_and_offsets(coord):
 
 
 async def test_offsets_expire_after_retention_once_the_group_is_empty():
-    clock = Clock()
+    clock = ManualClock()
     store = MemoryLog()
     c = await started(store, clock=clock, offsets_retention_ms=60_000)
     try:
@@ -408,16 +304,16 @@ async def test_offsets_expire_after_retention_once_the_group_is_empty():
         c.commit_offsets(commit_req("g", gen, a, [("t", 0, 1, -1, "")]), 8)
         c.commit_offsets(commit_req("simple", offsets=[("t", 0, 1, -1, "")]), 8)
         c.commit_offsets(commit_req("kept", offsets=[("t", 0, 1, -1, "")], retention=10 * 60_000), 2)
-        clock.ms += 120_000
+        clock.advance(120_000)
         assert c.cleanup_group_metadata() == 1  # only the simple group's; "g" is Stable and subscribed
         assert "simple" not in c.groups and c.committed("g", "t", 0) is not None
         assert c.committed("kept", "t", 0) is not None  # its explicit expire time is later
         c.leave_group("g", [leave_group.REQUEST.MemberIdentity(member_id=a)])
-        clock.ms += 30_000
+        clock.advance(30_000)
         assert c.cleanup_group_metadata() == 0  # retention counts from when the group became empty
-        clock.ms += 31_000
+        clock.advance(31_000)
         assert c.cleanup_group_metadata() == 1 and "g" not in c.groups
-        clock.ms += 10 * 60_000
+        clock.advance(10 * 60_000)
         assert c.cleanup_group_metadata() == 1 and "kept" not in c.groups
     finally:
         await c.stop()

@@ -1,6 +1,6 @@
 """__consumer_offsets through the real storage engine: placement, files, transactional loading.
 
-The coordinators are built by hand over a LogManager in tmp_path (tests/coordinator/stack.py),
+The coordinators run in a Broker over a LogManager in tmp_path (tests/coordinator/stack.py),
 as `Broker` start-up wires them.
 """
 
@@ -65,7 +65,7 @@ async def test_loading_keeps_committed_transactions_and_drops_aborted_ones(tmp_p
 
 
 async def test_restart_restores_groups_and_offsets_from_disk(tmp_path):
-    from tests.coordinator.test_group_coordinator import commit_req, stable_group
+    from tests.coordinator.group_helpers import commit_req, stable_group
 
     s = await Stack(tmp_path / "d").start()
     c = s.groups

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from protocol.codec import decode, encode
 from tests.fuzz.targets import SCHEMAS, TARGETS, mutate, run, seeds_for
-from tests.protocol.test_codec_schemas import _struct
+from tests.protocol.strategies import message_strategy
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "500"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=False,
@@ -46,7 +46,7 @@ def test_mutated_valid_input(name: str, seed: int, which: int):
 def test_every_schema_decodes_mutations_of_its_own_encodings(data, index: int, seed: int):
     """A valid message of a random API, side and version, encoded, mutated, decoded."""
     _, _, schema, version = SCHEMAS[index]
-    obj = data.draw(_struct(schema.cls, schema.fields, version, version in schema.flexible))
+    obj = data.draw(message_strategy(schema.cls, schema.fields, version, version in schema.flexible))
     raw = bytes(encode(schema, version, obj))
     run(lambda b: decode(schema, version, b), mutate(random.Random(seed), raw))
 

@@ -32,7 +32,7 @@ SEEDS = seed_requests()
 
 
 @pytest.fixture(scope="module")
-def mb(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with module_broker(tmp_path_factory, {"socket.request.max.bytes": MAX_REQUEST,
                                           "auto.create.topics.enable": False}) as b:
         create_topic(b, "t")  # the topic the seed Produce and Fetch requests name
@@ -120,8 +120,8 @@ def api_versions_answers(bootstrap: str) -> bool:
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                        HealthCheck.function_scoped_fixture])
 @given(batch=st.lists(frames(), min_size=1, max_size=4))
-def test_random_frames_on_a_live_connection(mb, crash_log, batch: list[bytes]):
-    host, port = mb.bootstrap.rsplit(":", 1)
+def test_random_frames_on_a_live_connection(kafka_broker_module, crash_log, batch: list[bytes]):
+    host, port = kafka_broker_module.bootstrap.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=10) as s:
         try:
             for data in batch:
@@ -130,7 +130,7 @@ def test_random_frames_on_a_live_connection(mb, crash_log, batch: list[bytes]):
         except OSError:
             pass  # the broker closed already (EPIPE, ECONNRESET, ENOTCONN): that is an answer
         assert closes_within(s, 10.0), f"connection still open 10 s after the client's EOF: {batch!r:.200}"
-    assert api_versions_answers(mb.bootstrap)
+    assert api_versions_answers(kafka_broker_module.bootstrap)
     assert not crash_log.records, [r.getMessage() for r in crash_log.records]
 
 
@@ -141,7 +141,7 @@ def test_random_frames_on_a_live_connection(mb, crash_log, batch: list[bytes]):
 # Those are counted; a stored batch whose header is wrong would be a bug.
 
 
-def test_what_the_fuzzed_produces_stored_decodes_whole_or_is_a_known_gap(mb):
+def test_what_the_fuzzed_produces_stored_decodes_whole_or_is_a_known_gap(kafka_broker_module):
     """Runs after the fuzzing above: every batch the mutated Produce requests got into the log
     decodes completely (CRC, records, counts), except for the known gaps of header-only
     validation, which are counted."""
@@ -151,7 +151,7 @@ def test_what_the_fuzzed_produces_stored_decodes_whole_or_is_a_known_gap(mb):
         info = lg.read(lg.log_start_offset, 1 << 30)
         return info.region.read_all() if info.region is not None else b""
 
-    data = mb.call(raw)
+    data = kafka_broker_module.call(raw)
     whole = gaps = 0
     for view in iter_batches(data):
         view.validate()  # the header checks the broker makes: must hold for everything stored

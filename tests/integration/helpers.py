@@ -23,7 +23,7 @@ from minibroker.testing import BrokerThread
 from protocol.codec import decode, encode
 from protocol.headers import RequestHeader, encode_request_header, response_header_version
 from protocol.records.v2 import DecodedRecord, Record, build_batch, decode_batches
-from tests.conftest import TEST_OVERRIDES
+from tests.helpers import TEST_OVERRIDES
 
 TIMEOUT = 20.0  # seconds any single wait in these tests may take before it fails
 

@@ -47,7 +47,7 @@ CLOSE = "close"
 
 
 @pytest.fixture(scope="module")
-def mb(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with module_broker(tmp_path_factory, {"socket.request.max.bytes": MAX_REQUEST}) as b:
         yield b
 
@@ -226,32 +226,32 @@ def _frame_params() -> list[Any]:
 
 
 @pytest.mark.parametrize("row", _frame_params())
-def test_frame_table(mb, row: FrameRow, caplog):
+def test_frame_table(kafka_broker_module, row: FrameRow, caplog):
     caplog.set_level(logging.INFO, logger="minibroker")
     data = row.data() if callable(row.data) else row.data
-    with RawClient(mb.bootstrap) as bystander, RawClient(mb.bootstrap) as raw:
-        api_versions_works(mb.bootstrap)
+    with RawClient(kafka_broker_module.bootstrap) as bystander, RawClient(kafka_broker_module.bootstrap) as raw:
+        api_versions_works(kafka_broker_module.bootstrap)
         raw.send_raw(data)
         assert _answer_of(raw, row.answer) == row.ours, row.kafka
         # The connection opened before is still served, and so are new ones.
         body = bystander.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="x",
                                                                         client_software_version="1"))
         assert body.error_code == 0
-    assert api_versions_works(mb.bootstrap)
+    assert api_versions_works(kafka_broker_module.bootstrap)
     if row.log is not None:
         lines = [r.getMessage() for r in caplog.records]
         assert any(row.log in m for m in lines), lines
 
 
-def test_client_closing_mid_frame_and_mid_prefix_leaves_the_broker_serving(mb):
+def test_client_closing_mid_frame_and_mid_prefix_leaves_the_broker_serving(kafka_broker_module):
     """A frame cut short by the client's own close has no answer; the broker drops the half-read
     frame with the connection (Kafka: the same, silently)."""
     for partial in (b"\x00\x00", struct.pack(">i", 100) + b"x" * 10):
-        host, port = mb.bootstrap.rsplit(":", 1)
+        host, port = kafka_broker_module.bootstrap.rsplit(":", 1)
         s = socket.create_connection((host, int(port)))
         s.sendall(partial)
         s.close()
-    assert api_versions_works(mb.bootstrap)
+    assert api_versions_works(kafka_broker_module.bootstrap)
 
 
 # -- the record batch table ----------------------------------------------------------------------
@@ -343,14 +343,14 @@ def _batch_params() -> list[Any]:
 
 
 @pytest.mark.parametrize("row", _batch_params())
-def test_record_batch_table(mb, row: BatchRow):
+def test_record_batch_table(kafka_broker_module, row: BatchRow):
     topic = unique("bad-batch")
-    create_topic(mb, topic, configs=dict(row.topic_config))
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic, configs=dict(row.topic_config))
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         # A good batch first, so "nothing already stored is damaged" has something to check.
         first = raw.call(produce.API, PRODUCE_V, produce_request(topic, bytes(good_batch(2))))
         assert first.responses[0].partition_responses[0].error_code == 0
-        before = stored_batches(mb, topic)
+        before = stored_batches(kafka_broker_module, topic)
         resp = raw.call(produce.API, PRODUCE_V, produce_request(topic, row.records()))
         [part] = resp.responses[0].partition_responses
         got = E(part.error_code).name
@@ -358,13 +358,13 @@ def test_record_batch_table(mb, row: BatchRow):
         again = raw.call(produce.API, PRODUCE_V, produce_request(topic, bytes(good_batch(1))))
         assert again.responses[0].partition_responses[0].error_code == 0
     # Every stored batch decodes whole (records included): nothing bad reached the segment.
-    after = stored_batches(mb, topic)
+    after = stored_batches(kafka_broker_module, topic)
     assert all(b.records_count == len(b.records) for b in after)
     if row.ours == "NONE":
         assert got == "NONE", row.kafka
-        assert offsets(mb, topic) == (0, 2 + 3 + 1)
+        assert offsets(kafka_broker_module, topic) == (0, 2 + 3 + 1)
     else:
         assert got == row.ours, row.kafka
         assert part.base_offset == -1
         assert after[:len(before)] == before and len(after) == len(before) + 1
-        assert offsets(mb, topic) == (0, 3)
+        assert offsets(kafka_broker_module, topic) == (0, 3)

@@ -28,7 +28,7 @@ from tests.integration.helpers import (
 
 
 @pytest.fixture(scope="module")
-def mb(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with module_broker(tmp_path_factory) as b:
         yield b
 
@@ -70,11 +70,11 @@ def received(cr) -> Rec:
 
 
 @pytest.mark.parametrize("codec", CODECS)
-async def test_every_record_shape_on_8_partitions(mb, codec):
+async def test_every_record_shape_on_8_partitions(kafka_broker_module, codec):
     topic = unique(f"aio-{codec}")
-    create_topic(mb, topic, PARTITIONS)
+    create_topic(kafka_broker_module, topic, PARTITIONS)
     items = [(q, r) for q in range(PARTITIONS) for r in sample_records(q)]
-    p = await started_producer(mb, compression_type=None if codec == "none" else codec)
+    p = await started_producer(kafka_broker_module, compression_type=None if codec == "none" else codec)
     try:
         delivered = await produce_all(p, topic, items)
     finally:
@@ -82,7 +82,7 @@ async def test_every_record_shape_on_8_partitions(mb, codec):
     per_partition = len(sample_records(0))
     assert sorted(delivered) == [(q, o) for q in range(PARTITIONS) for o in range(per_partition)]
 
-    c = await started_consumer(mb)
+    c = await started_consumer(kafka_broker_module)
     try:
         tps = [TopicPartition(topic, q) for q in range(PARTITIONS)]
         c.assign(tps)
@@ -94,21 +94,21 @@ async def test_every_record_shape_on_8_partitions(mb, codec):
         mine = [m for m in msgs if m.partition == q]
         assert [m.offset for m in mine] == list(range(per_partition))
         assert [received(m) for m in mine] == sample_records(q)
-        assert [as_stored(r) for r in stored_records(mb, topic, q)] == sample_records(q)
-        assert {bt.compression for bt in stored_batches(mb, topic, q)} == {CODEC_IDS[codec]}
+        assert [as_stored(r) for r in stored_records(kafka_broker_module, topic, q)] == sample_records(q)
+        assert {bt.compression for bt in stored_batches(kafka_broker_module, topic, q)} == {CODEC_IDS[codec]}
 
 
-async def test_consume_from_the_middle_of_a_batch(mb):
+async def test_consume_from_the_middle_of_a_batch(kafka_broker_module):
     topic = unique("aio-middle")
-    create_topic(mb, topic, 1)
-    p = await started_producer(mb, linger_ms=500, compression_type="snappy")
+    create_topic(kafka_broker_module, topic, 1)
+    p = await started_producer(kafka_broker_module, linger_ms=500, compression_type="snappy")
     try:
         await produce_all(p, topic, [(0, Rec(b"k%d" % i, b"v%d" % i, (), 5_000 + i)) for i in range(10)])
     finally:
         await p.stop()
-    assert [(bt.base_offset, bt.records_count) for bt in stored_batches(mb, topic)] == [(0, 10)]
+    assert [(bt.base_offset, bt.records_count) for bt in stored_batches(kafka_broker_module, topic)] == [(0, 10)]
 
-    c = await started_consumer(mb)
+    c = await started_consumer(kafka_broker_module)
     try:
         tp = TopicPartition(topic, 0)
         c.assign([tp])
@@ -121,15 +121,15 @@ async def test_consume_from_the_middle_of_a_batch(mb):
         (i, b"k%d" % i, b"v%d" % i, 5_000 + i) for i in range(5, 10)]
 
 
-async def test_offsets_for_times(mb):
+async def test_offsets_for_times(kafka_broker_module):
     topic = unique("aio-times")
-    create_topic(mb, topic, 1)
-    p = await started_producer(mb)
+    create_topic(kafka_broker_module, topic, 1)
+    p = await started_producer(kafka_broker_module)
     try:
         await produce_all(p, topic, [(0, Rec(b"k", b"t%d" % ts, (), ts)) for ts in (1000, 2000, 3000)])
     finally:
         await p.stop()
-    c = await started_consumer(mb)
+    c = await started_consumer(kafka_broker_module)
     try:
         tp = TopicPartition(topic, 0)
         assert await c.beginning_offsets([tp]) == {tp: 0}
@@ -141,10 +141,10 @@ async def test_offsets_for_times(mb):
         await c.stop()
 
 
-async def test_record_above_topic_max_message_bytes(mb):
+async def test_record_above_topic_max_message_bytes(kafka_broker_module):
     topic = unique("aio-small")
-    create_topic(mb, topic, 1, {"max.message.bytes": "1024"})
-    p = await started_producer(mb)
+    create_topic(kafka_broker_module, topic, 1, {"max.message.bytes": "1024"})
+    p = await started_producer(kafka_broker_module)
     try:
         fut = await p.send(topic, value=b"x" * 4096)
         with pytest.raises(MessageSizeTooLargeError):
@@ -153,4 +153,4 @@ async def test_record_above_topic_max_message_bytes(mb):
         assert meta.offset == 0
     finally:
         await p.stop()
-    assert offsets(mb, topic) == (0, 1)
+    assert offsets(kafka_broker_module, topic) == (0, 1)

@@ -26,7 +26,7 @@ from tests.integration.helpers import (
 
 
 @pytest.fixture(scope="module")
-def mb(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with module_broker(tmp_path_factory) as b:
         yield b
 
@@ -64,15 +64,15 @@ def received(msg) -> Rec:
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_every_record_shape_on_8_partitions(mb, codec):
+def test_every_record_shape_on_8_partitions(kafka_broker_module, codec):
     topic = unique(f"cf-{codec}")
-    create_topic(mb, topic, PARTITIONS)
+    create_topic(kafka_broker_module, topic, PARTITIONS)
     items = [(p, r) for p in range(PARTITIONS) for r in sample_records(p)]
-    delivered = produce_all(producer(mb, **{"compression.type": codec}), topic, items)
+    delivered = produce_all(producer(kafka_broker_module, **{"compression.type": codec}), topic, items)
     per_partition = len(sample_records(0))
     assert sorted(delivered) == [(p, o) for p in range(PARTITIONS) for o in range(per_partition)]
 
-    c = consumer(mb)
+    c = consumer(kafka_broker_module)
     try:
         c.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         msgs = confluent_consume(c, len(items))
@@ -83,20 +83,20 @@ def test_every_record_shape_on_8_partitions(mb, codec):
         assert [m.offset() for m in mine] == list(range(per_partition))
         assert [received(m) for m in mine] == sample_records(p)
         # What the broker stored is what was sent, in the codec the producer chose.
-        assert [as_stored(r) for r in stored_records(mb, topic, p)] == sample_records(p)
-        assert {bt.compression for bt in stored_batches(mb, topic, p)} == {CODEC_IDS[codec]}
+        assert [as_stored(r) for r in stored_records(kafka_broker_module, topic, p)] == sample_records(p)
+        assert {bt.compression for bt in stored_batches(kafka_broker_module, topic, p)} == {CODEC_IDS[codec]}
 
 
-def test_consume_from_the_middle_of_a_batch(mb):
+def test_consume_from_the_middle_of_a_batch(kafka_broker_module):
     topic = unique("cf-middle")
-    create_topic(mb, topic, 1)
+    create_topic(kafka_broker_module, topic, 1)
     items = [(0, Rec(b"k%d" % i, b"v%d" % i, (), 5_000 + i)) for i in range(10)]
     # One batch, one request: linger long enough that flush() sends all ten together.
-    produce_all(producer(mb, **{"linger.ms": 200, "compression.type": "lz4"}), topic, items)
-    batches = stored_batches(mb, topic)
+    produce_all(producer(kafka_broker_module, **{"linger.ms": 200, "compression.type": "lz4"}), topic, items)
+    batches = stored_batches(kafka_broker_module, topic)
     assert [(bt.base_offset, bt.records_count) for bt in batches] == [(0, 10)]
 
-    c = consumer(mb)
+    c = consumer(kafka_broker_module)
     try:
         c.assign([TopicPartition(topic, 0, 5)])
         msgs = confluent_consume(c, 5)
@@ -107,12 +107,12 @@ def test_consume_from_the_middle_of_a_batch(mb):
         (i, b"k%d" % i, b"v%d" % i, 5_000 + i) for i in range(5, 10)]
 
 
-def test_offsets_for_times_and_list_offsets(mb):
+def test_offsets_for_times_and_list_offsets(kafka_broker_module):
     topic = unique("cf-times")
-    create_topic(mb, topic, 1)
-    produce_all(producer(mb), topic, [(0, Rec(b"k", b"t%d" % ts, (), ts)) for ts in (1000, 2000, 3000)])
+    create_topic(kafka_broker_module, topic, 1)
+    produce_all(producer(kafka_broker_module), topic, [(0, Rec(b"k", b"t%d" % ts, (), ts)) for ts in (1000, 2000, 3000)])
 
-    c = consumer(mb)
+    c = consumer(kafka_broker_module)
     try:
         assert c.get_watermark_offsets(TopicPartition(topic, 0), timeout=TIMEOUT) == (0, 3)
         for ts, want in [(0, 0), (1000, 0), (1001, 1), (2000, 1), (2999, 2), (3000, 2), (3001, -1)]:
@@ -122,7 +122,7 @@ def test_offsets_for_times_and_list_offsets(mb):
     finally:
         c.close()
 
-    admin = AdminClient({"bootstrap.servers": mb.bootstrap})
+    admin = AdminClient({"bootstrap.servers": kafka_broker_module.bootstrap})
     tp = TopicPartition(topic, 0)
     for spec, want in [(OffsetSpec.earliest(), (0, None)), (OffsetSpec.latest(), (3, None)),
                        (OffsetSpec.max_timestamp(), (2, 3000)), (OffsetSpec.for_timestamp(1500), (1, 2000))]:
@@ -140,34 +140,34 @@ def deliver_one(p: Producer, topic: str, value: bytes):
     return reports[0]
 
 
-def test_record_above_topic_max_message_bytes(mb):
+def test_record_above_topic_max_message_bytes(kafka_broker_module):
     topic = unique("cf-small")
-    create_topic(mb, topic, 1, {"max.message.bytes": "1024"})
-    p = producer(mb, **{"message.send.max.retries": 0})
+    create_topic(kafka_broker_module, topic, 1, {"max.message.bytes": "1024"})
+    p = producer(kafka_broker_module, **{"message.send.max.retries": 0})
     err = deliver_one(p, topic, b"x" * 4096)
     assert err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE, err
-    assert offsets(mb, topic) == (0, 0)
+    assert offsets(kafka_broker_module, topic) == (0, 0)
     assert deliver_one(p, topic, b"y" * 100) is None  # the connection still works
-    assert offsets(mb, topic) == (0, 1)
+    assert offsets(kafka_broker_module, topic) == (0, 1)
 
 
-def test_record_above_the_broker_default_of_1_mb(mb):
+def test_record_above_the_broker_default_of_1_mb(kafka_broker_module):
     topic = unique("cf-1mb")
-    create_topic(mb, topic, 1)
+    create_topic(kafka_broker_module, topic, 1)
     # Raise the client's own limit so the broker is the one refusing (default max.message.bytes 1048588).
-    p = producer(mb, **{"message.max.bytes": 4_000_000, "message.send.max.retries": 0})
+    p = producer(kafka_broker_module, **{"message.max.bytes": 4_000_000, "message.send.max.retries": 0})
     err = deliver_one(p, topic, b"\x01" * 1_200_000)
     assert err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE, err
-    assert offsets(mb, topic) == (0, 0)
+    assert offsets(kafka_broker_module, topic) == (0, 0)
 
 
 @pytest.mark.parametrize("reset, want", [("earliest", [b"a", b"b", b"c"]), ("latest", [b"after"])])
-def test_offset_out_of_range_resets(mb, reset, want):
+def test_offset_out_of_range_resets(kafka_broker_module, reset, want):
     topic = unique(f"cf-oor-{reset}")
-    create_topic(mb, topic, 1)
-    p = producer(mb)
+    create_topic(kafka_broker_module, topic, 1)
+    p = producer(kafka_broker_module)
     produce_all(p, topic, [(0, Rec(None, v, (), 1000)) for v in (b"a", b"b", b"c")])
-    c = consumer(mb, **{"auto.offset.reset": reset})
+    c = consumer(kafka_broker_module, **{"auto.offset.reset": reset})
     try:
         c.assign([TopicPartition(topic, 0, 100)])  # past the end: OFFSET_OUT_OF_RANGE, then a reset
         if reset == "latest":

@@ -31,7 +31,7 @@ from tests.integration.helpers import (
 
 
 @pytest.fixture(scope="module")
-def mb(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with module_broker(tmp_path_factory) as b:
         yield b
 
@@ -71,11 +71,11 @@ def produce_all(p: KafkaProducer, topic: str, items: list[tuple[int, Rec]]) -> l
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_every_record_shape_on_8_partitions(mb, codec):
+def test_every_record_shape_on_8_partitions(kafka_broker_module, codec):
     topic = unique(f"kp-{codec}")
-    create_topic(mb, topic, PARTITIONS)
+    create_topic(kafka_broker_module, topic, PARTITIONS)
     items = [(p, r) for p in range(PARTITIONS) for r in sample_records(p, null_header_value=False)]
-    p = producer(mb, compression_type=None if codec == "none" else codec)
+    p = producer(kafka_broker_module, compression_type=None if codec == "none" else codec)
     try:
         delivered = produce_all(p, topic, items)
     finally:
@@ -83,7 +83,7 @@ def test_every_record_shape_on_8_partitions(mb, codec):
     per_partition = len(sample_records(0))
     assert sorted(delivered) == [(q, o) for q in range(PARTITIONS) for o in range(per_partition)]
 
-    c = consumer(mb)
+    c = consumer(kafka_broker_module)
     try:
         tps = [TopicPartition(topic, q) for q in range(PARTITIONS)]
         c.assign(tps)
@@ -95,24 +95,24 @@ def test_every_record_shape_on_8_partitions(mb, codec):
         mine = [m for m in msgs if m.partition == q]
         assert [m.offset for m in mine] == list(range(per_partition))
         assert [received(m) for m in mine] == sample_records(q, null_header_value=False)
-        assert [as_stored(r) for r in stored_records(mb, topic, q)] == sample_records(q, null_header_value=False)
+        assert [as_stored(r) for r in stored_records(kafka_broker_module, topic, q)] == sample_records(q, null_header_value=False)
         # kafka-python sends a batch uncompressed when compressing does not make it smaller, so
         # only the batch with the large repetitive value is sure to carry the codec.
-        codecs = [bt.compression for bt in stored_batches(mb, topic, q)]
+        codecs = [bt.compression for bt in stored_batches(kafka_broker_module, topic, q)]
         assert set(codecs) <= {0, CODEC_IDS[codec]} and CODEC_IDS[codec] in codecs, codecs
 
 
-def test_consume_from_the_middle_of_a_batch(mb):
+def test_consume_from_the_middle_of_a_batch(kafka_broker_module):
     topic = unique("kp-middle")
-    create_topic(mb, topic, 1)
-    p = producer(mb, linger_ms=500, compression_type="gzip")
+    create_topic(kafka_broker_module, topic, 1)
+    p = producer(kafka_broker_module, linger_ms=500, compression_type="gzip")
     try:
         produce_all(p, topic, [(0, Rec(b"k%d" % i, b"v%d" % i, (), 5_000 + i)) for i in range(10)])
     finally:
         p.close(TIMEOUT)
-    assert [(bt.base_offset, bt.records_count) for bt in stored_batches(mb, topic)] == [(0, 10)]
+    assert [(bt.base_offset, bt.records_count) for bt in stored_batches(kafka_broker_module, topic)] == [(0, 10)]
 
-    c = consumer(mb)
+    c = consumer(kafka_broker_module)
     try:
         tp = TopicPartition(topic, 0)
         c.assign([tp])
@@ -125,15 +125,15 @@ def test_consume_from_the_middle_of_a_batch(mb):
         (i, b"k%d" % i, b"v%d" % i, 5_000 + i) for i in range(5, 10)]
 
 
-def test_offsets_for_times(mb):
+def test_offsets_for_times(kafka_broker_module):
     topic = unique("kp-times")
-    create_topic(mb, topic, 1)
-    p = producer(mb)
+    create_topic(kafka_broker_module, topic, 1)
+    p = producer(kafka_broker_module)
     try:
         produce_all(p, topic, [(0, Rec(b"k", b"t%d" % ts, (), ts)) for ts in (1000, 2000, 3000)])
     finally:
         p.close(TIMEOUT)
-    c = consumer(mb)
+    c = consumer(kafka_broker_module)
     try:
         tp = TopicPartition(topic, 0)
         assert c.beginning_offsets([tp]) == {tp: 0}
@@ -146,10 +146,10 @@ def test_offsets_for_times(mb):
         c.close()
 
 
-def test_record_above_topic_max_message_bytes(mb):
+def test_record_above_topic_max_message_bytes(kafka_broker_module):
     topic = unique("kp-small")
-    create_topic(mb, topic, 1, {"max.message.bytes": "1024"})
-    p = producer(mb, retries=0)
+    create_topic(kafka_broker_module, topic, 1, {"max.message.bytes": "1024"})
+    p = producer(kafka_broker_module, retries=0)
     try:
         fut = p.send(topic, value=b"x" * 4096)
         with pytest.raises(MessageSizeTooLargeError):
@@ -157,18 +157,18 @@ def test_record_above_topic_max_message_bytes(mb):
         assert p.send(topic, value=b"y" * 100).get(TIMEOUT).offset == 0
     finally:
         p.close(TIMEOUT)
-    assert offsets(mb, topic) == (0, 1)
+    assert offsets(kafka_broker_module, topic) == (0, 1)
 
 
-def test_record_above_the_broker_default_of_1_mb(mb):
+def test_record_above_the_broker_default_of_1_mb(kafka_broker_module):
     topic = unique("kp-1mb")
-    create_topic(mb, topic, 1)
+    create_topic(kafka_broker_module, topic, 1)
     # Raise the client's own cap (max_request_size) so the broker's 1048588 is what refuses.
-    p = producer(mb, retries=0, max_request_size=4_000_000)
+    p = producer(kafka_broker_module, retries=0, max_request_size=4_000_000)
     try:
         fut = p.send(topic, value=b"\x01" * 1_200_000)
         with pytest.raises(MessageSizeTooLargeError):
             fut.get(TIMEOUT)
     finally:
         p.close(TIMEOUT)
-    assert offsets(mb, topic) == (0, 0)
+    assert offsets(kafka_broker_module, topic) == (0, 0)

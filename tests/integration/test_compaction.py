@@ -159,12 +159,12 @@ def test_consumer_offsets_is_compacted(tmp_path):
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_kill_during_cleaning_recovers_a_consistent_log(broker_process, seed):
+def test_kill_during_cleaning_recovers_a_consistent_log(kafka_broker_process, seed):
     """kill -9 at a random moment while the cleaner keeps rewriting the log: after the restart a
     consumer from 0 sees every acknowledged write's latest value (the old or the new segment set,
     never a mix that loses or resurrects a value)."""
     rnd = random.Random(seed)
-    bp = broker_process(overrides={**FAST_CLEANER, "log.cleaner.backoff.ms": 10})
+    bp = kafka_broker_process(overrides={**FAST_CLEANER, "log.cleaner.backoff.ms": 10})
     bp.start()
     t = "kill-compact"
     from confluent_kafka.admin import AdminClient, NewTopic

@@ -17,7 +17,7 @@ from .helpers import TIMEOUT, RawClient, create_topic, module_broker, unique
 
 
 @pytest.fixture(scope="module")
-def b(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with module_broker(tmp_path_factory, {"log.retention.hours": 100}) as broker:
         yield broker
 
@@ -61,8 +61,8 @@ def topic_log_config(b, topic: str):
 # ------------------------------------------------------------------------------ confluent-kafka
 
 
-def test_confluent_describe_alter_incremental_redescribe(b):
-    a = admin(b)
+def test_confluent_describe_alter_incremental_redescribe(kafka_broker_module):
+    a = admin(kafka_broker_module)
     t = unique("cfg")
     a.create_topics([NewTopic(t, 1, 1, config={"retention.ms": "3600000"})])[t].result(TIMEOUT)
     d = describe(a, "topic", t)
@@ -82,7 +82,7 @@ def test_confluent_describe_alter_incremental_redescribe(b):
     assert d["retention.ms"].value == str(100 * 3600 * 1000)  # back to the broker's default
     assert d["retention.ms"].source == ConfigSource.STATIC_BROKER_CONFIG.value
     assert d["segment.bytes"].value == "1048576"
-    cfg = topic_log_config(b, t)  # applied live to the open log
+    cfg = topic_log_config(kafka_broker_module, t)  # applied live to the open log
     assert cfg.segment_bytes == 1048576 and cfg.compact and cfg.delete
 
     incremental(a, "topic", t, ("cleanup.policy", "delete", AlterConfigOpType.SUBTRACT))
@@ -94,13 +94,13 @@ def test_confluent_describe_alter_incremental_redescribe(b):
     d = describe(a, "topic", t)
     assert d["max.message.bytes"].value == "5000"
     assert d["cleanup.policy"].value == "delete" and d["segment.bytes"].is_default
-    assert b.call(lambda br: br.topics[t].overrides) == {"max.message.bytes": 5000}
+    assert kafka_broker_module.call(lambda br: br.topics[t].overrides) == {"max.message.bytes": 5000}
 
 
-def test_confluent_invalid_values(b):
-    a = admin(b)
+def test_confluent_invalid_values(kafka_broker_module):
+    a = admin(kafka_broker_module)
     t = unique("cfg-bad")
-    create_topic(b, t)
+    create_topic(kafka_broker_module, t)
     r = ConfigResource("topic", t, incremental_configs=[
         CEntry("retention.ms", "-5", incremental_operation=AlterConfigOpType.SET)])
     with pytest.raises(Exception) as e:
@@ -117,25 +117,25 @@ def test_confluent_invalid_values(b):
     with pytest.raises(Exception) as e:
         a.incremental_alter_configs([r])[r].result(TIMEOUT)
     assert "Unknown topic config name: no.such.key" in str(e.value)
-    assert b.call(lambda br: br.topics[t].overrides) == {}
+    assert kafka_broker_module.call(lambda br: br.topics[t].overrides) == {}
     r = ConfigResource("topic", unique("missing"))
     with pytest.raises(Exception) as e:
         a.describe_configs([r])[r].result(TIMEOUT)
     assert e.value.args[0].code() == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def test_confluent_validate_only_changes_nothing(b):
-    a = admin(b)
+def test_confluent_validate_only_changes_nothing(kafka_broker_module):
+    a = admin(kafka_broker_module)
     t = unique("cfg-vo")
-    create_topic(b, t)
+    create_topic(kafka_broker_module, t)
     r = ConfigResource("topic", t, incremental_configs=[
         CEntry("retention.ms", "1234", incremental_operation=AlterConfigOpType.SET)])
     a.incremental_alter_configs([r], validate_only=True)[r].result(TIMEOUT)
     assert describe(a, "topic", t)["retention.ms"].value != "1234"
 
 
-def test_confluent_broker_configs(b):
-    a = admin(b)
+def test_confluent_broker_configs(kafka_broker_module):
+    a = admin(kafka_broker_module)
     d = describe(a, "broker", "1")
     assert d["log.retention.hours"].value == "100"
     assert d["log.retention.hours"].source == ConfigSource.STATIC_BROKER_CONFIG.value
@@ -147,10 +147,10 @@ def test_confluent_broker_configs(b):
         assert d["log.segment.bytes"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
         # topics without their own segment.bytes follow the new broker default, live
         t = unique("cfg-brk")
-        create_topic(b, t)
+        create_topic(kafka_broker_module, t)
         td = describe(a, "topic", t)["segment.bytes"]
         assert td.value == "2097152" and td.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
-        assert topic_log_config(b, t).segment_bytes == 2097152
+        assert topic_log_config(kafka_broker_module, t).segment_bytes == 2097152
         r = ConfigResource("broker", "1", incremental_configs=[
             CEntry("num.network.threads", "7", incremental_operation=AlterConfigOpType.SET)])
         with pytest.raises(Exception) as e:
@@ -158,18 +158,18 @@ def test_confluent_broker_configs(b):
         assert "Cannot update these configs dynamically: Set(num.network.threads)" in str(e.value)
         # the cluster-wide default resource (name "", which confluent-kafka cannot send) lists
         # only the dynamic defaults
-        raw_incremental_default(b, "log.cleaner.backoff.ms", "300", AlterConfigOpType.SET)
-        assert raw_describe_default(b) == [("log.cleaner.backoff.ms", "300", 3)]  # DYNAMIC_DEFAULT_BROKER_CONFIG
+        raw_incremental_default(kafka_broker_module, "log.cleaner.backoff.ms", "300", AlterConfigOpType.SET)
+        assert raw_describe_default(kafka_broker_module) == [("log.cleaner.backoff.ms", "300", 3)]  # DYNAMIC_DEFAULT_BROKER_CONFIG
         assert describe(a, "broker", "1")["log.cleaner.backoff.ms"].source == \
             ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
     finally:
         incremental(a, "broker", "1", ("log.segment.bytes", None, AlterConfigOpType.DELETE))
-        raw_incremental_default(b, "log.cleaner.backoff.ms", None, AlterConfigOpType.DELETE)
-    assert raw_describe_default(b) == []
+        raw_incremental_default(kafka_broker_module, "log.cleaner.backoff.ms", None, AlterConfigOpType.DELETE)
+    assert raw_describe_default(kafka_broker_module) == []
     assert describe(a, "broker", "1")["log.segment.bytes"].is_default
     # another broker's id (clients send that to broker 7, so over a raw socket)
     R = describe_configs.REQUEST
-    with RawClient(b.bootstrap) as c:
+    with RawClient(kafka_broker_module.bootstrap) as c:
         res = c.call(describe_configs.API, 4, R(resources=[
             R.DescribeConfigsResource(resource_type=4, resource_name="7", configuration_keys=None)],
             include_synonyms=False, include_documentation=False)).results[0]
@@ -180,13 +180,13 @@ def test_confluent_broker_configs(b):
 # ------------------------------------------------------------------------------ kafka-python
 
 
-def test_kafka_python_admin(b):
+def test_kafka_python_admin(kafka_broker_module):
     from kafka.admin import ConfigResource as KCR
     from kafka.admin import ConfigResourceType, KafkaAdminClient, NewPartitions
 
     t = unique("cfg-kp")
-    create_topic(b, t)
-    a = KafkaAdminClient(bootstrap_servers=b.bootstrap, request_timeout_ms=10000)
+    create_topic(kafka_broker_module, t)
+    a = KafkaAdminClient(bootstrap_servers=kafka_broker_module.bootstrap, request_timeout_ms=10000)
     try:
         resp = a.describe_configs([KCR(ConfigResourceType.TOPIC, t)], include_synonyms=True, config_filter="all")
         entries = resp["topic"][t]
@@ -199,7 +199,7 @@ def test_kafka_python_admin(b):
         assert {k: v["value"] for k, v in entries.items()} == {"retention.bytes": "123456",
                                                                 "cleanup.policy": "delete,compact"}
         assert entries["retention.bytes"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
-        assert topic_log_config(b, t).retention_bytes == 123456
+        assert topic_log_config(kafka_broker_module, t).retention_bytes == 123456
         resp = a.describe_configs([KCR(ConfigResourceType.BROKER, "1")], config_filter="all")
         assert resp["broker"]["1"]["log.retention.hours"]["value"] == "100"
         # create partitions and produce to the new ones
@@ -208,28 +208,28 @@ def test_kafka_python_admin(b):
         a.close()
     from kafka import KafkaProducer
 
-    p = KafkaProducer(bootstrap_servers=b.bootstrap, enable_idempotence=False)
+    p = KafkaProducer(bootstrap_servers=kafka_broker_module.bootstrap, enable_idempotence=False)
     try:
         md = [p.send(t, key=b"k", value=b"x%d" % i, partition=i).get(TIMEOUT) for i in range(3)]
     finally:
         p.close()
     assert [m.partition for m in md] == [0, 1, 2]
-    assert b.call(lambda br: br.get_log(t, 2).log_end_offset) == 1
+    assert kafka_broker_module.call(lambda br: br.get_log(t, 2).log_end_offset) == 1
 
 
 # ------------------------------------------------------------------------------ aiokafka
 
 
-def test_aiokafka_admin(b):
+def test_aiokafka_admin(kafka_broker_module):
     from aiokafka.admin import AIOKafkaAdminClient
     from aiokafka.admin.config_resource import ConfigResource as ACR
     from aiokafka.admin.config_resource import ConfigResourceType as ACRT
 
     t = unique("cfg-aio")
-    create_topic(b, t)
+    create_topic(kafka_broker_module, t)
 
     async def go():
-        a = AIOKafkaAdminClient(bootstrap_servers=b.bootstrap)
+        a = AIOKafkaAdminClient(bootstrap_servers=kafka_broker_module.bootstrap)
         await a.start()
         try:
             await a.alter_configs([ACR(ACRT.TOPIC, t, configs={"retention.ms": "60000"})])
@@ -242,7 +242,7 @@ def test_aiokafka_admin(b):
     resp, broker_resp = asyncio.run(go())
     entries = {e[0]: e[1] for e in resp[0].resources[0][4]}
     assert entries["retention.ms"] == "60000"
-    assert topic_log_config(b, t).retention_ms == 60000
+    assert topic_log_config(kafka_broker_module, t).retention_ms == 60000
     broker_entries = {e[0]: e[1] for e in broker_resp[0].resources[0][4]}
     assert broker_entries["log.retention.hours"] == "100"
 
@@ -251,14 +251,14 @@ def test_aiokafka_admin(b):
 
 
 @pytest.mark.parametrize("version", range(5))
-def test_describe_configs_every_version(b, version):
+def test_describe_configs_every_version(kafka_broker_module, version):
     t = unique("cfg-raw")
-    create_topic(b, t, configs={"retention.ms": "5000"})
+    create_topic(kafka_broker_module, t, configs={"retention.ms": "5000"})
     req = describe_configs.REQUEST(
         resources=[describe_configs.REQUEST.DescribeConfigsResource(resource_type=2, resource_name=t,
                                                                     configuration_keys=None)],
         include_synonyms=True, include_documentation=True)
-    with RawClient(b.bootstrap) as c:
+    with RawClient(kafka_broker_module.bootstrap) as c:
         resp = c.call(describe_configs.API, version, req)
     res = resp.results[0]
     assert res.error_code == 0
@@ -276,22 +276,22 @@ def test_describe_configs_every_version(b, version):
 
 
 @pytest.mark.parametrize("version", range(3))
-def test_alter_configs_every_version(b, version):
+def test_alter_configs_every_version(kafka_broker_module, version):
     t = unique("cfg-alt")
-    create_topic(b, t)
+    create_topic(kafka_broker_module, t)
     R = alter_configs.REQUEST
     req = R(resources=[R.AlterConfigsResource(resource_type=2, resource_name=t, configs=[
         R.AlterableConfig(name="retention.ms", value="777")])], validate_only=False)
-    with RawClient(b.bootstrap) as c:
+    with RawClient(kafka_broker_module.bootstrap) as c:
         resp = c.call(alter_configs.API, version, req)
     assert resp.responses[0].error_code == 0
-    assert b.call(lambda br: br.topics[t].config["retention.ms"]) == 777
+    assert kafka_broker_module.call(lambda br: br.topics[t].config["retention.ms"]) == 777
 
 
 @pytest.mark.parametrize("version", range(2))
-def test_incremental_alter_configs_every_version(b, version):
+def test_incremental_alter_configs_every_version(kafka_broker_module, version):
     t = unique("cfg-inc")
-    create_topic(b, t)
+    create_topic(kafka_broker_module, t)
     R = incremental_alter_configs.REQUEST
     req = R(resources=[
         R.AlterConfigsResource(resource_type=2, resource_name=t, configs=[
@@ -299,16 +299,16 @@ def test_incremental_alter_configs_every_version(b, version):
         R.AlterConfigsResource(resource_type=2, resource_name=unique("nope"), configs=[]),
         R.AlterConfigsResource(resource_type=8, resource_name="1", configs=[]),
     ], validate_only=False)
-    with RawClient(b.bootstrap) as c:
+    with RawClient(kafka_broker_module.bootstrap) as c:
         resp = c.call(incremental_alter_configs.API, version, req)
     assert [r.error_code for r in resp.responses] == [0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                                       ErrorCode.INVALID_REQUEST]
     bad = R(resources=[R.AlterConfigsResource(resource_type=2, resource_name="bad/name", configs=[])],
             validate_only=True)
-    with RawClient(b.bootstrap) as c:
+    with RawClient(kafka_broker_module.bootstrap) as c:
         assert c.call(incremental_alter_configs.API, version, bad).responses[0].error_code == \
             ErrorCode.INVALID_TOPIC_EXCEPTION
-    assert b.call(lambda br: br.topics[t].config["cleanup.policy"]) == ["delete", "compact"]
+    assert kafka_broker_module.call(lambda br: br.topics[t].config["cleanup.policy"]) == ["delete", "compact"]
 
 
 # ------------------------------------------------------------------------------ persistence
@@ -332,8 +332,8 @@ def test_topic_and_broker_configs_survive_a_restart(tmp_path):
         assert topic_log_config(b2, t).retention_ms == 86400000
 
 
-def test_create_topics_with_configs_and_validate_only(b):
-    a = admin(b)
+def test_create_topics_with_configs_and_validate_only(kafka_broker_module):
+    a = admin(kafka_broker_module)
     t = unique("ct")
     fut = a.create_topics([NewTopic(t, 2, 1, config={"segment.bytes": "10"})], validate_only=True)[t]
     with pytest.raises(Exception) as e:
@@ -341,8 +341,8 @@ def test_create_topics_with_configs_and_validate_only(b):
     assert e.value.args[0].code() == ErrorCode.INVALID_CONFIG
     assert "Invalid value 10 for configuration segment.bytes: Value must be at least 14" in str(e.value)
     a.create_topics([NewTopic(t, 2, 1, config={"cleanup.policy": "compact"})], validate_only=True)[t].result(TIMEOUT)
-    assert t not in b.call(lambda br: set(br.topics))
+    assert t not in kafka_broker_module.call(lambda br: set(br.topics))
     a.create_topics([NewTopic(t, 2, 1, config={"cleanup.policy": "compact"})])[t].result(TIMEOUT)
     d = describe(a, "topic", t)
     assert d["cleanup.policy"].value == "compact"
-    assert all(lg.config.compact for lg in b.call(lambda br: list(br.topics[t].partitions.values())))
+    assert all(lg.config.compact for lg in kafka_broker_module.call(lambda br: list(br.topics[t].partitions.values())))

@@ -56,9 +56,9 @@ def test_checker_counts_reordered_acks():
 
 
 @pytest.mark.slow
-def test_crash_loop_loses_no_acknowledged_record(broker_process):
+def test_crash_loop_loses_no_acknowledged_record(kafka_broker_process):
     # 64 KiB segments: kills also land in rolls, producer snapshots and index recovery.
-    broker = broker_process(overrides={**FSYNC_OVERRIDES, "log.segment.bytes": 65536})
+    broker = kafka_broker_process(overrides={**FSYNC_OVERRIDES, "log.segment.bytes": 65536})
     report = crash_loop(broker, rounds=8, producers=2, seed=10, idempotent=True)
     assert report.acked > 0
     assert report.lost == 0, report.examples

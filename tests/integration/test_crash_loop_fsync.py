@@ -26,7 +26,7 @@ import pytest
 from bench.crash_loop import FSYNC_OVERRIDES, Wire, create_topic
 from protocol.apis import produce
 from protocol.records.v2 import Record, build_batch
-from tests.conftest import ROOT, TEST_OVERRIDES, free_port
+from tests.helpers import ROOT, TEST_OVERRIDES, free_port
 
 N = 12
 FIRST_CID = 1000  # the producer's correlation ids: FIRST_CID .. FIRST_CID + N - 1

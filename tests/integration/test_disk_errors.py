@@ -84,10 +84,10 @@ def fill_until_error(wire: Wire, topic: str, acked: dict[int, int], start: int, 
     raise AssertionError(f"{limit} appends of {VALUE} bytes did not fill the disk")
 
 
-def test_disk_full_gets_storage_error_and_damages_nothing(small_disk, broker_process):
+def test_disk_full_gets_storage_error_and_damages_nothing(small_disk, kafka_broker_process):
     data = small_disk / "data"
     # Small preallocated indexes: their sparse pages are touched as entries are written.
-    b = broker_process(overrides={"log.index.size.max.bytes": 64 * 1024})
+    b = kafka_broker_process(overrides={"log.index.size.max.bytes": 64 * 1024})
     b.data_dir = data
     b.log_path = small_disk.parent / "broker.log"  # the broker's own log must not share the full disk
     b.start()
@@ -121,14 +121,14 @@ def test_disk_full_gets_storage_error_and_damages_nothing(small_disk, broker_pro
     b.stop()
 
 
-def test_broker_refuses_to_start_on_a_read_only_data_dir_and_keeps_the_data(small_disk, broker_process):
+def test_broker_refuses_to_start_on_a_read_only_data_dir_and_keeps_the_data(small_disk, kafka_broker_process):
     """A live remount read-only is refused by the kernel while segments are open for writing
     ("mount point is busy"), so the read-only case is a data directory that became read-only while
     the broker was down. Kafka marks such a log dir offline and, all of them being offline, shuts
     the broker down ("all log dirs have failed"); this broker exits at startup with the OSError
     naming the read-only path. Once the directory is writable again every record is there."""
     data = small_disk / "data"
-    b = broker_process()
+    b = kafka_broker_process()
     b.data_dir = data
     b.log_path = small_disk.parent / "broker.log"
     b.start()

@@ -32,7 +32,7 @@ from protocol.apis import APIS, api_versions, fetch, produce
 from protocol.codec import decode_from, encode
 from protocol.headers import decode_request_header, encode_request_header, response_header_version
 from protocol.records.v2 import decode_batches
-from tests.conftest import TEST_OVERRIDES
+from tests.helpers import TEST_OVERRIDES
 from tests.integration.helpers import TIMEOUT, Rec, confluent_consume, create_topic, unique
 
 

@@ -15,13 +15,13 @@ RECORDS = 20
 
 
 @pytest.fixture
-def groups(broker):
+def groups(kafka_broker_isolated):
     """A topic with records, a live group with one member ("live", Stable) and an Empty group
     with committed offsets ("idle")."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    bs = broker.bootstrap
-    broker.call(lambda br: br.create_topic(TOPIC, 2))
+    bs = kafka_broker_isolated.bootstrap
+    kafka_broker_isolated.call(lambda br: br.create_topic(TOPIC, 2))
     p = Producer({"bootstrap.servers": bs, "linger.ms": 5})
     for i in range(RECORDS):
         p.produce(TOPIC, value=f"r{i}".encode(), partition=i % 2)
@@ -38,13 +38,13 @@ def groups(broker):
     while len(live.assignment()) < 2:
         assert time.monotonic() < deadline, "the live member got no assignment"
         live.poll(0.1)
-    coord = broker.broker.group_coordinator
-    assert broker.call(lambda br: coord.groups["live"].state.value) == "Stable"
+    coord = kafka_broker_isolated.broker.group_coordinator
+    assert kafka_broker_isolated.call(lambda br: coord.groups["live"].state.value) == "Stable"
     yield bs
     live.close()
 
 
-def test_confluent_admin(groups, broker):
+def test_confluent_admin(groups, kafka_broker_isolated):
     from confluent_kafka import (
         ConsumerGroupState,
         ConsumerGroupTopicPartitions,
@@ -78,8 +78,8 @@ def test_confluent_admin(groups, broker):
     futures["idle"].result()
     after = a.list_consumer_groups(request_timeout=10).result()
     assert [g.group_id for g in after.valid] == ["live"]
-    coord = broker.broker.group_coordinator
-    assert broker.call(lambda br: coord.committed("idle", TOPIC, 0)) is None
+    coord = kafka_broker_isolated.broker.group_coordinator
+    assert kafka_broker_isolated.call(lambda br: coord.committed("idle", TOPIC, 0)) is None
 
 
 def test_kafka_python_admin(groups):
@@ -129,12 +129,12 @@ def test_aiokafka_admin(groups):
 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed (apt-get install -y kcat)")
-def test_kcat_balanced_consumer_reads_everything_and_commits(groups, broker):
+def test_kcat_balanced_consumer_reads_everything_and_commits(groups, kafka_broker_isolated):
     out = subprocess.run(["kcat", "-b", groups, "-G", "kcat-group", "-X", "auto.offset.reset=earliest",
                           "-e", "-q", "-f", "%p %o %s\n", TOPIC], capture_output=True, timeout=60, check=True)
     lines = out.stdout.decode().split()
     values = sorted(lines[2::3])
     assert values == sorted(f"r{i}" for i in range(RECORDS))
-    coord = broker.broker.group_coordinator
-    committed = broker.call(lambda br: {p: coord.committed("kcat-group", TOPIC, p) for p in (0, 1)})
+    coord = kafka_broker_isolated.broker.group_coordinator
+    committed = kafka_broker_isolated.call(lambda br: {p: coord.committed("kcat-group", TOPIC, p) for p in (0, 1)})
     assert {p: om.offset for p, om in committed.items() if om} == {0: RECORDS // 2, 1: RECORDS // 2}

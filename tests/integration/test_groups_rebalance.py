@@ -91,10 +91,10 @@ def split_between(*members: Member) -> bool:
     ("confluent", "cooperative-sticky"),  # KIP-429 runs client-side over the classic protocol
     ("aiokafka", "roundrobin"),
 ])
-def test_members_join_split_die_and_leave(broker, tmp_path, lib, assignor):
+def test_members_join_split_die_and_leave(kafka_broker_isolated, tmp_path, lib, assignor):
     topic, group = f"orders-{lib}", f"group-{lib}"
-    broker.call(lambda br: br.create_topic(topic, PARTITIONS))
-    bs = broker.bootstrap
+    kafka_broker_isolated.call(lambda br: br.create_topic(topic, PARTITIONS))
+    bs = kafka_broker_isolated.bootstrap
     members: list[Member] = []
 
     def member(name: str) -> Member:
@@ -142,24 +142,24 @@ def test_members_join_split_die_and_leave(broker, tmp_path, lib, assignor):
             m.close()
 
 
-def test_static_member_restart_within_session_timeout_does_not_rebalance(broker):
+def test_static_member_restart_within_session_timeout_does_not_rebalance(kafka_broker_isolated):
     """KIP-345: a static member that closes (no LeaveGroup for static members) and comes back
     with the same group.instance.id before its session times out keeps its partitions; the
     group stays at the same generation."""
     from confluent_kafka import Consumer
 
     topic, group = "static-topic", "static-group"
-    broker.call(lambda br: br.create_topic(topic, PARTITIONS))
-    coord = broker.broker.group_coordinator
+    kafka_broker_isolated.call(lambda br: br.create_topic(topic, PARTITIONS))
+    coord = kafka_broker_isolated.broker.group_coordinator
 
     def start(instance: str) -> Consumer:
-        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "group.instance.id": instance,
+        c = Consumer({"bootstrap.servers": kafka_broker_isolated.bootstrap, "group.id": group, "group.instance.id": instance,
                       "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "auto.offset.reset": "earliest"})
         c.subscribe([topic])
         return c
 
     def state() -> tuple[str, int, int]:
-        return broker.call(lambda br: (coord.groups[group].state.value, coord.groups[group].generation_id,
+        return kafka_broker_isolated.call(lambda br: (coord.groups[group].state.value, coord.groups[group].generation_id,
                                        len(coord.groups[group].members)))
 
     a, b = start("static-a"), start("static-b")

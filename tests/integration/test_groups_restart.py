@@ -80,11 +80,11 @@ def resume_and_check(bootstrap: str) -> None:
 
 
 @pytest.mark.parametrize("how", ["clean", "kill-9"])
-def test_committed_offsets_and_metadata_survive_a_restart(broker_process, how):
+def test_committed_offsets_and_metadata_survive_a_restart(kafka_broker_process, how):
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
 
-    bp = broker_process()
+    bp = kafka_broker_process()
     bs = bp.start()
     admin = KafkaAdminClient(bootstrap_servers=bs)
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])

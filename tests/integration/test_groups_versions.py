@@ -31,7 +31,7 @@ from protocol.apis import (
 from protocol.codec import decode, encode
 from protocol.errors import ErrorCode as E
 from protocol.headers import RequestHeader, encode_request_header, response_header_version
-from tests.conftest import TEST_OVERRIDES
+from tests.helpers import TEST_OVERRIDES
 
 TOPIC = "versioned"
 
@@ -67,7 +67,7 @@ class Raw:
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     """One broker for the module (each test uses its own groups): creating the 50 partitions of
     __consumer_offsets once instead of per test."""
     with BrokerThread(tmp_path_factory.mktemp("versions"), overrides=dict(TEST_OVERRIDES)) as b:
@@ -76,14 +76,14 @@ def broker(tmp_path_factory):
 
 
 @pytest.fixture
-def raw(broker):
-    r = Raw(broker.bootstrap)
+def raw(kafka_broker_module):
+    r = Raw(kafka_broker_module.bootstrap)
     yield r
     r.close()
 
 
-def test_find_coordinator_every_version(raw, broker):
-    port = int(broker.bootstrap.rsplit(":", 1)[1])
+def test_find_coordinator_every_version(raw, kafka_broker_module):
+    port = int(kafka_broker_module.bootstrap.rsplit(":", 1)[1])
     for v in range(0, 4):
         r = raw.call(find_coordinator.API, v, key="g", key_type=0)
         assert (r.error_code, r.node_id, r.host, r.port) == (0, 1, "127.0.0.1", port)
@@ -97,7 +97,7 @@ def test_find_coordinator_every_version(raw, broker):
                                                                                       ("b", 0, 1, port)]
     r = raw.call(find_coordinator.API, 6, key_type=2, coordinator_keys=["share"])  # KIP-932 share groups
     assert r.coordinators[0].error_code == E.INVALID_REQUEST
-    assert broker.call(lambda br: br.topics["__consumer_offsets"].is_internal)
+    assert kafka_broker_module.call(lambda br: br.topics["__consumer_offsets"].is_internal)
 
 
 @pytest.mark.parametrize("v", range(10))

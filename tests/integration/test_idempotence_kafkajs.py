@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_idempotence import PARTITIONS, RECORDS, TOPIC, check_stored, plan, proxied_broker
+from tests.integration.idempotence_helpers import (
+    PARTITIONS,
+    RECORDS,
+    TOPIC,
+    check_stored,
+    plan,
+    proxied_broker,
+)
 
 JS = Path(__file__).resolve().parent.parent / "js"
 

@@ -38,8 +38,8 @@ def _init(bootstrap: str) -> int:
         return r.producer_id
 
 
-def test_init_producer_id_never_repeats_across_restarts(broker_process):
-    p = broker_process()
+def test_init_producer_id_never_repeats_across_restarts(kafka_broker_process):
+    p = kafka_broker_process()
     p.start()
     first = [_init(p.bootstrap) for _ in range(3)]
     p.stop()

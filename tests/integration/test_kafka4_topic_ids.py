@@ -38,7 +38,7 @@ FR = offset_fetch.REQUEST
 
 
 @pytest.fixture(scope="module")
-def b(tmp_path_factory: Any) -> Iterator[BrokerThread]:
+def kafka_broker_module(tmp_path_factory: Any) -> Iterator[BrokerThread]:
     with module_broker(tmp_path_factory) as broker:
         yield broker
 
@@ -54,17 +54,17 @@ def produce_by_id(c: RawClient, topics: list[tuple[uuid.UUID, list[int]]], value
         for tid, parts in topics]))
 
 
-def test_produce_12_and_13_are_advertised(b):
-    with RawClient(b.bootstrap) as c:
+def test_produce_12_and_13_are_advertised(kafka_broker_module):
+    with RawClient(kafka_broker_module.bootstrap) as c:
         body = c.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="it", client_software_version="1"))
     [entry] = [k for k in body.api_keys if k.api_key == produce.API.key]
     assert entry.max_version == 13
 
 
-def test_produce_v12_appends_like_v11(b):
+def test_produce_v12_appends_like_v11(kafka_broker_module):
     topic = unique("p12")
-    create_topic(b, topic, 1)
-    with RawClient(b.bootstrap) as c:
+    create_topic(kafka_broker_module, topic, 1)
+    with RawClient(kafka_broker_module.bootstrap) as c:
         for v, value in ((11, b"eleven"), (12, b"twelve")):
             r = c.call(produce.API, v, PR(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
                 PR.TopicProduceData(name=topic, partition_data=[
@@ -73,15 +73,15 @@ def test_produce_v12_appends_like_v11(b):
             [p] = t.partition_responses
             assert (t.name, p.index, p.error_code, p.base_offset, p.log_start_offset) == (
                 topic, 0, 0, v - 11, 0)
-    assert [r.value for r in stored_records(b, topic)] == [b"eleven", b"twelve"]
+    assert [r.value for r in stored_records(kafka_broker_module, topic)] == [b"eleven", b"twelve"]
 
 
-def test_produce_v12_does_not_add_partitions_to_the_transaction(b):
+def test_produce_v12_does_not_add_partitions_to_the_transaction(kafka_broker_module):
     """Without transaction.version 2 finalized, v12 verifies a transactional write as v11 does:
     a partition no AddPartitionsToTxn added is TRANSACTION_ABORTABLE and nothing is appended."""
     topic, txn_id = unique("p12txn"), unique("tid")
-    create_topic(b, topic, 1)
-    with RawClient(b.bootstrap) as c:
+    create_topic(kafka_broker_module, topic, 1)
+    with RawClient(kafka_broker_module.bootstrap) as c:
         init = c.call(init_producer_id.API, 4, init_producer_id.REQUEST(
             transactional_id=txn_id, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1))
         assert init.error_code == 0
@@ -94,27 +94,27 @@ def test_produce_v12_does_not_add_partitions_to_the_transaction(b):
                 PR.TopicProduceData(name=topic, partition_data=[PR.PartitionProduceData(index=0, records=data)])]))
             codes.append(r.responses[0].partition_responses[0].error_code)
     assert codes == [E.TRANSACTION_ABORTABLE, E.TRANSACTION_ABORTABLE]
-    assert stored_records(b, topic) == []
+    assert stored_records(kafka_broker_module, topic) == []
 
 
-def test_produce_v13_by_topic_id(b):
+def test_produce_v13_by_topic_id(kafka_broker_module):
     topic = unique("p13")
-    create_topic(b, topic, 2)
-    tid = topic_id(b, topic)
-    with RawClient(b.bootstrap) as c:
+    create_topic(kafka_broker_module, topic, 2)
+    tid = topic_id(kafka_broker_module, topic)
+    with RawClient(kafka_broker_module.bootstrap) as c:
         r = produce_by_id(c, [(tid, [0, 1])], b"by-id")
         [t] = r.responses
         assert t.topic_id == tid and t.name == ""  # v13 carries no name on the wire
         assert [(p.index, p.error_code, p.base_offset) for p in t.partition_responses] == [(0, 0, 0), (1, 0, 0)]
         again = produce_by_id(c, [(tid, [1])], b"again")
         assert again.responses[0].partition_responses[0].base_offset == 1
-    assert [r.value for r in stored_records(b, topic, 0)] == [b"by-id"]
-    assert [r.value for r in stored_records(b, topic, 1)] == [b"by-id", b"again"]
+    assert [r.value for r in stored_records(kafka_broker_module, topic, 0)] == [b"by-id"]
+    assert [r.value for r in stored_records(kafka_broker_module, topic, 1)] == [b"by-id", b"again"]
 
 
-def test_produce_v13_unknown_topic_id(b):
+def test_produce_v13_unknown_topic_id(kafka_broker_module):
     unknown = uuid.uuid4()
-    with RawClient(b.bootstrap) as c:
+    with RawClient(kafka_broker_module.bootstrap) as c:
         r = produce_by_id(c, [(unknown, [0, 3])], b"lost")
     [t] = r.responses
     assert t.topic_id == unknown
@@ -122,17 +122,17 @@ def test_produce_v13_unknown_topic_id(b):
         (0, E.UNKNOWN_TOPIC_ID, -1), (3, E.UNKNOWN_TOPIC_ID, -1)]
 
 
-def test_produce_v13_mixed_ids(b):
+def test_produce_v13_mixed_ids(kafka_broker_module):
     topic = unique("p13mix")
-    create_topic(b, topic, 1)
-    tid, unknown = topic_id(b, topic), uuid.uuid4()
-    with RawClient(b.bootstrap) as c:
+    create_topic(kafka_broker_module, topic, 1)
+    tid, unknown = topic_id(kafka_broker_module, topic), uuid.uuid4()
+    with RawClient(kafka_broker_module.bootstrap) as c:
         r = produce_by_id(c, [(unknown, [0]), (tid, [0, 7]), (ZERO_UUID, [0])], b"mixed")
     got = [(t.topic_id, [(p.index, p.error_code) for p in t.partition_responses]) for t in r.responses]
     assert got == [(unknown, [(0, E.UNKNOWN_TOPIC_ID)]),
                    (tid, [(0, 0), (7, E.UNKNOWN_TOPIC_OR_PARTITION)]),
                    (ZERO_UUID, [(0, E.UNKNOWN_TOPIC_ID)])]
-    assert [r.value for r in stored_records(b, topic)] == [b"mixed"]
+    assert [r.value for r in stored_records(kafka_broker_module, topic)] == [b"mixed"]
 
 
 # ------------------------------------------------------------------ OffsetCommit / OffsetFetch v10
@@ -155,11 +155,11 @@ def fetch_v10(c: RawClient, group: str, topics: list[tuple[uuid.UUID, list[int]]
     return g.topics
 
 
-def test_offset_commit_and_fetch_v10_by_topic_id(b):
+def test_offset_commit_and_fetch_v10_by_topic_id(kafka_broker_module):
     topic, group = unique("oc10"), unique("g10")
-    create_topic(b, topic, 2)
-    tid = topic_id(b, topic)
-    with RawClient(b.bootstrap) as c:
+    create_topic(kafka_broker_module, topic, 2)
+    tid = topic_id(kafka_broker_module, topic)
+    with RawClient(kafka_broker_module.bootstrap) as c:
         r = commit_v10(c, group, [(tid, [(0, 5), (1, 9)])])
         assert [(t.topic_id, t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in r.topics] == [
             (tid, "", [(0, 0), (1, 0)])]
@@ -177,11 +177,11 @@ def test_offset_commit_and_fetch_v10_by_topic_id(b):
         assert [(p.committed_offset, p.metadata) for p in v9.groups[0].topics[0].partitions] == [(5, "m5")]
 
 
-def test_offset_commit_v10_unknown_and_mixed_ids(b):
+def test_offset_commit_v10_unknown_and_mixed_ids(kafka_broker_module):
     topic, group = unique("oc10mix"), unique("g10mix")
-    create_topic(b, topic, 1)
-    tid, unknown = topic_id(b, topic), uuid.uuid4()
-    with RawClient(b.bootstrap) as c:
+    create_topic(kafka_broker_module, topic, 1)
+    tid, unknown = topic_id(kafka_broker_module, topic), uuid.uuid4()
+    with RawClient(kafka_broker_module.bootstrap) as c:
         r = commit_v10(c, group, [(unknown, [(0, 1), (1, 2)])])
         assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions]) for t in r.topics] == [
             (unknown, [(0, E.UNKNOWN_TOPIC_ID), (1, E.UNKNOWN_TOPIC_ID)])]
@@ -191,7 +191,7 @@ def test_offset_commit_v10_unknown_and_mixed_ids(b):
         got = fetch_v10(c, group, [(unknown, [0]), (tid, [0, 2])])
         assert [(t.topic_id, [(p.partition_index, p.committed_offset, p.error_code) for p in t.partitions])
                 for t in got] == [(unknown, [(0, -1, E.UNKNOWN_TOPIC_ID)]), (tid, [(0, 4, 0), (2, -1, 0)])]
-    assert b.call(lambda broker: broker.group_coordinator.committed(group, topic, 0).offset) == 4
+    assert kafka_broker_module.call(lambda broker: broker.group_coordinator.committed(group, topic, 0).offset) == 4
 
 
 # -------------------------------------------------- the same requests through another codec
@@ -203,7 +203,7 @@ def kp_call(c: RawClient, request: Any, response_class: Any, version: int) -> An
     return response_class.decode(c.recv_frame(), version=version, header=True)
 
 
-def test_kafka_python_codec_speaks_produce_13_and_offsets_10(b):
+def test_kafka_python_codec_speaks_produce_13_and_offsets_10(kafka_broker_module):
     from kafka.protocol.consumer.group import (
         OffsetCommitRequest,
         OffsetCommitResponse,
@@ -213,10 +213,10 @@ def test_kafka_python_codec_speaks_produce_13_and_offsets_10(b):
     from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 
     topic, group = unique("kp13"), unique("gkp")
-    create_topic(b, topic, 1)
-    tid, unknown = topic_id(b, topic), uuid.uuid4()
+    create_topic(kafka_broker_module, topic, 1)
+    tid, unknown = topic_id(kafka_broker_module, topic), uuid.uuid4()
     T, P = ProduceRequest.TopicProduceData, ProduceRequest.TopicProduceData.PartitionProduceData
-    with RawClient(b.bootstrap) as c:
+    with RawClient(kafka_broker_module.bootstrap) as c:
         r = kp_call(c, ProduceRequest(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
             T(topic_id=tid, partition_data=[P(index=0, records=records_batch([b"kp"]))]),
             T(topic_id=unknown, partition_data=[P(index=0, records=records_batch([b"no"]))])]), ProduceResponse, 13)

@@ -40,7 +40,7 @@ HW_NOT_SUPPORTED = (1 << 63) - 1
 
 
 @pytest.fixture(scope="module")
-def mb(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with module_broker(tmp_path_factory) as b:
         yield b
 
@@ -58,8 +58,8 @@ def topic_id(mb, topic: str):
 
 
 # ------------------------------------------------------------------------------------ ApiVersions
-def test_api_versions_advertises_the_4x_versions_served(mb):
-    with RawClient(mb.bootstrap) as raw:
+def test_api_versions_advertises_the_4x_versions_served(kafka_broker_module):
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         resp = raw.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="it-raw",
                                                                   client_software_version="1"))
     assert resp.error_code == 0
@@ -77,17 +77,17 @@ def test_api_versions_advertises_the_4x_versions_served(mb):
 
 
 # --------------------------------------------------------------------------------------- Metadata
-def test_metadata_v13_has_a_top_level_error_code(mb):
+def test_metadata_v13_has_a_top_level_error_code(kafka_broker_module):
     topic = unique("md13")
-    create_topic(mb, topic, partitions=2)
+    create_topic(kafka_broker_module, topic, partitions=2)
     R = metadata.REQUEST
-    with RawClient(mb.bootstrap) as raw:
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         resp = raw.call(metadata.API, 13, R(topics=[R.MetadataRequestTopic(name=topic)],
                                             allow_auto_topic_creation=False,
                                             include_topic_authorized_operations=False))
     assert resp.error_code == 0
     [t] = resp.topics
-    assert (t.error_code, t.name, t.topic_id) == (0, topic, topic_id(mb, topic))
+    assert (t.error_code, t.name, t.topic_id) == (0, topic, topic_id(kafka_broker_module, topic))
     assert sorted(p.partition_index for p in t.partitions) == [0, 1]
     assert [b.node_id for b in resp.brokers] == [resp.controller_id]
     # The new field is two bytes at the end of the body, before the tag buffer.
@@ -97,10 +97,10 @@ def test_metadata_v13_has_a_top_level_error_code(mb):
 
 
 # ---------------------------------------------------------------------------------- DescribeGroups
-def test_describe_groups_v6_reports_a_missing_group(mb):
+def test_describe_groups_v6_reports_a_missing_group(kafka_broker_module):
     gid = unique("no-group")
     R = describe_groups.REQUEST
-    with RawClient(mb.bootstrap) as raw:
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         v6 = raw.call(describe_groups.API, 6, R(groups=[gid], include_authorized_operations=False))
         v5 = raw.call(describe_groups.API, 5, R(groups=[gid], include_authorized_operations=False))
     [g6], [g5] = v6.groups, v5.groups
@@ -110,11 +110,11 @@ def test_describe_groups_v6_reports_a_missing_group(mb):
     assert (g5.group_id, g5.error_code, g5.group_state) == (gid, 0, "Dead")
 
 
-def test_describe_groups_v6_describes_an_existing_group(mb):
+def test_describe_groups_v6_describes_an_existing_group(kafka_broker_module):
     topic, gid = unique("dg6"), unique("dg6-group")
-    create_topic(mb, topic)
+    create_topic(kafka_broker_module, topic)
     C = offset_commit.REQUEST
-    with RawClient(mb.bootstrap) as raw:
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         # A simple (generation -1) commit creates the group without members (state Empty).
         oc = raw.call(offset_commit.API, 8, C(group_id=gid, generation_id_or_member_epoch=-1, member_id="",
                                               group_instance_id=None, topics=[C.OffsetCommitRequestTopic(
@@ -131,19 +131,19 @@ def test_describe_groups_v6_describes_an_existing_group(mb):
 
 # --------------------------------------------------------------------------------- DescribeCluster
 @pytest.mark.parametrize("include_fenced", [False, True])
-def test_describe_cluster_v2_lists_this_broker_unfenced(mb, include_fenced):
-    with RawClient(mb.bootstrap) as raw:
+def test_describe_cluster_v2_lists_this_broker_unfenced(kafka_broker_module, include_fenced):
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         resp = raw.call(describe_cluster.API, 2, describe_cluster.REQUEST(
             include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=include_fenced))
     assert (resp.error_code, resp.error_message, resp.endpoint_type) == (0, None, 1)
     [b] = resp.brokers
-    host, port = mb.bootstrap.rsplit(":", 1)
+    host, port = kafka_broker_module.bootstrap.rsplit(":", 1)
     assert (b.broker_id, b.host, b.port, b.is_fenced) == (resp.controller_id, host, int(port), False)
     assert resp.cluster_id
 
 
-def test_describe_cluster_v2_controller_endpoint_is_refused(mb):
-    with RawClient(mb.bootstrap) as raw:
+def test_describe_cluster_v2_controller_endpoint_is_refused(kafka_broker_module):
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         resp = raw.call(describe_cluster.API, 2, describe_cluster.REQUEST(
             include_cluster_authorized_operations=False, endpoint_type=2, include_fenced_brokers=True))
     assert resp.error_code == E.MISMATCHED_ENDPOINT_TYPE
@@ -152,12 +152,12 @@ def test_describe_cluster_v2_controller_endpoint_is_refused(mb):
 
 # -------------------------------------------------------------------------------- ListTransactions
 @pytest.fixture(scope="module")
-def two_txn_ids(mb):
+def two_txn_ids(kafka_broker_module):
     prefix = unique("ltx")
     ids = [f"{prefix}-alpha", f"{prefix}-beta"]
     producers = []
     for tid in ids:
-        p = Producer({"bootstrap.servers": mb.bootstrap, "transactional.id": tid})
+        p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "transactional.id": tid})
         p.init_transactions(TIMEOUT)
         producers.append(p)
     yield prefix, ids
@@ -172,35 +172,35 @@ def list_txns(mb, version: int, pattern: str | None) -> object:
                                                          duration_filter=-1, transactional_id_pattern=pattern))
 
 
-def test_list_transactions_v2_filters_by_pattern(mb, two_txn_ids):
+def test_list_transactions_v2_filters_by_pattern(kafka_broker_module, two_txn_ids):
     prefix, (alpha, beta) = two_txn_ids
-    resp = list_txns(mb, 2, f"{prefix}-al.*")
+    resp = list_txns(kafka_broker_module, 2, f"{prefix}-al.*")
     assert resp.error_code == 0
     assert [s.transactional_id for s in resp.transaction_states] == [alpha]
     assert resp.transaction_states[0].transaction_state == "Empty"
-    both = list_txns(mb, 2, f"{prefix}-(alpha|beta)")
+    both = list_txns(kafka_broker_module, 2, f"{prefix}-(alpha|beta)")
     assert sorted(s.transactional_id for s in both.transaction_states) == [alpha, beta]
 
 
 @pytest.mark.parametrize("pattern", [None, ""])
-def test_list_transactions_v2_without_pattern_lists_all(mb, two_txn_ids, pattern):
+def test_list_transactions_v2_without_pattern_lists_all(kafka_broker_module, two_txn_ids, pattern):
     _, ids = two_txn_ids
-    resp = list_txns(mb, 2, pattern)
+    resp = list_txns(kafka_broker_module, 2, pattern)
     assert resp.error_code == 0
     assert set(ids) <= {s.transactional_id for s in resp.transaction_states}
 
 
-def test_list_transactions_v2_invalid_pattern(mb, two_txn_ids):
-    resp = list_txns(mb, 2, "(unclosed")
+def test_list_transactions_v2_invalid_pattern(kafka_broker_module, two_txn_ids):
+    resp = list_txns(kafka_broker_module, 2, "(unclosed")
     assert (resp.error_code, resp.transaction_states) == (E.INVALID_REGULAR_EXPRESSION, [])
 
 
 # ------------------------------------------------------------------------------------- ListOffsets
-def test_list_offsets_v11_earliest_pending_upload_without_remote_storage(mb):
+def test_list_offsets_v11_earliest_pending_upload_without_remote_storage(kafka_broker_module):
     topic = unique("lo11")
-    create_topic(mb, topic)
+    create_topic(kafka_broker_module, topic)
     R = list_offsets.REQUEST
-    with RawClient(mb.bootstrap) as raw:
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         produce_values(raw, topic, [b"a", b"b", b"c"])
 
         def ask(ts: int) -> object:
@@ -246,12 +246,12 @@ def test_fetch_v18_high_watermark_is_a_tagged_request_field():
     (1, False),  # behind: answered at once (KIP-1166)
     (-1, False),  # does not know it: answered at once
 ])
-def test_fetch_v18_a_fetcher_behind_on_the_high_watermark_does_not_wait(mb, known_hw, waits):
+def test_fetch_v18_a_fetcher_behind_on_the_high_watermark_does_not_wait(kafka_broker_module, known_hw, waits):
     topic = unique("f18")
-    create_topic(mb, topic)
-    tid = topic_id(mb, topic)
+    create_topic(kafka_broker_module, topic)
+    tid = topic_id(kafka_broker_module, topic)
     wait_ms = 1500
-    with RawClient(mb.bootstrap) as raw:
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         produce_values(raw, topic, [b"x", b"y", b"z"])
         start = time.monotonic()
         resp = raw.call(fetch.API, 18, fetch_v18(tid, 3, max_wait_ms=wait_ms, known_hw=known_hw))
@@ -268,11 +268,11 @@ def test_fetch_v18_a_fetcher_behind_on_the_high_watermark_does_not_wait(mb, know
         assert took < wait_ms / 1000 / 2
 
 
-def test_fetch_v18_returns_records(mb):
+def test_fetch_v18_returns_records(kafka_broker_module):
     topic = unique("f18-data")
-    create_topic(mb, topic)
-    tid = topic_id(mb, topic)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic)
+    tid = topic_id(kafka_broker_module, topic)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         produce_values(raw, topic, [b"one", b"two"])
         resp = raw.call(fetch.API, 18, fetch_v18(tid, 0, max_wait_ms=0, known_hw=0))
     [p] = resp.responses[0].partitions
@@ -285,29 +285,29 @@ def test_fetch_v18_returns_records(mb):
 # against this broker it sends DescribeGroups v6, DescribeCluster v2, ListTransactions v2,
 # Metadata v13 and ListOffsets v11 (its consumer fetches with v12).
 @pytest.fixture(scope="module")
-def kp_admin(mb):
+def kp_admin(kafka_broker_module):
     from kafka import KafkaAdminClient
 
-    admin = KafkaAdminClient(bootstrap_servers=mb.bootstrap, request_timeout_ms=int(TIMEOUT * 1000))
+    admin = KafkaAdminClient(bootstrap_servers=kafka_broker_module.bootstrap, request_timeout_ms=int(TIMEOUT * 1000))
     yield admin
     admin.close()
 
 
-def test_kafka_python_describe_groups_sees_group_id_not_found(mb, kp_admin):
+def test_kafka_python_describe_groups_sees_group_id_not_found(kafka_broker_module, kp_admin):
     missing = unique("kp-missing")
     got = kp_admin.describe_groups([missing])[missing]
     assert got["group_state"] == "Dead"
     assert "GroupIdNotFound" in got["error"] and f"Group {missing} not found." in got["error"]
 
 
-def test_kafka_python_describe_cluster_reads_is_fenced(mb, kp_admin):
+def test_kafka_python_describe_cluster_reads_is_fenced(kafka_broker_module, kp_admin):
     got = kp_admin.describe_cluster()
     [b] = got["brokers"]
-    assert (b["broker_id"], b["port"], b["is_fenced"]) == (got["controller_id"], int(mb.bootstrap.rsplit(":")[1]),
+    assert (b["broker_id"], b["port"], b["is_fenced"]) == (got["controller_id"], int(kafka_broker_module.bootstrap.rsplit(":")[1]),
                                                            False)
 
 
-def test_kafka_python_list_transactions_by_pattern(mb, kp_admin, two_txn_ids):
+def test_kafka_python_list_transactions_by_pattern(kafka_broker_module, kp_admin, two_txn_ids):
     prefix, (alpha, beta) = two_txn_ids
     listed = kp_admin.list_transactions(transactional_id_pattern=f"{prefix}-b.*")
     assert [(t.transactional_id, t.state.value) for ts in listed.values() for t in ts] == [(beta, "Empty")]
@@ -324,11 +324,11 @@ class _Lines:
         self.lines.append(msg % args if args else msg)
 
 
-def test_confluent_kafka_sends_metadata_v13_and_reads_the_answer(mb):
+def test_confluent_kafka_sends_metadata_v13_and_reads_the_answer(kafka_broker_module):
     topic = unique("cf-md13")
-    create_topic(mb, topic, partitions=3)
+    create_topic(kafka_broker_module, topic, partitions=3)
     logs = _Lines()
-    p = Producer({"bootstrap.servers": mb.bootstrap, "debug": "protocol", "logger": logs})
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "debug": "protocol", "logger": logs})
     try:
         md = p.list_topics(topic, timeout=TIMEOUT)
     finally:

@@ -43,7 +43,7 @@ N = 6
 
 
 @pytest.fixture(scope="module")
-def mb(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with module_broker(tmp_path_factory) as b:
         yield b
 
@@ -137,15 +137,15 @@ def stored_magics(mb, topic: str) -> set[int]:
 @pytest.mark.parametrize("fmt", list(FORMATS), ids=["v2-default", "format-0.8.2", "format-0.10.0"])
 @pytest.mark.parametrize("codec", CODECS, ids=["plain", "gzip"])
 @pytest.mark.parametrize("api", APIS, ids=API_IDS)
-def test_old_producer_modern_consumer(mb, api, codec, fmt):
-    topic = topic_with(mb, fmt)
-    p = old_producer(mb, api, codec)
+def test_old_producer_modern_consumer(kafka_broker_module, api, codec, fmt):
+    topic = topic_with(kafka_broker_module, fmt)
+    p = old_producer(kafka_broker_module, api, codec)
     futures = [p.send(topic, key=k, value=v) for k, v in map(expected, range(N))]
     p.flush(TIMEOUT)
     assert [f.get(TIMEOUT).offset for f in futures] == list(range(N))
     p.close()
-    assert stored_magics(mb, topic) == {FORMATS[fmt]}
-    c = confluent_consumer(mb, unique("g"))
+    assert stored_magics(kafka_broker_module, topic) == {FORMATS[fmt]}
+    c = confluent_consumer(kafka_broker_module, unique("g"))
     c.assign([CTopicPartition(topic, 0, 0)])
     try:
         msgs = confluent_consume(c, N)
@@ -166,15 +166,15 @@ def test_old_producer_modern_consumer(mb, api, codec, fmt):
 @pytest.mark.parametrize("fmt", list(FORMATS), ids=["v2-default", "format-0.8.2", "format-0.10.0"])
 @pytest.mark.parametrize("codec", CODECS, ids=["plain", "gzip"])
 @pytest.mark.parametrize("api", APIS, ids=API_IDS)
-def test_modern_producer_old_consumer(mb, api, codec, fmt):
-    topic = topic_with(mb, fmt)
-    p = Producer({"bootstrap.servers": mb.bootstrap, "compression.type": codec or "none", "linger.ms": 20,
+def test_modern_producer_old_consumer(kafka_broker_module, api, codec, fmt):
+    topic = topic_with(kafka_broker_module, fmt)
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "compression.type": codec or "none", "linger.ms": 20,
                   "enable.idempotence": False})
     for k, v in map(expected, range(N)):
         p.produce(topic, key=k, value=v, timestamp=1_700_000_000_000)
     assert p.flush(TIMEOUT) == 0
-    assert stored_magics(mb, topic) == {FORMATS[fmt]}
-    got = old_consume(mb, api, topic, N)
+    assert stored_magics(kafka_broker_module, topic) == {FORMATS[fmt]}
+    got = old_consume(kafka_broker_module, api, topic, N)
     assert [(m.offset, m.key, m.value) for m in got] == [(i, *expected(i)) for i in range(N)]
     reader_magic = 1 if api >= (0, 10) else 0
     if min(reader_magic, FORMATS[fmt]) == 0:
@@ -183,14 +183,14 @@ def test_modern_producer_old_consumer(mb, api, codec, fmt):
         assert {m.timestamp for m in got} == {1_700_000_000_000}
 
 
-def test_fetch_from_the_middle_of_a_batch_down_converts_only_the_rest(mb):
-    topic = topic_with(mb, None)
-    p = Producer({"bootstrap.servers": mb.bootstrap, "linger.ms": 50, "enable.idempotence": False})
+def test_fetch_from_the_middle_of_a_batch_down_converts_only_the_rest(kafka_broker_module):
+    topic = topic_with(kafka_broker_module, None)
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "linger.ms": 50, "enable.idempotence": False})
     for k, v in map(expected, range(N)):
         p.produce(topic, key=k, value=v)
     assert p.flush(TIMEOUT) == 0
-    assert len(list(iter_batches(segment_data(mb, topic)))) == 1  # one v2 batch of N records
-    consumer = KafkaConsumer(bootstrap_servers=mb.bootstrap, api_version=(0, 9), consumer_timeout_ms=1000)
+    assert len(list(iter_batches(segment_data(kafka_broker_module, topic)))) == 1  # one v2 batch of N records
+    consumer = KafkaConsumer(bootstrap_servers=kafka_broker_module.bootstrap, api_version=(0, 9), consumer_timeout_ms=1000)
     try:
         tp = TopicPartition(topic, 0)
         consumer.assign([tp])
@@ -208,15 +208,15 @@ def test_fetch_from_the_middle_of_a_batch_down_converts_only_the_rest(mb):
 
 
 @pytest.mark.parametrize("api", APIS, ids=API_IDS)
-def test_committed_offsets_with_old_group_apis(mb, api, request_log):
-    topic = topic_with(mb, None)
+def test_committed_offsets_with_old_group_apis(kafka_broker_module, api, request_log):
+    topic = topic_with(kafka_broker_module, None)
     group = unique("old-group")
-    p = old_producer(mb, api)
+    p = old_producer(kafka_broker_module, api)
     for k, v in map(expected, range(N)):
         p.send(topic, key=k, value=v)
     p.flush(TIMEOUT)
     p.close()
-    consumer = KafkaConsumer(bootstrap_servers=mb.bootstrap, api_version=api, group_id=group,
+    consumer = KafkaConsumer(bootstrap_servers=kafka_broker_module.bootstrap, api_version=api, group_id=group,
                              auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=1000)
     tp = TopicPartition(topic, 0)
     try:
@@ -232,9 +232,9 @@ def test_committed_offsets_with_old_group_apis(mb, api, request_log):
         assert consumer.committed(tp) == 4
     finally:
         consumer.close()
-    assert mb.committed(group, topic) == 4
+    assert kafka_broker_module.committed(group, topic) == 4
     # a modern consumer of the same group starts where the old one committed
-    c = confluent_consumer(mb, group)
+    c = confluent_consumer(kafka_broker_module, group)
     try:
         assert c.committed([CTopicPartition(topic, 0)], timeout=TIMEOUT)[0].offset == 4
         c.assign([CTopicPartition(topic, 0)])
@@ -266,14 +266,14 @@ def test_committed_offsets_with_old_group_apis(mb, api, request_log):
 # --------------------------------------------------------------------- the seeds' bytes on disk
 
 
-def test_v1_topic_segment_is_the_seed_001_layout(mb):
+def test_v1_topic_segment_is_the_seed_001_layout(kafka_broker_module):
     """kafka-python (0, 10, 1) writes key="key" value="value" to a 0.10.0 topic: the .log file holds
     exactly the 42-byte v1 message of seed 002, field by field as seed 001 lays it out."""
-    topic = topic_with(mb, "0.10.0")
-    p = old_producer(mb, (0, 10, 1))
+    topic = topic_with(kafka_broker_module, "0.10.0")
+    p = old_producer(kafka_broker_module, (0, 10, 1))
     ts = p.send(topic, key=b"key", value=b"value", timestamp_ms=1_700_000_000_123).get(TIMEOUT).timestamp
     p.close()
-    data = segment_data(mb, topic)
+    data = segment_data(kafka_broker_module, topic)
     assert len(data) == 42
     offset, size, crc, magic, attrs, stamp, klen = struct.unpack_from(">qiIbbqi", data)
     assert (offset, size, magic, attrs, stamp, klen) == (0, 30, 1, 0, 1_700_000_000_123, 3)
@@ -282,17 +282,17 @@ def test_v1_topic_segment_is_the_seed_001_layout(mb):
     assert data[30:33] == b"key" and struct.unpack_from(">i", data, 33)[0] == 5 and data[37:] == b"value"
 
 
-def test_v1_topic_holds_a_compressed_wrapper_with_relative_inner_offsets(mb):
-    topic = topic_with(mb, "0.10.0")
-    p = old_producer(mb, (0, 10, 1))
+def test_v1_topic_holds_a_compressed_wrapper_with_relative_inner_offsets(kafka_broker_module):
+    topic = topic_with(kafka_broker_module, "0.10.0")
+    p = old_producer(kafka_broker_module, (0, 10, 1))
     p.send(topic, value=b"first").get(TIMEOUT)
     p.close()
-    p = old_producer(mb, (0, 10, 1), "gzip")
+    p = old_producer(kafka_broker_module, (0, 10, 1), "gzip")
     for i in range(3):
         p.send(topic, value=b"v%d" % i)
     p.flush(TIMEOUT)
     p.close()
-    shallow = list(legacy.iter_shallow(segment_data(mb, topic)))
+    shallow = list(legacy.iter_shallow(segment_data(kafka_broker_module, topic)))
     assert [(m.offset, m.magic, m.attributes & 7) for m in shallow] == [(0, 1, 0), (3, 1, 1)]
     wrapper = shallow[1]
     assert wrapper.key is None
@@ -300,28 +300,28 @@ def test_v1_topic_holds_a_compressed_wrapper_with_relative_inner_offsets(mb):
     assert [(m.offset, m.value) for m in legacy.inner_records(wrapper)] == [(1, b"v0"), (2, b"v1"), (3, b"v2")]
 
 
-def test_v0_topic_segment_has_26_byte_headers(mb):
-    topic = topic_with(mb, "0.8.2")
-    p = Producer({"bootstrap.servers": mb.bootstrap, "enable.idempotence": False})
+def test_v0_topic_segment_has_26_byte_headers(kafka_broker_module):
+    topic = topic_with(kafka_broker_module, "0.8.2")
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "enable.idempotence": False})
     p.produce(topic, key=b"key", value=b"value")
     assert p.flush(TIMEOUT) == 0
-    data = segment_data(mb, topic)
+    data = segment_data(kafka_broker_module, topic)
     assert len(data) == 26 + 3 + 5  # a v2 batch from librdkafka, down-converted on append
     offset, size, crc, magic, attrs, klen = struct.unpack_from(">qiIbbi", data)
     assert (offset, size, magic, attrs, klen) == (0, 22, 0, 0, 3)
     assert crc == zlib.crc32(data[16:])
 
 
-def test_modern_consumer_reads_magic_0_and_1_topics_at_new_fetch_versions(mb):
+def test_modern_consumer_reads_magic_0_and_1_topics_at_new_fetch_versions(kafka_broker_module):
     """Fetch v4+ returns the stored message sets as they are (zero-copy); librdkafka reads them."""
     for fmt in ("0.8.2", "0.10.0"):
-        topic = topic_with(mb, fmt)
-        p = old_producer(mb, (0, 10, 1), "gzip")
+        topic = topic_with(kafka_broker_module, fmt)
+        p = old_producer(kafka_broker_module, (0, 10, 1), "gzip")
         for k, v in map(expected, range(N)):
             p.send(topic, key=k, value=v)
         p.flush(TIMEOUT)
         p.close()
-        c = confluent_consumer(mb, unique("g"), **{"api.version.request": True})
+        c = confluent_consumer(kafka_broker_module, unique("g"), **{"api.version.request": True})
         c.assign([CTopicPartition(topic, 0, 2)])
         try:
             msgs = confluent_consume(c, N - 2)
@@ -333,14 +333,14 @@ def test_modern_consumer_reads_magic_0_and_1_topics_at_new_fetch_versions(mb):
 # --------------------------------------------------------------------- modern clients stay modern
 
 
-def test_advertising_v0_does_not_pull_modern_clients_down(mb, request_log):
+def test_advertising_v0_does_not_pull_modern_clients_down(kafka_broker_module, request_log):
     """Produce/Fetch/ListOffsets now start at v0 in ApiVersions; unpinned clients must still pick
     their newest versions (flexible ones), not the seeds'."""
-    topic = topic_with(mb, None)
-    p = KafkaProducer(bootstrap_servers=mb.bootstrap, enable_idempotence=False)
+    topic = topic_with(kafka_broker_module, None)
+    p = KafkaProducer(bootstrap_servers=kafka_broker_module.bootstrap, enable_idempotence=False)
     p.send(topic, b"x").get(TIMEOUT)
     p.close()
-    old_consume(mb, None, topic, 1)
+    old_consume(kafka_broker_module, None, topic, 1)
     assert min(request_log.versions("ProduceRequest")) >= 9
     assert min(request_log.versions("FetchRequest")) >= 12
     assert min(request_log.versions("ListOffsetsRequest")) >= 6
@@ -353,7 +353,7 @@ def test_advertising_v0_does_not_pull_modern_clients_down(mb, request_log):
     rdk = logging.getLogger(unique("rdkafka"))
     rdk.addHandler(Lines())
     rdk.setLevel(logging.DEBUG)
-    conf = {"bootstrap.servers": mb.bootstrap, "debug": "protocol", "logger": rdk}
+    conf = {"bootstrap.servers": kafka_broker_module.bootstrap, "debug": "protocol", "logger": rdk}
     cp = Producer({**conf, "enable.idempotence": False})
     cp.produce(topic, b"y")
     assert cp.flush(TIMEOUT) == 0
@@ -376,7 +376,7 @@ def test_stored_format_survives_a_restart_and_follows_alter_configs(tmp_path):
     from confluent_kafka.admin import AdminClient, ConfigResource
 
     from minibroker.testing import BrokerThread
-    from tests.conftest import TEST_OVERRIDES
+    from tests.helpers import TEST_OVERRIDES
 
     data = tmp_path / "data"
     with BrokerThread(data, overrides=dict(TEST_OVERRIDES)) as b:
@@ -404,22 +404,22 @@ def test_stored_format_survives_a_restart_and_follows_alter_configs(tmp_path):
 
 @pytest.mark.parametrize("codec", ["snappy", "lz4"])
 @pytest.mark.parametrize("api", [(0, 9), (0, 10, 1)], ids=["0.9", "0.10.1"])
-def test_old_producer_snappy_and_lz4_on_a_v1_topic(mb, api, codec):
+def test_old_producer_snappy_and_lz4_on_a_v1_topic(kafka_broker_module, api, codec):
     """kafka-python at (0, 9) writes magic 0, whose lz4 frames carry the old header checksum
     (KAFKA-3160); the v1 topic stores them rewritten as magic 1 with a correct frame; librdkafka
     and an old reader both get the records back."""
-    topic = topic_with(mb, "0.10.0")
-    p = old_producer(mb, api, codec)
+    topic = topic_with(kafka_broker_module, "0.10.0")
+    p = old_producer(kafka_broker_module, api, codec)
     for k, v in map(expected, range(N)):
         p.send(topic, key=k, value=v)
     p.flush(TIMEOUT)
     p.close()
-    shallow = list(legacy.iter_shallow(segment_data(mb, topic)))
+    shallow = list(legacy.iter_shallow(segment_data(kafka_broker_module, topic)))
     assert {(m.magic, m.attributes & 7) for m in shallow} == {(1, {"snappy": 2, "lz4": 3}[codec])}
-    c = confluent_consumer(mb, unique("g"))
+    c = confluent_consumer(kafka_broker_module, unique("g"))
     c.assign([CTopicPartition(topic, 0, 0)])
     try:
         assert [(m.offset(), m.value()) for m in confluent_consume(c, N)] == [(i, expected(i)[1]) for i in range(N)]
     finally:
         c.close()
-    assert [m.value for m in old_consume(mb, (0, 9), topic, N)] == [expected(i)[1] for i in range(N)]
+    assert [m.value for m in old_consume(kafka_broker_module, (0, 9), topic, N)] == [expected(i)[1] for i in range(N)]

@@ -17,7 +17,7 @@ FALLBACKS = ["0.8.2", "0.9.0", "0.10.0"]
 
 
 @pytest.fixture(scope="module")
-def mb(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with module_broker(tmp_path_factory) as b:
         yield b
 
@@ -31,11 +31,11 @@ def kcat(bootstrap: str, fallback: str, *args: str, stdin: bytes | None = None) 
 
 
 @pytest.mark.parametrize("fallback", FALLBACKS)
-def test_old_librdkafka_modes_produce_list_and_consume(mb, fallback):
+def test_old_librdkafka_modes_produce_list_and_consume(kafka_broker_module, fallback):
     topic = "old-librdkafka-" + fallback.replace(".", "-")
     lines = [f"k{i}:v{i}-{fallback}" for i in range(5)]
-    kcat(mb.bootstrap, fallback, "-P", "-t", topic, "-K:", stdin="\n".join(lines).encode() + b"\n")
-    listing = kcat(mb.bootstrap, fallback, "-L", "-t", topic)
+    kcat(kafka_broker_module.bootstrap, fallback, "-P", "-t", topic, "-K:", stdin="\n".join(lines).encode() + b"\n")
+    listing = kcat(kafka_broker_module.bootstrap, fallback, "-L", "-t", topic)
     assert f'topic "{topic}" with 1 partitions' in listing
-    got = kcat(mb.bootstrap, fallback, "-C", "-t", topic, "-e", "-q", "-f", "%o %k:%s\\n")
+    got = kcat(kafka_broker_module.bootstrap, fallback, "-C", "-t", topic, "-e", "-q", "-f", "%o %k:%s\\n")
     assert got.splitlines() == [f"{i} {line}" for i, line in enumerate(lines)]

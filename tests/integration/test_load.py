@@ -146,11 +146,11 @@ def fill_topic(port: int, topic: str, megabytes: int) -> None:
         w.close()
 
 
-def test_slow_consumer_is_served_again_after_it_reads(broker_process):
+def test_slow_consumer_is_served_again_after_it_reads(kafka_broker_process):
     """A consumer pipelines fetches of ~9 MB each without reading: more than 64 MiB of response
     waits, so the broker stops reading its socket. When the consumer reads everything, the broker
     must start reading again: the next request on that connection is answered."""
-    b = broker_process()
+    b = kafka_broker_process()
     b.start()
     topic = "slow"
     create_topic(b.port, topic, 1)
@@ -193,9 +193,9 @@ def _exactly(s: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def test_idle_connections_producers_consumers_and_a_flooding_client(broker_process):
+def test_idle_connections_producers_consumers_and_a_flooding_client(kafka_broker_process):
     raise_fd_limit(IDLE + 512)
-    b = broker_process()
+    b = kafka_broker_process()
     b.start()
     pid = b.proc.pid
     topic = "load"

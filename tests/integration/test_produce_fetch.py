@@ -32,7 +32,7 @@ PRODUCE_V = 9
 
 
 @pytest.fixture(scope="module")
-def mb(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with module_broker(tmp_path_factory) as b:
         yield b
 
@@ -72,12 +72,12 @@ def produce_later(bootstrap: str, topic: str, delay: float, produced_at: list[fl
     return th
 
 
-def test_long_poll_returns_soon_after_a_produce_from_another_client(mb):
+def test_long_poll_returns_soon_after_a_produce_from_another_client(kafka_broker_module):
     topic = unique("lp-wake")
-    create_topic(mb, topic)
+    create_topic(kafka_broker_module, topic)
     produced_at: list[float] = []
-    with RawClient(mb.bootstrap) as raw:
-        th = produce_later(mb.bootstrap, topic, 0.5, produced_at)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
+        th = produce_later(kafka_broker_module.bootstrap, topic, 0.5, produced_at)
         t0 = time.monotonic()
         resp = raw.call(fetch.API, FETCH_V, fetch_request(topic, 0, max_wait_ms=2_000))
         answered = time.monotonic()
@@ -93,10 +93,10 @@ def test_long_poll_returns_soon_after_a_produce_from_another_client(mb):
     assert answered - produced_at[0] < 0.5
 
 
-def test_long_poll_waits_max_wait_when_nothing_comes(mb):
+def test_long_poll_waits_max_wait_when_nothing_comes(kafka_broker_module):
     topic = unique("lp-idle")
-    create_topic(mb, topic)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         t0 = time.monotonic()
         resp = raw.call(fetch.API, FETCH_V, fetch_request(topic, 0, max_wait_ms=2_000))
         elapsed = time.monotonic() - t0
@@ -105,26 +105,26 @@ def test_long_poll_waits_max_wait_when_nothing_comes(mb):
     assert 1.9 <= elapsed < 3.0, elapsed
 
 
-def test_fetch_with_min_bytes_0_answers_at_once(mb):
+def test_fetch_with_min_bytes_0_answers_at_once(kafka_broker_module):
     topic = unique("lp-zero")
-    create_topic(mb, topic)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         t0 = time.monotonic()
         raw.call(fetch.API, FETCH_V, fetch_request(topic, 0, max_wait_ms=2_000, min_bytes=0))
         assert time.monotonic() - t0 < 0.5
 
 
-def test_consumer_long_poll_latency_end_to_end(mb):
+def test_consumer_long_poll_latency_end_to_end(kafka_broker_module):
     """A consumer sitting in a 2 s long poll sees a record within a fraction of that."""
     topic = unique("lp-e2e")
-    create_topic(mb, topic)
-    c = Consumer({"bootstrap.servers": mb.bootstrap, "group.id": unique("g"), "fetch.wait.max.ms": 2_000,
+    create_topic(kafka_broker_module, topic)
+    c = Consumer({"bootstrap.servers": kafka_broker_module.bootstrap, "group.id": unique("g"), "fetch.wait.max.ms": 2_000,
                   "enable.auto.commit": False})
     try:
         c.assign([TopicPartition(topic, 0, 0)])
         assert c.poll(0.5) is None  # the consumer is now parked in a fetch
         produced_at: list[float] = []
-        th = produce_later(mb.bootstrap, topic, 0.0, produced_at)
+        th = produce_later(kafka_broker_module.bootstrap, topic, 0.0, produced_at)
         [msg] = confluent_consume(c, 1)
         seen = time.monotonic()
         th.join(TIMEOUT)
@@ -134,12 +134,12 @@ def test_consumer_long_poll_latency_end_to_end(mb):
     assert seen - produced_at[0] < 1.0
 
 
-def test_fetch_from_the_middle_of_a_batch_returns_the_whole_batch(mb):
+def test_fetch_from_the_middle_of_a_batch_returns_the_whole_batch(kafka_broker_module):
     """Kafka sends the batch holding the fetch offset whole; clients drop what precedes it."""
     topic = unique("mid-raw")
-    create_topic(mb, topic)
+    create_topic(kafka_broker_module, topic)
     values = [b"r%d" % i for i in range(10)]
-    with RawClient(mb.bootstrap) as raw:
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         resp = raw.call(produce.API, PRODUCE_V, produce_request(topic, records_batch(values), acks=1))
         assert the_partition_produce(resp).error_code == 0
         part = the_partition(raw.call(fetch.API, FETCH_V, fetch_request(topic, 5, max_wait_ms=0)))
@@ -154,10 +154,10 @@ def the_partition_produce(resp) -> object:
     return p
 
 
-def test_acks_0_gets_no_response(mb):
+def test_acks_0_gets_no_response(kafka_broker_module):
     topic = unique("acks0")
-    create_topic(mb, topic)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         produce_cid = raw.send(produce.API, PRODUCE_V, produce_request(topic, records_batch([b"fire", b"forget"]),
                                                                         acks=0))
         versions_cid = raw.send(api_versions.API, 3, api_versions.REQUEST(client_software_name="it-raw",
@@ -165,46 +165,46 @@ def test_acks_0_gets_no_response(mb):
         cid, body = raw.recv(api_versions.API, 3)
     assert cid == versions_cid != produce_cid
     assert body.error_code == 0
-    wait_until(lambda: offsets(mb, topic) == (0, 2), what="the acks=0 records to be stored")
-    assert [r.value for r in stored_records(mb, topic)] == [b"fire", b"forget"]
+    wait_until(lambda: offsets(kafka_broker_module, topic) == (0, 2), what="the acks=0 records to be stored")
+    assert [r.value for r in stored_records(kafka_broker_module, topic)] == [b"fire", b"forget"]
 
 
-def test_acks_0_error_closes_the_connection(mb):
+def test_acks_0_error_closes_the_connection(kafka_broker_module):
     """The client cannot see an error it gets no answer for, so Kafka closes the connection."""
-    with RawClient(mb.bootstrap) as raw:
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         raw.send(produce.API, PRODUCE_V, produce_request(unique("no-such-topic"), records_batch([b"x"]), acks=0))
         assert raw.closed_by_peer()
 
 
 @pytest.mark.parametrize("acks", [1, -1])
-def test_produce_to_unknown_topic_or_partition(mb, acks):
+def test_produce_to_unknown_topic_or_partition(kafka_broker_module, acks):
     topic = unique("known")
-    create_topic(mb, topic, 2)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic, 2)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         for name, partition in [(unique("unknown"), 0), (topic, 2)]:
             resp = raw.call(produce.API, PRODUCE_V, produce_request(name, records_batch([b"x"]), acks, partition))
             p = the_partition_produce(resp)
             assert (p.error_code, p.base_offset) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1)
 
 
-def test_produce_response_offsets_and_log_start(mb):
+def test_produce_response_offsets_and_log_start(kafka_broker_module):
     topic = unique("offs")
-    create_topic(mb, topic)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         got = []
         for n in (3, 1, 4):
             resp = raw.call(produce.API, PRODUCE_V, produce_request(topic, records_batch([b"v"] * n), acks=-1))
             p = the_partition_produce(resp)
             got.append((p.error_code, p.base_offset, p.log_start_offset, p.log_append_time_ms))
     assert got == [(0, 0, 0, -1), (0, 3, 0, -1), (0, 4, 0, -1)]
-    assert [as_stored(r).value for r in stored_records(mb, topic)] == [b"v"] * 8
-    assert [r.offset for r in stored_records(mb, topic)] == list(range(8))
+    assert [as_stored(r).value for r in stored_records(kafka_broker_module, topic)] == [b"v"] * 8
+    assert [r.offset for r in stored_records(kafka_broker_module, topic)] == list(range(8))
 
 
-def test_fetch_out_of_range(mb):
+def test_fetch_out_of_range(kafka_broker_module):
     topic = unique("oor")
-    create_topic(mb, topic)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         raw.call(produce.API, PRODUCE_V, produce_request(topic, records_batch([b"a", b"b"]), acks=1))
         part = the_partition(raw.call(fetch.API, FETCH_V, fetch_request(topic, 3, max_wait_ms=0)))
     # As Kafka's ReplicaManager.createLogReadResult: a failed read reports unknown offsets.

@@ -33,7 +33,7 @@ PRODUCE_V = 9
 
 
 @pytest.fixture(scope="module")
-def mb(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with module_broker(tmp_path_factory) as b:
         yield b
 
@@ -64,11 +64,11 @@ def partitions_of(resp) -> list:
     return [pd for t in resp.responses for pd in t.partitions]
 
 
-def test_pipelined_requests_are_answered_in_order(mb):
+def test_pipelined_requests_are_answered_in_order(kafka_broker_module):
     """Clients pipeline (max.in.flight); responses must come back in request order."""
     topic = unique("pipe")
-    create_topic(mb, topic)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         cids = [raw.send(produce.API, PRODUCE_V, produce_req([(topic, 0, records_batch([b"%d" % i]))]))
                 for i in range(100)]
         got = []
@@ -77,14 +77,14 @@ def test_pipelined_requests_are_answered_in_order(mb):
             [pr] = resp.responses[0].partition_responses
             got.append((cid, pr.error_code, pr.base_offset))
     assert got == [(cid, 0, i) for i, cid in enumerate(cids)]
-    assert [r.value for r in stored_records(mb, topic)] == [b"%d" % i for i in range(100)]
+    assert [r.value for r in stored_records(kafka_broker_module, topic)] == [b"%d" % i for i in range(100)]
 
 
-def test_one_request_many_topics_and_partitions_with_per_partition_errors(mb):
+def test_one_request_many_topics_and_partitions_with_per_partition_errors(kafka_broker_module):
     a, b_ = unique("multi-a"), unique("multi-b")
-    create_topic(mb, a, 2)
-    create_topic(mb, b_, 1)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, a, 2)
+    create_topic(kafka_broker_module, b_, 1)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         resp = raw.call(produce.API, PRODUCE_V, produce_req([
             (a, 0, records_batch([b"a0"])), (a, 1, records_batch([b"a1", b"a1'"])), (a, 5, records_batch([b"x"])),
             (b_, 0, records_batch([b"b0"])), (unique("nope"), 0, records_batch([b"y"])),
@@ -94,16 +94,16 @@ def test_one_request_many_topics_and_partitions_with_per_partition_errors(mb):
     assert {k: v for k, v in got.items() if not k[0].startswith("nope")} == {
         (a, 0): (0, 0), (a, 1): (0, 0), (a, 5): (U, -1), (b_, 0): (0, 0)}
     assert [v for k, v in got.items() if k[0].startswith("nope")] == [(U, -1)]
-    assert [r.value for r in stored_records(mb, a, 1)] == [b"a1", b"a1'"]
+    assert [r.value for r in stored_records(kafka_broker_module, a, 1)] == [b"a1", b"a1'"]
 
 
-def test_fetch_returns_at_least_one_batch_above_the_limits(mb):
+def test_fetch_returns_at_least_one_batch_above_the_limits(kafka_broker_module):
     """KIP-74: the first partition with data gets one whole batch even when it is larger than
     partition_max_bytes and max_bytes; later partitions get nothing past the request's limit."""
     topic = unique("kip74")
-    create_topic(mb, topic, 2)
+    create_topic(kafka_broker_module, topic, 2)
     big = [bytes(1000)] * 5
-    with RawClient(mb.bootstrap) as raw:
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         raw.call(produce.API, PRODUCE_V, produce_req([(topic, 0, records_batch(big)), (topic, 1, records_batch(big))]))
         raw.call(produce.API, PRODUCE_V, produce_req([(topic, 0, records_batch([b"second"]))]))
         resp = raw.call(fetch.API, 12, fetch_req([(topic, 0, 0, 10), (topic, 1, 0, 10)], max_bytes=100))
@@ -113,11 +113,11 @@ def test_fetch_returns_at_least_one_batch_above_the_limits(mb):
     assert (p1.error_code, bytes(p1.records), p1.high_watermark) == (0, b"", 5)
 
 
-def test_fetch_by_topic_id(mb):
+def test_fetch_by_topic_id(kafka_broker_module):
     topic = unique("by-id")
-    create_topic(mb, topic)
-    tid = mb.call(lambda broker: broker.topics[topic].topic_id)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic)
+    tid = kafka_broker_module.call(lambda broker: broker.topics[topic].topic_id)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         raw.call(produce.API, PRODUCE_V, produce_req([(topic, 0, records_batch([b"x", b"y"]))]))
         for v in (13, 16, 17):
             resp = raw.call(fetch.API, v, fetch_req([(tid, 0, 0, 1 << 20), (uuid.uuid4(), 0, 0, 1 << 20)]))
@@ -127,12 +127,12 @@ def test_fetch_by_topic_id(mb):
             assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_ID
 
 
-def test_list_offsets_on_an_empty_and_an_unknown_partition(mb):
+def test_list_offsets_on_an_empty_and_an_unknown_partition(kafka_broker_module):
     topic = unique("lo-empty")
-    create_topic(mb, topic)
+    create_topic(kafka_broker_module, topic)
     R = list_offsets.REQUEST
     parts = [R.ListOffsetsPartition(partition_index=0, timestamp=ts) for ts in (-2, -1, -3, 1000)]
-    with RawClient(mb.bootstrap) as raw:
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         resp = raw.call(list_offsets.API, 8, R(replica_id=-1, isolation_level=0, topics=[
             R.ListOffsetsTopic(name=topic, partitions=parts),
             R.ListOffsetsTopic(name=topic + "-missing", partitions=[R.ListOffsetsPartition(partition_index=0,
@@ -143,10 +143,10 @@ def test_list_offsets_on_an_empty_and_an_unknown_partition(mb):
     assert missing.partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def test_log_append_time_topic(mb):
+def test_log_append_time_topic(kafka_broker_module):
     topic = unique("lat")
-    create_topic(mb, topic, 1, {"message.timestamp.type": "LogAppendTime"})
-    p = Producer({"bootstrap.servers": mb.bootstrap})
+    create_topic(kafka_broker_module, topic, 1, {"message.timestamp.type": "LogAppendTime"})
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap})
     reports: list = []
     before = int(time.time() * 1000)
     p.produce(topic, value=b"x", timestamp=1234, on_delivery=lambda err, msg: reports.append((err, msg.timestamp())))
@@ -155,43 +155,43 @@ def test_log_append_time_topic(mb):
     [(err, (kind, ts))] = reports
     assert err is None
     assert kind == 2 and before <= ts <= after  # TIMESTAMP_LOG_APPEND_TIME, from the produce response
-    c = Consumer({"bootstrap.servers": mb.bootstrap, "group.id": unique("g"), "enable.auto.commit": False})
+    c = Consumer({"bootstrap.servers": kafka_broker_module.bootstrap, "group.id": unique("g"), "enable.auto.commit": False})
     try:
         c.assign([TopicPartition(topic, 0, 0)])
         [msg] = confluent_consume(c, 1)
     finally:
         c.close()
     assert msg.timestamp() == (2, ts)
-    [batch] = stored_batches(mb, topic)
+    [batch] = stored_batches(kafka_broker_module, topic)
     assert batch.timestamp_type == 1 and batch.max_timestamp == ts
 
 
-def test_timestamp_outside_the_allowed_window_is_refused(mb):
+def test_timestamp_outside_the_allowed_window_is_refused(kafka_broker_module):
     topic = unique("ts-window")
-    create_topic(mb, topic, 1, {"message.timestamp.before.max.ms": "3600000",
+    create_topic(kafka_broker_module, topic, 1, {"message.timestamp.before.max.ms": "3600000",
                                 "message.timestamp.after.max.ms": "3600000"})
-    p = Producer({"bootstrap.servers": mb.bootstrap, "message.send.max.retries": 0})
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "message.send.max.retries": 0})
     reports: list = []
     now = int(time.time() * 1000)
     for ts in (1000, now + 7_200_000, now):
         p.produce(topic, value=b"%d" % ts, timestamp=ts, on_delivery=lambda err, msg: reports.append(err))
         p.flush(TIMEOUT)
     assert [e.code() if e else None for e in reports] == [KafkaError.INVALID_TIMESTAMP] * 2 + [None]
-    assert offsets(mb, topic) == (0, 1)
+    assert offsets(kafka_broker_module, topic) == (0, 1)
 
 
 @pytest.mark.parametrize("topic_codec, producer_codec", [("gzip", "lz4"), ("zstd", "none"), ("uncompressed", "snappy")])
-def test_topic_compression_type_recompresses(mb, topic_codec, producer_codec):
+def test_topic_compression_type_recompresses(kafka_broker_module, topic_codec, producer_codec):
     topic = unique(f"recomp-{topic_codec}")
-    create_topic(mb, topic, 1, {"compression.type": topic_codec})
-    p = Producer({"bootstrap.servers": mb.bootstrap, "compression.type": producer_codec, "linger.ms": 20})
+    create_topic(kafka_broker_module, topic, 1, {"compression.type": topic_codec})
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "compression.type": producer_codec, "linger.ms": 20})
     values = [b"value %d %s" % (i, b"x" * 100) for i in range(20)]
     for i, v in enumerate(values):
         p.produce(topic, key=b"k%d" % i, value=v, headers=[("i", b"%d" % i)], timestamp=1000 + i)
     assert p.flush(TIMEOUT) == 0
     want = 0 if topic_codec == "uncompressed" else CODEC_IDS[topic_codec]
-    assert {bt.compression for bt in stored_batches(mb, topic)} == {want}
-    c = Consumer({"bootstrap.servers": mb.bootstrap, "group.id": unique("g"), "enable.auto.commit": False})
+    assert {bt.compression for bt in stored_batches(kafka_broker_module, topic)} == {want}
+    c = Consumer({"bootstrap.servers": kafka_broker_module.bootstrap, "group.id": unique("g"), "enable.auto.commit": False})
     try:
         c.assign([TopicPartition(topic, 0, 0)])
         msgs = confluent_consume(c, 20)
@@ -201,26 +201,26 @@ def test_topic_compression_type_recompresses(mb, topic_codec, producer_codec):
         (i, b"k%d" % i, v, [("i", b"%d" % i)], 1000 + i) for i, v in enumerate(values)]
 
 
-def test_acks_0_through_a_client(mb):
+def test_acks_0_through_a_client(kafka_broker_module):
     topic = unique("acks0-client")
-    create_topic(mb, topic)
-    p = Producer({"bootstrap.servers": mb.bootstrap, "acks": 0, "linger.ms": 5})
+    create_topic(kafka_broker_module, topic)
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "acks": 0, "linger.ms": 5})
     reports: list = []
     for i in range(50):
         p.produce(topic, value=b"%d" % i, on_delivery=lambda err, msg: reports.append((err, msg.offset())))
     assert p.flush(TIMEOUT) == 0
     assert [err for err, _ in reports] == [None] * 50
     assert {off for _, off in reports} <= {None, -1001}  # no response, so no offsets
-    wait_until(lambda: offsets(mb, topic) == (0, 50), what="50 acks=0 records")
-    assert [r.value for r in stored_records(mb, topic)] == [b"%d" % i for i in range(50)]
+    wait_until(lambda: offsets(kafka_broker_module, topic) == (0, 50), what="50 acks=0 records")
+    assert [r.value for r in stored_records(kafka_broker_module, topic)] == [b"%d" % i for i in range(50)]
 
 
-def test_bulk_transfer_through_sendfile(mb):
+def test_bulk_transfer_through_sendfile(kafka_broker_module):
     """20 MB in 4 partitions, consumed by one consumer with small fetch sizes and default ones."""
     topic = unique("bulk")
-    create_topic(mb, topic, 4)
+    create_topic(kafka_broker_module, topic, 4)
     n, size = 5_000, 4_096
-    p = Producer({"bootstrap.servers": mb.bootstrap, "linger.ms": 20, "queue.buffering.max.messages": 100_000,
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "linger.ms": 20, "queue.buffering.max.messages": 100_000,
                   "batch.size": 1 << 20})
     for i in range(n):
         p.produce(topic, key=b"%d" % i, value=hashlib.sha256(b"%d" % i).digest() * (size // 32), partition=i % 4)
@@ -229,7 +229,7 @@ def test_bulk_transfer_through_sendfile(mb):
     assert p.flush(60) == 0
     for conf in ({"fetch.max.bytes": 100_000, "message.max.bytes": 50_000,
                  "max.partition.fetch.bytes": 20_000}, {}):
-        c = Consumer({"bootstrap.servers": mb.bootstrap, "group.id": unique("g"), "enable.auto.commit": False,
+        c = Consumer({"bootstrap.servers": kafka_broker_module.bootstrap, "group.id": unique("g"), "enable.auto.commit": False,
                       **conf})
         try:
             c.assign([TopicPartition(topic, q, 0) for q in range(4)])
@@ -245,28 +245,28 @@ def test_bulk_transfer_through_sendfile(mb):
         assert len(seen) == n
 
 
-def test_client_gone_during_a_long_poll(mb):
+def test_client_gone_during_a_long_poll(kafka_broker_module):
     """A client that disconnects while its fetch waits leaves no waiter behind."""
     topic = unique("gone")
-    create_topic(mb, topic)
+    create_topic(kafka_broker_module, topic)
     for _ in range(5):
-        raw = RawClient(mb.bootstrap)
+        raw = RawClient(kafka_broker_module.bootstrap)
         raw.send(fetch.API, 12, fetch_req([(topic, 0, 0, 1 << 20)], max_wait_ms=10_000))
         time.sleep(0.05)
         raw.close()
-    wait_until(lambda: mb.call(lambda broker: not broker.fetch_waiters._waiters), timeout=5,
+    wait_until(lambda: kafka_broker_module.call(lambda broker: not broker.fetch_waiters._waiters), timeout=5,
                what="the fetch waiters of closed connections to go")
-    with RawClient(mb.bootstrap) as raw:
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         raw.call(produce.API, PRODUCE_V, produce_req([(topic, 0, records_batch([b"after"]))]))
         resp = raw.call(fetch.API, 12, fetch_req([(topic, 0, 0, 1 << 20)]))
     [pd] = partitions_of(resp)
     assert [r.value for bt in decode_batches(bytes(pd.records)) for r in bt.records] == [b"after"]
 
 
-def test_two_long_polls_on_one_partition_both_wake(mb):
+def test_two_long_polls_on_one_partition_both_wake(kafka_broker_module):
     topic = unique("two-polls")
-    create_topic(mb, topic)
-    with RawClient(mb.bootstrap) as r1, RawClient(mb.bootstrap) as r2, RawClient(mb.bootstrap) as w:
+    create_topic(kafka_broker_module, topic)
+    with RawClient(kafka_broker_module.bootstrap) as r1, RawClient(kafka_broker_module.bootstrap) as r2, RawClient(kafka_broker_module.bootstrap) as w:
         t0 = time.monotonic()
         for r in (r1, r2):
             r.send(fetch.API, 12, fetch_req([(topic, 0, 0, 1 << 20)], max_wait_ms=5_000))
@@ -279,14 +279,14 @@ def test_two_long_polls_on_one_partition_both_wake(mb):
         assert time.monotonic() - t0 < 2.0
 
 
-def test_delete_topic_wakes_its_long_polls(mb):
+def test_delete_topic_wakes_its_long_polls(kafka_broker_module):
     topic = unique("del-poll")
-    create_topic(mb, topic)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         t0 = time.monotonic()
         raw.send(fetch.API, 12, fetch_req([(topic, 0, 0, 1 << 20)], max_wait_ms=5_000))
         time.sleep(0.2)
-        mb.call(lambda broker: broker.delete_topic(topic))
+        kafka_broker_module.call(lambda broker: broker.delete_topic(topic))
         _, resp = raw.recv(fetch.API, 12)
     [pd] = partitions_of(resp)
     assert pd.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -315,10 +315,10 @@ def listed(resp) -> dict[tuple[str, int], list[bytes]]:
             for t in resp.responses for pd in t.partitions}
 
 
-def test_incremental_fetch_session(mb):
+def test_incremental_fetch_session(kafka_broker_module):
     topic = unique("session")
-    create_topic(mb, topic, 3)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic, 3)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         def put(p: int, v: bytes) -> None:
             raw.call(produce.API, PRODUCE_V, produce_req([(topic, p, records_batch([v]))]))
 
@@ -351,10 +351,10 @@ def test_incremental_fetch_session(mb):
         assert after.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 
-def test_incremental_fetch_long_polls_until_something_changes(mb):
+def test_incremental_fetch_long_polls_until_something_changes(kafka_broker_module):
     topic = unique("session-wait")
-    create_topic(mb, topic, 2)
-    with RawClient(mb.bootstrap) as raw, RawClient(mb.bootstrap) as writer:
+    create_topic(kafka_broker_module, topic, 2)
+    with RawClient(kafka_broker_module.bootstrap) as raw, RawClient(kafka_broker_module.bootstrap) as writer:
         full = raw.call(fetch.API, 12, session_fetch(0, 0, [(topic, p, 0) for p in range(2)]))
         t0 = time.monotonic()
         idle = raw.call(fetch.API, 12, session_fetch(full.session_id, 1, [], max_wait_ms=500))
@@ -369,10 +369,10 @@ def test_incremental_fetch_long_polls_until_something_changes(mb):
 
 
 @pytest.mark.parametrize("version", range(1, 11))
-def test_list_offsets_every_version(mb, version):
+def test_list_offsets_every_version(kafka_broker_module, version):
     topic = unique(f"lo-v{version}")
-    create_topic(mb, topic)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         for ts in (1000, 3000, 2000):  # the largest timestamp is not the last record
             raw.call(produce.API, PRODUCE_V, produce_req([(topic, 0, records_batch([b"t%d" % ts], base_timestamp=ts))]))
         R = list_offsets.REQUEST

@@ -25,7 +25,7 @@ E = ErrorCode
 
 
 @pytest.fixture(scope="module")
-def mb(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with module_broker(tmp_path_factory) as b:
         yield b
 
@@ -58,51 +58,51 @@ BAD = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
-def test_refused_batch(mb, case):
+def test_refused_batch(kafka_broker_module, case):
     data, code = BAD[case]
     topic = unique(f"bad-{case}")
-    create_topic(mb, topic, 2)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic, 2)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         resp = raw.call(produce.API, 9, produce_req(topic, [(0, data), (1, records_batch([b"good"]))]))
         got = {p.index: (p.error_code, p.base_offset) for p in resp.responses[0].partition_responses}
         assert got == {0: (code, -1), 1: (0, 0)}, case
         # The connection is still usable.
         again = raw.call(produce.API, 9, produce_req(topic, [(0, records_batch([b"after"]))]))
         assert again.responses[0].partition_responses[0].error_code == 0
-    assert [r.value for r in stored_records(mb, topic, 0)] == [b"after"]
-    assert [r.value for r in stored_records(mb, topic, 1)] == [b"good"]
+    assert [r.value for r in stored_records(kafka_broker_module, topic, 0)] == [b"after"]
+    assert [r.value for r in stored_records(kafka_broker_module, topic, 1)] == [b"good"]
 
 
 @pytest.mark.parametrize("version, code", [(3, E.UNSUPPORTED_COMPRESSION_TYPE), (6, E.UNSUPPORTED_COMPRESSION_TYPE),
                                            (7, 0), (9, 0)])
-def test_zstd_needs_produce_v7(mb, version, code):
+def test_zstd_needs_produce_v7(kafka_broker_module, version, code):
     """KIP-110: zstd batches only in Produce v7+ (older clients could not read them back)."""
     topic = unique(f"zstd-v{version}")
-    create_topic(mb, topic)
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         resp = raw.call(produce.API, version, produce_req(topic, [(0, records_batch([b"z"], compression=4))]))
     assert resp.responses[0].partition_responses[0].error_code == code
-    assert offsets(mb, topic) == (0, 0 if code else 1)
+    assert offsets(kafka_broker_module, topic) == (0, 0 if code else 1)
 
 
-def test_null_key_on_a_compacted_topic(mb):
+def test_null_key_on_a_compacted_topic(kafka_broker_module):
     topic = unique("compact")
-    create_topic(mb, topic, 1, {"cleanup.policy": "compact"})
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic, 1, {"cleanup.policy": "compact"})
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         batch = build_batch(recs(1, key=b"k") + [Record(offset_delta=1, key=None, value=b"no key")],
                             base_timestamp=1000)
         resp = raw.call(produce.API, 9, produce_req(topic, [(0, batch)]))
     [pr] = resp.responses[0].partition_responses
     assert pr.error_code == E.INVALID_RECORD
     assert "without key" in pr.error_message
-    assert offsets(mb, topic) == (0, 0)
+    assert offsets(kafka_broker_module, topic) == (0, 0)
 
 
-def test_null_key_on_a_compacted_topic_names_the_record(mb):
+def test_null_key_on_a_compacted_topic_names_the_record(kafka_broker_module):
     """v8+: the response says which record of the batch was refused, as Kafka's LogValidator does."""
     topic = unique("compact-idx")
-    create_topic(mb, topic, 1, {"cleanup.policy": "compact"})
-    with RawClient(mb.bootstrap) as raw:
+    create_topic(kafka_broker_module, topic, 1, {"cleanup.policy": "compact"})
+    with RawClient(kafka_broker_module.bootstrap) as raw:
         batch = build_batch(recs(1, key=b"k") + [Record(offset_delta=1, key=None, value=b"no key")],
                             base_timestamp=1000)
         resp = raw.call(produce.API, 9, produce_req(topic, [(0, batch)]))
@@ -111,10 +111,10 @@ def test_null_key_on_a_compacted_topic_names_the_record(mb):
         (1, True)]
 
 
-def test_null_key_on_a_compacted_topic_through_a_client(mb):
+def test_null_key_on_a_compacted_topic_through_a_client(kafka_broker_module):
     topic = unique("compact-client")
-    create_topic(mb, topic, 1, {"cleanup.policy": "compact"})
-    p = Producer({"bootstrap.servers": mb.bootstrap, "message.send.max.retries": 0})
+    create_topic(kafka_broker_module, topic, 1, {"cleanup.policy": "compact"})
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "message.send.max.retries": 0})
     reports: list = []
     p.produce(topic, value=b"no key", on_delivery=lambda err, msg: reports.append(err))
     p.produce(topic, key=b"k", value=b"keyed", on_delivery=lambda err, msg: reports.append(err))
@@ -122,4 +122,4 @@ def test_null_key_on_a_compacted_topic_through_a_client(mb):
     p.flush(TIMEOUT)
     codes = [e.code() if e else None for e in reports]
     assert KafkaError.INVALID_RECORD in codes
-    assert [r.value for r in stored_records(mb, topic)] in ([b"keyed"], [])
+    assert [r.value for r in stored_records(kafka_broker_module, topic)] in ([b"keyed"], [])

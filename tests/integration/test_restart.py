@@ -114,8 +114,8 @@ def all_partitions() -> list[tuple[str, int]]:
     return [(name, p) for name, (_, parts) in TOPICS.items() for p in range(parts)]
 
 
-def test_clean_stop_and_restart(broker_process):
-    b = broker_process()
+def test_clean_stop_and_restart(kafka_broker_process):
+    b = kafka_broker_process()
     b.start()
     create_topics(b.bootstrap)
     acked = produce(b.bootstrap)
@@ -146,8 +146,8 @@ def test_clean_stop_and_restart(broker_process):
     assert b.stop() == 0
 
 
-def test_kill_9_and_restart(broker_process):
-    b = broker_process()
+def test_kill_9_and_restart(kafka_broker_process):
+    b = kafka_broker_process()
     b.start()
     create_topics(b.bootstrap)
     produce(b.bootstrap)
@@ -175,10 +175,10 @@ def test_kill_9_and_restart(broker_process):
 
 
 @pytest.mark.parametrize("tail", [b"\x00" * 37, b"\xde\xad\xbe\xef" * 100], ids=["zeros", "garbage"])
-def test_kill_9_with_a_torn_write_at_the_end(broker_process, tail):
+def test_kill_9_with_a_torn_write_at_the_end(kafka_broker_process, tail):
     """A crash mid-append leaves a partial batch at the end of the active segment; recovery
     truncates it and keeps every acked record."""
-    b = broker_process()
+    b = kafka_broker_process()
     b.start()
     create_topics(b.bootstrap)
     produce(b.bootstrap)

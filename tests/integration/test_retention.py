@@ -17,7 +17,7 @@ HOUR_MS = 3600 * 1000
 
 
 @pytest.fixture(scope="module")
-def b(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with module_broker(tmp_path_factory, {"log.retention.check.interval.ms": 100}) as broker:
         yield broker
 
@@ -42,24 +42,24 @@ def files(b, topic: str) -> list[str]:
     return sorted(p.name for p in (b.data_dir / f"{topic}-0").iterdir())
 
 
-def test_retention_ms_deletes_old_segments_and_consumers_reset(b):
+def test_retention_ms_deletes_old_segments_and_consumers_reset(kafka_broker_module):
     t = unique("ret-ms")
-    create_topic(b, t, configs={"segment.bytes": "1000", "retention.ms": str(HOUR_MS),
+    create_topic(kafka_broker_module, t, configs={"segment.bytes": "1000", "retention.ms": str(HOUR_MS),
                                 "file.delete.delay.ms": "300"})
     now = int(time.time() * 1000)
-    produce(b, t, 20, timestamp_ms=now - 2 * HOUR_MS)  # already past retention.ms
-    produce(b, t, 5)  # fresh records: the segments holding them stay
-    want_start = holder_base(b, t, 20)
+    produce(kafka_broker_module, t, 20, timestamp_ms=now - 2 * HOUR_MS)  # already past retention.ms
+    produce(kafka_broker_module, t, 5)  # fresh records: the segments holding them stay
+    want_start = holder_base(kafka_broker_module, t, 20)
     assert want_start > 0
-    wait_until(lambda: offsets(b, t)[0] == want_start, what="retention.ms to retire the old segments")
-    start, end = offsets(b, t)
-    assert end == 25 and start == b.call(lambda br: br.get_log(t, 0).segments.first.base_offset)
+    wait_until(lambda: offsets(kafka_broker_module, t)[0] == want_start, what="retention.ms to retire the old segments")
+    start, end = offsets(kafka_broker_module, t)
+    assert end == 25 and start == kafka_broker_module.call(lambda br: br.get_log(t, 0).segments.first.base_offset)
     # the retired files are renamed first, then removed after file.delete.delay.ms
-    wait_until(lambda: not any(n.endswith(".deleted") for n in files(b, t)), what=".deleted files to go")
-    assert min(n for n in files(b, t) if n.endswith(".log")) == f"{start:020d}.log"
+    wait_until(lambda: not any(n.endswith(".deleted") for n in files(kafka_broker_module, t)), what=".deleted files to go")
+    assert min(n for n in files(kafka_broker_module, t) if n.endswith(".log")) == f"{start:020d}.log"
 
     # a consumer at offset 0 gets OFFSET_OUT_OF_RANGE and resets to the new start (earliest)
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": unique("g"), "auto.offset.reset": "earliest"})
+    c = Consumer({"bootstrap.servers": kafka_broker_module.bootstrap, "group.id": unique("g"), "auto.offset.reset": "earliest"})
     try:
         c.assign([TopicPartition(t, 0, 0)])
         got = []
@@ -72,7 +72,7 @@ def test_retention_ms_deletes_old_segments_and_consumers_reset(b):
     finally:
         c.close()
     # with auto.offset.reset=error the client is told instead
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": unique("g"), "auto.offset.reset": "error"})
+    c = Consumer({"bootstrap.servers": kafka_broker_module.bootstrap, "group.id": unique("g"), "auto.offset.reset": "error"})
     try:
         c.assign([TopicPartition(t, 0, 1)])
         deadline = time.monotonic() + TIMEOUT
@@ -86,20 +86,20 @@ def test_retention_ms_deletes_old_segments_and_consumers_reset(b):
         c.close()
 
 
-def test_retention_bytes(b):
+def test_retention_bytes(kafka_broker_module):
     t = unique("ret-bytes")
-    create_topic(b, t, configs={"segment.bytes": "1000", "retention.bytes": "2500", "file.delete.delay.ms": "0"})
-    produce(b, t, 40)
-    wait_until(lambda: b.call(lambda br: br.get_log(t, 0).size_in_bytes()) <= 2500 + 1000,
+    create_topic(kafka_broker_module, t, configs={"segment.bytes": "1000", "retention.bytes": "2500", "file.delete.delay.ms": "0"})
+    produce(kafka_broker_module, t, 40)
+    wait_until(lambda: kafka_broker_module.call(lambda br: br.get_log(t, 0).size_in_bytes()) <= 2500 + 1000,
                what="retention.bytes to shrink the log")
-    lg_size, n_segments = b.call(lambda br: (br.get_log(t, 0).size_in_bytes(), br.get_log(t, 0).num_segments))
-    start, end = offsets(b, t)
+    lg_size, n_segments = kafka_broker_module.call(lambda br: (br.get_log(t, 0).size_in_bytes(), br.get_log(t, 0).num_segments))
+    start, end = offsets(kafka_broker_module, t)
     assert end == 40 and start > 0 and n_segments <= 4
     # what is left is the newest data, and it reads from the new start
     from kafka import KafkaConsumer
     from kafka import TopicPartition as KTP
 
-    kc = KafkaConsumer(bootstrap_servers=b.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
+    kc = KafkaConsumer(bootstrap_servers=kafka_broker_module.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
                        consumer_timeout_ms=3000)
     try:
         kc.assign([KTP(t, 0)])
@@ -110,27 +110,27 @@ def test_retention_bytes(b):
     assert got == list(range(start, end))
 
 
-def test_retention_applies_live_after_alter_configs(b):
+def test_retention_applies_live_after_alter_configs(kafka_broker_module):
     t = unique("ret-live")
-    create_topic(b, t, configs={"segment.bytes": "1000"})
+    create_topic(kafka_broker_module, t, configs={"segment.bytes": "1000"})
     now = int(time.time() * 1000)
-    produce(b, t, 15, timestamp_ms=now - 3 * HOUR_MS)
-    produce(b, t, 2)
+    produce(kafka_broker_module, t, 15, timestamp_ms=now - 3 * HOUR_MS)
+    produce(kafka_broker_module, t, 2)
     time.sleep(0.4)
-    assert offsets(b, t)[0] == 0  # a week's retention by default: nothing goes
-    a = AdminClient({"bootstrap.servers": b.bootstrap})
+    assert offsets(kafka_broker_module, t)[0] == 0  # a week's retention by default: nothing goes
+    a = AdminClient({"bootstrap.servers": kafka_broker_module.bootstrap})
     r = ConfigResource("topic", t, incremental_configs=[
         CEntry("retention.ms", str(HOUR_MS), incremental_operation=AlterConfigOpType.SET)])
     a.incremental_alter_configs([r])[r].result(TIMEOUT)
-    want_start = holder_base(b, t, 15)
-    wait_until(lambda: offsets(b, t)[0] == want_start > 0, what="the new retention.ms to apply")
+    want_start = holder_base(kafka_broker_module, t, 15)
+    wait_until(lambda: offsets(kafka_broker_module, t)[0] == want_start > 0, what="the new retention.ms to apply")
 
 
-def test_compact_delete_policy_also_retires_by_time(b):
+def test_compact_delete_policy_also_retires_by_time(kafka_broker_module):
     t = unique("ret-cd")
-    create_topic(b, t, configs={"segment.bytes": "1000", "retention.ms": str(HOUR_MS),
+    create_topic(kafka_broker_module, t, configs={"segment.bytes": "1000", "retention.ms": str(HOUR_MS),
                                 "cleanup.policy": "compact,delete"})
-    produce(b, t, 15, timestamp_ms=int(time.time() * 1000) - 2 * HOUR_MS)
-    produce(b, t, 2)
-    want_start = holder_base(b, t, 15)
-    wait_until(lambda: offsets(b, t)[0] == want_start > 0, what="retention on a compact,delete topic")
+    produce(kafka_broker_module, t, 15, timestamp_ms=int(time.time() * 1000) - 2 * HOUR_MS)
+    produce(kafka_broker_module, t, 2)
+    want_start = holder_base(kafka_broker_module, t, 15)
+    wait_until(lambda: offsets(kafka_broker_module, t)[0] == want_start > 0, what="retention on a compact,delete topic")

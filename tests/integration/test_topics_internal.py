@@ -9,7 +9,7 @@ import time
 from minibroker.testing import BrokerThread
 from protocol.apis import find_coordinator
 from storage.checkpoint import PartitionMetadataFile
-from tests.conftest import TEST_OVERRIDES
+from tests.helpers import TEST_OVERRIDES
 from tests.integration.helpers import RawClient, wait_until
 
 TOPIC = "__consumer_offsets"

@@ -15,71 +15,23 @@ from collections.abc import Iterator
 import pytest
 
 from minibroker.testing import BrokerThread
-from protocol.records.v2 import ControlType, parse_control_record
-from tests.conftest import TEST_OVERRIDES
-from tests.integration.helpers import TIMEOUT, Deadline, create_topic, stored_batches, unique
-
-TXN_OVERRIDES = {
-    **TEST_OVERRIDES,
-    "transaction.state.log.num.partitions": 4,
-    "offsets.topic.num.partitions": 4,
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 200,
-}
-PARTS = 3
+from protocol.records.v2 import ControlType
+from tests.integration.helpers import TIMEOUT, Deadline, create_topic, unique
+from tests.integration.txn_helpers import PARTS, TXN_OVERRIDES, confluent_read_all, lso_and_hw, markers
 
 
 @pytest.fixture(scope="module")
-def b(tmp_path_factory) -> Iterator[BrokerThread]:
+def kafka_broker_module(tmp_path_factory) -> Iterator[BrokerThread]:
     with BrokerThread(tmp_path_factory.mktemp("txn") / "data", overrides=TXN_OVERRIDES) as broker:
         yield broker
 
 
-def markers(b: BrokerThread, topic: str, partition: int) -> list[tuple[int, int]]:
-    """(offset, control type) of each control batch in a partition."""
-    return [(batch.base_offset, parse_control_record(batch.records[0]).type)
-            for batch in stored_batches(b, topic, partition) if batch.is_control]
-
-
-def lso_and_hw(b: BrokerThread, topic: str, partition: int) -> tuple[int, int]:
-    return b.call(lambda br: (br.get_log(topic, partition).last_stable_offset,
-                              br.get_log(topic, partition).high_watermark))
-
-
-# -- confluent-kafka -----------------------------------------------------------------------------
-
-
-def confluent_read_all(b: BrokerThread, topic: str, isolation: str, expect: int) -> list[tuple[int, bytes]]:
-    """(partition, value) of everything a fresh consumer reads, waiting for `expect` records and
-    then a little longer to catch extra ones."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": unique("g"), "isolation.level": isolation,
-                  "enable.auto.commit": False, "enable.partition.eof": False})
-    c.assign([TopicPartition(topic, p, 0) for p in range(PARTS)])
-    got: list[tuple[int, bytes]] = []
-    d = Deadline()
-    settle = None
-    try:
-        while d:
-            msg = c.poll(0.2)
-            if msg is not None:
-                assert not msg.error(), msg.error()
-                got.append((msg.partition(), msg.value()))
-            if len(got) >= expect:
-                settle = settle or time.monotonic() + 0.5
-                if time.monotonic() > settle:
-                    break
-    finally:
-        c.close()
-    return got
-
-
-def test_confluent_commit_abort_and_read_committed(b):
+def test_confluent_commit_abort_and_read_committed(kafka_broker_module):
     from confluent_kafka import Producer
 
     topic = unique("tc")
-    create_topic(b, topic, PARTS)
-    p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": unique("tid"),
+    create_topic(kafka_broker_module, topic, PARTS)
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "transactional.id": unique("tid"),
                   "transaction.timeout.ms": 20000, "linger.ms": 2})
     p.init_transactions(TIMEOUT)
 
@@ -106,37 +58,37 @@ def test_confluent_commit_abort_and_read_committed(b):
         p.produce(topic, value=value, partition=part)
     p.flush(TIMEOUT)
     for part in range(PARTS):
-        lso, hw = lso_and_hw(b, topic, part)
+        lso, hw = lso_and_hw(kafka_broker_module, topic, part)
         assert (lso, hw) == (33, 36), f"partition {part}: LSO {lso}, HW {hw}"  # 3 x (10 + marker), 3 open
-    assert sorted(confluent_read_all(b, topic, "read_committed", len(committed))) == sorted(committed)
-    uncommitted = confluent_read_all(b, topic, "read_uncommitted", len(committed + aborted + open_part))
+    assert sorted(confluent_read_all(kafka_broker_module, topic, "read_committed", len(committed))) == sorted(committed)
+    uncommitted = confluent_read_all(kafka_broker_module, topic, "read_uncommitted", len(committed + aborted + open_part))
     assert sorted(uncommitted) == sorted(committed + aborted + open_part)  # never a control record
     p.commit_transaction(TIMEOUT)
     committed += open_part
 
-    got = confluent_read_all(b, topic, "read_committed", len(committed))
+    got = confluent_read_all(kafka_broker_module, topic, "read_committed", len(committed))
     assert sorted(got) == sorted(committed)
     for part in range(PARTS):  # in send order within each partition
         assert [v for q, v in got if q == part] == [v for q, v in committed if q == part]
-        assert markers(b, topic, part) == [(10, ControlType.COMMIT), (21, ControlType.ABORT),
+        assert markers(kafka_broker_module, topic, part) == [(10, ControlType.COMMIT), (21, ControlType.ABORT),
                                            (32, ControlType.COMMIT), (36, ControlType.COMMIT)]
         assert [(t.first_offset, t.last_offset, t.last_stable_offset) for t in
-                b.call(lambda br, part=part: br.get_log(topic, part).aborted_transactions(0, 100))] == [(11, 21, 22)]
-        assert lso_and_hw(b, topic, part) == (37, 37)
+                kafka_broker_module.call(lambda br, part=part: br.get_log(topic, part).aborted_transactions(0, 100))] == [(11, 21, 22)]
+        assert lso_and_hw(kafka_broker_module, topic, part) == (37, 37)
 
 
-def test_confluent_fenced_by_a_new_instance(b):
+def test_confluent_fenced_by_a_new_instance(kafka_broker_module):
     from confluent_kafka import KafkaException, Producer
 
     topic = unique("tf")
-    create_topic(b, topic, PARTS)
+    create_topic(kafka_broker_module, topic, PARTS)
     tid = unique("tid")
-    old = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": tid})
+    old = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "transactional.id": tid})
     old.init_transactions(TIMEOUT)
     old.begin_transaction()
     old.produce(topic, value=b"zombie", partition=0)
     old.flush(TIMEOUT)
-    new = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": tid})
+    new = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "transactional.id": tid})
     new.init_transactions(TIMEOUT)  # aborts the old instance's transaction and fences it
     with pytest.raises(KafkaException) as e:
         old.commit_transaction(TIMEOUT)
@@ -144,8 +96,8 @@ def test_confluent_fenced_by_a_new_instance(b):
     new.begin_transaction()
     new.produce(topic, value=b"live", partition=0)
     new.commit_transaction(TIMEOUT)
-    assert confluent_read_all(b, topic, "read_committed", 1) == [(0, b"live")]
-    assert [t for _, t in markers(b, topic, 0)] == [ControlType.ABORT, ControlType.COMMIT]
+    assert confluent_read_all(kafka_broker_module, topic, "read_committed", 1) == [(0, b"live")]
+    assert [t for _, t in markers(kafka_broker_module, topic, 0)] == [ControlType.ABORT, ControlType.COMMIT]
 
 
 # -- kafka-python --------------------------------------------------------------------------------
@@ -174,12 +126,12 @@ def kafka_python_read_all(b: BrokerThread, topic: str, isolation: str, expect: i
     return got
 
 
-def test_kafka_python_commit_abort_and_read_committed(b):
+def test_kafka_python_commit_abort_and_read_committed(kafka_broker_module):
     from kafka import KafkaProducer
 
     topic = unique("tk")
-    create_topic(b, topic, PARTS)
-    p = KafkaProducer(bootstrap_servers=b.bootstrap, transactional_id=unique("tid"), transaction_timeout_ms=20000)
+    create_topic(kafka_broker_module, topic, PARTS)
+    p = KafkaProducer(bootstrap_servers=kafka_broker_module.bootstrap, transactional_id=unique("tid"), transaction_timeout_ms=20000)
     p.init_transactions()
     committed: list[tuple[int, bytes]] = []
     aborted: list[tuple[int, bytes]] = []
@@ -196,25 +148,25 @@ def test_kafka_python_commit_abort_and_read_committed(b):
             p.abort_transaction()
             aborted += sent
     p.close()
-    got = kafka_python_read_all(b, topic, "read_committed", len(committed))
+    got = kafka_python_read_all(kafka_broker_module, topic, "read_committed", len(committed))
     assert sorted(got) == sorted(committed)
     for part in range(PARTS):
         assert [v for q, v in got if q == part] == [v for q, v in committed if q == part]
-        kinds = [t for _, t in markers(b, topic, part)]
+        kinds = [t for _, t in markers(kafka_broker_module, topic, part)]
         assert kinds == [ControlType.COMMIT, ControlType.ABORT, ControlType.COMMIT, ControlType.ABORT,
                          ControlType.COMMIT]
-    assert sorted(kafka_python_read_all(b, topic, "read_uncommitted", len(committed + aborted))) == \
+    assert sorted(kafka_python_read_all(kafka_broker_module, topic, "read_uncommitted", len(committed + aborted))) == \
         sorted(committed + aborted)
 
 
-def test_kafka_python_and_confluent_read_each_others_transactions(b):
+def test_kafka_python_and_confluent_read_each_others_transactions(kafka_broker_module):
     """kafka-python writes, a confluent read_committed consumer reads (and the other way)."""
     from confluent_kafka import Producer
     from kafka import KafkaProducer
 
     topic = unique("tx")
-    create_topic(b, topic, PARTS)
-    kp = KafkaProducer(bootstrap_servers=b.bootstrap, transactional_id=unique("tid"))
+    create_topic(kafka_broker_module, topic, PARTS)
+    kp = KafkaProducer(bootstrap_servers=kafka_broker_module.bootstrap, transactional_id=unique("tid"))
     kp.init_transactions()
     kp.begin_transaction()
     kp.send(topic, value=b"kp-committed", partition=1)
@@ -224,7 +176,7 @@ def test_kafka_python_and_confluent_read_each_others_transactions(b):
     kp.flush()
     kp.abort_transaction()
     kp.close()
-    cp = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": unique("tid")})
+    cp = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "transactional.id": unique("tid")})
     cp.init_transactions(TIMEOUT)
     cp.begin_transaction()
     cp.produce(topic, value=b"cp-aborted", partition=2)
@@ -234,35 +186,35 @@ def test_kafka_python_and_confluent_read_each_others_transactions(b):
     cp.produce(topic, value=b"cp-committed", partition=2)
     cp.commit_transaction(TIMEOUT)
     expected = [(1, b"kp-committed"), (2, b"cp-committed")]
-    assert sorted(confluent_read_all(b, topic, "read_committed", 2)) == expected
-    assert sorted(kafka_python_read_all(b, topic, "read_committed", 2)) == expected
+    assert sorted(confluent_read_all(kafka_broker_module, topic, "read_committed", 2)) == expected
+    assert sorted(kafka_python_read_all(kafka_broker_module, topic, "read_committed", 2)) == expected
 
 
-def test_transaction_timeout_aborts_and_fences(b):
+def test_transaction_timeout_aborts_and_fences(kafka_broker_module):
     """transaction.timeout.ms: the coordinator aborts on its own, the LSO moves on and the
     producer is fenced."""
     from confluent_kafka import KafkaException, Producer
 
     topic = unique("tt")
-    create_topic(b, topic, PARTS)
-    p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": unique("tid"),
+    create_topic(kafka_broker_module, topic, PARTS)
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "transactional.id": unique("tid"),
                   "transaction.timeout.ms": 1000})
     p.init_transactions(TIMEOUT)
     p.begin_transaction()
     p.produce(topic, value=b"too slow", partition=0)
     p.flush(TIMEOUT)
-    assert lso_and_hw(b, topic, 0) == (0, 1)
+    assert lso_and_hw(kafka_broker_module, topic, 0) == (0, 1)
     d = Deadline(10)
-    while d and markers(b, topic, 0) == []:
+    while d and markers(kafka_broker_module, topic, 0) == []:
         time.sleep(0.05)
-    assert markers(b, topic, 0) == [(1, ControlType.ABORT)]
-    assert lso_and_hw(b, topic, 0) == (2, 2)
+    assert markers(kafka_broker_module, topic, 0) == [(1, ControlType.ABORT)]
+    assert lso_and_hw(kafka_broker_module, topic, 0) == (2, 2)
     with pytest.raises(KafkaException):
         p.commit_transaction(TIMEOUT)
-    assert confluent_read_all(b, topic, "read_committed", 0) == []
+    assert confluent_read_all(kafka_broker_module, topic, "read_committed", 0) == []
 
 
-def test_partition_dump_shows_markers_and_txnindex(b, tmp_path):
+def test_partition_dump_shows_markers_and_txnindex(kafka_broker_module, tmp_path):
     """The files Kafka's tools read: control batches in the `.log` (protocol.records.dump) and
     the 34-byte entries of the `.txnindex`."""
     from confluent_kafka import Producer
@@ -270,8 +222,8 @@ def test_partition_dump_shows_markers_and_txnindex(b, tmp_path):
     from protocol.records.dump import dump
 
     topic = unique("td")
-    create_topic(b, topic, 1)
-    p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": unique("tid")})
+    create_topic(kafka_broker_module, topic, 1)
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "transactional.id": unique("tid")})
     p.init_transactions(TIMEOUT)
     for commit in (True, False):
         p.begin_transaction()
@@ -279,31 +231,31 @@ def test_partition_dump_shows_markers_and_txnindex(b, tmp_path):
             p.produce(topic, value=b"v%d" % i, key=b"k", partition=0)
         p.flush(TIMEOUT)
         (p.commit_transaction if commit else p.abort_transaction)(TIMEOUT)
-    seg = b.call(lambda br: br.get_log(topic, 0).active_segment)
+    seg = kafka_broker_module.call(lambda br: br.get_log(topic, 0).active_segment)
     text = "\n".join(dump(seg.log.path.read_bytes(), records=True))
     assert text.count("isControl: true") == 2 and "endTxnMarker: COMMIT" in text and "endTxnMarker: ABORT" in text
     txnindex = seg.txn_index.path.read_bytes()
     assert len(txnindex) == 34
-    pid = b.call(lambda br: next(iter(br.get_log(topic, 0).producer_state.producers)))
+    pid = kafka_broker_module.call(lambda br: next(iter(br.get_log(topic, 0).producer_state.producers)))
     assert txnindex == (b"\0\0" + pid.to_bytes(8, "big") + (4).to_bytes(8, "big") + (7).to_bytes(8, "big")
                         + (8).to_bytes(8, "big"))
 
 
-def test_describe_and_list_transactions_and_producers(b):
+def test_describe_and_list_transactions_and_producers(kafka_broker_module):
     from confluent_kafka import Producer
 
     from protocol.apis import describe_producers, describe_transactions, list_transactions
     from tests.integration.helpers import RawClient
 
     topic = unique("tl")
-    create_topic(b, topic, PARTS)
+    create_topic(kafka_broker_module, topic, PARTS)
     tid = unique("tid")
-    p = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": tid, "transaction.timeout.ms": 30000})
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "transactional.id": tid, "transaction.timeout.ms": 30000})
     p.init_transactions(TIMEOUT)
     p.begin_transaction()
     p.produce(topic, value=b"x", partition=1)
     p.flush(TIMEOUT)
-    with RawClient(b.bootstrap) as c:
+    with RawClient(kafka_broker_module.bootstrap) as c:
         d = c.call(describe_transactions.API, 0, describe_transactions.REQUEST(transactional_ids=[tid, "nope"]))
         mine, missing = d.transaction_states
         assert (mine.error_code, mine.transaction_state, mine.transaction_timeout_ms) == (0, "Ongoing", 30000)

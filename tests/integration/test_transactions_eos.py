@@ -14,14 +14,14 @@ import pytest
 
 from minibroker.testing import BrokerThread
 from tests.integration.helpers import TIMEOUT, Deadline, create_topic, unique
-from tests.integration.test_transactions import TXN_OVERRIDES
+from tests.integration.txn_helpers import TXN_OVERRIDES, confluent_read_all
 
 PARTS = 2
 PER_PARTITION = 120
 
 
 @pytest.fixture
-def b(tmp_path) -> Iterator[BrokerThread]:
+def kafka_broker_module(tmp_path) -> Iterator[BrokerThread]:
     with BrokerThread(tmp_path / "data", overrides=TXN_OVERRIDES) as broker:
         yield broker
 
@@ -39,8 +39,6 @@ def fill_input(b: BrokerThread, topic: str) -> list[tuple[int, bytes]]:
 
 
 def read_output(b: BrokerThread, topic: str, expect: int) -> list[tuple[int, bytes]]:
-    from tests.integration.test_transactions import confluent_read_all
-
     return confluent_read_all(b, topic, "read_committed", expect)
 
 
@@ -81,17 +79,17 @@ def confluent_processor(b: BrokerThread, src: str, dst: str, group: str, tid: st
         consumer.close()
 
 
-def test_confluent_read_process_write_is_exactly_once_across_a_restart(b):
+def test_confluent_read_process_write_is_exactly_once_across_a_restart(kafka_broker_module):
     src, dst, group, tid = unique("in"), unique("out"), unique("g"), unique("tid")
-    sent = fill_input(b, src)
-    create_topic(b, dst, PARTS)
-    assert confluent_processor(b, src, dst, group, tid, die_in_txn=4) == 4
-    confluent_processor(b, src, dst, group, tid)
-    out = read_output(b, dst, len(sent))
+    sent = fill_input(kafka_broker_module, src)
+    create_topic(kafka_broker_module, dst, PARTS)
+    assert confluent_processor(kafka_broker_module, src, dst, group, tid, die_in_txn=4) == 4
+    confluent_processor(kafka_broker_module, src, dst, group, tid)
+    out = read_output(kafka_broker_module, dst, len(sent))
     assert sorted(out) == sorted((p, b"out:" + v) for p, v in sent)
     for part in range(PARTS):  # in input order, each once
         assert [v for q, v in out if q == part] == [b"out:" + v for q, v in sent if q == part]
-    committed = b.call(lambda br: [br.group_coordinator.committed(group, src, p).offset for p in range(PARTS)])
+    committed = kafka_broker_module.call(lambda br: [br.group_coordinator.committed(group, src, p).offset for p in range(PARTS)])
     assert committed == [PER_PARTITION] * PARTS
 
 
@@ -131,13 +129,13 @@ def kafka_python_processor(b: BrokerThread, src: str, dst: str, group: str, tid:
         consumer.close(autocommit=False)
 
 
-def test_kafka_python_read_process_write_is_exactly_once_across_a_restart(b):
+def test_kafka_python_read_process_write_is_exactly_once_across_a_restart(kafka_broker_module):
     src, dst, group, tid = unique("in"), unique("out"), unique("g"), unique("tid")
-    sent = fill_input(b, src)
-    create_topic(b, dst, PARTS)
-    assert kafka_python_processor(b, src, dst, group, tid, die_in_txn=3) == 3
-    kafka_python_processor(b, src, dst, group, tid)
-    out = read_output(b, dst, len(sent))
+    sent = fill_input(kafka_broker_module, src)
+    create_topic(kafka_broker_module, dst, PARTS)
+    assert kafka_python_processor(kafka_broker_module, src, dst, group, tid, die_in_txn=3) == 3
+    kafka_python_processor(kafka_broker_module, src, dst, group, tid)
+    out = read_output(kafka_broker_module, dst, len(sent))
     assert sorted(out) == sorted((p, b"out:" + v) for p, v in sent)
     for part in range(PARTS):
         assert [v for q, v in out if q == part] == [b"out:" + v for q, v in sent if q == part]

@@ -22,7 +22,7 @@ from protocol.apis import add_offsets_to_txn, add_partitions_to_txn, end_txn, in
 from protocol.errors import ErrorCode
 from protocol.records.v2 import Record, build_batch
 from tests.integration.helpers import RawClient, create_topic, stored_records, unique
-from tests.integration.test_transactions import TXN_OVERRIDES
+from tests.integration.txn_helpers import TXN_OVERRIDES
 
 # -- __transaction_state records -------------------------------------------------------------------
 
@@ -66,7 +66,7 @@ def test_state_machine_refuses_illegal_transitions():
 
 
 @pytest.fixture(scope="module")
-def b(tmp_path_factory) -> Iterator[BrokerThread]:
+def kafka_broker_module(tmp_path_factory) -> Iterator[BrokerThread]:
     with BrokerThread(tmp_path_factory.mktemp("txnp") / "data", overrides=TXN_OVERRIDES) as broker:
         yield broker
 
@@ -111,9 +111,9 @@ def send(c: RawClient, topic: str, tid: str | None, pid: int, epoch: int, seq: i
     return resp.responses[0].partition_responses[0]
 
 
-def test_init_producer_id_bumps_epochs_and_fences_by_kip_360(b):
+def test_init_producer_id_bumps_epochs_and_fences_by_kip_360(kafka_broker_module):
     tid = unique("tid")
-    with RawClient(b.bootstrap) as c:
+    with RawClient(kafka_broker_module.bootstrap) as c:
         assert init(c, tid, timeout=10**9).error_code == ErrorCode.INVALID_TRANSACTION_TIMEOUT
         assert init(c, "").error_code == ErrorCode.INVALID_REQUEST
         assert init(c, tid, pid=5).error_code == ErrorCode.INVALID_REQUEST  # id without epoch
@@ -130,10 +130,10 @@ def test_init_producer_id_bumps_epochs_and_fences_by_kip_360(b):
         assert init(c, tid, version=3, pid=again.producer_id, epoch=0).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
 
 
-def test_partitions_must_be_added_before_transactional_writes(b):
+def test_partitions_must_be_added_before_transactional_writes(kafka_broker_module):
     topic, tid = unique("tv"), unique("tid")
-    create_topic(b, topic, 1)
-    with RawClient(b.bootstrap) as c:
+    create_topic(kafka_broker_module, topic, 1)
+    with RawClient(kafka_broker_module.bootstrap) as c:
         r = init(c, tid)
         pid, epoch = r.producer_id, r.producer_epoch
         # not added yet: INVALID_TXN_STATE before Produce v11, TRANSACTION_ABORTABLE from v11
@@ -162,13 +162,13 @@ def test_partitions_must_be_added_before_transactional_writes(b):
         # fenced producer expects it (PRODUCER_FENCED from the verification, INVALID_PRODUCER_EPOCH on the wire)
         assert init(c, tid).producer_epoch == epoch + 1
         assert send(c, topic, tid, pid, epoch, 2).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
-    assert [bytes(r.value) for r in stored_records(b, topic) if r.value != b"\0\0\0\0\0\0"] == [b"v0", b"v1"]
+    assert [bytes(r.value) for r in stored_records(kafka_broker_module, topic) if r.value != b"\0\0\0\0\0\0"] == [b"v0", b"v1"]
 
 
-def test_verify_only_batched_form_v4(b):
+def test_verify_only_batched_form_v4(kafka_broker_module):
     topic, tid = unique("t4"), unique("tid")
-    create_topic(b, topic, 2)
-    with RawClient(b.bootstrap) as c:
+    create_topic(kafka_broker_module, topic, 2)
+    with RawClient(kafka_broker_module.bootstrap) as c:
         r = init(c, tid)
         assert add_partitions(c, tid, r.producer_id, r.producer_epoch, [(topic, 0)], version=4) == {(topic, 0): 0}
         R = add_partitions_to_txn.REQUEST
@@ -193,11 +193,11 @@ def test_verify_only_batched_form_v4(b):
         assert end(c, tid, r.producer_id, r.producer_epoch, False) == ErrorCode.INVALID_TXN_STATE
 
 
-def test_txn_offset_commit_is_pending_until_the_commit(b):
+def test_txn_offset_commit_is_pending_until_the_commit(kafka_broker_module):
     from protocol.apis import offset_fetch, txn_offset_commit
 
     topic, tid, group = unique("to"), unique("tid"), unique("g")
-    create_topic(b, topic, 1)
+    create_topic(kafka_broker_module, topic, 1)
     T = txn_offset_commit.REQUEST
 
     def commit_offsets(c: RawClient, pid: int, epoch: int, offset: int) -> int:
@@ -215,7 +215,7 @@ def test_txn_offset_commit_is_pending_until_the_commit(b):
         part = resp.topics[0].partitions[0]
         return part.error_code, part.committed_offset
 
-    with RawClient(b.bootstrap) as c:
+    with RawClient(kafka_broker_module.bootstrap) as c:
         r = init(c, tid)
         pid, epoch = r.producer_id, r.producer_epoch
         # the group's partition is not in the transaction yet (INVALID_TXN_STATE before v5)
@@ -236,9 +236,9 @@ def test_txn_offset_commit_is_pending_until_the_commit(b):
         assert fetch(c, stable=True) == (0, 5)
 
 
-def test_idle_transactional_ids_expire_with_a_tombstone(b):
+def test_idle_transactional_ids_expire_with_a_tombstone(kafka_broker_module):
     tid = unique("tid")
-    with RawClient(b.bootstrap) as c:
+    with RawClient(kafka_broker_module.bootstrap) as c:
         first = init(c, tid)
 
     def expire(broker: Any) -> list[bool]:
@@ -252,7 +252,7 @@ def test_idle_transactional_ids_expire_with_a_tombstone(b):
         # what a reload would replay for this id: its records, the last one a tombstone
         return [md is None for _, txn_id, md in coord.store.load() if txn_id == tid]
 
-    assert b.call(expire) == [False, True]
-    with RawClient(b.bootstrap) as c:
+    assert kafka_broker_module.call(expire) == [False, True]
+    with RawClient(kafka_broker_module.bootstrap) as c:
         again = init(c, tid)  # a new life: a new producer id
         assert again.producer_id != first.producer_id and again.producer_epoch == 0

@@ -15,7 +15,7 @@ from typing import Any
 
 from protocol.records.v2 import ControlType
 from tests.integration.helpers import TIMEOUT, Deadline, unique
-from tests.integration.test_transactions import TXN_OVERRIDES
+from tests.integration.txn_helpers import TXN_OVERRIDES, markers
 
 PARTS = 3
 
@@ -59,10 +59,10 @@ def produce(p: Any, topic: str, tag: str, n: int) -> list[tuple[int, bytes]]:
     return sent
 
 
-def test_kill9_mid_transaction_then_the_producer_commits(broker_process):
+def test_kill9_mid_transaction_then_the_producer_commits(kafka_broker_process):
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    bp = broker_process(overrides=TXN_OVERRIDES)
+    bp = kafka_broker_process(overrides=TXN_OVERRIDES)
     bp.start()
     topic, group = unique("rk"), unique("g")
     create_topic(bp.bootstrap, topic)
@@ -86,10 +86,10 @@ def test_kill9_mid_transaction_then_the_producer_commits(broker_process):
     bp.stop()
 
 
-def test_kill9_and_the_producer_never_returns_then_the_transaction_times_out(broker_process):
+def test_kill9_and_the_producer_never_returns_then_the_transaction_times_out(kafka_broker_process):
     from confluent_kafka import Producer
 
-    bp = broker_process(overrides=TXN_OVERRIDES)
+    bp = kafka_broker_process(overrides=TXN_OVERRIDES)
     bp.start()
     topic = unique("rt")
     create_topic(bp.bootstrap, topic)
@@ -119,8 +119,6 @@ def test_a_decided_commit_without_markers_is_completed_at_startup(tmp_path):
     from minibroker.coordinator.transaction_metadata import TransactionState
     from minibroker.testing import BrokerThread
     from tests.integration.helpers import create_topic as create_in_process
-    from tests.integration.test_transactions import markers
-
     data = tmp_path / "data"
     topic, tid = unique("rd"), unique("tid")
     with BrokerThread(data, overrides=TXN_OVERRIDES) as b:

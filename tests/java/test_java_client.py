@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, TEST_OVERRIDES
+from tests.helpers import ROOT, TEST_OVERRIDES
 
 sys.path.insert(0, str(ROOT / "tools" / "java"))
 from classpath import kafka_client_jars  # noqa: E402

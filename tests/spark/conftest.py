@@ -7,56 +7,15 @@ Spark binds to 127.0.0.1 only.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-from dataclasses import dataclass
 
 import pytest
 
 from minibroker.testing import BrokerThread
-from tests.conftest import TEST_OVERRIDES
-
-EVENTS = "events"
-N_EVENTS = 1000
-STEP_MS = 10  # event i has timestamp base_ms + i * STEP_MS and goes to partition i % 2
-
-
-@dataclass
-class EventTopic:
-    bootstrap: str
-    topic: str
-    base_ms: int
-
-    def ts(self, i: int) -> int:
-        return self.base_ms + i * STEP_MS
-
-
-def event(i: int) -> dict:
-    return {"i": i, "user": f"u{i % 7}", "amount": i % 13}
-
-
-def produce_events(bootstrap: str, topic: str, first: int, count: int, base_ms: int) -> None:
-    """Events first..first+count-1: key k<i>, JSON value, header n=<i>, partition i % 2."""
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    failures: list = []
-    for i in range(first, first + count):
-        p.produce(topic, key=f"k{i}", value=json.dumps(event(i)), partition=i % 2,
-                  timestamp=base_ms + i * STEP_MS, headers=[("n", str(i).encode())],
-                  on_delivery=lambda err, _m: err and failures.append(err))
-    assert p.flush(30) == 0
-    assert not failures, failures
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int = 2) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
-        f.result(30)
+from tests.helpers import TEST_OVERRIDES
+from tests.spark.helpers import EVENTS, N_EVENTS, EventTopic, create_topic, produce_events
 
 
 @pytest.fixture(scope="session")
@@ -86,14 +45,14 @@ def spark():
 
 
 @pytest.fixture(scope="module")
-def kafka(tmp_path_factory):
+def kafka_broker_module(tmp_path_factory):
     with BrokerThread(tmp_path_factory.mktemp("spark-broker"), overrides=dict(TEST_OVERRIDES)) as b:
         yield b
 
 
 @pytest.fixture(scope="module")
-def events(kafka) -> EventTopic:
+def events(kafka_broker_module) -> EventTopic:
     base_ms = (int(time.time() * 1000) // 1000) * 1000 - 3_600_000
-    create_topic(kafka.bootstrap, EVENTS)
-    produce_events(kafka.bootstrap, EVENTS, 0, N_EVENTS, base_ms)
-    return EventTopic(kafka.bootstrap, EVENTS, base_ms)
+    create_topic(kafka_broker_module.bootstrap, EVENTS)
+    produce_events(kafka_broker_module.bootstrap, EVENTS, 0, N_EVENTS, base_ms)
+    return EventTopic(kafka_broker_module.bootstrap, EVENTS, base_ms)

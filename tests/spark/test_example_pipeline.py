@@ -6,7 +6,7 @@ import importlib.util
 import json
 from collections import defaultdict
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 
 def load_example():
@@ -43,12 +43,12 @@ def totals_by_consuming(bootstrap: str, topic: str) -> dict[str, dict]:
     return {u: {"user": u, "events": n, "total": s} for u, (n, s) in sorted(acc.items())}
 
 
-def test_example_pipeline_batch_and_available_now(spark, kafka, tmp_path, capsys):
+def test_example_pipeline_batch_and_available_now(spark, kafka_broker_module, tmp_path, capsys):
     example = load_example()
-    args = ["--bootstrap", kafka.bootstrap, "--input", "ex-events", "--output", "ex-totals",
+    args = ["--bootstrap", kafka_broker_module.bootstrap, "--input", "ex-events", "--output", "ex-totals",
             "--checkpoint", str(tmp_path / "ckpt"), "--max-per-trigger", "200"]
     first = example.main([*args, "--events", "300"], spark=spark)
-    expected = totals_by_consuming(kafka.bootstrap, "ex-events")
+    expected = totals_by_consuming(kafka_broker_module.bootstrap, "ex-events")
     assert sum(t["events"] for t in expected.values()) == 300
     assert first == {"batch": expected, "stream": expected}
     out = capsys.readouterr().out
@@ -57,7 +57,7 @@ def test_example_pipeline_batch_and_available_now(spark, kafka, tmp_path, capsys
     # Run again with 200 more events: the streaming query resumes from its checkpoint, reads only
     # the new events, and its totals (state kept in the checkpoint) cover all 500.
     second = example.main([*args, "--events", "200"], spark=spark)
-    expected = totals_by_consuming(kafka.bootstrap, "ex-events")
+    expected = totals_by_consuming(kafka_broker_module.bootstrap, "ex-events")
     assert sum(t["events"] for t in expected.values()) == 500
     assert second == {"batch": expected, "stream": expected}
     out = capsys.readouterr().out

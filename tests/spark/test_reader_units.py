@@ -14,7 +14,7 @@ from minibroker.spark.offsets import OffsetRange
 from minibroker.spark.options import sink_config, source_config
 from minibroker.spark.produce import produce_all, records_from_columns
 from minibroker.spark.source import KafkaBatchReader, KafkaStreamReader, _arrow_schema, kafka_schema
-from tests.spark.conftest import create_topic
+from tests.spark.helpers import create_topic
 
 
 def fill(bootstrap: str, topic: str, n: int, first: int = 0) -> None:
@@ -32,25 +32,25 @@ def rows(cfg, r: OffsetRange) -> list[tuple]:
     return out
 
 
-def test_read_range_is_exact_and_data_loss_follows_the_option(broker):
-    create_topic(broker.bootstrap, "t")
-    fill(broker.bootstrap, "t", 40)  # 20 per partition
-    cfg = source_config({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": "t"}, streaming=False)
+def test_read_range_is_exact_and_data_loss_follows_the_option(kafka_broker_isolated):
+    create_topic(kafka_broker_isolated.bootstrap, "t")
+    fill(kafka_broker_isolated.bootstrap, "t", 40)  # 20 per partition
+    cfg = source_config({"kafka.bootstrap.servers": kafka_broker_isolated.bootstrap, "subscribe": "t"}, streaming=False)
     assert rows(cfg, OffsetRange("t", 0, 5, 12)) == [(0, o, f"k{2 * o}".encode(), f"v{2 * o}".encode())
                                                       for o in range(5, 12)]
     assert rows(cfg, OffsetRange("t", 1, 19, 20)) == [(1, 19, b"k39", b"v39")]
     # Offsets past the log end: the records are not there (a recreated topic, say).
     with pytest.raises(DataLossError, match="failOnDataLoss"):
         rows(cfg, OffsetRange("t", 0, 30, 35))
-    lenient = source_config({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": "t",
+    lenient = source_config({"kafka.bootstrap.servers": kafka_broker_isolated.bootstrap, "subscribe": "t",
                              "failOnDataLoss": "false"}, streaming=False)
     assert rows(lenient, OffsetRange("t", 0, 30, 35)) == []
 
 
-def test_stream_reader_offsets_limits_and_available_now(broker):
-    create_topic(broker.bootstrap, "s")
-    fill(broker.bootstrap, "s", 20)
-    opts = {"kafka.bootstrap.servers": broker.bootstrap, "subscribe": "s", "startingOffsets": "earliest",
+def test_stream_reader_offsets_limits_and_available_now(kafka_broker_isolated):
+    create_topic(kafka_broker_isolated.bootstrap, "s")
+    fill(kafka_broker_isolated.bootstrap, "s", 20)
+    opts = {"kafka.bootstrap.servers": kafka_broker_isolated.bootstrap, "subscribe": "s", "startingOffsets": "earliest",
             "maxOffsetsPerTrigger": "8"}
     reader = KafkaStreamReader(source_config(opts, streaming=True), kafka_schema(False))
     start = reader.initialOffset()
@@ -65,7 +65,7 @@ def test_stream_reader_offsets_limits_and_available_now(broker):
 
     # availableNow: the target is fixed when the trigger is prepared; later records wait.
     reader.prepareForTriggerAvailableNow()
-    fill(broker.bootstrap, "s", 6, first=20)
+    fill(kafka_broker_isolated.bootstrap, "s", 6, first=20)
     assert reader.latestOffset(end, ReadAllAvailable()) == {"s": {"0": 10, "1": 10}}
     assert reader.partitions(end, end) == []
 
@@ -82,9 +82,9 @@ def test_stream_reader_offsets_limits_and_available_now(broker):
     assert old.__getstate__()["_lookup"] is None
 
 
-def test_batch_reader_on_an_empty_topic_plans_one_empty_task(broker):
-    create_topic(broker.bootstrap, "empty")
-    cfg = source_config({"kafka.bootstrap.servers": broker.bootstrap, "subscribe": "empty"}, streaming=False)
+def test_batch_reader_on_an_empty_topic_plans_one_empty_task(kafka_broker_isolated):
+    create_topic(kafka_broker_isolated.bootstrap, "empty")
+    cfg = source_config({"kafka.bootstrap.servers": kafka_broker_isolated.bootstrap, "subscribe": "empty"}, streaming=False)
     parts = KafkaBatchReader(cfg, kafka_schema(False)).partitions()
     assert [p.range.size for p in parts] == [0]
     assert rows(cfg, parts[0].range) == []

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from minibroker.spark import FORMAT, kafka_schema
-from tests.spark.conftest import EVENTS, N_EVENTS, create_topic, event, produce_events
+from tests.spark.helpers import EVENTS, N_EVENTS, create_topic, event, produce_events
 
 
 def read(spark, bootstrap: str, **options: str):
@@ -78,11 +78,11 @@ def test_starting_offsets_by_timestamp(spark, events):
                 startingOffsetsByTimestampStrategy="latest").count() == 0
 
 
-def test_available_now_micro_batches_and_restart(spark, kafka, tmp_path):
+def test_available_now_micro_batches_and_restart(spark, kafka_broker_module, tmp_path):
     topic = "stream-events"
-    create_topic(kafka.bootstrap, topic)
+    create_topic(kafka_broker_module.bootstrap, topic)
     base_ms = int(time.time() * 1000) - 600_000
-    produce_events(kafka.bootstrap, topic, 0, N_EVENTS, base_ms)
+    produce_events(kafka_broker_module.bootstrap, topic, 0, N_EVENTS, base_ms)
     checkpoint = str(tmp_path / "checkpoint")
     batches: list[tuple[int, list[tuple[int, int, bytes]]]] = []
 
@@ -91,7 +91,7 @@ def test_available_now_micro_batches_and_restart(spark, kafka, tmp_path):
                                    df.select("partition", "offset", "key").collect()]))
 
     def run() -> dict:
-        q = (spark.readStream.format(FORMAT).option("kafka.bootstrap.servers", kafka.bootstrap)
+        q = (spark.readStream.format(FORMAT).option("kafka.bootstrap.servers", kafka_broker_module.bootstrap)
              .option("subscribe", topic).option("startingOffsets", "earliest")
              .option("maxOffsetsPerTrigger", "400").load()
              .writeStream.foreachBatch(collect).option("checkpointLocation", checkpoint)
@@ -110,7 +110,7 @@ def test_available_now_micro_batches_and_restart(spark, kafka, tmp_path):
     seen = [row for _, rows in batches for row in rows]
     assert sorted(seen) == sorted((i % 2, i // 2, f"k{i}".encode()) for i in range(N_EVENTS))
 
-    produce_events(kafka.bootstrap, topic, N_EVENTS, 100, base_ms)
+    produce_events(kafka_broker_module.bootstrap, topic, N_EVENTS, 100, base_ms)
     batches.clear()
     started = time.monotonic()
     end = run()
@@ -122,11 +122,11 @@ def test_available_now_micro_batches_and_restart(spark, kafka, tmp_path):
     print(f"availableNow: first run (3 batches) {first_run:.1f} s, restart {second_run:.1f} s")
 
 
-def test_batch_write_read_back(spark, kafka):
+def test_batch_write_read_back(spark, kafka_broker_module):
     from confluent_kafka import Consumer, TopicPartition
 
     topic = "written"
-    create_topic(kafka.bootstrap, topic)
+    create_topic(kafka_broker_module.bootstrap, topic)
     df = spark.range(500).selectExpr(
         "concat('w', CAST(id AS STRING)) AS key",
         "CAST(to_json(named_struct('id', id, 'sq', id * id)) AS BINARY) AS value",
@@ -135,11 +135,11 @@ def test_batch_write_read_back(spark, kafka):
         "id AS ignored_column",
     )
     started = time.monotonic()
-    df.write.format(FORMAT).option("kafka.bootstrap.servers", kafka.bootstrap).option("topic", topic) \
+    df.write.format(FORMAT).option("kafka.bootstrap.servers", kafka_broker_module.bootstrap).option("topic", topic) \
         .mode("append").save()
     print(f"batch write of 500 rows: {time.monotonic() - started:.1f} s")
 
-    c = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": "read-back", "enable.auto.commit": False,
+    c = Consumer({"bootstrap.servers": kafka_broker_module.bootstrap, "group.id": "read-back", "enable.auto.commit": False,
                   "enable.partition.eof": True})
     c.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
     got, eof, deadline = [], set(), time.monotonic() + 30
@@ -157,14 +157,14 @@ def test_batch_write_read_back(spark, kafka):
     assert sorted(got) == sorted(want)
 
 
-def test_schema_and_column_checks_like_spark(spark, kafka):
+def test_schema_and_column_checks_like_spark(spark, kafka_broker_module):
     no_value = spark.range(1).selectExpr("CAST(id AS STRING) AS key")
     with pytest.raises(Exception, match="Required attribute 'value' not found"):
-        no_value.write.format(FORMAT).option("kafka.bootstrap.servers", kafka.bootstrap) \
+        no_value.write.format(FORMAT).option("kafka.bootstrap.servers", kafka_broker_module.bootstrap) \
             .option("topic", "x").mode("append").save()
     with pytest.raises(Exception, match="fixed schema"):
-        spark.read.format(FORMAT).schema("value STRING").option("kafka.bootstrap.servers", kafka.bootstrap) \
+        spark.read.format(FORMAT).schema("value STRING").option("kafka.bootstrap.servers", kafka_broker_module.bootstrap) \
             .option("subscribe", "x").load().collect()
     no_topic = spark.range(1).selectExpr("CAST(id AS STRING) AS value")
     with pytest.raises(Exception, match="topic option required"):
-        no_topic.write.format(FORMAT).option("kafka.bootstrap.servers", kafka.bootstrap).mode("append").save()
+        no_topic.write.format(FORMAT).option("kafka.bootstrap.servers", kafka_broker_module.bootstrap).mode("append").save()

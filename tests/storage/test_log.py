@@ -101,8 +101,8 @@ def test_size_limits(tmp_path):
 def test_timestamp_bounds(tmp_path):
     clock = Clock()
     lg = open_log(tmp_path, clock, message_timestamp_before_max_ms=1000, message_timestamp_after_max_ms=10)
-    lg.append_as_leader(batch(1, base_ts=clock.t - 1000))
-    for ts in (clock.t - 1001, clock.t + 11):
+    lg.append_as_leader(batch(1, base_ts=clock.ms - 1000))
+    for ts in (clock.ms - 1001, clock.ms + 11):
         with pytest.raises(KafkaError) as e:
             lg.append_as_leader(batch(1, base_ts=ts))
         assert e.value.code == ErrorCode.INVALID_TIMESTAMP
@@ -112,11 +112,11 @@ def test_log_append_time_is_stamped_with_a_valid_crc(tmp_path):
     clock = Clock()
     lg = open_log(tmp_path, clock, message_timestamp_type="LogAppendTime")
     info = lg.append_as_leader(batch(3, base_ts=SEED_TS, ts_deltas=[0, 5, 9]))
-    assert info.log_append_time == clock.t and info.max_timestamp == clock.t
+    assert info.log_append_time == clock.ms and info.max_timestamp == clock.ms
     (v,) = iter_batches(disk_bytes(lg))
     v.validate()
-    assert v.timestamp_type == 1 and v.max_timestamp == clock.t and v.base_timestamp == SEED_TS
-    assert {r.timestamp for r in decode_batch(disk_bytes(lg)).records} == {clock.t}
+    assert v.timestamp_type == 1 and v.max_timestamp == clock.ms and v.base_timestamp == SEED_TS
+    assert {r.timestamp for r in decode_batch(disk_bytes(lg)).records} == {clock.ms}
 
 
 def test_coordinator_may_write_control_batches(tmp_path):
@@ -338,9 +338,9 @@ def test_region_survives_segment_deletion_until_cleanup(tmp_path):
     lg._now_ms = clock
     region = lg.read(0, 10**6).region
     lg.delete_records_before(lg.segments.values()[1].base_offset)
-    assert lg.cleanup_deleted(clock.t) == 0
+    assert lg.cleanup_deleted(clock.ms) == 0
     assert region.read_all() == b"".join(stored[:len(list(iter_batches(region.read_all())))])
-    assert lg.cleanup_deleted(clock.t + 60_000) == 1
+    assert lg.cleanup_deleted(clock.ms + 60_000) == 1
 
 
 def test_batch_view_over_fetched_region(tmp_path):

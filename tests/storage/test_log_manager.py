@@ -152,8 +152,8 @@ def test_delete_topic_renames_then_removes_after_the_delay(tmp_path):
     assert len(deleted) == 2 and all(re.fullmatch(r"gone-[01]\.[0-9a-f]{32}-delete", n) for n in deleted)
     assert lm.topic_overrides("gone") == {}
     assert "gone" not in (data / "recovery-point-offset-checkpoint").read_text()
-    assert lm.cleanup_deleted(clock.t + 59_999) == 0
-    assert lm.cleanup_deleted(clock.t + 60_000) == 2
+    assert lm.cleanup_deleted(clock.ms + 59_999) == 0
+    assert lm.cleanup_deleted(clock.ms + 60_000) == 2
     assert not any(p.name.endswith("-delete") for p in data.iterdir())
     assert (data / "kept-0").is_dir()
     lm.shutdown()

@@ -98,8 +98,8 @@ def test_deleted_files_go_after_the_delay(tmp_path):
         "00000000000000000000.index.deleted", "00000000000000000000.log.deleted",
         "00000000000000000000.timeindex.deleted", "00000000000000000002.index.deleted",
         "00000000000000000002.log.deleted", "00000000000000000002.timeindex.deleted"]
-    assert lg.cleanup_deleted(clock.t + 59_999) == 0
-    assert lg.cleanup_deleted(clock.t + 60_000) == 2
+    assert lg.cleanup_deleted(clock.ms + 59_999) == 0
+    assert lg.cleanup_deleted(clock.ms + 60_000) == 2
     assert not any(n.endswith(".deleted") for n in names(lg))
 
 

@@ -9,30 +9,7 @@ from protocol.records.batch import BatchView, iter_batches
 from storage.config import LogConfig
 from storage.log import Log
 
-from .helpers import SEED_TS, Clock, batch
-
-# (FirstTimestamp, MaxTimestamp) of the seed's first six batches, then one more ms per batch.
-SEED_TIMES = [(SEED_TS, SEED_TS + 7), (SEED_TS + 7, SEED_TS + 8), (SEED_TS + 8, SEED_TS + 9),
-              (SEED_TS + 9, SEED_TS + 9), (SEED_TS + 9, SEED_TS + 10), (SEED_TS + 10, SEED_TS + 12)]
-SEED_TIMES += [(SEED_TS + 12 + i, SEED_TS + 13 + i) for i in range(11)]  # 17 batches: offsets 0..254
-
-# The index the seed's DumpLogSegments printed.
-SEED_INDEX = [(29, 15556), (44, 31112), (59, 46668), (74, 62224), (89, 77780), (104, 93336), (119, 108892),
-              (134, 124448), (149, 140004), (164, 155560), (179, 171116), (194, 186672), (209, 202228),
-              (224, 217784), (239, 233340), (254, 248896)]
-
-
-def seed_batch(first: int, last: int) -> bytes:
-    deltas = [min(i, last - first) for i in range(15)]
-    deltas[-1] = last - first
-    return batch(15, 1024, base_ts=first, ts_deltas=deltas)
-
-
-def write_seed_segment(dir) -> Log:
-    lg = Log.open(dir / "hncscwc-0", LogConfig(), now_ms=Clock(SEED_TS + 60_000))
-    for first, last in SEED_TIMES:
-        lg.append_as_leader(seed_batch(first, last))
-    return lg
+from .helpers import SEED_INDEX, SEED_TIMES, SEED_TS, seed_batch, write_seed_segment
 
 
 def test_batches_are_the_seeds_size_and_land_at_its_positions(tmp_path):

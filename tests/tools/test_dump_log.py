@@ -20,8 +20,8 @@ from confluent_kafka import Consumer, Producer
 from minibroker.testing import BrokerThread
 from minibroker.tools import dump_log
 from protocol.records import legacy, v2
-from tests.conftest import ROOT, TEST_OVERRIDES
-from tests.storage.test_seed_003 import SEED_INDEX, SEED_TS, write_seed_segment
+from tests.helpers import ROOT, TEST_OVERRIDES
+from tests.storage.helpers import SEED_INDEX, SEED_TS, write_seed_segment
 
 SEG = "00000000000000000000"
 

@@ -20,7 +20,7 @@ from minibroker.tools.trace import Tracer
 from protocol.apis import api_versions
 from protocol.codec import encode
 from protocol.headers import RequestHeader, encode_request_header
-from tests.conftest import TEST_OVERRIDES
+from tests.helpers import TEST_OVERRIDES
 
 kcat = shutil.which("kcat")
 
