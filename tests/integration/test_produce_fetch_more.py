@@ -254,7 +254,7 @@ def test_client_gone_during_a_long_poll(kafka_broker_module):
         raw.send(fetch.API, 12, fetch_req([(topic, 0, 0, 1 << 20)], max_wait_ms=10_000))
         time.sleep(0.05)
         raw.close()
-    wait_until(lambda: kafka_broker_module.call(lambda broker: not broker.fetch_waiters._waiters), timeout=5,
+    wait_until(lambda: kafka_broker_module.call(lambda broker: len(broker.replica_manager.fetch_waiters) == 0), timeout=5,
                what="the fetch waiters of closed connections to go")
     with RawClient(kafka_broker_module.bootstrap) as raw:
         raw.call(produce.API, PRODUCE_V, produce_req([(topic, 0, records_batch([b"after"]))]))

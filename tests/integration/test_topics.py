@@ -207,7 +207,7 @@ def test_delete_unknown_topic(kafka_broker_module, admin):
 
 
 def test_delete_internal_topic_is_refused(kafka_broker_module, admin):
-    kafka_broker_module.call(lambda broker: broker.ensure_internal_topic("__consumer_offsets", 1, {"cleanup.policy": "compact"}))
+    kafka_broker_module.call(lambda broker: broker.topics.ensure_internal_topic("__consumer_offsets", 1, {"cleanup.policy": "compact"}))
     assert admin.delete("__consumer_offsets") == E.TOPIC_DELETION_DISABLED
     assert "__consumer_offsets" in topic_names(kafka_broker_module)
 
