@@ -218,7 +218,9 @@ def dump_log(path: Path, out: TextIO, state: DumpState, *, deep: bool = False,
                 except Exception:  # noqa: BLE001 - unreadable: the records print without the check
                     checks = []
             for i, r in enumerate(item.records or ()):
-                if last_offset != -1 and r.offset != last_offset + 1:
+                # as Kafka's tool: the count starts at -1 in every file, so a segment whose base
+                # offset is not 0 reports "-1 is followed by <base>" (DumpLogSegments.dumpLog)
+                if r.offset != last_offset + 1:
                     state.non_consecutive.setdefault(str(path.resolve()), []).append((last_offset, r.offset))
                 last_offset = r.offset
                 out.write(record_line(r, item, metadata=metadata, parser=parser, layout=layout,
