@@ -277,3 +277,73 @@ def test_live_trace_streams_a_produce(url: str, kafka_broker_module: BrokerThrea
     while kafka_broker_module.broker.tracer is not None and time.monotonic() < end:
         time.sleep(0.05)
     assert kafka_broker_module.broker.tracer is None  # detached when the last watcher left
+
+
+# -- a real browser: Debian's chromium driven by Playwright (never a downloaded browser) -------------
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@pytest.fixture(scope="module")
+def browser_page() -> Iterator[Any]:
+    import os
+
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("chromium is not installed (.ci/run installs Debian's package)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        yield page
+        browser.close()
+
+
+def test_browser_follows_topic_partition_segment_batch(browser_page: Any, url: str, kafka_broker_module: BrokerThread,
+                                                       data: Data, tmp_path: Any) -> None:
+    page = browser_page
+    page.goto(f"{url}/")
+    assert page.locator('[data-field="cluster_id"]').inner_text() == kafka_broker_module.broker.cluster_id
+    page.screenshot(path=str(tmp_path / "cluster.png"), full_page=True)
+    page.goto(f"{url}/topics")
+    page.click(f"text={data.plain}")
+    page.click(f'table.partitions a[href="/topics/{data.plain}/0"]')
+    truth = partition_state(kafka_broker_module, data.plain)
+    for field_name, value in truth.items():
+        assert page.locator(f'[data-field="{field_name}"]').inner_text() == str(value), field_name
+    page.screenshot(path=str(tmp_path / "partition.png"), full_page=True)
+    page.locator("table.segments a").first.click()
+    first = kafka_broker_module.call(lambda br: (br.get_log(data.plain, 0).segments.first.offset_index.entries,
+                                                 br.get_log(data.plain, 0).segments.first.size))
+    assert page.locator("svg.index-plot").get_attribute("data-points") == str(first[0])
+    assert page.locator("svg.index-plot circle.entry").count() == first[0]
+    assert page.locator('[data-field="size"]').inner_text() == str(first[1])
+    page.screenshot(path=str(tmp_path / "segment.png"), full_page=True)
+    page.locator("a.batch-link").nth(2).click()
+    assert page.locator('[data-field="base_offset"]').inner_text() == "2"
+    assert page.locator("table.bytes td", has_text="baseOffset = 2").count() == 1
+    page.screenshot(path=str(tmp_path / "batch.png"), full_page=True)
+    page.goto(f"{url}/topics/{data.txn}/0/messages?offset=0")
+    assert page.locator("section.aborted").count() >= 1 and page.locator("b.control", has_text="COMMIT").count() == 1
+    page.screenshot(path=str(tmp_path / "messages.png"), full_page=True)
+    page.goto(f"{url}/groups/{data.group}")
+    assert page.locator(f'[data-lag="{data.plain}-0"]').inner_text() == str(data.plain_count - data.consumed)
+    assert len(list(tmp_path.glob("*.png"))) == 5
+
+
+def test_browser_live_trace_shows_a_produce(browser_page: Any, url: str, kafka_broker_module: BrokerThread,
+                                            data: Data, tmp_path: Any) -> None:
+    from confluent_kafka import Producer
+
+    page = browser_page
+    page.goto(f"{url}/trace")
+    page.wait_for_selector('#trace-status[data-state="live"]', timeout=10000)
+    p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "client.id": "browser-trace", "linger.ms": 0})
+    p.produce(data.zipped, value=b"seen in the browser", partition=0)
+    p.flush(10)
+    row = page.wait_for_selector('tr.trace-entry[data-api="Produce"][data-client="browser-trace"]', timeout=10000)
+    assert row is not None
+    row.click()
+    assert page.locator("table.trace pre", has_text='"topic_data"').count() >= 1
+    page.screenshot(path=str(tmp_path / "trace.png"), full_page=True)
