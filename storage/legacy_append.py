@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import legacy
-from protocol.records.batch import NO_TIMESTAMP, InvalidBatch, iter_batches
+from protocol.records.batch import NO_TIMESTAMP, iter_batches
 from storage.config import LogConfig
 from storage.segment import BatchInfo
 
@@ -46,10 +46,7 @@ def prepare_legacy_append(records, config: LogConfig, base_offset: int, now: int
                           client: bool = True, where: str = "") -> LegacyAppend:
     """Validate a v0/v1 message set of the log's own magic and number it from `base_offset`."""
     stored = config.record_version
-    try:
-        validated = legacy.validate_legacy(records, max_message_size=config.max_message_bytes)
-    except InvalidBatch as e:
-        raise KafkaError(ErrorCode[e.error], str(e)) from None
+    validated = legacy.validate_legacy(records, max_message_size=config.max_message_bytes)
     if validated.magic != stored:
         raise KafkaError(ErrorCode.INVALID_RECORD,
                          f"Message set magic {validated.magic} does not match the on-disk format of {where} "
@@ -66,10 +63,7 @@ def prepare_legacy_append(records, config: LogConfig, base_offset: int, now: int
                                  f"should be within [{now - config.message_timestamp_before_max_ms}, "
                                  f"{now + config.message_timestamp_after_max_ms}]")
     append_time = now if (config.log_append_time and validated.magic == 1) else None
-    try:
-        data, next_offset = legacy.assign_offsets(records, base_offset, log_append_time=append_time)
-    except InvalidBatch as e:
-        raise KafkaError(ErrorCode[e.error], str(e)) from None
+    data, next_offset = legacy.assign_offsets(records, base_offset, log_append_time=append_time)
     infos: list[BatchInfo] = []
     max_ts, offset_of_max_ts = NO_TIMESTAMP, -1
     for view in iter_batches(data):

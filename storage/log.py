@@ -420,18 +420,15 @@ class Log:
         while pos < len(mv):
             if len(mv) - pos < LOG_OVERHEAD:
                 raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{len(mv) - pos} trailing bytes after the last batch")
-            try:
-                v = BatchView(mv, pos)
-                if not v.is_complete():
-                    raise InvalidBatch(f"batch of {v.size} bytes at byte {pos} runs past the end of the data")
-                if v.size > cfg.max_message_bytes:
-                    raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
-                                     f"The record batch size in the append to {self.topic}-{self.partition} is "
-                                     f"{v.size} bytes which exceeds the maximum configured value of "
-                                     f"{cfg.max_message_bytes}.")
-                v.validate()
-            except InvalidBatch as e:
-                raise KafkaError(ErrorCode[e.error], str(e)) from None
+            v = BatchView(mv, pos)
+            if not v.is_complete():
+                raise InvalidBatch(f"batch of {v.size} bytes at byte {pos} runs past the end of the data")
+            if v.size > cfg.max_message_bytes:
+                raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
+                                 f"The record batch size in the append to {self.topic}-{self.partition} is "
+                                 f"{v.size} bytes which exceeds the maximum configured value of "
+                                 f"{cfg.max_message_bytes}.")
+            v.validate()
             if v.magic != 2:
                 raise KafkaError(ErrorCode.INVALID_RECORD,
                                  f"Record batch magic {v.magic} is not supported: only RecordBatch v2 is stored")

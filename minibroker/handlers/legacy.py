@@ -30,7 +30,7 @@ from typing import Any
 from minibroker.config import record_version_for
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import legacy
-from protocol.records.batch import InvalidBatch, iter_batches
+from protocol.records.batch import iter_batches
 from protocol.records.compression import Codec
 from protocol.records.convert import CODEC_BY_NAME
 from protocol.records.legacy import RecordData
@@ -49,16 +49,9 @@ def fetch_magic(version: int) -> int:
     return 0 if version <= 1 else 1 if version <= 3 else 2
 
 
-def _error(e: InvalidBatch) -> KafkaError:
-    return KafkaError(ErrorCode[e.error], str(e))
-
-
 def entry_magics(records: Any) -> set[int]:
     """The magics of the whole entries in a Produce partition (BatchView reads them all)."""
-    try:
-        return {view.magic for view in iter_batches(records)}
-    except InvalidBatch as e:
-        raise _error(e) from None
+    return {view.magic for view in iter_batches(records)}  # InvalidBatch is a KafkaError with its code
 
 
 def conform_produce(records: Any, *, magics: set[int], stored: int, compression_type: str | None,
@@ -71,18 +64,15 @@ def conform_produce(records: Any, *, magics: set[int], stored: int, compression_
         return _from_v2(records, stored, wanted, log_append_time)
     if magics == {stored} and wanted is None:
         return records  # already the stored format: the log validates and numbers it (one decompression)
-    try:
-        validated = legacy.validate_legacy(records)
-        if stored == 2:
-            return legacy.up_convert(records, base_offset=0, compression=wanted)
-        if validated.magic == stored and wanted in (None, validated.compression):
-            return records  # the log validates and numbers it as it is
-        codec = validated.compression if wanted is None else wanted
-        recs = [RecordData(i, r.timestamp if stored == 1 else legacy.NO_TIMESTAMP, r.key, r.value)
-                for i, r in enumerate(validated.records)]
-        return legacy.build_message_set(recs, magic=stored, compression=codec)
-    except InvalidBatch as e:
-        raise _error(e) from None
+    validated = legacy.validate_legacy(records)
+    if stored == 2:
+        return legacy.up_convert(records, base_offset=0, compression=wanted)
+    if validated.magic == stored and wanted in (None, validated.compression):
+        return records  # the log validates and numbers it as it is
+    codec = validated.compression if wanted is None else wanted
+    recs = [RecordData(i, r.timestamp if stored == 1 else legacy.NO_TIMESTAMP, r.key, r.value)
+            for i, r in enumerate(validated.records)]
+    return legacy.build_message_set(recs, magic=stored, compression=codec)
 
 
 def _from_v2(records: Any, stored: int, wanted: Codec | None, log_append_time: bool) -> bytes:
@@ -91,32 +81,29 @@ def _from_v2(records: Any, stored: int, wanted: Codec | None, log_append_time: b
     recs: list[RecordData] = []
     codec: Codec | None = wanted
     seen = 0
-    try:
-        for view in iter_batches(records):
-            seen += view.size
-            view.validate()
-            if view.is_transactional:
-                raise KafkaError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                                 f"Transactional records cannot be used with magic version {stored}")
-            if view.has_producer_id:
-                raise KafkaError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                                 f"Idempotent records cannot be used with magic version {stored}")
-            if view.timestamp_type == 1 and not log_append_time:
-                raise KafkaError(ErrorCode.INVALID_TIMESTAMP, "Producer should not set timestamp type to LogAppendTime.")
-            if codec is None:
-                codec = Codec(view.compression)
-            for r in decode_batch(records, view.pos).records:
-                if r.headers:
-                    raise KafkaError(ErrorCode.INVALID_RECORD, f"Magic v{stored} does not support record headers")
-                recs.append(RecordData(len(recs), r.timestamp if stored == 1 else legacy.NO_TIMESTAMP,
-                                       r.key, r.value))
-        if seen != len(records):
-            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{len(records) - seen} trailing bytes after the last batch")
-        if not recs:
-            raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
-        return legacy.build_message_set(recs, magic=stored, compression=codec or Codec.NONE)
-    except InvalidBatch as e:
-        raise _error(e) from None
+    for view in iter_batches(records):
+        seen += view.size
+        view.validate()
+        if view.is_transactional:
+            raise KafkaError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                             f"Transactional records cannot be used with magic version {stored}")
+        if view.has_producer_id:
+            raise KafkaError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                             f"Idempotent records cannot be used with magic version {stored}")
+        if view.timestamp_type == 1 and not log_append_time:
+            raise KafkaError(ErrorCode.INVALID_TIMESTAMP, "Producer should not set timestamp type to LogAppendTime.")
+        if codec is None:
+            codec = Codec(view.compression)
+        for r in decode_batch(records, view.pos).records:
+            if r.headers:
+                raise KafkaError(ErrorCode.INVALID_RECORD, f"Magic v{stored} does not support record headers")
+            recs.append(RecordData(len(recs), r.timestamp if stored == 1 else legacy.NO_TIMESTAMP,
+                                   r.key, r.value))
+    if seen != len(records):
+        raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{len(records) - seen} trailing bytes after the last batch")
+    if not recs:
+        raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
+    return legacy.build_message_set(recs, magic=stored, compression=codec or Codec.NONE)
 
 
 def fetch_records(region: Any, *, stored: int, version: int, fetch_offset: int) -> Any:
@@ -125,7 +112,4 @@ def fetch_records(region: Any, *, stored: int, version: int, fetch_offset: int) 
     to_magic = fetch_magic(version)
     if stored <= to_magic:
         return region
-    try:
-        return legacy.down_convert(region.read_all(), to_magic, first_offset=fetch_offset)
-    except InvalidBatch as e:
-        raise _error(e) from None
+    return legacy.down_convert(region.read_all(), to_magic, first_offset=fetch_offset)

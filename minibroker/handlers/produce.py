@@ -50,7 +50,7 @@ from minibroker.handlers import legacy
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import produce
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import LOG_OVERHEAD, V2_HEADER_SIZE, InvalidBatch, iter_batches
+from protocol.records.batch import LOG_OVERHEAD, V2_HEADER_SIZE, iter_batches
 from protocol.records.validate import RecordValidationError, validate_records
 
 log = logging.getLogger("minibroker.produce")
@@ -108,21 +108,13 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 if lg.config.flush_messages < _DEFAULT_FLUSH or lg.config.flush_ms < _DEFAULT_FLUSH:
                     await asyncio.get_running_loop().run_in_executor(None, lg.maybe_flush)
                 broker.fetch_waiters.notify((name, pd.index))
-            except KafkaError as e:
+            except KafkaError as e:  # InvalidBatch and RecordValidationError are KafkaErrors with their code
                 failed = True
                 pr.error_code = e.code
                 pr.error_message = e.message
-            except RecordValidationError as e:  # Kafka: RecordValidationException, per record from v8
-                failed = True
-                pr.error_code = ErrorCode.INVALID_RECORD
-                pr.error_message = str(e)
-                if ctx.version >= 8:
+                if isinstance(e, RecordValidationError) and ctx.version >= 8:  # Kafka: RecordErrors, from v8
                     pr.record_errors = [R.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                                         for i, m in e.record_errors]
-            except InvalidBatch as e:  # from the record walk, or decoding for recompression or conversion
-                failed = True
-                pr.error_code = ErrorCode[e.error]
-                pr.error_message = str(e)
             except OSError as e:
                 failed = True
                 log.error("append to %s-%d failed: %s", name, pd.index, e)
@@ -184,10 +176,7 @@ def _validate_v3(records: Any, version: int) -> list[Any]:
     """Kafka's ProduceRequest.validateRecords: from v3 a partition carries exactly one batch, of
     magic 2, and a zstd batch needs v7 (KIP-110: older clients could not read it back)."""
     _check_entry_sizes(records)
-    try:
-        views = list(iter_batches(records))
-    except InvalidBatch as e:
-        raise KafkaError(ErrorCode[e.error], str(e)) from None
+    views = list(iter_batches(records))
     if not views:
         raise KafkaError(ErrorCode.INVALID_RECORD,
                          f"Produce requests with version {version} must have at least one record batch per partition")

@@ -33,6 +33,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from protocol.errors import ErrorCode
 from protocol.records import v2
 from protocol.records.batch import (
     COMPRESSION_MASK,
@@ -113,11 +114,11 @@ class LegacyRecord:
 
 
 def _corrupt(msg: str) -> InvalidBatch:
-    return InvalidBatch(msg, "CORRUPT_MESSAGE")
+    return InvalidBatch(msg, ErrorCode.CORRUPT_MESSAGE)
 
 
 def _invalid(msg: str) -> InvalidBatch:
-    return InvalidBatch(msg, "INVALID_RECORD")
+    return InvalidBatch(msg, ErrorCode.INVALID_RECORD)
 
 
 # ------------------------------------------------------------------------------- writing
@@ -176,7 +177,7 @@ def build_message_set(
     """
     codec = codec_of(compression)
     if codec is Codec.ZSTD:
-        raise InvalidBatch("zstd compression requires magic 2", "UNSUPPORTED_COMPRESSION_TYPE")
+        raise InvalidBatch("zstd compression requires magic 2", ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
     if not records:
         return b""
     log_append = magic > 0 and timestamp_type == LOG_APPEND_TIME
@@ -357,7 +358,7 @@ def validate_legacy(buf, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
         size = next_pos - pos
         if max_message_size is not None and size - LOG_OVERHEAD > max_message_size:
             raise InvalidBatch(f"message of {size - LOG_OVERHEAD} bytes exceeds {max_message_size}",
-                               "MESSAGE_TOO_LARGE")
+                               ErrorCode.MESSAGE_TOO_LARGE)
         if magic is None:
             magic = msg.magic
         elif msg.magic != magic:
@@ -365,7 +366,7 @@ def validate_legacy(buf, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
         shallow += 1
         if msg.is_compressed:
             if msg.compression is Codec.ZSTD:
-                raise InvalidBatch("zstd compression requires magic 2", "UNSUPPORTED_COMPRESSION_TYPE")
+                raise InvalidBatch("zstd compression requires magic 2", ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
             if codec is Codec.NONE:
                 codec = msg.compression
             inner = _raw_inner(msg, max_size, True)
@@ -518,7 +519,7 @@ def down_convert(buf, to_magic: int, *, first_offset: int = 0,
         codec = codec_of(view.compression)
         if codec is Codec.ZSTD:
             raise InvalidBatch("down-conversion of zstd-compressed batches is not supported",
-                               "UNSUPPORTED_COMPRESSION_TYPE")
+                               ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
         if view.magic == 2:
             batch = v2.decode_batch(raw, max_size=max_size)
             recs = [RecordData(r.offset, r.timestamp, r.key, r.value) for r in batch.records]

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
+from protocol.errors import ErrorCode
 from protocol.records import legacy as L
 from protocol.records import v2
 from protocol.records.batch import V0_HEADER_SIZE, V1_HEADER_SIZE, BatchView, InvalidBatch
@@ -315,7 +316,7 @@ def test_validate_legacy_errors():
         L.validate_legacy(too_small)
     with pytest.raises(InvalidBatch) as e:
         L.validate_legacy(L.encode_message(0, None, b"x" * 100, magic=1, timestamp=1), max_message_size=50)
-    assert e.value.error == "MESSAGE_TOO_LARGE"
+    assert e.value.code == ErrorCode.MESSAGE_TOO_LARGE
     # wrappers: null value, nothing inside, nested compression, mismatched inner magic, zstd
     bad = {
         "null value": L.encode_message(0, None, None, magic=1, timestamp=1, attributes=GZIP),
@@ -330,7 +331,7 @@ def test_validate_legacy_errors():
     for name, entry in bad.items():
         with pytest.raises(InvalidBatch) as e:
             L.validate_legacy(entry)
-        assert e.value.error in ("INVALID_RECORD", "UNSUPPORTED_COMPRESSION_TYPE", "CORRUPT_MESSAGE"), name
+        assert e.value.code in (ErrorCode.INVALID_RECORD, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, ErrorCode.CORRUPT_MESSAGE), name
     assert L.validate_legacy(ok).records[0].value == b"v"
 
 
@@ -339,7 +340,7 @@ def test_wrapper_offset_below_last_inner_is_invalid():
     w = L.encode_message(2, None, compress(GZIP, inner, magic=1), magic=1, timestamp=1, attributes=GZIP)
     with pytest.raises(InvalidBatch) as e:
         list(L.iter_deep(w))
-    assert e.value.error == "INVALID_RECORD"
+    assert e.value.code == ErrorCode.INVALID_RECORD
 
 
 @pytest.mark.parametrize("magic", [0, 1])
@@ -416,5 +417,5 @@ def test_down_conversion_follows_records_util():
 
     with pytest.raises(InvalidBatch) as e:
         L.down_convert(v2.build_batch(recs, base_timestamp=0, compression=ZSTD), 1)
-    assert e.value.error == "UNSUPPORTED_COMPRESSION_TYPE"
+    assert e.value.code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
     assert L.down_convert(buf + plain[:30], 1) == v1  # a partial batch at the end is left out
