@@ -51,6 +51,7 @@ from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import produce
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records.batch import LOG_OVERHEAD, V2_HEADER_SIZE, iter_batches
+from protocol.records.convert import conform_produce
 from protocol.records.validate import RecordValidationError, validate_records
 
 log = logging.getLogger("minibroker.produce")
@@ -143,7 +144,7 @@ def _conform(topic: Any, records: Any, version: int, config: Any, where: str) ->
         _check_records(views if views is not None else iter_batches(records), config, where, config.compact)
     stored = legacy.stored_magic(topic)
     if stored != 2 or magics - {2}:
-        out = legacy.conform_produce(records, magics=magics, stored=stored, compression_type=wanted,
+        out = conform_produce(records, magics=magics, stored=stored, compression_type=wanted,
                                      log_append_time=topic.config.get("message.timestamp.type") == "LogAppendTime")
         if stored == 2 and 2 not in magics and config.compact:  # up-converted v0/v1: the keys are still to check
             _check_records(iter_batches(out), config, where, True)
