@@ -2,14 +2,12 @@
 
 Theory of operation.
 
-Append (the back half of Produce). The bytes of a Produce partition are checked batch by batch
-from their headers alone (`BatchView.validate`: length, magic, CRC, counts; plus Kafka's
-LogValidator rules that need no record: size, base offset 0 from clients, no control batches
-from clients, timestamps) and nothing is written unless every batch passes. Then one copy into
-a bytearray, in which each batch gets its offset (baseOffset rewritten), the leader epoch
-(partitionLeaderEpoch, outside the CRC) and for `LogAppendTime` the broker's time (maxTimestamp,
-attribute bit, CRC recomputed); one write appends the whole run to the active segment, after a
-roll if the segment is full by bytes, age or index. No record is decoded.
+Append (the back half of Produce). storage.log_validator checks the batches of an append
+(headers, CRC, records for a Produce request, timestamps, old formats) and nothing is written
+unless every batch passes; it then assigns offsets in the batch headers (baseOffset rewritten,
+the leader epoch, for `LogAppendTime` the broker's time), in the request's own bytes when they
+are writable. One write appends the whole run to the active segment, after a roll if the
+segment is full by bytes, age or index. No record is decoded.
 
 Offsets. LEO = next offset to assign. HW = what consumers may read: with a single replica
 every append is committed at once, so HW follows LEO. The last stable offset (LSO), the read
@@ -36,7 +34,7 @@ of the segment it closed (Kafka flushes it asynchronously after a roll). `flush`
 executor thread while appends continue on the loop thread: `_flush_lock` covers the fsyncs and
 the recovery point update, and the file objects guard against a concurrent close.
 
-Deletion. Retention and DeleteRecords never cut a segment: whole segments below the new log
+Deletion (storage.retention). Retention and DeleteRecords never cut a segment: whole segments below the new log
 start go. Their files are renamed `*.deleted` and closed/removed after `file.delete.delay.ms`
 (`cleanup_deleted`), so a fetch region handed out just before stays readable.
 
@@ -66,7 +64,7 @@ from protocol.records.batch import (
 )
 from protocol.records.legacy import iter_deep
 from protocol.records.v2 import decode_batch, last_sequence
-from storage import log_validator
+from storage import log_validator, retention
 from storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     PARTITION_METADATA_FILE,
@@ -551,7 +549,7 @@ class Log:
             logger.warning("cannot read the records of the batch at %d in %s: %s", pos, segment, e)
             return ()
 
-    # -- log start offset, retention ---------------------------------------------------------------
+    # -- log start offset, retention (storage.retention) ---------------------------------------------------------------
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to `offset` (-1 = the high watermark);
         whole segments below it go. Returns the new log start offset."""
@@ -562,11 +560,20 @@ class Log:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
                              f"Cannot increment the log start offset to {offset} of partition {self.topic}-"
                              f"{self.partition} since it is larger than the high watermark {self.high_watermark}")
-        self._maybe_increment_log_start_offset(offset, "ClientRecordDeletion")
-        self._delete_log_start_offset_breached_segments()
+        self.increment_log_start_offset(offset, "ClientRecordDeletion")
+        retention.delete_log_start_offset_breached_segments(self)
         return self.log_start_offset
 
-    def _maybe_increment_log_start_offset(self, new_start: int, reason: str) -> None:
+    def delete_old_segments(self) -> int:
+        """Retention (Kafka: UnifiedLog.deleteOldSegments, storage.retention): segments wholly below
+        the log start offset, then by retention.bytes, then by retention.ms, if cleanup.policy has
+        "delete". Never the active segment, never data at or past the HW. Returns how many went."""
+        self._check_open()
+        return retention.delete_old_segments(self, self._now_ms())
+
+    def increment_log_start_offset(self, new_start: int, reason: str) -> None:
+        """Move the log start offset up (never down), with what hangs on it: the leader epoch
+        cache and the producer state (Kafka: UnifiedLog.maybeIncrementLogStartOffset)."""
         if new_start > self.log_start_offset:
             self.log_start_offset = new_start
             logger.info("Incremented log start offset of %s-%d to %d due to %s", self.topic, self.partition,
@@ -574,63 +581,7 @@ class Log:
             self.leader_epoch_cache.truncate_from_start(new_start)
             self.producer_state.on_log_start_offset_incremented(new_start)
 
-    def delete_old_segments(self) -> int:
-        """Retention (Kafka: UnifiedLog.deleteOldSegments): segments wholly below the log start
-        offset, then by retention.bytes, then by retention.ms (the segment's largest timestamp),
-        if cleanup.policy has "delete". Never the active segment, never data at or past the HW."""
-        self._check_open()
-        n = self._delete_log_start_offset_breached_segments()
-        if self.config.delete:
-            n += self._delete_retention_size_breached_segments()
-            n += self._delete_retention_ms_breached_segments()
-        return n
-
-    def _delete_log_start_offset_breached_segments(self) -> int:
-        return self._delete_old_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset,
-                                         "LogStartOffsetBreach")
-
-    def _delete_retention_size_breached_segments(self) -> int:
-        limit = self.config.retention_bytes
-        size = self.size_in_bytes()
-        if limit < 0 or size < limit:
-            return 0
-        diff = size - limit
-
-        def should_delete(seg: LogSegment, nxt: LogSegment | None) -> bool:
-            nonlocal diff
-            if diff - seg.size >= 0:
-                diff -= seg.size
-                return True
-            return False
-        return self._delete_old_segments(should_delete, f"RetentionSizeBreach(retention.bytes={limit})")
-
-    def _delete_retention_ms_breached_segments(self) -> int:
-        retention = self.config.retention_ms
-        if retention < 0:
-            return 0
-        now = self._now_ms()
-        return self._delete_old_segments(lambda seg, nxt: now - seg.largest_timestamp() > retention,
-                                         f"RetentionMsBreach(retention.ms={retention})")
-
-    def _delete_old_segments(self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str) -> int:
-        segs = self.segments.values()
-        deletable: list[LogSegment] = []
-        for i, seg in enumerate(segs[:-1]):  # never the active segment
-            nxt = segs[i + 1]
-            # the HW bound keeps the log start offset from passing the high watermark
-            if self.high_watermark >= nxt.base_offset and predicate(seg, nxt):
-                deletable.append(seg)
-            else:
-                break
-        if not deletable:
-            return 0
-        new_start = segs[len(deletable)].base_offset
-        self._maybe_increment_log_start_offset(new_start, "SegmentDeletion")
-        logger.info("Deleting segments of %s-%d due to %s: %s", self.topic, self.partition, reason, deletable)
-        self._remove_and_delete_segments(deletable)
-        return len(deletable)
-
-    def _remove_and_delete_segments(self, segs: list[LogSegment]) -> None:
+    def remove_and_delete_segments(self, segs: list[LogSegment]) -> None:
         """Take segments out of the log and rename their files `.deleted`; the descriptors stay
         open until `cleanup_deleted` runs `file.delete.delay.ms` later (Kafka: asyncDelete)."""
         due = self._now_ms() + self.config.file_delete_delay_ms
