@@ -8,8 +8,9 @@ so that the seeds' formats can be seen working and old clients keep working.
 
 * Stored format. A topic's `message.format.version` picks the magic its segments hold, as in
   Kafka 2.x (`record_version_for`): 0.8.x/0.9.x -> 0, 0.10.x -> 1, anything newer -> 2 (the
-  default). `protocol.records.convert.conform_produce`, called by the append validator, brings what a producer sent to that format before the log sees it:
-  a v0/v1 message set for a magic-2 topic is up-converted to one RecordBatch v2 (Kafka 3.x
+  default). `protocol.records.convert.conform_produce`, called by the append validator
+  (storage.log_validator), brings what a producer sent to that format before it is stored: a
+  v0/v1 message set for a magic-2 topic is up-converted to one RecordBatch v2 (Kafka 3.x
   behaviour); v2 batches for a magic 0/1 topic are down-converted into a message set (Kafka:
   LogValidator's conversion path, which refuses idempotent and transactional batches,
   UNSUPPORTED_FOR_MESSAGE_FORMAT, and records with headers); a v0 set for a v1 topic or the other
@@ -28,7 +29,6 @@ from __future__ import annotations
 from typing import Any
 
 from minibroker.config import record_version_for
-from protocol.records.batch import iter_batches
 from protocol.records.convert import down_convert
 
 DEFAULT_FORMAT_VERSION = "3.0-IV1"
@@ -42,11 +42,6 @@ def stored_magic(topic: Any) -> int:
 def fetch_magic(version: int) -> int:
     """The newest magic a Fetch version can carry: v0-1 magic 0, v2-3 magic 1, v4+ magic 2."""
     return 0 if version <= 1 else 1 if version <= 3 else 2
-
-
-def entry_magics(records: Any) -> set[int]:
-    """The magics of the whole entries in a Produce partition (BatchView reads them all)."""
-    return {view.magic for view in iter_batches(records)}  # InvalidBatch is a KafkaError with its code
 
 
 def fetch_records(region: Any, *, stored: int, version: int, fetch_offset: int) -> Any:
