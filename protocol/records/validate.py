@@ -309,7 +309,7 @@ def _run_length(body: bytes, pos: int, k: int, stride: int, most: int) -> int:
 # ------------------------------------------------------------------------------ the batch
 
 
-def walk_records(body: bytes | memoryview, count: int, *, require_keys: bool = False) -> list[int]:
+def walk_records(body: bytes, count: int, *, require_keys: bool = False) -> list[int]:
     """Check that `body` is exactly `count` valid records (InvalidBatch, INVALID_RECORD, if not);
     return the indexes of the records without a key if `require_keys`, else [].
 
@@ -397,9 +397,10 @@ def validate_records(view: BatchView, *, require_keys: bool = False, where: str 
     recomputed on success (the log does that), only when the walk fails, so that a corrupt batch
     is reported as corrupt rather than as badly framed."""
     try:
-        body = record_section(view, max_size=max_size)
-        if view.compression == Codec.NONE:
-            body = bytes(body)  # one memcpy; slices and indexing of bytes are the cheapest
+        section = record_section(view, max_size=max_size)
+        # one memcpy of an uncompressed section (slices and indexing of bytes are the cheapest); a
+        # decompressed one is bytes already
+        body = section if isinstance(section, bytes) else bytes(section)
         missing = walk_records(body, view.records_count, require_keys=require_keys)
     except InvalidBatch:
         view.validate()  # a header or CRC error wins
