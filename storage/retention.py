@@ -15,12 +15,29 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from storage.config import LogConfig
 from storage.segment import LogSegment
+from storage.segments import LogSegments
 
-if TYPE_CHECKING:
-    from storage.log import Log
+
+class Log(Protocol):
+    """What retention reads and changes of a partition log (storage.log.Log; a Protocol, so that
+    the log can call into this module without a cycle)."""
+
+    topic: str
+    partition: int
+    config: LogConfig
+    segments: LogSegments
+    high_watermark: int
+    log_start_offset: int
+
+    def size_in_bytes(self) -> int: ...
+
+    def increment_log_start_offset(self, new_start: int, reason: str) -> None: ...
+
+    def remove_and_delete_segments(self, segs: list[LogSegment]) -> None: ...
 
 logger = logging.getLogger("storage.log")
 

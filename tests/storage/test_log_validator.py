@@ -124,7 +124,7 @@ def test_verify_sees_the_records_in_the_logs_codec_before_the_header_checks():
 
 def test_the_stored_magic_is_read_in_one_place():
     assert stored_magic(LogConfig()) == 2
-    assert stored_magic(LogConfig.from_kafka({"message.format.version": "0.10.0"})) == 1
+    assert stored_magic(LogConfig(record_version=1)) == 1
 
 
 def test_invalid_batch_carries_its_code():
