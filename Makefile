@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test lint bench clean reference
 
 install: $(STAMP)
 
@@ -24,7 +24,13 @@ $(JS_STAMP): tests/js/package-lock.json
 	cd tests/js && npm ci --silent --no-audit --no-fund
 	touch $(JS_STAMP)
 
-test: install $(JS_STAMP)
+# Apache Kafka's jars (version pinned in reference/pom.xml) for the reference broker and Kafka's own
+# tools (tests/reference, reference/kafka-tool), copied by Maven into ~/.cache/minibroker/kafka-<version>/libs.
+# Quick when cached (a stamp file); without mvn it says so and tests/reference skip.
+reference:
+	$(PYTHON) reference/kafka_reference.py fetch
+
+test: install $(JS_STAMP) reference
 	$(PY) -m pytest -q --durations=25
 
 lint: install

@@ -12,8 +12,9 @@ Per file suffix: `.log` (batches; `--deep-iteration` adds one `| offset:` line p
 `__consumer_offsets` records as JSON, `--transaction-log-decoder` those of
 `__transaction_state`), `.index` (`offset: 29 position: 15556`, checked against
 the log as Kafka checks it), `.timeindex` (`timestamp: ... offset: ...`), `.snapshot` (producer
-state) and `.txnindex` (aborted transactions). `--index-sanity-check` runs the broker's own load
-check instead of printing entries.
+state) and `.txnindex` (aborted transactions). `--index-sanity-check` runs Kafka's load-time index check
+(OffsetIndex/TimeIndex.sanityCheck) on the file as Kafka's tool opens it, instead of printing
+entries.
 
 `--layout classic` prints batches in the order Kafka 2.x/3.0 used (the layout of shared seed 003:
 `... position: 0 CreateTime: ... isvalid: true size: 15556 magic: 2 compresscodec: NONE crc: ...`);
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import struct
 import sys
 import zlib
@@ -175,8 +177,8 @@ class DumpState:
             err.write(f"Found out of order timestamp in :{name}\n")
             for ts, prev in pairs:
                 err.write(f"  Index timestamp: {ts}, Previously indexed timestamp: {prev}\n")
-        for pairs in self.time_not_found.values():
-            err.write("The following indexed offsets are not found in the log.\n")
+        for name, pairs in self.time_not_found.items():
+            err.write(f"The following indexed offsets are not found in :{name}\n")
             for indexed, found in pairs:
                 err.write(f"Indexed offset: {indexed}, found log offset: {found}\n")
         for name, pairs in self.non_consecutive.items():
@@ -216,7 +218,9 @@ def dump_log(path: Path, out: TextIO, state: DumpState, *, deep: bool = False,
                 except Exception:  # noqa: BLE001 - unreadable: the records print without the check
                     checks = []
             for i, r in enumerate(item.records or ()):
-                if last_offset != -1 and r.offset != last_offset + 1:
+                # as Kafka's tool: the count starts at -1 in every file, so a segment whose base
+                # offset is not 0 reports "-1 is followed by <base>" (DumpLogSegments.dumpLog)
+                if r.offset != last_offset + 1:
                     state.non_consecutive.setdefault(str(path.resolve()), []).append((last_offset, r.offset))
                 last_offset = r.offset
                 out.write(record_line(r, item, metadata=metadata, parser=parser, layout=layout,
@@ -238,6 +242,47 @@ def _batch_at(log_buf: bytes, position: int) -> BatchSummary | None:
     return None
 
 
+class CorruptIndexException(Exception):
+    """An index fails the check Kafka runs when it loads the file (named as Kafka's exception)."""
+
+
+# --index-sanity-check runs OffsetIndex/TimeIndex.sanityCheck on the file as DumpLogSegments opens
+# it: read-only, every slot of the file counted as an entry. On a preallocated index (an active
+# segment's, not yet trimmed) the "last entry" is then a zero slot: the offset index still passes
+# (relative offset 0 is the base offset), the time index fails once its first entry has a
+# timestamp (0 < first timestamp), exactly as Kafka's tool reports it.
+def offset_index_sanity_check(path: Path, data: bytes, base: int) -> None:
+    n = len(data) // _INDEX_ENTRY.size
+    if n:
+        last = base + _INDEX_ENTRY.unpack_from(data, (n - 1) * _INDEX_ENTRY.size)[0]
+        if last < base:
+            raise CorruptIndexException(
+                f"Corrupt index found, index file {os.path.abspath(path)} has non-zero size but the last "
+                f"offset is {last} which is less than the base offset {base}")
+    if len(data) % _INDEX_ENTRY.size:
+        raise CorruptIndexException(f"Index file {os.path.abspath(path)} is corrupt, found {len(data)} bytes "
+                                    f"which is neither positive nor a multiple of {_INDEX_ENTRY.size}")
+
+
+def time_index_sanity_check(path: Path, data: bytes, base: int) -> None:
+    n = len(data) // _TIME_INDEX_ENTRY.size
+    name = os.path.abspath(path)
+    if n:
+        last_ts, last_rel = _TIME_INDEX_ENTRY.unpack_from(data, (n - 1) * _TIME_INDEX_ENTRY.size)
+        first_ts = _TIME_INDEX_ENTRY.unpack_from(data, 0)[0]
+        if last_ts < first_ts:
+            raise CorruptIndexException(
+                f"Corrupt time index found, time index file ({name}) has non-zero size but the last "
+                f"timestamp is {last_ts} which is less than the first timestamp {first_ts}")
+        if base + last_rel < base:
+            raise CorruptIndexException(
+                f"Corrupt time index found, time index file ({name}) has non-zero size but the last "
+                f"offset is {base + last_rel} which is less than the first offset {base}")
+    if len(data) % _TIME_INDEX_ENTRY.size:
+        raise CorruptIndexException(f"Time index file {name} is corrupt, found {len(data)} bytes which is "
+                                    f"neither positive nor a multiple of {_TIME_INDEX_ENTRY.size}")
+
+
 def dump_index(path: Path, out: TextIO, state: DumpState, *, sanity_only: bool = False,
                verify_only: bool = False) -> None:
     base = base_offset_of(path)
@@ -247,13 +292,7 @@ def dump_index(path: Path, out: TextIO, state: DumpState, *, sanity_only: bool =
         out.write(f"{path} is empty.\n")
         return
     if sanity_only:
-        from storage.offset_index import OffsetIndex
-
-        idx = OffsetIndex(path, base, writable=False)
-        try:
-            idx.sanity_check()
-        finally:
-            idx.close()
+        offset_index_sanity_check(path, data, base)
         out.write(f"{path} passed sanity check.\n")
         return
     log_path = _log_for(path)
@@ -275,17 +314,11 @@ def dump_index(path: Path, out: TextIO, state: DumpState, *, sanity_only: bool =
 def dump_time_index(path: Path, out: TextIO, state: DumpState, *, sanity_only: bool = False,
                     verify_only: bool = False) -> None:
     base = base_offset_of(path)
+    data = path.read_bytes()
     if sanity_only:
-        from storage.time_index import TimeIndex
-
-        idx = TimeIndex(path, base, writable=False)
-        try:
-            idx.sanity_check()
-        finally:
-            idx.close()
+        time_index_sanity_check(path, data, base)
         out.write(f"{path} passed sanity check.\n")
         return
-    data = path.read_bytes()
     log_path = _log_for(path)
     log_buf = log_path.read_bytes() if log_path.exists() else b""
     summaries = [s for s in iter_summaries(log_buf, records=True) if isinstance(s, BatchSummary)]
@@ -352,16 +385,35 @@ def _camel(name: str) -> str:
     return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
-def message_json(msg: Any, version: int) -> dict[str, Any]:
+def message_json(msg: Any, version: int, extra_tags: dict[int, tuple[str, str]] | None = None) -> dict[str, Any]:
     """A decoded message as Kafka's generated JsonConverter writes it: camelCase names, only the
-    fields present at `version`, bytes as base64."""
+    fields present at `version`, tagged fields only when they differ from their default, bytes
+    as base64. `extra_tags` names tagged fields our schema does not declare ({tag: (jsonName,
+    "uuid")}), printed from the bytes the decoder kept."""
     out: dict[str, Any] = {}
     for f in msg._fields:
         if version not in f.versions:
             continue
         v = getattr(msg, f.name)
+        if version in f.tagged and f.is_default(v):
+            continue
         out[_camel(f.name)] = _json_value(v, version)
+    for tag, raw in sorted((getattr(msg, "unknown_tags", None) or {}).items()):
+        name, kind = (extra_tags or {}).get(tag, ("", ""))
+        if kind == "uuid" and len(raw) == 16 and raw != bytes(16):
+            out[name] = _uuid(raw)
     return out
+
+
+def _uuid(raw: bytes) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+# Tagged fields Kafka 4.x writes that protocol.coordinator_records does not declare yet:
+# OffsetCommitValue v4 carries the topic's id as tag 0 (Kafka 4.4's group coordinator writes it;
+# minibroker does not, see docs/differences.md#offset-commit-topic-id).
+_OFFSET_COMMIT_VALUE_TAGS = {0: ("topicId", "uuid")}
 
 
 def _json_value(v: Any, version: int) -> Any:
@@ -428,7 +480,8 @@ def offsets_parser(r: RecordSummary) -> tuple[str | None, str | None]:
             return key_json, "<DELETE>"
         value = bytes(r.value)
         (vv,) = struct.unpack_from(">h", value, 0)
-        data = message_json(decode(value_schema, vv, value, 2, exact=False), vv)
+        data = message_json(decode(value_schema, vv, value, 2, exact=False), vv,
+                            _OFFSET_COMMIT_VALUE_TAGS if kv in (0, 1) else None)
         if kv == 2 and data.get("protocolType") == "consumer":
             sub, assign = consumer_protocol_schemas()
             for m in data.get("members", []):
@@ -442,34 +495,37 @@ def offsets_parser(r: RecordSummary) -> tuple[str | None, str | None]:
         return f"Error at offset {r.offset}, skipping. {e}", None
 
 
-# Kafka's TransactionState ids (TransactionMetadata.scala), printed by name.
+# Kafka's TransactionState ids (TransactionState.java), printed by name in the JSON value.
 _TXN_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
                5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
 
 
 def transaction_log_parser(r: RecordSummary) -> tuple[str | None, str | None]:
-    """Key and value of a __transaction_state record as Kafka's TransactionLog.formatRecordKeyAndValue
-    prints them."""
+    """Key and value of a __transaction_state record as Kafka 4.x's transaction log decoder prints
+    them: JSON as for __consumer_offsets (`{"type":"0","data":{...}}`, `{"version":"1","data":{...}}`),
+    the state by name."""
     from protocol import coordinator_records as cr
     from protocol.codec import decode
 
+    if r.key is None:
+        raise ValueError(f"Failed to decode message at offset {r.offset} using the specified decoder "
+                         "(message had a missing key)")
     try:
-        key = bytes(r.key or b"")
+        key = bytes(r.key)
         (kv,) = struct.unpack_from(">h", key, 0)
         if kv != 0:
-            return f"unknown::version={kv}", None
-        txn_id = decode(cr.TRANSACTION_LOG_KEY, 0, key, 2).transactional_id
-        key_str = f"transaction_metadata::transactionalId={txn_id}"
+            return f"Unknown record type {kv} at offset {r.offset}, skipping.", None
+        key_json = json.dumps({"type": "0", "data": message_json(decode(cr.TRANSACTION_LOG_KEY, 0, key, 2), 0)},
+                              separators=(",", ":"))
         if r.value is None:
-            return key_str, "<DELETE>"
+            return key_json, "<DELETE>"
         value = bytes(r.value)
         (vv,) = struct.unpack_from(">h", value, 0)
-        v = decode(cr.TRANSACTION_LOG_VALUE, vv, value, 2, exact=False)
-        parts = ",".join(f"{t.topic}-{p}" for t in v.transaction_partitions or () for p in t.partition_ids)
-        state = _TXN_STATES.get(v.transaction_status, f"Unknown({v.transaction_status})")
-        return key_str, (f"producerId:{v.producer_id},producerEpoch:{v.producer_epoch},state={state},"
-                         f"partitions=[{parts}],txnLastUpdateTimestamp={v.transaction_last_update_timestamp_ms},"
-                         f"txnTimeoutMs={v.transaction_timeout_ms}")
+        data = message_json(decode(cr.TRANSACTION_LOG_VALUE, vv, value, 2, exact=False), vv)
+        status = data.get("transactionStatus")
+        data["transactionStatus"] = _TXN_STATES.get(status, f"Unknown({status})") if isinstance(status, int) \
+            else status
+        return key_json, json.dumps({"version": str(vv), "data": data}, separators=(",", ":"))
     except Exception as e:  # noqa: BLE001 - reported in place of the record, as the offsets decoder does
         return f"Error at offset {r.offset}, skipping. {e}", None
 

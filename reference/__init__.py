@@ -1,0 +1,1 @@
+"""Apache Kafka as the reference broker and the source of Kafka's own tools (see kafka_reference)."""
