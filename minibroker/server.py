@@ -19,11 +19,14 @@ import asyncio
 import logging
 import socket
 import time
+from typing import TYPE_CHECKING
 
 from minibroker.broker import Broker
 from minibroker.config import BrokerConfig
 from minibroker.connection import Connection
-from minibroker.console import Console
+
+if TYPE_CHECKING:
+    from minibroker.console import Console
 
 log = logging.getLogger("minibroker.server")
 
@@ -62,6 +65,10 @@ class BrokerServer:
         await broker.start_background()
         self._loop.add_reader(sock.fileno(), self._accept)
         if self.config.get("console.port") >= 0:
+            # imported only when asked for: aiohttp costs most of a second to import, and the
+            # startup bench (bench/startup.py) holds a broker without a console to ~10 ms
+            from minibroker.console import Console
+
             self.console = Console(broker.services, broker.handlers, broker.trace_listeners,
                                    bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"))
             await self.console.start(self.config.get("console.host"), self.config.get("console.port"))
