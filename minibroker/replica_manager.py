@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Iterable
 
 from storage.log import AppendOrigin, Log, LogAppendInfo
+from storage.log_validator import ValidatedRecords
 
 _NEVER = 1 << 62  # flush.messages / flush.ms at Kafka's default (Long.MAX_VALUE): page cache only
 
@@ -62,7 +63,7 @@ class ReplicaManager:
     def __init__(self) -> None:
         self.fetch_waiters = FetchWaiters()
 
-    def append(self, lg: Log, records: bytes | bytearray | memoryview, *,
+    def append(self, lg: Log, records: bytes | bytearray | memoryview | ValidatedRecords, *,
                origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
         """Append on the loop; a due flush (flush.messages / flush.ms) is done here too (the
         coordinators' records are small and their callers are synchronous)."""
@@ -71,7 +72,7 @@ class ReplicaManager:
         self.fetch_waiters.notify((lg.topic, lg.partition))
         return info
 
-    async def append_async(self, lg: Log, records: bytes | bytearray | memoryview, *,
+    async def append_async(self, lg: Log, records: bytes | bytearray | memoryview | ValidatedRecords, *,
                            origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
         """Append for a Produce: a topic with a flush policy fsyncs off the loop before the
         answer (and before fetches see the records); the default policy costs no executor hop."""
