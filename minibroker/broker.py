@@ -57,6 +57,7 @@ class Connection(Protocol):
     """What the dispatcher needs of the connection a frame came in on (minibroker.connection)."""
 
     peer: str
+    listener: str | None  # the name of the listener it was accepted on
 
     def close(self, reason: str | None) -> None: ...
 
@@ -112,7 +113,8 @@ class Broker:
             dynamic_config=self.dynamic_config, log_manager=self.log_manager, topics=self.topics,
             replica_manager=self.replica_manager, group_coordinator=self.group_coordinator,
             txn_coordinator=self.txn_coordinator, producer_ids=self.producer_ids,
-            fetch_sessions=self.fetch_sessions)
+            fetch_sessions=self.fetch_sessions,
+            advertised={e.listener_name: e for e in config.advertised_endpoints})
         self.handlers: dict[int, Handler] = load_all()
         self.tracer: RequestTracer | None = None  # minibroker.tools.trace sets this when --trace is on
         self._background: list[asyncio.Task[None]] = []

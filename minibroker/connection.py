@@ -88,6 +88,7 @@ class Connection:
         max_queued_requests: int = 500,
         max_buffered: int = 64 * 1024 * 1024,
         on_close: Callable[[Connection], None] | None = None,
+        listener: str | None = None,
     ):
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -95,6 +96,7 @@ class Connection:
         self.fd = sock.fileno()
         self.loop = loop
         self.peer = _peer(sock)
+        self.listener = listener  # the listener's name (None: the first, for connections made in tests)
         self._handle = handle
         self._frames = FrameReader(max_frame_size)
         self._queue: collections.deque[bytes | bytearray] = collections.deque()

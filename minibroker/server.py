@@ -21,7 +21,7 @@ import socket
 import time
 
 from minibroker.broker import Broker
-from minibroker.config import BrokerConfig
+from minibroker.config import BrokerConfig, Endpoint
 from minibroker.connection import Connection
 
 log = logging.getLogger("minibroker.server")
@@ -31,7 +31,8 @@ class BrokerServer:
     def __init__(self, config: BrokerConfig):
         self.config = config
         self.broker: Broker | None = None
-        self._sock: socket.socket | None = None
+        self._sock: socket.socket | None = None  # the first listener's (the bootstrap address)
+        self._socks: list[tuple[socket.socket, Endpoint]] = []  # every listener's, first included
         self._loop: asyncio.AbstractEventLoop | None = None
         self.connections: set[Connection] = set()
         self._idle_sweep: asyncio.Task[None] | None = None
@@ -42,38 +43,67 @@ class BrokerServer:
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
+    def bootstrap_for(self, listener: str) -> str:
+        """host:port that listener `listener` (a listener name, as in `listeners`) is bound to."""
+        for sock, endpoint in self._socks:
+            if endpoint.listener_name == listener.upper():
+                host, port = sock.getsockname()[:2]
+                return f"{host}:{port}"
+        raise KeyError(f"no listener named {listener}")
+
+    def _bind(self, endpoint: Endpoint) -> socket.socket:
+        host = endpoint.host or "0.0.0.0"
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, endpoint.port))
+            sock.listen(self.config.get("socket.listen.backlog.size"))
+        except OSError:
+            sock.close()
+            raise
+        sock.setblocking(False)
+        return sock
+
     async def start(self) -> None:
         t0 = time.perf_counter()
         self._loop = asyncio.get_running_loop()
-        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        sock.listen(self.config.get("socket.listen.backlog.size"))
-        sock.setblocking(False)
-        self._sock = sock
-        self.port = sock.getsockname()[1]
-        if self.config.advertised_port == 0:
-            self.config.advertised_port = self.port
+        # Every listener is bound before the broker is built: a listener on port 0 gets its port
+        # here, and the broker advertises the bound ports (Kafka: SocketServer binds its acceptors,
+        # then the broker registers its endpoints).
+        try:
+            for endpoint in self.config.listener_endpoints:
+                self._socks.append((self._bind(endpoint), endpoint))
+        except OSError:
+            for sock, _ in self._socks:
+                sock.close()
+            self._socks = []
+            raise
+        self._sock = self._socks[0][0]
+        self.port = self._sock.getsockname()[1]
+        self.config.bind_ports({e.listener_name: s.getsockname()[1] for s, e in self._socks})
         broker = Broker(self.config)
         broker.startup()
         self.broker = broker
         await broker.start_background()
-        self._loop.add_reader(sock.fileno(), self._accept)
+        for sock, endpoint in self._socks:
+            self._loop.add_reader(sock.fileno(), self._accept, sock, endpoint)
         max_idle_ms = self.config.get("connections.max.idle.ms")
         if max_idle_ms >= 0:  # negative: never expire, as Kafka's Selector without an idle manager
             self._idle_sweep = self._loop.create_task(self._sweep_idle(max_idle_ms), name="idle-sweep")
         # Import what the first produce needs (crc32c reads its package metadata on import, 30 ms
         # quiet and most of a second on a loaded machine) in a worker thread, after listening.
         self._loop.run_in_executor(None, _warm_up)
-        log.info("minibroker node %d (cluster %s) listening on %s, advertising %s:%d, data in %s (%.0f ms)",
-                 broker.node_id, broker.cluster_id, self.bootstrap, broker.host, broker.port,
+        log.info("minibroker node %d (cluster %s) listening on %s, advertising %s, data in %s (%.0f ms)",
+                 broker.node_id, broker.cluster_id,
+                 ",".join(f"{e.listener_name}://{s.getsockname()[0]}:{s.getsockname()[1]}" for s, e in self._socks),
+                 ",".join(map(str, self.config.advertised_endpoints)),
                  self.config.data_dir, (time.perf_counter() - t0) * 1000)
 
-    def _accept(self) -> None:
-        assert self._sock is not None and self._loop is not None and self.broker is not None
+    def _accept(self, listening: socket.socket, endpoint: Endpoint) -> None:
+        assert self._loop is not None and self.broker is not None
         for _ in range(64):
             try:
-                conn_sock, _addr = self._sock.accept()
+                conn_sock, _addr = listening.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
@@ -84,6 +114,7 @@ class BrokerServer:
                 max_frame_size=self.config.get("socket.request.max.bytes"),
                 max_queued_requests=self.config.get("queued.max.requests"),
                 on_close=self.connections.discard,
+                listener=endpoint.listener_name,
             )
             self.connections.add(conn)
 
@@ -106,10 +137,12 @@ class BrokerServer:
         if self._idle_sweep is not None:
             self._idle_sweep.cancel()
             self._idle_sweep = None
-        if self._sock is not None and self._loop is not None:
-            self._loop.remove_reader(self._sock.fileno())
-            self._sock.close()
-            self._sock = None
+        if self._loop is not None:
+            for sock, _ in self._socks:
+                self._loop.remove_reader(sock.fileno())
+                sock.close()
+        self._socks = []
+        self._sock = None
         deadline = time.monotonic() + timeout
         for conn in list(self.connections):
             conn.stop_reading()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minibroker.config import BrokerConfig
+from minibroker.config import BrokerConfig, Endpoint
 from minibroker.coordinator.group_coordinator import GroupCoordinator
 from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
 from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
@@ -38,6 +38,15 @@ class BrokerServices:
     txn_coordinator: TransactionCoordinator
     producer_ids: ProducerIdManager
     fetch_sessions: FetchSessionCache
+    # listener name -> the address advertised to clients that came in on it (the first listener's
+    # is host/port above)
+    advertised: dict[str, Endpoint]
+
+    def endpoint(self, listener: str | None) -> tuple[str, int]:
+        """(host, port) for Metadata, FindCoordinator and DescribeCluster answers to a client on
+        `listener` (Kafka answers with the endpoint of the listener the request came in on)."""
+        e = self.advertised.get(listener) if listener is not None else None
+        return (e.host, e.port) if e is not None else (self.host, self.port)
 
     @property
     def config(self) -> BrokerConfig:

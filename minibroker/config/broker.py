@@ -44,6 +44,8 @@ class Endpoint:
 
 _LISTENER = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")  # SocketServerConfigs' URI pattern
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# what this broker can serve today (minibroker.security)
+SERVED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT")
 
 
 def _protocol_map(text: str) -> dict[str, str]:
@@ -204,9 +206,9 @@ class BrokerConfig:
 
         self.listener_endpoints = parse_listeners(v["listeners"], v["listener.security.protocol.map"])
         for endpoint in self.listener_endpoints:
-            if endpoint.security_protocol != "PLAINTEXT":
-                raise ConfigError(f"Listener {endpoint} uses {endpoint.security_protocol}; "
-                                  "minibroker serves PLAINTEXT only")
+            if endpoint.security_protocol not in SERVED_SECURITY_PROTOCOLS:
+                raise ConfigError(f"Listener {endpoint} uses {endpoint.security_protocol}; minibroker serves "
+                                  + ", ".join(SERVED_SECURITY_PROTOCOLS) + " only")
         if len({e.port for e in self.listener_endpoints if e.port}) != len([e for e in self.listener_endpoints if e.port]):
             raise ConfigError.invalid("listeners", v["listeners"], "Each listener must have a different port")
         if v["advertised.listeners"]:
@@ -232,6 +234,12 @@ class BrokerConfig:
             raise ConfigError(f"advertised.listeners has no address for listener {first.listener_name}")
         self.advertised_host: str = mine.host
         self.advertised_port: int = mine.port
+        for e in self.listener_endpoints:
+            if not any(a.listener_name == e.listener_name for a in advertised):
+                # Kafka: a listener left out of advertised.listeners is not registered; a client
+                # on it gets no address for this broker. Ours answers with the listener's own.
+                advertised.append(Endpoint(e.listener_name, e.security_protocol,
+                                           e.host or socket.gethostname(), e.port))
         self.node_id: int = v["node.id"]
 
         for key in ("default.replication.factor", "offsets.topic.replication.factor",
@@ -268,6 +276,22 @@ class BrokerConfig:
             defaults[name] = value
         defaults["retention.ms"] = self._retention_ms()
         return defaults
+
+    def bind_ports(self, bound: Mapping[str, int]) -> None:
+        """The server bound each listener (listener name -> port): an advertised port 0 becomes
+        the bound port, so clients are sent where the broker really listens."""
+        self.advertised_endpoints = [
+            Endpoint(e.listener_name, e.security_protocol, e.host, bound.get(e.listener_name, e.port))
+            if e.port == 0 else e for e in self.advertised_endpoints]
+        first = self.advertised_for(self.listener_name)
+        self.advertised_host, self.advertised_port = first.host, first.port
+
+    def advertised_for(self, listener: str) -> Endpoint:
+        """The address given to clients that came in on listener `listener`."""
+        for e in self.advertised_endpoints:
+            if e.listener_name == listener:
+                return e
+        raise KeyError(f"no listener named {listener}")
 
     # ---- reading
 

@@ -197,7 +197,7 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("advertised.listeners", "string", None,
             "Addresses given to clients in Metadata; unset means the same as listeners.", dynamic=True),
     _broker("listener.security.protocol.map", "string", _PROTOCOL_MAP_DEFAULT,
-            "Listener name to security protocol. minibroker serves PLAINTEXT only.", dynamic=True),
+            "Listener name to security protocol. minibroker serves PLAINTEXT and SASL_PLAINTEXT listeners.", dynamic=True),
     _broker("socket.request.max.bytes", "int", 100 * 1024 * 1024,
             "Largest request frame; a bigger size prefix closes the connection before the body is read.",
             AtLeast(1)),
