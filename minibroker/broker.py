@@ -37,6 +37,7 @@ from minibroker.handlers.api_versions import advertised
 from minibroker.handlers.registry import Handler, RequestContext, load_all
 from minibroker.log_scheduler import LogScheduler
 from minibroker.replica_manager import ReplicaManager
+from minibroker.security.credentials import ScramCredentialStore
 from minibroker.services import BrokerServices
 from minibroker.topics import Topic, TopicRegistry
 from protocol import types as t
@@ -106,6 +107,9 @@ class Broker:
                         if cfg.get("log.cleaner.enable") else None)
         self.scheduler = LogScheduler(self.log_manager, self.dynamic_config, clock, file_deletion_lock,
                                       self._cleaning)
+        # SCRAM credentials (salted, iterated; AlterUserScramCredentials), read by SASL listeners
+        self.scram_credentials = ScramCredentialStore(data_dir)
+        self.scram_credentials.load()
         self.topics.on_delete(self._topic_deleted)
         self.dynamic_config.on_change(self.topics.reconfigure)
         self.services = BrokerServices(
@@ -114,7 +118,8 @@ class Broker:
             replica_manager=self.replica_manager, group_coordinator=self.group_coordinator,
             txn_coordinator=self.txn_coordinator, producer_ids=self.producer_ids,
             fetch_sessions=self.fetch_sessions,
-            advertised={e.listener_name: e for e in config.advertised_endpoints})
+            advertised={e.listener_name: e for e in config.advertised_endpoints},
+            scram_credentials=self.scram_credentials)
         self.handlers: dict[int, Handler] = load_all()
         self.tracer: RequestTracer | None = None  # minibroker.tools.trace sets this when --trace is on
         self._background: list[asyncio.Task[None]] = []

@@ -23,6 +23,8 @@ import time
 from minibroker.broker import Broker
 from minibroker.config import BrokerConfig, Endpoint
 from minibroker.connection import Connection
+from minibroker.security.sasl import SaslAuthenticator
+from minibroker.security.settings import SaslSettings
 
 log = logging.getLogger("minibroker.server")
 
@@ -36,6 +38,10 @@ class BrokerServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.connections: set[Connection] = set()
         self._idle_sweep: asyncio.Task[None] | None = None
+        # SASL_* listeners' settings, by listener name (read before anything is bound: a bad
+        # JAAS config fails the start)
+        self._sasl = {e.listener_name: SaslSettings.for_listener(config, e) for e in config.listener_endpoints
+                      if e.security_protocol.startswith("SASL_")}
         self.host = config.listener_host
         self.port = config.listener_port
 
@@ -109,8 +115,11 @@ class BrokerServer:
             except OSError as e:
                 log.warning("accept failed: %s", e)
                 return
+            sasl = self._sasl.get(endpoint.listener_name)
+            handle = (SaslAuthenticator(sasl, self.broker.scram_credentials, self.broker.dispatch).handle
+                      if sasl is not None else self.broker.dispatch)
             conn = Connection(
-                conn_sock, self._loop, self.broker.dispatch,
+                conn_sock, self._loop, handle,
                 max_frame_size=self.config.get("socket.request.max.bytes"),
                 max_queued_requests=self.config.get("queued.max.requests"),
                 on_close=self.connections.discard,

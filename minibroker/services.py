@@ -18,6 +18,7 @@ from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.replica_manager import ReplicaManager
+from minibroker.security.credentials import ScramCredentialStore
 from minibroker.topics import TopicRegistry
 from storage.clock import Clock
 from storage.log_manager import LogManager
@@ -41,6 +42,7 @@ class BrokerServices:
     # listener name -> the address advertised to clients that came in on it (the first listener's
     # is host/port above)
     advertised: dict[str, Endpoint]
+    scram_credentials: ScramCredentialStore  # Describe/AlterUserScramCredentials
 
     def endpoint(self, listener: str | None) -> tuple[str, int]:
         """(host, port) for Metadata, FindCoordinator and DescribeCluster answers to a client on

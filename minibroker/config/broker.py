@@ -117,8 +117,15 @@ class BrokerConfig:
         """`static`: explicitly set broker keys -> raw or parsed values. Unknown keys are logged and kept
         in `unknown`; invalid values raise ConfigError."""
         self.unknown: dict[str, Any] = {}
+        # Kafka's per-listener keys, `listener.name.<listener>.[<mechanism>.]<key>` (the SASL JAAS
+        # configs, per-listener SSL and SASL settings): read by minibroker.security. They hold
+        # secrets: never logged, masked in repr.
+        self.listener_props: dict[str, str] = {}
         parsed: dict[str, Any] = {}
         for name, raw in static.items():
+            if name.startswith("listener.name.") and raw is not None:
+                self.listener_props[name] = str(raw)
+                continue
             key = BROKER_CONFIGS.get(name)
             if key is None:
                 self.unknown[name] = raw
@@ -321,8 +328,18 @@ class BrokerConfig:
         """Every topic key -> its default on this broker (the first broker synonym with a value)."""
         return {k: (list(v) if isinstance(v, list) else v) for k, v in self._topic_defaults.items()}
 
+    def listener_value(self, listener: str, key: str, mechanism: str | None = None) -> Any:
+        """`key` for one listener: `listener.name.<listener>.[<mechanism>.]<key>` if set, else the
+        broker-wide key where there is one (Kafka: ListenerName.configPrefix, lower-cased names)."""
+        prefix = f"listener.name.{listener.lower()}."
+        for name in ([f"{prefix}{mechanism.lower()}.{key}"] if mechanism else []) + [prefix + key]:
+            if name in self.listener_props:
+                return self.listener_props[name]
+        return self._values.get(key)
+
     def __repr__(self) -> str:
-        return f"BrokerConfig(static={self._static!r})"
+        shown = {k: ("[hidden]" if BROKER_CONFIGS[k].sensitive else v) for k, v in self._static.items()}
+        return f"BrokerConfig(static={shown!r}, listener keys={sorted(self.listener_props)!r})"
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
