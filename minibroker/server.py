@@ -19,12 +19,16 @@ import asyncio
 import logging
 import socket
 import time
+from typing import TYPE_CHECKING
 
 from minibroker.broker import Broker
 from minibroker.config import BrokerConfig, Endpoint
 from minibroker.connection import Connection
 from minibroker.security.sasl import SaslAuthenticator
 from minibroker.security.settings import SaslSettings
+
+if TYPE_CHECKING:
+    from minibroker.console import Console
 
 log = logging.getLogger("minibroker.server")
 
@@ -38,6 +42,7 @@ class BrokerServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.connections: set[Connection] = set()
         self._idle_sweep: asyncio.Task[None] | None = None
+        self.console: Console | None = None  # the web console and /metrics, when console.port >= 0
         # SASL_* listeners' settings, by listener name (read before anything is bound: a bad
         # JAAS config fails the start)
         self._sasl = {e.listener_name: SaslSettings.for_listener(config, e) for e in config.listener_endpoints
@@ -93,6 +98,14 @@ class BrokerServer:
         await broker.start_background()
         for sock, endpoint in self._socks:
             self._loop.add_reader(sock.fileno(), self._accept, sock, endpoint)
+        if self.config.get("console.port") >= 0:
+            # imported only when asked for: aiohttp costs most of a second to import, and the
+            # startup bench (bench/startup.py) holds a broker without a console to ~10 ms
+            from minibroker.console import Console
+
+            self.console = Console(broker.services, broker.handlers, broker.trace_listeners,
+                                   bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"))
+            await self.console.start(self.config.get("console.host"), self.config.get("console.port"))
         max_idle_ms = self.config.get("connections.max.idle.ms")
         if max_idle_ms >= 0:  # negative: never expire, as Kafka's Selector without an idle manager
             self._idle_sweep = self._loop.create_task(self._sweep_idle(max_idle_ms), name="idle-sweep")
@@ -143,6 +156,9 @@ class BrokerServer:
 
     async def stop(self, timeout: float = 10.0) -> None:
         """Stop accepting, finish in-flight requests, then shut the broker down cleanly."""
+        if self.console is not None:
+            await self.console.stop()
+            self.console = None
         if self._idle_sweep is not None:
             self._idle_sweep.cancel()
             self._idle_sweep = None
