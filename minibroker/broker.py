@@ -43,6 +43,7 @@ from minibroker.quotas.manager import ClientQuotaManager
 from minibroker.quotas.store import QuotaStore
 from minibroker.quotas.throttle import request_throttle_ms
 from minibroker.replica_manager import ReplicaManager
+from minibroker.security.credentials import ScramCredentialStore
 from minibroker.services import BrokerServices
 from minibroker.tools.trace import TraceListeners
 from minibroker.topics import Topic, TopicRegistry
@@ -64,6 +65,7 @@ class Connection(Protocol):
     """What the dispatcher needs of the connection a frame came in on (minibroker.connection)."""
 
     peer: str
+    listener: str | None  # the name of the listener it was accepted on
 
     def close(self, reason: str | None) -> None: ...
 
@@ -122,6 +124,9 @@ class Broker:
         self.client_quotas = ClientQuotaManager(self.quota_store, cfg.get("quota.window.num"),
                                                 cfg.get("quota.window.size.seconds"))
         self.connection_quotas = ConnectionQuotas(lambda: self.config, self.client_quotas)
+        # SCRAM credentials (salted, iterated; AlterUserScramCredentials), read by SASL listeners
+        self.scram_credentials = ScramCredentialStore(data_dir)
+        self.scram_credentials.load()
         self.topics.on_delete(self._topic_deleted)
         self.dynamic_config.on_change(self.topics.reconfigure)
         self.services = BrokerServices(
@@ -129,7 +134,9 @@ class Broker:
             dynamic_config=self.dynamic_config, log_manager=self.log_manager, topics=self.topics,
             replica_manager=self.replica_manager, group_coordinator=self.group_coordinator,
             txn_coordinator=self.txn_coordinator, producer_ids=self.producer_ids,
-            fetch_sessions=self.fetch_sessions, metrics=self.metrics, quota_store=self.quota_store)
+            fetch_sessions=self.fetch_sessions, metrics=self.metrics, quota_store=self.quota_store,
+            advertised={e.listener_name: e for e in config.advertised_endpoints},
+            scram_credentials=self.scram_credentials)
         self.handlers: dict[int, Handler] = load_all()
         self.tracer: RequestTracer | None = None  # set while a trace listener is attached (--trace, the console)
         self.trace_listeners = TraceListeners(self)

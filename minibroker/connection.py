@@ -93,6 +93,7 @@ class Connection:
         max_buffered: int = 64 * 1024 * 1024,
         on_close: Callable[[Connection], None] | None = None,
         pool: MemoryPool | None = None,
+        listener: str | None = None,
     ):
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -101,6 +102,10 @@ class Connection:
         self.loop = loop
         self.peer = _peer(sock)
         self.ip = self.peer.rsplit(":", 1)[0]  # the server sets the accepted address
+        self.listener = listener  # the listener's name (None: the first, for connections made in tests)
+        # who the client is (Kafka: KafkaPrincipal); a SASL listener's authenticator sets it
+        self.principal = "User:ANONYMOUS"
+        self._close_when_sent: str | None = None
         self._handle = handle
         self._frames = FrameReader(max_frame_size)
         self._queue: collections.deque[bytes | bytearray] = collections.deque()
@@ -401,6 +406,9 @@ class Connection:
         if self._writing:
             self.loop.remove_writer(self.fd)
             self._writing = False
+        if self._close_when_sent is not None:
+            self.close(self._close_when_sent)
+            return
         self._maybe_resume_reading()
 
     # -- closing ---------------------------------------------------------------------------
@@ -434,6 +442,14 @@ class Connection:
             self.task.cancel()
         if self._on_close:
             self._on_close(self)
+
+    def close_when_sent(self, reason: str) -> None:
+        """Read nothing more; close once what is being answered has been sent (a failed login's
+        response goes out before the close, as Kafka's)."""
+        self._close_when_sent = reason
+        self.stop_reading()
+        if not self._out and not self._busy and not self._queue:
+            self.loop.call_soon(self._on_writable)
 
     @property
     def closed(self) -> bool:

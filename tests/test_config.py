@@ -245,7 +245,7 @@ def test_listener_parsing_rules():
         BrokerConfig.load(overrides=["listeners=127.0.0.1:9092"])
     with pytest.raises(ConfigError, match="No security protocol defined for listener FOO"):
         BrokerConfig.load(overrides=["listeners=FOO://127.0.0.1:9092"])
-    with pytest.raises(ConfigError, match="PLAINTEXT only"):
+    with pytest.raises(ConfigError, match="SSL://127.0.0.1:9093 uses SSL; minibroker serves PLAINTEXT, SASL_PLAINTEXT only"):
         BrokerConfig.load(overrides=["listeners=SSL://127.0.0.1:9093"])
     with pytest.raises(ConfigError, match="nonroutable meta-address 0.0.0.0"):
         BrokerConfig.load(overrides=["advertised.listeners=PLAINTEXT://0.0.0.0:9092"])

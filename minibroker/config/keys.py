@@ -197,7 +197,18 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("advertised.listeners", "string", None,
             "Addresses given to clients in Metadata; unset means the same as listeners.", dynamic=True),
     _broker("listener.security.protocol.map", "string", _PROTOCOL_MAP_DEFAULT,
-            "Listener name to security protocol. minibroker serves PLAINTEXT only.", dynamic=True),
+            "Listener name to security protocol. minibroker serves PLAINTEXT and SASL_PLAINTEXT listeners.", dynamic=True),
+    # --- security (minibroker.security); per-listener forms listener.name.<l>.[<mech>.]<key> too
+    _broker("sasl.enabled.mechanisms", "list", ["GSSAPI"],
+            "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI, Kafka's "
+            "default, is not served here: set the list)."),
+    _broker("connections.max.reauth.ms", "long", 0,
+            "KIP-368: a SASL session lasts this long, then the client re-authenticates on the connection "
+            "(0: sessions never end).", AtLeast(0)),
+    _broker("connection.failed.authentication.delay.ms", "int", 100,
+            "A failed SASL login is answered, and its connection closed, after this delay.", AtLeast(0)),
+    _broker("sasl.server.max.receive.size", "int", 524288,
+            "Largest frame a client may send before it has authenticated.", AtLeast(1)),
     _broker("socket.request.max.bytes", "int", 100 * 1024 * 1024,
             "Largest request frame; a bigger size prefix closes the connection before the body is read.",
             AtLeast(1)),

@@ -106,19 +106,19 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
             await txn.ensure_topic_async()
         except KafkaError:
             pass
+    host, port = ctx.advertised
     if ctx.version >= 4:
         out = []
         for key in req.coordinator_keys:
             error, msg = _find(ctx, key, req.key_type)
             ok = error == ErrorCode.NONE
             out.append(R.Coordinator(key=key, node_id=services.node_id if ok else -1,
-                                     host=services.host if ok else "", port=services.port if ok else -1, error_code=error, error_message=msg))
+                                     host=host if ok else "", port=port if ok else -1, error_code=error, error_message=msg))
         return R(coordinators=out)
     error, msg = _find(ctx, req.key, req.key_type)
     if error != ErrorCode.NONE:
         return R(error_code=error, error_message=msg, node_id=-1, host="", port=-1)
-    return R(error_code=0, error_message=None, node_id=services.node_id, host=services.host,
-             port=services.port)
+    return R(error_code=0, error_message=None, node_id=services.node_id, host=host, port=port)
 
 
 # ------------------------------------------------------------------------------------ JoinGroup
