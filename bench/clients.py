@@ -3,6 +3,7 @@
     python bench/clients.py produce BOOTSTRAP TOPIC COUNT SIZE [--acks 1] [--compression none]
     python bench/clients.py consume BOOTSTRAP TOPIC COUNT
     python bench/clients.py latency BOOTSTRAP TOPIC COUNT SIZE
+    python bench/clients.py e2e BOOTSTRAP TOPIC COUNT SIZE
 """
 
 from __future__ import annotations
@@ -123,13 +124,53 @@ def latency(a: argparse.Namespace) -> dict:
     while time.monotonic() < warm_until:
         one()
     samples = sorted(one() for _ in range(a.count))
-    return {"p50_ms": samples[len(samples) // 2], "p99_ms": samples[int(len(samples) * 0.99) - 1],
-            "records": a.count}
+    return percentiles(samples) | {"records": a.count}
+
+
+def percentiles(samples: list[float]) -> dict:
+    samples = sorted(samples)
+    n = len(samples)
+    return {"p50_ms": samples[n // 2], "p99_ms": samples[max(0, int(n * 0.99) - 1)],
+            "p999_ms": samples[max(0, int(n * 0.999) - 1)]}
+
+
+def e2e(a: argparse.Namespace) -> dict:
+    """End-to-end latency: one record at a time, from produce() to the consumer's poll returning
+    it (acks=1, a consumer already assigned at the end of the partition and long-polling)."""
+    p = Producer({"bootstrap.servers": a.bootstrap, "acks": "1", "linger.ms": 0})
+    c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": f"bench-e2e-{time.time_ns()}",
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 500, "fetch.min.bytes": 1,
+                  "fetch.queue.backoff.ms": 0, "auto.offset.reset": "latest"})
+    payload = os.urandom(a.size)
+    p.produce(a.topic, payload, partition=0)
+    p.flush(30)
+    lo, hi = c.get_watermark_offsets(TopicPartition(a.topic, 0), timeout=30)
+    c.assign([TopicPartition(a.topic, 0, hi)])
+
+    def one() -> float:
+        t0 = time.perf_counter()
+        p.produce(a.topic, payload, partition=0)
+        p.poll(0)
+        while True:
+            m = c.poll(5.0)
+            if m is None:
+                raise SystemExit("e2e: record not delivered within 5 s")
+            if m.error():
+                raise KafkaException(m.error())
+            return (time.perf_counter() - t0) * 1000
+
+    warm_until = time.monotonic() + 2.0
+    while time.monotonic() < warm_until:
+        one()
+    samples = [one() for _ in range(a.count)]
+    p.flush(30)
+    c.close()
+    return percentiles(samples) | {"records": a.count}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["produce", "consume", "kcat-consume", "latency"])
+    ap.add_argument("mode", choices=["produce", "consume", "kcat-consume", "latency", "e2e"])
     ap.add_argument("bootstrap")
     ap.add_argument("topic")
     ap.add_argument("count", type=int)
@@ -137,7 +178,7 @@ def main() -> None:
     ap.add_argument("--acks", default="1")
     ap.add_argument("--compression", default="none")
     a = ap.parse_args()
-    modes = {"produce": produce, "consume": consume, "kcat-consume": kcat_consume, "latency": latency}
+    modes = {"produce": produce, "consume": consume, "kcat-consume": kcat_consume, "latency": latency, "e2e": e2e}
     result = modes[a.mode](a)
     json.dump(result, sys.stdout)
 

@@ -1,13 +1,20 @@
-"""Run the same scenarios against minibroker and the peer broker (Tansu), in the same run.
+"""Run the same scenarios against minibroker, Apache Kafka and Tansu, in the same run.
 
-    .venv/bin/python bench/run.py [--rounds 3] [--small 1000000] [--large 20000] [--brokers minibroker,tansu]
+    .venv/bin/python bench/run.py [--rounds 5] [--small 1000000] [--large 20000]
+                                  [--brokers minibroker,kafka,tansu] [--only SUBSTRING,...]
 
-Each scenario runs in a fresh client process (bench/clients.py, confluent-kafka) against a fresh
-topic with one partition; each is repeated --rounds times and the median is printed, with the
-ratio minibroker/peer (> 1 means minibroker is faster for throughput). Broker CPU seconds are read
-from /proc for the broker's process over each scenario. Tansu is started by
-../shared/peers/tansu.sh (in-memory storage, its default); minibroker by `python -m minibroker`
-with a data dir under a temp dir (page cache, Kafka's default flush policy).
+All brokers run at once (bench/brokers.py). Each round goes through the scenario list, and each
+scenario runs against every broker back to back, the order rotating from round to round, so that
+whatever else loads the machine loads every broker alike. Every produce gets a fresh topic; the
+consumes after it read that topic. Clients run in their own processes: Kafka's ProducerPerformance
+and ConsumerPerformance and a Java consumer (bench/javabench.py), confluent-kafka
+(bench/clients.py) and kcat.
+
+Printed: the medians per scenario and broker (MB/s and records/s; broker CPU seconds per GB moved;
+the broker's peak RSS during the scenario), and the ratios minibroker/kafka and minibroker/tansu
+(> 1 means minibroker is faster; for latency, the peer's p50 over ours). Every single
+measurement goes to bench/results/run-<time>.json (`--results`), with the machine's load.
+`--table FILE.json` prints the table of an earlier run again.
 """
 
 from __future__ import annotations
@@ -15,97 +22,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import socket
+import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PY = sys.executable
-TANSU = ROOT.parent / "shared" / "peers" / "tansu.sh"
-CLK = os.sysconf("SC_CLK_TCK")
+import javabench
+from brokers import PY, ROOT, Kafka, Minibroker, Tansu, cpu_seconds, open_files, peak_rss_mb, reset_peak_rss
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port: int, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listening on {port}")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK
-
-
-def reset_peak_rss(pid: int) -> None:
-    """Reset VmHWM, so that the next reading is this scenario's peak (Linux: clear_refs 5)."""
-    try:
-        Path(f"/proc/{pid}/clear_refs").write_text("5")
-    except OSError:
-        pass  # then the figure is the peak so far
-
-
-def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-class Minibroker:
-    name = "minibroker"
-
-    def __init__(self, loop: str):
-        self.dir = Path(tempfile.mkdtemp(prefix="mb-bench-"))
-        self.port = free_port()
-        self.loop = loop
-
-    def start(self) -> str:
-        self.proc = subprocess.Popen(
-            [PY, "-m", "minibroker", "--host", "127.0.0.1", "--port", str(self.port), "--data-dir",
-             str(self.dir / "data"), "--loop", self.loop, "--log-level", "WARNING",
-             "--override", "auto.create.topics.enable=true"],
-            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(self.dir / "broker.log", "wb"))
-        wait_port(self.port)
-        self.pid = self.proc.pid
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(30)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-class Tansu:
-    name = "tansu"
-
-    def start(self) -> str:
-        self.port = free_port()
-        out = subprocess.run(["bash", str(TANSU), "start", str(self.port)], capture_output=True, text=True,
-                             timeout=300)
-        if out.returncode:
-            raise RuntimeError(f"tansu did not start: {out.stderr}")
-        pidfile = Path(os.environ.get("TANSU_DIR", Path.home() / ".cache/minibroker-peers")) / "tansu.pid"
-        self.pid = int(pidfile.read_text())
-        return out.stdout.strip()
-
-    def stop(self) -> None:
-        subprocess.run(["bash", str(TANSU), "stop"], timeout=60)
+RESULTS = ROOT / "bench" / "results"
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
@@ -116,7 +45,28 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
         fut.result(30)
 
 
-def clients_in_parallel(n: int, *args: str) -> dict:
+def delete_topics(bootstrap: str, topics: list[str]) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    if not topics:
+        return
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for fut in admin.delete_topics(topics, operation_timeout=60).values():
+        try:
+            fut.result(60)
+        except Exception as e:  # a broker that cannot delete keeps the data: only memory grows
+            print(f"  delete failed: {e}", file=sys.stderr)
+
+
+def py_client(*args: str) -> dict:
+    out = subprocess.run([PY, str(ROOT / "bench" / "clients.py"), *args], capture_output=True, text=True,
+                         timeout=900)
+    if out.returncode:
+        raise RuntimeError(out.stderr.strip()[-500:])
+    return json.loads(out.stdout)
+
+
+def py_clients_in_parallel(n: int, *args: str) -> dict:
     """n client processes at once; throughput over the slowest one's time."""
     procs = [subprocess.Popen([PY, str(ROOT / "bench" / "clients.py"), *args], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(n)]
@@ -130,122 +80,180 @@ def clients_in_parallel(n: int, *args: str) -> dict:
             "bytes": sum(r["bytes"] for r in results)}
 
 
-def client(*args: str) -> dict:
-    out = subprocess.run([PY, str(ROOT / "bench" / "clients.py"), *args], capture_output=True, text=True,
-                         timeout=900)
-    if out.returncode:
-        raise RuntimeError(out.stderr.strip()[-500:])
-    return json.loads(out.stdout)
+@dataclass
+class Scenario:
+    name: str
+    topic: str  # scenarios with the same topic key share the topic; a produce makes a fresh one
+    fresh: bool  # True: make a fresh topic (a produce); False: read the last one of that key
+    partitions: int
+    run: Callable[[str, str], dict]  # (bootstrap, topic) -> result
+    latency: bool = False
 
 
-def scenarios(small: int, large: int) -> list[tuple[str, list[str], str]]:
-    """(name, client args after bootstrap/topic, what the topic holds)."""
+def scenarios(small: int, large: int) -> list[Scenario]:
+    s, lg = small, large
+    pc = py_client
     return [
-        (f"produce {small:.0e} x 100 B, acks=1", ["produce", "{t}", str(small), "100", "--acks", "1"], "small"),
-        (f"consume {small:.0e} x 100 B", ["consume", "{t}", str(small)], "small"),
-        (f"produce {small:.0e} x 100 B, acks=all", ["produce", "{t}", str(small), "100", "--acks", "all"],
-         "small-all"),
-        (f"produce {small:.0e} x 100 B, acks=1, lz4",
-         ["produce", "{t}", str(small), "100", "--acks", "1", "--compression", "lz4"], "small-lz4-1"),
-        (f"produce {small:.0e} x 100 B, acks=all, lz4",
-         ["produce", "{t}", str(small), "100", "--acks", "all", "--compression", "lz4"], "small-lz4"),
-        (f"produce {large:.0e} x 10 KiB, acks=1", ["produce", "{t}", str(large), "10240", "--acks", "1"], "large"),
-        (f"consume {large:.0e} x 10 KiB", ["consume", "{t}", str(large)], "large"),
-        (f"consume {large:.0e} x 10 KiB with kcat (whole process)", ["kcat-consume", "{t}", str(large)], "large"),
-        ("produce-ack latency, 1 x 100 B", ["latency", "{t}", "2000", "100"], "latency"),
-        (f"8 producers x {small // 8:.0e} x 100 B, 32 partitions", ["multi", "{t}", str(small // 8), "100"],
-         "multi"),
+        # Kafka's own tools and the Java consumer
+        Scenario(f"ProducerPerformance {s:.0e} x 100 B, acks=1", "jsmall", True, 1,
+                 lambda b, t: javabench.producer_perf(b, t, s, 100, "1")),
+        Scenario(f"Java consumer {s:.0e} x 100 B", "jsmall", False, 1,
+                 lambda b, t: javabench.java_consume(b, t, s)),
+        Scenario(f"ConsumerPerformance {s:.0e} x 100 B", "jsmall", False, 1,
+                 lambda b, t: javabench.consumer_perf(b, t, s)),
+        Scenario(f"ProducerPerformance {s:.0e} x 100 B, acks=all, zstd", "jzstd", True, 1,
+                 lambda b, t: javabench.producer_perf(b, t, s, 100, "all", "zstd")),
+        Scenario(f"ProducerPerformance {s:.0e} x 100 B, acks=1, 32 partitions", "j32", True, 32,
+                 lambda b, t: javabench.producer_perf(b, t, s, 100, "1")),
+        Scenario(f"Java consumer {s:.0e} x 100 B, 32 partitions", "j32", False, 32,
+                 lambda b, t: javabench.java_consume(b, t, s)),
+        Scenario(f"ProducerPerformance {lg:.0e} x 10 KiB, acks=1", "jlarge", True, 1,
+                 lambda b, t: javabench.producer_perf(b, t, lg, 10240, "1")),
+        Scenario(f"Java consumer {lg:.0e} x 10 KiB", "jlarge", False, 1,
+                 lambda b, t: javabench.java_consume(b, t, lg)),
+        Scenario(f"ConsumerPerformance {lg:.0e} x 10 KiB", "jlarge", False, 1,
+                 lambda b, t: javabench.consumer_perf(b, t, lg)),
+        # confluent-kafka (librdkafka under a Python loop) and kcat
+        Scenario(f"confluent-kafka produce {s:.0e} x 100 B, acks=1", "small", True, 1,
+                 lambda b, t: pc("produce", b, t, str(s), "100", "--acks", "1")),
+        Scenario(f"confluent-kafka consume {s:.0e} x 100 B", "small", False, 1,
+                 lambda b, t: pc("consume", b, t, str(s))),
+        Scenario(f"confluent-kafka produce {s:.0e} x 100 B, acks=all", "small-all", True, 1,
+                 lambda b, t: pc("produce", b, t, str(s), "100", "--acks", "all")),
+        Scenario(f"confluent-kafka produce {s:.0e} x 100 B, acks=1, lz4", "small-lz4", True, 1,
+                 lambda b, t: pc("produce", b, t, str(s), "100", "--acks", "1", "--compression", "lz4")),
+        Scenario(f"confluent-kafka produce {s:.0e} x 100 B, acks=all, zstd", "small-zstd", True, 1,
+                 lambda b, t: pc("produce", b, t, str(s), "100", "--acks", "all", "--compression", "zstd")),
+        Scenario(f"confluent-kafka produce {lg:.0e} x 10 KiB, acks=1", "large", True, 1,
+                 lambda b, t: pc("produce", b, t, str(lg), "10240", "--acks", "1")),
+        Scenario(f"confluent-kafka consume {lg:.0e} x 10 KiB", "large", False, 1,
+                 lambda b, t: pc("consume", b, t, str(lg))),
+        Scenario(f"kcat consume {lg:.0e} x 10 KiB (whole process)", "large", False, 1,
+                 lambda b, t: pc("kcat-consume", b, t, str(lg))),
+        Scenario(f"8 confluent-kafka producers x {s // 8:.0e} x 100 B, 32 partitions", "multi", True, 32,
+                 lambda b, t: py_clients_in_parallel(8, "produce", b, t, str(s // 8), "100")),
+        Scenario("produce-ack latency, 1 x 100 B at a time, acks=all (confluent-kafka)", "latency", True, 1,
+                 lambda b, t: pc("latency", b, t, "2000", "100"), latency=True),
+        Scenario("end-to-end latency produce -> consume, 1 x 100 B at a time (confluent-kafka)", "e2e", True, 1,
+                 lambda b, t: pc("e2e", b, t, "1000", "100"), latency=True),
     ]
 
 
-def run_broker(b, rounds: int, small: int, large: int) -> dict[str, list[dict]]:
-    bootstrap = b.start()
-    results: dict[str, list[dict]] = {}
-    try:
-        for r in range(rounds):
-            topics: dict[str, str] = {}
-            for name, args, kind in scenarios(small, large):
-                # a consume follows the produce of the same kind: reuse that topic
-                if kind not in topics or not args[0].endswith("consume"):
-                    topics[kind] = f"bench-{kind}-{r}-{time.time_ns()}"
-                    create_topic(bootstrap, topics[kind], 32 if kind == "multi" else 1)
-                rest = [a.replace("{t}", topics[kind]) for a in args[1:]]
-                cpu0 = cpu_seconds(b.pid)
-                reset_peak_rss(b.pid)
+def run(brokers: dict[str, object], rounds: int, todo: list[Scenario], log: list[dict]) -> None:
+    bootstraps = {name: b.start() for name, b in brokers.items()}  # type: ignore[attr-defined]
+    print(f"brokers: {bootstraps}", file=sys.stderr)
+    names = list(brokers)
+    for r in range(rounds):
+        order = names[r % len(names):] + names[:r % len(names)]
+        topics: dict[tuple[str, str], str] = {}
+        for sc in todo:
+            for name in order:
+                b, boot = brokers[name], bootstraps[name]
+                key = (name, sc.topic)
+                if sc.fresh or key not in topics:
+                    topics[key] = f"bench-{sc.topic}-{r}-{time.time_ns()}"
+                    create_topic(boot, topics[key], sc.partitions)
+                pid = b.pid  # type: ignore[attr-defined]
+                cpu0 = cpu_seconds(pid)
+                reset_peak_rss(pid)
+                row = {"broker": name, "round": r, "scenario": sc.name, "load1": os.getloadavg()[0]}
                 try:
-                    if args[0] == "multi":
-                        res = clients_in_parallel(8, "produce", bootstrap, *rest)
-                    else:
-                        res = client(args[0], bootstrap, *rest)
-                except (RuntimeError, subprocess.TimeoutExpired) as e:
-                    # A broker that cannot serve a client is a result too (Tansu and kcat's librdkafka).
-                    print(f"  {b.name} round {r + 1}: {name}: FAILED: {str(e)[-300:]}", file=sys.stderr)
-                    results.setdefault(name, []).append({"failed": True})
+                    res = sc.run(boot, topics[key])
+                except (RuntimeError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
+                    # a broker that cannot serve a client is a result too (Tansu and kcat's librdkafka)
+                    print(f"  {name} r{r + 1}: {sc.name}: FAILED: {str(e)[-300:]}", file=sys.stderr)
+                    log.append(row | {"failed": str(e)[-300:]})
                     continue
-                res["cpu_s"] = cpu_seconds(b.pid) - cpu0
-                res["rss_mb"] = peak_rss_mb(b.pid)
-                results.setdefault(name, []).append(res)
-                print(f"  {b.name} round {r + 1}: {name}: {fmt(res)}", file=sys.stderr)
-        peaks = [r.get("rss_mb", 0.0) for rows in results.values() for r in rows] + [peak_rss_mb(b.pid)]
-        results["_peak_rss_mb"] = [{"mb": max(peaks)}]  # VmHWM is reset per scenario
-    finally:
-        b.stop()
-    return results
+                res |= {"cpu_s": cpu_seconds(pid) - cpu0, "rss_mb": peak_rss_mb(pid), "fds": open_files(pid)}
+                log.append(row | res)
+                print(f"  {name} r{r + 1}: {sc.name}: {fmt(res)}", file=sys.stderr)
+        for name in names:  # bound Tansu's memory: it keeps every topic in RAM
+            delete_topics(bootstraps[name], [t for (n, _), t in topics.items() if n == name])
 
 
 def fmt(res: dict) -> str:
-    if "p50_ms" in res:
-        return f"p50 {res['p50_ms']:.2f} ms, p99 {res['p99_ms']:.2f} ms"
-    mbps = res["bytes"] / res["seconds"] / 1e6
-    return f"{res['records'] / res['seconds']:,.0f} rec/s, {mbps:.1f} MB/s, broker cpu {res.get('cpu_s', 0):.2f} s"
+    if "bytes" in res and "seconds" in res:
+        mbps = res["bytes"] / res["seconds"] / 1e6
+        return f"{res['records'] / res['seconds']:,.0f} rec/s, {mbps:.1f} MB/s, broker cpu {res['cpu_s']:.2f} s"
+    return f"p50 {res['p50_ms']:.2f} ms, p99 {res['p99_ms']:.2f} ms, p99.9 {res['p999_ms']:.2f} ms"
 
 
-def median(rows: list[dict], key: str) -> float:
-    return statistics.median(r[key] for r in rows)
+def table(doc: dict) -> str:
+    log, names = doc["log"], doc["brokers"]
+    order: list[str] = []
+    for row in log:
+        if row["scenario"] not in order:
+            order.append(row["scenario"])
+    peers = [n for n in names if n != "minibroker"] if "minibroker" in names else []
+    head = "| scenario | " + " | ".join(names) + "".join(f" | minibroker/{p}" for p in peers) + " |"
+    lines = [head, "|---" * (len(names) + len(peers) + 1) + "|"]
+    for sc in order:
+        cells, vals = [], {}
+        for n in names:
+            rows = [r for r in log if r["scenario"] == sc and r["broker"] == n and "failed" not in r]
+            if not rows:
+                cells.append("fails" if any(r["scenario"] == sc and r["broker"] == n for r in log) else "-")
+                continue
+            med = statistics.median
+            if "p50_ms" in rows[0] and "bytes" not in rows[0]:
+                v = med(r["p50_ms"] for r in rows)
+                cells.append(f"p50 {v:.2f} / p99 {med(r['p99_ms'] for r in rows):.2f} / "
+                             f"p99.9 {med(r['p999_ms'] for r in rows):.2f} ms")
+                vals[n] = 1 / v if v else 0.0
+            else:
+                mbps = med(r["bytes"] / r["seconds"] / 1e6 for r in rows)
+                rps = med(r["records"] / r["seconds"] for r in rows)
+                cpu_gb = med(r["cpu_s"] / (r["bytes"] / 1e9) for r in rows)
+                rss = max(r["rss_mb"] for r in rows)
+                extra = ""
+                if "p99_ms" in rows[0]:
+                    extra = f", ack p50 {med(r['p50_ms'] for r in rows):.0f} / p99 {med(r['p99_ms'] for r in rows):.0f} ms"
+                cells.append(f"{mbps:.1f} MB/s, {rps / 1e3:,.0f} k rec/s (cpu {cpu_gb:.1f} s/GB, rss {rss:.0f} MB{extra})")
+                vals[n] = mbps
+        ratios = [f"{vals['minibroker'] / vals[p]:.2f}x" if vals.get("minibroker") and vals.get(p) else "-"
+                  for p in peers]
+        lines.append(f"| {sc} | " + " | ".join(cells + ratios) + " |")
+    rounds = {r["round"] for r in log}
+    loads = [r["load1"] for r in log]
+    return (f"{doc['date']}, {doc['cores']} cores, {len(rounds)} rounds (medians), load average "
+            f"{min(loads):.1f}-{max(loads):.1f} during the run\n\n" + "\n".join(lines))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--small", type=int, default=1_000_000)
     ap.add_argument("--large", type=int, default=20_000)
-    ap.add_argument("--brokers", default="minibroker,tansu")
+    ap.add_argument("--brokers", default="minibroker,kafka,tansu")
+    ap.add_argument("--only", default="", help="comma-separated substrings of scenario names")
     ap.add_argument("--loop", default="uvloop", choices=["uvloop", "asyncio"])
+    ap.add_argument("--mb-override", action="append", default=[], help="minibroker --override KEY=VALUE")
+    ap.add_argument("--results", type=Path, default=None)
+    ap.add_argument("--table", type=Path, default=None, help="print the table of an earlier run's JSON")
     a = ap.parse_args()
-    brokers = {"minibroker": lambda: Minibroker(a.loop), "tansu": Tansu}
-    all_results = {}
-    for name in a.brokers.split(","):
-        print(f"== {name}", file=sys.stderr)
-        all_results[name] = run_broker(brokers[name](), a.rounds, a.small, a.large)
-    names = list(all_results)
-    print(f"\n{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, medians of {a.rounds}, "
-          f"minibroker loop {a.loop}\n")
-    print("| scenario | " + " | ".join(names) + (" | minibroker/peer |" if len(names) == 2 else " |"))
-    print("|---" * (len(names) + 1 + (len(names) == 2)) + "|")
-    for name, _args, _kind in scenarios(a.small, a.large):
-        cells = []
-        vals = []
-        for b in names:
-            rows = [r for r in all_results[b].get(name, []) if not r.get("failed")]
-            if not rows:
-                cells.append("fails")
-                vals.append(0.0)
-                continue
-            if "p50" in name or "latency" in name:
-                v = median(rows, "p50_ms")
-                cells.append(f"p50 {v:.2f} ms, p99 {median(rows, 'p99_ms'):.2f} ms")
-            else:
-                v = statistics.median(r["bytes"] / r["seconds"] / 1e6 for r in rows)
-                cpu = statistics.median(r["cpu_s"] for r in rows)
-                rss = max(r.get("rss_mb", 0) for r in rows)
-                cells.append(f"{v:.1f} MB/s (cpu {cpu:.1f} s, rss {rss:.0f} MB)")
-            vals.append(v)
-        ratio = ""
-        if len(vals) == 2 and vals[0] and vals[1]:
-            ratio = f" | {(vals[1] / vals[0] if 'latency' in name else vals[0] / vals[1]):.2f}x"
-        print(f"| {name} | " + " | ".join(cells) + ratio + " |")
-    print("| peak RSS over the whole run | " + " | ".join(f"{all_results[b]['_peak_rss_mb'][0]['mb']:.0f} MB"
-                                                     for b in names) + " |")
+    if a.table:
+        print(table(json.loads(a.table.read_text())))
+        return
+    makers = {"minibroker": lambda: Minibroker(a.loop, tuple(a.mb_override)), "kafka": Kafka, "tansu": Tansu}
+    brokers = {n: makers[n]() for n in a.brokers.split(",")}
+    todo = [sc for sc in scenarios(a.small, a.large)
+            if not a.only or any(o.strip().lower() in sc.name.lower() for o in a.only.split(","))]
+    if any("Java consumer" in sc.name for sc in todo):
+        javabench.classes_dir()  # compile before the clock matters
+    doc = {"date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count(), "brokers": list(brokers),
+           "argv": sys.argv[1:], "log": []}
+    # a SIGTERM (timeout, kill) still stops the brokers: the JVM runs in its own session
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = a.results or RESULTS / f"run-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    try:
+        run(brokers, a.rounds, todo, doc["log"])
+    finally:
+        for b in brokers.values():
+            b.stop()  # type: ignore[attr-defined]
+        out.write_text(json.dumps(doc, indent=1))
+        print(f"raw results: {out}", file=sys.stderr)
+    print(table(doc))
 
 
 if __name__ == "__main__":
