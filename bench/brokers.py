@@ -88,13 +88,15 @@ class Minibroker:
     name = "minibroker"
 
     def __init__(self, loop: str = "uvloop", overrides: tuple[str, ...] = (), data_dir: Path | None = None,
-                 extra_args: tuple[str, ...] = ()):
+                 extra_args: tuple[str, ...] = (), cwd: Path = ROOT, name: str = "minibroker"):
+        self.name = name
         self.dir = Path(tempfile.mkdtemp(prefix="mb-bench-"))
         self.data_dir = data_dir or self.dir / "data"
         self.port = free_port()
         self.loop = loop
         self.overrides = ("auto.create.topics.enable=true", *overrides)
         self.extra_args = extra_args
+        self.cwd = cwd  # another checkout's minibroker (python -m imports from the cwd first)
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -110,8 +112,8 @@ class Minibroker:
         return cmd
 
     def start(self) -> str:
-        self.proc = subprocess.Popen(self.command(), cwd=ROOT, stdout=subprocess.DEVNULL,
-                                     stderr=open(self.dir / "broker.log", "ab"))
+        log = open(self.dir / "broker.log", "ab")  # --trace writes to stdout
+        self.proc = subprocess.Popen(self.command(), cwd=self.cwd, stdout=log, stderr=log)
         wait_port(self.port, proc=self.proc)
         return f"127.0.0.1:{self.port}"
 

@@ -8,7 +8,9 @@
   those are what is reported.
 * `java_consume()`: bench/java/ConsumeBench.java, compiled here once against the reference jars
   (assign every partition, seek to the beginning, max.poll.records 10000, the clock from the
-  first record), run with kafka-clients 3.9.2 by default (below: Tansu cannot serve 4.x clients).
+  first record).
+
+All three run with kafka-clients 3.9.2 by default (below: Tansu cannot serve 4.x clients).
 
 Every result is a dict with seconds/records/bytes (and latency fields where the tool has them).
 The JVMs get the full JIT (kafka_reference's perf-tool treatment) and a 1 GiB heap.
@@ -40,8 +42,10 @@ def classes_dir() -> Path:
 
 
 # Tansu 0.6.0 drops the connection on kafka-clients 4.x's ApiVersions (v4), so the 4.4 tools
-# cannot talk to it at all. The Java consumer therefore runs with kafka-clients 3.9 (the issue's
-# own measurements used 3.9.1) against every broker alike, ahead of the 4.4 jars on the class path.
+# cannot talk to it at all. The Java programs therefore run with kafka-clients 3.9 (the issue's
+# own measurements used 3.9.1) against every broker alike: the 4.4 tools' classes with the 3.9
+# client ahead of the 4.4 jars on the class path (ProducerPerformance and ConsumerPerformance
+# work so). `CLIENTS = "4.4"` (run.py --java-clients 4.4) runs them with 4.4 throughout.
 CLIENTS_39 = "org.apache.kafka:kafka-clients:3.9.2"
 
 
@@ -55,8 +59,14 @@ def clients_39_jar() -> Path:
     return jar
 
 
+# which kafka-clients the Java programs run with: "3.9" (every broker can serve it) or "4.4"
+CLIENTS = "3.9"
+
+
 def _java(main_class: str, args: list[str], extra_cp: tuple[Path, ...] = ()) -> list[str]:
     cmd = kr.java_command(main_class, args, heap="1g", jit=True)
+    if CLIENTS == "3.9":
+        extra_cp = (*extra_cp, clients_39_jar())
     if extra_cp:
         i = cmd.index("-cp") + 1
         cmd[i] = ":".join([*map(str, extra_cp), cmd[i]])
@@ -108,8 +118,6 @@ def consumer_perf(bootstrap: str, topic: str, count: int, timeout: float = 900) 
             "rebalance_ms": float(f[6])}
 
 
-def java_consume(bootstrap: str, topic: str, count: int, props: tuple[str, ...] = (), timeout: float = 900,
-                 clients: str = "3.9") -> dict:
-    cp = (classes_dir(), clients_39_jar()) if clients == "3.9" else (classes_dir(),)
-    text = _run(_java("ConsumeBench", [bootstrap, topic, str(count), *props], cp), timeout)
+def java_consume(bootstrap: str, topic: str, count: int, props: tuple[str, ...] = (), timeout: float = 900) -> dict:
+    text = _run(_java("ConsumeBench", [bootstrap, topic, str(count), *props], (classes_dir(),)), timeout)
     return json.loads(text.strip().splitlines()[-1])

@@ -228,19 +228,27 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated substrings of scenario names")
     ap.add_argument("--loop", default="uvloop", choices=["uvloop", "asyncio"])
     ap.add_argument("--mb-override", action="append", default=[], help="minibroker --override KEY=VALUE")
+    ap.add_argument("--java-clients", default="3.9", choices=["3.9", "4.4"],
+                    help="kafka-clients the Java tools run with (Tansu 0.6 cannot serve 4.x)")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="also run the minibroker of another checkout (e.g. /work/main) as 'baseline'")
     ap.add_argument("--results", type=Path, default=None)
     ap.add_argument("--table", type=Path, default=None, help="print the table of an earlier run's JSON")
     a = ap.parse_args()
     if a.table:
         print(table(json.loads(a.table.read_text())))
         return
-    makers = {"minibroker": lambda: Minibroker(a.loop, tuple(a.mb_override)), "kafka": Kafka, "tansu": Tansu}
-    brokers = {n: makers[n]() for n in a.brokers.split(",")}
+    javabench.CLIENTS = a.java_clients
+    makers = {"minibroker": lambda: Minibroker(a.loop, tuple(a.mb_override)), "kafka": Kafka, "tansu": Tansu,
+              "baseline": lambda: Minibroker(a.loop, tuple(a.mb_override), cwd=a.baseline, name="baseline")}
+    names = a.brokers.split(",") + (["baseline"] if a.baseline else [])
+    brokers = {n: makers[n]() for n in names}
     todo = [sc for sc in scenarios(a.small, a.large)
             if not a.only or any(o.strip().lower() in sc.name.lower() for o in a.only.split(","))]
     if any("Java consumer" in sc.name for sc in todo):
         javabench.classes_dir()  # compile before the clock matters
     doc = {"date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count(), "brokers": list(brokers),
+           "java_clients": a.java_clients,
            "argv": sys.argv[1:], "log": []}
     # a SIGTERM (timeout, kill) still stops the brokers: the JVM runs in its own session
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

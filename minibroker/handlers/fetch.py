@@ -7,7 +7,8 @@ Behavior:
   batch returns the whole batch (clients skip the records before their offset).
 - read_uncommitted reads up to the high watermark; read_committed up to the last stable offset.
 - Long poll: when fewer than `min_bytes` are ready and `max_wait_ms` > 0, the request waits until
-  an append to one of its partitions wakes it, or the wait ends (Kafka's DelayedFetch).
+  an append to one of its partitions wakes it, or the wait ends (Kafka's DelayedFetch). A fetch
+  of no partitions at all (a session's close, an empty session) is answered at once, as Kafka's.
 - Record bytes are not read into Python: each partition's data is a `FileRegion` of one segment
   file, which the connection sends with sendfile.
 - Incremental fetch sessions (KIP-227), see minibroker.fetch_sessions.
@@ -129,7 +130,10 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     while True:
         results, total = _read_all(services, parts, max_bytes, isolation, v)
         remaining = deadline - time.monotonic()
-        if total >= req.min_bytes or remaining <= 0 or any(r[1] for r in results):
+        # A fetch of no partitions is answered at once (Kafka: ReplicaManager.fetchMessages, "does
+        # not require any data"): the Java consumer closes its session on close() with one, and
+        # waiting out max_wait_ms there held every close() for 500 ms.
+        if total >= req.min_bytes or remaining <= 0 or not parts or any(r[1] for r in results):
             break
         # KIP-1166: a fetcher behind on the high watermark is answered now (Kafka: DelayedFetch).
         if known_hw and any(data.high_watermark > known_hw.get(part.key, HW_NOT_SUPPORTED)

@@ -368,6 +368,21 @@ def test_incremental_fetch_long_polls_until_something_changes(kafka_broker_modul
     assert listed(woke) == {(topic, 1): [b"wake"]}
 
 
+def test_fetch_of_no_partitions_is_answered_at_once(kafka_broker_module):
+    # The Java consumer's close() ends its session with a fetch of no partitions (epoch -1): Kafka
+    # answers it at once rather than long-polling max_wait_ms (bench/README.md, issue 22).
+    topic = unique("session-close")
+    create_topic(kafka_broker_module, topic, 1)
+    with RawClient(kafka_broker_module.bootstrap) as raw:
+        full = raw.call(fetch.API, 12, session_fetch(0, 0, [(topic, 0, 0)]))
+        t0 = time.monotonic()
+        for req in (session_fetch(full.session_id, -1, [], max_wait_ms=3_000),
+                    session_fetch(0, -1, [], max_wait_ms=3_000)):
+            resp = raw.call(fetch.API, 12, req)
+            assert (resp.error_code, resp.session_id, listed(resp)) == (0, 0, {})
+        assert time.monotonic() - t0 < 1.0
+
+
 @pytest.mark.parametrize("version", range(1, 11))
 def test_list_offsets_every_version(kafka_broker_module, version):
     topic = unique(f"lo-v{version}")
