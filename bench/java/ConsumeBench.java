@@ -30,7 +30,8 @@ public final class ConsumeBench {
             String[] kv = args[i].split("=", 2);
             p.put(kv[0], kv[1]);
         }
-        try (KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p)) {
+        KafkaConsumer<byte[], byte[]> c = new KafkaConsumer<>(p);
+        try {
             List<TopicPartition> tps = new ArrayList<>();
             for (PartitionInfo pi : c.partitionsFor(topic, Duration.ofSeconds(30))) {
                 tps.add(new TopicPartition(topic, pi.partition()));
@@ -54,8 +55,15 @@ public final class ConsumeBench {
                 System.err.println("consumed only " + got + " of " + count);
                 System.exit(1);
             }
+            // close() ends the fetch session with a fetch of no partitions: timed too
+            long c0 = System.nanoTime();
+            c.close();
+            c = null;
+            double closeMs = (System.nanoTime() - c0) / 1e6;
             System.out.println("{\"seconds\": " + secs + ", \"records\": " + got + ", \"bytes\": " + bytes
-                    + ", \"polls\": " + polls + "}");
+                    + ", \"polls\": " + polls + ", \"close_ms\": " + closeMs + "}");
+        } finally {
+            if (c != null) c.close();
         }
     }
 }
