@@ -66,6 +66,9 @@ def py_client(*args: str) -> dict:
     return json.loads(out.stdout)
 
 
+client = py_client  # the name bench/loops.py and bench/raw_fetch.py import
+
+
 def py_clients_in_parallel(n: int, *args: str) -> dict:
     """n client processes at once; throughput over the slowest one's time."""
     procs = [subprocess.Popen([PY, str(ROOT / "bench" / "clients.py"), *args], stdout=subprocess.PIPE,

@@ -185,7 +185,7 @@ class TopicRegistry:
                  ) -> tuple[uuid.UUID, dict[str, Any], dict[str, Any], LogConfig]:
         overrides = dict(overrides or {})
         effective = effective_topic_config(self.config, overrides)
-        self.log_manager.set_topic_overrides(name, overrides)
+        self.log_manager.set_topic_overrides(name, overrides, new_topic=True)
         return uuid.uuid4(), overrides, effective, self.log_config(effective)
 
     def _make_logs(self, name: str, topic_id: uuid.UUID, partitions: range, log_config: LogConfig) -> dict[int, Log]:

@@ -217,9 +217,19 @@ class LogManager:
         """The topic's config overrides (Kafka keys) as last stored."""
         return dict(self._topic_overrides.get(topic, {}))
 
-    def set_topic_overrides(self, topic: str, overrides: dict[str, Any]) -> None:
-        """Store the topic's overrides (replacing the previous ones) and apply them to its logs."""
+    def set_topic_overrides(self, topic: str, overrides: dict[str, Any], *, new_topic: bool = False) -> None:
+        """Store the topic's overrides (replacing the previous ones) and apply them to its logs.
+
+        `new_topic`: the topic has no logs yet, so there is nothing to apply, and without overrides
+        nothing to store. Writing the file (two fsyncs, every topic's overrides) and walking every
+        log for each CreateTopics made creating N topics cost O(N^2) (bench/growth.py, issue 22)."""
         config = self._log_config(overrides)  # refuse bad values before storing
+        if new_topic:
+            if overrides or self._topic_overrides.pop(topic, None) is not None:
+                if overrides:
+                    self._topic_overrides[topic] = dict(overrides)
+                self._write_topic_overrides()
+            return
         if overrides:
             self._topic_overrides[topic] = dict(overrides)
         else:
