@@ -1,7 +1,7 @@
 """Run the same scenarios against minibroker, Apache Kafka and Tansu, in the same run.
 
     .venv/bin/python bench/run.py [--rounds 5] [--small 1000000] [--large 20000]
-                                  [--brokers minibroker,kafka,tansu] [--only SUBSTRING,...]
+                                  [--brokers minibroker,kafka,tansu] [--only "SUBSTRING;..."]
 
 All brokers run at once (bench/brokers.py). Each round goes through the scenario list, and each
 scenario runs against every broker back to back, the order rotating from round to round, so that
@@ -228,7 +228,7 @@ def main() -> None:
     ap.add_argument("--small", type=int, default=1_000_000)
     ap.add_argument("--large", type=int, default=20_000)
     ap.add_argument("--brokers", default="minibroker,kafka,tansu")
-    ap.add_argument("--only", default="", help="comma-separated substrings of scenario names")
+    ap.add_argument("--only", default="", help="substrings of scenario names, separated by ;")
     ap.add_argument("--loop", default="uvloop", choices=["uvloop", "asyncio"])
     ap.add_argument("--mb-override", action="append", default=[], help="minibroker --override KEY=VALUE")
     ap.add_argument("--java-clients", default="3.9", choices=["3.9", "4.4"],
@@ -247,7 +247,7 @@ def main() -> None:
     names = a.brokers.split(",") + (["baseline"] if a.baseline else [])
     brokers = {n: makers[n]() for n in names}
     todo = [sc for sc in scenarios(a.small, a.large)
-            if not a.only or any(o.strip().lower() in sc.name.lower() for o in a.only.split(","))]
+            if not a.only or any(o.strip().lower() in sc.name.lower() for o in a.only.split(";"))]
     if any("Java consumer" in sc.name for sc in todo):
         javabench.classes_dir()  # compile before the clock matters
     doc = {"date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count(), "brokers": list(brokers),
