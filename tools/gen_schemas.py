@@ -30,7 +30,15 @@ APIS = [
 ]
 # Records Kafka's coordinators write to __consumer_offsets / __transaction_state.
 RECORDS = ["OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue",
-           "TransactionLogKey", "TransactionLogValue"]
+           "TransactionLogKey", "TransactionLogValue",
+           # KIP-848 consumer groups (key versions 3-8 and 16 in __consumer_offsets)
+           "ConsumerGroupMetadataKey", "ConsumerGroupMetadataValue",
+           "ConsumerGroupPartitionMetadataKey", "ConsumerGroupPartitionMetadataValue",
+           "ConsumerGroupMemberMetadataKey", "ConsumerGroupMemberMetadataValue",
+           "ConsumerGroupTargetAssignmentMetadataKey", "ConsumerGroupTargetAssignmentMetadataValue",
+           "ConsumerGroupTargetAssignmentMemberKey", "ConsumerGroupTargetAssignmentMemberValue",
+           "ConsumerGroupCurrentMemberAssignmentKey", "ConsumerGroupCurrentMemberAssignmentValue",
+           "ConsumerGroupRegularExpressionKey", "ConsumerGroupRegularExpressionValue"]
 
 
 def load(path: Path) -> dict:
