@@ -240,7 +240,7 @@ class GroupCoordinator:
     # -------------------------------------------------------------------- List/Describe/Delete
     def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[tuple[str, str, str, str]]:
         """(group id, protocol type, state, type) of each group passing the filters (KIP-518,
-        KIP-848: case-insensitive states; the only type served is "classic")."""
+        KIP-848: case-insensitive states; types "classic" and "consumer")."""
         wanted_states = {s.strip().lower() for s in states}
         wanted_types = {t.strip().lower() for t in types}
         out = []

@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
 
 from protocol.apis import api_versions, join_group
