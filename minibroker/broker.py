@@ -37,8 +37,10 @@ from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.handlers.api_versions import advertised
 from minibroker.handlers.registry import Handler, RequestContext, load_all
 from minibroker.log_scheduler import LogScheduler
+from minibroker.metrics import BrokerMetrics
 from minibroker.replica_manager import ReplicaManager
 from minibroker.services import BrokerServices
+from minibroker.tools.trace import TraceListeners
 from minibroker.topics import Topic, TopicRegistry
 from protocol import types as t
 from protocol.apis import api_versions
@@ -88,7 +90,8 @@ class Broker:
             cluster_id=cfg.get("cluster.id") if cfg.is_set("cluster.id") else None,
             topic_config=lambda overrides: to_log_config(effective_topic_config(self.config, overrides)))
         self.topics = TopicRegistry(self.log_manager, cfg)
-        self.replica_manager = ReplicaManager()
+        self.metrics = BrokerMetrics()  # counters the hot paths bump; /metrics (minibroker.console) reads them
+        self.replica_manager = ReplicaManager(self.metrics)
         # producer ids (InitProducerId) never repeat: a persisted block, and never below an id in the logs
         self.producer_ids = ProducerIdManager(data_dir, self.node_id)
         self.fetch_sessions = FetchSessionCache(cfg.get("max.incremental.fetch.session.cache.slots"))
@@ -115,9 +118,10 @@ class Broker:
             dynamic_config=self.dynamic_config, log_manager=self.log_manager, topics=self.topics,
             replica_manager=self.replica_manager, group_coordinator=self.group_coordinator,
             txn_coordinator=self.txn_coordinator, producer_ids=self.producer_ids,
-            fetch_sessions=self.fetch_sessions)
+            fetch_sessions=self.fetch_sessions, metrics=self.metrics)
         self.handlers: dict[int, Handler] = load_all()
-        self.tracer: RequestTracer | None = None  # minibroker.tools.trace sets this when --trace is on
+        self.tracer: RequestTracer | None = None  # set while a trace listener is attached (--trace, the console)
+        self.trace_listeners = TraceListeners(self)
         self._background: list[asyncio.Task[None]] = []
 
     @property
@@ -233,6 +237,7 @@ class Broker:
             if response is None:
                 conn.close("internal error")
                 return None
+        self.metrics.request(header.api_key, version, time.perf_counter() - started)
         if self.tracer is not None:
             self.tracer.request(ctx, request, response, frame, started)
         if response is None:

@@ -19,10 +19,14 @@ import asyncio
 import logging
 import socket
 import time
+from typing import TYPE_CHECKING
 
 from minibroker.broker import Broker
 from minibroker.config import BrokerConfig
 from minibroker.connection import Connection
+
+if TYPE_CHECKING:
+    from minibroker.console import Console
 
 log = logging.getLogger("minibroker.server")
 
@@ -35,6 +39,7 @@ class BrokerServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.connections: set[Connection] = set()
         self._idle_sweep: asyncio.Task[None] | None = None
+        self.console: Console | None = None  # the web console and /metrics, when console.port >= 0
         self.host = config.listener_host
         self.port = config.listener_port
 
@@ -59,6 +64,14 @@ class BrokerServer:
         self.broker = broker
         await broker.start_background()
         self._loop.add_reader(sock.fileno(), self._accept)
+        if self.config.get("console.port") >= 0:
+            # imported only when asked for: aiohttp costs most of a second to import, and the
+            # startup bench (bench/startup.py) holds a broker without a console to ~10 ms
+            from minibroker.console import Console
+
+            self.console = Console(broker.services, broker.handlers, broker.trace_listeners,
+                                   bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"))
+            await self.console.start(self.config.get("console.host"), self.config.get("console.port"))
         max_idle_ms = self.config.get("connections.max.idle.ms")
         if max_idle_ms >= 0:  # negative: never expire, as Kafka's Selector without an idle manager
             self._idle_sweep = self._loop.create_task(self._sweep_idle(max_idle_ms), name="idle-sweep")
@@ -103,6 +116,9 @@ class BrokerServer:
 
     async def stop(self, timeout: float = 10.0) -> None:
         """Stop accepting, finish in-flight requests, then shut the broker down cleanly."""
+        if self.console is not None:
+            await self.console.stop()
+            self.console = None
         if self._idle_sweep is not None:
             self._idle_sweep.cancel()
             self._idle_sweep = None

@@ -17,6 +17,7 @@ from minibroker.coordinator.transaction_coordinator import TransactionCoordinato
 from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
+from minibroker.metrics import BrokerMetrics
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
 from storage.clock import Clock
@@ -38,6 +39,7 @@ class BrokerServices:
     txn_coordinator: TransactionCoordinator
     producer_ids: ProducerIdManager
     fetch_sessions: FetchSessionCache
+    metrics: BrokerMetrics
 
     @property
     def config(self) -> BrokerConfig:

@@ -515,7 +515,7 @@ def test_to_log_config_hands_over_every_field():
         "log.message.timestamp.after.max.ms=8", "log.segment.delete.delay.ms=9", "log.cleanup.policy=compact",
         "log.cleaner.delete.retention.ms=11", "log.cleaner.min.compaction.lag.ms=12",
         "log.cleaner.max.compaction.lag.ms=13", "log.cleaner.min.cleanable.ratio=0.25",
-        "log.message.format.version=0.10.2",
+        "log.message.format.version=0.10.2", "compression.type=lz4",
     ])
     got, default = to_log_config(effective_topic_config(b, {})), LogConfig()
     same = [f.name for f in dataclasses.fields(LogConfig) if getattr(got, f.name) == getattr(default, f.name)]

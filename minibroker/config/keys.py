@@ -385,6 +385,14 @@ _BROKER_KEYS: list[ConfigKey] = [
             "is dropped).", AtLeast(1), dynamic=True),
     _broker("producer.id.expiration.check.interval.ms", "int", 600000,
             "How often expired producer ids are removed.", AtLeast(1)),
+    # --- the web console and /metrics (minibroker.console; not Kafka keys, Kafka has no console)
+    _broker("console.port", "int", -1,
+            "Port of the web console and /metrics (--console-port); -1 = off, 0 = any free port.", AtLeast(-1)),
+    _broker("console.host", "string", "127.0.0.1",
+            "Address the web console listens on; loopback unless asked, as it has no authentication."),
+    _broker("console.allow.writes", "boolean", False,
+            "Let the console create and delete topics, produce a test record and reset a group's offsets "
+            "(--console-allow-writes), through the same code paths as the protocol APIs."),
 ]
 
 TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _TOPIC_KEYS}
