@@ -133,7 +133,7 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = Schema(
         F('subscribed_topic_regex', 'string', '0+', nullable='0+'),
         F('rebalance_timeout_ms', 'int32', '0+', default=-1),
         F('server_assignor', 'string', '0+', nullable='0+'),
-        F('classic_member_metadata', 'ClassicMemberMetadata', '0+', nullable='0+', tag=0, tagged='0+', fields=[
+        F('classic_member_metadata', 'ClassicMemberMetadata', '0+', nullable='0+', tag=0, tagged='0+', default=None, fields=[
             F('session_timeout_ms', 'int32', '0+'),
             F('supported_protocols', '[]ClassicProtocol', '0+', fields=[
                 F('name', 'string', '0+'),
@@ -193,12 +193,12 @@ CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Schema(
         F('assigned_partitions', '[]TopicPartitions', '0+', fields=[
             F('topic_id', 'uuid', '0+'),
             F('partitions', '[]int32', '0+'),
-            F('assignment_epochs', '[]int32', '0+', nullable='0+', tag=0, tagged='0+'),
+            F('assignment_epochs', '[]int32', '0+', nullable='0+', tag=0, tagged='0+', default=None),
         ]),
         F('partitions_pending_revocation', '[]TopicPartitions', '0+', fields=[
             F('topic_id', 'uuid', '0+'),
             F('partitions', '[]int32', '0+'),
-            F('assignment_epochs', '[]int32', '0+', nullable='0+', tag=0, tagged='0+'),
+            F('assignment_epochs', '[]int32', '0+', nullable='0+', tag=0, tagged='0+', default=None),
         ]),
     ],
 )

@@ -94,6 +94,8 @@ class Emitter:
                 args.append(f"tag={f['tag']}")
                 args.append(f"tagged={f['taggedVersions']!r}")
             d = default_literal(base, f.get("default"), f.get("nullableVersions", ""))
+            if d is None and "default" in f and f["default"] is None:
+                d = "None"  # JSON null: a nullable field absent unless set (a tagged one is not written)
             if d is not None:
                 args.append(f"default={d}")
             if f.get("ignorable"):
