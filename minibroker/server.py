@@ -10,7 +10,13 @@ next start scans nothing.
 The listen backlog is `socket.listen.backlog.size` (KIP-764). Connections quiet for longer than
 `connections.max.idle.ms` are closed, as Kafka's Selector expires idle channels: one periodic sweep
 over the connection set rather than a timer per connection or request; a connection that is
-handling a request or still sending is never idle.
+handling a request or still sending is never idle. The same kind of sweep drops a request whose
+bytes keep arriving for longer than `socket.request.read.timeout.ms` (a slowloris client).
+
+Limits at accept (minibroker.connection_quotas): max.connections, max.connections.per.ip (and its
+overrides), the per-IP connection_creation_rate quota, and max.connection.creation.rate, which
+pauses accepting. Every connection reads into the broker's memory pool
+(queued.max.request.bytes, minibroker.memory_pool).
 """
 
 from __future__ import annotations
@@ -40,6 +46,10 @@ class BrokerServer:
         self.connections: set[Connection] = set()
         self._idle_sweep: asyncio.Task[None] | None = None
         self.console: Console | None = None  # the web console and /metrics, when console.port >= 0
+        self._slow_sweep: asyncio.Task[None] | None = None
+        self._accept_paused: asyncio.TimerHandle | None = None
+        self.slow_requests_dropped = 0  # for /metrics
+        self.idle_closed = 0
         self.host = config.listener_host
         self.port = config.listener_port
 
@@ -75,6 +85,9 @@ class BrokerServer:
         max_idle_ms = self.config.get("connections.max.idle.ms")
         if max_idle_ms >= 0:  # negative: never expire, as Kafka's Selector without an idle manager
             self._idle_sweep = self._loop.create_task(self._sweep_idle(max_idle_ms), name="idle-sweep")
+        read_timeout_ms = self.config.get("socket.request.read.timeout.ms")
+        if read_timeout_ms >= 0:
+            self._slow_sweep = self._loop.create_task(self._sweep_slow(read_timeout_ms), name="slow-request-sweep")
         # Import what the first produce needs (crc32c reads its package metadata on import, 30 ms
         # quiet and most of a second on a loaded machine) in a worker thread, after listening.
         self._loop.run_in_executor(None, _warm_up)
@@ -84,21 +97,61 @@ class BrokerServer:
 
     def _accept(self) -> None:
         assert self._sock is not None and self._loop is not None and self.broker is not None
+        limits = self.broker.connection_quotas
         for _ in range(64):
             try:
-                conn_sock, _addr = self._sock.accept()
+                conn_sock, addr = self._sock.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
                 log.warning("accept failed: %s", e)
                 return
+            ip = addr[0]
+            if not limits.admit(ip):
+                conn_sock.close()
+                continue
             conn = Connection(
                 conn_sock, self._loop, self.broker.dispatch,
                 max_frame_size=self.config.get("socket.request.max.bytes"),
                 max_queued_requests=self.config.get("queued.max.requests"),
-                on_close=self.connections.discard,
+                on_close=self._closed,
+                pool=self.broker.memory_pool,
             )
+            conn.ip = ip
             self.connections.add(conn)
+            delay_ms = limits.accept_delay_ms()
+            if delay_ms > 0:
+                # max.connection.creation.rate: leave the next ones in the backlog for a while
+                self._loop.remove_reader(self._sock.fileno())
+                self._accept_paused = self._loop.call_later(delay_ms / 1000, self._resume_accept)
+                return
+
+    def _resume_accept(self) -> None:
+        self._accept_paused = None
+        if self._sock is not None and self._loop is not None:
+            self._loop.add_reader(self._sock.fileno(), self._accept)
+            self._accept()
+
+    def _closed(self, conn: Connection) -> None:
+        if conn in self.connections:
+            self.connections.discard(conn)
+            if self.broker is not None:
+                self.broker.connection_quotas.release(conn.ip)
+
+    async def _sweep_slow(self, timeout_ms: int) -> None:
+        """Drop requests still arriving after `timeout_ms` (slowloris), checked every half of it
+        (at most every second)."""
+        timeout = timeout_ms / 1000
+        interval = min(max(timeout / 2, 0.01), 1.0)
+        while True:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for conn in list(self.connections):
+                started = conn.frame_started
+                if started is not None and conn.reading and now - started > timeout:
+                    self.slow_requests_dropped += 1
+                    conn.close(f"request incomplete after {(now - started) * 1000:.0f} ms, longer than "
+                               f"socket.request.read.timeout.ms={timeout_ms} ({conn.partial_bytes} bytes read)")
 
     async def _sweep_idle(self, max_idle_ms: int) -> None:
         """Close connections idle for longer than `max_idle_ms`. Checked every half of it (at most
@@ -111,6 +164,7 @@ class BrokerServer:
             for conn in list(self.connections):
                 quiet = now - conn.last_active
                 if quiet > max_idle and conn.idle:
+                    self.idle_closed += 1
                     conn.close(f"idle for {quiet * 1000:.0f} ms, longer than connections.max.idle.ms="
                                f"{max_idle_ms}")
 
@@ -119,11 +173,15 @@ class BrokerServer:
         if self.console is not None:
             await self.console.stop()
             self.console = None
-        if self._idle_sweep is not None:
-            self._idle_sweep.cancel()
-            self._idle_sweep = None
+        for sweep in (self._idle_sweep, self._slow_sweep):
+            if sweep is not None:
+                sweep.cancel()
+        self._idle_sweep = self._slow_sweep = None
+        if self._accept_paused is not None:
+            self._accept_paused.cancel()
+            self._accept_paused = None
         if self._sock is not None and self._loop is not None:
-            self._loop.remove_reader(self._sock.fileno())
+            self._loop.remove_reader(self._sock.fileno())  # no-op while accepting is paused
             self._sock.close()
             self._sock = None
         deadline = time.monotonic() + timeout

@@ -18,6 +18,7 @@ from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.metrics import BrokerMetrics
+from minibroker.quotas.store import QuotaStore
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
 from storage.clock import Clock
@@ -40,6 +41,7 @@ class BrokerServices:
     producer_ids: ProducerIdManager
     fetch_sessions: FetchSessionCache
     metrics: BrokerMetrics
+    quota_store: QuotaStore  # client quotas (DescribeClientQuotas / AlterClientQuotas)
 
     @property
     def config(self) -> BrokerConfig:

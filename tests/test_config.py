@@ -111,8 +111,7 @@ def test_keys_without_effect_say_so_in_their_doc():
     """DescribeConfigs hands each key's doc to clients: a key minibroker accepts but does not act on
     says so, in one phrase, and the keys that work do not."""
     no_effect = {
-        "broker": "socket.send.buffer.bytes socket.receive.buffer.bytes queued.max.request.bytes max.connections "
-                  "max.connections.per.ip num.network.threads num.io.threads num.recovery.threads.per.data.dir "
+        "broker": "socket.send.buffer.bytes socket.receive.buffer.bytes num.network.threads num.io.threads num.recovery.threads.per.data.dir "
                   "log.flush.start.offset.checkpoint.interval.ms log.preallocate log.cleaner.threads "
                   "compression.gzip.level compression.lz4.level compression.zstd.level fetch.max.bytes "
                   "offsets.commit.timeout.ms replica.lag.time.max.ms unclean.leader.election.enable "
@@ -127,7 +126,10 @@ def test_keys_without_effect_say_so_in_their_doc():
         said = {name for name, key in table.items() if "no effect" in key.doc.lower()}
         assert said == expected, scope
         assert all("Accepted, no effect here: " in table[name].doc for name in said)
-    for name in ("socket.listen.backlog.size", "connections.max.idle.ms", "queued.max.requests"):
+    for name in ("socket.listen.backlog.size", "connections.max.idle.ms", "queued.max.requests",
+                 "queued.max.request.bytes", "max.connections", "max.connections.per.ip",
+                 "max.connections.per.ip.overrides", "max.connection.creation.rate", "quota.window.num",
+                 "quota.window.size.seconds", "socket.request.read.timeout.ms"):
         assert "no effect" not in BROKER_CONFIGS[name].doc.lower()
     assert (BROKER_CONFIGS["socket.listen.backlog.size"].default, BROKER_CONFIGS["connections.max.idle.ms"].default) \
         == (50, 600000)

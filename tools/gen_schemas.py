@@ -26,7 +26,7 @@ APIS = [
     "DescribeConfigs", "AlterConfigs", "DescribeLogDirs", "SaslAuthenticate", "CreatePartitions",
     "DeleteGroups", "IncrementalAlterConfigs", "OffsetDelete", "DescribeCluster", "DescribeProducers",
     "DescribeTransactions", "ListTransactions", "ConsumerGroupHeartbeat", "ConsumerGroupDescribe",
-    "DescribeTopicPartitions",
+    "DescribeTopicPartitions", "DescribeClientQuotas", "AlterClientQuotas",
 ]
 # Records Kafka's coordinators write to __consumer_offsets / __transaction_state.
 RECORDS = ["OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue",

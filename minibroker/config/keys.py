@@ -209,14 +209,36 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("queued.max.requests", "int", 500,
             "Requests read but not yet handled, per connection, before the broker stops reading from that connection "
             "(Kafka counts them broker-wide).", AtLeast(1)),
-    _broker("queued.max.request.bytes", "long", -1, "Bytes of queued requests before reading stops (-1 = no limit)."
-            + _no_effect("only queued.max.requests bounds the queue")),
+    _broker("queued.max.request.bytes", "long", 100 * 1024 * 1024,
+            "Bytes of requests being read or queued, all connections together, plus response bytes waiting for "
+            "slow readers (minibroker.memory_pool). A connection whose next request does not fit stops being read "
+            "until memory frees (back-pressure); a request is admitted whenever any memory is free, so one up to "
+            "socket.request.max.bytes always gets in and at most about this plus socket.request.max.bytes is held. "
+            "-1 = no bound. Dev default 100 MiB (Kafka: -1): unbounded, 240 connections each sending a 100 MB "
+            "request take 24 GiB and the broker is killed; 100 MiB keeps a dev broker small next to everything "
+            "else and still admits any request the broker accepts."),
+    _broker("socket.request.read.timeout.ms", "long", 30_000,
+            "minibroker's own key: a request whose bytes keep arriving for longer than this without completing "
+            "(a slowloris client) is dropped and its connection closed with a log line; the clock stops while "
+            "the broker itself is not reading the connection. Kafka has no such bound. -1 = no bound.",
+            AtLeast(-1)),
     _broker("connections.max.idle.ms", "long", 10 * 60 * 1000, "A connection that has read and written nothing for this long, and is not handling a request, is "
             "closed (checked every half of it, at most every 10 s); negative never closes one."),
-    _broker("max.connections", "int", INT_MAX, "Most connections the broker accepts at once." + _no_effect("connections are not counted"), AtLeast(0),
-            dynamic=True),
-    _broker("max.connections.per.ip", "int", INT_MAX, "Most connections accepted from one address." + _no_effect("connections are not counted"), AtLeast(0),
-            dynamic=True),
+    _broker("max.connections", "int", INT_MAX,
+            "Most connections the broker holds at once; one more is closed as soon as accepted, with a log line "
+            "(Kafka's acceptor instead waits for a slot).", AtLeast(0), dynamic=True),
+    _broker("max.connections.per.ip", "int", INT_MAX,
+            "Most connections from one address; one more is closed as soon as accepted, with a log line.",
+            AtLeast(0), dynamic=True),
+    _broker("max.connections.per.ip.overrides", "string", "",
+            "Per-address exceptions to max.connections.per.ip: comma-separated address:count.", dynamic=True),
+    _broker("max.connection.creation.rate", "int", INT_MAX,
+            "Most new connections per second the broker accepts, measured over quota.window.num windows of "
+            "quota.window.size.seconds; above it the listener stops accepting for the throttle time (the "
+            "connections wait in the listen backlog), as Kafka's acceptor does.", AtLeast(0), dynamic=True),
+    _broker("quota.window.num", "int", 11,
+            "Samples kept for client quota rates (Kafka: the metric's sample count).", AtLeast(1)),
+    _broker("quota.window.size.seconds", "int", 1, "Length of one client quota sample, in seconds.", AtLeast(1)),
     _broker("num.network.threads", "int", 3,
             "Kafka's socket thread count." + _UNUSED, AtLeast(1)),
     _broker("num.io.threads", "int", 8,
