@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from minibroker.cleaner import LogCleanerTask
 from minibroker.config import BrokerConfig, effective_topic_config, to_log_config
 from minibroker.connection_quotas import ConnectionQuotas
+from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig
 from minibroker.coordinator.group_coordinator import GroupConfig, GroupCoordinator
 from minibroker.coordinator.offsets_store import OffsetsStore
 from minibroker.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator
@@ -105,7 +106,9 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(cfg.get("max.incremental.fetch.session.cache.slots"))
         offsets = OffsetsStore(self.topics, self.replica_manager, cfg.get("offsets.topic.num.partitions"),
                                cfg.get("offsets.topic.segment.bytes"), now_ms=clock)
-        self.group_coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets, now_ms=clock)
+        self.group_coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets, now_ms=clock,
+                                                  consumer_config=ConsumerGroupConfig.from_broker_config(cfg),
+                                                  topics=self.topics)
         txn_config = TransactionConfig.from_broker_config(cfg)
         txn_log = TransactionLogStore(self.topics, self.replica_manager, txn_config.num_partitions,
                                       txn_config.segment_bytes, txn_config.min_isr)
