@@ -91,16 +91,32 @@ def cluster_page(c: dict[str, Any]) -> str:
     return layout("Cluster", body)
 
 
-def topics_page(ts_: list[dict[str, Any]]) -> str:
+def done_page(message: str, link: str) -> str:
+    return layout("Done", f'<p class="done" data-field="result">{h(message)}</p>'
+                          f'<p><a id="next" href="{h(link)}">{h(link)}</a></p>')
+
+
+def _writes_note() -> str:
+    return '<p class="note">Read-only console: start the broker with --console-allow-writes to change things here.</p>'
+
+
+def topics_page(ts_: list[dict[str, Any]], *, writes: bool = False) -> str:
     rows = ((f'<a href="/topics/{q(t["name"])}">{h(t["name"])}</a>', str(t["partitions"]), str(t["messages"]),
              size(t["size"]), h(t["cleanup_policy"]), "internal" if t["internal"] else "",
              h(", ".join(f"{k}={v}" for k, v in t["overrides"].items())))
             for t in ts_)
-    return layout("Topics", table(["topic", "partitions", "messages", "size", "cleanup", "", "overrides"], rows,
-                                  cls="topics"))
+    body = table(["topic", "partitions", "messages", "size", "cleanup", "", "overrides"], rows, cls="topics")
+    if writes:
+        body += ('<h2>Create a topic</h2><form class="action" id="create-topic" method="post" action="/actions/topics">'
+                 'name <input name="name" required> partitions <input name="partitions" size="4" placeholder="default"> '
+                 'configs <input name="configs" size="40" placeholder="cleanup.policy=compact, retention.ms=60000"> '
+                 '<button>create</button></form>')
+    else:
+        body += _writes_note()
+    return layout("Topics", body)
 
 
-def topic_page(t: dict[str, Any]) -> str:
+def topic_page(t: dict[str, Any], *, writes: bool = False) -> str:
     name = t["name"]
     rows = ((f'<a href="/topics/{q(name)}/{p["partition"]}">{p["partition"]}</a>', str(p["log_start_offset"]),
              str(p["high_watermark"]), str(p["last_stable_offset"]), str(p["log_end_offset"]),
@@ -110,10 +126,15 @@ def topic_page(t: dict[str, Any]) -> str:
     body += table(["partition", "log start", "HW", "LSO", "LEO", "segments", "size"], rows, cls="partitions")
     body += "<h2>Effective config</h2>" + table(["key", "value"], (
         (h(k), h(v)) for k, v in t["config"].items()), cls="config")
+    if writes and not t["internal"]:
+        body += (f'<h2>Delete</h2><form class="action" id="delete-topic" method="post" '
+                 f'action="/actions/topics/{q(name)}/delete" '
+                 f'onsubmit="return confirm(\'Delete topic {h(name)} and all its data?\')">'
+                 '<button>delete this topic</button></form>')
     return layout(f"Topic {name}", body, crumbs=[("/topics", "Topics"), ("", name)])
 
 
-def partition_page(p: dict[str, Any]) -> str:
+def partition_page(p: dict[str, Any], *, writes: bool = False) -> str:
     name, n = p["topic"], p["partition"]
     base = f"/topics/{q(name)}/{n}"
     body = facts([("log_start_offset", "log start offset", p["log_start_offset"]),
@@ -125,6 +146,11 @@ def partition_page(p: dict[str, Any]) -> str:
                   ("index_interval_bytes", "index.interval.bytes", p["index_interval_bytes"]),
                   ("segment_bytes", "segment.bytes", p["segment_bytes"])])
     body += f'<p><a href="{base}/messages">Browse messages</a></p>'
+    if writes:
+        body += (f'<form class="action" id="produce" method="post" action="/actions{base}/produce">'
+                 'Produce a test record: key <input name="key"> <label><input type="checkbox" name="null_key"> '
+                 'null key</label> value <input name="value" size="40"> headers <input name="headers" '
+                 'placeholder="h1=v1, h2=v2"> <button>produce</button></form>')
     body += "<h2>Segments</h2>" + table(
         ["base offset", "file", "size", "first batch time", "max timestamp", ".index entries", ".timeindex entries"],
         ((f'<a href="{base}/segments/{s["base_offset"]}">{s["base_offset"]}</a>', h(s["file"]), str(s["size"]),
@@ -281,7 +307,7 @@ def groups_page(gs: list[dict[str, Any]]) -> str:
          h(g["protocol_type"]), str(g["members"]), str(g["lag"])) for g in gs), cls="groups"))
 
 
-def group_page(g: dict[str, Any]) -> str:
+def group_page(g: dict[str, Any], *, writes: bool = False) -> str:
     body = facts([("state", "state", g["state"]), ("protocol_type", "protocol type", g["protocol_type"]),
                   ("protocol", "protocol", g["protocol"]), ("generation", "generation", g["generation"]),
                   ("leader", "leader", g["leader"]), ("state_since", "in this state since", ts(g["state_since"])),
@@ -295,7 +321,17 @@ def group_page(g: dict[str, Any]) -> str:
             (h(o["topic"]), str(o["partition"]), str(o["committed"]), h(o["log_end_offset"]),
              f'<span data-lag="{h(o["topic"])}-{o["partition"]}">{h(o["lag"])}</span>', ts(o["commit_timestamp"]))
             for o in g["offsets"]), cls="offsets")
+    if writes:
+        body += _reset_form(g["group_id"])
     return layout(f"Group {g['group_id']}", body, crumbs=[("/groups", "Groups"), ("", g["group_id"])])
+
+
+def _reset_form(gid: str) -> str:
+    return ('<h2>Reset offsets</h2><p>As kafka-consumer-groups.sh --reset-offsets: only while the group has no '
+            f'members.</p><form class="action" id="reset-offsets" method="post" action="/actions/groups/{q(gid)}/'
+            'reset-offsets">topic <input name="topic" required> partition <input name="partition" size="4" '
+            'placeholder="all"> to <input name="to" value="earliest" size="10" title="earliest, latest or an '
+            'offset"> <button>reset</button></form>')
 
 
 def transactions_page(t: dict[str, Any]) -> str:
