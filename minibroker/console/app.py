@@ -50,6 +50,7 @@ class Console:
         site = web.TCPSite(runner, host, port, reuse_address=True)
         await site.start()
         self._runner = runner
+        self.services.group_coordinator.events.enabled = True  # the groups pages read the timeline
         # port 0 picks a free port: read back the one bound
         server = site._server
         sockets = getattr(server, "sockets", None) or []
@@ -58,6 +59,8 @@ class Console:
 
     async def stop(self) -> None:
         self.live.close()
+        self.services.group_coordinator.events.enabled = False
+        self.services.group_coordinator.events.clear()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -302,25 +302,69 @@ def batch_page(b: dict[str, Any]) -> str:
 
 
 def groups_page(gs: list[dict[str, Any]]) -> str:
-    return layout("Groups", table(["group", "type", "state", "protocol type", "members", "lag"], (
+    return layout("Groups", table(["group", "type", "state", "protocol type", "members", "generation / epoch", "lag"], (
         (f'<a href="/groups/{q(g["group_id"])}">{h(g["group_id"])}</a>', h(g["type"]), h(g["state"]),
-         h(g["protocol_type"]), str(g["members"]), str(g["lag"])) for g in gs), cls="groups"))
+         h(g["protocol_type"]), str(g["members"]), h(g["epoch"]), str(g["lag"])) for g in gs), cls="groups"))
 
 
-def group_page(g: dict[str, Any], *, writes: bool = False) -> str:
-    body = facts([("state", "state", g["state"]), ("protocol_type", "protocol type", g["protocol_type"]),
-                  ("protocol", "protocol", g["protocol"]), ("generation", "generation", g["generation"]),
-                  ("leader", "leader", g["leader"]), ("state_since", "in this state since", ts(g["state_since"])),
-                  ("previous_state", "previous state", g["previous_state"])])
-    body += "<h2>Members</h2>" + table(["member", "instance id", "client", "host", "assignment"], (
-        (h(m["member_id"]), h(m["group_instance_id"]), h(m["client_id"]), h(m["client_host"]),
-         h("; ".join(f'{a["topic"]}: {a["partitions"]}' for a in (m["assignment"] or []))))
-        for m in g["members"]), cls="members")
-    body += "<h2>Committed offsets and lag</h2>" + table(
+def _parts(a: list[dict[str, Any]] | None) -> str:
+    return h("; ".join(f'{x["topic"]}: {x["partitions"]}' for x in (a or []))) or "-"
+
+
+def _offsets_table(g: dict[str, Any]) -> str:
+    return "<h2>Committed offsets and lag</h2>" + table(
         ["topic", "partition", "committed", "high watermark", "lag", "committed at"], (
             (h(o["topic"]), str(o["partition"]), str(o["committed"]), h(o["log_end_offset"]),
              f'<span data-lag="{h(o["topic"])}-{o["partition"]}">{h(o["lag"])}</span>', ts(o["commit_timestamp"]))
             for o in g["offsets"]), cls="offsets")
+
+
+def _timeline(events: list[dict[str, Any]], what: str) -> str:
+    """The coordinator's events for this group, oldest first, since the console started."""
+    if not events:
+        return "<h2>Rebalance timeline</h2><p>no events since the console started</p>"
+    t0 = events[0]["at_ms"]
+    rows = (f'<tr class="event" data-event="{h(e["event"])}"><td>{ts(e["at_ms"])}</td><td>+{e["at_ms"] - t0} ms</td>'
+            f'<td>{h(e["generation"])}</td><td><b>{h(e["event"])}</b></td><td>{h(e["detail"])}</td></tr>'
+            for e in events)
+    return (f'<h2>Rebalance timeline</h2><table class="timeline"><thead><tr><th>time</th><th>since first</th>'
+            f'<th>{h(what)}</th><th>event</th><th>detail</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def group_page(g: dict[str, Any], *, writes: bool = False) -> str:
+    if g["type"] == "consumer":
+        return _consumer_group_page(g, writes=writes)
+    body = facts([("type", "type", "classic"), ("state", "state", g["state"]),
+                  ("protocol_type", "protocol type", g["protocol_type"]),
+                  ("protocol", "protocol", g["protocol"]), ("generation", "generation", g["generation"]),
+                  ("leader", "leader", g["leader"]), ("state_since", "in this state since", ts(g["state_since"])),
+                  ("previous_state", "previous state", g["previous_state"])])
+    body += "<h2>Members</h2>" + table(["member", "instance id", "client", "host", "assignment"], (
+        (h(m["member_id"]), h(m["group_instance_id"]), h(m["client_id"]), h(m["client_host"]), _parts(m["assignment"]))
+        for m in g["members"]), cls="members")
+    body += _offsets_table(g) + _timeline(g["timeline"], "generation")
+    if writes:
+        body += _reset_form(g["group_id"])
+    return layout(f"Group {g['group_id']}", body, crumbs=[("/groups", "Groups"), ("", g["group_id"])])
+
+
+def _consumer_group_page(g: dict[str, Any], *, writes: bool) -> str:
+    """A KIP-848 group: the group epoch, the target assignment's epoch, and per member its epoch and
+    current assignment beside its target (they differ while the member reconciles)."""
+    body = facts([("type", "type", "consumer (KIP-848)"), ("state", "state", g["state"]),
+                  ("group_epoch", "group epoch", g["group_epoch"]),
+                  ("assignment_epoch", "target assignment epoch", g["assignment_epoch"]),
+                  ("assignor", "assignor", g["assignor"])])
+    body += "<h2>Members</h2>" + table(
+        ["member", "instance id", "client", "host", "epoch", "state", "subscription", "current assignment",
+         "revoking", "target assignment"],
+        ((h(m["member_id"]), h(m["group_instance_id"]), h(m["client_id"]), h(m["client_host"]),
+          f'<span data-member-epoch="{h(m["member_id"])}">{m["member_epoch"]}</span>', h(m["state"]),
+          h(", ".join(m["subscribed_topics"]) or m["subscribed_regex"]),
+          f'<span data-current="{h(m["member_id"])}">{_parts(m["assignment"])}</span>', _parts(m["pending_revocation"]),
+          f'<span data-target="{h(m["member_id"])}" class="{"" if m["converged"] else "reconciling"}">'
+          f'{_parts(m["target"])}</span>') for m in g["members"]), cls="members")
+    body += _offsets_table(g) + _timeline(g["timeline"], "group epoch")
     if writes:
         body += _reset_form(g["group_id"])
     return layout(f"Group {g['group_id']}", body, crumbs=[("/groups", "Groups"), ("", g["group_id"])])
