@@ -15,6 +15,7 @@ from aiohttp import web
 from minibroker.console import actions, pages, state
 from minibroker.console.actions import ActionError, Done
 from minibroker.console.exposition import metrics_text
+from minibroker.console.limits import Limits
 from minibroker.console.live import LiveTrace
 from minibroker.console.state import BadRequest, NotFound
 from minibroker.handlers.registry import Handler
@@ -28,12 +29,13 @@ Handler_ = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 class Console:
     def __init__(self, services: BrokerServices, handlers: Mapping[int, Handler], trace: TraceListeners,
-                 *, bootstrap: str, allow_writes: bool = False) -> None:
+                 *, bootstrap: str, allow_writes: bool = False, limits: Limits | None = None) -> None:
         self.services = services
         self.handlers = handlers
         self.live = LiveTrace(trace)
         self.bootstrap = bootstrap
         self.allow_writes = allow_writes
+        self.limits = limits
         self._runner: web.AppRunner | None = None
         self.host = ""
         self.port = 0
@@ -200,7 +202,7 @@ class Console:
         return web.Response(status=status, text=pages.error_page(status, message), content_type="text/html")
 
     async def _metrics(self, request: web.Request) -> web.StreamResponse:
-        return web.Response(text=metrics_text(self.services, self.handlers),
+        return web.Response(text=metrics_text(self.services, self.handlers, self.limits),
                             content_type="text/plain", charset="utf-8",
                             headers={"X-Content-Type-Options": "nosniff"})
 
