@@ -339,6 +339,15 @@ class ShareGroupCoordinator:
         group.group_epoch += 1
         self.close_session(group.group_id, member_id)
 
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[tuple[str, str, str, str]]:
+        """ListGroups entries (group id, protocol type, state, type) of the share groups passing the filters."""
+        wanted_states = {s.strip().lower() for s in states}
+        wanted_types = {t.strip().lower() for t in types}
+        if wanted_types and "share" not in wanted_types:
+            return []
+        return [(g.group_id, "share", g.state, "share") for g in self.groups.values()
+                if not wanted_states or g.state.lower() in wanted_states]
+
     def describe(self, group_id: str) -> ShareGroup | None:
         return self.groups.get(group_id)
 
