@@ -26,6 +26,8 @@ from typing import Any, Protocol
 
 from minibroker.cleaner import LogCleanerTask
 from minibroker.config import BrokerConfig, effective_topic_config, to_log_config
+from minibroker.connection_quotas import ConnectionQuotas
+from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig
 from minibroker.coordinator.group_coordinator import GroupConfig, GroupCoordinator
 from minibroker.coordinator.offsets_store import OffsetsStore
 from minibroker.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator
@@ -34,10 +36,17 @@ from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.handlers.api_versions import advertised
-from minibroker.handlers.registry import Handler, RequestContext, load_all
+from minibroker.handlers.registry import Channel, Handler, RequestContext, load_all
 from minibroker.log_scheduler import LogScheduler
+from minibroker.memory_pool import MemoryPool
+from minibroker.metrics import BrokerMetrics
+from minibroker.quotas.manager import ClientQuotaManager
+from minibroker.quotas.store import QuotaStore
+from minibroker.quotas.throttle import request_throttle_ms
 from minibroker.replica_manager import ReplicaManager
+from minibroker.security.credentials import ScramCredentialStore
 from minibroker.services import BrokerServices
+from minibroker.tools.trace import TraceListeners
 from minibroker.topics import Topic, TopicRegistry
 from protocol import types as t
 from protocol.apis import api_versions
@@ -57,8 +66,11 @@ class Connection(Protocol):
     """What the dispatcher needs of the connection a frame came in on (minibroker.connection)."""
 
     peer: str
+    listener: str | None  # the name of the listener it was accepted on
 
     def close(self, reason: str | None) -> None: ...
+
+    def mute(self, ms: int) -> None: ...
 
 
 class RequestTracer(Protocol):
@@ -87,13 +99,16 @@ class Broker:
             cluster_id=cfg.get("cluster.id") if cfg.is_set("cluster.id") else None,
             topic_config=lambda overrides: to_log_config(effective_topic_config(self.config, overrides)))
         self.topics = TopicRegistry(self.log_manager, cfg)
-        self.replica_manager = ReplicaManager()
+        self.metrics = BrokerMetrics()  # counters the hot paths bump; /metrics (minibroker.console) reads them
+        self.replica_manager = ReplicaManager(self.metrics)
         # producer ids (InitProducerId) never repeat: a persisted block, and never below an id in the logs
         self.producer_ids = ProducerIdManager(data_dir, self.node_id)
         self.fetch_sessions = FetchSessionCache(cfg.get("max.incremental.fetch.session.cache.slots"))
         offsets = OffsetsStore(self.topics, self.replica_manager, cfg.get("offsets.topic.num.partitions"),
                                cfg.get("offsets.topic.segment.bytes"), now_ms=clock)
-        self.group_coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets, now_ms=clock)
+        self.group_coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets, now_ms=clock,
+                                                  consumer_config=ConsumerGroupConfig.from_broker_config(cfg),
+                                                  topics=self.topics)
         txn_config = TransactionConfig.from_broker_config(cfg)
         txn_log = TransactionLogStore(self.topics, self.replica_manager, txn_config.num_partitions,
                                       txn_config.segment_bytes, txn_config.min_isr)
@@ -105,6 +120,16 @@ class Broker:
                         if cfg.get("log.cleaner.enable") else None)
         self.scheduler = LogScheduler(self.log_manager, self.dynamic_config, clock, file_deletion_lock,
                                       self._cleaning)
+        # limits that keep the broker alive: request memory, connections, client quotas
+        self.memory_pool = MemoryPool(cfg.get("queued.max.request.bytes"))
+        self.quota_store = QuotaStore(data_dir)
+        self.quota_store.load()
+        self.client_quotas = ClientQuotaManager(self.quota_store, cfg.get("quota.window.num"),
+                                                cfg.get("quota.window.size.seconds"))
+        self.connection_quotas = ConnectionQuotas(lambda: self.config, self.client_quotas)
+        # SCRAM credentials (salted, iterated; AlterUserScramCredentials), read by SASL listeners
+        self.scram_credentials = ScramCredentialStore(data_dir)
+        self.scram_credentials.load()
         self.topics.on_delete(self._topic_deleted)
         self.dynamic_config.on_change(self.topics.reconfigure)
         self.services = BrokerServices(
@@ -112,9 +137,12 @@ class Broker:
             dynamic_config=self.dynamic_config, log_manager=self.log_manager, topics=self.topics,
             replica_manager=self.replica_manager, group_coordinator=self.group_coordinator,
             txn_coordinator=self.txn_coordinator, producer_ids=self.producer_ids,
-            fetch_sessions=self.fetch_sessions)
+            fetch_sessions=self.fetch_sessions, metrics=self.metrics, quota_store=self.quota_store,
+            advertised={e.listener_name: e for e in config.advertised_endpoints},
+            scram_credentials=self.scram_credentials)
         self.handlers: dict[int, Handler] = load_all()
-        self.tracer: RequestTracer | None = None  # minibroker.tools.trace sets this when --trace is on
+        self.tracer: RequestTracer | None = None  # set while a trace listener is attached (--trace, the console)
+        self.trace_listeners = TraceListeners(self)
         self._background: list[asyncio.Task[None]] = []
 
     @property
@@ -230,11 +258,21 @@ class Broker:
             if response is None:
                 conn.close("internal error")
                 return None
+        self.metrics.request(header.api_key, version, time.perf_counter() - started)
         if self.tracer is not None:
             self.tracer.request(ctx, request, response, frame, started)
-        if response is None:
-            return None
-        return encode_response_frame(handler.api, version, header.correlation_id, response)
+        chunks = (encode_response_frame(handler.api, version, header.correlation_id, response)
+                  if response is not None else None)
+        if self.quota_store.quotas:
+            throttle = request_throttle_ms(self.client_quotas, header.api_key, header.client_id or "",
+                                           len(frame) + 4, response, chunks, time.perf_counter() - started)
+            if throttle:
+                # KIP-219: answer at once with the throttle time, then mute the channel for it
+                conn.mute(throttle)
+                if response is not None and hasattr(response, "throttle_time_ms"):
+                    response.throttle_time_ms = max(response.throttle_time_ms, throttle)
+                    chunks = encode_response_frame(handler.api, version, header.correlation_id, response)
+        return chunks
 
     def _unsupported_version(self, ctx: RequestContext, handler: Handler) -> list[Any] | None:
         header = ctx.header
@@ -261,5 +299,5 @@ def _error_response(api: Api, code: int) -> Any:
     return None
 
 
-def _peer(conn: Connection | None) -> str:
+def _peer(conn: Channel | None) -> str:
     return conn.peer if conn is not None else "?"

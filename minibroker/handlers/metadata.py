@@ -80,8 +80,9 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
                     error = e.code
             topics.append(R.MetadataResponseTopic(error_code=error, name=name, topic_id=ZERO_UUID,
                                                   partitions=[]))
+    host, port = ctx.advertised
     return R(
-        brokers=[R.MetadataResponseBroker(node_id=services.node_id, host=services.host, port=services.port)],
+        brokers=[R.MetadataResponseBroker(node_id=services.node_id, host=host, port=port)],
         cluster_id=services.cluster_id,
         controller_id=services.node_id,
         topics=topics,

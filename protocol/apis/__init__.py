@@ -18,7 +18,8 @@ MODULES = (
     "describe_configs", "alter_configs", "describe_log_dirs", "sasl_authenticate", "create_partitions",
     "delete_groups", "incremental_alter_configs", "offset_delete", "describe_cluster", "describe_producers",
     "describe_transactions", "list_transactions", "consumer_group_heartbeat", "consumer_group_describe",
-    "describe_topic_partitions",
+    "describe_topic_partitions", "describe_client_quotas", "alter_client_quotas",
+    "describe_user_scram_credentials", "alter_user_scram_credentials",
 )
 
 APIS: dict[int, Api] = {}
