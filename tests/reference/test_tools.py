@@ -204,11 +204,23 @@ def test_auto_created_topic_is_unknown_in_first_metadata(pair: Pair) -> None:
 
 # -- consumer groups --------------------------------------------------------------------------------
 def _commit(side: Side, group: str, topic: str, offsets: dict[int, int]) -> None:
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
     c = Consumer({"bootstrap.servers": side.bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
-        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+        # a broker that has just created __consumer_offsets answers NOT_COORDINATOR (Kafka) until the
+        # partition is loaded: retry what the client calls retriable, for a bounded time
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                c.commit(offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False)
+                return
+            except KafkaException as e:
+                waiting = e.args[0].code() in (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                                               KafkaError.COORDINATOR_NOT_AVAILABLE)
+                if not (waiting or e.args[0].retriable()) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
     finally:
         c.close()
 
