@@ -147,11 +147,11 @@ class Broker:
 
     @property
     def config(self) -> BrokerConfig:
-        return self.dynamic_config.current
+        return self.services.config
 
     @property
     def cluster_id(self) -> str:
-        return self.log_manager.cluster_id
+        return self.services.cluster_id
 
     def _cleaning(self) -> set[tuple[str, int]]:
         return self.cleaner.in_progress if self.cleaner is not None else set()
