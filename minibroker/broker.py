@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from minibroker.cleaner import LogCleanerTask
 from minibroker.config import BrokerConfig, effective_topic_config, to_log_config
 from minibroker.connection_quotas import ConnectionQuotas
+from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig
 from minibroker.coordinator.group_coordinator import GroupConfig, GroupCoordinator
 from minibroker.coordinator.offsets_store import OffsetsStore
 from minibroker.coordinator.share_group import SHARE_GROUP_APIS, ShareGroupConfig, ShareGroupCoordinator
@@ -107,7 +108,9 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(cfg.get("max.incremental.fetch.session.cache.slots"))
         offsets = OffsetsStore(self.topics, self.replica_manager, cfg.get("offsets.topic.num.partitions"),
                                cfg.get("offsets.topic.segment.bytes"), now_ms=clock)
-        self.group_coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets, now_ms=clock)
+        self.group_coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets, now_ms=clock,
+                                                  consumer_config=ConsumerGroupConfig.from_broker_config(cfg),
+                                                  topics=self.topics)
         txn_config = TransactionConfig.from_broker_config(cfg)
         txn_log = TransactionLogStore(self.topics, self.replica_manager, txn_config.num_partitions,
                                       txn_config.segment_bytes, txn_config.min_isr)
@@ -153,11 +156,11 @@ class Broker:
 
     @property
     def config(self) -> BrokerConfig:
-        return self.dynamic_config.current
+        return self.services.config
 
     @property
     def cluster_id(self) -> str:
-        return self.log_manager.cluster_id
+        return self.services.cluster_id
 
     def _cleaning(self) -> set[tuple[str, int]]:
         return self.cleaner.in_progress if self.cleaner is not None else set()

@@ -38,7 +38,15 @@ APIS += [
 SHARE_RECORDS = ["ShareSnapshotKey", "ShareSnapshotValue", "ShareUpdateKey", "ShareUpdateValue"]
 # Records Kafka's coordinators write to __consumer_offsets / __transaction_state.
 RECORDS = ["OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue",
-           "TransactionLogKey", "TransactionLogValue"]
+           "TransactionLogKey", "TransactionLogValue",
+           # KIP-848 consumer groups (key versions 3-8 and 16 in __consumer_offsets)
+           "ConsumerGroupMetadataKey", "ConsumerGroupMetadataValue",
+           "ConsumerGroupPartitionMetadataKey", "ConsumerGroupPartitionMetadataValue",
+           "ConsumerGroupMemberMetadataKey", "ConsumerGroupMemberMetadataValue",
+           "ConsumerGroupTargetAssignmentMetadataKey", "ConsumerGroupTargetAssignmentMetadataValue",
+           "ConsumerGroupTargetAssignmentMemberKey", "ConsumerGroupTargetAssignmentMemberValue",
+           "ConsumerGroupCurrentMemberAssignmentKey", "ConsumerGroupCurrentMemberAssignmentValue",
+           "ConsumerGroupRegularExpressionKey", "ConsumerGroupRegularExpressionValue"]
 
 
 def load(path: Path) -> dict:
@@ -94,6 +102,8 @@ class Emitter:
                 args.append(f"tag={f['tag']}")
                 args.append(f"tagged={f['taggedVersions']!r}")
             d = default_literal(base, f.get("default"), f.get("nullableVersions", ""))
+            if d is None and "default" in f and f["default"] is None:
+                d = "None"  # JSON null: a nullable field absent unless set (a tagged one is not written)
             if d is not None:
                 args.append(f"default={d}")
             if f.get("ignorable"):

@@ -386,6 +386,16 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a classic group member may ask for."),
     _broker("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout a classic group member may ask for."),
     _broker("group.max.size", "int", INT_MAX, "Most members one consumer group may have.", AtLeast(1)),
+    # --- KIP-848 consumer groups
+    _broker("group.consumer.session.timeout.ms", "int", 45000,
+            "Session timeout of a consumer-protocol member (KIP-848): fenced without a heartbeat this long.",
+            AtLeast(1)),
+    _broker("group.consumer.heartbeat.interval.ms", "int", 5000,
+            "Heartbeat interval told to consumer-protocol members (KIP-848).", AtLeast(1)),
+    _broker("group.consumer.assignors", "list", ["uniform", "range"],
+            "Server-side assignors of consumer groups, the first being the default (short names or Kafka's "
+            "class names of UniformAssignor and RangeAssignor)."),
+    _broker("group.consumer.max.size", "int", INT_MAX, "Most members one consumer group may have.", AtLeast(1)),
     # --- transactions and idempotence
     _broker("transaction.state.log.num.partitions", "int", 50,
             "Partitions of __transaction_state; fixed once the topic exists.", AtLeast(1)),

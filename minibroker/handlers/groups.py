@@ -26,7 +26,7 @@ Version notes:
   (v2+ null topics = all, top-level error); v5 leader epoch; v7 require_stable; v8 several groups;
   v10 topics by id (an unknown id: UNKNOWN_TOPIC_ID per partition; with null topics, offsets of
   topics that no longer exist are left out, as they have no id to name them by).
-- ListGroups: v4 state filter (KIP-518); v5 type filter (KIP-848: only "classic" groups here).
+- ListGroups: v4 state filter (KIP-518); v5 type filter (KIP-848: "classic" and "consumer" groups).
 - DescribeGroups: v3 authorized operations; v4 instance ids; v5 flexible; v6 (KIP-1043) a group
   that does not exist is GROUP_ID_NOT_FOUND with a message (older versions: state Dead, no error).
 """

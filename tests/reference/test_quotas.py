@@ -11,7 +11,7 @@ import uuid
 
 from confluent_kafka import Producer
 
-from tests.reference.conftest import BOOT
+from tests.reference.helpers import BOOT
 
 RATE = 1_000_000  # producer_byte_rate, bytes/s
 RUN_S = 12.0  # Kafka measures over 11 one-second windows: the first ~10 s worth go through at once
