@@ -12,6 +12,9 @@ the 30 s default): the redelivery seen is the one an explicit release causes.
   with delivery count 2, and every record once.
 - reject: three records rejected, the rest accepted; a later consumer of the group receives only
   a record produced afterwards (nothing rejected comes back).
+
+FindCoordinator key type 2 (share state, "group:topicId:partition") is answered alike at v3-6,
+valid and malformed keys.
 """
 
 from __future__ import annotations
@@ -209,3 +212,37 @@ def test_dump_log_share_group_state_decoder(results: dict[str, list[str]], pair:
         out = k.stdout
         assert f'"groupId":"{PREFIX}-g-reject"' in out and '"type":"0"' in out and '"type":"1"' in out, out
         assert '"stateBatches":[{"firstOffset":' in out, out
+
+
+SHARE_KEYS = ["g:AAAAAAAAAAAAAAAAAAAAAA:0", "g:lYF25TjwQzymoptcZPVDjQ:3", "a:b:lYF25TjwQzymoptcZPVDjQ:1",
+              "g:lYF25TjwQzymoptcZPVDjQ:-1", "nokey", "g:notauuid:0", "g:lYF25TjwQzymoptcZPVDjQ:x",
+              ":lYF25TjwQzymoptcZPVDjQ:0"]
+
+
+def _find_share_coordinators(boot: str) -> list[object]:
+    """FindCoordinator key type 2 (share state) at v3-6, after __share_group_state exists (Kafka
+    answers COORDINATOR_NOT_AVAILABLE while it creates the topic; ours creates it at once)."""
+    from protocol.apis import find_coordinator as fc
+    from tests.integration.helpers import RawClient
+
+    out: list[object] = []
+    with RawClient(boot) as c:
+        deadline = time.monotonic() + 30
+        while any(x.error_code == 15 for x in c.call(fc.API, 6, fc.REQUEST(key_type=2, coordinator_keys=SHARE_KEYS))
+                  .coordinators):
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        for v in (4, 5, 6):
+            r = c.call(fc.API, v, fc.REQUEST(key_type=2, coordinator_keys=SHARE_KEYS))
+            out.append((v, [(x.key, x.node_id, x.error_code, x.error_message) for x in r.coordinators]))
+        r = c.call(fc.API, 3, fc.REQUEST(key=SHARE_KEYS[1], key_type=2))
+        out.append((3, r.node_id, r.error_code, r.error_message))
+    return out
+
+
+def test_find_coordinator_share_key_as_kafka(pair: Pair) -> None:
+    k, m = (POOL.submit(_find_share_coordinators, side.bootstrap) for side in (pair.kafka, pair.mini))
+    kafka, mini = k.result(60), m.result(60)
+    assert mini == kafka
+    v6 = {key: error for key, _node, error, _msg in kafka[2][1]}  # type: ignore[index]
+    assert v6["a:b:lYF25TjwQzymoptcZPVDjQ:1"] == 0 and v6["nokey"] == 42, kafka
