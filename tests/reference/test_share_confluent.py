@@ -13,6 +13,9 @@ the 30 s default): the redelivery seen is the one an explicit release causes.
 - reject: three records rejected, the rest accepted; a later consumer of the group receives only
   a record produced afterwards (nothing rejected comes back).
 
+- read_committed: with the group's share.isolation.level=read_committed, an aborted transaction's
+  records are never delivered, a committed one's are.
+
 FindCoordinator key type 2 (share state, "group:topicId:partition") is answered alike at v3-6,
 valid and malformed keys.
 """
@@ -168,11 +171,42 @@ def scenario_reject(boot: str) -> str:
             f"later={[m.offset() for m in later]}")  # type: ignore[attr-defined]
 
 
-SCENARIOS = [scenario_two, scenario_release, scenario_reject]
+def scenario_read_committed(boot: str) -> str:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    topic, group = f"{PREFIX}-rc", f"{PREFIX}-g-rc"
+    _setup(boot, topic, [group])
+    admin = AdminClient({"bootstrap.servers": boot})
+    for f in admin.incremental_alter_configs([ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[
+            ConfigEntry("share.isolation.level", "read_committed",
+                        incremental_operation=AlterConfigOpType.SET)])]).values():
+        f.result(30)
+    for tid, commit in ((f"{topic}-abort", False), (f"{topic}-commit", True)):
+        t = Producer({"bootstrap.servers": boot, "transactional.id": tid})
+        t.init_transactions(30)
+        t.begin_transaction()
+        for i in range(3):
+            t.produce(topic, value=f"{tid}-{i}".encode())
+        t.flush(30)
+        (t.commit_transaction if commit else t.abort_transaction)(30)
+    _produce(boot, topic, ["end"])
+    c = _consumer(boot, group, topic, max_records=10)
+    try:
+        got = _poll_until(c, lambda g: any(m.value() == b"end" for m in g), _accept)  # type: ignore[attr-defined]
+    finally:
+        c.close()  # type: ignore[attr-defined]
+    values = [m.value().decode() for m in got]  # type: ignore[attr-defined]
+    aborted = sum(1 for v in values if "-abort-" in v)
+    return f"RESULT read_committed received={len(values)} aborted={aborted} last={values[-1]}"
+
+
+SCENARIOS = [scenario_two, scenario_release, scenario_reject, scenario_read_committed]
 EXPECTED = [
     f"RESULT two received={N} duplicates=0 both_got_records=True",
     f"RESULT release released=5 received={N} redelivered_with_count_2=True first_delivery_elsewhere=True",
     f"RESULT reject rejected=3 accepted={N - 3} later=[{N}]",
+    f"RESULT read_committed received={N + 3 + 1} aborted=0 last=end",
 ]
 
 
@@ -220,7 +254,10 @@ SHARE_KEYS = ["g:AAAAAAAAAAAAAAAAAAAAAA:0", "g:lYF25TjwQzymoptcZPVDjQ:3", "a:b:l
 
 
 def _find_share_coordinators(boot: str) -> list[object]:
-    """FindCoordinator key type 2 (share state) at v3-6, after __share_group_state exists (Kafka
+    """- read_committed: with the group's share.isolation.level=read_committed, an aborted transaction's
+  records are never delivered, a committed one's are.
+
+FindCoordinator key type 2 (share state) at v3-6, after __share_group_state exists (Kafka
     answers COORDINATOR_NOT_AVAILABLE while it creates the topic; ours creates it at once)."""
     from protocol.apis import find_coordinator as fc
     from tests.integration.helpers import RawClient
