@@ -46,6 +46,7 @@ from minibroker.quotas.manager import ClientQuotaManager
 from minibroker.quotas.store import QuotaStore
 from minibroker.quotas.throttle import request_throttle_ms
 from minibroker.replica_manager import ReplicaManager
+from minibroker.security.authorizer import AUTHORIZER_CLASSES, Authorizer, parse_super_users
 from minibroker.security.credentials import ScramCredentialStore
 from minibroker.services import BrokerServices
 from minibroker.tools.trace import TraceListeners
@@ -69,6 +70,8 @@ class Connection(Protocol):
 
     peer: str
     listener: str | None  # the name of the listener it was accepted on
+    principal: str  # User:<name> (User:ANONYMOUS before/without authentication)
+    ip: str
 
     def close(self, reason: str | None) -> None: ...
 
@@ -137,6 +140,11 @@ class Broker:
         # SCRAM credentials (salted, iterated; AlterUserScramCredentials), read by SASL listeners
         self.scram_credentials = ScramCredentialStore(data_dir)
         self.scram_credentials.load()
+        # ACLs (StandardAuthorizer's rules), on when authorizer.class.name names Kafka's authorizer
+        self.authorizer = Authorizer(data_dir, enabled=cfg.get("authorizer.class.name") in AUTHORIZER_CLASSES,
+                                     super_users=parse_super_users(cfg.get("super.users")),
+                                     allow_if_no_acl=cfg.get("allow.everyone.if.no.acl.found"))
+        self.authorizer.load()
         self.topics.on_delete(self._topic_deleted)
         self.dynamic_config.on_change(self.topics.reconfigure)
         self.services = BrokerServices(
@@ -146,7 +154,8 @@ class Broker:
             txn_coordinator=self.txn_coordinator, producer_ids=self.producer_ids,
             fetch_sessions=self.fetch_sessions, metrics=self.metrics, quota_store=self.quota_store,
             advertised={e.listener_name: e for e in config.advertised_endpoints},
-            scram_credentials=self.scram_credentials, share_groups=self.share_groups)
+            scram_credentials=self.scram_credentials, share_groups=self.share_groups,
+            authorizer=self.authorizer)
         # share groups off (group.share.enable=false): their APIs are not served, so not advertised
         self.handlers: dict[int, Handler] = {k: h for k, h in load_all().items()
                                              if share_config.enabled or k not in SHARE_GROUP_APIS}

@@ -21,6 +21,7 @@ from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.metrics import BrokerMetrics
 from minibroker.quotas.store import QuotaStore
 from minibroker.replica_manager import ReplicaManager
+from minibroker.security.authorizer import Authorizer
 from minibroker.security.credentials import ScramCredentialStore
 from minibroker.topics import TopicRegistry
 from storage.clock import Clock
@@ -49,6 +50,7 @@ class BrokerServices:
     advertised: dict[str, Endpoint]
     scram_credentials: ScramCredentialStore  # Describe/AlterUserScramCredentials
     share_groups: ShareGroupCoordinator  # KIP-932 share groups and their share partitions
+    authorizer: Authorizer  # ACLs and the authorization decision (minibroker.security.authorizer)
 
     def endpoint(self, listener: str | None) -> tuple[str, int]:
         """(host, port) for Metadata, FindCoordinator and DescribeCluster answers to a client on

@@ -34,6 +34,8 @@ APIS += [
     "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge",
     "DescribeShareGroupOffsets", "AlterShareGroupOffsets", "DeleteShareGroupOffsets",
 ]
+# ACLs (issue 19): kept apart too.
+APIS += ["DescribeAcls", "CreateAcls", "DeleteAcls"]
 # Records the share coordinator writes to __share_group_state (protocol/share_records.py).
 SHARE_RECORDS = ["ShareSnapshotKey", "ShareSnapshotValue", "ShareUpdateKey", "ShareUpdateValue"]
 # Records Kafka's coordinators write to __consumer_offsets / __transaction_state.

@@ -209,6 +209,13 @@ _BROKER_KEYS: list[ConfigKey] = [
             "A failed SASL login is answered, and its connection closed, after this delay.", AtLeast(0)),
     _broker("sasl.server.max.receive.size", "int", 524288,
             "Largest frame a client may send before it has authenticated.", AtLeast(1)),
+    # --- ACLs (minibroker.security.authorizer)
+    _broker("authorizer.class.name", "string", "",
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer) "
+            "turns ACL checks on with StandardAuthorizer's rules; empty: everyone may do anything."),
+    _broker("super.users", "string", None, "Principals (User:name;User:other) the authorizer always allows."),
+    _broker("allow.everyone.if.no.acl.found", "boolean", False,
+            "With an authorizer: whether a resource with no ACL at all is open to everyone."),
     # --- TLS on SSL and SASL_SSL listeners (minibroker.security.tls); listener.name.<l>.ssl.* wins
     _broker("ssl.keystore.type", "string", "JKS",
             "PEM or PKCS12 (JKS, Kafka's default, is not read here: convert it with keytool to PKCS12)."),

@@ -26,6 +26,8 @@ MODULES += (
     "share_group_heartbeat", "share_group_describe", "share_fetch", "share_acknowledge",
     "describe_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets",
 )
+# ACLs (issue 19)
+MODULES += ("describe_acls", "create_acls", "delete_acls")
 
 APIS: dict[int, Api] = {}
 for _name in MODULES:
