@@ -39,6 +39,7 @@ from typing import Any
 from minibroker.coordinator.group import GroupState
 from minibroker.coordinator.group_coordinator import ClientInfo, GroupCoordinator
 from minibroker.coordinator.share_state_store import parse_coordinator_key
+from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
 from protocol.apis import (
@@ -75,6 +76,10 @@ def _client(ctx: RequestContext) -> ClientInfo:
 
 # ------------------------------------------------------------------------------ FindCoordinator
 def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None]:
+    if key_type in (GROUP_KEY, TRANSACTION_KEY) and (denied := authz.denied(  # DESCRIBE on the group / txn id
+            ctx, authz.Op.DESCRIBE, authz.ResourceType.GROUP if key_type == GROUP_KEY else
+            authz.ResourceType.TRANSACTIONAL_ID, key)):
+        return denied, None
     if key_type == GROUP_KEY:
         coord = _coordinator(ctx)
         if coord is None:
@@ -148,7 +153,9 @@ async def handle_join_group(ctx: RequestContext, req: Any) -> Any:
     if ctx.version == 0:
         req.rebalance_timeout_ms = req.session_timeout_ms
     coord = _coordinator(ctx)
-    if coord is None:
+    if denied := authz.group_denied(ctx, req.group_id):  # READ on the group
+        resp = join_group.RESPONSE(error_code=denied, member_id=req.member_id)
+    elif coord is None:
         resp = join_group.RESPONSE(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=req.member_id)
     else:
         resp = await coord.join_group(req, _client(ctx))
@@ -164,6 +171,8 @@ async def handle_sync_group(ctx: RequestContext, req: Any) -> Any:
     if ctx.version >= 5 and (req.protocol_type is None or req.protocol_name is None):
         return R(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)  # Kafka: both are mandatory from v5
     coord = _coordinator(ctx)
+    if denied := authz.group_denied(ctx, req.group_id):
+        return R(error_code=denied)
     if coord is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return await coord.sync_group(req)
@@ -173,7 +182,8 @@ async def handle_sync_group(ctx: RequestContext, req: Any) -> Any:
 @handles(heartbeat.API, "0-4")
 async def handle_heartbeat(ctx: RequestContext, req: Any) -> Any:
     coord = _coordinator(ctx)
-    error = ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None else coord.heartbeat(req)
+    error = authz.group_denied(ctx, req.group_id) or (
+        ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None else coord.heartbeat(req))
     return heartbeat.RESPONSE(error_code=error)
 
 
@@ -186,6 +196,8 @@ async def handle_leave_group(ctx: RequestContext, req: Any) -> Any:
     else:
         members = req.members
     coord = _coordinator(ctx)
+    if denied := authz.group_denied(ctx, req.group_id):
+        return R(error_code=denied)
     if coord is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     error, responses = coord.leave_group(req.group_id, members)
@@ -210,10 +222,13 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
         if name is None:
             continue
         topic = services.topics.get(name)
-        known = [p for p in t.partitions if topic is not None and p.partition_index in topic.partitions]
+        refused = authz.group_denied(ctx, req.group_id) or (  # READ on the group, then on the topic
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED if authz.topic_denied(ctx, name, authz.Op.READ) else 0)
+        known = [p for p in t.partitions if topic is not None and p.partition_index in topic.partitions
+                 and not refused]
         for p in t.partitions:
-            if topic is None or p.partition_index not in topic.partitions:
-                errors[(name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if refused or topic is None or p.partition_index not in topic.partitions:
+                errors[(name, p.partition_index)] = refused or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if known:
             valid.append(offset_commit.REQUEST.OffsetCommitRequestTopic(name=name, partitions=known))
     if valid:
@@ -267,7 +282,8 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
                 resolved = [(t, _name_of(ctx.services, t.topic_id)) for t in wanted]
                 wanted = [offset_fetch.REQUEST.OffsetFetchRequestTopics(name=n, partition_indexes=t.partition_indexes)
                           for t, n in resolved if n is not None]
-            error, topics = _fetch_group(coord, g.group_id, wanted)
+            refused = authz.group_denied(ctx, g.group_id, authz.Op.DESCRIBE)
+            error, topics = (refused, []) if refused else _fetch_group(coord, g.group_id, wanted)
             if stable:
                 topics = _unstable(coord, g.group_id, topics)
             rows = [
@@ -287,7 +303,8 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
     topics_req = req.topics
     if v < 2 and topics_req is None:
         topics_req = []
-    error, topics = _fetch_group(coord, req.group_id, topics_req)
+    refused = authz.group_denied(ctx, req.group_id, authz.Op.DESCRIBE)
+    error, topics = (refused, []) if refused else _fetch_group(coord, req.group_id, topics_req)
     if stable:
         topics = _unstable(coord, req.group_id, topics)
     if error and topics_req:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import list_offsets
 from protocol.errors import ErrorCode
@@ -43,7 +44,9 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
             pr = R.ListOffsetsPartitionResponse(partition_index=rp.partition_index, error_code=0,
                                                 timestamp=-1, offset=-1, leader_epoch=-1)
             lg = services.topics.get_log(rt.name, rp.partition_index)
-            if lg is None:
+            if authz.topic_denied(ctx, rt.name, authz.Op.DESCRIBE):  # Kafka: DESCRIBE on the topic
+                pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif lg is None:
                 pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif ctx.version == 0:
                 _answer_v0(lg, rp, pr, from_consumer=req.replica_id == CONSUMER_REPLICA_ID)

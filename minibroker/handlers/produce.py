@@ -46,6 +46,7 @@ import logging
 from typing import Any
 
 from minibroker.coordinator.transaction_coordinator import check_transactional_produce
+from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import produce
 from protocol.errors import ErrorCode, KafkaError
@@ -76,6 +77,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
             try:
                 if acks not in (-1, 0, 1):
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+                authz.require_produce(ctx, req.transactional_id if ctx.version >= 3 else None, name)
                 if topic is None and ctx.version >= 13:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
                 if topic is None or pd.index not in topic.partitions:

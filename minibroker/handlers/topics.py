@@ -18,6 +18,7 @@ import collections
 from typing import Any
 
 from minibroker.config import describe_topic_config
+from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import create_partitions, create_topics, delete_topics
 from protocol.errors import ErrorCode, KafkaError, error_name
@@ -51,6 +52,8 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
             if counts[t.name] > 1:
                 answered.add(t.name)
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+            if not authz.may_create_topic(ctx, t.name):  # CREATE on the cluster or the topic
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
             num_partitions = t.num_partitions
             replication = t.replication_factor
             if t.assignments:
@@ -97,6 +100,9 @@ async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
         result = DT.DeletableTopicResult(name=name, topic_id=topic_id or ZERO_UUID, error_code=0)
         results.append(result)
         topic = services.topics.get(name) if name is not None else services.topics.by_id(topic_id)
+        if authz.topic_denied(ctx, name or (topic.name if topic else None), authz.Op.DELETE):
+            result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # DELETE on the topic
+            continue
         if topic is None:
             result.error_code = (ErrorCode.UNKNOWN_TOPIC_ID if name is None
                                  else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)

@@ -6,10 +6,23 @@ authorization error) per API family."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
 
 from reference import kafka_reference as kr
 
@@ -101,3 +114,96 @@ def test_kafka_acls_tool_adds_lists_removes_alike(brokers: dict[str, tuple[str, 
     for i, (m, k) in enumerate(zip(out["minibroker"], out["kafka"], strict=True)):
         assert m == k, f"step {i}"
     assert "User:carol" in out["kafka"][4] and out["kafka"][-1] == ""
+
+
+def client_conf(sasl: str, user: str) -> dict[str, Any]:
+    return {"bootstrap.servers": sasl, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+            "sasl.username": user, "sasl.password": f"{user}-secret"}
+
+
+def produce(sasl: str, user: str, topic: str) -> str:
+    """NONE or the error name of one delivery."""
+    result: list[str] = []
+    p = Producer({**client_conf(sasl, user), "message.timeout.ms": 5000})
+    p.produce(topic, b"v", on_delivery=lambda err, _m: result.append(err.name() if err else "NONE"))
+    p.flush(10)
+    return result[0] if result else "TIMEOUT"
+
+
+def consume(sasl: str, user: str, topic: str, group: str) -> str:
+    """NONE once a record arrives, or the first error's name."""
+    c = Consumer({**client_conf(sasl, user), "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False})
+    c.subscribe([topic])
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            err = m.error()
+            if err is None:
+                return "NONE"
+            if err.code() != KafkaError._PARTITION_EOF:
+                return str(err.name())
+        return "TIMEOUT"
+    finally:
+        c.close()
+
+
+def visible(sasl: str, user: str) -> list[str]:
+    md = AdminClient(client_conf(sasl, user)).list_topics(timeout=10)
+    return sorted(t for t in md.topics if t.startswith("acl-"))
+
+
+def test_same_authorization_outcomes_as_kafka(brokers: dict[str, tuple[str, str]]) -> None:
+    def acl(rtype: ResourceType, name: str, principal: str, op: AclOperation, perm: AclPermissionType) -> AclBinding:
+        return AclBinding(rtype, name, ResourcePatternType.LITERAL, principal, "*", op, perm)
+
+    allow, deny = AclPermissionType.ALLOW, AclPermissionType.DENY
+    outcomes: dict[str, dict[str, Any]] = {}
+    for name, (plain, sasl) in brokers.items():
+        admin = AdminClient({"bootstrap.servers": plain})  # ANONYMOUS: a super user here
+        for f in admin.create_topics([NewTopic(t, 1) for t in ("acl-a", "acl-b")]).values():
+            f.result()
+        for f in admin.create_acls([
+            acl(ResourceType.TOPIC, "acl-a", "User:alice", AclOperation.WRITE, allow),
+            acl(ResourceType.TOPIC, "acl-a", "User:alice", AclOperation.READ, allow),
+            acl(ResourceType.GROUP, "acl-g", "User:alice", AclOperation.READ, allow),
+            acl(ResourceType.TOPIC, "acl-b", "User:*", AclOperation.READ, allow),
+            acl(ResourceType.TOPIC, "acl-b", "User:alice", AclOperation.READ, deny),
+        ]).values():
+            f.result()
+        # Kafka's brokers apply ACLs from the metadata log a moment after CreateAcls answers
+        every = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                 AclPermissionType.ANY)
+        deadline = time.monotonic() + 10
+        while len(admin.describe_acls(every).result()) < 5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        outcomes[name] = {
+            "alice produces to acl-a": produce(sasl, "alice", "acl-a"),
+            "bob produces to acl-a": produce(sasl, "bob", "acl-a"),
+            "alice consumes acl-a in acl-g": consume(sasl, "alice", "acl-a", "acl-g"),
+            "bob consumes acl-b in acl-g": consume(sasl, "bob", "acl-b", "acl-g"),
+            "alice consumes acl-b (DENY wins)": consume(sasl, "alice", "acl-b", "acl-g"),
+            "admin (super user) produces to acl-b": produce(sasl, "admin", "acl-b"),
+            "alice sees": visible(sasl, "alice"),
+            "bob sees": visible(sasl, "bob"),
+            "bob creates a topic": admin_create(sasl, "bob", "acl-new"),
+        }
+    assert outcomes["minibroker"] == outcomes["kafka"]
+    assert outcomes["kafka"]["alice produces to acl-a"] == "NONE"
+    assert outcomes["kafka"]["bob produces to acl-a"] == "TOPIC_AUTHORIZATION_FAILED"
+    assert outcomes["kafka"]["alice consumes acl-a in acl-g"] == "NONE"
+    assert outcomes["kafka"]["bob consumes acl-b in acl-g"] == "GROUP_AUTHORIZATION_FAILED"
+    assert outcomes["kafka"]["alice consumes acl-b (DENY wins)"] == "TOPIC_AUTHORIZATION_FAILED"
+    assert outcomes["kafka"]["bob sees"] == ["acl-b"]
+
+
+def admin_create(sasl: str, user: str, topic: str) -> str:
+    admin = AdminClient(client_conf(sasl, user))  # held: a collected client fails its futures with _DESTROY
+    try:
+        admin.create_topics([NewTopic(topic, 1)])[topic].result(timeout=10)
+    except KafkaException as e:
+        return str(e.args[0].name())
+    return "NONE"
