@@ -40,7 +40,7 @@ from minibroker.handlers.registry import Channel, Handler, RequestContext, load_
 from minibroker.log_scheduler import LogScheduler
 from minibroker.memory_pool import MemoryPool
 from minibroker.metrics import BrokerMetrics
-from minibroker.quotas.manager import ClientQuotaManager
+from minibroker.quotas.manager import ClientQuotaManager, quota_user
 from minibroker.quotas.store import QuotaStore
 from minibroker.quotas.throttle import request_throttle_ms
 from minibroker.replica_manager import ReplicaManager
@@ -67,6 +67,7 @@ class Connection(Protocol):
 
     peer: str
     listener: str | None  # the name of the listener it was accepted on
+    principal: str  # "User:<name>"; User:ANONYMOUS until SASL authenticates
 
     def close(self, reason: str | None) -> None: ...
 
@@ -139,7 +140,7 @@ class Broker:
             txn_coordinator=self.txn_coordinator, producer_ids=self.producer_ids,
             fetch_sessions=self.fetch_sessions, metrics=self.metrics, quota_store=self.quota_store,
             advertised={e.listener_name: e for e in config.advertised_endpoints},
-            scram_credentials=self.scram_credentials)
+            scram_credentials=self.scram_credentials, client_quotas=self.client_quotas)
         self.handlers: dict[int, Handler] = load_all()
         self.tracer: RequestTracer | None = None  # set while a trace listener is attached (--trace, the console)
         self.trace_listeners = TraceListeners(self)
@@ -265,7 +266,8 @@ class Broker:
                   if response is not None else None)
         if self.quota_store.quotas:
             throttle = request_throttle_ms(self.client_quotas, header.api_key, header.client_id or "",
-                                           len(frame) + 4, response, chunks, time.perf_counter() - started)
+                                           len(frame) + 4, response, chunks, time.perf_counter() - started,
+                                           user=quota_user(conn.principal))
             if throttle:
                 # KIP-219: answer at once with the throttle time, then mute the channel for it
                 conn.mute(throttle)
