@@ -30,6 +30,8 @@ from minibroker.connection_quotas import ConnectionQuotas
 from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig
 from minibroker.coordinator.group_coordinator import GroupConfig, GroupCoordinator
 from minibroker.coordinator.offsets_store import OffsetsStore
+from minibroker.coordinator.share_group import SHARE_GROUP_APIS, ShareGroupConfig, ShareGroupCoordinator
+from minibroker.coordinator.share_state_store import ShareStateStore
 from minibroker.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator
 from minibroker.coordinator.transaction_log import TransactionLogStore
 from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
@@ -116,6 +118,11 @@ class Broker:
         self.txn_coordinator = TransactionCoordinator(
             txn_config, txn_log, self.producer_ids, self.topics, self.replica_manager, self.group_coordinator,
             self.log_manager, now_ms=clock)
+        share_config = ShareGroupConfig.from_broker_config(cfg)
+        self.share_groups = ShareGroupCoordinator(
+            share_config, cfg, ShareStateStore(self.topics, self.replica_manager, share_config.state_partitions,
+                                               share_config.state_segment_bytes, now_ms=clock),
+            self.topics, self.replica_manager, data_dir, now_ms=clock)
         file_deletion_lock = asyncio.Lock()
         self.cleaner = (LogCleanerTask(self.log_manager, self.dynamic_config, clock, file_deletion_lock)
                         if cfg.get("log.cleaner.enable") else None)
@@ -140,19 +147,22 @@ class Broker:
             txn_coordinator=self.txn_coordinator, producer_ids=self.producer_ids,
             fetch_sessions=self.fetch_sessions, metrics=self.metrics, quota_store=self.quota_store,
             advertised={e.listener_name: e for e in config.advertised_endpoints},
-            scram_credentials=self.scram_credentials, client_quotas=self.client_quotas)
-        self.handlers: dict[int, Handler] = load_all()
+            scram_credentials=self.scram_credentials, share_groups=self.share_groups,
+            client_quotas=self.client_quotas)
+        # share groups off (group.share.enable=false): their APIs are not served, so not advertised
+        self.handlers: dict[int, Handler] = {k: h for k, h in load_all().items()
+                                             if share_config.enabled or k not in SHARE_GROUP_APIS}
         self.tracer: RequestTracer | None = None  # set while a trace listener is attached (--trace, the console)
         self.trace_listeners = TraceListeners(self)
         self._background: list[asyncio.Task[None]] = []
 
     @property
     def config(self) -> BrokerConfig:
-        return self.dynamic_config.current
+        return self.services.config
 
     @property
     def cluster_id(self) -> str:
-        return self.log_manager.cluster_id
+        return self.services.cluster_id
 
     def _cleaning(self) -> set[tuple[str, int]]:
         return self.cleaner.in_progress if self.cleaner is not None else set()
@@ -175,6 +185,7 @@ class Broker:
         (blocking parts off the loop) and the cleaner."""
         await self.group_coordinator.start()
         await self.txn_coordinator.start()
+        await self.share_groups.start()
         self._background.append(asyncio.create_task(self.scheduler.run(), name="broker-periodic"))
         if self.cleaner is not None:
             self._background.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
@@ -192,6 +203,7 @@ class Broker:
                 pass
         if self.cleaner is not None:
             await self.cleaner.stop()  # a cleaning still writing on its thread finishes first
+        await self.share_groups.stop()
         await self.txn_coordinator.stop()
         await self.group_coordinator.stop()
         self.log_manager.shutdown()

@@ -106,9 +106,13 @@ class BrokerServer:
             # imported only when asked for: aiohttp costs most of a second to import, and the
             # startup bench (bench/startup.py) holds a broker without a console to ~10 ms
             from minibroker.console import Console
+            from minibroker.console.limits import Limits
 
+            limits = Limits(broker.memory_pool, broker.connection_quotas, broker.client_quotas,
+                            lambda: self.slow_requests_dropped, lambda: self.idle_closed)
             self.console = Console(broker.services, broker.handlers, broker.trace_listeners,
-                                   bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"))
+                                   bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"),
+                                   limits=limits)
             await self.console.start(self.config.get("console.host"), self.config.get("console.port"))
         max_idle_ms = self.config.get("connections.max.idle.ms")
         if max_idle_ms >= 0:  # negative: never expire, as Kafka's Selector without an idle manager

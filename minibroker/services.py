@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from minibroker.config import BrokerConfig, Endpoint
 from minibroker.coordinator.group_coordinator import GroupCoordinator
+from minibroker.coordinator.share_group import ShareGroupCoordinator
 from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
 from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
 from minibroker.dynamic_config import DynamicBrokerConfig
@@ -48,6 +49,7 @@ class BrokerServices:
     # is host/port above)
     advertised: dict[str, Endpoint]
     scram_credentials: ScramCredentialStore  # Describe/AlterUserScramCredentials
+    share_groups: ShareGroupCoordinator  # KIP-932 share groups and their share partitions
     client_quotas: ClientQuotaManager  # Fetch caps max_bytes at the consumer's quota window
 
     def endpoint(self, listener: str | None) -> tuple[str, int]:

@@ -428,6 +428,38 @@ _BROKER_KEYS: list[ConfigKey] = [
             "(--console-allow-writes), through the same code paths as the protocol APIs."),
 ]
 
+# --- share groups (KIP-932; Kafka's ShareGroupConfig / ShareCoordinatorConfig)
+_BROKER_KEYS += [
+    _broker("group.share.enable", "boolean", True,
+            "Serve share groups (KIP-932): ShareGroupHeartbeat/Describe, ShareFetch, ShareAcknowledge. "
+            "Kafka 4.4 gates them with the share.version feature, on by default since 4.2."),
+    _broker("group.share.record.lock.duration.ms", "int", 30000,
+            "How long a share consumer holds acquired records before they return to the others.",
+            Between(1000, 3600000)),
+    _broker("group.share.min.record.lock.duration.ms", "int", 15000,
+            "Smallest share.record.lock.duration.ms a share group may set.", Between(1000, 30000)),
+    _broker("group.share.max.record.lock.duration.ms", "int", 60000,
+            "Largest share.record.lock.duration.ms a share group may set.", Between(30000, 3600000)),
+    _broker("group.share.delivery.count.limit", "int", 5,
+            "Deliveries of a record before a release or a lock timeout archives it.", Between(2, 10)),
+    _broker("group.share.partition.max.record.locks", "int", 2000,
+            "Most records of one share partition in flight (acquired or released, not yet done).",
+            Between(100, 10000)),
+    _broker("group.share.session.timeout.ms", "int", 45000,
+            "A share-group member that does not heartbeat within this leaves the group.", AtLeast(1)),
+    _broker("group.share.heartbeat.interval.ms", "int", 5000,
+            "Heartbeat interval given to share-group members.", AtLeast(1)),
+    _broker("group.share.max.size", "int", 200, "Most members one share group may have.", Between(1, 1000)),
+    _broker("share.coordinator.state.topic.num.partitions", "int", 50,
+            "Partitions of __share_group_state; fixed once the topic exists.", AtLeast(1)),
+    _broker("share.coordinator.state.topic.replication.factor", "short", 1,
+            "Replication factor of __share_group_state." + _ONE_REPLICA.format(k=3), AtLeast(1)),
+    _broker("share.coordinator.state.topic.min.isr", "short", 1,
+            "min.insync.replicas of __share_group_state." + _ONE_REPLICA.format(k=2), AtLeast(1)),
+    _broker("share.coordinator.state.topic.segment.bytes", "int", 100 * 1024 * 1024,
+            "segment.bytes of __share_group_state.", AtLeast(1)),
+]
+
 TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _TOPIC_KEYS}
 BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _BROKER_KEYS}
 
