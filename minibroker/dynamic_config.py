@@ -101,7 +101,7 @@ class DynamicBrokerConfig:
         """Parse a whole new layer (key -> text); ConfigError for keys that cannot change live."""
         fixed = sorted(k for k in new_layer if k in BROKER_CONFIGS and (BROKER_CONFIGS[k].read_only or k in _NOT_HERE))
         if fixed:
-            raise ConfigError(f"Cannot update these configs dynamically: Set({', '.join(fixed)})")
+            raise ConfigError(f"Cannot update these configs dynamically: [{', '.join(fixed)}]")  # Kafka 4.4's text
         unknown = sorted(k for k in new_layer if k not in BROKER_CONFIGS)
         if unknown:
             raise ConfigError(f"Unknown broker configs: {', '.join(unknown)}")

@@ -15,6 +15,7 @@ Behavior:
 from __future__ import annotations
 
 import collections
+import uuid
 from typing import Any
 
 from minibroker.config import describe_topic_config
@@ -74,6 +75,10 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
             if not req.validate_only:
                 topic = await services.topics.create_async(t.name, num_partitions, overrides)
                 result.topic_id = topic.topic_id
+            else:
+                # Kafka's controller draws the id before it knows the request only validates
+                # (ReplicationControlManager.createTopic), so a validate_only answer carries one too.
+                result.topic_id = uuid.uuid4()
             if ctx.version >= 5:
                 result.configs = [
                     CT.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
@@ -82,6 +87,8 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
                 ]
         except KafkaError as e:
             _fail(result, e)
+            if ctx.version >= 5:
+                result.configs = []  # Kafka answers a failed topic with an empty list, not null
     return CT(topics=results)
 
 

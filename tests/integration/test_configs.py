@@ -155,7 +155,7 @@ def test_confluent_broker_configs(kafka_broker_module):
             CEntry("num.network.threads", "7", incremental_operation=AlterConfigOpType.SET)])
         with pytest.raises(Exception) as e:
             a.incremental_alter_configs([r])[r].result(TIMEOUT)
-        assert "Cannot update these configs dynamically: Set(num.network.threads)" in str(e.value)
+        assert "Cannot update these configs dynamically: [num.network.threads]" in str(e.value)
         # the cluster-wide default resource (name "", which confluent-kafka cannot send) lists
         # only the dynamic defaults
         raw_incremental_default(kafka_broker_module, "log.cleaner.backoff.ms", "300", AlterConfigOpType.SET)

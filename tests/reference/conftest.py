@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from reference import kafka_reference as kr
+from tests.reference.differential import Differential
 
 # placeholder in tool arguments for the broker's bootstrap address
 BOOT = "{bootstrap}"
@@ -105,3 +106,9 @@ def topic_ids_normalised(text: str) -> str:
 
 def java_available() -> bool:
     return kr.java_executable() is not None and os.access(kr.java_executable() or "", os.X_OK)
+
+
+@pytest.fixture(scope="session")
+def differential(kafka_reference: kr.KafkaReference, minibroker_ref: object) -> Differential:
+    """The raw-request harness (tests/reference/differential.py) over the session's two brokers."""
+    return Differential(kafka_reference.bootstrap, minibroker_ref.bootstrap)  # type: ignore[attr-defined]

@@ -109,7 +109,6 @@ def test_topics_describe_missing_topic(pair: Pair) -> None:
     assert_same(_first_error(a.stdout + a.stderr), _first_error(b.stdout + b.stderr))
 
 
-@pytest.mark.xfail(strict=True, reason="docs/differences.md: rf-message")
 def test_topics_replication_factor_above_brokers(pair: Pair) -> None:
     a, b = pair.run("kafka-topics", B + ["--create", "--topic", "ref-topics-bad", "--partitions", "1",
                                           "--replication-factor", "3"])
@@ -162,7 +161,6 @@ def test_cluster_default_min_isr_is_shown(pair: Pair) -> None:
     assert_same(k, m)
 
 
-@pytest.mark.xfail(strict=True, reason="docs/differences.md: retention-synonyms")
 def test_retention_ms_synonyms(pair: Pair) -> None:
     assert_same(*pair.stdout("kafka-topics", B + ["--create", "--topic", "ref-synonyms", "--config", "retention.ms=12345"]))
     k, m = pair.stdout("kafka-configs", B + ["--describe", "--entity-type", "topics", "--entity-name", "ref-synonyms"])
