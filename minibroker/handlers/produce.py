@@ -111,6 +111,8 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 failed = True
                 pr.error_code = ErrorCode.INVALID_RECORD
                 pr.error_message = str(e)
+                if topic is not None:  # always, past the checks above
+                    pr.log_start_offset = topic.partitions[pd.index].log_start_offset  # as Kafka reports it
                 if ctx.version >= 8:
                     pr.record_errors = [R.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                                         for i, m in e.record_errors]

@@ -107,6 +107,8 @@ async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
         if topic is None:
             result.error_code = (ErrorCode.UNKNOWN_TOPIC_ID if name is None
                                  else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            if name is not None:  # Kafka 4.4 adds the error's default message
+                result.error_message = "This server does not host this topic-partition."
             continue
         result.name, result.topic_id = topic.name, topic.topic_id
         if topic.is_internal:
