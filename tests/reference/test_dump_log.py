@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from reference import kafka_reference as kr
-from tests.reference.conftest import Pair
+from tests.reference.helpers import Pair
 
 N = 12_000  # ~2.3 MB of records: two rolls at segment.bytes=1 MiB (Kafka 4's minimum)
 SEGMENT = "1048576"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reference import kafka_reference as kr
-from tests.reference.conftest import BOOT, Pair
+from tests.reference.helpers import BOOT, Pair
 
 
 def test_tool_names_map_to_classes() -> None:

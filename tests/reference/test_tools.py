@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from tests.reference.conftest import BOOT, Pair, Side, topic_ids_normalised
+from tests.reference.helpers import BOOT, Pair, Side, topic_ids_normalised
 
 B = ["--bootstrap-server", BOOT]
 T0 = 1_600_000_000_000  # record timestamps of the seeded topics: 2020-09-13T12:26:40Z + i seconds
@@ -44,7 +44,7 @@ def seed(side: Side, topic: str, partitions: int, n: int, *, headers: bool = Fal
 
 
 def seed_both(pair: Pair, topic: str, partitions: int, n: int, **kw: bool) -> None:
-    from tests.reference.conftest import _POOL
+    from tests.reference.helpers import _POOL
 
     for f in [_POOL.submit(seed, s, topic, partitions, n, **kw) for s in (pair.kafka, pair.mini)]:
         f.result()
@@ -206,7 +206,7 @@ def _commit(side: Side, group: str, topic: str, offsets: dict[int, int]) -> None
 
 
 def test_consumer_groups_list_describe_reset_delete(pair: Pair) -> None:
-    from tests.reference.conftest import _POOL
+    from tests.reference.helpers import _POOL
 
     topic, group = "ref-groups", "ref-group-1"
     seed_both(pair, topic, 2, 10)
@@ -294,7 +294,7 @@ _TIMES = {"CurrentTransactionStartTimeMs", "TransactionDurationMs", "LastTimesta
 
 
 def test_transactions_list_describe(pair: Pair) -> None:
-    from tests.reference.conftest import _POOL
+    from tests.reference.helpers import _POOL
 
     topic = "ref-txn"
     for f in [_POOL.submit(_transactions, s, topic) for s in (pair.kafka, pair.mini)]:

@@ -1,0 +1,70 @@
+"""What the tests of tests/reference share (the conftest holds only fixtures): `Side` (one broker
+under test), `Pair` (the same Kafka tool against both at once), the tool pool and normalisers."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import re
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reference import kafka_reference as kr
+
+# placeholder in tool arguments for the broker's bootstrap address
+BOOT = "{bootstrap}"
+# one pool for the session: each broker's call runs in its own thread, both JVMs at once
+_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="kafka-tool")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One broker under test: "kafka" (the reference) or "minibroker"."""
+
+    name: str
+    bootstrap: str
+    data_dir: Path
+
+    def run(self, tool: str, args: Sequence[str] = (), *, input: str | None = None,
+            timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        return kr.run_tool(tool, [a.replace(BOOT, self.bootstrap) for a in args], input=input,
+                           timeout=timeout)
+
+    def normalise(self, text: str) -> str:
+        """The broker's own address and directory replaced by placeholders."""
+        return text.replace(self.bootstrap, "<bootstrap>").replace(str(self.data_dir), "<log.dirs>")
+
+
+@dataclass(frozen=True)
+class Pair:
+    kafka: Side
+    mini: Side
+
+    def run(self, tool: str, args: Sequence[str] = (), *, input: str | None = None,
+            timeout: float = 60.0) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+        """The same command against both brokers, concurrently: (Kafka's result, minibroker's)."""
+        futures = [_POOL.submit(side.run, tool, args, input=input, timeout=timeout)
+                   for side in (self.kafka, self.mini)]
+        a, b = (f.result() for f in futures)
+        return a, b
+
+    def stdout(self, tool: str, args: Sequence[str] = (), *, input: str | None = None,
+               timeout: float = 60.0) -> tuple[str, str]:
+        """Both stdouts, normalised; a failing tool fails the test with its stderr."""
+        a, b = self.run(tool, args, input=input, timeout=timeout)
+        for side, r in ((self.kafka, a), (self.mini, b)):
+            if r.returncode != 0:
+                raise AssertionError(f"{tool} {' '.join(args)} against {side.name} exited "
+                                     f"{r.returncode}:\n{r.stdout}\n{r.stderr}")
+        return self.kafka.normalise(a.stdout), self.mini.normalise(b.stdout)
+
+
+def topic_ids_normalised(text: str) -> str:
+    """Topic ids (22 characters of URL-safe base64) are random per broker."""
+    return re.sub(r"(TopicId: )[A-Za-z0-9_-]{22}", r"\1<id>", text)
+
+
+def java_available() -> bool:
+    return kr.java_executable() is not None and os.access(kr.java_executable() or "", os.X_OK)
