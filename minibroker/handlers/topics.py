@@ -18,7 +18,6 @@ import collections
 import uuid
 from typing import Any
 
-from minibroker.config import describe_topic_config
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import create_partitions, create_topics, delete_topics
 from protocol.errors import ErrorCode, KafkaError, error_name
@@ -83,7 +82,8 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
                 result.configs = [
                     CT.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
                                              config_source=e.source, is_sensitive=e.sensitive)
-                    for e in describe_topic_config(services.config, overrides)
+                    # through the dynamic layers, so the sources are DescribeConfigs' (cluster defaults)
+                    for e in services.dynamic_config.describe_topic(services.config, overrides)
                 ]
         except KafkaError as e:
             _fail(result, e)

@@ -27,8 +27,8 @@ TOPIC_ONLY_KAFKA = {"errors.deadletterqueue.group.enable", "max.decompressed.mes
                     "remote.copy.lag.bytes", "remote.copy.lag.ms"}
 TOPIC_ONLY_MINIBROKER = {"message.downconversion.enable", "message.format.version",
                          "message.timestamp.difference.max.ms"}
-# docs/differences.md#topic-config-keys and #cluster-min-isr
-TOPIC_VALUE_DIFFERENCES = {"message.timestamp.after.max.ms", "min.insync.replicas"}
+# docs/differences.md#topic-config-keys
+TOPIC_VALUE_DIFFERENCES = {"message.timestamp.after.max.ms"}
 
 # docs/differences.md#broker-config-keys: keys both describe whose entry differs, and why
 BROKER_ENTRY_DIFFERENCES = {
@@ -46,7 +46,6 @@ BROKER_ENTRY_DIFFERENCES = {
     "num.recovery.threads.per.data.dir": "dev default 1 (Kafka 4: 2)",
     "num.network.threads": "read-only: minibroker has no network threads",
     "log.message.timestamp.after.max.ms": "docs/differences.md#topic-config-keys",
-    "min.insync.replicas": "docs/differences.md#cluster-min-isr",
 }
 
 

@@ -136,8 +136,7 @@ TOPIC_KEYS_ONLY_MINIBROKER = {"message.downconversion.enable", "message.format.v
 
 def strip_topic_config_differences(diffs: list[str]) -> list[str]:
     """`diffs` without the lines of documented topic-config differences; asserts each is there."""
-    keys = TOPIC_KEYS_ONLY_KAFKA | TOPIC_KEYS_ONLY_MINIBROKER | {"message.timestamp.after.max.ms",
-                                                                "min.insync.replicas"}
+    keys = TOPIC_KEYS_ONLY_KAFKA | TOPIC_KEYS_ONLY_MINIBROKER | {"message.timestamp.after.max.ms"}
     rest, seen = [], set()
     for d in diffs:
         hit = next((k for k in keys if f"configs[name='{k}']" in d), None)
