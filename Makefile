@@ -14,8 +14,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $(STAMP)
 
+# The console (and /metrics) on 127.0.0.1:8080; the broker prints its URL at start.
 run: install
-	$(PY) -m minibroker --host 127.0.0.1 --port 9092 --data-dir data --config config.yaml
+	$(PY) -m minibroker --host 127.0.0.1 --port 9092 --data-dir data --config config.yaml --console-port 8080
 
 JS_STAMP := tests/js/node_modules/.installed-stamp
 

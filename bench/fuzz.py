@@ -131,8 +131,8 @@ def _api_versions_ok(port: int) -> bool:
 
 
 def fuzz_live(seconds: float, seed: int, workdir: Path) -> dict[str, int]:
-    from tests.helpers import BrokerProcess
     from tests.fuzz.targets import seed_requests
+    from tests.helpers import BrokerProcess
 
     rng = random.Random(seed)
     seeds = seed_requests()

@@ -26,18 +26,29 @@ from typing import Any, Protocol
 
 from minibroker.cleaner import LogCleanerTask
 from minibroker.config import BrokerConfig, effective_topic_config, to_log_config
+from minibroker.connection_quotas import ConnectionQuotas
+from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig
 from minibroker.coordinator.group_coordinator import GroupConfig, GroupCoordinator
 from minibroker.coordinator.offsets_store import OffsetsStore
+from minibroker.coordinator.share_group import SHARE_GROUP_APIS, ShareGroupConfig, ShareGroupCoordinator
+from minibroker.coordinator.share_state_store import ShareStateStore
 from minibroker.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator
 from minibroker.coordinator.transaction_log import TransactionLogStore
 from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.handlers.api_versions import advertised
-from minibroker.handlers.registry import Handler, RequestContext, load_all
+from minibroker.handlers.registry import Channel, Handler, RequestContext, load_all
 from minibroker.log_scheduler import LogScheduler
+from minibroker.memory_pool import MemoryPool
+from minibroker.metrics import BrokerMetrics
+from minibroker.quotas.manager import ClientQuotaManager
+from minibroker.quotas.store import QuotaStore
+from minibroker.quotas.throttle import request_throttle_ms
 from minibroker.replica_manager import ReplicaManager
+from minibroker.security.credentials import ScramCredentialStore
 from minibroker.services import BrokerServices
+from minibroker.tools.trace import TraceListeners
 from minibroker.topics import Topic, TopicRegistry
 from protocol import types as t
 from protocol.apis import api_versions
@@ -57,8 +68,11 @@ class Connection(Protocol):
     """What the dispatcher needs of the connection a frame came in on (minibroker.connection)."""
 
     peer: str
+    listener: str | None  # the name of the listener it was accepted on
 
     def close(self, reason: str | None) -> None: ...
+
+    def mute(self, ms: int) -> None: ...
 
 
 class RequestTracer(Protocol):
@@ -87,24 +101,42 @@ class Broker:
             cluster_id=cfg.get("cluster.id") if cfg.is_set("cluster.id") else None,
             topic_config=lambda overrides: to_log_config(effective_topic_config(self.config, overrides)))
         self.topics = TopicRegistry(self.log_manager, cfg)
-        self.replica_manager = ReplicaManager()
+        self.metrics = BrokerMetrics()  # counters the hot paths bump; /metrics (minibroker.console) reads them
+        self.replica_manager = ReplicaManager(self.metrics)
         # producer ids (InitProducerId) never repeat: a persisted block, and never below an id in the logs
         self.producer_ids = ProducerIdManager(data_dir, self.node_id)
         self.fetch_sessions = FetchSessionCache(cfg.get("max.incremental.fetch.session.cache.slots"))
         offsets = OffsetsStore(self.topics, self.replica_manager, cfg.get("offsets.topic.num.partitions"),
                                cfg.get("offsets.topic.segment.bytes"), now_ms=clock)
-        self.group_coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets, now_ms=clock)
+        self.group_coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets, now_ms=clock,
+                                                  consumer_config=ConsumerGroupConfig.from_broker_config(cfg),
+                                                  topics=self.topics)
         txn_config = TransactionConfig.from_broker_config(cfg)
         txn_log = TransactionLogStore(self.topics, self.replica_manager, txn_config.num_partitions,
                                       txn_config.segment_bytes, txn_config.min_isr)
         self.txn_coordinator = TransactionCoordinator(
             txn_config, txn_log, self.producer_ids, self.topics, self.replica_manager, self.group_coordinator,
             self.log_manager, now_ms=clock)
+        share_config = ShareGroupConfig.from_broker_config(cfg)
+        self.share_groups = ShareGroupCoordinator(
+            share_config, cfg, ShareStateStore(self.topics, self.replica_manager, share_config.state_partitions,
+                                               share_config.state_segment_bytes, now_ms=clock),
+            self.topics, self.replica_manager, data_dir, now_ms=clock)
         file_deletion_lock = asyncio.Lock()
         self.cleaner = (LogCleanerTask(self.log_manager, self.dynamic_config, clock, file_deletion_lock)
                         if cfg.get("log.cleaner.enable") else None)
         self.scheduler = LogScheduler(self.log_manager, self.dynamic_config, clock, file_deletion_lock,
                                       self._cleaning)
+        # limits that keep the broker alive: request memory, connections, client quotas
+        self.memory_pool = MemoryPool(cfg.get("queued.max.request.bytes"))
+        self.quota_store = QuotaStore(data_dir)
+        self.quota_store.load()
+        self.client_quotas = ClientQuotaManager(self.quota_store, cfg.get("quota.window.num"),
+                                                cfg.get("quota.window.size.seconds"))
+        self.connection_quotas = ConnectionQuotas(lambda: self.config, self.client_quotas)
+        # SCRAM credentials (salted, iterated; AlterUserScramCredentials), read by SASL listeners
+        self.scram_credentials = ScramCredentialStore(data_dir)
+        self.scram_credentials.load()
         self.topics.on_delete(self._topic_deleted)
         self.dynamic_config.on_change(self.topics.reconfigure)
         self.services = BrokerServices(
@@ -112,18 +144,23 @@ class Broker:
             dynamic_config=self.dynamic_config, log_manager=self.log_manager, topics=self.topics,
             replica_manager=self.replica_manager, group_coordinator=self.group_coordinator,
             txn_coordinator=self.txn_coordinator, producer_ids=self.producer_ids,
-            fetch_sessions=self.fetch_sessions)
-        self.handlers: dict[int, Handler] = load_all()
-        self.tracer: RequestTracer | None = None  # minibroker.tools.trace sets this when --trace is on
+            fetch_sessions=self.fetch_sessions, metrics=self.metrics, quota_store=self.quota_store,
+            advertised={e.listener_name: e for e in config.advertised_endpoints},
+            scram_credentials=self.scram_credentials, share_groups=self.share_groups)
+        # share groups off (group.share.enable=false): their APIs are not served, so not advertised
+        self.handlers: dict[int, Handler] = {k: h for k, h in load_all().items()
+                                             if share_config.enabled or k not in SHARE_GROUP_APIS}
+        self.tracer: RequestTracer | None = None  # set while a trace listener is attached (--trace, the console)
+        self.trace_listeners = TraceListeners(self)
         self._background: list[asyncio.Task[None]] = []
 
     @property
     def config(self) -> BrokerConfig:
-        return self.dynamic_config.current
+        return self.services.config
 
     @property
     def cluster_id(self) -> str:
-        return self.log_manager.cluster_id
+        return self.services.cluster_id
 
     def _cleaning(self) -> set[tuple[str, int]]:
         return self.cleaner.in_progress if self.cleaner is not None else set()
@@ -146,6 +183,7 @@ class Broker:
         (blocking parts off the loop) and the cleaner."""
         await self.group_coordinator.start()
         await self.txn_coordinator.start()
+        await self.share_groups.start()
         self._background.append(asyncio.create_task(self.scheduler.run(), name="broker-periodic"))
         if self.cleaner is not None:
             self._background.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
@@ -163,6 +201,7 @@ class Broker:
                 pass
         if self.cleaner is not None:
             await self.cleaner.stop()  # a cleaning still writing on its thread finishes first
+        await self.share_groups.stop()
         await self.txn_coordinator.stop()
         await self.group_coordinator.stop()
         self.log_manager.shutdown()
@@ -230,11 +269,21 @@ class Broker:
             if response is None:
                 conn.close("internal error")
                 return None
+        self.metrics.request(header.api_key, version, time.perf_counter() - started)
         if self.tracer is not None:
             self.tracer.request(ctx, request, response, frame, started)
-        if response is None:
-            return None
-        return encode_response_frame(handler.api, version, header.correlation_id, response)
+        chunks = (encode_response_frame(handler.api, version, header.correlation_id, response)
+                  if response is not None else None)
+        if self.quota_store.quotas:
+            throttle = request_throttle_ms(self.client_quotas, header.api_key, header.client_id or "",
+                                           len(frame) + 4, response, chunks, time.perf_counter() - started)
+            if throttle:
+                # KIP-219: answer at once with the throttle time, then mute the channel for it
+                conn.mute(throttle)
+                if response is not None and hasattr(response, "throttle_time_ms"):
+                    response.throttle_time_ms = max(response.throttle_time_ms, throttle)
+                    chunks = encode_response_frame(handler.api, version, header.correlation_id, response)
+        return chunks
 
     def _unsupported_version(self, ctx: RequestContext, handler: Handler) -> list[Any] | None:
         header = ctx.header
@@ -261,5 +310,5 @@ def _error_response(api: Api, code: int) -> Any:
     return None
 
 
-def _peer(conn: Connection | None) -> str:
+def _peer(conn: Channel | None) -> str:
     return conn.peer if conn is not None else "?"

@@ -29,7 +29,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--trace", action="store_true", help="print one line per request and response")
     p.add_argument("--trace-format", choices=["text", "json"], default="text")
     p.add_argument("--trace-bytes", action="store_true", help="add an annotated hex view to the trace")
-    return p.parse_args(argv)
+    p.add_argument("--console-port", type=int, default=None,
+                   help="serve the web console and /metrics on this port (console.port; 0 = any free port)")
+    p.add_argument("--console-host", default=None, help="address of the console (console.host; default 127.0.0.1)")
+    p.add_argument("--console-allow-writes", action="store_true",
+                   help="let the console create/delete topics, produce and reset offsets (console.allow.writes)")
+    args = p.parse_args(argv)
+    for key, value in (("console.port", args.console_port), ("console.host", args.console_host),
+                       ("console.allow.writes", "true" if args.console_allow_writes else None)):
+        if value is not None:
+            args.override.append(f"{key}={value}")
+    return args
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -43,11 +53,13 @@ async def serve(args: argparse.Namespace) -> int:
                                data_dir=args.data_dir)
     server = BrokerServer(config)
     await server.start()
+    if server.console is not None:
+        print(f"minibroker console: {server.console.url}", file=sys.stderr, flush=True)
     if args.trace:
         from minibroker.tools.trace import Tracer
 
         assert server.broker is not None
-        server.broker.tracer = Tracer(sys.stdout, fmt=args.trace_format, with_bytes=args.trace_bytes)
+        server.broker.trace_listeners.add(Tracer(sys.stdout, fmt=args.trace_format, with_bytes=args.trace_bytes))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from minibroker.memory_pool import MemoryPool
 from protocol.framing import FrameError, FrameReader
 
 log = logging.getLogger("minibroker.connection")
@@ -43,6 +44,9 @@ _BYTES_LIKE = (bytes, bytearray, memoryview)
 _RECV_SIZE = 256 * 1024
 _SENDFILE_CHUNK = 8 * 1024 * 1024
 _EAGER_BATCH = 16  # requests answered per loop callback before yielding to other connections
+# Bytes read beyond the frame in progress (the next size prefixes, pipelined small requests),
+# charged to the memory pool like the frames themselves.
+_READ_AHEAD = 64 * 1024
 
 
 class _Resume:
@@ -88,6 +92,8 @@ class Connection:
         max_queued_requests: int = 500,
         max_buffered: int = 64 * 1024 * 1024,
         on_close: Callable[[Connection], None] | None = None,
+        pool: MemoryPool | None = None,
+        listener: str | None = None,
     ):
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -95,6 +101,11 @@ class Connection:
         self.fd = sock.fileno()
         self.loop = loop
         self.peer = _peer(sock)
+        self.ip = self.peer.rsplit(":", 1)[0]  # the server sets the accepted address
+        self.listener = listener  # the listener's name (None: the first, for connections made in tests)
+        # who the client is (Kafka: KafkaPrincipal); a SASL listener's authenticator sets it
+        self.principal = "User:ANONYMOUS"
+        self._close_when_sent: str | None = None
         self._handle = handle
         self._frames = FrameReader(max_frame_size)
         self._queue: collections.deque[bytes | bytearray] = collections.deque()
@@ -111,6 +122,22 @@ class Connection:
         self._read_stopped = False
         self._closed = False
         self._on_close = on_close
+        # queued.max.request.bytes (minibroker.memory_pool): this connection holds `_charged` bytes
+        # of the pool, at least the bytes it has buffered; `_queued_bytes` of them are whole
+        # frames (with their size prefix) read and not yet answered.
+        self._pool = pool
+        self._charged = 0
+        self._queued_bytes = 0
+        self._handling_bytes = 0  # the frame a suspended handler is working on
+        self._out_mem = 0  # response bytes (not file regions) charged to the pool
+        self._waiting_memory = False
+        self._memory_pauses = 0
+        # time.monotonic() the frame in progress started arriving (None: between frames); the
+        # server's sweep drops a frame incomplete for longer than the slow-request bound
+        self.frame_started: float | None = None
+        # time.monotonic() until which the channel is muted by a quota (KIP-219)
+        self._muted_until = 0.0
+        self._mute_timer: asyncio.TimerHandle | None = None
         # time.monotonic() of the last bytes read or written; the server's idle sweep closes a
         # connection quiet for longer than connections.max.idle.ms (Kafka: Selector's idle expiry)
         self.last_active = time.monotonic()
@@ -123,7 +150,10 @@ class Connection:
         self._pause_reading()
 
     def _resume_reading(self) -> None:
-        if not self._reading and not self._closed and not self._read_stopped:
+        if not self._reading and not self._closed and not self._read_stopped and not self._waiting_memory \
+                and self._mute_timer is None:
+            if self.frame_started is not None:
+                self.frame_started = time.monotonic()  # the pause was the broker's, not the client's
             self.loop.add_reader(self.fd, self._on_readable)
             self._reading = True
 
@@ -140,26 +170,127 @@ class Connection:
                 and self._out_bytes <= self._max_buffered:
             self._resume_reading()
 
+    # -- memory (queued.max.request.bytes) ---------------------------------------------------
+    def _reserve(self) -> int:
+        """Charge the pool for the next read; how many bytes may be read now (0: paused until
+        memory frees). The frame in progress is charged whole once its size is known, plus a
+        read-ahead slice."""
+        held = self._queued_bytes + self._frame_bytes()
+        if self._pool is None:
+            return _RECV_SIZE
+        need = self._frames.pending_size()
+        base = self._queued_bytes + max(self._frame_bytes(), need + 4 if need is not None else 0)
+        want = base + _READ_AHEAD
+        if self._charged < want:
+            # Without a frame in progress the read-ahead is what lets us read the next size prefix;
+            # with one charged whole, the read-ahead is only taken if memory is free.
+            required = need is None or self._charged < base
+            if self._pool.available > 0 or required:
+                if self._pool.try_allocate(want - self._charged):
+                    self._charged = want
+                elif required:
+                    self._wait_for_memory(want - self._charged)
+                    return 0
+        return min(self._charged - held, _RECV_SIZE)
+
+    def _frame_bytes(self) -> int:
+        """Bytes of the frame in progress (and read-ahead) in the frame reader, prefix included."""
+        return self._frames.buffered + (4 if self._frames.pending_size() is not None else 0)
+
+    def _wait_for_memory(self, size: int) -> None:
+        assert self._pool is not None
+        self._pause_reading()
+        self._waiting_memory = True
+        self._memory_pauses += 1
+        need = self._frames.pending_size()
+        (log.info if self._memory_pauses == 1 else log.debug)(
+            "pausing reads from %s: %d bytes of %s wait for memory (queued.max.request.bytes=%d, %d in use)",
+            self.peer, size, f"a {need}-byte request" if need is not None else "read-ahead",
+            self._pool.capacity, self._pool.in_use)
+        self._pool.wait(size, self._memory_freed)
+
+    def _memory_freed(self) -> None:
+        """The pool woke us: take the memory now (so the pool's wake-up loop sees it taken)."""
+        self._waiting_memory = False
+        if self._closed:
+            return
+        if self._reserve() > 0:
+            self._maybe_resume_reading()
+
+    def _trim_charge(self) -> None:
+        """Give back what is charged beyond the queued frames and the whole frame in progress."""
+        if self._pool is None:
+            return
+        need = self._frames.pending_size()
+        keep = self._queued_bytes + (need + 4 if need is not None else self._frames.buffered)
+        if self._charged > keep:
+            self._pool.release(self._charged - keep)
+            self._charged = keep
+
+    def _frame_done(self, size: int) -> None:
+        """A request (`size` bytes with its prefix) has been answered: its memory is free."""
+        if self._closed:
+            return  # close() gave back everything
+        self._queued_bytes -= size
+        if self._pool is not None:
+            self._charged -= size
+            self._pool.release(size)
+
+    def mute(self, ms: int) -> None:
+        """Read no request for `ms` (a quota's throttle time: Kafka mutes the channel, KIP-219);
+        what is queued still waits for the unmute."""
+        if ms <= 0 or self._closed:
+            return
+        until = time.monotonic() + ms / 1000
+        if until <= self._muted_until:
+            return
+        self._muted_until = until
+        if self._mute_timer is not None:
+            self._mute_timer.cancel()
+        self._pause_reading()
+        self._mute_timer = self.loop.call_later(ms / 1000, self._unmute)
+
+    def _unmute(self) -> None:
+        self._mute_timer = None
+        self._maybe_resume_reading()
+        if self._queue and not self._busy and not self._pump_scheduled:
+            self._pump_scheduled = True
+            self.loop.call_soon(self._pump)
+
+    @property
+    def muted(self) -> bool:
+        return self._mute_timer is not None
+
     def _on_readable(self) -> None:
+        allowed = self._reserve()
+        if allowed <= 0:
+            return
         try:
-            data = self.sock.recv(_RECV_SIZE)
+            data = self.sock.recv(allowed)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as e:
             self.close(f"read failed: {e}")
             return
         if not data:
-            self.close(None)
+            partial = self._frames.buffered
+            self.close(f"closed by the client in the middle of a request ({partial} bytes of it read)"
+                       if partial or self._frames.pending_size() is not None else None)
             return
-        self.last_active = time.monotonic()
+        now = self.last_active = time.monotonic()
+        if self.frame_started is None:
+            self.frame_started = now
         self._frames.feed(data)
         try:
             while (frame := self._frames.next_frame()) is not None:
                 self._queue.append(frame)
+                self._queued_bytes += len(frame) + 4
+                self.frame_started = now if self._frames.buffered else None
         except FrameError as e:
             log.warning("closing connection from %s: %s", self.peer, e)
             self.close("bad frame")
             return
+        self._trim_charge()
         if len(self._queue) >= self._max_queued or self._out_bytes > self._max_buffered:
             self._pause_reading()
         if self._queue and not self._busy:
@@ -171,12 +302,16 @@ class Connection:
         docstring). Stops at a handler that suspends, and after _EAGER_BATCH requests."""
         self._pump_scheduled = False
         for _ in range(_EAGER_BATCH):
-            if self._busy or self._closed or not self._queue:
+            if self._busy or self._closed or not self._queue or self._mute_timer is not None:
                 return
-            coro = self._handle(self, self._queue.popleft())
+            frame = self._queue.popleft()
+            size = len(frame) + 4
+            coro = self._handle(self, frame)
+            del frame
             try:
                 pending = coro.send(None)
             except StopIteration as e:
+                self._frame_done(size)
                 self._answer(e.value)
                 continue
             except Exception:
@@ -184,6 +319,7 @@ class Connection:
                 self.close("internal error")
                 return
             self._busy = True
+            self._handling_bytes = size
             self.task = self.loop.create_task(self._finish(_Resume(coro, pending)), name=f"conn-{self.peer}")
             return
         if self._queue and not self._pump_scheduled:
@@ -203,6 +339,8 @@ class Connection:
             self.close("internal error")
             return
         self._busy = False
+        self._frame_done(self._handling_bytes)
+        self._handling_bytes = 0
         self._answer(chunks)
         if self._queue and not self._pump_scheduled:
             self._pump_scheduled = True
@@ -218,7 +356,13 @@ class Connection:
     # -- writing ---------------------------------------------------------------------------
     def write(self, chunks: list[Any]) -> None:
         for c in chunks:
-            n = len(c) if isinstance(c, _BYTES_LIKE) else c.size
+            if isinstance(c, _BYTES_LIKE):
+                n = len(c)
+                if n and self._pool is not None:
+                    self._pool.force(n)
+                    self._out_mem += n
+            else:
+                n = c.size
             if n:
                 self._out.append(c)
                 self._out_bytes += n
@@ -235,6 +379,9 @@ class Connection:
                     # Coalesce small trailing chunks into one send (headers + small bodies).
                     sent = self.sock.send(view)
                     remaining = len(view) - sent
+                    if self._pool is not None and sent:
+                        self._out_mem -= sent
+                        self._pool.release(sent)
                 else:
                     count = min(chunk.size - self._out_offset, _SENDFILE_CHUNK)
                     sent = os.sendfile(self.fd, chunk.fd, chunk.position + self._out_offset, count)
@@ -259,6 +406,9 @@ class Connection:
         if self._writing:
             self.loop.remove_writer(self.fd)
             self._writing = False
+        if self._close_when_sent is not None:
+            self.close(self._close_when_sent)
+            return
         self._maybe_resume_reading()
 
     # -- closing ---------------------------------------------------------------------------
@@ -274,6 +424,16 @@ class Connection:
             self._writing = False
         self._out.clear()
         self._queue.clear()
+        if self._mute_timer is not None:
+            self._mute_timer.cancel()
+            self._mute_timer = None
+        if self._pool is not None:
+            if self._waiting_memory:
+                self._pool.cancel(self._memory_freed)
+                self._waiting_memory = False
+            held, self._charged, self._queued_bytes = self._charged + self._out_mem, 0, 0
+            self._out_mem = 0
+            self._pool.release(held)
         try:
             self.sock.close()
         except OSError:
@@ -283,9 +443,29 @@ class Connection:
         if self._on_close:
             self._on_close(self)
 
+    def close_when_sent(self, reason: str) -> None:
+        """Read nothing more; close once what is being answered has been sent (a failed login's
+        response goes out before the close, as Kafka's)."""
+        self._close_when_sent = reason
+        self.stop_reading()
+        if not self._out and not self._busy and not self._queue:
+            self.loop.call_soon(self._on_writable)
+
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def reading(self) -> bool:
+        return self._reading
+
+    @property
+    def partial_bytes(self) -> int:
+        return self._frames.buffered
+
+    @property
+    def waiting_memory(self) -> bool:
+        return self._waiting_memory
 
     @property
     def idle(self) -> bool:

@@ -22,9 +22,13 @@ plugin costs nothing in test runs that do not use it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:  # imported on first use: a test session that uses no fixture imports no broker
+    from minibroker.testing import BrokerThread, Namespace
 
 # Tests want rebalances now, not after Kafka's 3 s production default (KIP-134).
 _DEFAULTS = {"group.initial.rebalance.delay.ms": 0}
@@ -50,7 +54,8 @@ def _ini_overrides(config: pytest.Config) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def kafka_broker_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def kafka_broker_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+                         ) -> Iterator[BrokerThread]:
     from minibroker.testing import BrokerThread
 
     with BrokerThread(tmp_path_factory.mktemp("minibroker"), overrides=_ini_overrides(request.config)) as b:
@@ -58,14 +63,14 @@ def kafka_broker_session(request: pytest.FixtureRequest, tmp_path_factory: pytes
 
 
 @pytest.fixture
-def kafka_broker(request: pytest.FixtureRequest, kafka_broker_session: Any) -> Any:
+def kafka_broker(request: pytest.FixtureRequest, kafka_broker_session: BrokerThread) -> Namespace:
     from minibroker.testing import Namespace
 
     return Namespace(kafka_broker_session, request.node.name)
 
 
 @pytest.fixture
-def kafka_broker_isolated(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Any]:
+def kafka_broker_isolated(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Namespace]:
     from minibroker.testing import BrokerThread, Namespace
 
     overrides = _ini_overrides(request.config)
@@ -77,10 +82,10 @@ def kafka_broker_isolated(request: pytest.FixtureRequest, tmp_path: Any) -> Iter
 
 
 @pytest.fixture
-def kafka_topic(kafka_broker: Any) -> str:
+def kafka_topic(kafka_broker: Namespace) -> str:
     return kafka_broker.new_topic("topic")
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap(kafka_broker_session: Any) -> str:
+def kafka_bootstrap(kafka_broker_session: BrokerThread) -> str:
     return kafka_broker_session.bootstrap

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
+from minibroker.metrics import BrokerMetrics
 from storage.log import AppendOrigin, Log, LogAppendInfo
+from storage.log_validator import ValidatedRecords
 
 _NEVER = 1 << 62  # flush.messages / flush.ms at Kafka's default (Long.MAX_VALUE): page cache only
 
@@ -59,23 +61,28 @@ class FetchWaiters:
 class ReplicaManager:
     """The one place that appends to a partition, flushes per policy and wakes fetch waiters."""
 
-    def __init__(self) -> None:
+    def __init__(self, metrics: BrokerMetrics) -> None:
         self.fetch_waiters = FetchWaiters()
+        self.metrics = metrics  # bytes and messages in, counted where Kafka counts them (appendToLocalLog)
 
-    def append(self, lg: Log, records: bytes | bytearray | memoryview, *,
+    def append(self, lg: Log, records: bytes | bytearray | memoryview | ValidatedRecords, *,
                origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
         """Append on the loop; a due flush (flush.messages / flush.ms) is done here too (the
         coordinators' records are small and their callers are synchronous)."""
         info = lg.append_as_leader(records, origin=origin)
+        if not info.duplicate:
+            self.metrics.appended(lg.topic, info.valid_bytes, info.num_records)
         lg.maybe_flush()
         self.fetch_waiters.notify((lg.topic, lg.partition))
         return info
 
-    async def append_async(self, lg: Log, records: bytes | bytearray | memoryview, *,
+    async def append_async(self, lg: Log, records: bytes | bytearray | memoryview | ValidatedRecords, *,
                            origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
         """Append for a Produce: a topic with a flush policy fsyncs off the loop before the
         answer (and before fetches see the records); the default policy costs no executor hop."""
         info = lg.append_as_leader(records, origin=origin)
+        if not info.duplicate:
+            self.metrics.appended(lg.topic, info.valid_bytes, info.num_records)
         config = lg.config
         if config.flush_messages < _NEVER or config.flush_ms < _NEVER:
             await asyncio.get_running_loop().run_in_executor(None, lg.maybe_flush)

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minibroker.config import BrokerConfig
+from minibroker.config import BrokerConfig, Endpoint
 from minibroker.coordinator.group_coordinator import GroupCoordinator
+from minibroker.coordinator.share_group import ShareGroupCoordinator
 from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
 from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
+from minibroker.metrics import BrokerMetrics
+from minibroker.quotas.store import QuotaStore
 from minibroker.replica_manager import ReplicaManager
+from minibroker.security.credentials import ScramCredentialStore
 from minibroker.topics import TopicRegistry
 from storage.clock import Clock
 from storage.log_manager import LogManager
@@ -38,6 +42,19 @@ class BrokerServices:
     txn_coordinator: TransactionCoordinator
     producer_ids: ProducerIdManager
     fetch_sessions: FetchSessionCache
+    metrics: BrokerMetrics
+    quota_store: QuotaStore  # client quotas (DescribeClientQuotas / AlterClientQuotas)
+    # listener name -> the address advertised to clients that came in on it (the first listener's
+    # is host/port above)
+    advertised: dict[str, Endpoint]
+    scram_credentials: ScramCredentialStore  # Describe/AlterUserScramCredentials
+    share_groups: ShareGroupCoordinator  # KIP-932 share groups and their share partitions
+
+    def endpoint(self, listener: str | None) -> tuple[str, int]:
+        """(host, port) for Metadata, FindCoordinator and DescribeCluster answers to a client on
+        `listener` (Kafka answers with the endpoint of the listener the request came in on)."""
+        e = self.advertised.get(listener) if listener is not None else None
+        return (e.host, e.port) if e is not None else (self.host, self.port)
 
     @property
     def config(self) -> BrokerConfig:

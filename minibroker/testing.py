@@ -389,6 +389,11 @@ class AsyncBroker(_Inspect):
         assert self.server is not None, "the broker is not running"
         return self.server.bootstrap
 
+    def bootstrap_for(self, listener: str) -> str:
+        """host:port of the named listener (several in `listeners`: PLAINTEXT, SASL_PLAINTEXT, ...)."""
+        assert self.server is not None, "the broker is not running"
+        return self.server.bootstrap_for(listener)
+
     @property
     def broker(self) -> Broker:
         assert self.server is not None and self.server.broker is not None, "the broker is not running"
@@ -465,6 +470,10 @@ class BrokerThread(_Inspect):
     @property
     def bootstrap(self) -> str:  # type: ignore[override]
         return self._inner.bootstrap
+
+    def bootstrap_for(self, listener: str) -> str:
+        """host:port of the named listener (several in `listeners`: PLAINTEXT, SASL_PLAINTEXT, ...)."""
+        return self._inner.bootstrap_for(listener)
 
     @property
     def broker(self) -> Broker:

@@ -28,7 +28,7 @@ log = logging.getLogger("minibroker.topics")
 
 MAX_TOPIC_NAME_LENGTH = 249  # Kafka: Topic.MAX_NAME_LENGTH
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 def validate_topic_name(name: str) -> None:

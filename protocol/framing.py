@@ -49,9 +49,15 @@ class FrameReader:
             del self._buf[:4]
         if len(self._buf) < self._need:
             return None
-        with memoryview(self._buf) as view:  # one copy, not a slice and then another
-            frame = bytearray(view[: self._need])
-        del self._buf[: self._need]
+        if len(self._buf) - self._need <= self._need:
+            # Hand out the buffer itself and keep the (shorter) rest: a large frame is not copied,
+            # so it never takes twice its size in memory.
+            frame, self._buf = self._buf, self._buf[self._need:]
+            del frame[self._need:]
+        else:
+            with memoryview(self._buf) as view:  # one copy, not a slice and then another
+                frame = bytearray(view[: self._need])
+            del self._buf[: self._need]
         self._need = None
         return frame
 

@@ -52,6 +52,9 @@ class LogConfig:
     min_compaction_lag_ms: int = 0  # min.compaction.lag.ms
     max_compaction_lag_ms: int = LONG_MAX  # max.compaction.lag.ms
     min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
+    # compression.type: "producer" keeps the producer's codec; a codec name makes the validator
+    # recompress batches that use another (Kafka: LogValidator's targetCompression)
+    compression_type: str = "producer"
     # The record magic this log stores, decided from message.format.version by
     # minibroker.config.record_version_for (Kafka 2.x MetadataVersion.highestSupportedRecordVersion):
     # 0 before 0.10.0, 1 before 0.11.0, else 2.

@@ -2,14 +2,12 @@
 
 Theory of operation.
 
-Append (the back half of Produce). The bytes of a Produce partition are checked batch by batch
-from their headers alone (`BatchView.validate`: length, magic, CRC, counts; plus Kafka's
-LogValidator rules that need no record: size, base offset 0 from clients, no control batches
-from clients, timestamps) and nothing is written unless every batch passes. Then one copy into
-a bytearray, in which each batch gets its offset (baseOffset rewritten), the leader epoch
-(partitionLeaderEpoch, outside the CRC) and for `LogAppendTime` the broker's time (maxTimestamp,
-attribute bit, CRC recomputed); one write appends the whole run to the active segment, after a
-roll if the segment is full by bytes, age or index. No record is decoded.
+Append (the back half of Produce). storage.log_validator checks the batches of an append
+(headers, CRC, records for a Produce request, timestamps, old formats) and nothing is written
+unless every batch passes; it then assigns offsets in the batch headers (baseOffset rewritten,
+the leader epoch, for `LogAppendTime` the broker's time), in the request's own bytes when they
+are writable. One write appends the whole run to the active segment, after a roll if the
+segment is full by bytes, age or index. No record is decoded.
 
 Offsets. LEO = next offset to assign. HW = what consumers may read: with a single replica
 every append is committed at once, so HW follows LEO. The last stable offset (LSO), the read
@@ -36,7 +34,7 @@ of the segment it closed (Kafka flushes it asynchronously after a roll). `flush`
 executor thread while appends continue on the loop thread: `_flush_lock` covers the fsyncs and
 the recovery point update, and the file objects guard against a concurrent close.
 
-Deletion. Retention and DeleteRecords never cut a segment: whole segments below the new log
+Deletion (storage.retention). Retention and DeleteRecords never cut a segment: whole segments below the new log
 start go. Their files are renamed `*.deleted` and closed/removed after `file.delete.delay.ms`
 (`cleanup_deleted`), so a fetch region handed out just before stays readable.
 
@@ -60,17 +58,13 @@ from typing import NamedTuple
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records.batch import (
-    LOG_OVERHEAD,
     MAGIC_OFFSET,
-    NO_TIMESTAMP,
     BatchView,
     InvalidBatch,
-    set_base_offset,
-    set_log_append_time,
-    set_partition_leader_epoch,
 )
 from protocol.records.legacy import iter_deep
 from protocol.records.v2 import decode_batch, last_sequence
+from storage import log_validator, retention
 from storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     PARTITION_METADATA_FILE,
@@ -80,7 +74,6 @@ from storage.checkpoint import (
 from storage.config import LogConfig
 from storage.file_region import FileRegion
 from storage.leader_epoch import LeaderEpochFileCache
-from storage.legacy_append import prepare_legacy_append
 from storage.loader import load_log
 from storage.log_files import (
     DELETED_FILE_SUFFIX,
@@ -89,6 +82,7 @@ from storage.log_files import (
     parse_topic_partition_name,
     segment_file,
 )
+from storage.log_validator import AppendPlan, ValidatedRecords
 from storage.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     AppendOrigin,
@@ -270,62 +264,47 @@ class Log:
         return self.leader_epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
 
     # -- append --------------------------------------------------------------------------------
-    def append_as_leader(self, records: bytes | bytearray | memoryview, *, leader_epoch: int = 0,
-                         origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
-        """Validate, assign offsets and append the batches of one Produce partition."""
+    def validate(self, records: bytes | bytearray | memoryview, *, origin: str = AppendOrigin.CLIENT,
+                 request_version: int | None = None,
+                 verify: Callable[[bytes | bytearray | memoryview], None] | None = None) -> ValidatedRecords:
+        """Check the batches of an append against this log's config (storage.log_validator); for a
+        Produce partition `request_version` adds the request's checks, the record walk and the
+        conversion to the topic's format. Pass the result to `append_as_leader`."""
         self._check_open()
-        if self.config.record_version < 2 and origin == AppendOrigin.CLIENT:
-            # the coordinators write RecordBatch v2 whatever the format (Kafka 3.x's do too), so a
-            # broker-wide log.message.format.version < 0.11.0 leaves __consumer_offsets readable
-            return self._append_legacy(records, leader_epoch, origin)
-        views = self._analyze_and_validate(memoryview(records), origin)
-        total = sum(v.size for v in views)
-        if total > self.config.segment_bytes:
-            raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
-                             f"Message batch size is {total} bytes in append to partition {self.topic}-"
-                             f"{self.partition}, which exceeds the maximum configured segment size of "
-                             f"{self.config.segment_bytes}.")
-        # Offsets and epochs are rewritten in the batch headers. A writable buffer (the request's own
-        # bytes, from the connection) is rewritten in place, as Kafka's LogValidator does to the
-        # request's ByteBuffer: no copy of the records on the produce path. Others are copied once.
-        if isinstance(records, memoryview) and not records.readonly and records.contiguous:
-            buf: bytearray | memoryview = records
-        else:
-            buf = bytearray(records)
+        return log_validator.validate(records, self.config, now_ms=self._now_ms(), origin=origin,
+                                      request_version=request_version, where=f"{self.topic}-{self.partition}",
+                                      verify=verify)
+
+    def append_as_leader(self, records: bytes | bytearray | memoryview | ValidatedRecords, *, leader_epoch: int = 0,
+                         origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
+        """Validate (unless `records` was validated by `validate`), assign offsets and append the
+        batches of one Produce partition or coordinator write."""
+        self._check_open()
+        validated = records if isinstance(records, ValidatedRecords) else self.validate(records, origin=origin)
         now = self._now_ms()
-        append_time = now if self.config.log_append_time else NO_TIMESTAMP
-        first = offset = self.log_end_offset
-        infos: list[BatchInfo] = []
-        starts: list[int] = []
-        max_ts, offset_of_max_ts, num_records = NO_TIMESTAMP, -1, 0
-        pos = 0
-        for v in views:
-            set_base_offset(buf, pos, offset)
-            set_partition_leader_epoch(buf, pos, leader_epoch)
-            ts = v.max_timestamp
-            if append_time != NO_TIMESTAMP:
-                set_log_append_time(buf, pos, append_time)
-                ts = append_time
-            last = offset + v.last_offset_delta
-            if ts > max_ts:
-                max_ts, offset_of_max_ts = ts, last
-            infos.append(BatchInfo(last, ts, v.size))
-            starts.append(pos)
-            num_records += v.records_count
-            offset = last + 1
-            pos += v.size
-        segment = self._maybe_roll(RollParams(self.config.segment_ms, self.config.segment_bytes, max_ts,
-                                              offset - 1, total, len(infos), now), first)
+        plan = log_validator.assign_offsets(validated, self.config, first_offset=self.log_end_offset,
+                                            leader_epoch=leader_epoch, now_ms=now)
+        first, offset = plan.first_offset, plan.next_offset
+        segment = self._maybe_roll(RollParams(self.config.segment_ms, self.config.segment_bytes, plan.max_timestamp,
+                                              offset - 1, validated.size if not validated.legacy else len(plan.data),
+                                              len(plan.infos), now), first)
         self.maybe_assign_epoch_start_offset(leader_epoch, first)
+        if validated.legacy:
+            segment.append(plan.data, plan.infos)
+            self.log_end_offset = offset
+            self._update_high_watermark_with_log_end_offset()
+            self.producer_state.update_map_end_offset(offset)  # no producers in v0/v1, still caught up
+            return self._append_info(plan)
         # producer state is checked after offsets are known and before anything is written
-        producers, completed, duplicate = self._analyze_and_validate_producer_state(views, starts, infos, buf, origin)
+        producers, completed, duplicate = self._analyze_and_validate_producer_state(
+            plan.views, plan.starts, plan.infos, plan.data, origin)
         if duplicate is not None:
             # a retry of a batch already in the log: its original offsets, nothing written (UnifiedLog.append)
             return LogAppendInfo(first_offset=duplicate.first_offset, last_offset=duplicate.last_offset,
                                  max_timestamp=duplicate.timestamp, log_append_time=duplicate.timestamp,
                                  log_start_offset=self.log_start_offset, num_records=0, valid_bytes=0,
                                  duplicate=True)
-        segment.append(buf, infos)
+        segment.append(plan.data, plan.infos)
         self.log_end_offset = offset
         self._update_high_watermark_with_log_end_offset()
         psm = self.producer_state
@@ -336,42 +315,16 @@ class Log:
                                      psm.last_stable_offset(txn))
             psm.complete_txn(txn)
         psm.update_map_end_offset(offset)
-        return LogAppendInfo(first_offset=first, last_offset=offset - 1, max_timestamp=max_ts,
-                             log_append_time=append_time, log_start_offset=self.log_start_offset,
-                             num_records=num_records, valid_bytes=total, offset_of_max_timestamp=offset_of_max_ts)
+        return self._append_info(plan)
 
-    def _append_legacy(self, records: bytes | bytearray | memoryview, leader_epoch: int,
-                       origin: str) -> LogAppendInfo:
-        """A topic stored as MessageSet v0/v1 (message.format.version < 0.11.0, issue 7): the
-        message set is validated and numbered by storage.legacy_append, then written as is."""
-        if len(records) == 0:
-            raise KafkaError(ErrorCode.INVALID_RECORD, "Record batch has no batches at all")
-        if len(records) > self.config.segment_bytes:
-            raise KafkaError(ErrorCode.RECORD_LIST_TOO_LARGE,
-                             f"Message batch size is {len(records)} bytes in append to partition {self.topic}-"
-                             f"{self.partition}, which exceeds the maximum configured segment size of "
-                             f"{self.config.segment_bytes}.")
-        now = self._now_ms()
-        prepared = prepare_legacy_append(records, self.config, self.log_end_offset, now,
-                                         client=origin == AppendOrigin.CLIENT,
-                                         where=f"{self.topic}-{self.partition}")
-        first = prepared.first_offset
-        segment = self._maybe_roll(RollParams(self.config.segment_ms, self.config.segment_bytes,
-                                              prepared.max_timestamp, prepared.next_offset - 1, len(prepared.data),
-                                              len(prepared.infos), now), first)
-        self.maybe_assign_epoch_start_offset(leader_epoch, first)
-        segment.append(prepared.data, prepared.infos)
-        self.log_end_offset = prepared.next_offset
-        self._update_high_watermark_with_log_end_offset()
-        self.producer_state.update_map_end_offset(prepared.next_offset)  # no producers in v0/v1, still caught up
-        lat = now if self.config.log_append_time and self.config.record_version == 1 else NO_TIMESTAMP
-        return LogAppendInfo(first_offset=first, last_offset=prepared.next_offset - 1,
-                             max_timestamp=prepared.max_timestamp, log_append_time=lat,
-                             log_start_offset=self.log_start_offset, num_records=prepared.num_records,
-                             valid_bytes=len(prepared.data), offset_of_max_timestamp=prepared.offset_of_max_timestamp)
+    def _append_info(self, plan: AppendPlan) -> LogAppendInfo:
+        return LogAppendInfo(first_offset=plan.first_offset, last_offset=plan.next_offset - 1,
+                             max_timestamp=plan.max_timestamp, log_append_time=plan.log_append_time,
+                             log_start_offset=self.log_start_offset, num_records=plan.num_records,
+                             valid_bytes=len(plan.data), offset_of_max_timestamp=plan.offset_of_max_timestamp)
 
     def _analyze_and_validate_producer_state(self, views: list[BatchView], starts: list[int], infos: list[BatchInfo],
-                                             buf: bytearray | memoryview, origin: str
+                                             buf: bytes | bytearray | memoryview, origin: str
                                              ) -> tuple[dict[int, ProducerAppendInfo], list[CompletedTxn],
                                                         BatchMetadata | None]:
         """Kafka's UnifiedLog.analyzeAndValidateProducerState: the producer entries this append
@@ -407,61 +360,6 @@ class Log:
                 append.append_data_batch(v.producer_epoch, v.base_sequence, last_seq, info.max_timestamp, base,
                                          info.last_offset, v.is_transactional)
         return producers, completed, None
-
-    def _analyze_and_validate(self, mv: memoryview, origin: str) -> list[BatchView]:
-        """Kafka's analyzeAndValidateRecords + LogValidator.validateBatch, from headers only."""
-        if len(mv) == 0:
-            raise KafkaError(ErrorCode.INVALID_RECORD, "Record batch has no batches at all")
-        cfg = self.config
-        client = origin == AppendOrigin.CLIENT
-        now = self._now_ms()
-        views: list[BatchView] = []
-        pos = 0
-        while pos < len(mv):
-            if len(mv) - pos < LOG_OVERHEAD:
-                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{len(mv) - pos} trailing bytes after the last batch")
-            try:
-                v = BatchView(mv, pos)
-                if not v.is_complete():
-                    raise InvalidBatch(f"batch of {v.size} bytes at byte {pos} runs past the end of the data")
-                if v.size > cfg.max_message_bytes:
-                    raise KafkaError(ErrorCode.MESSAGE_TOO_LARGE,
-                                     f"The record batch size in the append to {self.topic}-{self.partition} is "
-                                     f"{v.size} bytes which exceeds the maximum configured value of "
-                                     f"{cfg.max_message_bytes}.")
-                v.validate()
-            except InvalidBatch as e:
-                raise KafkaError(ErrorCode[e.error], str(e)) from None
-            if v.magic != 2:
-                raise KafkaError(ErrorCode.INVALID_RECORD,
-                                 f"Record batch magic {v.magic} is not supported: only RecordBatch v2 is stored")
-            if client:
-                if v.records_count <= 0:
-                    raise KafkaError(ErrorCode.INVALID_RECORD, f"Invalid reported count for record batch: "
-                                                               f"{v.records_count}")
-                if v.base_offset != 0:
-                    raise KafkaError(ErrorCode.INVALID_RECORD,
-                                     f"The baseOffset of the record batch in the append to {self.topic}-"
-                                     f"{self.partition} should be 0, but it is {v.base_offset}")
-                if v.is_control:
-                    raise KafkaError(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
-                if v.has_producer_id and v.base_sequence < 0:
-                    raise KafkaError(ErrorCode.INVALID_RECORD, f"Invalid sequence number {v.base_sequence} in "
-                                                               f"record batch with producerId {v.producer_id}")
-            if not cfg.log_append_time:
-                if v.timestamp_type == 1 and client:
-                    raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
-                                     "Producer should not set timestamp type to LogAppendTime.")
-                for ts in (v.base_timestamp, v.max_timestamp):
-                    if ts != NO_TIMESTAMP and (now - ts > cfg.message_timestamp_before_max_ms
-                                               or ts - now > cfg.message_timestamp_after_max_ms):
-                        raise KafkaError(ErrorCode.INVALID_TIMESTAMP,
-                                         f"Timestamp {ts} of message is out of range. The timestamp should be "
-                                         f"within [{now - cfg.message_timestamp_before_max_ms}, "
-                                         f"{now + cfg.message_timestamp_after_max_ms}]")
-            views.append(v)
-            pos += v.size
-        return views
 
     def _maybe_roll(self, params: RollParams, first_offset: int) -> LogSegment:
         segment = self.segments.active
@@ -651,7 +549,7 @@ class Log:
             logger.warning("cannot read the records of the batch at %d in %s: %s", pos, segment, e)
             return ()
 
-    # -- log start offset, retention ---------------------------------------------------------------
+    # -- log start offset, retention (storage.retention) ---------------------------------------------------------------
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to `offset` (-1 = the high watermark);
         whole segments below it go. Returns the new log start offset."""
@@ -662,11 +560,20 @@ class Log:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
                              f"Cannot increment the log start offset to {offset} of partition {self.topic}-"
                              f"{self.partition} since it is larger than the high watermark {self.high_watermark}")
-        self._maybe_increment_log_start_offset(offset, "ClientRecordDeletion")
-        self._delete_log_start_offset_breached_segments()
+        self.increment_log_start_offset(offset, "ClientRecordDeletion")
+        retention.delete_log_start_offset_breached_segments(self)
         return self.log_start_offset
 
-    def _maybe_increment_log_start_offset(self, new_start: int, reason: str) -> None:
+    def delete_old_segments(self) -> int:
+        """Retention (Kafka: UnifiedLog.deleteOldSegments, storage.retention): segments wholly below
+        the log start offset, then by retention.bytes, then by retention.ms, if cleanup.policy has
+        "delete". Never the active segment, never data at or past the HW. Returns how many went."""
+        self._check_open()
+        return retention.delete_old_segments(self, self._now_ms())
+
+    def increment_log_start_offset(self, new_start: int, reason: str) -> None:
+        """Move the log start offset up (never down), with what hangs on it: the leader epoch
+        cache and the producer state (Kafka: UnifiedLog.maybeIncrementLogStartOffset)."""
         if new_start > self.log_start_offset:
             self.log_start_offset = new_start
             logger.info("Incremented log start offset of %s-%d to %d due to %s", self.topic, self.partition,
@@ -674,63 +581,7 @@ class Log:
             self.leader_epoch_cache.truncate_from_start(new_start)
             self.producer_state.on_log_start_offset_incremented(new_start)
 
-    def delete_old_segments(self) -> int:
-        """Retention (Kafka: UnifiedLog.deleteOldSegments): segments wholly below the log start
-        offset, then by retention.bytes, then by retention.ms (the segment's largest timestamp),
-        if cleanup.policy has "delete". Never the active segment, never data at or past the HW."""
-        self._check_open()
-        n = self._delete_log_start_offset_breached_segments()
-        if self.config.delete:
-            n += self._delete_retention_size_breached_segments()
-            n += self._delete_retention_ms_breached_segments()
-        return n
-
-    def _delete_log_start_offset_breached_segments(self) -> int:
-        return self._delete_old_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset,
-                                         "LogStartOffsetBreach")
-
-    def _delete_retention_size_breached_segments(self) -> int:
-        limit = self.config.retention_bytes
-        size = self.size_in_bytes()
-        if limit < 0 or size < limit:
-            return 0
-        diff = size - limit
-
-        def should_delete(seg: LogSegment, nxt: LogSegment | None) -> bool:
-            nonlocal diff
-            if diff - seg.size >= 0:
-                diff -= seg.size
-                return True
-            return False
-        return self._delete_old_segments(should_delete, f"RetentionSizeBreach(retention.bytes={limit})")
-
-    def _delete_retention_ms_breached_segments(self) -> int:
-        retention = self.config.retention_ms
-        if retention < 0:
-            return 0
-        now = self._now_ms()
-        return self._delete_old_segments(lambda seg, nxt: now - seg.largest_timestamp() > retention,
-                                         f"RetentionMsBreach(retention.ms={retention})")
-
-    def _delete_old_segments(self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str) -> int:
-        segs = self.segments.values()
-        deletable: list[LogSegment] = []
-        for i, seg in enumerate(segs[:-1]):  # never the active segment
-            nxt = segs[i + 1]
-            # the HW bound keeps the log start offset from passing the high watermark
-            if self.high_watermark >= nxt.base_offset and predicate(seg, nxt):
-                deletable.append(seg)
-            else:
-                break
-        if not deletable:
-            return 0
-        new_start = segs[len(deletable)].base_offset
-        self._maybe_increment_log_start_offset(new_start, "SegmentDeletion")
-        logger.info("Deleting segments of %s-%d due to %s: %s", self.topic, self.partition, reason, deletable)
-        self._remove_and_delete_segments(deletable)
-        return len(deletable)
-
-    def _remove_and_delete_segments(self, segs: list[LogSegment]) -> None:
+    def remove_and_delete_segments(self, segs: list[LogSegment]) -> None:
         """Take segments out of the log and rename their files `.deleted`; the descriptors stay
         open until `cleanup_deleted` runs `file.delete.delay.ms` later (Kafka: asyncDelete)."""
         due = self._now_ms() + self.config.file_delete_delay_ms

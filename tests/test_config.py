@@ -34,6 +34,7 @@ from minibroker.config import (
 )
 from minibroker.config.definitions import _java_double
 from minibroker.config.kafka_dynamic import KAFKA_DYNAMIC_BROKER_KEYS
+from minibroker.config.keys import KAFKA_KEYS_WITHOUT_EFFECT
 from protocol.errors import ErrorCode
 from storage.config import LogConfig
 
@@ -112,8 +113,7 @@ def test_keys_without_effect_say_so_in_their_doc():
     """DescribeConfigs hands each key's doc to clients: a key minibroker accepts but does not act on
     says so, in one phrase, and the keys that work do not."""
     no_effect = {
-        "broker": "socket.send.buffer.bytes socket.receive.buffer.bytes queued.max.request.bytes max.connections "
-                  "max.connections.per.ip num.network.threads num.io.threads num.recovery.threads.per.data.dir "
+        "broker": "socket.send.buffer.bytes socket.receive.buffer.bytes num.network.threads num.io.threads num.recovery.threads.per.data.dir "
                   "log.flush.start.offset.checkpoint.interval.ms log.preallocate log.cleaner.threads "
                   "compression.gzip.level compression.lz4.level compression.zstd.level fetch.max.bytes "
                   "offsets.commit.timeout.ms replica.lag.time.max.ms unclean.leader.election.enable "
@@ -126,11 +126,15 @@ def test_keys_without_effect_say_so_in_their_doc():
     for scope, table in (("broker", BROKER_CONFIGS), ("topic", TOPIC_CONFIGS)):
         expected = set(no_effect[scope].split())
         if scope == "broker":  # Kafka's dynamic keys minibroker only stores (config/kafka_dynamic.py)
-            expected |= {row[0] for row in KAFKA_DYNAMIC_BROKER_KEYS}
+            expected |= KAFKA_KEYS_WITHOUT_EFFECT
+            assert KAFKA_KEYS_WITHOUT_EFFECT <= {row[0] for row in KAFKA_DYNAMIC_BROKER_KEYS}
         said = {name for name, key in table.items() if "no effect" in key.doc.lower()}
         assert said == expected, scope
         assert all("Accepted, no effect here: " in table[name].doc for name in said)
-    for name in ("socket.listen.backlog.size", "connections.max.idle.ms", "queued.max.requests"):
+    for name in ("socket.listen.backlog.size", "connections.max.idle.ms", "queued.max.requests",
+                 "queued.max.request.bytes", "max.connections", "max.connections.per.ip",
+                 "max.connections.per.ip.overrides", "max.connection.creation.rate", "quota.window.num",
+                 "quota.window.size.seconds", "socket.request.read.timeout.ms"):
         assert "no effect" not in BROKER_CONFIGS[name].doc.lower()
     assert (BROKER_CONFIGS["socket.listen.backlog.size"].default, BROKER_CONFIGS["connections.max.idle.ms"].default) \
         == (50, 600000)
@@ -246,7 +250,7 @@ def test_listener_parsing_rules():
         BrokerConfig.load(overrides=["listeners=127.0.0.1:9092"])
     with pytest.raises(ConfigError, match="No security protocol defined for listener FOO"):
         BrokerConfig.load(overrides=["listeners=FOO://127.0.0.1:9092"])
-    with pytest.raises(ConfigError, match="PLAINTEXT only"):
+    with pytest.raises(ConfigError, match="SSL://127.0.0.1:9093 uses SSL; minibroker serves PLAINTEXT, SASL_PLAINTEXT only"):
         BrokerConfig.load(overrides=["listeners=SSL://127.0.0.1:9093"])
     with pytest.raises(ConfigError, match="nonroutable meta-address 0.0.0.0"):
         BrokerConfig.load(overrides=["advertised.listeners=PLAINTEXT://0.0.0.0:9092"])
@@ -518,7 +522,7 @@ def test_to_log_config_hands_over_every_field():
         "log.message.timestamp.after.max.ms=8", "log.segment.delete.delay.ms=9", "log.cleanup.policy=compact",
         "log.cleaner.delete.retention.ms=11", "log.cleaner.min.compaction.lag.ms=12",
         "log.cleaner.max.compaction.lag.ms=13", "log.cleaner.min.cleanable.ratio=0.25",
-        "log.message.format.version=0.10.2",
+        "log.message.format.version=0.10.2", "compression.type=lz4",
     ])
     got, default = to_log_config(effective_topic_config(b, {})), LogConfig()
     same = [f.name for f in dataclasses.fields(LogConfig) if getattr(got, f.name) == getattr(default, f.name)]

@@ -44,6 +44,8 @@ class Endpoint:
 
 _LISTENER = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")  # SocketServerConfigs' URI pattern
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+# what this broker can serve today (minibroker.security)
+SERVED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT")
 
 
 def _protocol_map(text: str) -> dict[str, str]:
@@ -115,8 +117,15 @@ class BrokerConfig:
         """`static`: explicitly set broker keys -> raw or parsed values. Unknown keys are logged and kept
         in `unknown`; invalid values raise ConfigError."""
         self.unknown: dict[str, Any] = {}
+        # Kafka's per-listener keys, `listener.name.<listener>.[<mechanism>.]<key>` (the SASL JAAS
+        # configs, per-listener SSL and SASL settings): read by minibroker.security. They hold
+        # secrets: never logged, masked in repr.
+        self.listener_props: dict[str, str] = {}
         parsed: dict[str, Any] = {}
         for name, raw in static.items():
+            if name.startswith("listener.name.") and raw is not None:
+                self.listener_props[name] = str(raw)
+                continue
             key = BROKER_CONFIGS.get(name)
             if key is None:
                 self.unknown[name] = raw
@@ -204,9 +213,9 @@ class BrokerConfig:
 
         self.listener_endpoints = parse_listeners(v["listeners"], v["listener.security.protocol.map"])
         for endpoint in self.listener_endpoints:
-            if endpoint.security_protocol != "PLAINTEXT":
-                raise ConfigError(f"Listener {endpoint} uses {endpoint.security_protocol}; "
-                                  "minibroker serves PLAINTEXT only")
+            if endpoint.security_protocol not in SERVED_SECURITY_PROTOCOLS:
+                raise ConfigError(f"Listener {endpoint} uses {endpoint.security_protocol}; minibroker serves "
+                                  + ", ".join(SERVED_SECURITY_PROTOCOLS) + " only")
         if len({e.port for e in self.listener_endpoints if e.port}) != len([e for e in self.listener_endpoints if e.port]):
             raise ConfigError.invalid("listeners", v["listeners"], "Each listener must have a different port")
         if v["advertised.listeners"]:
@@ -232,6 +241,12 @@ class BrokerConfig:
             raise ConfigError(f"advertised.listeners has no address for listener {first.listener_name}")
         self.advertised_host: str = mine.host
         self.advertised_port: int = mine.port
+        for e in self.listener_endpoints:
+            if not any(a.listener_name == e.listener_name for a in advertised):
+                # Kafka: a listener left out of advertised.listeners is not registered; a client
+                # on it gets no address for this broker. Ours answers with the listener's own.
+                advertised.append(Endpoint(e.listener_name, e.security_protocol,
+                                           e.host or socket.gethostname(), e.port))
         self.node_id: int = v["node.id"]
 
         for key in ("default.replication.factor", "offsets.topic.replication.factor",
@@ -269,6 +284,22 @@ class BrokerConfig:
         defaults["retention.ms"] = self._retention_ms()
         return defaults
 
+    def bind_ports(self, bound: Mapping[str, int]) -> None:
+        """The server bound each listener (listener name -> port): an advertised port 0 becomes
+        the bound port, so clients are sent where the broker really listens."""
+        self.advertised_endpoints = [
+            Endpoint(e.listener_name, e.security_protocol, e.host, bound.get(e.listener_name, e.port))
+            if e.port == 0 else e for e in self.advertised_endpoints]
+        first = self.advertised_for(self.listener_name)
+        self.advertised_host, self.advertised_port = first.host, first.port
+
+    def advertised_for(self, listener: str) -> Endpoint:
+        """The address given to clients that came in on listener `listener`."""
+        for e in self.advertised_endpoints:
+            if e.listener_name == listener:
+                return e
+        raise KeyError(f"no listener named {listener}")
+
     # ---- reading
 
     def get(self, key: str) -> Any:
@@ -297,8 +328,18 @@ class BrokerConfig:
         """Every topic key -> its default on this broker (the first broker synonym with a value)."""
         return {k: (list(v) if isinstance(v, list) else v) for k, v in self._topic_defaults.items()}
 
+    def listener_value(self, listener: str, key: str, mechanism: str | None = None) -> Any:
+        """`key` for one listener: `listener.name.<listener>.[<mechanism>.]<key>` if set, else the
+        broker-wide key where there is one (Kafka: ListenerName.configPrefix, lower-cased names)."""
+        prefix = f"listener.name.{listener.lower()}."
+        for name in ([f"{prefix}{mechanism.lower()}.{key}"] if mechanism else []) + [prefix + key]:
+            if name in self.listener_props:
+                return self.listener_props[name]
+        return self._values.get(key)
+
     def __repr__(self) -> str:
-        return f"BrokerConfig(static={self._static!r})"
+        shown = {k: ("[hidden]" if BROKER_CONFIGS[k].sensitive else v) for k, v in self._static.items()}
+        return f"BrokerConfig(static={shown!r}, listener keys={sorted(self.listener_props)!r})"
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -200,7 +200,18 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("advertised.listeners", "string", None,
             "Addresses given to clients in Metadata; unset means the same as listeners.", dynamic=True),
     _broker("listener.security.protocol.map", "string", _PROTOCOL_MAP_DEFAULT,
-            "Listener name to security protocol. minibroker serves PLAINTEXT only.", dynamic=True),
+            "Listener name to security protocol. minibroker serves PLAINTEXT and SASL_PLAINTEXT listeners.", dynamic=True),
+    # --- security (minibroker.security); per-listener forms listener.name.<l>.[<mech>.]<key> too
+    _broker("sasl.enabled.mechanisms", "list", ["GSSAPI"],
+            "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI, Kafka's "
+            "default, is not served here: set the list)."),
+    _broker("connections.max.reauth.ms", "long", 0,
+            "KIP-368: a SASL session lasts this long, then the client re-authenticates on the connection "
+            "(0: sessions never end).", AtLeast(0)),
+    _broker("connection.failed.authentication.delay.ms", "int", 100,
+            "A failed SASL login is answered, and its connection closed, after this delay.", AtLeast(0)),
+    _broker("sasl.server.max.receive.size", "int", 524288,
+            "Largest frame a client may send before it has authenticated.", AtLeast(1)),
     _broker("socket.request.max.bytes", "int", 100 * 1024 * 1024,
             "Largest request frame; a bigger size prefix closes the connection before the body is read.",
             AtLeast(1)),
@@ -212,14 +223,36 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("queued.max.requests", "int", 500,
             "Requests read but not yet handled, per connection, before the broker stops reading from that connection "
             "(Kafka counts them broker-wide).", AtLeast(1)),
-    _broker("queued.max.request.bytes", "long", -1, "Bytes of queued requests before reading stops (-1 = no limit)."
-            + _no_effect("only queued.max.requests bounds the queue")),
+    _broker("queued.max.request.bytes", "long", 100 * 1024 * 1024,
+            "Bytes of requests being read or queued, all connections together, plus response bytes waiting for "
+            "slow readers (minibroker.memory_pool). A connection whose next request does not fit stops being read "
+            "until memory frees (back-pressure); a request is admitted whenever any memory is free, so one up to "
+            "socket.request.max.bytes always gets in and at most about this plus socket.request.max.bytes is held. "
+            "-1 = no bound. Dev default 100 MiB (Kafka: -1): unbounded, 240 connections each sending a 100 MB "
+            "request take 24 GiB and the broker is killed; 100 MiB keeps a dev broker small next to everything "
+            "else and still admits any request the broker accepts."),
+    _broker("socket.request.read.timeout.ms", "long", 30_000,
+            "minibroker's own key: a request whose bytes keep arriving for longer than this without completing "
+            "(a slowloris client) is dropped and its connection closed with a log line; the clock stops while "
+            "the broker itself is not reading the connection. Kafka has no such bound. -1 = no bound.",
+            AtLeast(-1)),
     _broker("connections.max.idle.ms", "long", 10 * 60 * 1000, "A connection that has read and written nothing for this long, and is not handling a request, is "
             "closed (checked every half of it, at most every 10 s); negative never closes one."),
-    _broker("max.connections", "int", INT_MAX, "Most connections the broker accepts at once." + _no_effect("connections are not counted"), AtLeast(0),
-            dynamic=True),
-    _broker("max.connections.per.ip", "int", INT_MAX, "Most connections accepted from one address." + _no_effect("connections are not counted"), AtLeast(0),
-            dynamic=True),
+    _broker("max.connections", "int", INT_MAX,
+            "Most connections the broker holds at once; one more is closed as soon as accepted, with a log line "
+            "(Kafka's acceptor instead waits for a slot).", AtLeast(0), dynamic=True),
+    _broker("max.connections.per.ip", "int", INT_MAX,
+            "Most connections from one address; one more is closed as soon as accepted, with a log line.",
+            AtLeast(0), dynamic=True),
+    _broker("max.connections.per.ip.overrides", "string", "",
+            "Per-address exceptions to max.connections.per.ip: comma-separated address:count.", dynamic=True),
+    _broker("max.connection.creation.rate", "int", INT_MAX,
+            "Most new connections per second the broker accepts, measured over quota.window.num windows of "
+            "quota.window.size.seconds; above it the listener stops accepting for the throttle time (the "
+            "connections wait in the listen backlog), as Kafka's acceptor does.", AtLeast(0), dynamic=True),
+    _broker("quota.window.num", "int", 11,
+            "Samples kept for client quota rates (Kafka: the metric's sample count).", AtLeast(1)),
+    _broker("quota.window.size.seconds", "int", 1, "Length of one client quota sample, in seconds.", AtLeast(1)),
     _broker("num.network.threads", "int", 3,
             "Kafka's socket thread count." + _UNUSED, AtLeast(1)),
     _broker("num.io.threads", "int", 8,
@@ -356,6 +389,16 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a classic group member may ask for."),
     _broker("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout a classic group member may ask for."),
     _broker("group.max.size", "int", INT_MAX, "Most members one consumer group may have.", AtLeast(1)),
+    # --- KIP-848 consumer groups
+    _broker("group.consumer.session.timeout.ms", "int", 45000,
+            "Session timeout of a consumer-protocol member (KIP-848): fenced without a heartbeat this long.",
+            AtLeast(1)),
+    _broker("group.consumer.heartbeat.interval.ms", "int", 5000,
+            "Heartbeat interval told to consumer-protocol members (KIP-848).", AtLeast(1)),
+    _broker("group.consumer.assignors", "list", ["uniform", "range"],
+            "Server-side assignors of consumer groups, the first being the default (short names or Kafka's "
+            "class names of UniformAssignor and RangeAssignor)."),
+    _broker("group.consumer.max.size", "int", INT_MAX, "Most members one consumer group may have.", AtLeast(1)),
     # --- transactions and idempotence
     _broker("transaction.state.log.num.partitions", "int", 50,
             "Partitions of __transaction_state; fixed once the topic exists.", AtLeast(1)),
@@ -378,6 +421,46 @@ _BROKER_KEYS: list[ConfigKey] = [
             "is dropped).", AtLeast(1), dynamic=True),
     _broker("producer.id.expiration.check.interval.ms", "int", 600000,
             "How often expired producer ids are removed.", AtLeast(1)),
+    # --- the web console and /metrics (minibroker.console; not Kafka keys, Kafka has no console)
+    _broker("console.port", "int", -1,
+            "Port of the web console and /metrics (--console-port); -1 = off, 0 = any free port.", AtLeast(-1)),
+    _broker("console.host", "string", "127.0.0.1",
+            "Address the web console listens on; loopback unless asked, as it has no authentication."),
+    _broker("console.allow.writes", "boolean", False,
+            "Let the console create and delete topics, produce a test record and reset a group's offsets "
+            "(--console-allow-writes), through the same code paths as the protocol APIs."),
+]
+
+# --- share groups (KIP-932; Kafka's ShareGroupConfig / ShareCoordinatorConfig)
+_BROKER_KEYS += [
+    _broker("group.share.enable", "boolean", True,
+            "Serve share groups (KIP-932): ShareGroupHeartbeat/Describe, ShareFetch, ShareAcknowledge. "
+            "Kafka 4.4 gates them with the share.version feature, on by default since 4.2."),
+    _broker("group.share.record.lock.duration.ms", "int", 30000,
+            "How long a share consumer holds acquired records before they return to the others.",
+            Between(1000, 3600000)),
+    _broker("group.share.min.record.lock.duration.ms", "int", 15000,
+            "Smallest share.record.lock.duration.ms a share group may set.", Between(1000, 30000)),
+    _broker("group.share.max.record.lock.duration.ms", "int", 60000,
+            "Largest share.record.lock.duration.ms a share group may set.", Between(30000, 3600000)),
+    _broker("group.share.delivery.count.limit", "int", 5,
+            "Deliveries of a record before a release or a lock timeout archives it.", Between(2, 10)),
+    _broker("group.share.partition.max.record.locks", "int", 2000,
+            "Most records of one share partition in flight (acquired or released, not yet done).",
+            Between(100, 10000)),
+    _broker("group.share.session.timeout.ms", "int", 45000,
+            "A share-group member that does not heartbeat within this leaves the group.", AtLeast(1)),
+    _broker("group.share.heartbeat.interval.ms", "int", 5000,
+            "Heartbeat interval given to share-group members.", AtLeast(1)),
+    _broker("group.share.max.size", "int", 200, "Most members one share group may have.", Between(1, 1000)),
+    _broker("share.coordinator.state.topic.num.partitions", "int", 50,
+            "Partitions of __share_group_state; fixed once the topic exists.", AtLeast(1)),
+    _broker("share.coordinator.state.topic.replication.factor", "short", 1,
+            "Replication factor of __share_group_state." + _ONE_REPLICA.format(k=3), AtLeast(1)),
+    _broker("share.coordinator.state.topic.min.isr", "short", 1,
+            "min.insync.replicas of __share_group_state." + _ONE_REPLICA.format(k=2), AtLeast(1)),
+    _broker("share.coordinator.state.topic.segment.bytes", "int", 100 * 1024 * 1024,
+            "segment.bytes of __share_group_state.", AtLeast(1)),
 ]
 
 
@@ -396,7 +479,10 @@ def _kafka_dynamic_keys(modelled: set[str]) -> list[ConfigKey]:
     return out
 
 
-_BROKER_KEYS += _kafka_dynamic_keys({k.name for k in _BROKER_KEYS})
+_ACCEPTED = _kafka_dynamic_keys({k.name for k in _BROKER_KEYS})
+_BROKER_KEYS += _ACCEPTED
+# Kafka's dynamic broker keys only stored and described here (config/kafka_dynamic.py)
+KAFKA_KEYS_WITHOUT_EFFECT = frozenset(k.name for k in _ACCEPTED)
 
 TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _TOPIC_KEYS}
 BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _BROKER_KEYS}

@@ -98,6 +98,7 @@ _LOG_CONFIG_FIELDS: dict[str, str] = {
     "flush.messages": "flush_messages",
     "flush.ms": "flush_ms",
     "max.message.bytes": "max_message_bytes",
+    "compression.type": "compression_type",
     "message.timestamp.type": "message_timestamp_type",
     "file.delete.delay.ms": "file_delete_delay_ms",
     "delete.retention.ms": "delete_retention_ms",

@@ -339,17 +339,6 @@ class GroupMetadataManager:
                         member_id, group.group_id, group.state.value)
             fut.set_result(join_error(member_id, ErrorCode.UNKNOWN_MEMBER_ID))
 
-    def _join_response(self, group: ClassicGroup, member_id: str, *, with_members: bool,
-                       skip_assignment: bool = False) -> Any:
-        members = []
-        if with_members:
-            members = [JoinResponse.JoinGroupResponseMember(
-                member_id=m.member_id, group_instance_id=m.group_instance_id,
-                metadata=m.metadata(group.protocol_name)) for m in group.members.values()]
-        return JoinResponse(error_code=0, generation_id=group.generation_id, protocol_type=group.protocol_type,
-                            protocol_name=group.protocol_name, leader=group.leader_id or "",
-                            skip_assignment=skip_assignment, member_id=member_id, members=members)
-
     def _add_member_and_rebalance(self, group: ClassicGroup, req: Any, client: ClientInfo, member_id: str,
                                   fut: asyncio.Future[Any]) -> None:
         member = Member(member_id, req.group_instance_id, client.client_id, client.client_host,

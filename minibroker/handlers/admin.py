@@ -95,9 +95,10 @@ async def handle_delete_records(ctx: RequestContext, req: Any) -> Any:
 async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
     services = ctx.services
     endpoint_type = req.endpoint_type if ctx.version >= 1 else BROKER_ENDPOINT
+    host, port = ctx.advertised
     resp = DCL(error_code=0, error_message=None, endpoint_type=BROKER_ENDPOINT, cluster_id=services.cluster_id,
                controller_id=services.node_id,
-               brokers=[DCL.DescribeClusterBroker(broker_id=services.node_id, host=services.host, port=services.port,
+               brokers=[DCL.DescribeClusterBroker(broker_id=services.node_id, host=host, port=port,
                                                   rack=None, is_fenced=False)],
                cluster_authorized_operations=(CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
                                               else _NO_OPERATIONS))

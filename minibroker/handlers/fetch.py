@@ -138,10 +138,13 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
         await services.replica_manager.wait_for_data([(k[0], k[2]) for k in (p.key for p in parts) if k[0]], remaining)
 
     by_topic: dict[tuple[str, Any], list[Any]] = {}
+    metrics = services.metrics
     for part, err, data in results:
         if incremental and not _changed(part, err, data):
             continue
         name, tid, p = part.key
+        if data.records is not EMPTY:
+            metrics.fetched(name, len(data.records))  # Kafka: BytesOutPerSec, per topic
         by_topic.setdefault((name, tid), []).append(data)
         if part.sp is not None:
             part.sp.sent_hw, part.sp.sent_lso, part.sp.sent_log_start = (

@@ -26,7 +26,7 @@ Version notes:
   (v2+ null topics = all, top-level error); v5 leader epoch; v7 require_stable; v8 several groups;
   v10 topics by id (an unknown id: UNKNOWN_TOPIC_ID per partition; with null topics, offsets of
   topics that no longer exist are left out, as they have no id to name them by).
-- ListGroups: v4 state filter (KIP-518); v5 type filter (KIP-848: only "classic" groups here).
+- ListGroups: v4 state filter (KIP-518); v5 type filter (KIP-848: "classic" and "consumer" groups).
 - DescribeGroups: v3 authorized operations; v4 instance ids; v5 flexible; v6 (KIP-1043) a group
   that does not exist is GROUP_ID_NOT_FOUND with a message (older versions: state Dead, no error).
 """
@@ -106,19 +106,19 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
             await txn.ensure_topic_async()
         except KafkaError:
             pass
+    host, port = ctx.advertised
     if ctx.version >= 4:
         out = []
         for key in req.coordinator_keys:
             error, msg = _find(ctx, key, req.key_type)
             ok = error == ErrorCode.NONE
             out.append(R.Coordinator(key=key, node_id=services.node_id if ok else -1,
-                                     host=services.host if ok else "", port=services.port if ok else -1, error_code=error, error_message=msg))
+                                     host=host if ok else "", port=port if ok else -1, error_code=error, error_message=msg))
         return R(coordinators=out)
     error, msg = _find(ctx, req.key, req.key_type)
     if error != ErrorCode.NONE:
         return R(error_code=error, error_message=msg, node_id=-1, host="", port=-1)
-    return R(error_code=0, error_message=None, node_id=services.node_id, host=services.host,
-             port=services.port)
+    return R(error_code=0, error_message=None, node_id=services.node_id, host=host, port=port)
 
 
 # ------------------------------------------------------------------------------------ JoinGroup
@@ -325,6 +325,7 @@ async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
     if coord is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     listed = coord.list_groups(req.states_filter or (), req.types_filter or ())
+    listed += ctx.services.share_groups.list_groups(req.states_filter or (), req.types_filter or ())  # KIP-932
     return R(error_code=0, groups=[
         R.ListedGroup(group_id=gid, protocol_type=ptype, group_state=state, group_type=gtype)
         for gid, ptype, state, gtype in listed])
@@ -340,6 +341,11 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
     for gid in req.groups:
         if coord is None:
             out.append(R.DescribedGroup(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id=gid,
+                                        group_state="", protocol_type="", protocol_data="", members=[]))
+        elif ctx.version >= 6 and ctx.services.share_groups.describe(gid) is not None:
+            # a share group is not a classic group (Kafka: GroupMetadataManager.describeGroups)
+            out.append(R.DescribedGroup(error_code=ErrorCode.GROUP_ID_NOT_FOUND, group_id=gid,
+                                        error_message=f"Group {gid} is not a classic group.",
                                         group_state="", protocol_type="", protocol_data="", members=[]))
         else:
             group = coord.describe_group(gid, include_ops)
@@ -360,7 +366,11 @@ async def handle_delete_groups(ctx: RequestContext, req: Any) -> Any:
     if coord is None:
         results: list[tuple[str, int]] = [(g, ErrorCode.COORDINATOR_NOT_AVAILABLE) for g in req.groups_names]
     else:
-        results = coord.delete_groups(list(req.groups_names))
+        share = ctx.services.share_groups
+        classic = [g for g in req.groups_names if share.describe(g) is None]
+        codes = dict(coord.delete_groups(classic))
+        codes.update((g, share.delete_group(g)) for g in req.groups_names if g not in codes)  # KIP-932
+        results = [(g, codes[g]) for g in req.groups_names]
     return R(results=[R.DeletableGroupResult(group_id=g, error_code=e) for g, e in results])
 
 

@@ -8,8 +8,9 @@ so that the seeds' formats can be seen working and old clients keep working.
 
 * Stored format. A topic's `message.format.version` picks the magic its segments hold, as in
   Kafka 2.x (`record_version_for`): 0.8.x/0.9.x -> 0, 0.10.x -> 1, anything newer -> 2 (the
-  default). `conform_produce` brings what a producer sent to that format before the log sees it:
-  a v0/v1 message set for a magic-2 topic is up-converted to one RecordBatch v2 (Kafka 3.x
+  default). `protocol.records.convert.conform_produce`, called by the append validator
+  (storage.log_validator), brings what a producer sent to that format before it is stored: a
+  v0/v1 message set for a magic-2 topic is up-converted to one RecordBatch v2 (Kafka 3.x
   behaviour); v2 batches for a magic 0/1 topic are down-converted into a message set (Kafka:
   LogValidator's conversion path, which refuses idempotent and transactional batches,
   UNSUPPORTED_FOR_MESSAGE_FORMAT, and records with headers); a v0 set for a v1 topic or the other
@@ -28,13 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from minibroker.config import record_version_for
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import legacy
-from protocol.records.batch import InvalidBatch, iter_batches
-from protocol.records.compression import Codec
-from protocol.records.convert import CODEC_BY_NAME
-from protocol.records.legacy import RecordData
-from protocol.records.v2 import decode_batch
+from protocol.records.convert import down_convert
 
 DEFAULT_FORMAT_VERSION = "3.0-IV1"
 
@@ -49,83 +44,10 @@ def fetch_magic(version: int) -> int:
     return 0 if version <= 1 else 1 if version <= 3 else 2
 
 
-def _error(e: InvalidBatch) -> KafkaError:
-    return KafkaError(ErrorCode[e.error], str(e))
-
-
-def entry_magics(records: Any) -> set[int]:
-    """The magics of the whole entries in a Produce partition (BatchView reads them all)."""
-    try:
-        return {view.magic for view in iter_batches(records)}
-    except InvalidBatch as e:
-        raise _error(e) from None
-
-
-def conform_produce(records: Any, *, magics: set[int], stored: int, compression_type: str | None,
-                    log_append_time: bool) -> Any:
-    """`records` (entries of the magics `magics`) in the topic's stored magic and codec."""
-    wanted = None if compression_type in (None, "producer") else CODEC_BY_NAME[compression_type]
-    if len(magics) > 1:
-        raise KafkaError(ErrorCode.INVALID_RECORD, f"Produce data mixes message formats (magic {sorted(magics)})")
-    if magics == {2}:
-        return _from_v2(records, stored, wanted, log_append_time)
-    if magics == {stored} and wanted is None:
-        return records  # already the stored format: the log validates and numbers it (one decompression)
-    try:
-        validated = legacy.validate_legacy(records)
-        if stored == 2:
-            return legacy.up_convert(records, base_offset=0, compression=wanted)
-        if validated.magic == stored and wanted in (None, validated.compression):
-            return records  # the log validates and numbers it as it is
-        codec = validated.compression if wanted is None else wanted
-        recs = [RecordData(i, r.timestamp if stored == 1 else legacy.NO_TIMESTAMP, r.key, r.value)
-                for i, r in enumerate(validated.records)]
-        return legacy.build_message_set(recs, magic=stored, compression=codec)
-    except InvalidBatch as e:
-        raise _error(e) from None
-
-
-def _from_v2(records: Any, stored: int, wanted: Codec | None, log_append_time: bool) -> bytes:
-    """RecordBatch v2 from a newer producer, as a v0/v1 message set (Kafka: LogValidator with
-    toMagic < 2)."""
-    recs: list[RecordData] = []
-    codec: Codec | None = wanted
-    seen = 0
-    try:
-        for view in iter_batches(records):
-            seen += view.size
-            view.validate()
-            if view.is_transactional:
-                raise KafkaError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                                 f"Transactional records cannot be used with magic version {stored}")
-            if view.has_producer_id:
-                raise KafkaError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                                 f"Idempotent records cannot be used with magic version {stored}")
-            if view.timestamp_type == 1 and not log_append_time:
-                raise KafkaError(ErrorCode.INVALID_TIMESTAMP, "Producer should not set timestamp type to LogAppendTime.")
-            if codec is None:
-                codec = Codec(view.compression)
-            for r in decode_batch(records, view.pos).records:
-                if r.headers:
-                    raise KafkaError(ErrorCode.INVALID_RECORD, f"Magic v{stored} does not support record headers")
-                recs.append(RecordData(len(recs), r.timestamp if stored == 1 else legacy.NO_TIMESTAMP,
-                                       r.key, r.value))
-        if seen != len(records):
-            raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"{len(records) - seen} trailing bytes after the last batch")
-        if not recs:
-            raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
-        return legacy.build_message_set(recs, magic=stored, compression=codec or Codec.NONE)
-    except InvalidBatch as e:
-        raise _error(e) from None
-
-
 def fetch_records(region: Any, *, stored: int, version: int, fetch_offset: int) -> Any:
     """What a Fetch of `version` returns for `region` of a topic storing magic `stored`: the
     region itself (zero-copy) when the reader understands that magic, else down-converted bytes."""
     to_magic = fetch_magic(version)
     if stored <= to_magic:
         return region
-    try:
-        return legacy.down_convert(region.read_all(), to_magic, first_offset=fetch_offset)
-    except InvalidBatch as e:
-        raise _error(e) from None
+    return down_convert(region.read_all(), to_magic, first_offset=fetch_offset)

@@ -81,8 +81,9 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
             # Kafka flags an internal topic's name as internal even when the topic does not exist yet
             topics.append(R.MetadataResponseTopic(error_code=error, name=name, topic_id=ZERO_UUID,
                                                   is_internal=name in INTERNAL_TOPICS, partitions=[]))
+    host, port = ctx.advertised
     return R(
-        brokers=[R.MetadataResponseBroker(node_id=services.node_id, host=services.host, port=services.port)],
+        brokers=[R.MetadataResponseBroker(node_id=services.node_id, host=host, port=port)],
         cluster_id=services.cluster_id,
         controller_id=services.node_id,
         topics=topics,

@@ -22,6 +22,7 @@ class Channel(Protocol):
     """What a handler may do with the connection a request came in on (minibroker.connection)."""
 
     peer: str
+    listener: str | None  # the name of the listener it was accepted on
 
     def close(self, reason: str | None) -> None: ...
 
@@ -39,6 +40,11 @@ class RequestContext:
     @property
     def client_id(self) -> str | None:
         return self.header.client_id
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        """(host, port) of this broker on the listener the request came in on."""
+        return self.services.endpoint(self.connection.listener if self.connection is not None else None)
 
     @property
     def client_host(self) -> str:

@@ -10,10 +10,14 @@ the request frame: the size prefix, each header field, the body, and inside it e
 v2 header field and every record's fields (length, attributes, timestamp and offset deltas, key,
 value, headers), which is how seed 002's 76-byte record adds up (61 bytes of batch header + 15).
 
-Theory of operation: Broker.dispatch calls `Tracer.request` once the handler has answered and
-before the response is encoded; the tracer encodes the response once more to learn its size, so
-tracing costs time (and reads record data that would otherwise go out by sendfile). It is a
-teaching and debugging tool; a tracer error is logged, never passed to the client.
+Theory of operation: Broker.dispatch calls its one tracer hook once the handler has answered and
+before the response is encoded. Several listeners share that hook through `TraceListeners` (the
+stderr `Tracer` and the web console's live trace, minibroker.console): the broker's hook is set
+while at least one listener is attached and cleared when the last one goes, so a broker nobody
+watches pays nothing. `trace_entry` is the one decoded form (a JSON-ready dict) both print; it
+encodes the response once more to learn its size, so tracing costs time (and reads record data
+that would otherwise go out by sendfile). It is a teaching and debugging tool; a listener's error
+is logged, never passed to the client.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from enum import IntEnum
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from protocol.apis import APIS
 from protocol.errors import ErrorCode
@@ -189,6 +193,12 @@ def _batch_spans(frame: bytes, start: int, data: bytes) -> Iterator[tuple[int, i
         yield p, end, f"  records ({CODECS.get(view.compression, '?')}, {end - p} bytes)"
 
 
+def batch_field_spans(data: bytes) -> list[tuple[int, int, str]]:
+    """(start, end, label) of every header field of the batches in `data` and of the first records'
+    fields (the web console's byte view of a stored batch)."""
+    return list(_batch_spans(data, 0, data))
+
+
 def _records_fields(msg: Any) -> Iterator[bytes]:
     if isinstance(msg, Message):
         for f in msg._fields:
@@ -268,6 +278,68 @@ def _hex_line(buf: bytes, s: int, e: int, label: str) -> str:
     return f"    {s:04x}  {hx:<{_SPAN_BYTES * 3}} {label}".rstrip()
 
 
+# -- listeners ----------------------------------------------------------------------------------------
+class TraceListener(Protocol):
+    """Called for each answered request (acks=0 produces: `response` is None)."""
+
+    def request(self, ctx: Any, request: Any, response: Any, frame: bytes | bytearray, started: float) -> None: ...
+
+
+class TraceHook(Protocol):
+    """Where the dispatcher looks for its tracer (minibroker.broker.Broker.tracer)."""
+
+    tracer: Any
+
+
+class TraceListeners:
+    """The listeners attached to one broker's trace hook; the hook is set only while there are any."""
+
+    def __init__(self, hook: TraceHook) -> None:
+        self._hook = hook
+        self._listeners: list[TraceListener] = []
+
+    def __len__(self) -> int:
+        return len(self._listeners)
+
+    def add(self, listener: TraceListener) -> None:
+        self._listeners.append(listener)
+        self._hook.tracer = self
+
+    def remove(self, listener: TraceListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+        if not self._listeners and self._hook.tracer is self:
+            self._hook.tracer = None
+
+    def request(self, ctx: Any, request: Any, response: Any, frame: bytes | bytearray, started: float) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener.request(ctx, request, response, frame, started)
+            except Exception:  # noqa: BLE001 - tracing must never fail a request
+                log.exception("trace listener failed")
+
+
+def trace_entry(ctx: Any, request: Any, response: Any, frame: bytes | bytearray, started: float,
+                *, with_hex: bool = False) -> dict[str, Any]:
+    """One request and its response, decoded to the fields of the version on the wire."""
+    h = ctx.header
+    api = APIS[h.api_key]
+    ms = (time.perf_counter() - started) * 1000
+    v = h.api_version
+    resp_bytes = None
+    if response is not None:
+        resp_bytes = sum(len(c) for c in encode_response_frame(api, v, h.correlation_id, response))
+    entry: dict[str, Any] = {
+        "api": api.name, "api_key": h.api_key, "version": v, "correlation_id": h.correlation_id,
+        "client_id": h.client_id, "request_bytes": len(frame) + 4, "request": to_plain(request, v),
+        "response_bytes": resp_bytes, "response": to_plain(response, v) if response is not None else None,
+        "latency_ms": round(ms, 3),
+    }
+    if with_hex:
+        entry["request_hex"] = (len(frame).to_bytes(4, "big") + bytes(frame)).hex()
+    return entry
+
+
 # -- the tracer -------------------------------------------------------------------------------------
 class Tracer:
     def __init__(self, out: TextIO, *, fmt: str = "text", with_bytes: bool = False):
@@ -283,32 +355,20 @@ class Tracer:
 
     def _request(self, ctx: Any, request: Any, response: Any, frame: bytes | bytearray, started: float) -> None:
         h = ctx.header
-        api = APIS[h.api_key]
-        ms = (time.perf_counter() - started) * 1000
+        entry = trace_entry(ctx, request, response, frame, started, with_hex=self.with_bytes and self.fmt == "json")
+        req, resp, resp_bytes, ms = entry["request"], entry["response"], entry["response_bytes"], entry["latency_ms"]
+        api_name = entry["api"]
         v = h.api_version
-        req = to_plain(request, v)
-        resp = to_plain(response, v) if response is not None else None
-        resp_bytes = None
-        if response is not None:
-            chunks = encode_response_frame(api, v, h.correlation_id, response)
-            resp_bytes = sum(len(c) for c in chunks)
         if self.fmt == "json":
-            entry = {
-                "api": api.name, "api_key": h.api_key, "version": v, "correlation_id": h.correlation_id,
-                "client_id": h.client_id, "request_bytes": len(frame) + 4, "request": req,
-                "response_bytes": resp_bytes, "response": resp, "latency_ms": round(ms, 3),
-            }
-            if self.with_bytes:
-                entry["request_hex"] = (len(frame).to_bytes(4, "big") + bytes(frame)).hex()
             self.out.write(json.dumps(entry, default=str) + "\n")
         else:
-            who = f"{api.name} v{v} corr={h.correlation_id} client={h.client_id}"
+            who = f"{api_name} v{v} corr={h.correlation_id} client={h.client_id}"
             self.out.write(f"-> {who} {len(frame) + 4} B {_short(req)}\n")
             if self.with_bytes:
                 from protocol.headers import decode_request_header
 
                 _, header_end = decode_request_header(frame)
-                self.out.write(annotated_hex(bytes(frame), h, header_end, request, api.name) + "\n")
+                self.out.write(annotated_hex(bytes(frame), h, header_end, request, api_name) + "\n")
             if resp is None:
                 self.out.write(f"<- {who} (no response: acks=0)\n")
             else:

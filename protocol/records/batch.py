@@ -24,6 +24,8 @@ from __future__ import annotations
 import struct
 import zlib
 
+from protocol.errors import ErrorCode, KafkaError
+
 LOG_OVERHEAD = 12  # offset + size, in front of every entry
 V2_HEADER_SIZE = 61
 V0_HEADER_SIZE = LOG_OVERHEAD + 14  # offset, size, crc, magic, attributes, key len, value len: 26
@@ -63,12 +65,17 @@ def crc32c(data) -> int:
     return _crc32c_impl(data)
 
 
-class InvalidBatch(ValueError):
-    """The bytes are not a well-formed batch. `error` names Kafka's error code for it."""
+class InvalidBatch(KafkaError, ValueError):
+    """The bytes are not a well-formed batch; `code` is the ErrorCode Kafka answers for it
+    (CorruptRecordException -> CORRUPT_MESSAGE, InvalidRecordException -> INVALID_RECORD, ...).
+    A KafkaError, so a handler answers it as it is; a ValueError, so readers of stored data
+    that treat it as "unreadable bytes" keep doing so. `str()` is the bare message, as sent."""
 
-    def __init__(self, message: str, error: str = "CORRUPT_MESSAGE"):
-        super().__init__(message)
-        self.error = error
+    def __init__(self, message: str, code: ErrorCode = ErrorCode.CORRUPT_MESSAGE):
+        super().__init__(code, message)
+
+    def __str__(self) -> str:
+        return self.message or ""
 
 
 class BatchView:
@@ -112,7 +119,7 @@ class BatchView:
             self.base_sequence = NO_SEQUENCE
             self.records_count = 1
         else:
-            raise InvalidBatch(f"unknown magic {magic}", "CORRUPT_MESSAGE")
+            raise InvalidBatch(f"unknown magic {magic}", ErrorCode.CORRUPT_MESSAGE)
 
     # -- derived fields ------------------------------------------------------------------
     @property
@@ -169,11 +176,11 @@ class BatchView:
             raise InvalidBatch(f"CRC mismatch at offset {self.base_offset}")
         if self.magic == 2:
             if self.records_count < 0 or self.last_offset_delta < 0:
-                raise InvalidBatch("negative record count or offset delta", "INVALID_RECORD")
+                raise InvalidBatch("negative record count or offset delta", ErrorCode.INVALID_RECORD)
             if producer_batch and self.records_count and self.last_offset_delta != self.records_count - 1:
                 raise InvalidBatch(
                     f"lastOffsetDelta {self.last_offset_delta} does not match {self.records_count} records",
-                    "INVALID_RECORD",
+                    ErrorCode.INVALID_RECORD,
                 )
 
     def __repr__(self) -> str:

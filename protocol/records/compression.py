@@ -37,6 +37,7 @@ import lz4.frame as _lz4
 import snappy as _snappy
 import zstandard as _zstd
 
+from protocol.errors import ErrorCode
 from protocol.records.batch import InvalidBatch
 from protocol.records.xxhash32 import xxh32
 from protocol.types import DecodeError, read_uvarint
@@ -68,15 +69,15 @@ DEFAULT_MAX_DECOMPRESSED_SIZE = 64 * 1024 * 1024
 class CompressionError(InvalidBatch):
     """Compressed data that cannot be decompressed (or compressed data the magic forbids)."""
 
-    def __init__(self, message: str, error: str = "CORRUPT_MESSAGE"):
-        super().__init__(message, error)
+    def __init__(self, message: str, code: ErrorCode = ErrorCode.CORRUPT_MESSAGE):
+        super().__init__(message, code)
 
 
 class DecompressionBomb(CompressionError):
     """Decompressed output would exceed the allowed size."""
 
     def __init__(self, max_size: int):
-        super().__init__(f"decompressed data exceeds the limit of {max_size} bytes", "INVALID_RECORD")
+        super().__init__(f"decompressed data exceeds the limit of {max_size} bytes", ErrorCode.INVALID_RECORD)
         self.max_size = max_size
 
 
@@ -91,7 +92,7 @@ def codec_of(value: int) -> Codec:
 def _check_magic(codec: Codec, magic: int) -> None:
     if codec is Codec.ZSTD and magic < 2:
         # Kafka: zstd needs message format v2 (KIP-110); a legacy wrapper cannot hold it.
-        raise CompressionError("zstd compression requires magic 2", "UNSUPPORTED_COMPRESSION_TYPE")
+        raise CompressionError("zstd compression requires magic 2", ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
 
 
 # ------------------------------------------------------------------------------ compress

@@ -1,4 +1,4 @@
-"""MessageSet v0/v1 (magic 0 and 1): messages, compressed wrappers, offsets and conversion.
+"""MessageSet v0/v1 (magic 0 and 1): messages, compressed wrappers and their offsets.
 
 Theory of operation (shared/seeds 000, 001, 002). A message set is a run of entries
 
@@ -19,10 +19,8 @@ reader can tell where a set ends without decompressing it (seed 000). Inner offs
 The v1 wrapper timestamp is the max inner timestamp (CreateTime) or the log append time, which
 then also stands for every inner message.
 
-Conversions follow Kafka: up-conversion (LogValidator) turns a message set into one RecordBatch
-v2; down-conversion (RecordsUtil.downConvert, used by LazyDownConversionRecords for old fetch
-versions) turns each newer batch into messages of the requested magic with the same codec,
-drops control batches, refuses zstd, and keeps headers out (v0/v1 have none).
+Conversions to and from RecordBatch v2 live in protocol.records.convert; this module reads, writes,
+validates and numbers message sets.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from protocol.records import v2
+from protocol.errors import ErrorCode
 from protocol.records.batch import (
     COMPRESSION_MASK,
     LOG_OVERHEAD,
@@ -41,7 +39,6 @@ from protocol.records.batch import (
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_BIT,
     InvalidBatch,
-    iter_batches,
 )
 from protocol.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Codec, codec_of, compress, decompress
 
@@ -113,11 +110,11 @@ class LegacyRecord:
 
 
 def _corrupt(msg: str) -> InvalidBatch:
-    return InvalidBatch(msg, "CORRUPT_MESSAGE")
+    return InvalidBatch(msg, ErrorCode.CORRUPT_MESSAGE)
 
 
 def _invalid(msg: str) -> InvalidBatch:
-    return InvalidBatch(msg, "INVALID_RECORD")
+    return InvalidBatch(msg, ErrorCode.INVALID_RECORD)
 
 
 # ------------------------------------------------------------------------------- writing
@@ -176,7 +173,7 @@ def build_message_set(
     """
     codec = codec_of(compression)
     if codec is Codec.ZSTD:
-        raise InvalidBatch("zstd compression requires magic 2", "UNSUPPORTED_COMPRESSION_TYPE")
+        raise InvalidBatch("zstd compression requires magic 2", ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
     if not records:
         return b""
     log_append = magic > 0 and timestamp_type == LOG_APPEND_TIME
@@ -357,7 +354,7 @@ def validate_legacy(buf, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
         size = next_pos - pos
         if max_message_size is not None and size - LOG_OVERHEAD > max_message_size:
             raise InvalidBatch(f"message of {size - LOG_OVERHEAD} bytes exceeds {max_message_size}",
-                               "MESSAGE_TOO_LARGE")
+                               ErrorCode.MESSAGE_TOO_LARGE)
         if magic is None:
             magic = msg.magic
         elif msg.magic != magic:
@@ -365,7 +362,7 @@ def validate_legacy(buf, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
         shallow += 1
         if msg.is_compressed:
             if msg.compression is Codec.ZSTD:
-                raise InvalidBatch("zstd compression requires magic 2", "UNSUPPORTED_COMPRESSION_TYPE")
+                raise InvalidBatch("zstd compression requires magic 2", ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
             if codec is Codec.NONE:
                 codec = msg.compression
             inner = _raw_inner(msg, max_size, True)
@@ -458,84 +455,6 @@ def _shallow_with_positions(buf) -> Iterator[tuple[int, LegacyRecord]]:
         pos = nxt
 
 
-# ---------------------------------------------------------------------------- conversion
-
-
-def up_convert(buf, *, base_offset: int | None = None, compression: int | None = None,
-               partition_leader_epoch: int = v2.NO_PARTITION_LEADER_EPOCH,
-               max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
-    """A v0/v1 message set as one RecordBatch v2 (Kafka: LogValidator's conversion path).
-
-    Offsets are kept, or assigned from `base_offset`. The codec is the set's own unless
-    `compression` says otherwise. A v1 set whose messages all use LogAppendTime becomes a
-    LogAppendTime batch; v0 messages have no timestamp (-1).
-    """
-    msgs = list(iter_deep(buf, max_size=max_size))
-    if not msgs:
-        return b""
-    if compression is None:
-        compression = next((m.compression for m in iter_shallow(buf, verify_crc=False) if m.is_compressed),
-                           Codec.NONE)
-    if base_offset is not None:
-        offsets = [base_offset + i for i in range(len(msgs))]
-    else:
-        offsets = [m.offset for m in msgs]
-    log_append = all(m.timestamp_type == LOG_APPEND_TIME for m in msgs)
-    base_ts = msgs[0].timestamp
-    records = [
-        v2.Record(timestamp_delta=m.timestamp - base_ts, offset_delta=off - offsets[0], key=m.key, value=m.value)
-        for m, off in zip(msgs, offsets, strict=True)
-    ]
-    max_ts = max(m.timestamp for m in msgs)
-    return v2.build_batch(
-        records, base_offset=offsets[0], compression=compression,
-        timestamp_type=v2.LOG_APPEND_TIME if log_append else v2.CREATE_TIME, base_timestamp=base_ts,
-        max_timestamp=max_ts, partition_leader_epoch=partition_leader_epoch,
-    )
-
-
-def down_convert(buf, to_magic: int, *, first_offset: int = 0,
-                 max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
-    """Rewrite every batch newer than `to_magic` in that format (Kafka: RecordsUtil.downConvert).
-
-    Batches already at or below `to_magic` are copied. Below magic 2, control batches are
-    dropped, zstd batches are refused (UNSUPPORTED_COMPRESSION_TYPE), headers are lost, and
-    records before `first_offset` are dropped from uncompressed batches (a v0/v1 entry holds one
-    uncompressed record, so a fetch from the middle of a v2 batch must not repeat earlier ones).
-    A partial batch at the end is left out.
-    """
-    if to_magic not in (0, 1, 2):
-        raise ValueError(f"cannot convert to magic {to_magic}")
-    out = bytearray()
-    mv = memoryview(buf)
-    for view in iter_batches(buf):
-        raw = mv[view.pos:view.pos + view.size]
-        if view.magic <= to_magic:
-            out += raw
-            continue
-        if view.is_control:
-            continue
-        codec = codec_of(view.compression)
-        if codec is Codec.ZSTD:
-            raise InvalidBatch("down-conversion of zstd-compressed batches is not supported",
-                               "UNSUPPORTED_COMPRESSION_TYPE")
-        if view.magic == 2:
-            batch = v2.decode_batch(raw, max_size=max_size)
-            recs = [RecordData(r.offset, r.timestamp, r.key, r.value) for r in batch.records]
-        else:
-            recs = [RecordData(m.offset, m.timestamp, m.key, m.value) for m in iter_deep(raw, max_size=max_size)]
-        if codec is Codec.NONE:
-            recs = [r for r in recs if r.offset >= first_offset]
-        if not recs:
-            continue
-        ts_type = LOG_APPEND_TIME if view.timestamp_type == LOG_APPEND_TIME else CREATE_TIME
-        out += build_message_set(
-            recs, magic=to_magic, compression=codec, timestamp_type=ts_type,
-            log_append_time=view.max_timestamp if ts_type == LOG_APPEND_TIME else NO_TIMESTAMP,
-        )
-    return bytes(out)
-
-
 def entry_magic(buf, pos: int = 0) -> int:
     """The magic of the entry at `pos` (byte 16 in every format)."""
     return buf[pos + MAGIC_OFFSET]
@@ -543,7 +462,7 @@ def entry_magic(buf, pos: int = 0) -> int:
 
 __all__ = [
     "CREATE_TIME", "LOG_APPEND_TIME", "NO_TIMESTAMP_TYPE", "RECORD_OVERHEAD_V0", "RECORD_OVERHEAD_V1",
-    "LegacyRecord", "RecordData", "ValidatedMessageSet", "assign_offsets", "build_message_set", "down_convert",
-    "encode_message", "entry_magic", "inner_records", "iter_deep", "iter_shallow", "legacy_attributes",
-    "message_size", "read_message", "record_overhead", "up_convert", "validate_legacy",
+    "LegacyRecord", "RecordData", "ValidatedMessageSet", "assign_offsets", "build_message_set", "encode_message",
+    "entry_magic", "inner_records", "iter_deep", "iter_shallow", "legacy_attributes",
+    "message_size", "read_message", "record_overhead", "validate_legacy",
 ]

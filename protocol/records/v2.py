@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from protocol.errors import ErrorCode
 from protocol.records.batch import (
     COMPRESSION_MASK,
     CONTROL_BIT,
@@ -216,7 +217,7 @@ def write_record(out: bytearray, record: Record) -> None:
 
 
 def _corrupt(msg: str) -> InvalidBatch:
-    return InvalidBatch(msg, "CORRUPT_MESSAGE")
+    return InvalidBatch(msg, ErrorCode.CORRUPT_MESSAGE)
 
 
 def _read_nullable(buf, pos: int, end: int, what: str) -> tuple[bytes | None, int]:
@@ -344,7 +345,7 @@ def decode_batch(buf, pos: int = 0, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_
         if actual != crc:
             raise _corrupt(f"batch at offset {base_offset} is corrupt (stored crc = {crc}, computed crc = {actual})")
     if count < 0:
-        raise InvalidBatch(f"invalid record count {count}", "INVALID_RECORD")
+        raise InvalidBatch(f"invalid record count {count}", ErrorCode.INVALID_RECORD)
     codec = codec_of(attrs & COMPRESSION_MASK)
     section = mv[pos + V2_HEADER_SIZE:end]
     data = section if codec is Codec.NONE else decompress(codec, section, magic=MAGIC, max_size=max_size)

@@ -52,6 +52,7 @@ the framing alone cost about 0.4 us.
 
 from __future__ import annotations
 
+from protocol.errors import ErrorCode
 from protocol.records.batch import V2_HEADER_SIZE, BatchView, InvalidBatch
 from protocol.records.compression import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
@@ -80,12 +81,12 @@ class RecordValidationError(InvalidBatch):
     def __init__(self, record_errors: list[tuple[int, str]]):
         shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in record_errors[:3])
         super().__init__(f"One or more records have been rejected due to {len(record_errors)} record errors in "
-                         f"total, and only showing the first three errors at most: [{shown}]", "INVALID_RECORD")
+                         f"total, and only showing the first three errors at most: [{shown}]", ErrorCode.INVALID_RECORD)
         self.record_errors = record_errors
 
 
 def _invalid(message: str) -> InvalidBatch:
-    return InvalidBatch(message, "INVALID_RECORD")  # Kafka: InvalidRecordException
+    return InvalidBatch(message, ErrorCode.INVALID_RECORD)  # Kafka: InvalidRecordException
 
 
 def record_section(view: BatchView, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes | memoryview:
@@ -99,7 +100,7 @@ def record_section(view: BatchView, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_
     except DecompressionBomb:
         raise
     except CompressionError as e:
-        if e.error != "CORRUPT_MESSAGE":
+        if e.code != ErrorCode.CORRUPT_MESSAGE:
             raise
         # Kafka answers UNKNOWN_SERVER_ERROR here, not CORRUPT_MESSAGE: the codec's wrapForInput or
         # DefaultRecordBatch.StreamRecordIterator wraps the IOException in a plain KafkaException
@@ -107,7 +108,7 @@ def record_section(view: BatchView, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_
         # among the known append errors, so Errors.forException maps it to UNKNOWN_SERVER_ERROR. It is
         # also the better answer: not retriable, while CORRUPT_MESSAGE (retriable) would make the
         # client resend the same undecodable bytes until its delivery timeout.
-        raise InvalidBatch(f"Failed to decompress record stream: {e}", "UNKNOWN_SERVER_ERROR") from None
+        raise InvalidBatch(f"Failed to decompress record stream: {e}", ErrorCode.UNKNOWN_SERVER_ERROR) from None
 
 
 # ------------------------------------------------------------------------- one record in Python
@@ -396,9 +397,10 @@ def validate_records(view: BatchView, *, require_keys: bool = False, where: str 
     recomputed on success (the log does that), only when the walk fails, so that a corrupt batch
     is reported as corrupt rather than as badly framed."""
     try:
-        body = record_section(view, max_size=max_size)
-        if view.compression == Codec.NONE:
-            body = bytes(body)  # one memcpy; slices and indexing of bytes are the cheapest
+        section = record_section(view, max_size=max_size)
+        # one memcpy of an uncompressed section (slices and indexing of bytes are the cheapest); a
+        # decompressed one is bytes already
+        body = section if isinstance(section, bytes) else bytes(section)
         missing = walk_records(body, view.records_count, require_keys=require_keys)
     except InvalidBatch:
         view.validate()  # a header or CRC error wins

@@ -99,7 +99,7 @@ async def test_an_append_wakes_fetches_parked_on_the_partition(tmp_path):
 
 
 async def test_deleting_a_topic_drops_its_committed_offsets(tmp_path):
-    from tests.coordinator.test_group_coordinator import commit_req
+    from tests.coordinator.group_helpers import commit_req
 
     s = await Stack(tmp_path / "d").start()
     try:

@@ -28,7 +28,7 @@ from protocol.coordinator_records import (
 )
 from protocol.framing import FrameError, FrameReader
 from protocol.headers import RequestHeader, decode_request_header, encode_request_header
-from protocol.records import legacy
+from protocol.records import convert, legacy
 from protocol.records.batch import InvalidBatch, iter_batches
 from protocol.records.compression import compress, decompress
 from protocol.records.convert import recompress
@@ -95,7 +95,7 @@ def legacy_message_sets(data: bytes) -> None:
 
 def legacy_validate_and_convert(data: bytes) -> None:
     legacy.validate_legacy(data, max_size=MAX_OUT)
-    legacy.up_convert(data, base_offset=0)
+    convert.up_convert(data, base_offset=0)
 
 
 def decompress_any(data: bytes) -> None:

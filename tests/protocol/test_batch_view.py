@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.memory_records import MemoryRecords
 
+from protocol.errors import ErrorCode
 from protocol.records import legacy as L
 from protocol.records import v2
 from protocol.records.batch import (
@@ -99,7 +100,7 @@ def test_producer_side_count_check():
     v2_bad = v2.build_batch([v2.Record(offset_delta=0), v2.Record(offset_delta=5)], base_timestamp=0)
     with pytest.raises(InvalidBatch) as e:
         BatchView(v2_bad).validate()  # a client batch must have offsets 0..n-1
-    assert e.value.error == "INVALID_RECORD"
+    assert e.value.code == ErrorCode.INVALID_RECORD
     assert len(v2.decode_batch(v2_bad).records) == 2  # but a compacted batch on disk decodes fine
     b[16] = 3
     with pytest.raises(InvalidBatch):

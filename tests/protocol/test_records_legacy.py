@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
+from protocol.errors import ErrorCode
+from protocol.records import convert, v2
 from protocol.records import legacy as L
-from protocol.records import v2
 from protocol.records.batch import V0_HEADER_SIZE, V1_HEADER_SIZE, BatchView, InvalidBatch
 from protocol.records.compression import (
     GZIP,
@@ -315,7 +316,7 @@ def test_validate_legacy_errors():
         L.validate_legacy(too_small)
     with pytest.raises(InvalidBatch) as e:
         L.validate_legacy(L.encode_message(0, None, b"x" * 100, magic=1, timestamp=1), max_message_size=50)
-    assert e.value.error == "MESSAGE_TOO_LARGE"
+    assert e.value.code == ErrorCode.MESSAGE_TOO_LARGE
     # wrappers: null value, nothing inside, nested compression, mismatched inner magic, zstd
     bad = {
         "null value": L.encode_message(0, None, None, magic=1, timestamp=1, attributes=GZIP),
@@ -330,7 +331,7 @@ def test_validate_legacy_errors():
     for name, entry in bad.items():
         with pytest.raises(InvalidBatch) as e:
             L.validate_legacy(entry)
-        assert e.value.error in ("INVALID_RECORD", "UNSUPPORTED_COMPRESSION_TYPE", "CORRUPT_MESSAGE"), name
+        assert e.value.code in (ErrorCode.INVALID_RECORD, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, ErrorCode.CORRUPT_MESSAGE), name
     assert L.validate_legacy(ok).records[0].value == b"v"
 
 
@@ -339,7 +340,7 @@ def test_wrapper_offset_below_last_inner_is_invalid():
     w = L.encode_message(2, None, compress(GZIP, inner, magic=1), magic=1, timestamp=1, attributes=GZIP)
     with pytest.raises(InvalidBatch) as e:
         list(L.iter_deep(w))
-    assert e.value.error == "INVALID_RECORD"
+    assert e.value.code == ErrorCode.INVALID_RECORD
 
 
 @pytest.mark.parametrize("magic", [0, 1])
@@ -362,7 +363,7 @@ def test_wrapper_bomb_is_bounded(magic, codec):
 @settings(max_examples=15, deadline=None)
 def test_up_then_down_conversion_round_trips(magic, codec, recs, base):
     s = L.build_message_set(_records(recs, base), magic=magic, compression=codec)
-    up = L.up_convert(s)
+    up = convert.up_convert(s)
     b = v2.decode_batch(up)
     assert b.compression == codec and b.base_offset == base and b.records_count == len(recs)
     assert [(r.offset, r.key, r.value) for r in b.records] == [(base + i, k, v) for i, (_, k, v) in enumerate(recs)]
@@ -371,12 +372,12 @@ def test_up_then_down_conversion_round_trips(magic, codec, recs, base):
         assert b.max_timestamp == max(ts for ts, _, _ in recs)
     else:
         assert all(r.timestamp == -1 for r in b.records) and b.base_timestamp == -1
-    down = L.down_convert(up, magic)
+    down = convert.down_convert(up, magic)
     assert [(m.offset, m.timestamp, m.key, m.value) for m in L.iter_deep(down)] == [
         (m.offset, m.timestamp, m.key, m.value) for m in L.iter_deep(s)]
     if codec == NONE or magic == 1:
         assert down == s  # the same bytes Kafka's builder would write
-    assert L.up_convert(s, base_offset=7, compression=ZSTD)[16] == 2
+    assert convert.up_convert(s, base_offset=7, compression=ZSTD)[16] == 2
 
 
 def test_down_conversion_follows_records_util():
@@ -390,8 +391,8 @@ def test_down_conversion_follows_records_util():
                          max_timestamp=5555)
     buf = plain + gz + marker + lat
 
-    assert L.down_convert(buf, 2) == buf
-    v1 = L.down_convert(buf, 1)
+    assert convert.down_convert(buf, 2) == buf
+    v1 = convert.down_convert(buf, 1)
     entries = list(L.iter_shallow(v1))
     # 4 plain messages, one gzip wrapper, no marker, 2 plain LogAppendTime messages
     assert [(e.offset, e.compression) for e in entries] == [
@@ -403,18 +404,18 @@ def test_down_conversion_follows_records_util():
     assert [(m.timestamp, m.timestamp_type) for m in deep[8:]] == [(5555, 1), (5555, 1)]
     assert _read_with_kafka_python(v1) == [(m.offset, m.timestamp, m.key, m.value) for m in deep]
 
-    v0 = L.down_convert(buf, 0)
+    v0 = convert.down_convert(buf, 0)
     assert [(m.offset, m.timestamp, m.magic) for m in L.iter_deep(v0)] == [(o, -1, 0) for o in
                                                                           [10, 11, 12, 13, 14, 15, 16, 17, 19, 20]]
-    assert L.down_convert(v1, 0) == v0  # v1 entries convert to v0 as well
+    assert convert.down_convert(v1, 0) == v0  # v1 entries convert to v0 as well
 
     # a fetch from offset 12: earlier records of uncompressed batches are dropped, a compressed
     # batch is kept whole (it is one v1 entry)
-    assert [m.offset for m in L.iter_deep(L.down_convert(buf, 1, first_offset=12))] == [
+    assert [m.offset for m in L.iter_deep(convert.down_convert(buf, 1, first_offset=12))] == [
         12, 13, 14, 15, 16, 17, 19, 20]
-    assert [m.offset for m in L.iter_deep(L.down_convert(buf, 1, first_offset=16))] == [14, 15, 16, 17, 19, 20]
+    assert [m.offset for m in L.iter_deep(convert.down_convert(buf, 1, first_offset=16))] == [14, 15, 16, 17, 19, 20]
 
     with pytest.raises(InvalidBatch) as e:
-        L.down_convert(v2.build_batch(recs, base_timestamp=0, compression=ZSTD), 1)
-    assert e.value.error == "UNSUPPORTED_COMPRESSION_TYPE"
-    assert L.down_convert(buf + plain[:30], 1) == v1  # a partial batch at the end is left out
+        convert.down_convert(v2.build_batch(recs, base_timestamp=0, compression=ZSTD), 1)
+    assert e.value.code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+    assert convert.down_convert(buf + plain[:30], 1) == v1  # a partial batch at the end is left out

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from protocol.errors import ErrorCode
 from protocol.records import validate
 from protocol.records.batch import BatchView, InvalidBatch, crc32c
 from protocol.records.compression import (
@@ -69,19 +70,19 @@ def test_golden_batch_claiming_two_records_fails_with_premature_eof():
     bad = with_header_fixed(GOLDEN, count=2)
     assert bad.hex().endswith("00000002" "10000000026b027600")
     e = error_of(bad)
-    assert (e.error, str(e)) == ("INVALID_RECORD", "Incorrect declared batch size, premature EOF reached")
+    assert (e.code, str(e)) == (ErrorCode.INVALID_RECORD, "Incorrect declared batch size, premature EOF reached")
 
 
 def test_golden_batch_with_a_trailing_byte_fails_with_records_remaining():
     e = error_of(with_header_fixed(GOLDEN + b"\x00"))
-    assert (e.error, str(e)) == ("INVALID_RECORD", "Incorrect declared batch size, records still remaining in file")
+    assert (e.code, str(e)) == (ErrorCode.INVALID_RECORD, "Incorrect declared batch size, records still remaining in file")
 
 
 def test_golden_record_with_a_null_key_is_named_by_index():
     b = build_batch([Record(key=b"k", value=b"v"), Record(offset_delta=1, value=b"v")], base_timestamp=0)
     assert error_of(b) is None
     e = error_of(b, require_keys=True, where="t-0")
-    assert isinstance(e, RecordValidationError) and e.error == "INVALID_RECORD"
+    assert isinstance(e, RecordValidationError) and e.code == ErrorCode.INVALID_RECORD
     assert e.record_errors == [(1, "Compacted topic cannot accept message without key in topic partition t-0")]
     assert str(e) == ("One or more records have been rejected due to 1 record errors in total, and only showing the "
                       "first three errors at most: [RecordError(batchIndex=1, message='Compacted topic cannot accept "
@@ -94,13 +95,13 @@ def test_golden_record_with_a_null_key_is_named_by_index():
 def test_a_crc_error_wins_over_a_framing_error():
     bad = bytearray(with_header_fixed(GOLDEN, count=2))
     bad[-1] ^= 0xFF
-    assert error_of(bytes(bad)).error == "CORRUPT_MESSAGE"
+    assert error_of(bytes(bad)).code == ErrorCode.CORRUPT_MESSAGE
 
 
 def test_undecompressable_data_is_unknown_server_error_as_in_kafka():
     b = bytearray(build_batch([Record(value=b"v")], base_timestamp=0, compression=GZIP))
     e = error_of(with_header_fixed(b[:61] + b"not gzip at all"))
-    assert e.error == "UNKNOWN_SERVER_ERROR" and "Failed to decompress record stream" in str(e)
+    assert e.code == ErrorCode.UNKNOWN_SERVER_ERROR and "Failed to decompress record stream" in str(e)
 
 
 def test_a_decompression_bomb_stays_invalid_record():
@@ -112,7 +113,7 @@ def test_a_decompression_bomb_stays_invalid_record():
 def test_a_record_too_short_for_its_fields_is_refused():
     # one record whose length says 2 bytes: attributes and one varint cannot hold a record
     b = with_header_fixed(GOLDEN[:61] + b"\x04\x00\x00", count=1)
-    assert error_of(b).error == "INVALID_RECORD"
+    assert error_of(b).code == ErrorCode.INVALID_RECORD
 
 
 # ------------------------------------------------------------------- fast path vs. the loop
@@ -195,7 +196,7 @@ def test_a_wrong_record_count_fails(codec, recs, data):
     count = data.draw(st.integers(0, len(recs) + 50).filter(lambda c: c != len(recs)))
     body = encode_records(recs)
     e = error_of(_rebuilt(b, codec, body, count))
-    assert e is not None and e.error == "INVALID_RECORD"
+    assert e is not None and e.code == ErrorCode.INVALID_RECORD
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -209,7 +210,7 @@ def test_a_truncated_or_extended_body_fails(codec, recs, data):
     else:
         body = body + data.draw(st.binary(min_size=1, max_size=300))
     e = error_of(_rebuilt(b, codec, body))
-    assert e is not None and e.error in ("INVALID_RECORD", "UNKNOWN_SERVER_ERROR")  # an empty gzip is unreadable
+    assert e is not None and e.code in (ErrorCode.INVALID_RECORD, ErrorCode.UNKNOWN_SERVER_ERROR)  # an empty gzip is unreadable
 
 
 @pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
@@ -271,10 +272,10 @@ def test_a_one_byte_mutation_is_refused_exactly_when_the_decoder_refuses_it(code
     e = error_of(b)
     if _decodes(b):
         if e is not None:
-            assert (e.error, str(e)) == ("INVALID_RECORD", "Found invalid record structure")
+            assert (e.code, str(e)) == (ErrorCode.INVALID_RECORD, "Found invalid record structure")
             assert _overlong_int32_varint(mutated)
     else:
-        assert e is not None and e.error == "INVALID_RECORD", "stored a batch our decoder refuses"
+        assert e is not None and e.code == ErrorCode.INVALID_RECORD, "stored a batch our decoder refuses"
 
 
 # ------------------------------------------------------------------- golden: every field
@@ -310,7 +311,7 @@ def test_golden_uniform_300_with_one_header_count_of_minus_one_fails_as_in_kafka
     assert body[end - 1] == 0x00  # headersCount 0, the record's last byte
     body[end - 1] = 0x01  # zigzag -1
     e = error_of(_rebuilt(_build(recs, codec), codec, bytes(body)))
-    assert (e.error, str(e)) == ("INVALID_RECORD", "Found invalid number of record headers -1")
+    assert (e.code, str(e)) == (ErrorCode.INVALID_RECORD, "Found invalid number of record headers -1")
 
 
 def test_golden_a_continuation_bit_in_a_timestamp_delta_inside_a_run_fails():
@@ -321,7 +322,7 @@ def test_golden_a_continuation_bit_in_a_timestamp_delta_inside_a_run_fails():
     body[ts] = 0x80  # the varint now swallows offsetDelta (ac02): keyLength is read from offsetDelta's
     b = _rebuilt(_build(recs, NONE), NONE, bytes(body))  # 06, and the key from the key's "k" (zigzag -54)
     e = error_of(b)
-    assert (e.error, str(e)) == ("INVALID_RECORD", "Invalid negative key size -54") and not _decodes(b)
+    assert (e.code, str(e)) == (ErrorCode.INVALID_RECORD, "Invalid negative key size -54") and not _decodes(b)
 
 
 def test_golden_header_keys_in_a_run():
@@ -335,7 +336,7 @@ def test_golden_header_keys_in_a_run():
     body[key + 3] = 0xFF
     b = _rebuilt(b, NONE, bytes(body))
     e = error_of(b)
-    assert (e.error, str(e)) == ("INVALID_RECORD", "Invalid header key: not UTF-8") and not _decodes(b)
+    assert (e.code, str(e)) == (ErrorCode.INVALID_RECORD, "Invalid header key: not UTF-8") and not _decodes(b)
 
 
 def _hand_record(fields: bytes) -> bytes:
@@ -353,12 +354,12 @@ def test_golden_varint_length_limits_are_kafkas():
         e = error_of(with_header_fixed(GOLDEN[:61] + rec, count=1))
         assert (e is None) == ok, rec.hex()
         if not ok:
-            assert (e.error, str(e)) == ("INVALID_RECORD", "Found invalid record structure")
+            assert (e.code, str(e)) == (ErrorCode.INVALID_RECORD, "Found invalid record structure")
     # the decoder reads a 6-byte int32 varint (the one case where validate is the stricter)
     assert _decodes(with_header_fixed(GOLDEN[:61] + six, count=1))
     # a 6-byte length varint too
     e = error_of(with_header_fixed(GOLDEN[:61] + bytes.fromhex("8c8080808000") + five[1:], count=1))
-    assert (e.error, str(e)) == ("INVALID_RECORD", "Found invalid record structure")
+    assert (e.code, str(e)) == (ErrorCode.INVALID_RECORD, "Found invalid record structure")
 
 
 @pytest.mark.parametrize(("fields", "message"), [
@@ -373,7 +374,7 @@ def test_golden_varint_length_limits_are_kafkas():
 def test_golden_malformed_fields_fail_with_kafkas_messages(fields, message):
     b = with_header_fixed(GOLDEN[:61] + _hand_record(bytes.fromhex(fields)), count=1)
     e = error_of(b)
-    assert (e.error, str(e)) == ("INVALID_RECORD", message)
+    assert (e.code, str(e)) == (ErrorCode.INVALID_RECORD, message)
     assert not _decodes(b)
 
 

@@ -1,5 +1,8 @@
-"""What the tests of tests/reference share (the conftest holds only fixtures): `Side` (one broker
-under test), `Pair` (the same Kafka tool against both at once), the tool pool and normalisers."""
+"""What the reference tests share: the two sides of a comparison and how a tool is run on both.
+
+`Pair.run(tool, args)` runs the same Kafka tool against Apache Kafka and minibroker at once (one
+thread each) and returns both results; `BOOT` in an argument stands for each broker's address.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from reference import kafka_reference as kr
 # placeholder in tool arguments for the broker's bootstrap address
 BOOT = "{bootstrap}"
 # one pool for the session: each broker's call runs in its own thread, both JVMs at once
-_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="kafka-tool")
+POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="kafka-tool")
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ class Pair:
     def run(self, tool: str, args: Sequence[str] = (), *, input: str | None = None,
             timeout: float = 60.0) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
         """The same command against both brokers, concurrently: (Kafka's result, minibroker's)."""
-        futures = [_POOL.submit(side.run, tool, args, input=input, timeout=timeout)
+        futures = [POOL.submit(side.run, tool, args, input=input, timeout=timeout)
                    for side in (self.kafka, self.mini)]
         a, b = (f.result() for f in futures)
         return a, b

@@ -1,0 +1,176 @@
+"""The console's HTTP server: routes, error pages, the SSE stream and the optional write actions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from minibroker.console import pages, state
+from minibroker.console.exposition import metrics_text
+from minibroker.console.live import LiveTrace
+from minibroker.console.state import BadRequest, NotFound
+from minibroker.handlers.registry import Handler
+from minibroker.services import BrokerServices
+from minibroker.tools.trace import TraceListeners
+
+log = logging.getLogger("minibroker.console")
+STATIC = Path(__file__).with_name("static")
+Handler_ = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class Console:
+    def __init__(self, services: BrokerServices, handlers: Mapping[int, Handler], trace: TraceListeners,
+                 *, bootstrap: str, allow_writes: bool = False) -> None:
+        self.services = services
+        self.handlers = handlers
+        self.live = LiveTrace(trace)
+        self.bootstrap = bootstrap
+        self.allow_writes = allow_writes
+        self._runner: web.AppRunner | None = None
+        self.host = ""
+        self.port = 0
+        self.app = self._build()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/"
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self, host: str, port: int) -> None:
+        runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, reuse_address=True)
+        await site.start()
+        self._runner = runner
+        # port 0 picks a free port: read back the one bound
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        self.host, self.port = host, sockets[0].getsockname()[1] if sockets else port
+        log.info("console on %s", self.url)
+
+    async def stop(self) -> None:
+        self.live.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # -- routes ----------------------------------------------------------------------------------
+    def _build(self) -> web.Application:
+        app = web.Application(middlewares=[self._errors])
+        page, api = self._page, self._api
+        s = self.services
+        r = app.router
+        r.add_get("/", page(lambda q: pages.cluster_page(self._cluster())))
+        r.add_get("/api/cluster", api(lambda q: self._cluster()))
+        r.add_get("/topics", page(lambda q: pages.topics_page(state.topics(s))))
+        r.add_get("/api/topics", api(lambda q: state.topics(s)))
+        r.add_get("/topics/{name}", page(lambda q: pages.topic_page(state.topic(s, q.match_info["name"]))))
+        r.add_get("/api/topics/{name}", api(lambda q: state.topic(s, q.match_info["name"])))
+        r.add_get("/topics/{name}/{p}", page(lambda q: pages.partition_page(
+            state.partition(s, q.match_info["name"], q.match_info["p"]))))
+        r.add_get("/api/topics/{name}/{p}", api(lambda q: state.partition(s, q.match_info["name"], q.match_info["p"])))
+        r.add_get("/topics/{name}/{p}/segments/{base}", page(lambda q: pages.segment_page(self._segment(q))))
+        r.add_get("/api/topics/{name}/{p}/segments/{base}", api(self._segment))
+        r.add_get("/topics/{name}/{p}/messages", page(lambda q: pages.messages_page(self._messages(q))))
+        r.add_get("/api/topics/{name}/{p}/messages", api(self._messages))
+        r.add_get("/topics/{name}/{p}/batch/{offset}", page(lambda q: pages.batch_page(self._batch(q))))
+        r.add_get("/api/topics/{name}/{p}/batch/{offset}", api(self._batch))
+        r.add_get("/groups", page(lambda q: pages.groups_page(state.groups(s))))
+        r.add_get("/api/groups", api(lambda q: state.groups(s)))
+        r.add_get("/groups/{gid}", page(lambda q: pages.group_page(state.group(s, q.match_info["gid"]))))
+        r.add_get("/api/groups/{gid}", api(lambda q: state.group(s, q.match_info["gid"])))
+        r.add_get("/transactions", page(lambda q: pages.transactions_page(state.transactions(s))))
+        r.add_get("/api/transactions", api(lambda q: state.transactions(s)))
+        r.add_get("/trace", page(lambda q: pages.trace_page()))
+        r.add_get("/trace/stream", self._trace_stream)
+        r.add_get("/metrics", self._metrics)
+        r.add_static("/static", STATIC)
+        return app
+
+    def _cluster(self) -> dict[str, Any]:
+        served = [(hd.api.name, key, hd.versions.lo, hd.versions.hi) for key, hd in self.handlers.items()]
+        return state.cluster(self.services, served, self.bootstrap)
+
+    def _segment(self, q: web.Request) -> dict[str, Any]:
+        m = q.match_info
+        return state.segment(self.services, m["name"], m["p"], m["base"])
+
+    def _messages(self, q: web.Request) -> dict[str, Any]:
+        m = q.match_info
+        return state.messages(self.services, m["name"], m["p"], offset=q.query.get("offset") or None,
+                              timestamp=q.query.get("timestamp") or None, limit=q.query.get("limit"))
+
+    def _batch(self, q: web.Request) -> dict[str, Any]:
+        m = q.match_info
+        return state.batch_bytes(self.services, m["name"], m["p"], m["offset"])
+
+    @staticmethod
+    def _page(render: Callable[[web.Request], str]) -> Handler_:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return web.Response(text=render(request), content_type="text/html")
+        return handle
+
+    @staticmethod
+    def _api(get: Callable[[web.Request], Any]) -> Handler_:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return web.Response(text=json.dumps(get(request), default=str), content_type="application/json")
+        return handle
+
+    @web.middleware
+    async def _errors(self, request: web.Request, handler: Handler_) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except NotFound as e:
+            return self._error(request, 404, str(e))
+        except BadRequest as e:
+            return self._error(request, 400, str(e))
+        except web.HTTPException as e:
+            if e.status >= 400 and not request.path.startswith("/static/"):
+                return self._error(request, e.status, e.reason)
+            raise
+        except Exception as e:  # a console bug must not look like, or become, a broker error
+            log.exception("console: %s failed", request.path)
+            return self._error(request, 500, f"the console failed: {type(e).__name__}: {e}")
+
+    @staticmethod
+    def _error(request: web.Request, status: int, message: str) -> web.Response:
+        if request.path.startswith("/api/"):
+            return web.Response(status=status, text=json.dumps({"error": message, "status": status}),
+                                content_type="application/json")
+        return web.Response(status=status, text=pages.error_page(status, message), content_type="text/html")
+
+    async def _metrics(self, request: web.Request) -> web.StreamResponse:
+        return web.Response(text=metrics_text(self.services, self.handlers),
+                            content_type="text/plain", charset="utf-8",
+                            headers={"X-Content-Type-Options": "nosniff"})
+
+    async def _trace_stream(self, request: web.Request) -> web.StreamResponse:
+        """Server-Sent Events: one `data:` line per traced request, filtered as asked."""
+        sub = self.live.subscribe(request.query.get("client_id"), request.query.get("api"))
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await resp.prepare(request)
+        try:
+            await resp.write(b": subscribed\n\n")
+            while True:
+                try:
+                    # a comment line each second: the write fails soon after the browser leaves, so
+                    # the listener detaches and the broker stops paying for tracing
+                    text = await asyncio.wait_for(sub.queue.get(), 1.0)
+                except TimeoutError:
+                    await resp.write(b": keep-alive\n\n")
+                    continue
+                if sub.dropped:
+                    await resp.write(f"event: dropped\ndata: {sub.dropped}\n\n".encode())
+                    sub.dropped = 0
+                await resp.write(f"data: {text}\n\n".encode())
+        except ConnectionResetError:
+            pass
+        finally:
+            self.live.unsubscribe(sub)
+        return resp

@@ -1,0 +1,66 @@
+"""/metrics: the broker's counters (minibroker.metrics) and gauges read from live state, in
+Prometheus' text format under the names Prometheus' JMX exporter gives Kafka's MBeans.
+
+Gauges are computed at scrape time from the components, so nothing on the hot path keeps them:
+partition count (ReplicaManager PartitionCount), per-partition log size, start and end offsets and
+segment count (kafka.log:type=Log), purgatory sizes (DelayedOperationPurgatory PurgatorySize; the
+produce purgatory is always empty on one node: acks=all waits for no follower), and consumer
+group lag under kafka_exporter's names (Kafka's broker exports no lag; kafka_exporter and Burrow do,
+and dashboards use theirs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from minibroker.handlers.registry import Handler
+from minibroker.metrics import Family, counter_families, render
+from minibroker.services import BrokerServices
+
+
+def metrics_text(services: BrokerServices, handlers: Mapping[int, Handler]) -> str:
+    names = {k: h.api.name for k, h in handlers.items()}
+    return render([*counter_families(services.metrics, names), *gauge_families(services)])
+
+
+def gauge_families(services: BrokerServices) -> Iterator[Family]:
+    logs = sorted(services.log_manager.logs().items())
+    pc = Family("kafka_server_replicamanager_partitioncount", "gauge", "Partitions on this broker")
+    pc.add(len(logs))
+    lc = Family("kafka_server_replicamanager_leadercount", "gauge", "Partitions this broker leads")
+    lc.add(len(logs))
+    yield pc
+    yield lc
+    size = Family("kafka_log_log_size", "gauge", "Bytes of a partition's log")
+    start = Family("kafka_log_log_logstartoffset", "gauge", "A partition's log start offset")
+    end = Family("kafka_log_log_logendoffset", "gauge", "A partition's log end offset")
+    segs = Family("kafka_log_log_numlogsegments", "gauge", "Segments of a partition's log")
+    for (topic, p), lg in logs:
+        labels = {"topic": topic, "partition": str(p)}
+        size.add(lg.size_in_bytes(), **labels)
+        start.add(lg.log_start_offset, **labels)
+        end.add(lg.log_end_offset, **labels)
+        segs.add(lg.num_segments, **labels)
+    yield from (size, start, end, segs)
+    purg = Family("kafka_server_delayedoperationpurgatory_purgatorysize", "gauge",
+                  "Requests waiting in a purgatory")
+    purg.add(len(services.replica_manager.fetch_waiters), delayedOperation="Fetch")
+    purg.add(0, delayedOperation="Produce")
+    yield purg
+    groups = Family("kafka_coordinator_group_groupmetadatamanager_numgroups", "gauge", "Consumer groups")
+    groups.add(len(services.group_coordinator.groups))
+    yield groups
+    lag = Family("kafka_consumergroup_lag", "gauge", "High watermark minus committed offset (kafka_exporter)")
+    current = Family("kafka_consumergroup_current_offset", "gauge", "Committed offset (kafka_exporter)")
+    for gid, offsets in sorted(services.group_coordinator.offsets.items()):
+        for (topic, p), om in sorted(offsets.items()):
+            part_log = services.topics.get_log(topic, p)
+            labels = {"consumergroup": gid, "topic": topic, "partition": str(p)}
+            current.add(om.offset, **labels)
+            if part_log is not None and om.offset >= 0:
+                lag.add(max(0, part_log.high_watermark - om.offset), **labels)
+    yield lag
+    yield current
+    up = Family("kafka_server_kafkaserver_uptime_ms", "gauge", "Milliseconds since the broker started")
+    up.add(services.clock() - services.started_ms)
+    yield up

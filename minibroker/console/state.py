@@ -1,0 +1,389 @@
+"""What the console shows, read from the broker's live components (never through a Kafka client).
+
+Every function takes the `BrokerServices` the handlers get and returns plain dicts and lists (the
+JSON endpoints serve them as they are; the pages render them). They run on the broker's loop, so
+they see each component between two requests, as a handler would. Reads of segment files are
+bounded (`MAX_BATCHES`, `MAX_READ_BYTES`) so a page never stalls the loop for long.
+
+Bad input raises `NotFound` (an unknown topic, partition, offset, group, segment) or `BadRequest`
+(an offset or timestamp that is no number, or out of any range); the HTTP layer turns them into
+404 and 400 pages.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from minibroker.config import describe_broker_config
+from minibroker.config.definitions import ConfigSource
+from minibroker.services import BrokerServices
+from minibroker.tools.trace import batch_field_spans
+from protocol.records.batch import BatchView, InvalidBatch
+from protocol.records.dump import BatchSummary, RecordSummary, iter_summaries
+from storage.log import Log
+from storage.segment import LogSegment
+
+MAX_BATCHES = 50
+MAX_READ_BYTES = 4 * 1024 * 1024
+MAX_SHOWN_VALUE = 4096  # bytes of a key or value rendered; the rest is counted
+LONG_MAX = (1 << 63) - 1
+_ATTR_CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+class NotFound(Exception):
+    pass
+
+
+class BadRequest(Exception):
+    pass
+
+
+def parse_int(text: str | None, what: str, *, lo: int = -(1 << 63), hi: int = LONG_MAX) -> int:
+    if text is None:
+        raise BadRequest(f"{what} is missing")
+    try:
+        v = int(text)
+    except ValueError:
+        raise BadRequest(f"{what} must be a whole number, not {text[:40]!r}") from None
+    if not lo <= v <= hi:
+        raise BadRequest(f"{what} {v} is out of range ({lo}..{hi})")
+    return v
+
+
+# -- cluster ---------------------------------------------------------------------------------------
+def cluster(services: BrokerServices, served: Iterable[tuple[str, int, int, int]], bootstrap: str) -> dict[str, Any]:
+    cfg = services.config
+    data_dir = services.log_manager.data_dir
+    usage = _dir_usage(str(data_dir))
+    sources = {int(s): s.name for s in ConfigSource}
+    return {
+        "cluster_id": services.cluster_id, "node_id": services.node_id, "listener": bootstrap,
+        "advertised": f"{services.host}:{services.port}",
+        "uptime_ms": services.clock() - services.started_ms, "started_ms": services.started_ms,
+        "data_dir": str(data_dir), "data_dir_bytes": usage,
+        "topics": len(services.topics), "partitions": sum(len(t.partitions) for t in services.topics.values()),
+        "apis": [{"name": n, "key": k, "min": lo, "max": hi} for n, k, lo, hi in sorted(served, key=lambda a: a[1])],
+        "config": [{"name": e.name, "value": None if e.sensitive else e.value,
+                    "source": sources.get(e.source, str(e.source)), "read_only": e.read_only}
+                   for e in describe_broker_config(cfg)],
+    }
+
+
+def _dir_usage(path: str) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass
+    return total
+
+
+# -- topics and partitions ------------------------------------------------------------------------
+def topics(services: BrokerServices) -> list[dict[str, Any]]:
+    out = []
+    for name, t in sorted(services.topics.items()):
+        logs = t.partitions.values()
+        out.append({"name": name, "topic_id": str(t.topic_id), "internal": t.is_internal,
+                    "partitions": len(t.partitions), "size": sum(lg.size_in_bytes() for lg in logs),
+                    "messages": sum(lg.high_watermark - lg.log_start_offset for lg in logs),
+                    "cleanup_policy": ",".join(t.config.get("cleanup.policy", [])),
+                    "overrides": {k: str(v) for k, v in t.overrides.items()}})
+    return out
+
+
+def topic(services: BrokerServices, name: str) -> dict[str, Any]:
+    t = services.topics.get(name)
+    if t is None:
+        raise NotFound(f"no topic {name!r}")
+    return {"name": name, "topic_id": str(t.topic_id), "internal": t.is_internal,
+            "config": {k: _plain(v) for k, v in sorted(t.config.items())},
+            "overrides": {k: _plain(v) for k, v in sorted(t.overrides.items())},
+            "partitions": [_partition_summary(lg) for _p, lg in sorted(t.partitions.items())]}
+
+
+def _plain(v: Any) -> Any:
+    return ",".join(map(str, v)) if isinstance(v, list) else v
+
+
+def get_log(services: BrokerServices, name: str, partition: str | int) -> Log:
+    t = services.topics.get(name)
+    if t is None:
+        raise NotFound(f"no topic {name!r}")
+    p = partition if isinstance(partition, int) else parse_int(partition, "partition", lo=0, hi=(1 << 31) - 1)
+    lg = t.partitions.get(p)
+    if lg is None:
+        raise NotFound(f"topic {name!r} has no partition {p} (it has {len(t.partitions)})")
+    return lg
+
+
+def _partition_summary(lg: Log) -> dict[str, Any]:
+    return {"partition": lg.partition, "log_start_offset": lg.log_start_offset, "high_watermark": lg.high_watermark,
+            "log_end_offset": lg.log_end_offset, "last_stable_offset": lg.last_stable_offset,
+            "recovery_point": lg.recovery_point, "size": lg.size_in_bytes(), "segments": lg.num_segments}
+
+
+def partition(services: BrokerServices, name: str, p: str) -> dict[str, Any]:
+    lg = get_log(services, name, p)
+    out = _partition_summary(lg)
+    out["topic"] = name
+    out["index_interval_bytes"] = lg.config.index_interval_bytes
+    out["segment_bytes"] = lg.config.segment_bytes
+    out["first_unstable_offset"] = lg.first_unstable_offset
+    out["producers"] = [
+        {"producer_id": pid, "epoch": e.producer_epoch, "last_sequence": e.last_seq if e.batches else -1,
+         "last_timestamp": e.last_timestamp, "coordinator_epoch": e.coordinator_epoch,
+         "open_txn_first_offset": e.current_txn_first_offset}
+        for pid, e in sorted(lg.producer_state.producers.items())]
+    out["segment_list"] = [_segment_summary(seg) for seg in lg.segments]
+    return out
+
+
+def _segment_summary(seg: LogSegment) -> dict[str, Any]:
+    first_ts = -1
+    first = seg.log.header_at(0) if seg.size else None
+    if first is not None:
+        first_ts = first.max_timestamp
+    return {"base_offset": seg.base_offset, "size": seg.size, "file": seg.log.path.name,
+            "first_batch_max_timestamp": first_ts, "max_timestamp": seg.max_timestamp_so_far,
+            "index_entries": seg.offset_index.entries, "time_index_entries": seg.time_index.entries}
+
+
+def segment(services: BrokerServices, name: str, p: str, base: str) -> dict[str, Any]:
+    lg = get_log(services, name, p)
+    base_offset = parse_int(base, "segment base offset", lo=0)
+    seg = lg.segments.get(base_offset)
+    if seg is None:
+        raise NotFound(f"{name}-{lg.partition} has no segment with base offset {base_offset} "
+                       f"(it has {[s.base_offset for s in lg.segments][:20]})")
+    out = _segment_summary(seg)
+    out.update(topic=name, partition=lg.partition, index_interval_bytes=lg.config.index_interval_bytes)
+    out["index"] = [{"offset": e.offset, "position": e.position} for e in seg.offset_index.all_entries()]
+    out["time_index"] = [{"timestamp": e.timestamp, "offset": e.offset} for e in seg.time_index.all_entries()]
+    # every batch position, so the index's sparseness shows against what it indexes
+    batches = []
+    for pos, view in seg.log.batches_from(0):
+        batches.append({"position": pos, "base_offset": view.base_offset, "last_offset": view.last_offset,
+                        "size": view.size, "max_timestamp": view.max_timestamp})
+        if len(batches) >= 5000:
+            break
+    out["batches"] = batches
+    return out
+
+
+# -- messages --------------------------------------------------------------------------------------
+def messages(services: BrokerServices, name: str, p: str, *, offset: str | None = None,
+             timestamp: str | None = None, limit: str | None = None) -> dict[str, Any]:
+    lg = get_log(services, name, p)
+    count = parse_int(limit, "limit", lo=1, hi=MAX_BATCHES) if limit is not None else 10
+    if timestamp is not None:
+        ts = parse_int(timestamp, "timestamp")
+        found = lg.offset_for_timestamp(ts)
+        start = found.offset if found is not None else lg.log_end_offset
+    else:
+        start = parse_int(offset, "offset") if offset is not None else lg.log_start_offset
+    if start < lg.log_start_offset or start > lg.log_end_offset:
+        raise NotFound(f"offset {start} is outside {name}-{lg.partition}'s log "
+                       f"[{lg.log_start_offset}, {lg.log_end_offset})")
+    aborted = lg.aborted_transactions(start, LONG_MAX)
+    batches: list[dict[str, Any]] = []
+    for pos, view, seg in _batch_positions(lg, start):
+        buf = seg.log.read(pos, min(view.size, MAX_READ_BYTES))
+        if len(buf) < view.size:
+            batches.append({"position": pos, "base_offset": view.base_offset, "size": view.size,
+                            "error": f"batch larger than {MAX_READ_BYTES} bytes, not shown"})
+        else:
+            for s in iter_summaries(buf, records=True, position=pos):
+                if isinstance(s, BatchSummary):
+                    batches.append(_batch(s, view, lg, aborted, seg.base_offset))
+        if len(batches) >= count:
+            break
+    return {"topic": name, "partition": lg.partition, "start": start, "log_start_offset": lg.log_start_offset,
+            "high_watermark": lg.high_watermark, "last_stable_offset": lg.last_stable_offset,
+            "log_end_offset": lg.log_end_offset, "batches": batches}
+
+
+def _batch_positions(lg: Log, start: int) -> Iterable[tuple[int, BatchView, LogSegment]]:
+    seg = lg.segments.floor_segment(start) or lg.segments.first
+    first = True
+    while seg is not None:
+        found = seg.translate_offset(start) if first else (0, None)
+        first = False
+        if found is not None:
+            for pos, view in seg.log.batches_from(found[0]):
+                yield pos, view, seg
+        seg = lg.segments.higher_segment(seg.base_offset)
+
+
+def _batch(s: BatchSummary, view: BatchView, lg: Log, aborted: list[Any], segment_base: int) -> dict[str, Any]:
+    attrs = view.attributes
+    is_aborted = s.is_transactional and not s.is_control and any(
+        a.producer_id == s.producer_id and a.first_offset <= s.base_offset <= a.last_offset for a in aborted)
+    return {
+        "position": s.position, "segment": segment_base, "base_offset": s.base_offset,
+        "last_offset": s.last_offset, "batch_length": view.batch_length, "size": s.size,
+        "partition_leader_epoch": s.partition_leader_epoch, "magic": s.magic, "crc": s.crc, "crc_valid": s.is_valid,
+        "attributes": attrs, "codec": s.codec_name.lower(),
+        "timestamp_type": {-1: "none", 0: "CreateTime", 1: "LogAppendTime"}.get(s.timestamp_type, "?"),
+        "transactional": s.is_transactional, "control": s.is_control, "aborted": is_aborted,
+        "above_high_watermark": s.base_offset >= lg.high_watermark,
+        "above_last_stable_offset": s.base_offset >= lg.last_stable_offset,
+        "base_timestamp": s.base_timestamp, "max_timestamp": s.max_timestamp, "producer_id": s.producer_id,
+        "producer_epoch": s.producer_epoch, "base_sequence": s.base_sequence, "record_count": s.count,
+        "error": s.error,
+        "records": [_record(r, s) for r in (s.records or [])],
+    }
+
+
+def _record(r: RecordSummary, s: BatchSummary) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "offset": r.offset, "offset_delta": r.offset - s.base_offset, "timestamp": r.timestamp,
+        "timestamp_delta": r.timestamp - s.base_timestamp if s.magic == 2 else None,
+        "key": show_bytes(r.key), "value": show_bytes(r.value),
+        "headers": [{"key": k, "value": show_bytes(v)} for k, v in r.headers],
+    }
+    if r.control is not None:
+        out["control"] = {"type": {0: "ABORT", 1: "COMMIT"}.get(r.control.type, str(r.control.type)),
+                          "coordinator_epoch": r.control.coordinator_epoch}
+    return out
+
+
+def show_bytes(b: bytes | None) -> dict[str, Any] | None:
+    """A key or value as text (when it is UTF-8), JSON (when it parses) and hex."""
+    if b is None:
+        return None
+    shown = bytes(b[:MAX_SHOWN_VALUE])
+    out: dict[str, Any] = {"size": len(b), "hex": shown.hex(), "truncated": len(b) > MAX_SHOWN_VALUE}
+    try:
+        out["text"] = shown.decode("utf-8")
+    except UnicodeDecodeError:
+        out["text"] = None
+    if out["text"] is not None and not out["truncated"]:
+        import json
+
+        try:
+            out["json"] = json.loads(out["text"])
+        except ValueError:
+            pass
+    return out
+
+
+def batch_bytes(services: BrokerServices, name: str, p: str, offset: str) -> dict[str, Any]:
+    """The batch holding `offset`, byte by byte, each field labelled (seeds 002 and 004)."""
+    lg = get_log(services, name, p)
+    target = parse_int(offset, "offset")
+    if target < lg.log_start_offset or target >= lg.log_end_offset:
+        raise NotFound(f"offset {target} is outside {name}-{lg.partition}'s log "
+                       f"[{lg.log_start_offset}, {lg.log_end_offset})")
+    for pos, view, seg in _batch_positions(lg, target):
+        if view.size > MAX_READ_BYTES:
+            raise BadRequest(f"the batch at {pos} is {view.size} bytes, larger than the byte view shows")
+        buf = seg.log.read(pos, view.size)
+        try:
+            spans = batch_field_spans(buf)
+        except InvalidBatch as e:
+            raise BadRequest(f"batch at {pos} is unreadable: {e}") from None
+        return {"topic": name, "partition": lg.partition, "segment": seg.base_offset, "position": pos,
+                "base_offset": view.base_offset, "magic": view.magic, "size": len(buf),
+                "codec": _ATTR_CODECS.get(view.compression, "?"), "hex": buf.hex(),
+                "spans": [{"start": a, "end": b, "label": label} for a, b, label in spans]}
+    raise NotFound(f"no batch holds offset {target}")
+
+
+# -- groups ----------------------------------------------------------------------------------------
+def groups(services: BrokerServices) -> list[dict[str, Any]]:
+    gc = services.group_coordinator
+    out = []
+    ids = set(gc.groups) | set(gc.offsets)
+    for gid in sorted(ids):
+        g = gc.groups.get(gid)
+        lag = sum(r["lag"] for r in _offsets(services, gid) if r["lag"] is not None)
+        out.append({"group_id": gid, "type": "classic", "state": g.state.value if g else "Empty",
+                    "protocol_type": (g.protocol_type if g else None) or "",
+                    "members": len(g.members) if g else 0, "lag": lag})
+    return out
+
+
+def _offsets(services: BrokerServices, gid: str) -> list[dict[str, Any]]:
+    rows = []
+    for (tp, om) in sorted(services.group_coordinator.offsets.get(gid, {}).items()):
+        lg = services.topics.get_log(tp[0], tp[1])
+        end = lg.high_watermark if lg is not None else None
+        rows.append({"topic": tp[0], "partition": tp[1], "committed": om.offset, "metadata": om.metadata,
+                     "commit_timestamp": om.commit_timestamp_ms, "log_end_offset": end,
+                     "lag": max(0, end - om.offset) if end is not None and om.offset >= 0 else None})
+    return rows
+
+
+def group(services: BrokerServices, gid: str) -> dict[str, Any]:
+    gc = services.group_coordinator
+    g = gc.groups.get(gid)
+    if g is None and gid not in gc.offsets:
+        raise NotFound(f"no group {gid!r}")
+    members = []
+    if g is not None:
+        for m in g.members.values():
+            members.append({"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                            "client_id": m.client_id, "client_host": m.client_host,
+                            "assignment": _assignment(m.assignment)})
+    return {"group_id": gid, "type": "classic", "state": g.state.value if g else "Empty",
+            "protocol_type": g.protocol_type if g else None, "protocol": g.protocol_name if g else None,
+            "generation": g.generation_id if g else None, "leader": g.leader_id if g else None,
+            "state_since": g.current_state_timestamp if g else None,
+            "previous_state": g.previous_state.value if g else None,
+            "members": members, "offsets": _offsets(services, gid)}
+
+
+def _assignment(raw: bytes) -> list[dict[str, Any]] | None:
+    """ConsumerProtocolAssignment: version, [topic, [partition]], user data (Kafka's schema)."""
+    try:
+        pos = 2
+        (n,) = struct.unpack_from(">i", raw, pos)
+        pos += 4
+        out = []
+        for _ in range(max(n, 0)):
+            (ln,) = struct.unpack_from(">h", raw, pos)
+            pos += 2
+            name = bytes(raw[pos:pos + ln]).decode()
+            pos += ln
+            (np,) = struct.unpack_from(">i", raw, pos)
+            pos += 4
+            parts = list(struct.unpack_from(f">{np}i", raw, pos))
+            pos += 4 * np
+            out.append({"topic": name, "partitions": parts})
+        return out
+    except (struct.error, UnicodeDecodeError):
+        return None
+
+
+# -- transactions and producers --------------------------------------------------------------------
+def transactions(services: BrokerServices) -> dict[str, Any]:
+    tc = services.txn_coordinator
+    now = services.clock()
+    txns = []
+    for md in sorted(tc.txns.values(), key=lambda m: m.transactional_id):
+        txns.append({"transactional_id": md.transactional_id, "producer_id": md.producer_id,
+                     "epoch": md.producer_epoch, "state": md.state.display_name, "timeout_ms": md.txn_timeout_ms,
+                     "partitions": sorted(f"{t}-{p}" for t, p in md.topic_partitions),
+                     "started": md.txn_start_timestamp,
+                     "open_ms": now - md.txn_start_timestamp if md.txn_start_timestamp >= 0 else None})
+    held = []
+    for name, t in sorted(services.topics.items()):
+        for p, lg in sorted(t.partitions.items()):
+            if lg.last_stable_offset < lg.high_watermark:
+                held.append({"topic": name, "partition": p, "last_stable_offset": lg.last_stable_offset,
+                             "high_watermark": lg.high_watermark,
+                             "held_back": lg.high_watermark - lg.last_stable_offset})
+    producers = []
+    for name, t in sorted(services.topics.items()):
+        for p, lg in sorted(t.partitions.items()):
+            for pid, e in sorted(lg.producer_state.producers.items()):
+                producers.append({"topic": name, "partition": p, "producer_id": pid, "epoch": e.producer_epoch,
+                                  "last_sequence": e.last_seq if e.batches else -1,
+                                  "open_txn_first_offset": e.current_txn_first_offset})
+    return {"transactions": txns, "lso_held": held, "producers": producers, "now": int(time.time() * 1000)}

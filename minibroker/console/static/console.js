@@ -1,0 +1,82 @@
+// minibroker console: the cluster page's rate charts and the live trace. No framework, no build.
+"use strict";
+
+function parseTotals(text) {
+  // Sum of every sample of each family without a topic label (the all-topics series) or, for
+  // request counts, of all samples: enough for rates.
+  const totals = {};
+  for (const line of text.split("\n")) {
+    if (!line || line[0] === "#") continue;
+    const m = line.match(/^([a-z_]+)(\{([^}]*)\})?\s+(\S+)$/);
+    if (!m) continue;
+    const name = m[1], labels = m[3] || "", value = parseFloat(m[4]);
+    if (name === "kafka_network_requestmetrics_requests_total" || labels === "") {
+      totals[name] = (totals[name] || 0) + value;
+    }
+  }
+  return totals;
+}
+
+function startCharts() {
+  const charts = document.querySelectorAll("svg.chart");
+  if (!charts.length) return;
+  const history = {};
+  let last = null, lastT = 0;
+  async function tick() {
+    try {
+      const text = await (await fetch("/metrics")).text();
+      const now = performance.now(), totals = parseTotals(text);
+      if (last) {
+        for (const svg of charts) {
+          const name = svg.dataset.metric;
+          const rate = ((totals[name] || 0) - (last[name] || 0)) / ((now - lastT) / 1000);
+          (history[name] = history[name] || []).push(Math.max(0, rate));
+          if (history[name].length > 60) history[name].shift();
+          draw(svg, history[name]);
+        }
+      }
+      last = totals; lastT = now;
+    } catch (e) { /* broker going away: keep the last picture */ }
+  }
+  function draw(svg, points) {
+    const w = 260, h = 80, max = Math.max(1, ...points);
+    const coords = points.map((v, i) => `${(i / 59) * w},${h - 4 - (v / max) * (h - 16)}`).join(" ");
+    svg.innerHTML = `<polyline points="${coords}"/><text x="4" y="12">${points[points.length - 1].toFixed(1)} (max ${max.toFixed(1)})</text>`;
+  }
+  tick();
+  setInterval(tick, 2000);
+}
+
+function startTrace() {
+  const rows = document.getElementById("trace-rows");
+  if (!rows) return;
+  const form = document.getElementById("trace-filter"), status = document.getElementById("trace-status");
+  let source = null;
+  function esc(s) { return String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c])); }
+  function connect() {
+    if (source) source.close();
+    const params = new URLSearchParams(new FormData(form));
+    source = new EventSource("/trace/stream?" + params.toString());
+    source.onopen = () => { status.textContent = "live"; status.dataset.state = "live"; };
+    source.onerror = () => { status.textContent = "disconnected, retrying"; status.dataset.state = "error"; };
+    source.addEventListener("dropped", ev => { status.textContent = `live (${ev.data} dropped: too fast)`; });
+    source.onmessage = ev => {
+      const e = JSON.parse(ev.data);
+      const tr = document.createElement("tr");
+      tr.className = "trace-entry";
+      tr.dataset.api = e.api; tr.dataset.client = e.client_id || "";
+      tr.innerHTML = `<td>${e.seq}</td><td>${esc(e.api)}</td><td>${e.version}</td><td>${esc(e.client_id)}</td>` +
+        `<td>${e.correlation_id}</td><td>${e.request_bytes}</td><td>${e.response_bytes ?? "-"}</td><td>${e.latency_ms}</td>`;
+      const detail = document.createElement("tr");
+      detail.hidden = true;
+      detail.innerHTML = `<td colspan="8"><pre>${esc(JSON.stringify({request: e.request, response: e.response}, null, 1))}</pre></td>`;
+      tr.onclick = () => { detail.hidden = !detail.hidden; };
+      rows.prepend(detail); rows.prepend(tr);
+      while (rows.children.length > 1000) rows.lastChild.remove();
+    };
+  }
+  form.addEventListener("submit", ev => { ev.preventDefault(); rows.innerHTML = ""; connect(); });
+  connect();
+}
+
+document.addEventListener("DOMContentLoaded", () => { startCharts(); startTrace(); });

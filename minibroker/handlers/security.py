@@ -1,0 +1,134 @@
+"""SaslHandshake v0-1, SaslAuthenticate v0-2, DescribeUserScramCredentials v0,
+AlterUserScramCredentials v0.
+
+Behavior: on a SASL listener the authenticator (minibroker.security.sasl) answers SaslHandshake and
+SaslAuthenticate itself until the client has authenticated; what reaches these handlers came on a
+listener without SASL, or after authentication without a re-authentication to begin, and Kafka's
+KafkaApis answers that with ILLEGAL_SASL_STATE, as here.
+SCRAM credentials: the admin client salts and iterates the password itself and sends the salted
+password; the broker keeps salt, iterations, StoredKey and ServerKey (minibroker.security.scram),
+persisted in the data directory. Errors as Kafka's ScramControlManager / KafkaApis: an unknown
+mechanism UNSUPPORTED_SASL_MECHANISM, an empty name or iterations outside 4096..16384
+UNACCEPTABLE_CREDENTIAL, a user twice in one request DUPLICATE_RESOURCE, deleting or describing a
+credential that does not exist RESOURCE_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from minibroker.handlers.registry import RequestContext, handles
+from minibroker.security.scram import (
+    MAX_ITERATIONS,
+    MECHANISM_BY_TYPE,
+    MECHANISMS,
+    MIN_ITERATIONS,
+    ScramCredential,
+    credential_from_salted,
+)
+from protocol.apis import (
+    alter_user_scram_credentials,
+    describe_user_scram_credentials,
+    sasl_authenticate,
+    sasl_handshake,
+)
+from protocol.errors import ErrorCode
+
+
+@handles(sasl_handshake.API, "0-1")
+async def handle_sasl_handshake(ctx: RequestContext, req: Any) -> Any:
+    return sasl_handshake.RESPONSE(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
+
+
+@handles(sasl_authenticate.API, "0-2")
+async def handle_sasl_authenticate(ctx: RequestContext, req: Any) -> Any:
+    return sasl_authenticate.RESPONSE(
+        error_code=ErrorCode.ILLEGAL_SASL_STATE, auth_bytes=b"", session_lifetime_ms=0,
+        error_message="SaslAuthenticate request received after successful authentication")
+
+
+DR = describe_user_scram_credentials.RESPONSE
+
+
+@handles(describe_user_scram_credentials.API, "0")
+async def handle_describe_user_scram_credentials(ctx: RequestContext, req: Any) -> Any:
+    store = ctx.services.scram_credentials
+    results = []
+    if req.users is None or not req.users:  # null or empty: every user with a credential
+        names = store.users()
+        duplicates: set[str] = set()
+    else:
+        names = []
+        counts = Counter(u.name for u in req.users)
+        duplicates = {n for n, c in counts.items() if c > 1}
+        for u in req.users:
+            if u.name not in names:
+                names.append(u.name)
+    for name in names:
+        if name in duplicates:
+            results.append(DR.DescribeUserScramCredentialsResult(
+                user=name, error_code=ErrorCode.DUPLICATE_RESOURCE, credential_infos=[],
+                error_message="Cannot describe SCRAM credentials for the same user twice in a single request"))
+            continue
+        mechs = store.mechanisms(name)
+        if not mechs:
+            results.append(DR.DescribeUserScramCredentialsResult(
+                user=name, error_code=ErrorCode.RESOURCE_NOT_FOUND, credential_infos=[],
+                error_message="Attempt to describe a user credential that does not exist"))
+            continue
+        infos = [DR.CredentialInfo(mechanism=MECHANISMS[m][1],
+                                                                      iterations=c.iterations)
+                 for m, c in sorted(mechs.items(), key=lambda mc: MECHANISMS[mc[0]][1])]
+        results.append(DR.DescribeUserScramCredentialsResult(user=name, error_code=0, error_message=None,
+                                                             credential_infos=infos))
+    return DR(error_code=0, error_message=None, results=results)
+
+
+AR = alter_user_scram_credentials.RESPONSE
+
+
+@handles(alter_user_scram_credentials.API, "0")
+async def handle_alter_user_scram_credentials(ctx: RequestContext, req: Any) -> Any:
+    store = ctx.services.scram_credentials
+    req_deletions, req_upsertions = req.deletions, req.upsertions
+    counts = Counter([d.name for d in req_deletions] + [u.name for u in req_upsertions])
+    errors: dict[str, tuple[int, str]] = {}
+    order: list[str] = []
+
+    def fail(name: str, code: int, message: str) -> None:
+        errors.setdefault(name, (code, message))
+
+    for name, count in counts.items():
+        order.append(name)
+        if count > 1:
+            fail(name, ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+    deletions: list[tuple[str, str]] = []
+    for d in req_deletions:
+        mechanism = MECHANISM_BY_TYPE.get(d.mechanism)
+        if not d.name:
+            fail(d.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
+        elif mechanism is None:
+            fail(d.name, ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
+        elif store.get(d.name, mechanism) is None:
+            fail(d.name, ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")
+        else:
+            deletions.append((d.name, mechanism))
+    upserts: list[tuple[str, str, ScramCredential]] = []
+    for u in req_upsertions:
+        mechanism = MECHANISM_BY_TYPE.get(u.mechanism)
+        if not u.name:
+            fail(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
+        elif mechanism is None:
+            fail(u.name, ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
+        elif u.iterations < MIN_ITERATIONS:
+            fail(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
+        elif u.iterations > MAX_ITERATIONS:
+            fail(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
+        else:
+            upserts.append((u.name, mechanism,
+                            credential_from_salted(mechanism, bytes(u.salt), bytes(u.salted_password), u.iterations)))
+    store.apply([x for x in upserts if x[0] not in errors], [x for x in deletions if x[0] not in errors])
+    return AR(results=[AR.AlterUserScramCredentialsResult(user=name, error_code=errors.get(name, (0, None))[0],
+                                                          error_message=errors.get(name, (0, None))[1])
+                       for name in order])

@@ -1,0 +1,236 @@
+"""The SASL gate in front of the dispatcher on SASL_* listeners (Kafka: SaslServerAuthenticator).
+
+States, per connection:
+
+    HANDSHAKE_OR_VERSIONS --ApiVersions--> HANDSHAKE --SaslHandshake--> AUTHENTICATE (v1, framed)
+                        \\--SaslHandshake-------------------------------> AUTHENTICATE_RAW (v0)
+    AUTHENTICATE(_RAW) --exchange complete--> AUTHENTICATED --(session ends)--> only a re-auth
+    AUTHENTICATED --SaslHandshake v1, session with an end--> REAUTH (KIP-368), same mechanism and
+                    principal, then AUTHENTICATED again with a new session end
+
+Before authentication only ApiVersions and SaslHandshake may come, then SaslAuthenticate only (or
+raw tokens after a v0 handshake, which old clients use): anything else closes the connection with a
+log line. A failed login is answered after `connection.failed.authentication.delay.ms` with
+SASL_AUTHENTICATION_FAILED and Kafka's message, and the connection is closed once that is sent.
+An unknown mechanism gets UNSUPPORTED_SASL_MECHANISM with the served list, then the close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
+
+from minibroker.security.credentials import ScramCredentialStore
+from minibroker.security.plain import PlainAuthFailed, PlainMalformed, PlainServer
+from minibroker.security.scram import ScramError, ScramServer
+from minibroker.security.settings import SaslSettings
+from protocol.apis import api_versions, sasl_authenticate, sasl_handshake
+from protocol.codec import decode_from
+from protocol.errors import ErrorCode
+from protocol.headers import decode_request_header, encode_response_frame
+from protocol.types import DecodeError
+
+log = logging.getLogger("minibroker.security")
+
+ANONYMOUS = "User:ANONYMOUS"
+
+
+class SecureChannel(Protocol):
+    """What the gate needs of the connection (minibroker.connection.Connection)."""
+
+    peer: str
+    principal: str
+
+    def close(self, reason: str | None) -> None: ...
+
+    def close_when_sent(self, reason: str) -> None: ...
+
+
+Dispatch = Callable[[Any, bytes | bytearray], Coroutine[Any, Any, list[Any] | None]]
+
+
+class SaslAuthenticator:
+    """One connection's authentication. `handle` takes the connection's frames in place of the
+    broker's dispatcher and passes them on once the client has authenticated."""
+
+    def __init__(self, settings: SaslSettings, scram: ScramCredentialStore, dispatch: Dispatch):
+        self.settings = settings
+        self._scram = scram
+        self._dispatch = dispatch
+        self.state = "HANDSHAKE_OR_VERSIONS"
+        self.mechanism: str | None = None
+        self._server: PlainServer | ScramServer | None = None
+        self._session_end: float | None = None  # time.monotonic() when the session ends
+        self._reauth_capable = False  # the client sent SaslAuthenticate v1+ (KIP-368)
+        self._reauthenticating = False
+
+    async def handle(self, conn: SecureChannel, frame: bytes | bytearray) -> list[Any] | None:
+        state = self.state
+        if state == "AUTHENTICATED":
+            return await self._authenticated(conn, frame)
+        if state == "FAILED":
+            return None
+        if len(frame) > self.settings.max_receive_size:
+            return self._refuse(conn, f"a frame of {len(frame)} bytes before authentication, more than "
+                                      f"sasl.server.max.receive.size={self.settings.max_receive_size}")
+        if state == "AUTHENTICATE_RAW":
+            return await self._raw_token(conn, bytes(frame))
+        try:
+            header, pos = decode_request_header(frame)
+        except DecodeError:
+            return self._refuse(conn, "not a Kafka request: a client configured with the wrong security "
+                                      "protocol, or not a Kafka client")
+        key = header.api_key
+        if key == api_versions.API.key and state == "HANDSHAKE_OR_VERSIONS":
+            self.state = "HANDSHAKE"
+            return await self._dispatch(conn, frame)
+        if key == sasl_handshake.API.key and state in ("HANDSHAKE_OR_VERSIONS", "HANDSHAKE", "REAUTH"):
+            return await self._handshake(conn, header, frame, pos)
+        if key == sasl_authenticate.API.key and state in ("AUTHENTICATE", "REAUTH_AUTHENTICATE"):
+            return await self._authenticate(conn, header, frame, pos)
+        during = "SASL authentication" if state in ("AUTHENTICATE", "REAUTH_AUTHENTICATE") else "SASL handshake"
+        return self._refuse(conn, f"unexpected request (api key {key}) during {during}")
+
+    # -- after authentication ---------------------------------------------------------------
+    async def _authenticated(self, conn: SecureChannel, frame: bytes | bytearray) -> list[Any] | None:
+        key = int.from_bytes(frame[0:2], "big", signed=True) if len(frame) >= 2 else -1
+        if key == sasl_handshake.API.key and self._session_end is not None and self._reauth_capable:
+            self.state = "REAUTH"
+            self._reauthenticating = True
+            return await self.handle(conn, frame)
+        if self._session_end is not None and time.monotonic() > self._session_end:
+            # KIP-368: a client that did not re-authenticate in time loses its connection
+            log.info("closing connection from %s (%s): its SASL session ended (connections.max.reauth.ms=%d)",
+                     conn.peer, conn.principal, self.settings.max_reauth_ms)
+            conn.close("SASL session expired")
+            return None
+        return await self._dispatch(conn, frame)
+
+    # -- SaslHandshake ----------------------------------------------------------------------
+    async def _handshake(self, conn: SecureChannel, header: Any, frame: bytes | bytearray,
+                         pos: int) -> list[Any] | None:
+        version = header.api_version
+        if version not in (0, 1):
+            return self._refuse(conn, f"SaslHandshake v{version} is not supported")
+        try:
+            req, _ = decode_from(sasl_handshake.REQUEST, version, frame, pos)
+        except DecodeError as e:
+            return self._refuse(conn, f"malformed SaslHandshake ({e})")
+        mechanisms = self.settings.mechanisms
+        if req.mechanism not in mechanisms or (self._reauthenticating and
+                                               (req.mechanism != self.mechanism or version == 0)):
+            log.warning("failed authentication from %s on listener %s: unsupported SASL mechanism %r "
+                        "(enabled: %s)", conn.peer, self.settings.listener, req.mechanism, ", ".join(mechanisms))
+            resp = sasl_handshake.RESPONSE(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=mechanisms)
+            return await self._fail(conn, encode_response_frame(sasl_handshake.API, version, header.correlation_id,
+                                                                resp), "unsupported SASL mechanism")
+        self.mechanism = req.mechanism
+        self._server = self._new_server(req.mechanism)
+        if self._reauthenticating:
+            self.state = "REAUTH_AUTHENTICATE"
+        else:
+            self.state = "AUTHENTICATE" if version >= 1 else "AUTHENTICATE_RAW"
+        resp = sasl_handshake.RESPONSE(error_code=ErrorCode.NONE, mechanisms=mechanisms)
+        return encode_response_frame(sasl_handshake.API, version, header.correlation_id, resp)
+
+    def _new_server(self, mechanism: str) -> PlainServer | ScramServer:
+        if mechanism == "PLAIN":
+            return PlainServer(self.settings.plain_users)
+        return ScramServer(mechanism, lambda user: self._scram.get(user, mechanism))
+
+    # -- SaslAuthenticate (framed) -----------------------------------------------------------
+    async def _authenticate(self, conn: SecureChannel, header: Any, frame: bytes | bytearray,
+                            pos: int) -> list[Any] | None:
+        version = header.api_version
+        if version not in sasl_authenticate.API.versions:
+            return self._refuse(conn, f"SaslAuthenticate v{version} is not supported")
+        try:
+            req, _ = decode_from(sasl_authenticate.REQUEST, version, frame, pos)
+        except DecodeError as e:
+            return self._refuse(conn, f"malformed SaslAuthenticate ({e})")
+        self._reauth_capable = self._reauth_capable or version > 0
+        R = sasl_authenticate.RESPONSE
+        ok, token, message = self._evaluate(conn, bytes(req.auth_bytes))
+        if not ok:
+            resp = R(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=message, auth_bytes=b"",
+                     session_lifetime_ms=0)
+            return await self._fail(conn, encode_response_frame(sasl_authenticate.API, version,
+                                                                header.correlation_id, resp), message)
+        lifetime = 0
+        if self._server is not None and self._server.complete:
+            lifetime = self._complete(conn)
+            if lifetime < 0:
+                return None
+        resp = R(error_code=ErrorCode.NONE, error_message=None, auth_bytes=token, session_lifetime_ms=lifetime)
+        return encode_response_frame(sasl_authenticate.API, version, header.correlation_id, resp)
+
+    # -- raw tokens after a v0 handshake ------------------------------------------------------
+    async def _raw_token(self, conn: SecureChannel, token: bytes) -> list[Any] | None:
+        ok, response, message = self._evaluate(conn, token)
+        if not ok:
+            # no framing to carry an error: Kafka closes the connection (after the delay)
+            await asyncio.sleep(self.settings.failed_auth_delay_ms / 1000)
+            self.state = "FAILED"
+            conn.close(message)
+            return None
+        if self._server is not None and self._server.complete:
+            if self._complete(conn) < 0:
+                return None
+        return [len(response).to_bytes(4, "big"), response]
+
+    # -- common ------------------------------------------------------------------------------
+    def _evaluate(self, conn: SecureChannel, token: bytes) -> tuple[bool, bytes, str]:
+        """(ok, response token, error message for the client)."""
+        server = self._server
+        assert server is not None
+        generic = (f"Authentication failed during {'re-authentication' if self._reauthenticating else 'authentication'}"
+                   f" due to invalid credentials with SASL mechanism {self.mechanism}")
+        try:
+            return True, server.evaluate(token), ""
+        except PlainAuthFailed as e:
+            reason, message = str(e), str(e)
+        except (PlainMalformed, ScramError) as e:
+            reason, message = str(e), generic
+        log.warning("failed authentication with %s on listener %s (%s, mechanism %s): %s", conn.peer,
+                    self.settings.listener, self.settings.security_protocol, self.mechanism, reason)
+        return False, b"", message
+
+    def _complete(self, conn: SecureChannel) -> int:
+        """The exchange succeeded: set the principal and the session end; the lifetime to tell the
+        client (0: none), or -1 when a re-authentication changed the principal (connection closed)."""
+        assert self._server is not None and self._server.user is not None
+        principal = f"User:{self._server.user}"
+        if self._reauthenticating and principal != conn.principal:
+            log.warning("closing connection from %s: re-authenticated as %s, was %s", conn.peer, principal,
+                        conn.principal)
+            self.state = "FAILED"
+            conn.close("principal changed on re-authentication")
+            return -1
+        log.info("%s %s from %s on listener %s with %s",
+                 "re-authenticated" if self._reauthenticating else "authenticated", principal, conn.peer,
+                 self.settings.listener, self.mechanism)
+        conn.principal = principal
+        self.state = "AUTHENTICATED"
+        self._reauthenticating = False
+        self._server = None
+        max_reauth = self.settings.max_reauth_ms
+        if max_reauth > 0:
+            self._session_end = time.monotonic() + max_reauth / 1000
+            return max_reauth if self._reauth_capable else 0
+        return 0
+
+    async def _fail(self, conn: SecureChannel, response: list[Any], reason: str) -> list[Any]:
+        """Kafka's delayed failure: the response goes out after the delay, then the close."""
+        self.state = "FAILED"
+        await asyncio.sleep(self.settings.failed_auth_delay_ms / 1000)
+        conn.close_when_sent(reason)
+        return response
+
+    def _refuse(self, conn: SecureChannel, why: str) -> list[Any] | None:
+        log.warning("closing connection from %s on listener %s: %s", conn.peer, self.settings.listener, why)
+        self.state = "FAILED"
+        conn.close(why)
+        return None

@@ -1,0 +1,39 @@
+"""AlterClientQuotas (api key 49): schema data generated from Kafka's message definitions
+by tools/gen_schemas.py. Edit the generator, not this file."""
+
+from protocol.schema import Api, F, Schema
+
+REQUEST = Schema(
+    'AlterClientQuotasRequest', '0-1', flexible='1+',
+    fields=[
+        F('entries', '[]EntryData', '0+', fields=[
+            F('entity', '[]EntityData', '0+', fields=[
+                F('entity_type', 'string', '0+'),
+                F('entity_name', 'string', '0+', nullable='0+'),
+            ]),
+            F('ops', '[]OpData', '0+', fields=[
+                F('key', 'string', '0+'),
+                F('value', 'float64', '0+'),
+                F('remove', 'bool', '0+'),
+            ]),
+        ]),
+        F('validate_only', 'bool', '0+'),
+    ],
+)
+
+RESPONSE = Schema(
+    'AlterClientQuotasResponse', '0-1', flexible='1+',
+    fields=[
+        F('throttle_time_ms', 'int32', '0+'),
+        F('entries', '[]EntryData', '0+', fields=[
+            F('error_code', 'int16', '0+'),
+            F('error_message', 'string', '0+', nullable='0+'),
+            F('entity', '[]EntityData', '0+', fields=[
+                F('entity_type', 'string', '0+'),
+                F('entity_name', 'string', '0+', nullable='0+'),
+            ]),
+        ]),
+    ],
+)
+
+API = Api(49, 'AlterClientQuotas', REQUEST, RESPONSE)

@@ -1,0 +1,104 @@
+"""Retention: which old segments of a log go (Kafka: UnifiedLog.deleteOldSegments and its
+predicates deleteLogStartOffsetBreachedSegments, deleteRetentionSizeBreachedSegments,
+deleteRetentionMsBreachedSegments).
+
+Theory of operation. Each rule is a predicate over the oldest segments, applied from the oldest
+on while it holds: a segment wholly below the log start offset (DeleteRecords moved it); the
+oldest segments whose removal keeps the log at or above retention.bytes; segments whose largest
+timestamp is older than retention.ms. The active segment is never deleted, nor a segment whose
+successor starts past the high watermark (the log start offset must not pass it). The log start
+offset then moves to the first kept segment, and the deleted segments' files are renamed
+`.deleted` and removed after file.delete.delay.ms (Log.remove_and_delete_segments).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from storage.config import LogConfig
+from storage.segment import LogSegment
+from storage.segments import LogSegments
+
+
+class Log(Protocol):
+    """What retention reads and changes of a partition log (storage.log.Log; a Protocol, so that
+    the log can call into this module without a cycle)."""
+
+    topic: str
+    partition: int
+    config: LogConfig
+    segments: LogSegments
+    high_watermark: int
+    log_start_offset: int
+
+    def size_in_bytes(self) -> int: ...
+
+    def increment_log_start_offset(self, new_start: int, reason: str) -> None: ...
+
+    def remove_and_delete_segments(self, segs: list[LogSegment]) -> None: ...
+
+logger = logging.getLogger("storage.log")
+
+SegmentPredicate = Callable[[LogSegment, LogSegment | None], bool]
+"""(segment, the segment after it) -> whether the segment may go."""
+
+
+def delete_old_segments(log: Log, now_ms: int) -> int:
+    """Every rule, as cleanup.policy allows: the log start offset always, size and time only
+    with "delete". Returns how many segments went."""
+    n = delete_log_start_offset_breached_segments(log)
+    if log.config.delete:
+        n += _delete_retention_size_breached_segments(log)
+        n += _delete_retention_ms_breached_segments(log, now_ms)
+    return n
+
+
+def delete_log_start_offset_breached_segments(log: Log) -> int:
+    """Segments whose successor starts at or below the log start offset (DeleteRecords, retention)."""
+    start = log.log_start_offset
+    return _delete_old_segments(log, lambda seg, nxt: nxt is not None and nxt.base_offset <= start,
+                                "LogStartOffsetBreach")
+
+
+def _delete_retention_size_breached_segments(log: Log) -> int:
+    limit = log.config.retention_bytes
+    size = log.size_in_bytes()
+    if limit < 0 or size < limit:
+        return 0
+    diff = size - limit
+
+    def should_delete(seg: LogSegment, nxt: LogSegment | None) -> bool:
+        nonlocal diff
+        if diff - seg.size >= 0:  # only whole segments, and never below the limit
+            diff -= seg.size
+            return True
+        return False
+    return _delete_old_segments(log, should_delete, f"RetentionSizeBreach(retention.bytes={limit})")
+
+
+def _delete_retention_ms_breached_segments(log: Log, now: int) -> int:
+    retention = log.config.retention_ms
+    if retention < 0:
+        return 0
+    return _delete_old_segments(log, lambda seg, nxt: now - seg.largest_timestamp() > retention,
+                                f"RetentionMsBreach(retention.ms={retention})")
+
+
+def _delete_old_segments(log: Log, predicate: SegmentPredicate, reason: str) -> int:
+    segs = log.segments.values()
+    deletable: list[LogSegment] = []
+    for i, seg in enumerate(segs[:-1]):  # never the active segment
+        nxt = segs[i + 1]
+        # the HW bound keeps the log start offset from passing the high watermark
+        if log.high_watermark >= nxt.base_offset and predicate(seg, nxt):
+            deletable.append(seg)
+        else:
+            break
+    if not deletable:
+        return 0
+    log.increment_log_start_offset(segs[len(deletable)].base_offset, "SegmentDeletion")
+    logger.info("Deleting segments of %s-%d due to %s: %s", log.topic, log.partition, reason, deletable)
+    log.remove_and_delete_segments(deletable)
+    return len(deletable)
