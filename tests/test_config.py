@@ -117,7 +117,7 @@ def test_keys_without_effect_say_so_in_their_doc():
                   "log.flush.start.offset.checkpoint.interval.ms log.preallocate log.cleaner.threads "
                   "compression.gzip.level compression.lz4.level compression.zstd.level fetch.max.bytes "
                   "offsets.commit.timeout.ms replica.lag.time.max.ms unclean.leader.election.enable "
-                  "log.local.retention.ms log.local.retention.bytes",
+                  "log.local.retention.ms log.local.retention.bytes ssl.protocol ssl.endpoint.identification.algorithm",
         "topic": "compression.gzip.level compression.lz4.level compression.zstd.level preallocate "
                  "follower.replication.throttled.replicas leader.replication.throttled.replicas "
                  "local.retention.bytes local.retention.ms remote.log.copy.disable remote.log.delete.on.disable "
@@ -250,8 +250,10 @@ def test_listener_parsing_rules():
         BrokerConfig.load(overrides=["listeners=127.0.0.1:9092"])
     with pytest.raises(ConfigError, match="No security protocol defined for listener FOO"):
         BrokerConfig.load(overrides=["listeners=FOO://127.0.0.1:9092"])
-    with pytest.raises(ConfigError, match="SSL://127.0.0.1:9093 uses SSL; minibroker serves PLAINTEXT, SASL_PLAINTEXT only"):
-        BrokerConfig.load(overrides=["listeners=SSL://127.0.0.1:9093"])
+    # every security protocol is served since issue 19 part 2 (TLS); the keystore is checked when
+    # the server starts (tests/broker/test_tls.py)
+    [e] = BrokerConfig.load(overrides=["listeners=SSL://127.0.0.1:9093"]).listener_endpoints
+    assert e.security_protocol == "SSL"
     with pytest.raises(ConfigError, match="nonroutable meta-address 0.0.0.0"):
         BrokerConfig.load(overrides=["advertised.listeners=PLAINTEXT://0.0.0.0:9092"])
     with pytest.raises(ConfigError, match="different name"):

@@ -200,7 +200,7 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("advertised.listeners", "string", None,
             "Addresses given to clients in Metadata; unset means the same as listeners.", dynamic=True),
     _broker("listener.security.protocol.map", "string", _PROTOCOL_MAP_DEFAULT,
-            "Listener name to security protocol. minibroker serves PLAINTEXT and SASL_PLAINTEXT listeners.", dynamic=True),
+            "Listener name to security protocol: PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL are served.", dynamic=True),
     # --- security (minibroker.security); per-listener forms listener.name.<l>.[<mech>.]<key> too
     _broker("sasl.enabled.mechanisms", "list", ["GSSAPI"],
             "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI, Kafka's "
@@ -212,6 +212,37 @@ _BROKER_KEYS: list[ConfigKey] = [
             "A failed SASL login is answered, and its connection closed, after this delay.", AtLeast(0)),
     _broker("sasl.server.max.receive.size", "int", 524288,
             "Largest frame a client may send before it has authenticated.", AtLeast(1)),
+    # --- TLS on SSL and SASL_SSL listeners (minibroker.security.tls); listener.name.<l>.ssl.* wins
+    _broker("ssl.keystore.type", "string", "JKS",
+            "PEM or PKCS12 (JKS, Kafka's default, is not read here: convert it with keytool to PKCS12)."),
+    _broker("ssl.keystore.location", "string", None, "The broker's keystore file (PKCS12, or PEM: key and chain)."),
+    _broker("ssl.keystore.password", "password", None, "Password of the keystore file.", sensitive=True),
+    _broker("ssl.key.password", "password", None, "Password of the private key (PEM: of the encrypted key).",
+            sensitive=True),
+    _broker("ssl.keystore.certificate.chain", "password", None,
+            "PEM certificate chain given inline (with ssl.keystore.type=PEM).", sensitive=True),
+    _broker("ssl.keystore.key", "password", None, "PEM private key given inline (with ssl.keystore.type=PEM).",
+            sensitive=True),
+    _broker("ssl.truststore.type", "string", "JKS", "PEM or PKCS12: the CAs client certificates are checked against."),
+    _broker("ssl.truststore.location", "string", None, "The truststore file (PEM or PKCS12)."),
+    _broker("ssl.truststore.password", "password", None, "Password of the truststore file.", sensitive=True),
+    _broker("ssl.truststore.certificates", "password", None, "Trusted CA certificates given inline, PEM.",
+            sensitive=True),
+    _broker("ssl.client.auth", "string", "none",
+            "none, requested or required: whether clients are asked for a certificate (mTLS).",
+            ValidString("none", "requested", "required")),
+    _broker("ssl.principal.mapping.rules", "string", "DEFAULT",
+            "Rules mapping a client certificate's DN to the principal's name (RULE:pattern/replacement/[LU], "
+            "DEFAULT)."),
+    _broker("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"], "TLS versions served."),
+    _broker("ssl.protocol", "string", "TLSv1.3", "The newest TLS version to offer." + _no_effect(
+        "the enabled protocols decide; OpenSSL negotiates the newest of them")),
+    _broker("ssl.cipher.suites", "list", [],
+            "TLS 1.2 cipher suites (IANA names as Kafka's, or OpenSSL names); empty means OpenSSL's defaults. "
+            "TLS 1.3 suites cannot be restricted here."),
+    _broker("ssl.endpoint.identification.algorithm", "string", "https",
+            "Host name check of the peer's certificate." + _no_effect("a single broker opens no TLS connection "
+                                                                     "of its own; clients check the broker's")),
     _broker("socket.request.max.bytes", "int", 100 * 1024 * 1024,
             "Largest request frame; a bigger size prefix closes the connection before the body is read.",
             AtLeast(1)),

@@ -67,6 +67,25 @@ def coordinator_key(key: ShareKey) -> str:
     return f"{key[0]}:{tid}:{key[2]}"
 
 
+def parse_coordinator_key(text: str) -> ShareKey | None:
+    """The share key of a FindCoordinator key type 2 ("group:topicId:partition", the group may
+    itself hold colons), or None when Kafka's SharePartitionKey.validate would refuse it."""
+    import base64
+    import binascii
+
+    parts = text.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0] or len(parts[1]) != 22:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(parts[1] + "==")
+        partition = int(parts[2])
+    except (binascii.Error, ValueError):
+        return None
+    if len(raw) != 16 or not parts[2].lstrip("-").isdigit():
+        return None
+    return parts[0], uuid.UUID(bytes=raw), partition
+
+
 def encode_key(key_type: int, key: ShareKey) -> bytes:
     schema = sr.SHARE_SNAPSHOT_KEY if key_type == SNAPSHOT_KEY_TYPE else sr.SHARE_UPDATE_KEY
     out = bytearray(struct.pack(">h", key_type))
@@ -115,6 +134,10 @@ class ShareStateStore:
                 TOPIC, self.num_partitions, self._overrides()))
         self.num_partitions = len(topic.partitions)
         return topic
+
+    def ensure_topic(self) -> Topic:
+        """__share_group_state, created on first use (FindCoordinator key type 2 creates it, as in Kafka)."""
+        return self._topic()
 
     def _topic(self) -> Topic:
         topic = self.topics.get(TOPIC)

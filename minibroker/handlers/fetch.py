@@ -34,6 +34,8 @@ from typing import Any
 from minibroker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
 from minibroker.handlers import legacy
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.quotas.manager import quota_user
+from minibroker.quotas.store import CONSUMER_BYTE_RATE
 from minibroker.services import BrokerServices
 from protocol.apis import fetch
 from protocol.errors import ErrorCode, KafkaError
@@ -125,6 +127,11 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
 
     isolation = req.isolation_level
     max_bytes = req.max_bytes if v >= 3 else 0x7FFFFFFF
+    if ctx.connection is not None:
+        window = services.client_quotas.max_value_in_window(
+            CONSUMER_BYTE_RATE, quota_user(ctx.connection.principal), ctx.client_id or "")
+        if window is not None:  # KafkaApis caps a consumer's fetch at its quota's window
+            max_bytes = min(max_bytes, int(window))
     deadline = time.monotonic() + max(0, req.max_wait_ms) / 1000
     while True:
         results, total = _read_all(services, parts, max_bytes, isolation, v)

@@ -12,7 +12,8 @@ the coordinator sees them, as KafkaApis does.
 
 Version notes:
 - FindCoordinator: v1 key type (0 group, 1 transaction) and error message; v3 flexible; v4 batched
-  keys (KIP-699); v6 share-group key type (KIP-932), which we refuse with INVALID_REQUEST.
+  keys (KIP-699); v6 share-state key type 2 (KIP-932: "group:topicId:partition", refused
+  with INVALID_REQUEST below v6 or when malformed, as Kafka does).
 - JoinGroup: v0 has no rebalance timeout (the session timeout stands in, as in Kafka); v4
   MEMBER_ID_REQUIRED (KIP-394); v5 group.instance.id (KIP-345); v6 flexible; v7 protocol type
   in the response, name nullable; v8 reason; v9 skip_assignment for a static leader.
@@ -37,6 +38,7 @@ from typing import Any
 
 from minibroker.coordinator.group import GroupState
 from minibroker.coordinator.group_coordinator import ClientInfo, GroupCoordinator
+from minibroker.coordinator.share_state_store import parse_coordinator_key
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
 from protocol.apis import (
@@ -55,7 +57,11 @@ from protocol.apis import (
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
-GROUP_KEY, TRANSACTION_KEY = 0, 1
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
+# Kafka's default text of INVALID_REQUEST (Errors.INVALID_REQUEST), which its unbatched
+# FindCoordinator answer carries for a share key
+_INVALID_REQUEST_TEXT = ("This most likely occurs because of a request being malformed by the client library or "
+                         "the message was sent to an incompatible broker. See the broker logs for more details.")
 
 
 def _coordinator(ctx: RequestContext) -> GroupCoordinator | None:
@@ -87,6 +93,16 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None
         except KafkaError as e:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, e.message
         return ErrorCode.NONE, None
+    if key_type == SHARE_KEY:
+        # KIP-932: share-state keys ("group:topicId:partition") are valid from v6 on; Kafka answers
+        # an older version or a malformed key with INVALID_REQUEST and an empty message.
+        if ctx.version < 6 or parse_coordinator_key(key) is None:
+            return ErrorCode.INVALID_REQUEST, "" if ctx.version >= 4 else _INVALID_REQUEST_TEXT
+        try:
+            ctx.services.share_groups.store.ensure_topic()
+        except KafkaError as e:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, e.message
+        return ErrorCode.NONE, ""
     return ErrorCode.INVALID_REQUEST, f"Unsupported coordinator key type {key_type}"
 
 
@@ -104,6 +120,11 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
     if req.key_type == TRANSACTION_KEY and txn is not None and txn.active:
         try:
             await txn.ensure_topic_async()
+        except KafkaError:
+            pass
+    if req.key_type == SHARE_KEY and ctx.version >= 6:
+        try:
+            await ctx.services.share_groups.store.ensure_topic_async()
         except KafkaError:
             pass
     host, port = ctx.advertised

@@ -23,6 +23,7 @@ class Channel(Protocol):
 
     peer: str
     listener: str | None  # the name of the listener it was accepted on
+    principal: str  # "User:<name>"; User:ANONYMOUS until SASL authenticates
 
     def close(self, reason: str | None) -> None: ...
 
