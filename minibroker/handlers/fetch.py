@@ -196,6 +196,7 @@ def _read_all(services: BrokerServices, parts: list[_Part], max_bytes: int, isol
             # Kafka answers a failed read with unknown offsets (ReplicaManager.createLogReadResult).
             err = data.error_code = e.code
             data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
+            data.aborted_transactions = None  # Kafka: null, not an empty list, on a failed read
         else:
             if info.region is not None and info.region.size:
                 data.records = info.region
