@@ -42,7 +42,7 @@ from minibroker.handlers.registry import Channel, Handler, RequestContext, load_
 from minibroker.log_scheduler import LogScheduler
 from minibroker.memory_pool import MemoryPool
 from minibroker.metrics import BrokerMetrics
-from minibroker.quotas.manager import ClientQuotaManager
+from minibroker.quotas.manager import ClientQuotaManager, quota_user
 from minibroker.quotas.store import QuotaStore
 from minibroker.quotas.throttle import request_throttle_ms
 from minibroker.replica_manager import ReplicaManager
@@ -70,7 +70,7 @@ class Connection(Protocol):
 
     peer: str
     listener: str | None  # the name of the listener it was accepted on
-    principal: str  # User:<name> (User:ANONYMOUS before/without authentication)
+    principal: str  # "User:<name>"; User:ANONYMOUS until SASL authenticates
     ip: str
 
     def close(self, reason: str | None) -> None: ...
@@ -155,7 +155,7 @@ class Broker:
             fetch_sessions=self.fetch_sessions, metrics=self.metrics, quota_store=self.quota_store,
             advertised={e.listener_name: e for e in config.advertised_endpoints},
             scram_credentials=self.scram_credentials, share_groups=self.share_groups,
-            authorizer=self.authorizer)
+            client_quotas=self.client_quotas, authorizer=self.authorizer)
         # share groups off (group.share.enable=false): their APIs are not served, so not advertised
         self.handlers: dict[int, Handler] = {k: h for k, h in load_all().items()
                                              if share_config.enabled or k not in SHARE_GROUP_APIS}
@@ -285,7 +285,8 @@ class Broker:
                   if response is not None else None)
         if self.quota_store.quotas:
             throttle = request_throttle_ms(self.client_quotas, header.api_key, header.client_id or "",
-                                           len(frame) + 4, response, chunks, time.perf_counter() - started)
+                                           len(frame) + 4, response, chunks, time.perf_counter() - started,
+                                           user=quota_user(conn.principal))
             if throttle:
                 # KIP-219: answer at once with the throttle time, then mute the channel for it
                 conn.mute(throttle)

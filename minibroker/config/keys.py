@@ -15,6 +15,7 @@ the first synonym with a value gives the topic key its broker-wide default.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,9 @@ from minibroker.config.definitions import (
     ThrottledReplicas,
     ValidList,
     ValidString,
+    parse_value,
 )
+from minibroker.config.kafka_dynamic import KAFKA_DYNAMIC_BROKER_KEYS
 
 # --------------------------------------------------------------------------- the key tables
 
@@ -497,6 +500,27 @@ _BROKER_KEYS += [
     _broker("share.coordinator.state.topic.segment.bytes", "int", 100 * 1024 * 1024,
             "segment.bytes of __share_group_state.", AtLeast(1)),
 ]
+
+
+
+def _kafka_dynamic_keys(modelled: set[str]) -> list[ConfigKey]:
+    """Kafka 4.4's dynamic broker keys that minibroker does not model (config/kafka_dynamic.py):
+    accepted by AlterConfigs, kept and described, acting on nothing."""
+    out = []
+    for name, kind, default, sensitive in KAFKA_DYNAMIC_BROKER_KEYS:
+        if name in modelled:
+            continue
+        key = _broker(name, kind, None, f"Kafka's {name}." + _no_effect(
+            "a dynamic Kafka broker key minibroker does not model; the value is stored and described"),
+            dynamic=True, sensitive=sensitive)
+        out.append(dataclasses.replace(key, default=parse_value(key, default)))
+    return out
+
+
+_ACCEPTED = _kafka_dynamic_keys({k.name for k in _BROKER_KEYS})
+_BROKER_KEYS += _ACCEPTED
+# Kafka's dynamic broker keys only stored and described here (config/kafka_dynamic.py)
+KAFKA_KEYS_WITHOUT_EFFECT = frozenset(k.name for k in _ACCEPTED)
 
 TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _TOPIC_KEYS}
 BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _BROKER_KEYS}

@@ -36,6 +36,7 @@ from minibroker.config import (
     format_value,
     validate_topic_config,
 )
+from minibroker.config.kafka_dynamic import per_broker_only, per_listener_only
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
 from protocol.apis import alter_configs, describe_configs, incremental_alter_configs
@@ -131,7 +132,8 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
     docs = ctx.version >= 3 and bool(req.include_documentation)
     results = []
     for r in req.resources:
-        result = DC.DescribeConfigsResult(error_code=0, error_message=None, resource_type=r.resource_type,
+        # Kafka answers a described resource with an empty message, not null (ConfigHelper)
+        result = DC.DescribeConfigsResult(error_code=0, error_message="", resource_type=r.resource_type,
                                           resource_name=r.resource_name, configs=[])
         results.append(result)
         try:
@@ -149,6 +151,8 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
                 raise _unsupported(r.resource_type)
         except KafkaError as e:
             result.error_code, result.error_message = e.code, e.message or error_name(e.code)
+            if e.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                result.error_message = ""  # Kafka 4.4 names no topic here (tests/reference)
             continue
         wanted = set(r.configuration_keys) if r.configuration_keys else None
         result.configs = [_entry(e, ctx.version, synonyms, docs) for e in entries
@@ -182,9 +186,23 @@ def _text_layer(layer: dict[str, Any]) -> dict[str, str | None]:
     return {k: format_value(BROKER_CONFIGS[k], v) for k, v in layer.items()}
 
 
+def _check_security_scope(keys: list[str], per_broker: bool) -> None:
+    """Kafka's scope rules for its dynamic security keys (config/kafka_dynamic.py), checked before
+    the values, with Kafka's error code and the start of its message."""
+    listener = sorted(k for k in keys if per_listener_only(k))
+    if listener:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "These security configs can be dynamically updated only "
+                         f"per-listener using the listener prefix: [{', '.join(listener)}]")
+    broker_only = sorted(k for k in keys if per_broker_only(k))
+    if broker_only and not per_broker:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Cannot update these configs at default cluster level, "
+                         f"broker id must be specified: [{', '.join(broker_only)}]")
+
+
 def _alter_broker(services: BrokerServices, name: str, new_text: dict[str, str | None] | None,
                   ops: list[tuple[str, int, str | None]] | None, validate_only: bool) -> None:
     per_broker = _broker_resource(services, name)
+    _check_security_scope([k for k, _, _ in ops] if ops is not None else list(new_text or {}), per_broker)
     dyn = services.dynamic_config
     try:
         if ops is not None:
@@ -213,7 +231,8 @@ def _alter_broker(services: BrokerServices, name: str, new_text: dict[str, str |
             return
         dyn.replace_layer(per_broker, parsed)  # its listeners give topics and logs their new configs
     except (ConfigError, ValueError) as e:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
+        # Kafka 4 (KRaft: the controller validates broker configs) answers INVALID_REQUEST here
+        raise KafkaError(ErrorCode.INVALID_REQUEST, str(e)) from None
 
 
 def _alter(services: BrokerServices, resources: Any, incremental: bool, validate_only: bool, result_cls: Any) -> list[Any]:

@@ -34,6 +34,8 @@ from typing import Any
 from minibroker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
 from minibroker.handlers import authz, legacy
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.quotas.manager import quota_user
+from minibroker.quotas.store import CONSUMER_BYTE_RATE
 from minibroker.services import BrokerServices
 from protocol.apis import fetch
 from protocol.errors import ErrorCode, KafkaError
@@ -127,6 +129,11 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     parts, refused = [p for p in parts if p.key[0] not in denied], [p for p in parts if p.key[0] in denied]
     isolation = req.isolation_level
     max_bytes = req.max_bytes if v >= 3 else 0x7FFFFFFF
+    if ctx.connection is not None:
+        window = services.client_quotas.max_value_in_window(
+            CONSUMER_BYTE_RATE, quota_user(ctx.connection.principal), ctx.client_id or "")
+        if window is not None:  # KafkaApis caps a consumer's fetch at its quota's window
+            max_bytes = min(max_bytes, int(window))
     deadline = time.monotonic() + max(0, req.max_wait_ms) / 1000
     while True:
         results, total = _read_all(services, parts, max_bytes, isolation, v)
@@ -195,6 +202,7 @@ def _read_all(services: BrokerServices, parts: list[_Part], max_bytes: int, isol
             # Kafka answers a failed read with unknown offsets (ReplicaManager.createLogReadResult).
             err = data.error_code = e.code
             data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
+            data.aborted_transactions = None  # Kafka: null, not an empty list, on a failed read
         else:
             if info.region is not None and info.region.size:
                 data.records = info.region

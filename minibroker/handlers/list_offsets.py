@@ -31,6 +31,8 @@ from protocol.errors import ErrorCode
 
 R = list_offsets.RESPONSE
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
+# the first version each special timestamp may be asked at (checked against Kafka 4.4 in tests/reference)
+_SINCE_VERSION = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9, EARLIEST_PENDING_UPLOAD: 11}
 CONSUMER_REPLICA_ID = -1
 
 
@@ -50,6 +52,10 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
                 pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif ctx.version == 0:
                 _answer_v0(lg, rp, pr, from_consumer=req.replica_id == CONSUMER_REPLICA_ID)
+            elif _SINCE_VERSION.get(rp.timestamp, 0) > ctx.version:
+                # Kafka refuses a special timestamp older than the version that brought it
+                # (ListOffsetsRequest: MAX_TIMESTAMP needs v7, EARLIEST_LOCAL v8, ...)
+                pr.error_code = ErrorCode.UNSUPPORTED_VERSION
             else:
                 pr.leader_epoch = 0
                 ts = rp.timestamp
@@ -69,6 +75,8 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
                     at = lg.offset_for_timestamp(ts)
                     if at is not None:
                         pr.offset, pr.timestamp = at
+                    else:
+                        pr.leader_epoch = -1  # Kafka: no record at or after it, no epoch either
             parts.append(pr)
         topics.append(R.ListOffsetsTopicResponse(name=rt.name, partitions=parts))
     return R(topics=topics)

@@ -21,7 +21,7 @@ from typing import Any
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
-from minibroker.topics import validate_topic_name
+from minibroker.topics import INTERNAL_TOPICS, validate_topic_name
 from protocol.apis import metadata
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
@@ -86,8 +86,9 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
                     validate_topic_name(name)
                 except KafkaError as e:
                     error = e.code
+            # Kafka flags an internal topic's name as internal even when the topic does not exist yet
             topics.append(R.MetadataResponseTopic(error_code=error, name=name, topic_id=ZERO_UUID,
-                                                  partitions=[]))
+                                                  is_internal=name in INTERNAL_TOPICS, partitions=[]))
     host, port = ctx.advertised
     return R(
         brokers=[R.MetadataResponseBroker(node_id=services.node_id, host=host, port=port)],

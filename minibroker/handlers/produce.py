@@ -108,9 +108,12 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 failed = True
                 pr.error_code = e.code
                 pr.error_message = e.message
-                if isinstance(e, RecordValidationError) and ctx.version >= 8:  # Kafka: RecordErrors, from v8
-                    pr.record_errors = [R.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                                        for i, m in e.record_errors]
+                if isinstance(e, RecordValidationError):
+                    if topic is not None:  # always, past the checks above
+                        pr.log_start_offset = topic.partitions[pd.index].log_start_offset  # as Kafka reports it
+                    if ctx.version >= 8:  # Kafka: RecordErrors, from v8
+                        pr.record_errors = [R.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                                            for i, m in e.record_errors]
             except OSError as e:
                 failed = True
                 log.error("append to %s-%d failed: %s", name, pd.index, e)

@@ -24,7 +24,7 @@ class Channel(Protocol):
 
     peer: str
     listener: str | None  # the name of the listener it was accepted on
-    principal: str  # User:<name>, User:ANONYMOUS before/without authentication
+    principal: str  # "User:<name>"; User:ANONYMOUS until SASL authenticates
     ip: str  # the client's address, for ACL host matching
 
     def close(self, reason: str | None) -> None: ...

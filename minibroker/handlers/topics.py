@@ -15,9 +15,9 @@ Behavior:
 from __future__ import annotations
 
 import collections
+import uuid
 from typing import Any
 
-from minibroker.config import describe_topic_config
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import create_partitions, create_topics, delete_topics
@@ -77,14 +77,21 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
             if not req.validate_only:
                 topic = await services.topics.create_async(t.name, num_partitions, overrides)
                 result.topic_id = topic.topic_id
+            else:
+                # Kafka's controller draws the id before it knows the request only validates
+                # (ReplicationControlManager.createTopic), so a validate_only answer carries one too.
+                result.topic_id = uuid.uuid4()
             if ctx.version >= 5:
                 result.configs = [
                     CT.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
                                              config_source=e.source, is_sensitive=e.sensitive)
-                    for e in describe_topic_config(services.config, overrides)
+                    # through the dynamic layers, so the sources are DescribeConfigs' (cluster defaults)
+                    for e in services.dynamic_config.describe_topic(services.config, overrides)
                 ]
         except KafkaError as e:
             _fail(result, e)
+            if ctx.version >= 5:
+                result.configs = []  # Kafka answers a failed topic with an empty list, not null
     return CT(topics=results)
 
 
@@ -106,6 +113,8 @@ async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
         if topic is None:
             result.error_code = (ErrorCode.UNKNOWN_TOPIC_ID if name is None
                                  else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            if name is not None:  # Kafka 4.4 adds the error's default message
+                result.error_message = "This server does not host this topic-partition."
             continue
         result.name, result.topic_id = topic.name, topic.topic_id
         if topic.is_internal:

@@ -83,15 +83,6 @@ def mask_columns(text: str, columns: set[str]) -> str:
     return "\n".join(out)
 
 
-# -- differences not fixed yet (docs/differences.md) ----------------------------------------------
-def without_cluster_min_isr(text: str) -> str:
-    """Kafka 4.x stores min.insync.replicas=1 as a cluster-level dynamic default (ELR, KIP-966);
-    minibroker does not (docs/differences.md#cluster-min-isr)."""
-    text = re.sub(r"\n  min\.insync\.replicas=1 sensitive=false synonyms=\{DYNAMIC_DEFAULT_BROKER_CONFIG:"
-                  r"min\.insync\.replicas=1\}", "", text)
-    return re.sub(r"(Configs: (?:[^\n]*,)?)min\.insync\.replicas=1,?", r"\1", text)
-
-
 # -- kafka-topics ---------------------------------------------------------------------------------
 def test_topics_create_list_describe_alter_delete(pair: Pair) -> None:
     for args in (["--create", "--topic", "ref-topics-a", "--partitions", "2", "--config", "cleanup.policy=compact"],
@@ -101,7 +92,7 @@ def test_topics_create_list_describe_alter_delete(pair: Pair) -> None:
     assert_same(*pair.stdout("kafka-topics", B + ["--alter", "--topic", "ref-topics-a", "--partitions", "3"]))
     k, m = pair.stdout("kafka-topics", B + ["--describe", "--topic", "ref-topics-.*"])
     assert "PartitionCount: 3" in k and "cleanup.policy=compact" in k
-    assert_same(without_cluster_min_isr(topic_ids_normalised(k)), topic_ids_normalised(m))
+    assert_same(topic_ids_normalised(k), topic_ids_normalised(m))
     assert_same(*pair.stdout("kafka-topics", B + ["--delete", "--topic", "ref-topics-b"]))
     k, m = pair.stdout("kafka-topics", B + ["--list", "--topic", "ref-topics-.*"])
     assert k == "ref-topics-a\n"
@@ -115,7 +106,6 @@ def test_topics_describe_missing_topic(pair: Pair) -> None:
     assert_same(_first_error(a.stdout + a.stderr), _first_error(b.stdout + b.stderr))
 
 
-@pytest.mark.xfail(strict=True, reason="docs/differences.md: rf-message")
 def test_topics_replication_factor_above_brokers(pair: Pair) -> None:
     a, b = pair.run("kafka-topics", B + ["--create", "--topic", "ref-topics-bad", "--partitions", "1",
                                           "--replication-factor", "3"])
@@ -152,7 +142,7 @@ def test_configs_topic_and_broker(pair: Pair) -> None:
         assert_same(k, m)
         k, m = pair.stdout("kafka-configs", B + ["--describe", *default])
         assert "log.retention.ms=604800001" in k
-        assert_same(without_cluster_min_isr(k), m)
+        assert_same(k, m)
     finally:
         a = pair.stdout("kafka-configs", B + ["--alter", *broker, "--delete-config",
                                               "log.cleaner.threads,message.max.bytes"])
@@ -161,14 +151,12 @@ def test_configs_topic_and_broker(pair: Pair) -> None:
     assert_same(*pair.stdout("kafka-configs", B + ["--describe", *broker]))
 
 
-@pytest.mark.xfail(strict=True, reason="docs/differences.md: cluster-min-isr")
 def test_cluster_default_min_isr_is_shown(pair: Pair) -> None:
     k, m = pair.stdout("kafka-configs", B + ["--describe", "--entity-type", "brokers", "--entity-default"])
     assert "min.insync.replicas=1" in k
     assert_same(k, m)
 
 
-@pytest.mark.xfail(strict=True, reason="docs/differences.md: retention-synonyms")
 def test_retention_ms_synonyms(pair: Pair) -> None:
     assert_same(*pair.stdout("kafka-topics", B + ["--create", "--topic", "ref-synonyms", "--config", "retention.ms=12345"]))
     k, m = pair.stdout("kafka-configs", B + ["--describe", "--entity-type", "topics", "--entity-name", "ref-synonyms"])
