@@ -34,6 +34,10 @@ from pathlib import Path
 import javabench
 from brokers import PY, ROOT, Kafka, Minibroker, Tansu, cpu_seconds, open_files, peak_rss_mb, reset_peak_rss
 
+# bench/tls.py imports these from here
+from brokers import free_port as free_port
+from brokers import wait_port as wait_port
+
 RESULTS = ROOT / "bench" / "results"
 
 

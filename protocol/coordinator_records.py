@@ -76,3 +76,146 @@ TRANSACTION_LOG_VALUE = Schema(
         F('client_transaction_version', 'int16', '1+', tag=2, tagged='1+'),
     ],
 )
+
+CONSUMER_GROUP_METADATA_KEY = Schema(
+    'ConsumerGroupMetadataKey', '0', flexible='none',
+    fields=[
+        F('group_id', 'string', '0'),
+    ],
+)
+
+CONSUMER_GROUP_METADATA_VALUE = Schema(
+    'ConsumerGroupMetadataValue', '0', flexible='0+',
+    fields=[
+        F('epoch', 'int32', '0+'),
+        F('metadata_hash', 'int64', '0+', tag=0, tagged='0+'),
+    ],
+)
+
+CONSUMER_GROUP_PARTITION_METADATA_KEY = Schema(
+    'ConsumerGroupPartitionMetadataKey', '0', flexible='none',
+    fields=[
+        F('group_id', 'string', '0'),
+    ],
+)
+
+CONSUMER_GROUP_PARTITION_METADATA_VALUE = Schema(
+    'ConsumerGroupPartitionMetadataValue', '0', flexible='0+',
+    fields=[
+        F('topics', '[]TopicMetadata', '0+', fields=[
+            F('topic_id', 'uuid', '0+'),
+            F('topic_name', 'string', '0+'),
+            F('num_partitions', 'int32', '0+'),
+            F('partition_metadata', '[]PartitionMetadata', '0+', fields=[
+                F('partition', 'int32', '0+'),
+                F('racks', '[]string', '0+'),
+            ]),
+        ]),
+    ],
+)
+
+CONSUMER_GROUP_MEMBER_METADATA_KEY = Schema(
+    'ConsumerGroupMemberMetadataKey', '0', flexible='none',
+    fields=[
+        F('group_id', 'string', '0'),
+        F('member_id', 'string', '0'),
+    ],
+)
+
+CONSUMER_GROUP_MEMBER_METADATA_VALUE = Schema(
+    'ConsumerGroupMemberMetadataValue', '0', flexible='0+',
+    fields=[
+        F('instance_id', 'string', '0+', nullable='0+'),
+        F('rack_id', 'string', '0+', nullable='0+'),
+        F('client_id', 'string', '0+'),
+        F('client_host', 'string', '0+'),
+        F('subscribed_topic_names', '[]string', '0+'),
+        F('subscribed_topic_regex', 'string', '0+', nullable='0+'),
+        F('rebalance_timeout_ms', 'int32', '0+', default=-1),
+        F('server_assignor', 'string', '0+', nullable='0+'),
+        F('classic_member_metadata', 'ClassicMemberMetadata', '0+', nullable='0+', tag=0, tagged='0+', default=None, fields=[
+            F('session_timeout_ms', 'int32', '0+'),
+            F('supported_protocols', '[]ClassicProtocol', '0+', fields=[
+                F('name', 'string', '0+'),
+                F('metadata', 'bytes', '0+'),
+            ]),
+        ]),
+    ],
+)
+
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = Schema(
+    'ConsumerGroupTargetAssignmentMetadataKey', '0', flexible='none',
+    fields=[
+        F('group_id', 'string', '0'),
+    ],
+)
+
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Schema(
+    'ConsumerGroupTargetAssignmentMetadataValue', '0', flexible='0+',
+    fields=[
+        F('assignment_epoch', 'int32', '0+'),
+        F('assignment_timestamp', 'int64', '0+', tag=0, tagged='0+', ignorable=True),
+    ],
+)
+
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY = Schema(
+    'ConsumerGroupTargetAssignmentMemberKey', '0', flexible='none',
+    fields=[
+        F('group_id', 'string', '0'),
+        F('member_id', 'string', '0'),
+    ],
+)
+
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = Schema(
+    'ConsumerGroupTargetAssignmentMemberValue', '0', flexible='0+',
+    fields=[
+        F('topic_partitions', '[]TopicPartition', '0+', fields=[
+            F('topic_id', 'uuid', '0+'),
+            F('partitions', '[]int32', '0+'),
+        ]),
+    ],
+)
+
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = Schema(
+    'ConsumerGroupCurrentMemberAssignmentKey', '0', flexible='none',
+    fields=[
+        F('group_id', 'string', '0'),
+        F('member_id', 'string', '0'),
+    ],
+)
+
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Schema(
+    'ConsumerGroupCurrentMemberAssignmentValue', '0', flexible='0+',
+    fields=[
+        F('member_epoch', 'int32', '0+'),
+        F('previous_member_epoch', 'int32', '0+'),
+        F('state', 'int8', '0+'),
+        F('assigned_partitions', '[]TopicPartitions', '0+', fields=[
+            F('topic_id', 'uuid', '0+'),
+            F('partitions', '[]int32', '0+'),
+            F('assignment_epochs', '[]int32', '0+', nullable='0+', tag=0, tagged='0+', default=None),
+        ]),
+        F('partitions_pending_revocation', '[]TopicPartitions', '0+', fields=[
+            F('topic_id', 'uuid', '0+'),
+            F('partitions', '[]int32', '0+'),
+            F('assignment_epochs', '[]int32', '0+', nullable='0+', tag=0, tagged='0+', default=None),
+        ]),
+    ],
+)
+
+CONSUMER_GROUP_REGULAR_EXPRESSION_KEY = Schema(
+    'ConsumerGroupRegularExpressionKey', '0', flexible='none',
+    fields=[
+        F('group_id', 'string', '0'),
+        F('regular_expression', 'string', '0'),
+    ],
+)
+
+CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = Schema(
+    'ConsumerGroupRegularExpressionValue', '0', flexible='0+',
+    fields=[
+        F('topics', '[]string', '0+'),
+        F('version', 'int64', '0+'),
+        F('timestamp', 'int64', '0+'),
+    ],
+)

@@ -28,7 +28,10 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig, ConsumerGroupManager
+from minibroker.coordinator.consumer_group_records import is_consumer_group_record
 from minibroker.coordinator.group import ClassicGroup, GroupState
+from minibroker.coordinator.group_events import GroupEvents
 from minibroker.coordinator.group_membership import (
     ClientInfo,
     GroupConfig,
@@ -48,8 +51,17 @@ from minibroker.coordinator.records import (
     offset_commit_tombstone,
 )
 from minibroker.coordinator.timer import KeyedTimer
+from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock, wall_clock_ms
+
+
+def _join_error(req: Any, code: int) -> Any:
+    from protocol.apis import join_group
+
+    return join_group.RESPONSE(error_code=code, generation_id=-1, protocol_name=None, leader="",
+                               member_id=req.member_id, members=[])
+
 
 __all__ = ["ClientInfo", "GroupConfig", "GroupCoordinator", "append_error_to_response_error"]
 
@@ -59,12 +71,21 @@ log = logging.getLogger("minibroker.coordinator.group")
 class GroupCoordinator:
     """Classic groups and their committed offsets (one per broker)."""
 
-    def __init__(self, config: GroupConfig, store: OffsetsStore, *, now_ms: Clock = wall_clock_ms) -> None:
+    def __init__(self, config: GroupConfig, store: OffsetsStore, *, now_ms: Clock = wall_clock_ms,
+                 consumer_config: ConsumerGroupConfig | None = None, topics: TopicRegistry | None = None) -> None:
         self.config = config
         self.store = store
         self.now_ms = now_ms
         self.membership = GroupMetadataManager(config, store, now_ms=now_ms)
         self.offset_manager = OffsetMetadataManager(config, store, self.membership, now_ms=now_ms)
+        # KIP-848 consumer groups, side by side with the classic ones; a group id is one or the other
+        self.consumer_groups = ConsumerGroupManager(
+            consumer_config or ConsumerGroupConfig(), store, topics, now_ms=now_ms,
+            classic_group_exists=self._classic_group_exists, drop_classic_group=self._drop_empty_classic_group)
+        self.offset_manager.consumer_groups = self.consumer_groups
+        # one rebalance timeline for both kinds of group, off until a reader (the console) enables it
+        self.events = GroupEvents(now_ms)
+        self.membership.events = self.consumer_groups.events = self.events
         self._expiry_task: asyncio.Task[None] | None = None
 
     # -- state both halves share, for the handlers and inspection helpers -------------------
@@ -89,8 +110,22 @@ class GroupCoordinator:
         return self.membership.timer
 
     # ----------------------------------------------------------------------------- lifecycle
+    def _classic_group_exists(self, group_id: str) -> bool | None:
+        """None: no classic group of that id; False: an empty one; True: one with members."""
+        g = self.groups.get(group_id)
+        if g is None or g.is_in(GroupState.DEAD):
+            return None
+        return bool(g.members) or not g.is_in(GroupState.EMPTY)
+
+    def _drop_empty_classic_group(self, group_id: str) -> None:
+        g = self.groups.get(group_id)
+        if g is not None:
+            write_records(self.store, group_id, [group_metadata_tombstone(group_id)])
+            self.membership.drop_group(g)
+
     async def start(self) -> None:
         self.membership.timer = KeyedTimer(asyncio.get_running_loop())
+        self.consumer_groups.timer = KeyedTimer(asyncio.get_running_loop())
         self.load()
         self.membership.active = True
         self._expiry_task = asyncio.create_task(self._expire_offsets_periodically(),
@@ -106,12 +141,17 @@ class GroupCoordinator:
                 pass
             self._expiry_task = None
         self.membership.unload()
+        self.consumer_groups.unload()
 
     def load(self) -> None:
         """Rebuild groups and offsets from __consumer_offsets (Kafka: the coordinator's replay)."""
         loaded = 0
         for key, value in self.store.load():
             try:
+                if key is not None and is_consumer_group_record(key):
+                    loaded += 1
+                    self.consumer_groups.replay(bytes(key), None if value is None else bytes(value))
+                    continue
                 rec = decode_record(key, value)
                 if rec is None:
                     continue
@@ -124,7 +164,13 @@ class GroupCoordinator:
                 # One unreadable record must not keep the broker from starting; say which.
                 log.error("Skipping a __consumer_offsets record while loading: %s", e)
         self.offset_manager.replay_open_transactions(self.store.open_transactions)
+        for gid in self.consumer_groups.groups:
+            # committed offsets made a "simple" classic group of a consumer group's id on replay
+            g = self.groups.get(gid)
+            if g is not None and not g.members and g.protocol_type is None:
+                self.membership.drop_group(g)
         self.membership.start_sessions()
+        self.consumer_groups.start_sessions()
         if loaded:
             log.info("Loaded %d group(s) and %d committed offset(s) from %d record(s) of __consumer_offsets",
                      len(self.groups), sum(len(o) for o in self.offsets.values()), loaded)
@@ -135,6 +181,17 @@ class GroupCoordinator:
 
         `req.rebalance_timeout_ms` must already be set (v0 has none: the handler uses the
         session timeout, as Kafka does)."""
+        cg = self.consumer_groups.groups.get(req.group_id)
+        if cg is not None:
+            if cg.members:
+                # A consumer group with members is not joined by a classic member here (Kafka 4 can
+                # with group.consumer.migration.policy; see docs/differences.md).
+                fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+                fut.set_result(_join_error(req, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+                return fut
+            # An empty consumer group gives way to the classic one (Kafka: the downgrade path).
+            tombstones: list[CoordinatorRecord] = []
+            self.consumer_groups.delete(req.group_id, tombstones)
         return self.membership.join_group(req, client)
 
     def sync_group(self, req: Any) -> asyncio.Future[Any]:
@@ -187,10 +244,14 @@ class GroupCoordinator:
     # -------------------------------------------------------------------- List/Describe/Delete
     def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[tuple[str, str, str, str]]:
         """(group id, protocol type, state, type) of each group passing the filters (KIP-518,
-        KIP-848: case-insensitive states; the only type served is "classic")."""
+        KIP-848: case-insensitive states; types "classic" and "consumer")."""
         wanted_states = {s.strip().lower() for s in states}
         wanted_types = {t.strip().lower() for t in types}
         out = []
+        for entry in self.consumer_groups.list_entries():
+            if (not wanted_states or entry[2].lower() in wanted_states) and \
+                    (not wanted_types or "consumer" in wanted_types):
+                out.append(entry)
         for g in self.groups.values():
             if g.is_in(GroupState.DEAD):
                 continue
@@ -211,6 +272,17 @@ class GroupCoordinator:
         for gid in group_ids:
             if not self.active:
                 out.append((gid, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                continue
+            if gid in self.consumer_groups.groups:
+                tombstones: list[CoordinatorRecord] = [offset_commit_tombstone(gid, t, p)
+                                                       for (t, p) in self.offsets.get(gid, {})]
+                try:
+                    code = self.consumer_groups.delete(gid, tombstones)
+                except KafkaError as e:
+                    code = e.code
+                if code == ErrorCode.NONE:
+                    self.offsets.pop(gid, None)
+                out.append((gid, code))
                 continue
             group = self.groups.get(gid)
             if group is None or group.is_in(GroupState.DEAD):

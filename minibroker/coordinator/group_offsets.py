@@ -18,6 +18,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from minibroker.coordinator.consumer_group_manager import ConsumerGroupManager
 from minibroker.coordinator.group import ClassicGroup, GroupState
 from minibroker.coordinator.group_membership import GroupConfig, GroupMetadataManager, write_records
 from minibroker.coordinator.offsets_store import CoordinatorRecord, OffsetsStore
@@ -48,6 +49,11 @@ class OffsetMetadataManager:
         self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         # TxnOffsetCommit offsets waiting for their transaction's marker: producer id -> group -> offsets
         self.pending_txn_offsets: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
+        # KIP-848 consumer groups: their commits are validated against member epochs there
+        self.consumer_groups: ConsumerGroupManager | None = None
+
+    def _is_consumer_group(self, group_id: str | None) -> bool:
+        return self.consumer_groups is not None and group_id in self.consumer_groups.groups
 
     @property
     def groups(self) -> dict[str, ClassicGroup]:
@@ -104,8 +110,15 @@ class OffsetMetadataManager:
         if req.group_id is None:
             return all_failed(ErrorCode.INVALID_GROUP_ID)
         generation = req.generation_id_or_member_epoch
-        group = self.groups.get(req.group_id)
         created = False
+        if self._is_consumer_group(req.group_id):
+            assert self.consumer_groups is not None
+            try:
+                self.consumer_groups.validate_offset_commit(req.group_id, req.member_id, generation, api_version)
+            except KafkaError as e:
+                return all_failed(e.code)
+            return self._store_commits(req, topics, created, None)
+        group = self.groups.get(req.group_id)
         if group is None:
             if generation >= 0:
                 return all_failed(ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 else ErrorCode.ILLEGAL_GENERATION)
@@ -118,6 +131,11 @@ class OffsetMetadataManager:
             return all_failed(e.code)
         if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             self.membership.reschedule_heartbeat(group, group.members[req.member_id])
+        return self._store_commits(req, topics, created, group)
+
+    def _store_commits(self, req: Any, topics: list[Any], created: bool, group: ClassicGroup | None
+                       ) -> dict[tuple[str, int], int]:
+        requested = [(t.name, p.partition_index) for t in topics for p in t.partitions]
         now = self.now_ms()
         retention = getattr(req, "retention_time_ms", -1)
         expire = None if retention == -1 else now + retention
@@ -138,8 +156,8 @@ class OffsetMetadataManager:
         try:
             self._write(req.group_id, records)
         except KafkaError as e:
-            return all_failed(e.code)
-        if created:
+            return dict.fromkeys(requested, e.code)
+        if created and group is not None:
             self.groups[req.group_id] = group
         offsets = self.offsets.setdefault(req.group_id, {}) if staged else self.offsets.get(req.group_id, {})
         for topic, partition, om in staged:
@@ -175,16 +193,25 @@ class OffsetMetadataManager:
             return dict.fromkeys(requested, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         group = self.groups.get(req.group_id)
         created = False
-        if group is None:
+        if self._is_consumer_group(req.group_id):
+            assert self.consumer_groups is not None
+            if req.generation_id >= 0 or req.member_id:
+                try:
+                    self.consumer_groups.validate_offset_commit(req.group_id, req.member_id, req.generation_id,
+                                                                5, transactional=True)
+                except KafkaError as e:
+                    return dict.fromkeys(requested, e.code)
+        elif group is None:
             if req.generation_id >= 0:
                 return dict.fromkeys(requested, ErrorCode.ILLEGAL_GENERATION)
             group = ClassicGroup(req.group_id, current_state_timestamp=self.now_ms())
             created = True
-        try:
-            self._validate_offset_commit(group, req.member_id, req.group_instance_id, req.generation_id,
-                                         transactional=True)
-        except KafkaError as e:
-            return dict.fromkeys(requested, e.code)
+        if group is not None and not self._is_consumer_group(req.group_id):
+            try:
+                self._validate_offset_commit(group, req.member_id, req.group_instance_id, req.generation_id,
+                                             transactional=True)
+            except KafkaError as e:
+                return dict.fromkeys(requested, e.code)
         now = self.now_ms()
         results: dict[tuple[str, int], int] = {}
         records: list[CoordinatorRecord] = []
@@ -203,7 +230,7 @@ class OffsetMetadataManager:
             self._write(req.group_id, records, req.producer_id, req.producer_epoch)
         except KafkaError as e:
             return dict.fromkeys(requested, e.code)
-        if created:
+        if created and group is not None:
             self.groups[req.group_id] = group
         if staged:
             self.pending_txn_offsets.setdefault(req.producer_id, {}).setdefault(req.group_id, {}).update(staged)
@@ -219,7 +246,8 @@ class OffsetMetadataManager:
         for group_id in [g for g in held if self.store.partition_for(g) in done]:
             offsets = held.pop(group_id)
             group = self.groups.get(group_id)
-            if committed and group is not None and not group.is_in(GroupState.DEAD):
+            live = (group is not None and not group.is_in(GroupState.DEAD)) or self._is_consumer_group(group_id)
+            if committed and live:
                 self.offsets.setdefault(group_id, {}).update(offsets)
         if not held:
             del self.pending_txn_offsets[producer_id]
@@ -237,7 +265,7 @@ class OffsetMetadataManager:
         if group_id is None:
             return ErrorCode.INVALID_GROUP_ID, []
         group = self.groups.get(group_id)
-        known = group is not None and not group.is_in(GroupState.DEAD)
+        known = (group is not None and not group.is_in(GroupState.DEAD)) or self._is_consumer_group(group_id)
         offsets = self.offsets.get(group_id, {}) if known else {}
         if topics is None:
             by_topic: dict[str, list[tuple[int, OffsetAndMetadata | None]]] = {}
@@ -258,16 +286,23 @@ class OffsetMetadataManager:
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, []
         group = self.groups.get(group_id)
-        if group is None or group.is_in(GroupState.DEAD):
+        subscribed: Any
+        if self._is_consumer_group(group_id):
+            assert self.consumer_groups is not None
+            cgm = self.consumer_groups
+            subscribed = lambda topic: cgm.is_subscribed_to_topic(group_id, topic)  # noqa: E731
+        elif group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, []
-        if not group.is_in(GroupState.EMPTY) and not group.uses_consumer_protocol():
+        elif not group.is_in(GroupState.EMPTY) and not group.uses_consumer_protocol():
             return ErrorCode.NON_EMPTY_GROUP, []
+        else:
+            subscribed = group.is_subscribed_to_topic
         offsets = self.offsets.get(group_id, {})
         records: list[CoordinatorRecord] = []
         deleted: list[tuple[str, int]] = []
         result = []
         for topic, partitions in topics:
-            if group.is_subscribed_to_topic(topic):
+            if subscribed(topic):
                 result.append((topic, [(p, int(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)) for p in partitions]))
                 continue
             for p in partitions:

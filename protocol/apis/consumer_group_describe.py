@@ -4,7 +4,7 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema
 
 REQUEST = Schema(
-    'ConsumerGroupDescribeRequest', '0', flexible='0+',
+    'ConsumerGroupDescribeRequest', '0-1', flexible='0+',
     fields=[
         F('group_ids', '[]string', '0+'),
         F('include_authorized_operations', 'bool', '0+'),
@@ -12,7 +12,7 @@ REQUEST = Schema(
 )
 
 RESPONSE = Schema(
-    'ConsumerGroupDescribeResponse', '0', flexible='0+',
+    'ConsumerGroupDescribeResponse', '0-1', flexible='0+',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('groups', '[]DescribedGroup', '0+', fields=[
@@ -46,6 +46,7 @@ RESPONSE = Schema(
                         F('partitions', '[]int32', '0+'),
                     ]),
                 ]),
+                F('member_type', 'int8', '1+', default=-1, ignorable=True),
             ]),
             F('authorized_operations', 'int32', '0+', default=-2147483648),
         ]),

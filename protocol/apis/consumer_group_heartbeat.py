@@ -4,7 +4,7 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema
 
 REQUEST = Schema(
-    'ConsumerGroupHeartbeatRequest', '0', flexible='0+',
+    'ConsumerGroupHeartbeatRequest', '0-1', flexible='0+',
     fields=[
         F('group_id', 'string', '0+'),
         F('member_id', 'string', '0+'),
