@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from minibroker import features
 from minibroker.cleaner import LogCleanerTask
 from minibroker.config import BrokerConfig, effective_topic_config, to_log_config
 from minibroker.connection_quotas import ConnectionQuotas
@@ -109,7 +110,7 @@ class Broker:
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets, now_ms=clock,
                                                   consumer_config=ConsumerGroupConfig.from_broker_config(cfg),
                                                   topics=self.topics)
-        txn_config = TransactionConfig.from_broker_config(cfg)
+        txn_config = TransactionConfig.from_broker_config(cfg, features.transaction_version())
         txn_log = TransactionLogStore(self.topics, self.replica_manager, txn_config.num_partitions,
                                       txn_config.segment_bytes, txn_config.min_isr)
         self.txn_coordinator = TransactionCoordinator(
