@@ -536,8 +536,12 @@ class ConsumerGroupManager:
         self._schedule_session(g, m)
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, epoch: int) -> int:
+        """OffsetFetch v9+ from a member (ConsumerGroup.validateOffsetFetch): a request naming a
+        member id must come from a member of the group, at its epoch; without a member id (an
+        admin, a consumer without group management), or with epoch -1 on an empty group, it may
+        read. Kafka 4.4 answers ("", -1) on a group with members UNKNOWN_MEMBER_ID too."""
         g = self.groups.get(group_id)
-        if g is None or epoch < 0 or member_id is None:
+        if g is None or member_id is None or (epoch < 0 and not g.members):
             return ErrorCode.NONE
         m = g.members.get(member_id)
         if m is None:
