@@ -396,7 +396,7 @@ class ConsumerGroupManager:
                 raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
                                  f"Member {member_id} is not a member of group {gid}.")
             self._check_epoch(m, req.member_epoch, owned)
-        before_sub = m.subscription_key()
+        before_sub, before_inputs = m.subscription_key(), m.assignment_inputs()
         if req.subscribed_topic_names is not None:
             m.subscribed_topic_names = list(req.subscribed_topic_names)
         if req.subscribed_topic_regex is not None:
@@ -410,7 +410,7 @@ class ConsumerGroupManager:
         m.client_id, m.client_host = client_id, client_host
         if m.subscription_key() != before_sub or bump:
             records.append(self._member_record(g, m))
-            bump = True
+            bump = bump or m.assignment_inputs() != before_inputs
         self._refresh_regexes(g, records)
         partitions, digest = self._metadata(g)
         if digest != g.metadata_hash:
