@@ -3,6 +3,7 @@
     python bench/clients.py produce BOOTSTRAP TOPIC COUNT SIZE [--acks 1] [--compression none]
     python bench/clients.py consume BOOTSTRAP TOPIC COUNT
     python bench/clients.py latency BOOTSTRAP TOPIC COUNT SIZE
+    (any mode: --config key=value, repeatable, adds librdkafka settings, e.g. security.protocol=SSL)
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def produce(a: argparse.Namespace) -> dict:
 
 
 def consume(a: argparse.Namespace) -> dict:
-    c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": f"bench-{time.time_ns()}",
+    c = Consumer({**dict(kv.split("=", 1) for kv in a.config),
+                  "bootstrap.servers": a.bootstrap, "group.id": f"bench-{time.time_ns()}",
                   "enable.auto.commit": False, "fetch.wait.max.ms": 100,
                   # When its local queue passes queued.min.messages (100,000) librdkafka stops
                   # fetching for fetch.queue.backoff.ms, 1 s by default: with 100 B records a
@@ -136,6 +138,7 @@ def main() -> None:
     ap.add_argument("size", type=int, nargs="?", default=100)
     ap.add_argument("--acks", default="1")
     ap.add_argument("--compression", default="none")
+    ap.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
     a = ap.parse_args()
     modes = {"produce": produce, "consume": consume, "kcat-consume": kcat_consume, "latency": latency}
     result = modes[a.mode](a)

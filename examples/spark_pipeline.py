@@ -3,24 +3,22 @@
     make run                                      # a broker on localhost:9092 (other terminal)
     .venv/bin/python examples/spark_pipeline.py   # needs the extra: pip install -e '.[spark]'
 
+It uses Spark's own Kafka connector (format "kafka", spark-sql-kafka-0-10), which Spark resolves
+from Maven Central on first start through spark.jars.packages (cached in ~/.cache/minibroker/ivy).
+
 1. Produces --events sample JSON events ({"user": "u3", "amount": 12, ...}) to the input topic
    (skip with --events 0 to use a topic you fill yourself).
 2. Batch: spark.read the whole input topic, count events and sum amounts per user, write one JSON
    record per user (key = user) to <output>-batch.
 3. Streaming with Trigger.AvailableNow: the same aggregation as a streaming query that reads what
-   is in the topic now, in micro-batches of at most --max-per-trigger records, writes updated totals
-   to <output>-stream, and stops. Run the script again and the query resumes from its checkpoint:
-   only events produced since are read, and the totals it writes include them. (Output mode
-   "complete": every micro-batch writes every user's totals. Spark's Kafka sink also takes
-   "update"; Python data source sinks take append and complete only.)
-4. Prints what each output topic holds.
+   is in the topic now, in micro-batches of at most --max-per-trigger records, writes the totals of
+   the users each micro-batch changed (output mode "update") to <output>-stream, and stops. Run
+   the script again and the query resumes from its checkpoint: only events produced since are
+   read, and the totals it writes include them (the state is kept in the checkpoint).
+4. Prints what each output topic holds (the last record per key).
 
 The checkpoint outlives the broker's data: after `make clean` the query would find its offsets
 gone and stop with Spark's data-loss error, so pass --fresh then.
-
-The format is "minikafka" (minibroker.spark, no Maven needed). With Spark's own connector the
-pipeline is the same with format("kafka") and
-    --conf spark.jars.packages=org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>
 """
 
 from __future__ import annotations
@@ -35,7 +33,15 @@ import tempfile
 import time
 from pathlib import Path
 
-FORMAT = "minikafka"  # "kafka" with Spark's own connector
+FORMAT = "kafka"
+IVY_DIR = Path.home() / ".cache" / "minibroker" / "ivy"  # Spark's Ivy cache, outside the repo
+
+
+def connector_package() -> str:
+    """Spark's Kafka connector for the installed pyspark (Scala 2.13, as pyspark 4 ships)."""
+    import pyspark
+
+    return f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -66,18 +72,15 @@ def produce_sample_events(bootstrap: str, topic: str, n: int, seed: int | None =
 
 
 def start_spark():
-    # Workers must run this interpreter (the venv with minibroker in it).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master("local[2]").appName("minibroker-example")
+             .config("spark.jars.packages", connector_package())
+             .config("spark.jars.ivy", str(IVY_DIR))
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    if FORMAT != "kafka":
-        from minibroker.spark import register
-
-        register(spark)
     return spark
 
 
@@ -95,7 +98,7 @@ def run_batch(spark, args: argparse.Namespace) -> None:
     events = (spark.read.format(FORMAT).option("kafka.bootstrap.servers", args.bootstrap)
               .option("subscribe", args.input).option("startingOffsets", "earliest").load())
     (user_totals(events).write.format(FORMAT).option("kafka.bootstrap.servers", args.bootstrap)
-     .option("topic", f"{args.output}-batch").mode("append").save())
+     .option("topic", f"{args.output}-batch").save())
 
 
 def run_streaming(spark, args: argparse.Namespace) -> dict:
@@ -105,7 +108,7 @@ def run_streaming(spark, args: argparse.Namespace) -> dict:
     query = (user_totals(events).writeStream.format(FORMAT)
              .option("kafka.bootstrap.servers", args.bootstrap).option("topic", f"{args.output}-stream")
              .option("checkpointLocation", args.checkpoint)
-             .outputMode("complete").trigger(availableNow=True).start())
+             .outputMode("update").trigger(availableNow=True).start())
     query.awaitTermination()
     if query.exception() is not None:
         raise RuntimeError(str(query.exception()))
@@ -115,7 +118,7 @@ def run_streaming(spark, args: argparse.Namespace) -> dict:
 
 
 def latest_per_key(spark, args: argparse.Namespace, topic: str) -> dict[str, dict]:
-    """The last record per key of a topic (read back with the same data source)."""
+    """The last record per key of a topic (read back through Spark's connector)."""
     rows = (spark.read.format(FORMAT).option("kafka.bootstrap.servers", args.bootstrap)
             .option("subscribe", topic).load().select("key", "value", "partition", "offset").collect())
     out: dict[str, tuple[int, dict]] = {}

@@ -31,6 +31,8 @@ from minibroker.connection_quotas import ConnectionQuotas
 from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig
 from minibroker.coordinator.group_coordinator import GroupConfig, GroupCoordinator
 from minibroker.coordinator.offsets_store import OffsetsStore
+from minibroker.coordinator.share_group import SHARE_GROUP_APIS, ShareGroupConfig, ShareGroupCoordinator
+from minibroker.coordinator.share_state_store import ShareStateStore
 from minibroker.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator
 from minibroker.coordinator.transaction_log import TransactionLogStore
 from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
@@ -41,10 +43,11 @@ from minibroker.handlers.registry import Channel, Handler, RequestContext, load_
 from minibroker.log_scheduler import LogScheduler
 from minibroker.memory_pool import MemoryPool
 from minibroker.metrics import BrokerMetrics
-from minibroker.quotas.manager import ClientQuotaManager
+from minibroker.quotas.manager import ClientQuotaManager, quota_user
 from minibroker.quotas.store import QuotaStore
 from minibroker.quotas.throttle import request_throttle_ms
 from minibroker.replica_manager import ReplicaManager
+from minibroker.security.authorizer import AUTHORIZER_CLASSES, Authorizer, parse_super_users
 from minibroker.security.credentials import ScramCredentialStore
 from minibroker.services import BrokerServices
 from minibroker.tools.trace import TraceListeners
@@ -68,6 +71,8 @@ class Connection(Protocol):
 
     peer: str
     listener: str | None  # the name of the listener it was accepted on
+    principal: str  # "User:<name>"; User:ANONYMOUS until SASL authenticates
+    ip: str
 
     def close(self, reason: str | None) -> None: ...
 
@@ -116,6 +121,11 @@ class Broker:
         self.txn_coordinator = TransactionCoordinator(
             txn_config, txn_log, self.producer_ids, self.topics, self.replica_manager, self.group_coordinator,
             self.log_manager, now_ms=clock)
+        share_config = ShareGroupConfig.from_broker_config(cfg)
+        self.share_groups = ShareGroupCoordinator(
+            share_config, cfg, ShareStateStore(self.topics, self.replica_manager, share_config.state_partitions,
+                                               share_config.state_segment_bytes, now_ms=clock),
+            self.topics, self.replica_manager, data_dir, now_ms=clock)
         file_deletion_lock = asyncio.Lock()
         self.cleaner = (LogCleanerTask(self.log_manager, self.dynamic_config, clock, file_deletion_lock)
                         if cfg.get("log.cleaner.enable") else None)
@@ -131,6 +141,11 @@ class Broker:
         # SCRAM credentials (salted, iterated; AlterUserScramCredentials), read by SASL listeners
         self.scram_credentials = ScramCredentialStore(data_dir)
         self.scram_credentials.load()
+        # ACLs (StandardAuthorizer's rules), on when authorizer.class.name names Kafka's authorizer
+        self.authorizer = Authorizer(data_dir, enabled=cfg.get("authorizer.class.name") in AUTHORIZER_CLASSES,
+                                     super_users=parse_super_users(cfg.get("super.users")),
+                                     allow_if_no_acl=cfg.get("allow.everyone.if.no.acl.found"))
+        self.authorizer.load()
         self.topics.on_delete(self._topic_deleted)
         self.dynamic_config.on_change(self.topics.reconfigure)
         self.services = BrokerServices(
@@ -140,19 +155,22 @@ class Broker:
             txn_coordinator=self.txn_coordinator, producer_ids=self.producer_ids,
             fetch_sessions=self.fetch_sessions, metrics=self.metrics, quota_store=self.quota_store,
             advertised={e.listener_name: e for e in config.advertised_endpoints},
-            scram_credentials=self.scram_credentials)
-        self.handlers: dict[int, Handler] = load_all()
+            scram_credentials=self.scram_credentials, share_groups=self.share_groups,
+            client_quotas=self.client_quotas, authorizer=self.authorizer)
+        # share groups off (group.share.enable=false): their APIs are not served, so not advertised
+        self.handlers: dict[int, Handler] = {k: h for k, h in load_all().items()
+                                             if share_config.enabled or k not in SHARE_GROUP_APIS}
         self.tracer: RequestTracer | None = None  # set while a trace listener is attached (--trace, the console)
         self.trace_listeners = TraceListeners(self)
         self._background: list[asyncio.Task[None]] = []
 
     @property
     def config(self) -> BrokerConfig:
-        return self.dynamic_config.current
+        return self.services.config
 
     @property
     def cluster_id(self) -> str:
-        return self.log_manager.cluster_id
+        return self.services.cluster_id
 
     def _cleaning(self) -> set[tuple[str, int]]:
         return self.cleaner.in_progress if self.cleaner is not None else set()
@@ -175,6 +193,7 @@ class Broker:
         (blocking parts off the loop) and the cleaner."""
         await self.group_coordinator.start()
         await self.txn_coordinator.start()
+        await self.share_groups.start()
         self._background.append(asyncio.create_task(self.scheduler.run(), name="broker-periodic"))
         if self.cleaner is not None:
             self._background.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
@@ -192,6 +211,7 @@ class Broker:
                 pass
         if self.cleaner is not None:
             await self.cleaner.stop()  # a cleaning still writing on its thread finishes first
+        await self.share_groups.stop()
         await self.txn_coordinator.stop()
         await self.group_coordinator.stop()
         self.log_manager.shutdown()
@@ -266,7 +286,8 @@ class Broker:
                   if response is not None else None)
         if self.quota_store.quotas:
             throttle = request_throttle_ms(self.client_quotas, header.api_key, header.client_id or "",
-                                           len(frame) + 4, response, chunks, time.perf_counter() - started)
+                                           len(frame) + 4, response, chunks, time.perf_counter() - started,
+                                           user=quota_user(conn.principal))
             if throttle:
                 # KIP-219: answer at once with the throttle time, then mute the channel for it
                 conn.mute(throttle)

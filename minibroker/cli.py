@@ -13,6 +13,7 @@ from pathlib import Path
 
 TOOLS = {
     "dump-log": "minibroker.tools.dump_log",
+    "certs": "minibroker.security.certs",
 }
 
 

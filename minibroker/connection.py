@@ -22,6 +22,12 @@ Writing: a response is a list of chunks — bytes, and `FileRegion`s for record 
 with `send`, regions with `os.sendfile`; whatever the socket does not take now waits for
 writability. While more than `max_buffered` bytes wait, or too many requests are queued, the
 connection stops reading (back-pressure instead of unbounded buffers).
+
+TLS (SSL and SASL_SSL listeners): the connection is handed a `TlsSession`
+(minibroker.security.tls, an `ssl.SSLObject` over memory BIOs). Bytes read go through it before the
+frame reader; on the way out chunks are encrypted a slice at a time (file regions read into memory:
+the kernel cannot encrypt for us, so there is no sendfile on this path) while less than
+`_TLS_AHEAD` bytes of TLS records wait for the socket. Plaintext listeners keep sendfile.
 """
 
 from __future__ import annotations
@@ -33,10 +39,13 @@ import os
 import socket
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minibroker.memory_pool import MemoryPool
 from protocol.framing import FrameError, FrameReader
+
+if TYPE_CHECKING:
+    from minibroker.security.tls import TlsSession
 
 log = logging.getLogger("minibroker.connection")
 
@@ -47,6 +56,8 @@ _EAGER_BATCH = 16  # requests answered per loop callback before yielding to othe
 # Bytes read beyond the frame in progress (the next size prefixes, pipelined small requests),
 # charged to the memory pool like the frames themselves.
 _READ_AHEAD = 64 * 1024
+_TLS_SLICE = 64 * 1024  # plaintext encrypted per step (four 16 KiB TLS records)
+_TLS_AHEAD = 1024 * 1024  # encrypted bytes allowed to wait for the socket before encrypting more
 
 
 class _Resume:
@@ -94,6 +105,7 @@ class Connection:
         on_close: Callable[[Connection], None] | None = None,
         pool: MemoryPool | None = None,
         listener: str | None = None,
+        tls: TlsSession | None = None,
     ):
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -141,6 +153,8 @@ class Connection:
         # time.monotonic() of the last bytes read or written; the server's idle sweep closes a
         # connection quiet for longer than connections.max.idle.ms (Kafka: Selector's idle expiry)
         self.last_active = time.monotonic()
+        self.tls = tls
+        self._tls_out = bytearray()  # TLS records not yet taken by the socket
         self._resume_reading()
 
     # -- reading ---------------------------------------------------------------------------
@@ -273,11 +287,21 @@ class Connection:
             self.close(f"read failed: {e}")
             return
         if not data:
+            if self.tls is not None and not self.tls.established:
+                log.warning("closing connection from %s on listener %s: closed by the client during the TLS "
+                            "handshake", self.peer, self.listener)
+                self.close("TLS handshake incomplete")
+                return
             partial = self._frames.buffered
             self.close(f"closed by the client in the middle of a request ({partial} bytes of it read)"
                        if partial or self._frames.pending_size() is not None else None)
             return
         now = self.last_active = time.monotonic()
+        if self.tls is not None:
+            plain = self._tls_receive(data)
+            if not plain:
+                return
+            data = plain
         if self.frame_started is None:
             self.frame_started = now
         self._frames.feed(data)
@@ -295,6 +319,44 @@ class Connection:
             self._pause_reading()
         if self._queue and not self._busy:
             self._pump()
+
+    def _tls_receive(self, data: bytes) -> bytes | None:
+        """Decrypt what was read (driving the handshake); None when the session failed and the
+        connection is closed."""
+        from minibroker.security.tls import TlsError
+
+        tls = self.tls
+        assert tls is not None
+        was_established = tls.established
+        try:
+            plain = tls.receive(data)
+        except TlsError as e:
+            self._tls_out += tls.outgoing()
+            try:  # the alert, best effort: the peer learns why
+                self.sock.send(self._tls_out)
+            except OSError:
+                pass
+            log.warning("closing connection from %s on listener %s: %s", self.peer, self.listener, e)
+            self.close(str(e))
+            return None
+        if tls.established and not was_established:
+            if tls.principal is not None:
+                self.principal = tls.principal
+            log.debug("TLS session with %s on listener %s: %s %s, principal %s", self.peer, self.listener,
+                      tls.version, tls.cipher, self.principal)
+        pending = tls.outgoing()
+        if tls.closed_by_peer:
+            try:  # our close_notify, best effort
+                self.sock.send(pending)
+            except OSError:
+                pass
+            self.close(None)
+            return None
+        if pending:
+            self._tls_out += pending
+            if not self._writing:
+                self._on_writable()
+        return plain
 
     # -- handling --------------------------------------------------------------------------
     def _pump(self) -> None:
@@ -370,6 +432,9 @@ class Connection:
             self._on_writable()
 
     def _on_writable(self) -> None:
+        if self.tls is not None:
+            self._on_writable_tls()
+            return
         out = self._out
         try:
             while out:
@@ -402,6 +467,54 @@ class Connection:
         except OSError as e:
             self.close(f"write failed: {e}")
             return
+        self._sent_all()
+
+    def _on_writable_tls(self) -> None:
+        """Encrypt a slice at a time while little waits for the socket, and send the records."""
+        tls, out, buf = self.tls, self._out, self._tls_out
+        assert tls is not None
+        try:
+            while True:
+                while out and len(buf) < _TLS_AHEAD:
+                    chunk = out[0]
+                    if isinstance(chunk, _BYTES_LIKE):
+                        piece: bytes | memoryview = memoryview(chunk)[self._out_offset:self._out_offset + _TLS_SLICE]
+                        taken = len(piece)
+                        if self._pool is not None and taken:
+                            self._out_mem -= taken
+                            self._pool.release(taken)
+                        left = len(chunk) - self._out_offset - taken
+                    else:
+                        want = min(chunk.size - self._out_offset, _TLS_SLICE)
+                        piece = os.pread(chunk.fd, want, chunk.position + self._out_offset)
+                        taken = len(piece)
+                        if taken == 0:
+                            raise OSError("segment file shorter than the region being sent")
+                        left = chunk.size - self._out_offset - taken
+                    if taken:
+                        tls.encrypt(piece)
+                        buf += tls.outgoing()
+                    self._out_bytes -= taken
+                    if left:
+                        self._out_offset += taken
+                    else:
+                        out.popleft()
+                        self._out_offset = 0
+                if not buf:
+                    break
+                sent = self.sock.send(buf)
+                del buf[:sent]
+        except (BlockingIOError, InterruptedError):
+            if not self._writing:
+                self.loop.add_writer(self.fd, self._on_writable)
+                self._writing = True
+            return
+        except OSError as e:
+            self.close(f"write failed: {e}")
+            return
+        self._sent_all()
+
+    def _sent_all(self) -> None:
         self.last_active = time.monotonic()
         if self._writing:
             self.loop.remove_writer(self.fd)
@@ -423,6 +536,7 @@ class Connection:
             self.loop.remove_writer(self.fd)
             self._writing = False
         self._out.clear()
+        self._tls_out.clear()
         self._queue.clear()
         if self._mute_timer is not None:
             self._mute_timer.cancel()
@@ -469,7 +583,7 @@ class Connection:
 
     @property
     def idle(self) -> bool:
-        return not self._queue and not self._out and not self._busy
+        return not self._queue and not self._out and not self._busy and not self._tls_out
 
 
 def _peer(sock: socket.socket) -> str:

@@ -4,9 +4,10 @@ Theory of operation (Kafka: DynamicBrokerConfig). Three layers lie over the stat
 (config.yaml, --override), highest first: per-broker dynamic configs (resource name = this node's
 id, source DYNAMIC_BROKER_CONFIG), cluster-wide dynamic defaults (resource name "", source
 DYNAMIC_DEFAULT_BROKER_CONFIG), then the static config. Only keys Kafka can change at runtime
-are accepted (the config model marks them `read_only=False`); others get INVALID_CONFIG "Cannot
-update these configs dynamically: Set(...)". minibroker cannot rebind its sockets, so listener
-keys are refused too.
+are accepted (the config model marks them `read_only=False`); others get INVALID_REQUEST (as
+Kafka 4's controller answers) "Cannot update these configs dynamically: [...]". minibroker cannot
+rebind its sockets, so listener keys are refused too. A data directory's first start records
+`min.insync.replicas` as a cluster default, as Kafka 4 does when it formats a cluster.
 
 A change rebuilds the combined config (`current`) from the layers and tells the listeners
 registered with `on_change` (the topic registry gives every open log its new effective topic
@@ -65,6 +66,7 @@ class DynamicBrokerConfig:
     # -- persistence -------------------------------------------------------------------------
     def load(self) -> None:
         if not self.path.exists():
+            self._format()
             return
         try:
             data = json.loads(self.path.read_text("utf-8"))
@@ -74,6 +76,18 @@ class DynamicBrokerConfig:
             log.error("Unreadable %s, dynamic broker configs ignored: %s", self.path, e)
             self.per_broker, self.cluster_default = {}, {}
         self.current = self.combined()
+
+    def _format(self) -> None:
+        """A data directory's first start, Kafka's `kafka-storage format`: Kafka 4 (eligible leader
+        replicas, KIP-966) records `min.insync.replicas` as a cluster-wide dynamic default then,
+        from the static config, so every topic and the broker default describe it with source
+        DYNAMIC_DEFAULT_BROKER_CONFIG (docs/differences.md#cluster-min-isr)."""
+        self.cluster_default = {"min.insync.replicas": self.static.get("min.insync.replicas")}
+        self.current = self.combined()
+        try:
+            self._store()
+        except OSError as e:  # a read-only or missing directory fails later, where it is used
+            log.warning("Cannot write %s: %s", self.path, e)
 
     def _store(self) -> None:
         def text(layer: dict[str, Any]) -> dict[str, str | None]:
@@ -101,7 +115,7 @@ class DynamicBrokerConfig:
         """Parse a whole new layer (key -> text); ConfigError for keys that cannot change live."""
         fixed = sorted(k for k in new_layer if k in BROKER_CONFIGS and (BROKER_CONFIGS[k].read_only or k in _NOT_HERE))
         if fixed:
-            raise ConfigError(f"Cannot update these configs dynamically: Set({', '.join(fixed)})")
+            raise ConfigError(f"Cannot update these configs dynamically: [{', '.join(fixed)}]")  # Kafka 4.4's text
         unknown = sorted(k for k in new_layer if k not in BROKER_CONFIGS)
         if unknown:
             raise ConfigError(f"Unknown broker configs: {', '.join(unknown)}")

@@ -26,6 +26,7 @@ from minibroker.config import BrokerConfig, Endpoint
 from minibroker.connection import Connection
 from minibroker.security.sasl import SaslAuthenticator
 from minibroker.security.settings import SaslSettings
+from minibroker.security.tls import TlsSettings
 
 if TYPE_CHECKING:
     from minibroker.console import Console
@@ -51,6 +52,9 @@ class BrokerServer:
         # JAAS config fails the start)
         self._sasl = {e.listener_name: SaslSettings.for_listener(config, e) for e in config.listener_endpoints
                       if e.security_protocol.startswith("SASL_")}
+        # SSL and SASL_SSL listeners' TLS contexts (a keystore that does not load fails the start)
+        self._tls = {e.listener_name: TlsSettings.for_listener(config, e) for e in config.listener_endpoints
+                     if e.security_protocol in ("SSL", "SASL_SSL")}
         self.host = config.listener_host
         self.port = config.listener_port
 
@@ -106,9 +110,13 @@ class BrokerServer:
             # imported only when asked for: aiohttp costs most of a second to import, and the
             # startup bench (bench/startup.py) holds a broker without a console to ~10 ms
             from minibroker.console import Console
+            from minibroker.console.limits import Limits
 
+            limits = Limits(broker.memory_pool, broker.connection_quotas, broker.client_quotas,
+                            lambda: self.slow_requests_dropped, lambda: self.idle_closed)
             self.console = Console(broker.services, broker.handlers, broker.trace_listeners,
-                                   bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"))
+                                   bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"),
+                                   limits=limits)
             await self.console.start(self.config.get("console.host"), self.config.get("console.port"))
         max_idle_ms = self.config.get("connections.max.idle.ms")
         if max_idle_ms >= 0:  # negative: never expire, as Kafka's Selector without an idle manager
@@ -150,6 +158,7 @@ class BrokerServer:
                 on_close=self._closed,
                 pool=self.broker.memory_pool,
                 listener=endpoint.listener_name,
+                tls=tls.session() if (tls := self._tls.get(endpoint.listener_name)) is not None else None,
             )
             conn.ip = ip
             self.connections.add(conn)

@@ -13,13 +13,16 @@ from dataclasses import dataclass
 
 from minibroker.config import BrokerConfig, Endpoint
 from minibroker.coordinator.group_coordinator import GroupCoordinator
+from minibroker.coordinator.share_group import ShareGroupCoordinator
 from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
 from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.metrics import BrokerMetrics
+from minibroker.quotas.manager import ClientQuotaManager
 from minibroker.quotas.store import QuotaStore
 from minibroker.replica_manager import ReplicaManager
+from minibroker.security.authorizer import Authorizer
 from minibroker.security.credentials import ScramCredentialStore
 from minibroker.topics import TopicRegistry
 from storage.clock import Clock
@@ -47,6 +50,9 @@ class BrokerServices:
     # is host/port above)
     advertised: dict[str, Endpoint]
     scram_credentials: ScramCredentialStore  # Describe/AlterUserScramCredentials
+    share_groups: ShareGroupCoordinator  # KIP-932 share groups and their share partitions
+    authorizer: Authorizer  # ACLs and the authorization decision (minibroker.security.authorizer)
+    client_quotas: ClientQuotaManager  # Fetch caps max_bytes at the consumer's quota window
 
     def endpoint(self, listener: str | None) -> tuple[str, int]:
         """(host, port) for Metadata, FindCoordinator and DescribeCluster answers to a client on

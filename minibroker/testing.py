@@ -9,6 +9,12 @@ Two shapes, both on an ephemeral port in a temporary data directory that is remo
         ... b.bootstrap ...
 
 `overrides` takes Kafka config keys, e.g. `BrokerThread(overrides={"num.partitions": 3})`.
+
+`security="SASL_SSL"` (or "SSL", "SASL_PLAINTEXT") adds a second listener of that protocol next to
+PLAINTEXT, so an application's production security settings run against the broker: a test CA and
+server certificate are made for it (minibroker.security.certs), PLAIN and SCRAM users from `users`
+(default alice/alice-secret) are set up, and `b.client_config(mechanism)` returns the
+confluent-kafka settings for it (`b.ca_file` is the CA to trust).
 `b.broker` is the live `Broker`; `b.call(fn)` runs `fn(broker)` on the broker's loop and returns
 its result.
 
@@ -373,16 +379,77 @@ def _timeout_error(what: str, timeout: float) -> TimeoutError:
 
 
 # -- the two brokers ----------------------------------------------------------------------------
+_SECURITY = ("SSL", "SASL_SSL", "SASL_PLAINTEXT")
+_SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+class _Security:
+    """The listener, certificates and users behind `security=`."""
+
+    def __init__(self, protocol: str, host: str, users: dict[str, str] | None):
+        if protocol not in _SECURITY:
+            raise ValueError(f"security={protocol!r}: one of {', '.join(_SECURITY)}")
+        self.protocol = protocol
+        self.users = dict(users or {"alice": "alice-secret"})
+        self.dir = Path(tempfile.mkdtemp(prefix="minibroker-certs-"))
+        self.ca_file: Path | None = None
+        props: dict[str, Any] = {"listeners": f"PLAINTEXT://{host}:0,{protocol}://{host}:0"}
+        if protocol.endswith("SSL"):
+            from minibroker.security.certs import write_certs
+
+            files = write_certs(self.dir, sorted({host, "localhost", "127.0.0.1"}))
+            self.ca_file = files.ca
+            props.update({"ssl.keystore.type": "PEM", "ssl.keystore.location": str(files.server_keystore),
+                          "ssl.truststore.type": "PEM", "ssl.truststore.location": str(files.ca),
+                          "ssl.client.auth": "requested"})
+        if protocol.startswith("SASL"):
+            entries = " ".join(f'user_{u}="{p}"' for u, p in self.users.items())
+            props.update({"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                          f"listener.name.{protocol.lower()}.plain.sasl.jaas.config":
+                          f"org.apache.kafka.common.security.plain.PlainLoginModule required {entries};"})
+        self.props = props
+
+    def add_scram_users(self, broker: Broker) -> None:
+        from minibroker.security.scram import credential_from_password
+
+        broker.scram_credentials.apply([(u, m, credential_from_password(m, p)) for u, p in self.users.items()
+                                        for m in _SCRAM], [])
+
+
 class AsyncBroker(_Inspect):
     """A broker on the current event loop. Its wait helpers are coroutines (a blocking wait would
     stop the broker it waits for)."""
 
     def __init__(self, data_dir: str | Path | None = None, *, host: str = "127.0.0.1", port: int = 0,
-                 overrides: dict[str, Any] | None = None):
+                 overrides: dict[str, Any] | None = None, security: str | None = None,
+                 users: dict[str, str] | None = None):
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="minibroker-"))
+        self.security = _Security(security, host, users) if security is not None else None
+        if self.security is not None:
+            overrides = {**self.security.props, **(overrides or {})}
         self.host, self.port, self.overrides = host, port, overrides
         self.server: BrokerServer | None = None
+
+    @property
+    def ca_file(self) -> Path | None:
+        """The test CA's certificate (PEM) that clients of a TLS listener trust."""
+        return self.security.ca_file if self.security is not None else None
+
+    def client_config(self, mechanism: str = "PLAIN", user: str | None = None) -> dict[str, Any]:
+        """confluent-kafka (librdkafka) settings for the `security=` listener: bootstrap.servers,
+        security.protocol, ssl.ca.location with host name verification, and for SASL the mechanism
+        and the first user's (or `user`'s) credentials."""
+        sec = self.security
+        assert sec is not None, "the broker was started without security="
+        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap_for(sec.protocol),
+                                "security.protocol": sec.protocol}
+        if sec.ca_file is not None:
+            conf.update({"ssl.ca.location": str(sec.ca_file), "ssl.endpoint.identification.algorithm": "https"})
+        if sec.protocol.startswith("SASL"):
+            name = user or next(iter(sec.users))
+            conf.update({"sasl.mechanism": mechanism, "sasl.username": name, "sasl.password": sec.users[name]})
+        return conf
 
     @property
     def bootstrap(self) -> str:  # type: ignore[override]
@@ -404,6 +471,8 @@ class AsyncBroker(_Inspect):
 
         self.server = BrokerServer(_config(self.data_dir, self.host, self.port, self.overrides))
         await self.server.start()
+        if self.security is not None and self.security.protocol.startswith("SASL"):
+            self.security.add_scram_users(self.broker)
         return self.bootstrap
 
     async def stop(self) -> None:
@@ -412,6 +481,8 @@ class AsyncBroker(_Inspect):
             self.server = None
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
+        if self.security is not None:
+            shutil.rmtree(self.security.dir, ignore_errors=True)
 
     async def __aenter__(self) -> AsyncBroker:
         await self.start()
@@ -461,8 +532,10 @@ class BrokerThread(_Inspect):
     twins poll with asyncio.sleep, for tests running on an event loop of their own."""
 
     def __init__(self, data_dir: str | Path | None = None, *, host: str = "127.0.0.1", port: int = 0,
-                 overrides: dict[str, Any] | None = None, loop: str = "uvloop"):
-        self._inner = AsyncBroker(data_dir, host=host, port=port, overrides=overrides)
+                 overrides: dict[str, Any] | None = None, loop: str = "uvloop", security: str | None = None,
+                 users: dict[str, str] | None = None):
+        self._inner = AsyncBroker(data_dir, host=host, port=port, overrides=overrides, security=security,
+                                  users=users)
         self._loop_kind = loop
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -474,6 +547,14 @@ class BrokerThread(_Inspect):
     def bootstrap_for(self, listener: str) -> str:
         """host:port of the named listener (several in `listeners`: PLAINTEXT, SASL_PLAINTEXT, ...)."""
         return self._inner.bootstrap_for(listener)
+
+    @property
+    def ca_file(self) -> Path | None:
+        return self._inner.ca_file
+
+    def client_config(self, mechanism: str = "PLAIN", user: str | None = None) -> dict[str, Any]:
+        """See AsyncBroker.client_config."""
+        return self._inner.client_config(mechanism, user)
 
     @property
     def broker(self) -> Broker:

@@ -28,26 +28,27 @@ log = logging.getLogger("minibroker.topics")
 
 MAX_TOPIC_NAME_LENGTH = 249  # Kafka: Topic.MAX_NAME_LENGTH
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 def validate_topic_name(name: str) -> None:
-    """Kafka's org.apache.kafka.common.internals.Topic.validate rules."""
+    """Kafka's org.apache.kafka.common.internals.Topic.validate rules, with Kafka 4.4's messages
+    (checked against the reference broker by tests/reference/test_differential_topics.py)."""
     if not name:
-        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is invalid: the empty string is not allowed")
     if name in (".", ".."):
-        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
+        raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: '{name}' is not allowed")
     if len(name) > MAX_TOPIC_NAME_LENGTH:
         raise KafkaError(
             ErrorCode.INVALID_TOPIC_EXCEPTION,
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, "
-            f"topic name: {name}",
+            f"Topic name is invalid: the length of '{name}' is longer than the max allowed length "
+            f"{MAX_TOPIC_NAME_LENGTH}",
         )
     if not _LEGAL_TOPIC.match(name):
         raise KafkaError(
             ErrorCode.INVALID_TOPIC_EXCEPTION,
-            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, "
-            "'.', '_' and '-'",
+            f"Topic name is invalid: '{name}' contains one or more characters other than ASCII "
+            "alphanumerics, '.', '_' and '-'",
         )
 
 
@@ -166,12 +167,17 @@ class TopicRegistry:
                 raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                                  f"Topic '{name}' collides with existing topic: {other}")
         if num_partitions <= 0:
-            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
+                             "Number of partitions was set to an invalid non-positive value.")
+        if replication_factor <= 0:
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             "Replication factor must be larger than 0, or -1 to use the default value.")
         if replication_factor != 1:
             raise KafkaError(
                 ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"Unable to replicate the partition {replication_factor} time(s): The target replication "
-                "factor of " f"{replication_factor} cannot be reached because only 1 broker(s) are registered.",
+                "factor of " f"{replication_factor} cannot be reached because only 1 broker(s) are registered or some brokers have all their "
+                "log directories cordoned.",  # Kafka 4.4's text (KIP-1066 added the cordoning)
             )
         try:
             return validate_topic_config(configs)

@@ -209,8 +209,12 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def random_cluster_id() -> str:
     """A cluster id as StorageTool random-uuid prints it: 16 random bytes, URL-safe base64, no
-    padding (Kafka's Uuid.toString)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    padding (Kafka's Uuid.toString). Like Kafka's Uuid.randomUuid, never one that starts with '-':
+    StorageTool's argument parser would take `-t -xyz...` for an option (1 start in 64 failed so)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def api_versions_answered(host: str, port: int, timeout: float = 2.0) -> bool:

@@ -29,6 +29,15 @@ APIS = [
     "DescribeTopicPartitions", "DescribeClientQuotas", "AlterClientQuotas", "DescribeUserScramCredentials",
     "AlterUserScramCredentials",
 ]
+# KIP-932 share groups (kept apart from APIS so the list above merges with other work untouched).
+APIS += [
+    "ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge",
+    "DescribeShareGroupOffsets", "AlterShareGroupOffsets", "DeleteShareGroupOffsets",
+]
+# ACLs (issue 19): kept apart too.
+APIS += ["DescribeAcls", "CreateAcls", "DeleteAcls"]
+# Records the share coordinator writes to __share_group_state (protocol/share_records.py).
+SHARE_RECORDS = ["ShareSnapshotKey", "ShareSnapshotValue", "ShareUpdateKey", "ShareUpdateValue"]
 # Records Kafka's coordinators write to __consumer_offsets / __transaction_state.
 RECORDS = ["OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue",
            "TransactionLogKey", "TransactionLogValue",
@@ -162,6 +171,17 @@ def main() -> None:
         emit_struct(name, d, snake(name).upper(), rec)
         rec.append("")
     (outdir.parent / "coordinator_records.py").write_text("\n".join(rec))
+    share = [
+        '"""Share-coordinator records (__share_group_state, KIP-932): schema data generated from',
+        "Kafka's definitions by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",
+        "",
+        "from protocol.schema import F, Schema",
+        "",
+    ]
+    for name in SHARE_RECORDS:
+        emit_struct(name, load(files[name]), snake(name).upper(), share)
+        share.append("")
+    (outdir.parent / "share_records.py").write_text("\n".join(share))
     names = ", ".join(module_name(a) for a in APIS)
     print(f"wrote {len(APIS)} API modules: {names}")
 

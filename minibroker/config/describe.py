@@ -87,8 +87,11 @@ class ConfigEntry:
     doc: str = ""
 
 
-def _broker_synonyms(broker: BrokerConfig, names: Sequence[str]) -> list[tuple[str, str | None, int]]:
-    """Kafka's ConfigHelper.configSynonyms: by source (static, then default), then by name order."""
+def _broker_synonyms(broker: BrokerConfig, names: Sequence[str], *, first_default_only: bool = False
+                     ) -> list[tuple[str, str | None, int]]:
+    """Kafka's ConfigHelper.configSynonyms: by source (static, then default), then by name order.
+    `first_default_only`: a topic key's synonyms, where Kafka lists the default of its first broker
+    synonym only (none at all when that one has no default, as log.retention.ms)."""
     found: list[tuple[str, str | None, int]] = []
     for source in (ConfigSource.STATIC_BROKER_CONFIG, ConfigSource.DEFAULT_CONFIG):
         for name in names:
@@ -98,6 +101,8 @@ def _broker_synonyms(broker: BrokerConfig, names: Sequence[str]) -> list[tuple[s
                     continue
                 value = broker.get(name)
             else:
+                if first_default_only and name != names[0]:
+                    continue
                 value = key.default
                 if name == "broker.id":
                     value = broker.get(name)
@@ -110,9 +115,9 @@ def _broker_synonyms(broker: BrokerConfig, names: Sequence[str]) -> list[tuple[s
 def describe_topic_config(broker: BrokerConfig, overrides: Mapping[str, Any]) -> list[ConfigEntry]:
     """Every topic key as DescribeConfigs reports it for a topic with these overrides, sorted by name.
 
-    One difference from Kafka 3.x/4.x: Kafka drops all broker synonyms of a topic key whose first
-    broker synonym is unset (so retention.ms shows none unless log.retention.ms is set); we list the
-    ones that are set, e.g. log.retention.hours, since that is where the value comes from.
+    As Kafka 4.4 (checked against it in tests/reference): of the broker synonyms' defaults only the
+    first synonym's is listed, so retention.ms shows no DEFAULT_CONFIG synonym (log.retention.ms has
+    no default) although its value comes from log.retention.hours.
     """
     parsed = _parsed_overrides(overrides)
     effective = broker.topic_defaults()
@@ -121,7 +126,7 @@ def describe_topic_config(broker: BrokerConfig, overrides: Mapping[str, Any]) ->
     for name in sorted(TOPIC_CONFIGS):
         key = TOPIC_CONFIGS[name]
         value = None if key.sensitive else format_value(key, effective[name])
-        synonyms = _broker_synonyms(broker, key.synonyms)
+        synonyms = _broker_synonyms(broker, key.synonyms, first_default_only=True)
         if name in parsed:
             synonyms.insert(0, (name, value, int(ConfigSource.DYNAMIC_TOPIC_CONFIG)))
         source = synonyms[0][2] if synonyms else int(ConfigSource.DEFAULT_CONFIG)

@@ -15,6 +15,7 @@ the first synonym with a value gives the topic key its broker-wide default.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,9 @@ from minibroker.config.definitions import (
     ThrottledReplicas,
     ValidList,
     ValidString,
+    parse_value,
 )
+from minibroker.config.kafka_dynamic import KAFKA_DYNAMIC_BROKER_KEYS
 
 # --------------------------------------------------------------------------- the key tables
 
@@ -197,7 +200,7 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("advertised.listeners", "string", None,
             "Addresses given to clients in Metadata; unset means the same as listeners.", dynamic=True),
     _broker("listener.security.protocol.map", "string", _PROTOCOL_MAP_DEFAULT,
-            "Listener name to security protocol. minibroker serves PLAINTEXT and SASL_PLAINTEXT listeners.", dynamic=True),
+            "Listener name to security protocol: PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL are served.", dynamic=True),
     # --- security (minibroker.security); per-listener forms listener.name.<l>.[<mech>.]<key> too
     _broker("sasl.enabled.mechanisms", "list", ["GSSAPI"],
             "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI, Kafka's "
@@ -209,6 +212,44 @@ _BROKER_KEYS: list[ConfigKey] = [
             "A failed SASL login is answered, and its connection closed, after this delay.", AtLeast(0)),
     _broker("sasl.server.max.receive.size", "int", 524288,
             "Largest frame a client may send before it has authenticated.", AtLeast(1)),
+    # --- ACLs (minibroker.security.authorizer)
+    _broker("authorizer.class.name", "string", "",
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer) "
+            "turns ACL checks on with StandardAuthorizer's rules; empty: everyone may do anything."),
+    _broker("super.users", "string", None, "Principals (User:name;User:other) the authorizer always allows."),
+    _broker("allow.everyone.if.no.acl.found", "boolean", False,
+            "With an authorizer: whether a resource with no ACL at all is open to everyone."),
+    # --- TLS on SSL and SASL_SSL listeners (minibroker.security.tls); listener.name.<l>.ssl.* wins
+    _broker("ssl.keystore.type", "string", "JKS",
+            "PEM or PKCS12 (JKS, Kafka's default, is not read here: convert it with keytool to PKCS12)."),
+    _broker("ssl.keystore.location", "string", None, "The broker's keystore file (PKCS12, or PEM: key and chain)."),
+    _broker("ssl.keystore.password", "password", None, "Password of the keystore file.", sensitive=True),
+    _broker("ssl.key.password", "password", None, "Password of the private key (PEM: of the encrypted key).",
+            sensitive=True),
+    _broker("ssl.keystore.certificate.chain", "password", None,
+            "PEM certificate chain given inline (with ssl.keystore.type=PEM).", sensitive=True),
+    _broker("ssl.keystore.key", "password", None, "PEM private key given inline (with ssl.keystore.type=PEM).",
+            sensitive=True),
+    _broker("ssl.truststore.type", "string", "JKS", "PEM or PKCS12: the CAs client certificates are checked against."),
+    _broker("ssl.truststore.location", "string", None, "The truststore file (PEM or PKCS12)."),
+    _broker("ssl.truststore.password", "password", None, "Password of the truststore file.", sensitive=True),
+    _broker("ssl.truststore.certificates", "password", None, "Trusted CA certificates given inline, PEM.",
+            sensitive=True),
+    _broker("ssl.client.auth", "string", "none",
+            "none, requested or required: whether clients are asked for a certificate (mTLS).",
+            ValidString("none", "requested", "required")),
+    _broker("ssl.principal.mapping.rules", "string", "DEFAULT",
+            "Rules mapping a client certificate's DN to the principal's name (RULE:pattern/replacement/[LU], "
+            "DEFAULT)."),
+    _broker("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"], "TLS versions served."),
+    _broker("ssl.protocol", "string", "TLSv1.3", "The newest TLS version to offer." + _no_effect(
+        "the enabled protocols decide; OpenSSL negotiates the newest of them")),
+    _broker("ssl.cipher.suites", "list", [],
+            "TLS 1.2 cipher suites (IANA names as Kafka's, or OpenSSL names); empty means OpenSSL's defaults. "
+            "TLS 1.3 suites cannot be restricted here."),
+    _broker("ssl.endpoint.identification.algorithm", "string", "https",
+            "Host name check of the peer's certificate." + _no_effect("a single broker opens no TLS connection "
+                                                                     "of its own; clients check the broker's")),
     _broker("socket.request.max.bytes", "int", 100 * 1024 * 1024,
             "Largest request frame; a bigger size prefix closes the connection before the body is read.",
             AtLeast(1)),
@@ -427,6 +468,59 @@ _BROKER_KEYS: list[ConfigKey] = [
             "Let the console create and delete topics, produce a test record and reset a group's offsets "
             "(--console-allow-writes), through the same code paths as the protocol APIs."),
 ]
+
+# --- share groups (KIP-932; Kafka's ShareGroupConfig / ShareCoordinatorConfig)
+_BROKER_KEYS += [
+    _broker("group.share.enable", "boolean", True,
+            "Serve share groups (KIP-932): ShareGroupHeartbeat/Describe, ShareFetch, ShareAcknowledge. "
+            "Kafka 4.4 gates them with the share.version feature, on by default since 4.2."),
+    _broker("group.share.record.lock.duration.ms", "int", 30000,
+            "How long a share consumer holds acquired records before they return to the others.",
+            Between(1000, 3600000)),
+    _broker("group.share.min.record.lock.duration.ms", "int", 15000,
+            "Smallest share.record.lock.duration.ms a share group may set.", Between(1000, 30000)),
+    _broker("group.share.max.record.lock.duration.ms", "int", 60000,
+            "Largest share.record.lock.duration.ms a share group may set.", Between(30000, 3600000)),
+    _broker("group.share.delivery.count.limit", "int", 5,
+            "Deliveries of a record before a release or a lock timeout archives it.", Between(2, 10)),
+    _broker("group.share.partition.max.record.locks", "int", 2000,
+            "Most records of one share partition in flight (acquired or released, not yet done).",
+            Between(100, 10000)),
+    _broker("group.share.session.timeout.ms", "int", 45000,
+            "A share-group member that does not heartbeat within this leaves the group.", AtLeast(1)),
+    _broker("group.share.heartbeat.interval.ms", "int", 5000,
+            "Heartbeat interval given to share-group members.", AtLeast(1)),
+    _broker("group.share.max.size", "int", 200, "Most members one share group may have.", Between(1, 1000)),
+    _broker("share.coordinator.state.topic.num.partitions", "int", 50,
+            "Partitions of __share_group_state; fixed once the topic exists.", AtLeast(1)),
+    _broker("share.coordinator.state.topic.replication.factor", "short", 1,
+            "Replication factor of __share_group_state." + _ONE_REPLICA.format(k=3), AtLeast(1)),
+    _broker("share.coordinator.state.topic.min.isr", "short", 1,
+            "min.insync.replicas of __share_group_state." + _ONE_REPLICA.format(k=2), AtLeast(1)),
+    _broker("share.coordinator.state.topic.segment.bytes", "int", 100 * 1024 * 1024,
+            "segment.bytes of __share_group_state.", AtLeast(1)),
+]
+
+
+
+def _kafka_dynamic_keys(modelled: set[str]) -> list[ConfigKey]:
+    """Kafka 4.4's dynamic broker keys that minibroker does not model (config/kafka_dynamic.py):
+    accepted by AlterConfigs, kept and described, acting on nothing."""
+    out = []
+    for name, kind, default, sensitive in KAFKA_DYNAMIC_BROKER_KEYS:
+        if name in modelled:
+            continue
+        key = _broker(name, kind, None, f"Kafka's {name}." + _no_effect(
+            "a dynamic Kafka broker key minibroker does not model; the value is stored and described"),
+            dynamic=True, sensitive=sensitive)
+        out.append(dataclasses.replace(key, default=parse_value(key, default)))
+    return out
+
+
+_ACCEPTED = _kafka_dynamic_keys({k.name for k in _BROKER_KEYS})
+_BROKER_KEYS += _ACCEPTED
+# Kafka's dynamic broker keys only stored and described here (config/kafka_dynamic.py)
+KAFKA_KEYS_WITHOUT_EFFECT = frozenset(k.name for k in _ACCEPTED)
 
 TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _TOPIC_KEYS}
 BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _BROKER_KEYS}

@@ -8,11 +8,14 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from minibroker.console import pages, state
+from minibroker.console import actions, pages, state
+from minibroker.console.actions import ActionError, Done
 from minibroker.console.exposition import metrics_text
+from minibroker.console.limits import Limits
 from minibroker.console.live import LiveTrace
 from minibroker.console.state import BadRequest, NotFound
 from minibroker.handlers.registry import Handler
@@ -26,12 +29,13 @@ Handler_ = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 class Console:
     def __init__(self, services: BrokerServices, handlers: Mapping[int, Handler], trace: TraceListeners,
-                 *, bootstrap: str, allow_writes: bool = False) -> None:
+                 *, bootstrap: str, allow_writes: bool = False, limits: Limits | None = None) -> None:
         self.services = services
         self.handlers = handlers
         self.live = LiveTrace(trace)
         self.bootstrap = bootstrap
         self.allow_writes = allow_writes
+        self.limits = limits
         self._runner: web.AppRunner | None = None
         self.host = ""
         self.port = 0
@@ -48,6 +52,7 @@ class Console:
         site = web.TCPSite(runner, host, port, reuse_address=True)
         await site.start()
         self._runner = runner
+        self.services.group_coordinator.events.enabled = True  # the groups pages read the timeline
         # port 0 picks a free port: read back the one bound
         server = site._server
         sockets = getattr(server, "sockets", None) or []
@@ -56,6 +61,8 @@ class Console:
 
     async def stop(self) -> None:
         self.live.close()
+        self.services.group_coordinator.events.enabled = False
+        self.services.group_coordinator.events.clear()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -66,14 +73,15 @@ class Console:
         page, api = self._page, self._api
         s = self.services
         r = app.router
+        w = self.allow_writes
         r.add_get("/", page(lambda q: pages.cluster_page(self._cluster())))
         r.add_get("/api/cluster", api(lambda q: self._cluster()))
-        r.add_get("/topics", page(lambda q: pages.topics_page(state.topics(s))))
+        r.add_get("/topics", page(lambda q: pages.topics_page(state.topics(s), writes=w)))
         r.add_get("/api/topics", api(lambda q: state.topics(s)))
-        r.add_get("/topics/{name}", page(lambda q: pages.topic_page(state.topic(s, q.match_info["name"]))))
+        r.add_get("/topics/{name}", page(lambda q: pages.topic_page(state.topic(s, q.match_info["name"]), writes=w)))
         r.add_get("/api/topics/{name}", api(lambda q: state.topic(s, q.match_info["name"])))
         r.add_get("/topics/{name}/{p}", page(lambda q: pages.partition_page(
-            state.partition(s, q.match_info["name"], q.match_info["p"]))))
+            state.partition(s, q.match_info["name"], q.match_info["p"]), writes=w)))
         r.add_get("/api/topics/{name}/{p}", api(lambda q: state.partition(s, q.match_info["name"], q.match_info["p"])))
         r.add_get("/topics/{name}/{p}/segments/{base}", page(lambda q: pages.segment_page(self._segment(q))))
         r.add_get("/api/topics/{name}/{p}/segments/{base}", api(self._segment))
@@ -83,7 +91,7 @@ class Console:
         r.add_get("/api/topics/{name}/{p}/batch/{offset}", api(self._batch))
         r.add_get("/groups", page(lambda q: pages.groups_page(state.groups(s))))
         r.add_get("/api/groups", api(lambda q: state.groups(s)))
-        r.add_get("/groups/{gid}", page(lambda q: pages.group_page(state.group(s, q.match_info["gid"]))))
+        r.add_get("/groups/{gid}", page(lambda q: pages.group_page(state.group(s, q.match_info["gid"]), writes=w)))
         r.add_get("/api/groups/{gid}", api(lambda q: state.group(s, q.match_info["gid"])))
         r.add_get("/transactions", page(lambda q: pages.transactions_page(state.transactions(s))))
         r.add_get("/api/transactions", api(lambda q: state.transactions(s)))
@@ -91,7 +99,53 @@ class Console:
         r.add_get("/trace/stream", self._trace_stream)
         r.add_get("/metrics", self._metrics)
         r.add_static("/static", STATIC)
+        # writes: POST only (a GET never changes anything), behind --console-allow-writes
+        for prefix in ("/actions", "/api/actions"):
+            r.add_post(f"{prefix}/topics", self._write(lambda q, f: actions.create_topic(
+                s, f.get("name", ""), f.get("partitions"), f.get("configs", ""))))
+            r.add_post(f"{prefix}/topics/{{name}}/delete", self._write(lambda q, f: actions.delete_topic(
+                s, q.match_info["name"])))
+            r.add_post(f"{prefix}/topics/{{name}}/{{p}}/produce", self._write(lambda q, f: actions.produce(
+                s, q.match_info["name"], q.match_info["p"], f.get("key") if f.get("null_key") != "on" else None,
+                f.get("value", ""), f.get("headers", ""))))
+            r.add_post(f"{prefix}/groups/{{gid}}/reset-offsets", self._write(lambda q, f: actions.reset_offsets(
+                s, q.match_info["gid"], f.get("topic", ""), f.get("partition"), f.get("to", "earliest"))))
         return app
+
+    # -- writes ----------------------------------------------------------------------------------
+    def _write(self, act: Callable[[web.Request, Mapping[str, str]], Awaitable[Done] | Done]) -> Handler_:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            if not self.allow_writes:
+                raise ActionError(403, "writes are off: start the broker with --console-allow-writes "
+                                       "(console.allow.writes=true) to create or delete topics, produce and "
+                                       "reset offsets from the console")
+            self._check_same_origin(request)
+            form = {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
+            result = act(request, form)
+            done = await result if asyncio.iscoroutine(result) else result
+            assert isinstance(done, Done)
+            log.info("console action %s: %s", request.path, done.message)
+            if request.path.startswith("/api/"):
+                return web.Response(text=json.dumps({"ok": True, "message": done.message, "link": done.link,
+                                                     **done.details}), content_type="application/json")
+            return web.Response(text=pages.done_page(done.message, done.link), content_type="text/html")
+        return handle
+
+    def _check_same_origin(self, request: web.Request) -> None:
+        """CSRF and DNS rebinding: a browser's POST names the page it came from (Origin, else
+        Referer); it must be this console, reached under a name that is this console's (a
+        rebinding page's origin is its own name, which resolves here but is not ours). A client
+        that sends neither (curl, a script) is no browser carrying someone's session."""
+        host = request.host
+        hostname = urlsplit(f"//{host}").hostname or ""
+        if hostname not in {self.host, "localhost", "127.0.0.1", "::1"}:
+            raise ActionError(403, f"writes are taken only under the console's own address, not {host!r}")
+        origin = request.headers.get("Origin")
+        if origin is None and "Referer" in request.headers:
+            parts = urlsplit(request.headers["Referer"])
+            origin = f"{parts.scheme}://{parts.netloc}"
+        if origin is not None and origin != f"{request.scheme}://{host}":
+            raise ActionError(403, f"cross-origin write refused (origin {origin[:100]!r} is not this console)")
 
     def _cluster(self) -> dict[str, Any]:
         served = [(hd.api.name, key, hd.versions.lo, hd.versions.hi) for key, hd in self.handlers.items()]
@@ -130,6 +184,8 @@ class Console:
             return self._error(request, 404, str(e))
         except BadRequest as e:
             return self._error(request, 400, str(e))
+        except ActionError as e:
+            return self._error(request, e.status, str(e))
         except web.HTTPException as e:
             if e.status >= 400 and not request.path.startswith("/static/"):
                 return self._error(request, e.status, e.reason)
@@ -146,7 +202,7 @@ class Console:
         return web.Response(status=status, text=pages.error_page(status, message), content_type="text/html")
 
     async def _metrics(self, request: web.Request) -> web.StreamResponse:
-        return web.Response(text=metrics_text(self.services, self.handlers),
+        return web.Response(text=metrics_text(self.services, self.handlers, self.limits),
                             content_type="text/plain", charset="utf-8",
                             headers={"X-Content-Type-Options": "nosniff"})
 

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from minibroker.console.limits import Limits, limit_families
 from minibroker.handlers.registry import Handler
 from minibroker.metrics import Family, counter_families, render
 from minibroker.services import BrokerServices
 
 
-def metrics_text(services: BrokerServices, handlers: Mapping[int, Handler]) -> str:
+def metrics_text(services: BrokerServices, handlers: Mapping[int, Handler], limits: Limits | None = None) -> str:
     names = {k: h.api.name for k, h in handlers.items()}
-    return render([*counter_families(services.metrics, names), *gauge_families(services)])
+    return render([*counter_families(services.metrics, names), *gauge_families(services),
+                   *(limit_families(limits) if limits is not None else ())])
 
 
 def gauge_families(services: BrokerServices) -> Iterator[Family]:

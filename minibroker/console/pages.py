@@ -91,16 +91,32 @@ def cluster_page(c: dict[str, Any]) -> str:
     return layout("Cluster", body)
 
 
-def topics_page(ts_: list[dict[str, Any]]) -> str:
+def done_page(message: str, link: str) -> str:
+    return layout("Done", f'<p class="done" data-field="result">{h(message)}</p>'
+                          f'<p><a id="next" href="{h(link)}">{h(link)}</a></p>')
+
+
+def _writes_note() -> str:
+    return '<p class="note">Read-only console: start the broker with --console-allow-writes to change things here.</p>'
+
+
+def topics_page(ts_: list[dict[str, Any]], *, writes: bool = False) -> str:
     rows = ((f'<a href="/topics/{q(t["name"])}">{h(t["name"])}</a>', str(t["partitions"]), str(t["messages"]),
              size(t["size"]), h(t["cleanup_policy"]), "internal" if t["internal"] else "",
              h(", ".join(f"{k}={v}" for k, v in t["overrides"].items())))
             for t in ts_)
-    return layout("Topics", table(["topic", "partitions", "messages", "size", "cleanup", "", "overrides"], rows,
-                                  cls="topics"))
+    body = table(["topic", "partitions", "messages", "size", "cleanup", "", "overrides"], rows, cls="topics")
+    if writes:
+        body += ('<h2>Create a topic</h2><form class="action" id="create-topic" method="post" action="/actions/topics">'
+                 'name <input name="name" required> partitions <input name="partitions" size="4" placeholder="default"> '
+                 'configs <input name="configs" size="40" placeholder="cleanup.policy=compact, retention.ms=60000"> '
+                 '<button>create</button></form>')
+    else:
+        body += _writes_note()
+    return layout("Topics", body)
 
 
-def topic_page(t: dict[str, Any]) -> str:
+def topic_page(t: dict[str, Any], *, writes: bool = False) -> str:
     name = t["name"]
     rows = ((f'<a href="/topics/{q(name)}/{p["partition"]}">{p["partition"]}</a>', str(p["log_start_offset"]),
              str(p["high_watermark"]), str(p["last_stable_offset"]), str(p["log_end_offset"]),
@@ -110,10 +126,15 @@ def topic_page(t: dict[str, Any]) -> str:
     body += table(["partition", "log start", "HW", "LSO", "LEO", "segments", "size"], rows, cls="partitions")
     body += "<h2>Effective config</h2>" + table(["key", "value"], (
         (h(k), h(v)) for k, v in t["config"].items()), cls="config")
+    if writes and not t["internal"]:
+        body += (f'<h2>Delete</h2><form class="action" id="delete-topic" method="post" '
+                 f'action="/actions/topics/{q(name)}/delete" '
+                 f'onsubmit="return confirm(\'Delete topic {h(name)} and all its data?\')">'
+                 '<button>delete this topic</button></form>')
     return layout(f"Topic {name}", body, crumbs=[("/topics", "Topics"), ("", name)])
 
 
-def partition_page(p: dict[str, Any]) -> str:
+def partition_page(p: dict[str, Any], *, writes: bool = False) -> str:
     name, n = p["topic"], p["partition"]
     base = f"/topics/{q(name)}/{n}"
     body = facts([("log_start_offset", "log start offset", p["log_start_offset"]),
@@ -125,6 +146,11 @@ def partition_page(p: dict[str, Any]) -> str:
                   ("index_interval_bytes", "index.interval.bytes", p["index_interval_bytes"]),
                   ("segment_bytes", "segment.bytes", p["segment_bytes"])])
     body += f'<p><a href="{base}/messages">Browse messages</a></p>'
+    if writes:
+        body += (f'<form class="action" id="produce" method="post" action="/actions{base}/produce">'
+                 'Produce a test record: key <input name="key"> <label><input type="checkbox" name="null_key"> '
+                 'null key</label> value <input name="value" size="40"> headers <input name="headers" '
+                 'placeholder="h1=v1, h2=v2"> <button>produce</button></form>')
     body += "<h2>Segments</h2>" + table(
         ["base offset", "file", "size", "first batch time", "max timestamp", ".index entries", ".timeindex entries"],
         ((f'<a href="{base}/segments/{s["base_offset"]}">{s["base_offset"]}</a>', h(s["file"]), str(s["size"]),
@@ -276,26 +302,80 @@ def batch_page(b: dict[str, Any]) -> str:
 
 
 def groups_page(gs: list[dict[str, Any]]) -> str:
-    return layout("Groups", table(["group", "type", "state", "protocol type", "members", "lag"], (
+    return layout("Groups", table(["group", "type", "state", "protocol type", "members", "generation / epoch", "lag"], (
         (f'<a href="/groups/{q(g["group_id"])}">{h(g["group_id"])}</a>', h(g["type"]), h(g["state"]),
-         h(g["protocol_type"]), str(g["members"]), str(g["lag"])) for g in gs), cls="groups"))
+         h(g["protocol_type"]), str(g["members"]), h(g["epoch"]), str(g["lag"])) for g in gs), cls="groups"))
 
 
-def group_page(g: dict[str, Any]) -> str:
-    body = facts([("state", "state", g["state"]), ("protocol_type", "protocol type", g["protocol_type"]),
-                  ("protocol", "protocol", g["protocol"]), ("generation", "generation", g["generation"]),
-                  ("leader", "leader", g["leader"]), ("state_since", "in this state since", ts(g["state_since"])),
-                  ("previous_state", "previous state", g["previous_state"])])
-    body += "<h2>Members</h2>" + table(["member", "instance id", "client", "host", "assignment"], (
-        (h(m["member_id"]), h(m["group_instance_id"]), h(m["client_id"]), h(m["client_host"]),
-         h("; ".join(f'{a["topic"]}: {a["partitions"]}' for a in (m["assignment"] or []))))
-        for m in g["members"]), cls="members")
-    body += "<h2>Committed offsets and lag</h2>" + table(
+def _parts(a: list[dict[str, Any]] | None) -> str:
+    return h("; ".join(f'{x["topic"]}: {x["partitions"]}' for x in (a or []))) or "-"
+
+
+def _offsets_table(g: dict[str, Any]) -> str:
+    return "<h2>Committed offsets and lag</h2>" + table(
         ["topic", "partition", "committed", "high watermark", "lag", "committed at"], (
             (h(o["topic"]), str(o["partition"]), str(o["committed"]), h(o["log_end_offset"]),
              f'<span data-lag="{h(o["topic"])}-{o["partition"]}">{h(o["lag"])}</span>', ts(o["commit_timestamp"]))
             for o in g["offsets"]), cls="offsets")
+
+
+def _timeline(events: list[dict[str, Any]], what: str) -> str:
+    """The coordinator's events for this group, oldest first, since the console started."""
+    if not events:
+        return "<h2>Rebalance timeline</h2><p>no events since the console started</p>"
+    t0 = events[0]["at_ms"]
+    rows = (f'<tr class="event" data-event="{h(e["event"])}"><td>{ts(e["at_ms"])}</td><td>+{e["at_ms"] - t0} ms</td>'
+            f'<td>{h(e["generation"])}</td><td><b>{h(e["event"])}</b></td><td>{h(e["detail"])}</td></tr>'
+            for e in events)
+    return (f'<h2>Rebalance timeline</h2><table class="timeline"><thead><tr><th>time</th><th>since first</th>'
+            f'<th>{h(what)}</th><th>event</th><th>detail</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def group_page(g: dict[str, Any], *, writes: bool = False) -> str:
+    if g["type"] == "consumer":
+        return _consumer_group_page(g, writes=writes)
+    body = facts([("type", "type", "classic"), ("state", "state", g["state"]),
+                  ("protocol_type", "protocol type", g["protocol_type"]),
+                  ("protocol", "protocol", g["protocol"]), ("generation", "generation", g["generation"]),
+                  ("leader", "leader", g["leader"]), ("state_since", "in this state since", ts(g["state_since"])),
+                  ("previous_state", "previous state", g["previous_state"])])
+    body += "<h2>Members</h2>" + table(["member", "instance id", "client", "host", "assignment"], (
+        (h(m["member_id"]), h(m["group_instance_id"]), h(m["client_id"]), h(m["client_host"]), _parts(m["assignment"]))
+        for m in g["members"]), cls="members")
+    body += _offsets_table(g) + _timeline(g["timeline"], "generation")
+    if writes:
+        body += _reset_form(g["group_id"])
     return layout(f"Group {g['group_id']}", body, crumbs=[("/groups", "Groups"), ("", g["group_id"])])
+
+
+def _consumer_group_page(g: dict[str, Any], *, writes: bool) -> str:
+    """A KIP-848 group: the group epoch, the target assignment's epoch, and per member its epoch and
+    current assignment beside its target (they differ while the member reconciles)."""
+    body = facts([("type", "type", "consumer (KIP-848)"), ("state", "state", g["state"]),
+                  ("group_epoch", "group epoch", g["group_epoch"]),
+                  ("assignment_epoch", "target assignment epoch", g["assignment_epoch"]),
+                  ("assignor", "assignor", g["assignor"])])
+    body += "<h2>Members</h2>" + table(
+        ["member", "instance id", "client", "host", "epoch", "state", "subscription", "current assignment",
+         "revoking", "target assignment"],
+        ((h(m["member_id"]), h(m["group_instance_id"]), h(m["client_id"]), h(m["client_host"]),
+          f'<span data-member-epoch="{h(m["member_id"])}">{m["member_epoch"]}</span>', h(m["state"]),
+          h(", ".join(m["subscribed_topics"]) or m["subscribed_regex"]),
+          f'<span data-current="{h(m["member_id"])}">{_parts(m["assignment"])}</span>', _parts(m["pending_revocation"]),
+          f'<span data-target="{h(m["member_id"])}" class="{"" if m["converged"] else "reconciling"}">'
+          f'{_parts(m["target"])}</span>') for m in g["members"]), cls="members")
+    body += _offsets_table(g) + _timeline(g["timeline"], "group epoch")
+    if writes:
+        body += _reset_form(g["group_id"])
+    return layout(f"Group {g['group_id']}", body, crumbs=[("/groups", "Groups"), ("", g["group_id"])])
+
+
+def _reset_form(gid: str) -> str:
+    return ('<h2>Reset offsets</h2><p>As kafka-consumer-groups.sh --reset-offsets: only while the group has no '
+            f'members.</p><form class="action" id="reset-offsets" method="post" action="/actions/groups/{q(gid)}/'
+            'reset-offsets">topic <input name="topic" required> partition <input name="partition" size="4" '
+            'placeholder="all"> to <input name="to" value="earliest" size="10" title="earliest, latest or an '
+            'offset"> <button>reset</button></form>')
 
 
 def transactions_page(t: dict[str, Any]) -> str:

@@ -15,11 +15,13 @@ from __future__ import annotations
 import os
 import struct
 import time
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
 from minibroker.config import describe_broker_config
 from minibroker.config.definitions import ConfigSource
+from minibroker.coordinator.consumer_group import ConsumerGroup, same_assignment
 from minibroker.services import BrokerServices
 from minibroker.tools.trace import batch_field_spans
 from protocol.records.batch import BatchView, InvalidBatch
@@ -298,14 +300,20 @@ def batch_bytes(services: BrokerServices, name: str, p: str, offset: str) -> dic
 # -- groups ----------------------------------------------------------------------------------------
 def groups(services: BrokerServices) -> list[dict[str, Any]]:
     gc = services.group_coordinator
+    consumer = gc.consumer_groups.groups
     out = []
-    ids = set(gc.groups) | set(gc.offsets)
+    ids = set(gc.groups) | set(gc.offsets) | set(consumer)
     for gid in sorted(ids):
-        g = gc.groups.get(gid)
         lag = sum(r["lag"] for r in _offsets(services, gid) if r["lag"] is not None)
+        cg = consumer.get(gid)
+        if cg is not None:
+            out.append({"group_id": gid, "type": "consumer", "state": cg.state.value, "protocol_type": "consumer",
+                        "members": len(cg.members), "epoch": cg.group_epoch, "lag": lag})
+            continue
+        g = gc.groups.get(gid)
         out.append({"group_id": gid, "type": "classic", "state": g.state.value if g else "Empty",
                     "protocol_type": (g.protocol_type if g else None) or "",
-                    "members": len(g.members) if g else 0, "lag": lag})
+                    "members": len(g.members) if g else 0, "epoch": g.generation_id if g else None, "lag": lag})
     return out
 
 
@@ -320,8 +328,43 @@ def _offsets(services: BrokerServices, gid: str) -> list[dict[str, Any]]:
     return rows
 
 
+def _timeline(services: BrokerServices, gid: str) -> list[dict[str, Any]]:
+    return [{"at_ms": e.at_ms, "event": e.event, "detail": e.detail, "generation": e.generation}
+            for e in services.group_coordinator.events.of(gid)]
+
+
+def _named(services: BrokerServices, a: dict[uuid.UUID, set[int]]) -> list[dict[str, Any]]:
+    """A KIP-848 assignment (topic ids) with the topics' names, as ConsumerGroupDescribe names them."""
+    out = []
+    for tid, ps in a.items():
+        t = services.topics.by_id(tid)
+        out.append({"topic": t.name if t is not None else str(tid), "partitions": sorted(ps)})
+    return sorted(out, key=lambda x: x["topic"])
+
+
+def _consumer_group(services: BrokerServices, cg: ConsumerGroup) -> dict[str, Any]:
+    members = []
+    for m in sorted(cg.members.values(), key=lambda m: m.member_id):
+        target = cg.target.get(m.member_id, {})
+        members.append({
+            "member_id": m.member_id, "group_instance_id": m.instance_id, "rack_id": m.rack_id,
+            "client_id": m.client_id, "client_host": m.client_host, "member_epoch": m.member_epoch,
+            "previous_member_epoch": m.previous_member_epoch, "state": m.state.name,
+            "subscribed_topics": sorted(m.subscribed_topic_names), "subscribed_regex": m.subscribed_topic_regex,
+            "server_assignor": m.server_assignor, "assignment": _named(services, m.assigned),
+            "pending_revocation": _named(services, m.pending_revocation), "target": _named(services, target),
+            "converged": m.member_epoch == cg.assignment_epoch and same_assignment(m.assigned, target)})
+    return {"group_id": cg.group_id, "type": "consumer", "state": cg.state.value, "protocol_type": "consumer",
+            "group_epoch": cg.group_epoch, "assignment_epoch": cg.assignment_epoch, "assignor": cg.assignor_name,
+            "members": members, "offsets": _offsets(services, cg.group_id),
+            "timeline": _timeline(services, cg.group_id)}
+
+
 def group(services: BrokerServices, gid: str) -> dict[str, Any]:
     gc = services.group_coordinator
+    cg = gc.consumer_groups.groups.get(gid)
+    if cg is not None:
+        return _consumer_group(services, cg)
     g = gc.groups.get(gid)
     if g is None and gid not in gc.offsets:
         raise NotFound(f"no group {gid!r}")
@@ -336,7 +379,7 @@ def group(services: BrokerServices, gid: str) -> dict[str, Any]:
             "generation": g.generation_id if g else None, "leader": g.leader_id if g else None,
             "state_since": g.current_state_timestamp if g else None,
             "previous_state": g.previous_state.value if g else None,
-            "members": members, "offsets": _offsets(services, gid)}
+            "members": members, "offsets": _offsets(services, gid), "timeline": _timeline(services, gid)}
 
 
 def _assignment(raw: bytes) -> list[dict[str, Any]] | None:

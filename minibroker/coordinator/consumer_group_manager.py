@@ -44,8 +44,10 @@ from minibroker.coordinator.consumer_group import (
     ConsumerGroupMember,
     MemberState,
     copy_assignment,
+    count,
     same_assignment,
 )
+from minibroker.coordinator.group_events import GroupEvents
 from minibroker.coordinator.group_membership import write_records
 from minibroker.coordinator.offsets_store import CoordinatorRecord, OffsetsStore
 from minibroker.coordinator.timer import KeyedTimer
@@ -99,6 +101,7 @@ class ConsumerGroupManager:
         self.groups: dict[str, ConsumerGroup] = {}
         self.group_configs: dict[str, dict[str, int]] = {}  # GROUP config resources (KIP-848)
         self.timer = KeyedTimer()
+        self.events = GroupEvents(now_ms)  # the rebalance timeline; the coordinator shares one
 
     # -- config --------------------------------------------------------------------------------
     def session_timeout_ms(self, group_id: str) -> int:
@@ -266,6 +269,9 @@ class ConsumerGroupManager:
             g.target[mid] = copy_assignment(a)
         g.assignment_epoch = g.group_epoch
         records.append(rec.target_assignment_metadata(g.group_id, g.assignment_epoch, self.now_ms()))
+        if self.events.enabled:
+            self.events.record(g.group_id, "TargetAssignment", g.group_epoch, "assignor %s: %s", g.assignor_name,
+                               ", ".join(f"{mid[:8]}… {count(a)}" for mid, a in sorted(g.target.items())) or "-")
 
     # -- timers ------------------------------------------------------------------------------------
     def _schedule_session(self, g: ConsumerGroup, m: ConsumerGroupMember) -> None:
@@ -295,6 +301,7 @@ class ConsumerGroupManager:
         if g is None or member_id not in g.members:
             return
         log.info("[GroupId %s] Member %s fenced from the group because of its %s.", group_id, member_id, why)
+        self.events.record(group_id, "MemberFenced", g.group_epoch, "%s: %s", member_id, why)
         try:
             self._remove_member(g, member_id)
         except KafkaError as e:
@@ -310,6 +317,7 @@ class ConsumerGroupManager:
         _, g.metadata_hash = self._metadata(g)
         g.group_epoch += 1
         records.append(rec.group_metadata(g.group_id, g.group_epoch, g.metadata_hash))
+        self.events.record(g.group_id, "GroupEpoch", g.group_epoch, "member %s removed", member_id)
         self._write(g.group_id, records)
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------------------
@@ -408,22 +416,29 @@ class ConsumerGroupManager:
         if req.rack_id is not None:
             m.rack_id = req.rack_id
         m.client_id, m.client_host = client_id, client_host
+        why = "member %s joined" if bump else "member %s changed its subscription"
         if m.subscription_key() != before_sub or bump:
             records.append(self._member_record(g, m))
             bump = bump or m.assignment_inputs() != before_inputs
         self._refresh_regexes(g, records)
         partitions, digest = self._metadata(g)
         if digest != g.metadata_hash:
+            if not bump:
+                why = "subscribed topics changed (%s's heartbeat)"
             g.metadata_hash = digest
             bump = True
         if bump:
             g.group_epoch += 1
             records.append(rec.group_metadata(gid, g.group_epoch, g.metadata_hash))
+            self.events.record(gid, "GroupEpoch", g.group_epoch, why, m.member_id)
         if g.group_epoch > g.assignment_epoch:
             self._compute_target(g, partitions, records)
         before = copy_assignment(m.assigned)
         if g.reconcile(m, owned):
             records.append(self._current_record(g, m))
+            self.events.record(gid, "MemberEpoch", g.group_epoch, "%s: epoch %d, %s, owns %d, revoking %d",
+                               m.member_id, m.member_epoch, m.state.name, count(m.assigned),
+                               count(m.pending_revocation))
         try:
             self._write(gid, records)
         finally:
@@ -512,6 +527,8 @@ class ConsumerGroupManager:
             self._write(g.group_id, [self._current_record(g, m)])
             log.info("[GroupId %s] Static member %s with instance id %s temporarily left the consumer group.",
                      g.group_id, m.member_id, m.instance_id)
+            self.events.record(g.group_id, "StaticMemberLeft", g.group_epoch, "%s (instance %s) keeps its assignment",
+                               m.member_id, m.instance_id)
         else:
             log.info("[GroupId %s] Member %s left the consumer group.", g.group_id, m.member_id)
             self._remove_member(g, m.member_id)
@@ -598,6 +615,7 @@ class ConsumerGroupManager:
         self._write(group_id, records)
         g.deleted = True
         del self.groups[group_id]
+        self.events.record(group_id, "Dead", g.group_epoch, "group deleted")
         return ErrorCode.NONE
 
     def on_topics_changed(self) -> None:

@@ -31,6 +31,7 @@ from typing import Any
 from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig, ConsumerGroupManager
 from minibroker.coordinator.consumer_group_records import is_consumer_group_record
 from minibroker.coordinator.group import ClassicGroup, GroupState
+from minibroker.coordinator.group_events import GroupEvents
 from minibroker.coordinator.group_membership import (
     ClientInfo,
     GroupConfig,
@@ -82,6 +83,9 @@ class GroupCoordinator:
             consumer_config or ConsumerGroupConfig(), store, topics, now_ms=now_ms,
             classic_group_exists=self._classic_group_exists, drop_classic_group=self._drop_empty_classic_group)
         self.offset_manager.consumer_groups = self.consumer_groups
+        # one rebalance timeline for both kinds of group, off until a reader (the console) enables it
+        self.events = GroupEvents(now_ms)
+        self.membership.events = self.consumer_groups.events = self.events
         self._expiry_task: asyncio.Task[None] | None = None
 
     # -- state both halves share, for the handlers and inspection helpers -------------------

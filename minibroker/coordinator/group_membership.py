@@ -35,6 +35,7 @@ from minibroker.coordinator.group import (
     GroupState,
     Member,
 )
+from minibroker.coordinator.group_events import GroupEvents
 from minibroker.coordinator.group_responses import (
     JoinResponse,
     MemberResponse,
@@ -128,6 +129,7 @@ class GroupMetadataManager:
         self.groups: dict[str, ClassicGroup] = {}
         self.timer = KeyedTimer()
         self.active = False
+        self.events = GroupEvents(now_ms)  # the rebalance timeline; the coordinator shares one
 
     def unload(self) -> None:
         """Stop every timer; members parked in JoinGroup/SyncGroup retry against the next
@@ -181,6 +183,7 @@ class GroupMetadataManager:
         self.timer.cancel(("sync", gid))
         group.transition_to(GroupState.DEAD, self.now_ms())
         self.groups.pop(gid, None)
+        self.events.record(gid, "Dead", group.generation_id, "group removed")
 
     @staticmethod
     def _heartbeat_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -339,17 +342,6 @@ class GroupMetadataManager:
                         member_id, group.group_id, group.state.value)
             fut.set_result(join_error(member_id, ErrorCode.UNKNOWN_MEMBER_ID))
 
-    def _join_response(self, group: ClassicGroup, member_id: str, *, with_members: bool,
-                       skip_assignment: bool = False) -> Any:
-        members = []
-        if with_members:
-            members = [JoinResponse.JoinGroupResponseMember(
-                member_id=m.member_id, group_instance_id=m.group_instance_id,
-                metadata=m.metadata(group.protocol_name)) for m in group.members.values()]
-        return JoinResponse(error_code=0, generation_id=group.generation_id, protocol_type=group.protocol_type,
-                            protocol_name=group.protocol_name, leader=group.leader_id or "",
-                            skip_assignment=skip_assignment, member_id=member_id, members=members)
-
     def _add_member_and_rebalance(self, group: ClassicGroup, req: Any, client: ClientInfo, member_id: str,
                                   fut: asyncio.Future[Any]) -> None:
         member = Member(member_id, req.group_instance_id, client.client_id, client.client_host,
@@ -361,6 +353,8 @@ class GroupMetadataManager:
         # A new member cannot heartbeat yet (it has no generation); bound its parked JoinGroup by
         # the new-member join timeout so a client that went away does not stall rebalances forever.
         self.reschedule_heartbeat(group, member, self.config.new_member_join_timeout_ms)
+        self.events.record(group.group_id, "MemberJoined", group.generation_id, "%s (client %s, %s)", member_id,
+                           client.client_id, client.client_host)
         self._maybe_prepare_rebalance_or_complete_join(
             group, f"adding new member {member_id} with group instance id {req.group_instance_id}")
 
@@ -444,6 +438,7 @@ class GroupMetadataManager:
             self.timer.schedule(("join", gid), delay,
                                 lambda: self._try_complete_initial_rebalance(gid, delay, remaining))
         group.transition_to(GroupState.PREPARING_REBALANCE, self.now_ms())
+        self.events.record(gid, "PreparingRebalance", group.generation_id, "%s", reason)
         log.info("Preparing to rebalance group %s in state %s with old generation %d (reason: %s).",
                  gid, group.state.value, group.generation_id, reason)
         if not initial:
@@ -488,6 +483,9 @@ class GroupMetadataManager:
             self.timer.schedule(("join", gid), group.rebalance_timeout_ms(), lambda: self._complete_join_by_id(gid))
             return
         group.init_next_generation(self.now_ms())
+        self.events.record(gid, "CompletingRebalance" if group.members else "Empty", group.generation_id,
+                           "generation %d, protocol %s, leader %s, %d member(s)", group.generation_id,
+                           group.protocol_name, group.leader_id, len(group.members))
         if group.is_in(GroupState.EMPTY):
             log.info("Group %s with generation %d is now empty.", gid, group.generation_id)
             try:
@@ -525,6 +523,7 @@ class GroupMetadataManager:
             self._prepare_rebalance(group, f"removing {missing} on pending sync request expiration")
 
     def _remove_member_and_update_group(self, group: ClassicGroup, member: Member, reason: str) -> None:
+        self.events.record(group.group_id, "MemberRemoved", group.generation_id, "%s", reason)
         # A member still parked in JoinGroup gets UNKNOWN_MEMBER_ID, so a live client rejoins.
         group.complete_join(member, join_error(UNKNOWN_MEMBER_ID, ErrorCode.UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
@@ -605,6 +604,8 @@ class GroupMetadataManager:
             m.assignment = assignment.get(m.member_id, EMPTY_ASSIGNMENT)
         self._propagate_assignment(group, ErrorCode.NONE)
         group.transition_to(GroupState.STABLE, self.now_ms())
+        self.events.record(group.group_id, "Stable", group.generation_id, "assignment from leader %s for %d member(s)",
+                           req.member_id, len(group.members))
 
     def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync_members.discard(member_id)
@@ -690,5 +691,7 @@ class GroupMetadataManager:
         self._cancel_heartbeat(group.group_id, member_id)
         log.info("Member %s has left group %s through explicit LeaveGroup request; client reason: %s",
                  member_id, group.group_id, reason)
+        self.events.record(group.group_id, "MemberLeft", group.generation_id, "%s (LeaveGroup; reason: %s)",
+                           member_id, reason)
         group.complete_join(member, join_error(UNKNOWN_MEMBER_ID, ErrorCode.UNKNOWN_MEMBER_ID))
         group.remove(member_id)

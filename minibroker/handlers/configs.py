@@ -1,7 +1,8 @@
 """DescribeConfigs v0-4, AlterConfigs v0-2, IncrementalAlterConfigs v0-1.
 
 Behavior (Kafka: ConfigHelper, ConfigAdminManager, ControllerConfigurationValidator):
-- Resources are TOPIC (2) and BROKER (4). A BROKER resource is named by this node's id (every
+- Resources are TOPIC (2), BROKER (4) and GROUP (32, keys registered by each group kind in
+  GROUP_CONFIG_PROVIDERS). A BROKER resource is named by this node's id (every
   broker key with its value, source and synonyms) or "" (the cluster-wide dynamic defaults only).
   Another id, or a non-numeric name, gets INVALID_REQUEST with Kafka's message. BROKER_LOGGER and
   other types get INVALID_REQUEST "Unsupported resource type" (minibroker has no log4j loggers).
@@ -23,7 +24,7 @@ flexible. AlterConfigs v1 is v0, v2 is flexible. IncrementalAlterConfigs v1 is f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from minibroker.config import (
     BROKER_CONFIGS,
@@ -35,6 +36,7 @@ from minibroker.config import (
     format_value,
     validate_topic_config,
 )
+from minibroker.config.kafka_dynamic import per_broker_only, per_listener_only
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
 from protocol.apis import alter_configs, describe_configs, incremental_alter_configs
@@ -42,6 +44,42 @@ from protocol.errors import ErrorCode, KafkaError, error_name
 
 TOPIC = 2
 BROKER = 4
+GROUP = 32  # Kafka's ConfigResource.Type.GROUP (KIP-848/KIP-932 group configs)
+
+
+class GroupConfigProvider(Protocol):
+    """One kind of group's config keys on GROUP resources (share groups: handlers/share_groups.py).
+    Describe lists every provider's keys; an alteration goes to the provider owning each key."""
+
+    def group_keys(self) -> frozenset[str]: ...
+
+    def describe_group(self, services: BrokerServices, group: str) -> list[ConfigEntry]: ...
+
+    def alter_group(self, services: BrokerServices, group: str, ops: list[tuple[str, int, str | None]],
+                    replace: bool, validate_only: bool) -> None: ...
+
+
+GROUP_CONFIG_PROVIDERS: list[GroupConfigProvider] = []
+
+
+def _describe_group(services: BrokerServices, name: str) -> list[ConfigEntry]:
+    if not name:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+    return [e for p in GROUP_CONFIG_PROVIDERS for e in p.describe_group(services, name)]
+
+
+def _alter_group(services: BrokerServices, name: str, new_text: dict[str, str | None] | None,
+                 ops: list[tuple[str, int, str | None]] | None, validate_only: bool) -> None:
+    if not name:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+    given = ops if ops is not None else [(k, int(OpType.SET), v) for k, v in (new_text or {}).items()]
+    for key, _, _ in given:
+        if not any(key in p.group_keys() for p in GROUP_CONFIG_PROVIDERS):
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {key}")
+    for p in GROUP_CONFIG_PROVIDERS:
+        mine = [op for op in given if op[0] in p.group_keys()]
+        if mine or ops is None:
+            p.alter_group(services, name, mine, ops is None, validate_only)
 DC = describe_configs.RESPONSE
 AC = alter_configs.RESPONSE
 IAC = incremental_alter_configs.RESPONSE
@@ -94,7 +132,8 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
     docs = ctx.version >= 3 and bool(req.include_documentation)
     results = []
     for r in req.resources:
-        result = DC.DescribeConfigsResult(error_code=0, error_message=None, resource_type=r.resource_type,
+        # Kafka answers a described resource with an empty message, not null (ConfigHelper)
+        result = DC.DescribeConfigsResult(error_code=0, error_message="", resource_type=r.resource_type,
                                           resource_name=r.resource_name, configs=[])
         results.append(result)
         try:
@@ -106,10 +145,14 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
                     entries = dyn.describe_broker(services.config)
                 else:
                     entries = dyn.describe_default()
+            elif r.resource_type == GROUP and GROUP_CONFIG_PROVIDERS:
+                entries = _describe_group(services, r.resource_name)
             else:
                 raise _unsupported(r.resource_type)
         except KafkaError as e:
             result.error_code, result.error_message = e.code, e.message or error_name(e.code)
+            if e.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                result.error_message = ""  # Kafka 4.4 names no topic here (tests/reference)
             continue
         wanted = set(r.configuration_keys) if r.configuration_keys else None
         result.configs = [_entry(e, ctx.version, synonyms, docs) for e in entries
@@ -143,9 +186,23 @@ def _text_layer(layer: dict[str, Any]) -> dict[str, str | None]:
     return {k: format_value(BROKER_CONFIGS[k], v) for k, v in layer.items()}
 
 
+def _check_security_scope(keys: list[str], per_broker: bool) -> None:
+    """Kafka's scope rules for its dynamic security keys (config/kafka_dynamic.py), checked before
+    the values, with Kafka's error code and the start of its message."""
+    listener = sorted(k for k in keys if per_listener_only(k))
+    if listener:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "These security configs can be dynamically updated only "
+                         f"per-listener using the listener prefix: [{', '.join(listener)}]")
+    broker_only = sorted(k for k in keys if per_broker_only(k))
+    if broker_only and not per_broker:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Cannot update these configs at default cluster level, "
+                         f"broker id must be specified: [{', '.join(broker_only)}]")
+
+
 def _alter_broker(services: BrokerServices, name: str, new_text: dict[str, str | None] | None,
                   ops: list[tuple[str, int, str | None]] | None, validate_only: bool) -> None:
     per_broker = _broker_resource(services, name)
+    _check_security_scope([k for k, _, _ in ops] if ops is not None else list(new_text or {}), per_broker)
     dyn = services.dynamic_config
     try:
         if ops is not None:
@@ -174,7 +231,8 @@ def _alter_broker(services: BrokerServices, name: str, new_text: dict[str, str |
             return
         dyn.replace_layer(per_broker, parsed)  # its listeners give topics and logs their new configs
     except (ConfigError, ValueError) as e:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
+        # Kafka 4 (KRaft: the controller validates broker configs) answers INVALID_REQUEST here
+        raise KafkaError(ErrorCode.INVALID_REQUEST, str(e)) from None
 
 
 def _alter(services: BrokerServices, resources: Any, incremental: bool, validate_only: bool, result_cls: Any) -> list[Any]:
@@ -208,6 +266,8 @@ def _alter(services: BrokerServices, resources: Any, incremental: bool, validate
                 _alter_topic(services, r.resource_name, text, ops, validate_only)
             elif r.resource_type == BROKER:
                 _alter_broker(services, r.resource_name, text, ops, validate_only)
+            elif r.resource_type == GROUP and GROUP_CONFIG_PROVIDERS:
+                _alter_group(services, r.resource_name, text, ops, validate_only)
             else:
                 raise _unsupported(r.resource_type)
         except KafkaError as e:

@@ -32,8 +32,10 @@ import uuid
 from typing import Any
 
 from minibroker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
-from minibroker.handlers import legacy
+from minibroker.handlers import authz, legacy
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.quotas.manager import quota_user
+from minibroker.quotas.store import CONSUMER_BYTE_RATE
 from minibroker.services import BrokerServices
 from protocol.apis import fetch
 from protocol.errors import ErrorCode, KafkaError
@@ -123,8 +125,15 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
             cache.remove(req.session_id)
         parts = requested()
 
+    denied = authz.unreadable_topics(ctx, (p.key[0] for p in parts))  # READ per topic (Kafka: KafkaApis)
+    parts, refused = [p for p in parts if p.key[0] not in denied], [p for p in parts if p.key[0] in denied]
     isolation = req.isolation_level
     max_bytes = req.max_bytes if v >= 3 else 0x7FFFFFFF
+    if ctx.connection is not None:
+        window = services.client_quotas.max_value_in_window(
+            CONSUMER_BYTE_RATE, quota_user(ctx.connection.principal), ctx.client_id or "")
+        if window is not None:  # KafkaApis caps a consumer's fetch at its quota's window
+            max_bytes = min(max_bytes, int(window))
     deadline = time.monotonic() + max(0, req.max_wait_ms) / 1000
     while True:
         results, total = _read_all(services, parts, max_bytes, isolation, v)
@@ -149,6 +158,10 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
         if part.sp is not None:
             part.sp.sent_hw, part.sp.sent_lso, part.sp.sent_log_start = (
                 data.high_watermark, data.last_stable_offset, data.log_start_offset)
+    for part in refused:
+        by_topic.setdefault(part.key[:2], []).append(R.PartitionData(
+            partition_index=part.key[2], error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, high_watermark=-1,
+            last_stable_offset=-1, log_start_offset=-1, records=EMPTY))
     responses = [R.FetchableTopicResponse(topic=name or "", topic_id=tid or ZERO_UUID, partitions=plist)
                  for (name, tid), plist in by_topic.items()]
     return R(error_code=0, session_id=response_session_id, responses=responses)
@@ -189,6 +202,7 @@ def _read_all(services: BrokerServices, parts: list[_Part], max_bytes: int, isol
             # Kafka answers a failed read with unknown offsets (ReplicaManager.createLogReadResult).
             err = data.error_code = e.code
             data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
+            data.aborted_transactions = None  # Kafka: null, not an empty list, on a failed read
         else:
             if info.region is not None and info.region.size:
                 data.records = info.region

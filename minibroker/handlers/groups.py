@@ -12,7 +12,8 @@ the coordinator sees them, as KafkaApis does.
 
 Version notes:
 - FindCoordinator: v1 key type (0 group, 1 transaction) and error message; v3 flexible; v4 batched
-  keys (KIP-699); v6 share-group key type (KIP-932), which we refuse with INVALID_REQUEST.
+  keys (KIP-699); v6 share-state key type 2 (KIP-932: "group:topicId:partition", refused
+  with INVALID_REQUEST below v6 or when malformed, as Kafka does).
 - JoinGroup: v0 has no rebalance timeout (the session timeout stands in, as in Kafka); v4
   MEMBER_ID_REQUIRED (KIP-394); v5 group.instance.id (KIP-345); v6 flexible; v7 protocol type
   in the response, name nullable; v8 reason; v9 skip_assignment for a static leader.
@@ -40,6 +41,8 @@ from typing import Any
 
 from minibroker.coordinator.group import GroupState
 from minibroker.coordinator.group_coordinator import ClientInfo, GroupCoordinator
+from minibroker.coordinator.share_state_store import parse_coordinator_key
+from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
 from protocol.apis import (
@@ -58,7 +61,11 @@ from protocol.apis import (
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
-GROUP_KEY, TRANSACTION_KEY = 0, 1
+GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
+# Kafka's default text of INVALID_REQUEST (Errors.INVALID_REQUEST), which its unbatched
+# FindCoordinator answer carries for a share key
+_INVALID_REQUEST_TEXT = ("This most likely occurs because of a request being malformed by the client library or "
+                         "the message was sent to an incompatible broker. See the broker logs for more details.")
 
 
 def _coordinator(ctx: RequestContext) -> GroupCoordinator | None:
@@ -72,6 +79,10 @@ def _client(ctx: RequestContext) -> ClientInfo:
 
 # ------------------------------------------------------------------------------ FindCoordinator
 def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None]:
+    if key_type in (GROUP_KEY, TRANSACTION_KEY) and (denied := authz.denied(  # DESCRIBE on the group / txn id
+            ctx, authz.Op.DESCRIBE, authz.ResourceType.GROUP if key_type == GROUP_KEY else
+            authz.ResourceType.TRANSACTIONAL_ID, key)):
+        return denied, None
     if key_type == GROUP_KEY:
         coord = _coordinator(ctx)
         if coord is None:
@@ -90,6 +101,16 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None
         except KafkaError as e:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, e.message
         return ErrorCode.NONE, None
+    if key_type == SHARE_KEY:
+        # KIP-932: share-state keys ("group:topicId:partition") are valid from v6 on; Kafka answers
+        # an older version or a malformed key with INVALID_REQUEST and an empty message.
+        if ctx.version < 6 or parse_coordinator_key(key) is None:
+            return ErrorCode.INVALID_REQUEST, "" if ctx.version >= 4 else _INVALID_REQUEST_TEXT
+        try:
+            ctx.services.share_groups.store.ensure_topic()
+        except KafkaError as e:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, e.message
+        return ErrorCode.NONE, ""
     return ErrorCode.INVALID_REQUEST, f"Unsupported coordinator key type {key_type}"
 
 
@@ -107,6 +128,11 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
     if req.key_type == TRANSACTION_KEY and txn is not None and txn.active:
         try:
             await txn.ensure_topic_async()
+        except KafkaError:
+            pass
+    if req.key_type == SHARE_KEY and ctx.version >= 6:
+        try:
+            await ctx.services.share_groups.store.ensure_topic_async()
         except KafkaError:
             pass
     host, port = ctx.advertised
@@ -130,7 +156,9 @@ async def handle_join_group(ctx: RequestContext, req: Any) -> Any:
     if ctx.version == 0:
         req.rebalance_timeout_ms = req.session_timeout_ms
     coord = _coordinator(ctx)
-    if coord is None:
+    if denied := authz.group_denied(ctx, req.group_id):  # READ on the group
+        resp = join_group.RESPONSE(error_code=denied, member_id=req.member_id)
+    elif coord is None:
         resp = join_group.RESPONSE(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=req.member_id)
     else:
         resp = await coord.join_group(req, _client(ctx))
@@ -146,6 +174,8 @@ async def handle_sync_group(ctx: RequestContext, req: Any) -> Any:
     if ctx.version >= 5 and (req.protocol_type is None or req.protocol_name is None):
         return R(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)  # Kafka: both are mandatory from v5
     coord = _coordinator(ctx)
+    if denied := authz.group_denied(ctx, req.group_id):
+        return R(error_code=denied)
     if coord is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return await coord.sync_group(req)
@@ -155,7 +185,8 @@ async def handle_sync_group(ctx: RequestContext, req: Any) -> Any:
 @handles(heartbeat.API, "0-4")
 async def handle_heartbeat(ctx: RequestContext, req: Any) -> Any:
     coord = _coordinator(ctx)
-    error = ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None else coord.heartbeat(req)
+    error = authz.group_denied(ctx, req.group_id) or (
+        ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None else coord.heartbeat(req))
     return heartbeat.RESPONSE(error_code=error)
 
 
@@ -168,6 +199,8 @@ async def handle_leave_group(ctx: RequestContext, req: Any) -> Any:
     else:
         members = req.members
     coord = _coordinator(ctx)
+    if denied := authz.group_denied(ctx, req.group_id):
+        return R(error_code=denied)
     if coord is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     error, responses = coord.leave_group(req.group_id, members)
@@ -192,10 +225,13 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
         if name is None:
             continue
         topic = services.topics.get(name)
-        known = [p for p in t.partitions if topic is not None and p.partition_index in topic.partitions]
+        refused = authz.group_denied(ctx, req.group_id) or (  # READ on the group, then on the topic
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED if authz.topic_denied(ctx, name, authz.Op.READ) else 0)
+        known = [p for p in t.partitions if topic is not None and p.partition_index in topic.partitions
+                 and not refused]
         for p in t.partitions:
-            if topic is None or p.partition_index not in topic.partitions:
-                errors[(name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if refused or topic is None or p.partition_index not in topic.partitions:
+                errors[(name, p.partition_index)] = refused or ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if known:
             valid.append(offset_commit.REQUEST.OffsetCommitRequestTopic(name=name, partitions=known))
     if valid:
@@ -249,13 +285,14 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
                 resolved = [(t, _name_of(ctx.services, t.topic_id)) for t in wanted]
                 wanted = [offset_fetch.REQUEST.OffsetFetchRequestTopics(name=n, partition_indexes=t.partition_indexes)
                           for t, n in resolved if n is not None]
-            if v >= 9 and coord is not None and coord.active:
+            refused = authz.group_denied(ctx, g.group_id, authz.Op.DESCRIBE)
+            if not refused and v >= 9 and coord is not None and coord.active:
                 # KIP-848: a consumer-protocol member reads at its member epoch
                 code = coord.consumer_groups.validate_offset_fetch(g.group_id, g.member_id, g.member_epoch)
                 if code:
                     groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[]))
                     continue
-            error, topics = _fetch_group(coord, g.group_id, wanted)
+            error, topics = (refused, []) if refused else _fetch_group(coord, g.group_id, wanted)
             if stable:
                 topics = _unstable(coord, g.group_id, topics)
             rows = [
@@ -275,7 +312,8 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
     topics_req = req.topics
     if v < 2 and topics_req is None:
         topics_req = []
-    error, topics = _fetch_group(coord, req.group_id, topics_req)
+    refused = authz.group_denied(ctx, req.group_id, authz.Op.DESCRIBE)
+    error, topics = (refused, []) if refused else _fetch_group(coord, req.group_id, topics_req)
     if stable:
         topics = _unstable(coord, req.group_id, topics)
     if error and topics_req:
@@ -334,6 +372,7 @@ async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
     if coord is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     listed = coord.list_groups(req.states_filter or (), req.types_filter or ())
+    listed += ctx.services.share_groups.list_groups(req.states_filter or (), req.types_filter or ())  # KIP-932
     return R(error_code=0, groups=[
         R.ListedGroup(group_id=gid, protocol_type=ptype, group_state=state, group_type=gtype)
         for gid, ptype, state, gtype in listed])
@@ -349,6 +388,11 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
     for gid in req.groups:
         if coord is None:
             out.append(R.DescribedGroup(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id=gid,
+                                        group_state="", protocol_type="", protocol_data="", members=[]))
+        elif ctx.version >= 6 and ctx.services.share_groups.describe(gid) is not None:
+            # a share group is not a classic group (Kafka: GroupMetadataManager.describeGroups)
+            out.append(R.DescribedGroup(error_code=ErrorCode.GROUP_ID_NOT_FOUND, group_id=gid,
+                                        error_message=f"Group {gid} is not a classic group.",
                                         group_state="", protocol_type="", protocol_data="", members=[]))
         else:
             group = coord.describe_group(gid, include_ops)
@@ -371,7 +415,11 @@ async def handle_delete_groups(ctx: RequestContext, req: Any) -> Any:
     if coord is None:
         results: list[tuple[str, int]] = [(g, ErrorCode.COORDINATOR_NOT_AVAILABLE) for g in req.groups_names]
     else:
-        results = coord.delete_groups(list(req.groups_names))
+        share = ctx.services.share_groups
+        classic = [g for g in req.groups_names if share.describe(g) is None]
+        codes = dict(coord.delete_groups(classic))
+        codes.update((g, share.delete_group(g)) for g in req.groups_names if g not in codes)  # KIP-932
+        results = [(g, codes[g]) for g in req.groups_names]
     return R(results=[R.DeletableGroupResult(group_id=g, error_code=e) for g, e in results])
 
 

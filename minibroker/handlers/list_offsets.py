@@ -24,12 +24,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import list_offsets
 from protocol.errors import ErrorCode
 
 R = list_offsets.RESPONSE
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
+# the first version each special timestamp may be asked at (checked against Kafka 4.4 in tests/reference)
+_SINCE_VERSION = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9, EARLIEST_PENDING_UPLOAD: 11}
 CONSUMER_REPLICA_ID = -1
 
 
@@ -43,10 +46,16 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
             pr = R.ListOffsetsPartitionResponse(partition_index=rp.partition_index, error_code=0,
                                                 timestamp=-1, offset=-1, leader_epoch=-1)
             lg = services.topics.get_log(rt.name, rp.partition_index)
-            if lg is None:
+            if authz.topic_denied(ctx, rt.name, authz.Op.DESCRIBE):  # Kafka: DESCRIBE on the topic
+                pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif lg is None:
                 pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif ctx.version == 0:
                 _answer_v0(lg, rp, pr, from_consumer=req.replica_id == CONSUMER_REPLICA_ID)
+            elif _SINCE_VERSION.get(rp.timestamp, 0) > ctx.version:
+                # Kafka refuses a special timestamp older than the version that brought it
+                # (ListOffsetsRequest: MAX_TIMESTAMP needs v7, EARLIEST_LOCAL v8, ...)
+                pr.error_code = ErrorCode.UNSUPPORTED_VERSION
             else:
                 pr.leader_epoch = 0
                 ts = rp.timestamp
@@ -66,6 +75,8 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
                     at = lg.offset_for_timestamp(ts)
                     if at is not None:
                         pr.offset, pr.timestamp = at
+                    else:
+                        pr.leader_epoch = -1  # Kafka: no record at or after it, no epoch either
             parts.append(pr)
         topics.append(R.ListOffsetsTopicResponse(name=rt.name, partitions=parts))
     return R(topics=topics)

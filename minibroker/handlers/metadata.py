@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
-from minibroker.topics import validate_topic_name
+from minibroker.topics import INTERNAL_TOPICS, validate_topic_name
 from protocol.apis import metadata
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
@@ -45,7 +46,8 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
     v = ctx.version
     topics = []
     if req.topics is None or (v == 0 and not req.topics):
-        topics = [topic_metadata(services, t) for t in list(services.topics.values())]
+        topics = [topic_metadata(services, t) for t in list(services.topics.values())
+                  if not authz.topic_denied(ctx, t.name, authz.Op.DESCRIBE)]  # hidden without DESCRIBE
     else:
         allow_create = req.allow_auto_topic_creation if v >= 4 else True
         for rt in req.topics:
@@ -59,11 +61,17 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
                     topics.append(topic_metadata(services, topic))
                 continue
             topic = services.topics.get(name)
+            error: int = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if authz.topic_denied(ctx, name, authz.Op.DESCRIBE):
+                error, topic, may_create = ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, False
+            else:
+                may_create = authz.may_create_topic(ctx, name)  # auto-create needs CREATE (cluster or topic)
             if topic is not None:
                 topics.append(topic_metadata(services, topic))
                 continue
-            error: int = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if allow_create:
+            if allow_create and not may_create and services.config.get("auto.create.topics.enable"):
+                error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif allow_create and may_create:
                 try:
                     topic = await services.topics.maybe_auto_create(name)
                 except KafkaError as e:
@@ -78,8 +86,9 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
                     validate_topic_name(name)
                 except KafkaError as e:
                     error = e.code
+            # Kafka flags an internal topic's name as internal even when the topic does not exist yet
             topics.append(R.MetadataResponseTopic(error_code=error, name=name, topic_id=ZERO_UUID,
-                                                  partitions=[]))
+                                                  is_internal=name in INTERNAL_TOPICS, partitions=[]))
     host, port = ctx.advertised
     return R(
         brokers=[R.MetadataResponseBroker(node_id=services.node_id, host=host, port=port)],

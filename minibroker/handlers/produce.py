@@ -46,6 +46,7 @@ import logging
 from typing import Any
 
 from minibroker.coordinator.transaction_coordinator import check_transactional_produce
+from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import produce
 from protocol.errors import ErrorCode, KafkaError
@@ -76,6 +77,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
             try:
                 if acks not in (-1, 0, 1):
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+                authz.require_produce(ctx, req.transactional_id if ctx.version >= 3 else None, name)
                 if topic is None and ctx.version >= 13:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
                 if topic is None or pd.index not in topic.partitions:
@@ -106,9 +108,12 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 failed = True
                 pr.error_code = e.code
                 pr.error_message = e.message
-                if isinstance(e, RecordValidationError) and ctx.version >= 8:  # Kafka: RecordErrors, from v8
-                    pr.record_errors = [R.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                                        for i, m in e.record_errors]
+                if isinstance(e, RecordValidationError):
+                    if topic is not None:  # always, past the checks above
+                        pr.log_start_offset = topic.partitions[pd.index].log_start_offset  # as Kafka reports it
+                    if ctx.version >= 8:  # Kafka: RecordErrors, from v8
+                        pr.record_errors = [R.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                                            for i, m in e.record_errors]
             except OSError as e:
                 failed = True
                 log.error("append to %s-%d failed: %s", name, pd.index, e)

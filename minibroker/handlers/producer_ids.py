@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import init_producer_id
 from protocol.errors import ErrorCode, KafkaError
@@ -41,6 +42,8 @@ async def handle_init_producer_id(ctx: RequestContext, req: Any) -> Any:
     pid, epoch = (req.producer_id, req.producer_epoch) if v >= 3 else (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
     if (pid == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
         return _error(ErrorCode.INVALID_REQUEST, v)
+    if denied := authz.init_producer_id_denied(ctx, req.transactional_id):
+        return _error(denied, v)
     if req.transactional_id is None:
         try:
             return R(error_code=0, producer_id=services.producer_ids.generate_producer_id(), producer_epoch=0)

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from minibroker.security.authorizer import AclOperation, ResourceType
 from minibroker.services import BrokerServices
 from protocol.headers import RequestHeader
 from protocol.schema import Api, Versions
@@ -23,6 +24,8 @@ class Channel(Protocol):
 
     peer: str
     listener: str | None  # the name of the listener it was accepted on
+    principal: str  # "User:<name>"; User:ANONYMOUS until SASL authenticates
+    ip: str  # the client's address, for ACL host matching
 
     def close(self, reason: str | None) -> None: ...
 
@@ -51,6 +54,17 @@ class RequestContext:
         if self.connection is None:
             return "/127.0.0.1"
         return "/" + self.connection.peer.rsplit(":", 1)[0]
+
+    @property
+    def principal(self) -> tuple[str, str]:
+        """(principal, host) of the client, as the authorizer matches them."""
+        conn = self.connection
+        return (conn.principal, conn.ip) if conn is not None else ("User:ANONYMOUS", "127.0.0.1")
+
+    def authorized(self, op: AclOperation, rtype: ResourceType, name: str) -> bool:
+        """Whether the client may do `op` on the resource (always, without an authorizer)."""
+        principal, host = self.principal
+        return self.services.authorizer.authorize(principal, host, op, rtype, name)
 
 
 HandlerFn = Callable[[RequestContext, Any], Awaitable[Any]]

@@ -15,9 +15,10 @@ Behavior:
 from __future__ import annotations
 
 import collections
+import uuid
 from typing import Any
 
-from minibroker.config import describe_topic_config
+from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import create_partitions, create_topics, delete_topics
 from protocol.errors import ErrorCode, KafkaError, error_name
@@ -51,6 +52,8 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
             if counts[t.name] > 1:
                 answered.add(t.name)
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+            if not authz.may_create_topic(ctx, t.name):  # CREATE on the cluster or the topic
+                raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
             num_partitions = t.num_partitions
             replication = t.replication_factor
             if t.assignments:
@@ -74,14 +77,21 @@ async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
             if not req.validate_only:
                 topic = await services.topics.create_async(t.name, num_partitions, overrides)
                 result.topic_id = topic.topic_id
+            else:
+                # Kafka's controller draws the id before it knows the request only validates
+                # (ReplicationControlManager.createTopic), so a validate_only answer carries one too.
+                result.topic_id = uuid.uuid4()
             if ctx.version >= 5:
                 result.configs = [
                     CT.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
                                              config_source=e.source, is_sensitive=e.sensitive)
-                    for e in describe_topic_config(services.config, overrides)
+                    # through the dynamic layers, so the sources are DescribeConfigs' (cluster defaults)
+                    for e in services.dynamic_config.describe_topic(services.config, overrides)
                 ]
         except KafkaError as e:
             _fail(result, e)
+            if ctx.version >= 5:
+                result.configs = []  # Kafka answers a failed topic with an empty list, not null
     return CT(topics=results)
 
 
@@ -97,9 +107,14 @@ async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
         result = DT.DeletableTopicResult(name=name, topic_id=topic_id or ZERO_UUID, error_code=0)
         results.append(result)
         topic = services.topics.get(name) if name is not None else services.topics.by_id(topic_id)
+        if authz.topic_denied(ctx, name or (topic.name if topic else None), authz.Op.DELETE):
+            result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # DELETE on the topic
+            continue
         if topic is None:
             result.error_code = (ErrorCode.UNKNOWN_TOPIC_ID if name is None
                                  else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            if name is not None:  # Kafka 4.4 adds the error's default message
+                result.error_message = "This server does not host this topic-partition."
             continue
         result.name, result.topic_id = topic.name, topic.topic_id
         if topic.is_internal:

@@ -32,11 +32,20 @@ from minibroker.quotas.store import (
 )
 
 ANONYMOUS = "ANONYMOUS"
+# Kafka drops a client's quota sensors after an hour without a recording
+# (ClientQuotaManager.InactiveSensorExpirationTimeSeconds), checking every 30 s (Metrics' ExpireSensorTask)
+INACTIVE_SENSOR_EXPIRY_MS = 3600 * 1000
+EXPIRY_CHECK_INTERVAL_MS = 30 * 1000
 _Tags = tuple[str, str]  # (user, client-id) of a sensor; "" where the quota does not use it
 
 
 def _monotonic_ms() -> float:
     return time.monotonic() * 1000
+
+
+def quota_user(principal: str) -> str:
+    """The user a quota is looked up for: the name of a `User:<name>` principal (KIP-55)."""
+    return principal.partition(":")[2] or ANONYMOUS
 
 
 class ClientQuotaManager:
@@ -47,6 +56,8 @@ class ClientQuotaManager:
         self.window_ms = window_size_s * 1000
         self.clock = clock
         self._sensors: dict[tuple[str, str, str], SampledRate] = {}
+        self._last_recorded: dict[tuple[str, str, str], float] = {}  # sensor -> clock of its last record
+        self._next_expiry_check = clock() + EXPIRY_CHECK_INTERVAL_MS
         self._resolved: dict[tuple[str, str, str], tuple[float, _Tags] | None] = {}
         self.throttled = {PRODUCER_BYTE_RATE: 0, CONSUMER_BYTE_RATE: 0, REQUEST_PERCENTAGE: 0,
                           CONNECTION_CREATION_RATE: 0}  # responses throttled, per quota (for /metrics)
@@ -77,12 +88,39 @@ class ClientQuotaManager:
         self._resolved[cache_key] = found
         return found
 
+    @property
+    def sensor_count(self) -> int:
+        return len(self._sensors)
+
     def _sensor(self, key: str, tags: _Tags) -> SampledRate:
         name = (key, tags[0], tags[1])
+        now = self.clock()
+        if now >= self._next_expiry_check:
+            self._expire(now)
         sensor = self._sensors.get(name)
         if sensor is None:
-            sensor = self._sensors[name] = SampledRate(self.window_num, self.window_ms, self.clock())
+            sensor = self._sensors[name] = SampledRate(self.window_num, self.window_ms, now)
+        self._last_recorded[name] = now
         return sensor
+
+    def _expire(self, now: float) -> None:
+        """Forget the sensors of clients gone quiet, so client ids that come and go (a new one per
+        run of a tool, per connection of a script) do not grow the broker's memory for ever."""
+        self._next_expiry_check = now + EXPIRY_CHECK_INTERVAL_MS
+        for name in [n for n, t in self._last_recorded.items() if now - t > INACTIVE_SENSOR_EXPIRY_MS]:
+            del self._sensors[name], self._last_recorded[name]
+
+    def max_value_in_window(self, key: str, user: str, client_id: str) -> float | None:
+        """The most a client may take in one go under `key`: the quota times the span the rate is
+        measured over, (quota.window.num - 1) windows (Kafka: getMaxValueInQuotaWindow). Kafka caps
+        a consumer's fetch at it, so a quota below partition max bytes per window still lets the
+        consumer progress rather than being throttled (and answered empty) on every fetch."""
+        if not self.store.quotas:
+            return None
+        q = self.quota(key, user, client_id)
+        if q is None:
+            return None
+        return q[0] * (max(self.window_num, 2) - 1) * self.window_ms / 1000
 
     def record(self, key: str, user: str, client_id: str, value: float) -> int:
         """Record `value` against `key`'s quota for this client; the throttle time in ms."""

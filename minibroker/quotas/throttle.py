@@ -3,7 +3,8 @@ KafkaApis' use of the produce, fetch and request quota managers, KIP-219).
 
 - Produce: the request's size counts against producer_byte_rate (Kafka: request.sizeInBytes);
 - Fetch from a consumer: the response's size counts against consumer_byte_rate; a throttled fetch
-  is answered without records and its size taken back, as Kafka's throttled fetch response;
+  is answered with no partitions and its size taken back, as Kafka's throttled fetch response
+  (the fetch handler caps max_bytes at the quota's window, `max_value_in_window`);
 - every request: the time spent on it counts against request_percentage (percent of one thread).
 The largest throttle time goes in the response's throttle_time_ms, and the connection is muted
 for it (the dispatcher does that).
@@ -37,9 +38,9 @@ def request_throttle_ms(quotas: ClientQuotaManager, api_key: int, client_id: str
         fetch_throttle = quotas.record(CONSUMER_BYTE_RATE, user, client_id, size)
         throttle = max(throttle, fetch_throttle)
         if throttle:
+            # Kafka answers a throttled fetch with no partitions at all (FetchContext's
+            # getThrottledResponse) and takes its size back from the consumer's sensor
             quotas.unrecord(CONSUMER_BYTE_RATE, user, client_id, size)
-            for topic in response.responses:
-                for part in topic.partitions:
-                    part.records = b""
+            response.responses = []
     return throttle
 

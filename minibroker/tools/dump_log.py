@@ -10,7 +10,7 @@
 Per file suffix: `.log` (batches; `--deep-iteration` adds one `| offset:` line per record,
 `--print-data-log` adds key and payload and implies deep iteration; `--offsets-decoder` reads
 `__consumer_offsets` records as JSON, `--transaction-log-decoder` those of
-`__transaction_state`), `.index` (`offset: 29 position: 15556`, checked against
+`__transaction_state`, `--share-group-state-decoder` those of `__share_group_state`), `.index` (`offset: 29 position: 15556`, checked against
 the log as Kafka checks it), `.timeindex` (`timestamp: ... offset: ...`), `.snapshot` (producer
 state) and `.txnindex` (aborted transactions). `--index-sanity-check` runs Kafka's load-time index check
 (OffsetIndex/TimeIndex.sanityCheck) on the file as Kafka's tool opens it, instead of printing
@@ -555,6 +555,38 @@ def transaction_log_parser(r: RecordSummary) -> tuple[str | None, str | None]:
         return f"Error at offset {r.offset}, skipping. {e}", None
 
 
+def share_group_state_parser(r: RecordSummary) -> tuple[str | None, str | None]:
+    """Key and value of a __share_group_state record as Kafka 4.x's share group state decoder
+    prints them (the coordinator-record JSON of the offsets decoder: `{"type":"0","data":{...}}`
+    for a ShareSnapshot key, type 1 for a ShareUpdate, `{"version":"0","data":{...}}` values)."""
+    from protocol import share_records as sr
+    from protocol.codec import decode
+
+    if r.key is None:
+        raise ValueError(f"Failed to decode message at offset {r.offset} using the specified decoder "
+                         "(message had a missing key)")
+    try:
+        key = bytes(r.key)
+        (kt,) = struct.unpack_from(">h", key, 0)
+        if kt == 0:
+            key_schema, value_schema = sr.SHARE_SNAPSHOT_KEY, sr.SHARE_SNAPSHOT_VALUE
+        elif kt == 1:
+            key_schema, value_schema = sr.SHARE_UPDATE_KEY, sr.SHARE_UPDATE_VALUE
+        else:
+            return f"Unknown record type {kt} at offset {r.offset}, skipping.", None
+        # the key structs have a single version, 0, whatever the record type
+        key_json = json.dumps({"type": str(kt), "data": message_json(decode(key_schema, 0, key, 2), 0)},
+                              separators=(",", ":"))
+        if r.value is None:
+            return key_json, "<DELETE>"
+        value = bytes(r.value)
+        (vv,) = struct.unpack_from(">h", value, 0)
+        data = message_json(decode(value_schema, vv, value, 2, exact=False), vv)
+        return key_json, json.dumps({"version": str(vv), "data": data}, separators=(",", ":"))
+    except Exception as e:  # noqa: BLE001 - reported in place of the record, as the offsets decoder does
+        return f"Error at offset {r.offset}, skipping. {e}", None
+
+
 # -- command line ----------------------------------------------------------------------------------
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="minibroker dump-log",
@@ -571,6 +603,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024, help="accepted, as Kafka's")
     p.add_argument("--offsets-decoder", action="store_true", help="decode __consumer_offsets records")
     p.add_argument("--transaction-log-decoder", action="store_true", help="decode __transaction_state records")
+    p.add_argument("--share-group-state-decoder", action="store_true", help="decode __share_group_state records")
     p.add_argument("--layout", choices=["current", "classic"], default="current",
                    help="batch line layout: current Kafka, or classic (Kafka 2.x/3.0, as in seed 003)")
     args = p.parse_args(argv)
@@ -589,6 +622,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
         parser = offsets_parser
     elif args.transaction_log_decoder:
         parser = transaction_log_parser
+    elif args.share_group_state_decoder:
+        parser = share_group_state_parser
     elif args.print_data_log:
         parser = string_parser
     state = DumpState()

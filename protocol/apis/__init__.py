@@ -10,7 +10,7 @@ import importlib
 
 from protocol.schema import Api
 
-MODULES = (
+MODULES: tuple[str, ...] = (
     "produce", "fetch", "list_offsets", "metadata", "offset_commit", "offset_fetch", "find_coordinator",
     "join_group", "heartbeat", "leave_group", "sync_group", "describe_groups", "list_groups",
     "sasl_handshake", "api_versions", "create_topics", "delete_topics", "delete_records", "init_producer_id",
@@ -21,6 +21,13 @@ MODULES = (
     "describe_topic_partitions", "describe_client_quotas", "alter_client_quotas",
     "describe_user_scram_credentials", "alter_user_scram_credentials",
 )
+# KIP-932 share groups
+MODULES += (
+    "share_group_heartbeat", "share_group_describe", "share_fetch", "share_acknowledge",
+    "describe_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets",
+)
+# ACLs (issue 19)
+MODULES += ("describe_acls", "create_acls", "delete_acls")
 
 APIS: dict[int, Api] = {}
 for _name in MODULES:

@@ -15,6 +15,11 @@ from tests.integration.helpers import Deadline, create_topic, unique
 CONSOLE_OVERRIDES = {"console.port": 0, "transaction.state.log.num.partitions": 2,
                      "offsets.topic.num.partitions": 2}
 
+# a real browser: Debian's chromium driven by Playwright (never a downloaded browser)
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
 
 def console_url(b: BrokerThread) -> str:
     server = b._inner.server

@@ -14,7 +14,17 @@ from typing import Any
 import pytest
 
 from minibroker.testing import BrokerThread
-from tests.console.helpers import BAD_KEY, CONSOLE_OVERRIDES, Data, console_url, fill, get, get_json
+from tests.console.helpers import (
+    BAD_KEY,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    CONSOLE_OVERRIDES,
+    Data,
+    console_url,
+    fill,
+    get,
+    get_json,
+)
 from tests.integration.helpers import module_broker
 
 
@@ -280,9 +290,6 @@ def test_live_trace_streams_a_produce(url: str, kafka_broker_module: BrokerThrea
 
 
 # -- a real browser: Debian's chromium driven by Playwright (never a downloaded browser) -------------
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
 @pytest.fixture(scope="module")
@@ -348,3 +355,19 @@ def test_browser_live_trace_shows_a_produce(browser_page: Any, url: str, kafka_b
     row.click()
     assert page.locator("table.trace pre", has_text='"topic_data"').count() >= 1
     page.screenshot(path=str(tmp_path / "trace.png"), full_page=True)
+
+
+def test_writes_are_off_without_the_flag(url: str, kafka_broker_module: BrokerThread, data: Data) -> None:
+    import urllib.error
+
+    for path in ("/actions/topics", "/api/actions/topics", f"/actions/topics/{data.plain}/delete",
+                 f"/actions/topics/{data.plain}/0/produce", f"/actions/groups/{data.group}/reset-offsets"):
+        req = urllib.request.Request(f"{url}{path}", data=b"name=should-not-exist&topic=x", method="POST")
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=10)
+        body = e.value.read().decode()
+        assert e.value.code == 403 and "--console-allow-writes" in body, (path, body[:300])
+    assert "should-not-exist" not in kafka_broker_module.call(lambda br: list(br.topics))
+    assert data.plain in kafka_broker_module.call(lambda br: list(br.topics))
+    status, _, body = get(f"{url}/topics")
+    assert status == 200 and "create-topic" not in body and "--console-allow-writes" in body

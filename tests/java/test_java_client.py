@@ -25,7 +25,22 @@ sys.path.insert(0, str(ROOT / "tools" / "java"))
 from classpath import kafka_client_jars  # noqa: E402
 
 INIT_PRODUCER_ID = 22
-STEPS = ("create_topic", "produce_idempotent", "produce_plain", "consume_group", "committed", "list_offsets")
+STEPS = ("create_topic", "produce_idempotent", "produce_plain", "consume_group", "committed", "list_offsets",
+         "transactions")
+REFERENCE_JARS = ("kafka-clients-", "slf4j-api-", "lz4-java-", "snappy-java-", "zstd-jni-")
+
+
+def _client_jars(client: str) -> list[Path]:
+    """kafka-clients 3.9.1 (the PyPI wheel's) or the reference broker's 4.x jars (reference/pom.xml)."""
+    if client == "3.9.1":
+        return kafka_client_jars()
+    from reference import kafka_reference as kr
+    if not kr.jars_ready():
+        pytest.skip(f"REFERENCE JARS UNAVAILABLE: {kr.missing_prerequisites()}")
+    libs = kr.libs_dir()
+    jars = [j for prefix in REFERENCE_JARS for j in sorted(libs.glob(prefix + "*.jar"))]
+    assert jars[0].name == f"kafka-clients-{kr.kafka_version()}.jar", jars
+    return jars
 
 
 def _tool(name: str) -> str:
@@ -35,12 +50,13 @@ def _tool(name: str) -> str:
     return path
 
 
-@pytest.fixture(scope="module")
-def java_run(tmp_path_factory):
-    """Compile and run ClientCheck once; returns (step -> (ok, detail), broker serves InitProducerId)."""
+@pytest.fixture(scope="module", params=["3.9.1", "4.x"])
+def java_run(request, tmp_path_factory):
+    """Compile and run ClientCheck once per client version; returns (step -> (ok, detail), broker
+    serves InitProducerId)."""
     from minibroker.testing import BrokerThread
 
-    jars = kafka_client_jars()
+    jars = _client_jars(request.param)
     classes = tmp_path_factory.mktemp("java-classes")
     cp = ":".join(map(str, jars))
     subprocess.run([_tool("javac"), "-d", str(classes), "-cp", cp, str(ROOT / "tools/java/ClientCheck.java")],

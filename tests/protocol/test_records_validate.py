@@ -83,10 +83,10 @@ def test_golden_record_with_a_null_key_is_named_by_index():
     assert error_of(b) is None
     e = error_of(b, require_keys=True, where="t-0")
     assert isinstance(e, RecordValidationError) and e.code == ErrorCode.INVALID_RECORD
-    assert e.record_errors == [(1, "Compacted topic cannot accept message without key in topic partition t-0.")]
+    assert e.record_errors == [(1, "Compacted topic cannot accept message without key in topic partition t-0")]
     assert str(e) == ("One or more records have been rejected due to 1 record errors in total, and only showing the "
                       "first three errors at most: [RecordError(batchIndex=1, message='Compacted topic cannot accept "
-                      "message without key in topic partition t-0.')]")
+                      "message without key in topic partition t-0')]")
 
 
 # -------------------------------------------------------------------------- error precedence

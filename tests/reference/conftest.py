@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from reference import kafka_reference as kr
+from tests.reference.differential import Differential
 from tests.reference.helpers import Pair, Side
 
 
@@ -45,3 +46,9 @@ def minibroker_ref(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]
 def pair(kafka_reference: kr.KafkaReference, minibroker_ref: object) -> Pair:
     return Pair(Side("kafka", kafka_reference.bootstrap, kafka_reference.data_dir),
                 Side("minibroker", minibroker_ref.bootstrap, Path(minibroker_ref.data_dir)))  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def differential(kafka_reference: kr.KafkaReference, minibroker_ref: object) -> Differential:
+    """The raw-request harness (tests/reference/differential.py) over the session's two brokers."""
+    return Differential(kafka_reference.bootstrap, minibroker_ref.bootstrap)  # type: ignore[attr-defined]

@@ -1,8 +1,10 @@
-"""One SparkSession for all Spark tests, and a broker with a 2-partition topic of 1 000 JSON events.
+"""One SparkSession for the Spark tests, with Spark's own Kafka connector, and a broker with a
+2-partition topic of 1 000 JSON events.
 
-pyspark, pyarrow and a JDK are required (the `spark` extra): a missing one is an error, not a skip.
-Workers run this interpreter (PYSPARK_PYTHON) so they import minibroker from the same venv, and
-Spark binds to 127.0.0.1 only.
+The connector (`spark-sql-kafka-0-10`, the version of the installed pyspark) comes through
+`spark.jars.packages`: Spark's Ivy resolves it and its dependencies from Maven Central into
+~/.cache/minibroker/ivy (tests/spark/helpers.py), outside the repo. pyspark and a JDK are
+required (the `spark` extra): a missing one is an error, not a skip. Spark binds to 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pytest
 
 from minibroker.testing import BrokerThread
 from tests.helpers import TEST_OVERRIDES
-from tests.spark.helpers import EVENTS, N_EVENTS, EventTopic, create_topic, produce_events
+from tests.spark.helpers import EVENTS, N_EVENTS, EventTopic, create_topic, produce_events, spark_builder
 
 
 @pytest.fixture(scope="session")
@@ -23,23 +25,13 @@ def spark():
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
-    from minibroker.spark import register
-
     started = time.monotonic()
-    session = (SparkSession.builder.master("local[2]").appName("minibroker-tests")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.streaming.stopTimeout", "30s")
-               .getOrCreate())
+    session = spark_builder("minibroker-tests").getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    print(f"SparkSession started in {time.monotonic() - started:.1f} s")
+    # A query with no new data reports progress this often (Spark's default is 10 s), so that a test
+    # sees a streaming query's first offsets settle without sleeping.
+    session.conf.set("spark.sql.streaming.noDataProgressEventInterval", "100ms")
+    print(f"SparkSession (with the Kafka connector) started in {time.monotonic() - started:.1f} s")
     yield session
     session.stop()
 

@@ -13,6 +13,8 @@
 //                     commitSync)
 //   committed         Admin.listConsumerGroupOffsets equals the log end offsets
 //   list_offsets      Admin.listOffsets: earliest, latest, forTimestamp, maxTimestamp
+//   transactions      a transactional producer commits 4 records and aborts 2; a read_committed
+//                     consumer sees exactly the 4 (and the control records' offsets are skipped)
 // Exit status: 0 when every step is OK, 1 otherwise.
 
 import java.time.Duration;
@@ -144,9 +146,57 @@ public class ClientCheck {
                 }
                 return "earliest=0 latest=" + latest + " forTimestamp=0 future=-1 maxTimestamp.offset=" + max.offset();
             });
+
+            step("transactions", () -> transactions(admin, bootstrap, topic + "-txn"));
         }
         System.out.println(failures == 0 ? "ALL OK" : failures + " FAILED");
         System.exit(failures == 0 ? 0 : 1);
+    }
+
+    static String transactions(Admin admin, String bootstrap, String topic) throws Exception {
+        admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get(TIMEOUT_S, TimeUnit.SECONDS);
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, topic + "-tid");
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, "20000");
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            producer.initTransactions();
+            producer.beginTransaction();
+            for (int i = 0; i < 4; i++) {
+                producer.send(new ProducerRecord<>(topic, 0, "c" + i, "committed"));
+            }
+            producer.commitTransaction();
+            producer.beginTransaction();
+            for (int i = 0; i < 2; i++) {
+                producer.send(new ProducerRecord<>(topic, 0, "a" + i, "aborted"));
+            }
+            producer.flush();
+            producer.abortTransaction();
+        }
+        Properties c = new Properties();
+        c.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        c.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        c.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        c.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        List<String> keys = new ArrayList<>();
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(c)) {
+            TopicPartition tp = new TopicPartition(topic, 0);
+            consumer.assign(List.of(tp));
+            consumer.seekToBeginning(List.of(tp));
+            long deadline = System.currentTimeMillis() + TIMEOUT_S * 1000L;
+            // 4 committed + marker + 2 aborted + marker: the position ends at 8
+            while (consumer.position(tp) < 8 && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(200))) {
+                    keys.add(r.key());
+                }
+            }
+            if (!keys.equals(List.of("c0", "c1", "c2", "c3"))) {
+                throw new IllegalStateException("read_committed saw " + keys + " up to " + consumer.position(tp));
+            }
+            return "committed 4, aborted 2, read_committed saw " + keys;
+        }
     }
 
     static ListOffsetsResultInfo listOffset(Admin admin, TopicPartition tp, OffsetSpec spec) throws Exception {

@@ -1,0 +1,526 @@
+"""Share groups (KIP-932): membership, share sessions and the share partitions they read.
+
+Theory of operation. A share group is a group of the KIP-848 kind (members heartbeat with an
+epoch; the coordinator computes the assignment) whose members do not own partitions: every member
+subscribed to a topic is assigned all of its partitions (a single node has no reason to spread
+them; Kafka's SimpleAssignor also gives one partition to several members when there are more
+members than partitions), and the records are shared through the share partitions
+(minibroker.coordinator.share_partition). The group epoch goes up whenever membership or
+assignment changes; a member's epoch follows it on its next heartbeat, which carries the new
+assignment. A member that stops heartbeating for group.share.session.timeout.ms is removed.
+
+When a member is first assigned a partition the share partition is initialised (Kafka:
+InitializeShareGroupState) at share.auto.offset.reset of the group (latest by default, earliest, or
+by_duration:<ISO-8601>) and that start is persisted. Share sessions (KIP-932's ShareFetch
+sessions: epoch 0 opens, -1 closes, anything else must be the next epoch) remember which
+partitions a member fetches; closing one, or the member leaving, releases the records it holds.
+
+A timer task expires acquisition locks and sessions of members gone silent, and wakes the share
+fetches parked on the partition (the ReplicaManager's fetch waiters, keyed by topic partition).
+Every change of a share partition's state is written to __share_group_state before the answer
+(minibroker.coordinator.share_state_store).
+
+Group configs (DescribeConfigs/IncrementalAlterConfigs on GROUP resources) are kept per group in
+`share_group_configs.json` in the data directory (Kafka keeps them in the cluster metadata).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from minibroker.config import BrokerConfig
+from minibroker.coordinator.share_partition import BatchInfo, SharePartition
+from minibroker.coordinator.share_state_store import ShareKey, ShareStateStore
+from minibroker.replica_manager import ReplicaManager
+from minibroker.topics import TopicRegistry
+from protocol.errors import ErrorCode, KafkaError
+from protocol.records.batch import iter_batches
+from storage.clock import Clock, wall_clock_ms
+from storage.log import Log
+
+log = logging.getLogger("minibroker.coordinator.share_group")
+
+# ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge and the share-group
+# offsets APIs (Describe/Alter/DeleteShareGroupOffsets)
+SHARE_GROUP_APIS = frozenset({76, 77, 78, 79, 90, 91, 92})
+LEAVE_EPOCH = -1
+INITIAL_SESSION_EPOCH = 0
+FINAL_SESSION_EPOCH = -1
+READ_COMMITTED = 1
+
+# Group config keys of share groups (Kafka's GroupConfig), with the broker key giving each default.
+GROUP_KEYS: dict[str, str | None] = {
+    "share.auto.offset.reset": None,
+    "share.isolation.level": None,
+    "share.record.lock.duration.ms": "group.share.record.lock.duration.ms",
+    "share.session.timeout.ms": "group.share.session.timeout.ms",
+    "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
+    "share.delivery.count.limit": "group.share.delivery.count.limit",
+}
+_GROUP_DEFAULTS = {"share.auto.offset.reset": "latest", "share.isolation.level": "read_uncommitted"}
+_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
+
+
+def parse_duration_ms(text: str) -> int:
+    """An ISO-8601 duration (Java's Duration.parse subset: PnDTnHnMn.nS) in milliseconds."""
+    m = _DURATION.match(text.strip().upper())
+    if m is None or text.strip().upper() in ("P", "PT"):
+        raise ValueError(f"not an ISO-8601 duration: {text}")
+    d, h, mi, s = (m.group(i) for i in range(1, 5))
+    return int(((int(d or 0) * 24 + int(h or 0)) * 60 + int(mi or 0)) * 60_000 + float(s or 0) * 1000)
+
+
+def validate_group_config(name: str, value: str | None, broker: BrokerConfig) -> None:
+    """Kafka's GroupConfig validation for the share keys we serve (INVALID_CONFIG on failure)."""
+    if name not in GROUP_KEYS:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}")
+    if value is None:
+        return
+    if name == "share.auto.offset.reset":
+        v = value.strip().lower()
+        if v not in ("earliest", "latest") and not v.startswith("by_duration:"):
+            raise KafkaError(ErrorCode.INVALID_CONFIG,
+                             f"Invalid value {value} for configuration {name}: String must be one of (case "
+                             "insensitive): earliest, latest, by_duration:PnDTnHnMn.nS")
+        if v.startswith("by_duration:"):
+            try:
+                parse_duration_ms(value.split(":", 1)[1])
+            except ValueError:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}") from None
+        return
+    if name == "share.isolation.level":
+        if value.strip().lower() not in ("read_committed", "read_uncommitted"):
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}: "
+                             "String must be one of: read_committed, read_uncommitted")
+        return
+    try:
+        n = int(value)
+    except ValueError:
+        raise KafkaError(ErrorCode.INVALID_CONFIG,
+                         f"Invalid value {value} for configuration {name}: Not a number of type INT") from None
+    bounds = {
+        "share.record.lock.duration.ms": (broker.get("group.share.min.record.lock.duration.ms"),
+                                          broker.get("group.share.max.record.lock.duration.ms")),
+        "share.delivery.count.limit": (2, 10),
+    }.get(name, (1, 1 << 31))
+    if not bounds[0] <= n <= bounds[1]:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name} must be between {bounds[0]} and {bounds[1]}")
+
+
+@dataclass(slots=True)
+class ShareMember:
+    member_id: str
+    member_epoch: int
+    client_id: str
+    client_host: str
+    rack_id: str | None
+    subscribed: list[str]
+    assignment: dict[uuid.UUID, list[int]] = field(default_factory=dict)
+    deadline_ms: int = 0
+
+
+@dataclass(slots=True)
+class ShareGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ShareMember] = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        return "Stable" if self.members else "Empty"
+
+
+@dataclass(slots=True)
+class ShareSession:
+    member_id: str
+    epoch: int = 1
+    partitions: dict[tuple[uuid.UUID, int], None] = field(default_factory=dict)  # ordered set
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredPartition:
+    """One partition's part of a ShareFetch answer."""
+
+    topic_id: uuid.UUID
+    partition: int
+    records: bytes
+    acquired: list[tuple[int, int, int]]
+    error_code: int = 0
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupConfig:
+    enabled: bool
+    lock_ms: int
+    delivery_count_limit: int
+    max_in_flight: int
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    max_size: int
+    state_partitions: int
+    state_segment_bytes: int
+
+    @classmethod
+    def from_broker_config(cls, cfg: BrokerConfig) -> ShareGroupConfig:
+        return cls(bool(cfg.get("group.share.enable")), cfg.get("group.share.record.lock.duration.ms"),
+                   cfg.get("group.share.delivery.count.limit"), cfg.get("group.share.partition.max.record.locks"),
+                   cfg.get("group.share.session.timeout.ms"), cfg.get("group.share.heartbeat.interval.ms"),
+                   cfg.get("group.share.max.size"), cfg.get("share.coordinator.state.topic.num.partitions"),
+                   cfg.get("share.coordinator.state.topic.segment.bytes"))
+
+
+class ShareGroupCoordinator:
+    """Share groups, their members and sessions, and the share partitions of this node."""
+
+    TICK_S = 0.1
+
+    def __init__(self, config: ShareGroupConfig, broker_config: BrokerConfig, store: ShareStateStore,
+                 topics: TopicRegistry, replica_manager: ReplicaManager, data_dir: Path, *,
+                 now_ms: Clock = wall_clock_ms) -> None:
+        self.config = config
+        self.broker_config = broker_config
+        self.store = store
+        self.topics = topics
+        self.replica_manager = replica_manager
+        self.now_ms = now_ms
+        self.groups: dict[str, ShareGroup] = {}
+        self.partitions: dict[ShareKey, SharePartition] = {}
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self._configs_path = data_dir / "share_group_configs.json"
+        self.group_configs: dict[str, dict[str, str]] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        if self._configs_path.exists():
+            self.group_configs = json.loads(self._configs_path.read_text())
+        for key, st in self.store.load().items():
+            sp = self._new_partition(key, st.start_offset)
+            sp.state_epoch = st.state_epoch
+            sp.restore(st.start_offset, st.batches)
+            self.groups.setdefault(key[0], ShareGroup(key[0]))
+        self._task = asyncio.create_task(self._tick(), name="share-group-timer")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.TICK_S)
+            try:
+                self.expire(self.now_ms())
+            except Exception:
+                log.exception("share-group timer failed")
+
+    def expire(self, now: int) -> None:
+        """Lock timeouts and silent members (both hand records back to the others)."""
+        for group in list(self.groups.values()):
+            for m in list(group.members.values()):
+                if m.deadline_ms <= now:
+                    log.info("share group %s: member %s timed out", group.group_id, m.member_id)
+                    self._remove_member(group, m.member_id)
+        for key, sp in self.partitions.items():
+            if sp.expire_locks(now):
+                self._persist(key, sp)
+                self.replica_manager.wake(sp.topic, sp.partition)
+
+    # -- configs -----------------------------------------------------------------------------
+    def group_config(self, group_id: str, name: str) -> str:
+        value = self.group_configs.get(group_id, {}).get(name)
+        if value is not None:
+            return value
+        broker_key = GROUP_KEYS[name]
+        return str(self.broker_config.get(broker_key)) if broker_key else _GROUP_DEFAULTS[name]
+
+    def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
+        if configs:
+            self.group_configs[group_id] = dict(configs)
+        else:
+            self.group_configs.pop(group_id, None)
+        tmp = self._configs_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.group_configs, sort_keys=True))
+        tmp.replace(self._configs_path)
+        for key, sp in self.partitions.items():
+            if key[0] == group_id:
+                sp.delivery_count_limit = int(self.group_config(group_id, "share.delivery.count.limit"))
+
+    def lock_ms(self, group_id: str) -> int:
+        return int(self.group_config(group_id, "share.record.lock.duration.ms"))
+
+    # -- membership (ShareGroupHeartbeat) ------------------------------------------------------
+    def heartbeat(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None,
+                  subscribed: list[str] | None, client_id: str, client_host: str) -> tuple[ShareMember | None, bool]:
+        """Returns (the member, whether its assignment is to be sent); raises KafkaError."""
+        if not self.config.enabled:
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "Share groups are not enabled")
+        if not group_id:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+        if not member_id:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+        now = self.now_ms()
+        changed = False  # one heartbeat moves the group epoch at most once (join, subscription, assignment)
+        group = self.groups.get(group_id)
+        if member_epoch == LEAVE_EPOCH:
+            if group is not None and member_id in group.members:
+                self._remove_member(group, member_id)
+            return None, False
+        if group is None:
+            group = self.groups[group_id] = ShareGroup(group_id)
+        member = group.members.get(member_id)
+        if member_epoch == 0:
+            if subscribed is None:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+            if member is None:
+                if len(group.members) >= self.config.max_size:
+                    raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                                     f"The share group has reached its maximum capacity of {self.config.max_size} members.")
+                member = group.members[member_id] = ShareMember(member_id, 0, client_id, client_host, rack_id,
+                                                                sorted(subscribed))
+                changed = True
+        elif member is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
+                             f"Member {member_id} is not a member of group {group_id}.")
+        elif member_epoch != member.member_epoch:
+            raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH,
+                             f"The share group member has a smaller member epoch ({member_epoch}) than the one "
+                             f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+                             "all its partitions and rejoin.")
+        member.deadline_ms = now + int(self.group_config(group_id, "share.session.timeout.ms"))
+        member.client_id, member.client_host = client_id, client_host
+        if rack_id is not None:
+            member.rack_id = rack_id
+        if subscribed is not None and sorted(subscribed) != member.subscribed:
+            member.subscribed = sorted(subscribed)
+            changed = True
+        # the target assignment from the topics as they are now (a topic created since counts)
+        target = self._target(member)
+        if target != member.assignment:
+            member.assignment = target
+            changed = True
+        if changed:
+            group.group_epoch += 1
+        send = member_epoch == 0 or subscribed is not None
+        if member.member_epoch != group.group_epoch:
+            member.member_epoch = group.group_epoch
+            group.assignment_epoch = group.group_epoch
+            send = True
+        for tid, parts in member.assignment.items():
+            topic = self.topics.by_id(tid)
+            if topic is not None:
+                for p in parts:
+                    self._initialised(group_id, topic.topic_id, topic.name, p)
+        return member, send
+
+    def _target(self, member: ShareMember) -> dict[uuid.UUID, list[int]]:
+        out: dict[uuid.UUID, list[int]] = {}
+        for name in member.subscribed:
+            topic = self.topics.get(name)
+            if topic is not None:
+                out[topic.topic_id] = sorted(topic.partitions)
+        return out
+
+    def _remove_member(self, group: ShareGroup, member_id: str) -> None:
+        group.members.pop(member_id, None)
+        group.group_epoch += 1
+        self.close_session(group.group_id, member_id)
+
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[tuple[str, str, str, str]]:
+        """ListGroups entries (group id, protocol type, state, type) of the share groups passing the filters."""
+        wanted_states = {s.strip().lower() for s in states}
+        wanted_types = {t.strip().lower() for t in types}
+        if wanted_types and "share" not in wanted_types:
+            return []
+        return [(g.group_id, "share", g.state, "share") for g in self.groups.values()
+                if not wanted_states or g.state.lower() in wanted_states]
+
+    def describe(self, group_id: str) -> ShareGroup | None:
+        return self.groups.get(group_id)
+
+    def delete_group(self, group_id: str) -> int:
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        for key in [k for k in self.partitions if k[0] == group_id]:
+            del self.partitions[key]
+            self.store.delete(key)
+        del self.groups[group_id]
+        if group_id in self.group_configs:
+            self.set_group_configs(group_id, {})
+        return ErrorCode.NONE
+
+    # -- share partitions --------------------------------------------------------------------
+    def _new_partition(self, key: ShareKey, start: int) -> SharePartition:
+        topic = self.topics.by_id(key[1])
+        sp = SharePartition(key[0], topic.name if topic else "", key[2], start,
+                            delivery_count_limit=int(self.group_config(key[0], "share.delivery.count.limit")),
+                            max_in_flight=self.config.max_in_flight)
+        self.partitions[key] = sp
+        return sp
+
+    def _initialised(self, group_id: str, topic_id: uuid.UUID, topic: str, partition: int) -> SharePartition | None:
+        key = (group_id, topic_id, partition)
+        sp = self.partitions.get(key)
+        if sp is not None:
+            sp.topic = topic
+            return sp
+        lg = self.topics.get_log(topic, partition)
+        if lg is None:
+            return None
+        sp = self._new_partition(key, self._reset_offset(group_id, lg))
+        self._persist(key, sp)
+        return sp
+
+    def _reset_offset(self, group_id: str, lg: Log) -> int:
+        policy = self.group_config(group_id, "share.auto.offset.reset").strip().lower()
+        if policy == "earliest":
+            return lg.log_start_offset
+        if policy.startswith("by_duration:"):
+            found = lg.offset_for_timestamp(self.now_ms() - parse_duration_ms(policy.split(":", 1)[1]))
+            return found.offset if found is not None else lg.high_watermark
+        return lg.high_watermark
+
+    def partition_state(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition | None:
+        return self.partitions.get((group_id, topic_id, partition))
+
+    def _persist(self, key: ShareKey, sp: SharePartition) -> None:
+        batches = sp.state_batches()
+        self.store.write(key, sp.start_offset, sp.state_epoch, batches, batches)
+
+    def alter_start_offset(self, group_id: str, topic_id: uuid.UUID, topic: str, partition: int, offset: int) -> None:
+        key = (group_id, topic_id, partition)
+        sp = self.partitions.get(key) or self._new_partition(key, offset)
+        sp.topic = topic
+        sp.reset(offset)
+        self._persist(key, sp)
+
+    def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> None:
+        for key in [k for k in self.partitions if k[0] == group_id and k[1] == topic_id]:
+            del self.partitions[key]
+            self.store.delete(key)
+
+    # -- share sessions ----------------------------------------------------------------------
+    def check_member(self, group_id: str, member_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is None or member_id not in group.members:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+
+    def session_for(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
+        """The member's session at `epoch` (opened at 0), its epoch moved on; raises KafkaError."""
+        key = (group_id, member_id)
+        if epoch == INITIAL_SESSION_EPOCH:
+            old = self.sessions.pop(key, None)
+            if old is not None:
+                self._release(group_id, old)
+            new = self.sessions[key] = ShareSession(member_id)
+            return new
+        s = self.sessions.get(key)
+        if s is None:
+            raise KafkaError(ErrorCode.SHARE_SESSION_NOT_FOUND, "Share session not found.")
+        if epoch != FINAL_SESSION_EPOCH:
+            if epoch != s.epoch:
+                raise KafkaError(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "Invalid share session epoch.")
+            s.epoch += 1
+        return s
+
+    def close_session(self, group_id: str, member_id: str) -> None:
+        s = self.sessions.pop((group_id, member_id), None)
+        if s is not None:
+            self._release(group_id, s)
+
+    def _release(self, group_id: str, session: ShareSession) -> None:
+        for key, sp in self.partitions.items():
+            if key[0] == group_id and sp.release_member(session.member_id):
+                self._persist(key, sp)
+                self.replica_manager.wake(sp.topic, sp.partition)
+
+    # -- acknowledgements and acquisition ----------------------------------------------------
+    def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, partition: int,
+                    batches: Iterable[Any]) -> int:
+        key = (group_id, topic_id, partition)
+        sp = self.partitions.get(key)
+        if sp is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if self.topics.by_id(topic_id) else ErrorCode.UNKNOWN_TOPIC_ID
+        now, lock = self.now_ms(), self.lock_ms(group_id)
+        error = 0
+        for b in batches:
+            code = sp.acknowledge(member_id, b.first_offset, b.last_offset, list(b.acknowledge_types), lock, now)
+            error = error or code
+        self._persist(key, sp)
+        self.replica_manager.wake(sp.topic, sp.partition)
+        return error
+
+    def acquire(self, group_id: str, member_id: str, topic_id: uuid.UUID, partition: int, max_records: int,
+                max_bytes: int) -> AcquiredPartition | None:
+        """Acquire available records of one partition for a member; None when there are none."""
+        topic = self.topics.by_id(topic_id)
+        lg = self.topics.get_log(topic.name, partition) if topic is not None else None
+        if topic is None or lg is None:
+            code = ErrorCode.UNKNOWN_TOPIC_ID if topic is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            return AcquiredPartition(topic_id, partition, b"", [], code)
+        sp = self._initialised(group_id, topic_id, topic.name, partition)
+        if sp is None or max_records <= 0:
+            return None
+        if sp.start_offset < lg.log_start_offset:
+            sp.move_start_to(lg.log_start_offset)
+        committed = self.group_config(group_id, "share.isolation.level").strip().lower() == "read_committed"
+        limit = lg.last_stable_offset if committed else lg.high_watermark
+        offset = sp.fetch_offset()
+        if offset >= limit:
+            return None
+        info = lg.read(offset, max(1, max_bytes), max_offset=limit, min_one_batch=True)
+        if info.region is None or not info.region.size:
+            return None
+        buf = info.region.read_all()
+        views = list(iter_batches(buf))
+        skips = _skipped(lg, views, offset, limit) if committed else set()
+        batches = [BatchInfo(v.base_offset, v.last_offset, v.is_control or v.pos in skips) for v in views]
+        # an acquisition is not persisted (Kafka's neither): after a restart acquired is available
+        acquired = sp.acquire(member_id, batches, max_records, self.lock_ms(group_id), self.now_ms(), limit)
+        if not acquired:
+            return None
+        first, last = acquired[0][0], acquired[-1][1]
+        used = [v for v in views if v.last_offset >= first and v.base_offset <= last]
+        records = buf[used[0].pos:used[-1].pos + used[-1].size]
+        log.debug("share group %s: %s acquired %s-%d %s", group_id, member_id, topic.name, partition, acquired)
+        return AcquiredPartition(topic_id, partition, records, acquired)
+
+    def has_available(self, group_id: str, topic_id: uuid.UUID, partition: int) -> bool:
+        sp = self.partitions.get((group_id, topic_id, partition))
+        return sp is not None and sp.has_available()
+
+
+def _skipped(lg: Log, views: list[Any], offset: int, limit: int) -> set[int]:
+    """Positions of the batches of aborted transactions among `views` (read_committed: never
+    delivered), found the way a read_committed consumer finds them: the aborted-transaction
+    index gives each aborted producer's first offset; its batches from there up to its abort
+    marker are aborted."""
+    aborted = {a.producer_id: a.first_offset for a in lg.aborted_transactions(offset, limit)}
+    out: set[int] = set()
+    open_aborts: set[int] = set()
+    for v in views:
+        pid = v.producer_id
+        if v.is_control:
+            open_aborts.discard(pid)
+            continue
+        if v.is_transactional and (pid in open_aborts or (pid in aborted and aborted[pid] <= v.base_offset)):
+            open_aborts.add(pid)
+            aborted.pop(pid, None)
+            out.add(v.pos)
+    return out

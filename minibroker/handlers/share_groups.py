@@ -1,0 +1,368 @@
+"""Share groups (KIP-932): ShareGroupHeartbeat v1, ShareGroupDescribe v1, ShareFetch v1-2,
+ShareAcknowledge v1-2, DescribeShareGroupOffsets v0-1, AlterShareGroupOffsets v0,
+DeleteShareGroupOffsets v0 (Kafka 4.4's versions; v0 of the first four was the early-access
+protocol, removed in 4.1).
+
+Behavior (Kafka: KafkaApis.handleShareFetchRequest / handleShareAcknowledgeRequest, the group
+coordinator's share-group paths); the state machine is minibroker.coordinator.share_group:
+- ShareGroupHeartbeat joins (epoch 0, client-chosen member id), heartbeats, leaves (epoch -1);
+  the answer carries the assignment when it changed or the request was a full one.
+- ShareFetch first applies the acknowledgements it carries (each partition's outcome in
+  acknowledge_error_code), then acquires up to max_records records across the session's
+  partitions and waits up to max_wait_ms while none is available. Every partition with records,
+  an error or an acknowledgement outcome is answered; records are whole log batches, and
+  `acquired_records` says which offsets of them this member holds (with their delivery counts).
+- ShareAcknowledge applies acknowledgements; session epoch -1 closes the session and releases
+  what the member still holds.
+- The share-partition start offsets (DescribeShareGroupOffsets) are the SPSO of each share
+  partition; AlterShareGroupOffsets moves them (the group must be empty), DeleteShareGroupOffsets
+  forgets a topic's share partitions (the group must be empty).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
+from minibroker.coordinator.share_group import (
+    FINAL_SESSION_EPOCH,
+    GROUP_KEYS,
+    INITIAL_SESSION_EPOCH,
+    AcquiredPartition,
+    ShareGroupCoordinator,
+    validate_group_config,
+)
+from minibroker.handlers.configs import GROUP_CONFIG_PROVIDERS
+from minibroker.handlers.registry import RequestContext, handles
+from minibroker.services import BrokerServices
+from protocol.apis import (
+    alter_share_group_offsets,
+    delete_share_group_offsets,
+    describe_share_group_offsets,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
+)
+from protocol.errors import ErrorCode, KafkaError
+from protocol.schema import ZERO_UUID
+
+ASSIGNOR = "simple"
+DEFAULT_MAX_RECORDS = 500
+
+
+def _coord(ctx: RequestContext) -> ShareGroupCoordinator:
+    return ctx.services.share_groups
+
+
+# --------------------------------------------------------------------------- ShareGroupHeartbeat
+@handles(share_group_heartbeat.API, "1")
+async def handle_share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
+    R = share_group_heartbeat.RESPONSE
+    coord = _coord(ctx)
+    interval = int(coord.group_config(req.group_id, "share.heartbeat.interval.ms")) if req.group_id else 0
+    if req.subscribed_topic_names is not None and req.group_id:
+        await coord.store.ensure_topic_async()  # made off the loop once, before a partition needs it
+    try:
+        member, send = coord.heartbeat(req.group_id, req.member_id, req.member_epoch, req.rack_id,
+                                       req.subscribed_topic_names, ctx.client_id or "", ctx.client_host)
+    except KafkaError as e:
+        return R(error_code=e.code, error_message=e.message, member_id=None, member_epoch=-1,
+                 heartbeat_interval_ms=0)
+    if member is None:
+        return R(error_code=0, member_id=req.member_id, member_epoch=req.member_epoch, heartbeat_interval_ms=0)
+    assignment = None
+    if send:
+        assignment = R.Assignment(topic_partitions=[
+            R.TopicPartitions(topic_id=tid, partitions=parts) for tid, parts in sorted(member.assignment.items())])
+    return R(error_code=0, member_id=member.member_id, member_epoch=member.member_epoch,
+             heartbeat_interval_ms=interval, assignment=assignment)
+
+
+# --------------------------------------------------------------------------- ShareGroupDescribe
+@handles(share_group_describe.API, "1")
+async def handle_share_group_describe(ctx: RequestContext, req: Any) -> Any:
+    R = share_group_describe.RESPONSE
+    coord = _coord(ctx)
+    topics = ctx.services.topics
+    out = []
+    for gid in req.group_ids:
+        group = coord.describe(gid)
+        if group is None:
+            out.append(R.DescribedGroup(error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                                        error_message=f"Group {gid} not found.", group_id=gid, group_state="Dead",
+                                        group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[]))
+            continue
+        members = []
+        for m in group.members.values():
+            tps = []
+            for tid, parts in sorted(m.assignment.items()):
+                t = topics.by_id(tid)
+                tps.append(R.TopicPartitions(topic_id=tid, topic_name=t.name if t else "", partitions=parts))
+            members.append(R.Member(member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
+                                    client_id=m.client_id, client_host=m.client_host,
+                                    subscribed_topic_names=m.subscribed,
+                                    assignment=R.Assignment(topic_partitions=tps)))
+        out.append(R.DescribedGroup(error_code=0, group_id=gid, group_state=group.state,
+                                    group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
+                                    assignor_name=ASSIGNOR, members=members))
+    return R(groups=out)
+
+
+# ----------------------------------------------------------------------------------- ShareFetch
+def _apply_acks(coord: ShareGroupCoordinator, group: str, member: str, topics: Any) -> dict[tuple[uuid.UUID, int], int]:
+    outcomes: dict[tuple[uuid.UUID, int], int] = {}
+    for t in topics:
+        for p in t.partitions:
+            if p.acknowledgement_batches:
+                outcomes[(t.topic_id, p.partition_index)] = coord.acknowledge(
+                    group, member, t.topic_id, p.partition_index, p.acknowledgement_batches)
+    return outcomes
+
+
+@handles(share_fetch.API, "1-2")
+async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
+    R = share_fetch.RESPONSE
+    coord = _coord(ctx)
+    group, member = req.group_id or "", req.member_id or ""
+    lock_ms = coord.lock_ms(group) if group else 0
+    try:
+        coord.check_member(group, member)
+        session = coord.session_for(group, member, req.share_session_epoch)
+    except KafkaError as e:
+        return R(error_code=e.code, error_message=e.message, acquisition_lock_timeout_ms=lock_ms, responses=[])
+    if req.share_session_epoch == INITIAL_SESSION_EPOCH and any(
+            p.acknowledgement_batches for t in req.topics for p in t.partitions):
+        return R(error_code=ErrorCode.INVALID_REQUEST, error_message="Acknowledge data present on initial epoch",
+                 acquisition_lock_timeout_ms=lock_ms, responses=[])
+    acks = _apply_acks(coord, group, member, req.topics)
+    results: list[AcquiredPartition] = []
+    if req.share_session_epoch == FINAL_SESSION_EPOCH:
+        coord.close_session(group, member)
+    else:
+        for t in req.topics:
+            for p in t.partitions:
+                session.partitions[(t.topic_id, p.partition_index)] = None
+        for t in req.forgotten_topics_data:
+            for pi in t.partitions:
+                session.partitions.pop((t.topic_id, pi), None)
+        results = await _acquire(ctx, coord, group, member, session.partitions, req)
+    by_topic: dict[uuid.UUID, dict[int, Any]] = {}
+    leader = R.LeaderIdAndEpoch(leader_id=ctx.services.node_id, leader_epoch=0)
+    for (tid, p), code in acks.items():
+        by_topic.setdefault(tid, {})[p] = R.PartitionData(partition_index=p, error_code=0, acknowledge_error_code=code,
+                                                          current_leader=leader, records=b"", acquired_records=[])
+    for r in results:
+        data = by_topic.setdefault(r.topic_id, {}).get(r.partition)
+        if data is None:
+            data = by_topic[r.topic_id][r.partition] = R.PartitionData(
+                partition_index=r.partition, acknowledge_error_code=0, current_leader=leader)
+        data.error_code, data.error_message = r.error_code, r.error_message
+        data.records = r.records
+        data.acquired_records = [R.AcquiredRecords(first_offset=a, last_offset=b, delivery_count=c)
+                                 for a, b, c in r.acquired]
+    return R(error_code=0, acquisition_lock_timeout_ms=lock_ms, responses=[
+        R.ShareFetchableTopicResponse(topic_id=tid, partitions=list(parts.values()))
+        for tid, parts in by_topic.items()], node_endpoints=[])
+
+
+async def _acquire(ctx: RequestContext, coord: ShareGroupCoordinator, group: str, member: str,
+                   partitions: dict[tuple[uuid.UUID, int], None], req: Any) -> list[AcquiredPartition]:
+    """Acquire across the session's partitions; park until something is available or the wait ends."""
+    max_records = req.max_records if req.max_records > 0 else DEFAULT_MAX_RECORDS
+    deadline = time.monotonic() + max(0, req.max_wait_ms) / 1000
+    while True:
+        results: list[AcquiredPartition] = []
+        left, bytes_left = max_records, req.max_bytes
+        for tid, p in list(partitions):
+            if left <= 0 or bytes_left <= 0:
+                break
+            r = coord.acquire(group, member, tid, p, left, bytes_left)
+            if r is not None:
+                results.append(r)
+                left -= sum(b - a + 1 for a, b, _ in r.acquired)
+                bytes_left -= len(r.records)
+        remaining = deadline - time.monotonic()
+        if results or remaining <= 0 or (group, member) not in coord.sessions:
+            return results
+        keys = []
+        for tid, p in partitions:
+            topic = ctx.services.topics.by_id(tid)
+            if topic is not None:
+                keys.append((topic.name, p))
+        await ctx.services.replica_manager.wait_for_data(keys, remaining)
+
+
+# ----------------------------------------------------------------------------- ShareAcknowledge
+@handles(share_acknowledge.API, "1-2")
+async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
+    R = share_acknowledge.RESPONSE
+    coord = _coord(ctx)
+    group, member = req.group_id or "", req.member_id or ""
+    lock_ms = coord.lock_ms(group) if group else 0
+    try:
+        coord.check_member(group, member)
+        if req.share_session_epoch == INITIAL_SESSION_EPOCH:
+            raise KafkaError(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "Acknowledge cannot open a share session.")
+        coord.session_for(group, member, req.share_session_epoch)
+    except KafkaError as e:
+        if not (e.code == ErrorCode.UNKNOWN_MEMBER_ID and req.share_session_epoch == FINAL_SESSION_EPOCH):
+            return R(error_code=e.code, error_message=e.message, acquisition_lock_timeout_ms=lock_ms, responses=[])
+    acks = _apply_acks(coord, group, member, req.topics)
+    if req.share_session_epoch == FINAL_SESSION_EPOCH:
+        coord.close_session(group, member)
+    leader = R.LeaderIdAndEpoch(leader_id=ctx.services.node_id, leader_epoch=0)
+    by_topic: dict[uuid.UUID, list[Any]] = {}
+    for (tid, p), code in acks.items():
+        by_topic.setdefault(tid, []).append(R.PartitionData(partition_index=p, error_code=code, current_leader=leader))
+    return R(error_code=0, acquisition_lock_timeout_ms=lock_ms, responses=[
+        R.ShareAcknowledgeTopicResponse(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()],
+        node_endpoints=[])
+
+
+# --------------------------------------------------------------------- share-group offsets admin
+@handles(describe_share_group_offsets.API, "0-1")
+async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
+    R = describe_share_group_offsets.RESPONSE
+    coord = _coord(ctx)
+    topics = ctx.services.topics
+    out = []
+    for g in req.groups:
+        if coord.describe(g.group_id) is None:
+            out.append(R.DescribeShareGroupOffsetsResponseGroup(
+                group_id=g.group_id, topics=[], error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                error_message=f"Group {g.group_id} not found."))
+            continue
+        wanted: list[tuple[str, list[int] | None]]
+        if g.topics is None:  # every topic with a share partition of this group
+            names: dict[str, list[int]] = {}
+            for (gid, tid, p) in sorted(coord.partitions, key=lambda k: (str(k[1]), k[2])):
+                t = topics.by_id(tid)
+                if gid == g.group_id and t is not None:
+                    names.setdefault(t.name, []).append(p)
+            wanted = [(n, ps) for n, ps in sorted(names.items())]
+        else:
+            wanted = [(t.topic_name, list(t.partitions)) for t in g.topics]
+        rtopics = []
+        for name, parts in wanted:
+            topic = topics.get(name)
+            rparts = []
+            for p in parts or []:
+                sp = coord.partition_state(g.group_id, topic.topic_id, p) if topic else None
+                if topic is None or p not in topic.partitions:
+                    rparts.append(R.DescribeShareGroupOffsetsResponsePartition(
+                        partition_index=p, start_offset=-1, leader_epoch=-1,
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        error_message="This server does not host this topic-partition."))
+                    continue
+                lg = topic.partitions[p]
+                start = sp.start_offset if sp is not None else -1
+                lag = -1
+                if sp is not None:
+                    done = sum(1 for _, r in sp.in_flight() if r.state.name in ("ACKNOWLEDGED", "ARCHIVED"))
+                    lag = max(0, lg.high_watermark - start - done)
+                rparts.append(R.DescribeShareGroupOffsetsResponsePartition(
+                    partition_index=p, start_offset=start, leader_epoch=0 if sp else -1, lag=lag, error_code=0))
+            rtopics.append(R.DescribeShareGroupOffsetsResponseTopic(
+                topic_name=name, topic_id=topic.topic_id if topic else ZERO_UUID, partitions=rparts))
+        out.append(R.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=rtopics, error_code=0))
+    return R(groups=out)
+
+
+def _require_empty(coord: ShareGroupCoordinator, group_id: str) -> None:
+    group = coord.describe(group_id)
+    if group is None:
+        raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+    if group.members:
+        raise KafkaError(ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
+
+
+@handles(alter_share_group_offsets.API, "0")
+async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
+    R = alter_share_group_offsets.RESPONSE
+    coord = _coord(ctx)
+    try:
+        _require_empty(coord, req.group_id)
+    except KafkaError as e:
+        return R(error_code=e.code, error_message=e.message, responses=[])
+    await coord.store.ensure_topic_async()
+    out = []
+    for t in req.topics:
+        topic = ctx.services.topics.get(t.topic_name)
+        parts = []
+        for p in t.partitions:
+            if topic is None or p.partition_index not in topic.partitions:
+                parts.append(R.AlterShareGroupOffsetsResponsePartition(
+                    partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    error_message="This server does not host this topic-partition."))
+                continue
+            lg = topic.partitions[p.partition_index]
+            offset = min(max(p.start_offset, lg.log_start_offset), lg.high_watermark)
+            coord.alter_start_offset(req.group_id, topic.topic_id, topic.name, p.partition_index, offset)
+            parts.append(R.AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index, error_code=0))
+        out.append(R.AlterShareGroupOffsetsResponseTopic(
+            topic_name=t.topic_name, topic_id=topic.topic_id if topic else ZERO_UUID, partitions=parts))
+    return R(error_code=0, responses=out)
+
+
+@handles(delete_share_group_offsets.API, "0")
+async def handle_delete_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
+    R = delete_share_group_offsets.RESPONSE
+    coord = _coord(ctx)
+    try:
+        _require_empty(coord, req.group_id)
+    except KafkaError as e:
+        return R(error_code=e.code, error_message=e.message, responses=[])
+    out = []
+    for t in req.topics:
+        topic = ctx.services.topics.get(t.topic_name)
+        if topic is None:
+            out.append(R.DeleteShareGroupOffsetsResponseTopic(
+                topic_name=t.topic_name, topic_id=ZERO_UUID, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                error_message="This server does not host this topic-partition."))
+            continue
+        coord.delete_offsets(req.group_id, topic.topic_id)
+        out.append(R.DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name, topic_id=topic.topic_id,
+                                                          error_code=0))
+    return R(error_code=0, responses=out)
+
+
+# --------------------------------------------------------------------- GROUP config resources
+class _ShareGroupConfigs:
+    """share.* keys of GROUP resources (Kafka's GroupConfig), for handlers/configs.py."""
+
+    def group_keys(self) -> frozenset[str]:
+        return frozenset(GROUP_KEYS)
+
+    def describe_group(self, services: BrokerServices, group: str) -> list[ConfigEntry]:
+        coord = services.share_groups
+        own = coord.group_configs.get(group, {})
+        out = []
+        for name in sorted(GROUP_KEYS):
+            ctype = ConfigType.STRING if name in ("share.auto.offset.reset", "share.isolation.level") else ConfigType.INT
+            set_here = name in own
+            out.append(ConfigEntry(name=name, value=coord.group_config(group, name),
+                                   source=ConfigSource.GROUP_CONFIG if set_here else ConfigSource.DEFAULT_CONFIG,
+                                   is_default=not set_here, read_only=False, sensitive=False, type=ctype))
+        return out
+
+    def alter_group(self, services: BrokerServices, group: str, ops: list[tuple[str, int, str | None]],
+                    replace: bool, validate_only: bool) -> None:
+        coord = services.share_groups
+        configs = {} if replace else dict(coord.group_configs.get(group, {}))
+        for name, op, value in ops:
+            if OpType(op) is OpType.SET:
+                validate_group_config(name, value, services.config)
+                if value is not None:
+                    configs[name] = value
+            elif OpType(op) is OpType.DELETE:
+                configs.pop(name, None)
+            else:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Config value append is not allowed for config key: {name}")
+        if not validate_only:
+            coord.set_group_configs(group, configs)
+
+
+GROUP_CONFIG_PROVIDERS.append(_ShareGroupConfigs())

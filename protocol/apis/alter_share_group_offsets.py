@@ -1,0 +1,38 @@
+"""AlterShareGroupOffsets (api key 91): schema data generated from Kafka's message definitions
+by tools/gen_schemas.py. Edit the generator, not this file."""
+
+from protocol.schema import Api, F, Schema
+
+REQUEST = Schema(
+    'AlterShareGroupOffsetsRequest', '0', flexible='0+',
+    fields=[
+        F('group_id', 'string', '0+'),
+        F('topics', '[]AlterShareGroupOffsetsRequestTopic', '0+', fields=[
+            F('topic_name', 'string', '0+'),
+            F('partitions', '[]AlterShareGroupOffsetsRequestPartition', '0+', fields=[
+                F('partition_index', 'int32', '0+'),
+                F('start_offset', 'int64', '0+'),
+            ]),
+        ]),
+    ],
+)
+
+RESPONSE = Schema(
+    'AlterShareGroupOffsetsResponse', '0', flexible='0+',
+    fields=[
+        F('throttle_time_ms', 'int32', '0+'),
+        F('error_code', 'int16', '0+'),
+        F('error_message', 'string', '0+', nullable='0+', default=None),
+        F('responses', '[]AlterShareGroupOffsetsResponseTopic', '0+', fields=[
+            F('topic_name', 'string', '0+'),
+            F('topic_id', 'uuid', '0+'),
+            F('partitions', '[]AlterShareGroupOffsetsResponsePartition', '0+', fields=[
+                F('partition_index', 'int32', '0+'),
+                F('error_code', 'int16', '0+'),
+                F('error_message', 'string', '0+', nullable='0+', default=None),
+            ]),
+        ]),
+    ],
+)
+
+API = Api(91, 'AlterShareGroupOffsets', REQUEST, RESPONSE)

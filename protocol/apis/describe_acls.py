@@ -1,0 +1,39 @@
+"""DescribeAcls (api key 29): schema data generated from Kafka's message definitions
+by tools/gen_schemas.py. Edit the generator, not this file."""
+
+from protocol.schema import Api, F, Schema
+
+REQUEST = Schema(
+    'DescribeAclsRequest', '1-3', flexible='2+',
+    fields=[
+        F('resource_type_filter', 'int8', '0+'),
+        F('resource_name_filter', 'string', '0+', nullable='0+'),
+        F('pattern_type_filter', 'int8', '1+', default=3),
+        F('principal_filter', 'string', '0+', nullable='0+'),
+        F('host_filter', 'string', '0+', nullable='0+'),
+        F('operation', 'int8', '0+'),
+        F('permission_type', 'int8', '0+'),
+    ],
+)
+
+RESPONSE = Schema(
+    'DescribeAclsResponse', '1-3', flexible='2+',
+    fields=[
+        F('throttle_time_ms', 'int32', '0+'),
+        F('error_code', 'int16', '0+'),
+        F('error_message', 'string', '0+', nullable='0+'),
+        F('resources', '[]DescribeAclsResource', '0+', fields=[
+            F('resource_type', 'int8', '0+'),
+            F('resource_name', 'string', '0+'),
+            F('pattern_type', 'int8', '1+', default=3),
+            F('acls', '[]AclDescription', '0+', fields=[
+                F('principal', 'string', '0+'),
+                F('host', 'string', '0+'),
+                F('operation', 'int8', '0+'),
+                F('permission_type', 'int8', '0+'),
+            ]),
+        ]),
+    ],
+)
+
+API = Api(29, 'DescribeAcls', REQUEST, RESPONSE)

@@ -1,0 +1,35 @@
+"""ShareGroupHeartbeat (api key 76): schema data generated from Kafka's message definitions
+by tools/gen_schemas.py. Edit the generator, not this file."""
+
+from protocol.schema import Api, F, Schema
+
+REQUEST = Schema(
+    'ShareGroupHeartbeatRequest', '1', flexible='0+',
+    fields=[
+        F('group_id', 'string', '0+'),
+        F('member_id', 'string', '0+'),
+        F('member_epoch', 'int32', '0+'),
+        F('rack_id', 'string', '0+', nullable='0+', default=None),
+        F('subscribed_topic_names', '[]string', '0+', nullable='0+', default=None),
+    ],
+)
+
+RESPONSE = Schema(
+    'ShareGroupHeartbeatResponse', '1', flexible='0+',
+    fields=[
+        F('throttle_time_ms', 'int32', '0+'),
+        F('error_code', 'int16', '0+'),
+        F('error_message', 'string', '0+', nullable='0+', default=None),
+        F('member_id', 'string', '0+', nullable='0+', default=None),
+        F('member_epoch', 'int32', '0+'),
+        F('heartbeat_interval_ms', 'int32', '0+'),
+        F('assignment', 'Assignment', '0+', nullable='0+', default=None, fields=[
+            F('topic_partitions', '[]TopicPartitions', '0+', fields=[
+                F('topic_id', 'uuid', '0+'),
+                F('partitions', '[]int32', '0+'),
+            ]),
+        ]),
+    ],
+)
+
+API = Api(76, 'ShareGroupHeartbeat', REQUEST, RESPONSE)
