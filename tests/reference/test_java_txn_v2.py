@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,10 +46,10 @@ def classpaths(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
     yield {name: f"{dirs[name]}:{cp}" for name, cp in cps.items()}
 
 
-def _run(classpath: str, bootstrap: str) -> dict[str, str]:
+def _run(classpath: str, bootstrap: str, prefix: str) -> dict[str, str]:
     java = kr.java_executable() or "java"
     proc = subprocess.run([java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath, "TxnCheck",
-                           bootstrap, f"txn-{uuid.uuid4().hex[:8]}"], capture_output=True, text=True, timeout=240)
+                           bootstrap, prefix], capture_output=True, text=True, timeout=240)
     steps = {}
     for line in proc.stdout.splitlines():
         status, _, rest = line.partition(" ")
@@ -64,7 +63,9 @@ def _run(classpath: str, bootstrap: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def results(pair: Pair, classpaths: dict[str, str]) -> dict[tuple[str, str], dict[str, str]]:
     """(client, broker) -> step -> line; the four runs at once."""
-    runs = {(client, side.name): POOL.submit(_run, cp, side.bootstrap)
+    # the same names on both brokers (per client): the shared brokers' listings stay alike
+    # (kafka-transactions list in tests/reference/test_tools.py)
+    runs = {(client, side.name): POOL.submit(_run, cp, side.bootstrap, f"txncheck-{client.replace('.', '')}")
             for client, cp in classpaths.items() for side in (pair.kafka, pair.mini)}
     return {k: f.result(timeout=300) for k, f in runs.items()}
 

@@ -75,10 +75,12 @@ def _wait_settled(c: RawClient, txn_id: str) -> tuple[str, int]:
         time.sleep(0.05)
 
 
-def raw_scenario(bootstrap: str) -> list[tuple[Any, ...]]:
-    """Every step's answer. Producer ids are reported as 'pid' when they are the producer's own."""
-    topic, txn_id, group = (f"txn-v2-{uuid.uuid4().hex[:8]}", f"tid-v2-{uuid.uuid4().hex[:8]}",
-                            f"g-v2-{uuid.uuid4().hex[:8]}")
+def raw_scenario(bootstrap: str, name: str | None = None) -> list[tuple[Any, ...]]:
+    """Every step's answer. Producer ids are reported as 'pid' when they are the producer's own.
+    `name` names the topic, transactional id and group (the same on both brokers, so that what a
+    later `kafka-transactions list` of the shared brokers shows is the same too); random if None."""
+    name = name or f"txn-v2-{uuid.uuid4().hex[:8]}"
+    topic, txn_id, group = name, f"{name}-tid", f"{name}-group"
     out: list[tuple[Any, ...]] = []
     with RawClient(bootstrap, timeout=30) as c:
         CT = create_topics.REQUEST
