@@ -24,9 +24,11 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from minibroker import features
 from minibroker.cleaner import LogCleanerTask
 from minibroker.config import BrokerConfig, effective_topic_config, to_log_config
 from minibroker.connection_quotas import ConnectionQuotas
+from minibroker.coordinator.consumer_group_configs import ConsumerGroupConfigs
 from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig
 from minibroker.coordinator.group_coordinator import GroupConfig, GroupCoordinator
 from minibroker.coordinator.offsets_store import OffsetsStore
@@ -114,7 +116,10 @@ class Broker:
         self.group_coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets, now_ms=clock,
                                                   consumer_config=ConsumerGroupConfig.from_broker_config(cfg),
                                                   topics=self.topics)
-        txn_config = TransactionConfig.from_broker_config(cfg)
+        # GROUP config resources of consumer groups, read by the manager from the next heartbeat on
+        self.consumer_group_configs = ConsumerGroupConfigs(data_dir, self.group_coordinator.consumer_groups.group_configs)
+        self.consumer_group_configs.load()
+        txn_config = TransactionConfig.from_broker_config(cfg, features.transaction_version())
         txn_log = TransactionLogStore(self.topics, self.replica_manager, txn_config.num_partitions,
                                       txn_config.segment_bytes, txn_config.min_isr)
         self.txn_coordinator = TransactionCoordinator(
@@ -155,7 +160,8 @@ class Broker:
             fetch_sessions=self.fetch_sessions, metrics=self.metrics, quota_store=self.quota_store,
             advertised={e.listener_name: e for e in config.advertised_endpoints},
             scram_credentials=self.scram_credentials, share_groups=self.share_groups,
-            client_quotas=self.client_quotas, authorizer=self.authorizer)
+            client_quotas=self.client_quotas, authorizer=self.authorizer,
+            consumer_group_configs=self.consumer_group_configs)
         # share groups off (group.share.enable=false): their APIs are not served, so not advertised
         self.handlers: dict[int, Handler] = {k: h for k, h in load_all().items()
                                              if share_config.enabled or k not in SHARE_GROUP_APIS}

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minibroker.config import BrokerConfig, Endpoint
+from minibroker.coordinator.consumer_group_configs import ConsumerGroupConfigs
 from minibroker.coordinator.group_coordinator import GroupCoordinator
 from minibroker.coordinator.share_group import ShareGroupCoordinator
 from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
@@ -53,6 +54,7 @@ class BrokerServices:
     share_groups: ShareGroupCoordinator  # KIP-932 share groups and their share partitions
     authorizer: Authorizer  # ACLs and the authorization decision (minibroker.security.authorizer)
     client_quotas: ClientQuotaManager  # Fetch caps max_bytes at the consumer's quota window
+    consumer_group_configs: ConsumerGroupConfigs  # consumer.* keys of GROUP config resources (KIP-848)
 
     def endpoint(self, listener: str | None) -> tuple[str, int]:
         """(host, port) for Metadata, FindCoordinator and DescribeCluster answers to a client on

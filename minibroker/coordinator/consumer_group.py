@@ -90,8 +90,15 @@ class ConsumerGroupMember:
     pending_revocation: Assignment = field(default_factory=dict)
 
     def subscription_key(self) -> tuple[object, ...]:
+        """Everything the member's record holds: a change is written."""
         return (tuple(sorted(self.subscribed_topic_names)), self.subscribed_topic_regex, self.server_assignor,
                 self.instance_id, self.rack_id, self.client_id, self.client_host, self.rebalance_timeout_ms)
+
+    def assignment_inputs(self) -> tuple[object, ...]:
+        """What the target assignment depends on: a change bumps the group epoch. A new client id,
+        host, rack or rebalance timeout (a static member back from a restart) only rewrites the
+        member's record (Kafka: GroupMetadataManager.hasMemberSubscriptionChanged)."""
+        return tuple(sorted(self.subscribed_topic_names)), self.subscribed_topic_regex, self.server_assignor
 
 
 @dataclass(eq=False)

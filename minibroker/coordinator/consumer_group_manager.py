@@ -404,7 +404,7 @@ class ConsumerGroupManager:
                 raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
                                  f"Member {member_id} is not a member of group {gid}.")
             self._check_epoch(m, req.member_epoch, owned)
-        before_sub = m.subscription_key()
+        before_sub, before_inputs = m.subscription_key(), m.assignment_inputs()
         if req.subscribed_topic_names is not None:
             m.subscribed_topic_names = list(req.subscribed_topic_names)
         if req.subscribed_topic_regex is not None:
@@ -419,7 +419,7 @@ class ConsumerGroupManager:
         why = "member %s joined" if bump else "member %s changed its subscription"
         if m.subscription_key() != before_sub or bump:
             records.append(self._member_record(g, m))
-            bump = True
+            bump = bump or m.assignment_inputs() != before_inputs
         self._refresh_regexes(g, records)
         partitions, digest = self._metadata(g)
         if digest != g.metadata_hash:
@@ -553,8 +553,12 @@ class ConsumerGroupManager:
         self._schedule_session(g, m)
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, epoch: int) -> int:
+        """OffsetFetch v9+ from a member (ConsumerGroup.validateOffsetFetch): a request naming a
+        member id must come from a member of the group, at its epoch; without a member id (an
+        admin, a consumer without group management), or with epoch -1 on an empty group, it may
+        read. Kafka 4.4 answers ("", -1) on a group with members UNKNOWN_MEMBER_ID too."""
         g = self.groups.get(group_id)
-        if g is None or epoch < 0 or member_id is None:
+        if g is None or member_id is None or (epoch < 0 and not g.members):
             return ErrorCode.NONE
         m = g.members.get(member_id)
         if m is None:

@@ -14,6 +14,14 @@ written to __transaction_state (coordinator/transaction_log.py), and applied onc
   __consumer_offsets partition) and make the state Ongoing; `verify_partitions` answers whether
   partitions are in the transaction (KIP-890 verification: the produce path and TxnOffsetCommit
   ask it before the first transactional write of a producer to a partition).
+- Transactions v2 (KIP-890 part 2; the cluster finalizes transaction.version 2, see
+  minibroker/features.py): Produce v12 and TxnOffsetCommit v5 add their partition themselves
+  (`add_partitions` with the client's transaction version 2), and EndTxn v5 bumps the epoch:
+  PrepareCommit/PrepareAbort and the markers carry epoch + 1, which EndTxn answers. A retried
+  EndTxn (the old epoch, the transaction already ended) answers the new epoch again; an abort
+  may end a transaction that added nothing. The coordinator's own aborts (fence, timeout) bump
+  the epoch once, with the cluster's transaction version recorded, so a v2 client's abort after a
+  timeout is taken as the retry of that abort.
 - EndTxn writes PrepareCommit/PrepareAbort, answers, and completes the transaction: a COMMIT or
   ABORT control batch is appended to every partition of the transaction (Kafka sends
   WriteTxnMarkers to the partition leaders; here they are local appends), the group
@@ -45,12 +53,14 @@ from dataclasses import dataclass
 from minibroker.config import BrokerConfig
 from minibroker.coordinator.group_coordinator import GroupCoordinator
 from minibroker.coordinator.offsets_store import TOPIC as OFFSETS_TOPIC
-from minibroker.coordinator.transaction_log import TOPIC, TransactionLogStore, value_bytes
+from minibroker.coordinator.transaction_log import TOPIC, TransactionLogStore, value_bytes, value_version
 from minibroker.coordinator.transaction_metadata import (
+    SHORT_MAX,
     TopicPartition,
     TransactionMetadata,
     TransactionState,
     TxnTransitMetadata,
+    supports_epoch_bump,
 )
 from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
 from minibroker.replica_manager import ReplicaManager
@@ -79,10 +89,13 @@ class TransactionConfig:
     remove_expired_interval_ms: int = 3600 * 1000
     producer_id_expiration_ms: int = 24 * 3600 * 1000
     producer_id_expiration_check_interval_ms: int = 600000
+    # the cluster's finalized transaction.version: what the coordinator's own aborts use
+    transaction_version: int = 2
 
     @classmethod
-    def from_broker_config(cls, cfg: BrokerConfig) -> TransactionConfig:
+    def from_broker_config(cls, cfg: BrokerConfig, transaction_version: int = 2) -> TransactionConfig:
         return cls(
+            transaction_version=transaction_version,
             transactional_id_expiration_ms=cfg.get("transactional.id.expiration.ms"),
             transaction_max_timeout_ms=cfg.get("transaction.max.timeout.ms"),
             num_partitions=cfg.get("transaction.state.log.num.partitions"),
@@ -204,7 +217,8 @@ class TransactionCoordinator:
         """Write a prepared transition and apply it; an error code (and the pending state
         cleared) if the write failed."""
         try:
-            self.store.append(md.transactional_id, value_bytes(transit), self.now_ms())
+            self.store.append(md.transactional_id,
+                              value_bytes(transit, value_version(self.config.transaction_version)), self.now_ms())
         except KafkaError as e:
             md.pending_state = None
             log.info("Appending %s for transactional id %s failed: %s", transit.txn_state.display_name,
@@ -268,8 +282,8 @@ class TransactionCoordinator:
             # fence the current producer by aborting its transaction with a bumped epoch; the
             # client retries and its retry bumps the epoch again (TransactionCoordinator)
             transit = md.prepare_fence_producer_epoch()
-            code = self._end_transaction(transactional_id, transit.producer_id, transit.producer_epoch, False,
-                                         from_client=False)
+            code, _, _ = self._end_transaction(transactional_id, transit.producer_id, transit.producer_epoch, False,
+                                               from_client=False, tv=self.config.transaction_version)
             return code or ErrorCode.CONCURRENT_TRANSACTIONS
         if md.state not in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
             raise RuntimeError(f"Found transactionalId {transactional_id} with state {md.state.display_name}")
@@ -299,8 +313,9 @@ class TransactionCoordinator:
         return ErrorCode.NONE, md
 
     def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
-                       partitions: Iterable[TopicPartition]) -> int:
-        """AddPartitionsToTxn / AddOffsetsToTxn (handleAddPartitionsToTransaction)."""
+                       partitions: Iterable[TopicPartition], tv: int = 0) -> int:
+        """AddPartitionsToTxn / AddOffsetsToTxn (handleAddPartitionsToTransaction); `tv` 2 for the
+        implicit adds of transactions v2 (Produce v12, TxnOffsetCommit v5)."""
         code, md = self._validate_producer(transactional_id, producer_id, epoch)
         if md is None:
             return code
@@ -309,7 +324,7 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         if md.state == S.ONGOING and added <= md.topic_partitions:
             return ErrorCode.NONE
-        return self._append(md, md.prepare_add_partitions(added, self.now_ms()))
+        return self._append(md, md.prepare_add_partitions(added, self.now_ms(), tv))
 
     def verify_partitions(self, transactional_id: str, producer_id: int, epoch: int,
                           partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
@@ -329,51 +344,103 @@ class TransactionCoordinator:
 
     # ---------------------------------------------------------------------------- EndTxn
     def end_transaction(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> int:
-        return self._end_transaction(transactional_id, producer_id, epoch, commit, from_client=True)
+        """EndTxn v0-4 (transactions v0/1): the error."""
+        return self._end_transaction(transactional_id, producer_id, epoch, commit, from_client=True, tv=0)[0]
+
+    def end_transaction_and_epoch(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
+                                  tv: int) -> tuple[int, int, int]:
+        """EndTxn with the client's transaction version: (error, producer id, epoch) -- with
+        transactions v2 (EndTxn v5) the id and the bumped epoch the client goes on with."""
+        return self._end_transaction(transactional_id, producer_id, epoch, commit, from_client=True, tv=tv)
 
     def _end_transaction(self, transactional_id: str, producer_id: int, epoch: int, commit: bool, *,
-                         from_client: bool) -> int:
+                         from_client: bool, tv: int) -> tuple[int, int, int]:
+        none = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         if not transactional_id:
-            return ErrorCode.INVALID_REQUEST
+            return (ErrorCode.INVALID_REQUEST, *none)
         if not self.active:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return (ErrorCode.COORDINATOR_NOT_AVAILABLE, *none)
         md = self.txns.get(transactional_id)
-        if md is None or md.producer_id != producer_id:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        # transaction.version 0/1: a client must use the current epoch; the coordinator's own
-        # abort (fence, timeout) comes with the bumped one
-        if not ((not from_client or epoch == md.producer_epoch) and epoch >= md.producer_epoch):
-            return ErrorCode.PRODUCER_FENCED
+        if md is None:
+            return (ErrorCode.INVALID_PRODUCER_ID_MAPPING, *none)
         fencing = md.pending_state == S.PREPARE_EPOCH_FENCE
-        if md.pending_transition_in_progress and not fencing:
-            return ErrorCode.CONCURRENT_TRANSACTIONS
+        # the fence bumps the epoch once whatever the version (Kafka 4.4 does too)
+        v2 = supports_epoch_bump(tv) and not fencing
         state = md.state
+        retry_on_bump = retry_on_overflow = False
+        if v2:
+            # the epoch was bumped by the EndTxn being retried; or that bump exhausted it and
+            # the next producer id took over
+            md_v2 = supports_epoch_bump(md.client_transaction_version)
+            retry_on_bump = md_v2 and md.producer_epoch == epoch + 1
+            retry_on_overflow = (md_v2 and md.previous_producer_id == producer_id and epoch == SHORT_MAX - 1
+                                 and md.producer_epoch == 0)
+            if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                valid = retry_on_bump
+            elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+                valid = retry_on_bump or retry_on_overflow or epoch == md.producer_epoch
+            else:
+                valid = epoch == md.producer_epoch
+        else:
+            # transaction.version 0/1: a client must use the current epoch; the coordinator's own
+            # abort (fence, timeout) comes with the bumped one
+            valid = (not from_client or epoch == md.producer_epoch) and epoch >= md.producer_epoch
+        is_retry = retry_on_bump or retry_on_overflow
+        if md.producer_id != producer_id and not retry_on_overflow:
+            return (ErrorCode.INVALID_PRODUCER_ID_MAPPING, *none)
+        if not valid:
+            return (ErrorCode.PRODUCER_FENCED, *none)
+        if md.pending_transition_in_progress and not fencing:
+            return (ErrorCode.CONCURRENT_TRANSACTIONS, *none)
+        current = (ErrorCode.NONE, md.producer_id, md.producer_epoch)
         if state == S.ONGOING:
-            if not commit and fencing:
-                md.pending_state = None
-                md.producer_epoch = epoch
-                md.last_producer_epoch = NO_PRODUCER_EPOCH
-            transit = md.prepare_abort_or_commit(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, self.now_ms())
+            target, nothing_added = (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT), False
         elif state == S.COMPLETE_COMMIT:
-            return ErrorCode.NONE if commit else self._invalid_transition(md, commit)
+            if commit:
+                return current if is_retry or not v2 else (self._invalid_transition(md, commit), *none)
+            if not v2 or is_retry:
+                return (self._invalid_transition(md, commit), *none)
+            target, nothing_added = S.PREPARE_ABORT, True
         elif state == S.COMPLETE_ABORT:
-            return ErrorCode.NONE if not commit else self._invalid_transition(md, commit)
+            if commit:
+                return (self._invalid_transition(md, commit), *none)
+            if not v2 or is_retry:
+                return current
+            target, nothing_added = S.PREPARE_ABORT, True
         elif state == S.PREPARE_COMMIT:
-            return ErrorCode.CONCURRENT_TRANSACTIONS if commit else self._invalid_transition(md, commit)
+            return (ErrorCode.CONCURRENT_TRANSACTIONS, *none) if commit else (self._invalid_transition(md, commit),
+                                                                               *none)
         elif state == S.PREPARE_ABORT:
-            return ErrorCode.CONCURRENT_TRANSACTIONS if not commit else self._invalid_transition(md, commit)
+            return (ErrorCode.CONCURRENT_TRANSACTIONS, *none) if not commit else (self._invalid_transition(md, commit),
+                                                                                   *none)
         elif state == S.EMPTY:
-            return self._invalid_transition(md, commit)
+            if commit or not v2:
+                return (self._invalid_transition(md, commit), *none)
+            target, nothing_added = S.PREPARE_ABORT, True  # v2: abort what was never begun
         else:
             raise RuntimeError(f"Found transactionalId {transactional_id} with state {state.display_name}")
+        next_producer_id = NO_PRODUCER_ID
+        if v2 and md.is_producer_epoch_exhausted:
+            try:
+                next_producer_id = self.producer_ids.generate_producer_id()
+            except KafkaError as e:
+                return (e.code, *none)
+        if fencing:
+            md.pending_state = None
+            md.producer_epoch = epoch
+            md.last_producer_epoch = NO_PRODUCER_EPOCH
+        transit = md.prepare_abort_or_commit(target, self.now_ms(), tv=tv, bump=v2, next_producer_id=next_producer_id,
+                                             no_partition_added=nothing_added)
         code = self._append(md, transit)
         if code:
-            if fencing and not commit:
+            if fencing:
                 md.has_failed_epoch_fence = True  # the bumped epoch was never returned: keep it
-            return code
+            return (code, *none)
+        answer = ((ErrorCode.NONE, next_producer_id, 0) if next_producer_id != NO_PRODUCER_ID
+                  else (ErrorCode.NONE, md.producer_id, md.producer_epoch))
         # the decision is in the log: the client may be answered; the markers follow at once
         self._send_markers(md, commit, md.prepare_complete(self.now_ms()))
-        return ErrorCode.NONE
+        return answer
 
     @staticmethod
     def _invalid_transition(md: TransactionMetadata, commit: bool) -> int:
@@ -390,8 +457,9 @@ class TransactionCoordinator:
         for topic, partition in sorted(md.topic_partitions):
             lg = self.topics.get_log(topic, partition)
             if lg is not None:
-                batch = build_control_batch(kind, producer_id=complete.producer_id,
-                                            producer_epoch=complete.producer_epoch,
+                # the transaction's producer id and epoch (PrepareCommit/PrepareAbort's): with
+                # transactions v2 the bumped epoch, and the old id when Complete* rotates it
+                batch = build_control_batch(kind, producer_id=md.producer_id, producer_epoch=md.producer_epoch,
                                             coordinator_epoch=COORDINATOR_EPOCH, timestamp=self.now_ms())
                 try:
                     # the marker moves the partition's LSO: appending wakes read_committed fetches
@@ -416,7 +484,7 @@ class TransactionCoordinator:
             # a deleted partition needs no marker (Kafka: UNKNOWN_TOPIC_OR_PARTITION drops it)
             md.topic_partitions.discard((topic, partition))
         if offsets_partitions:
-            self.groups.complete_transaction(complete.producer_id, offsets_partitions, commit)
+            self.groups.complete_transaction(md.producer_id, offsets_partitions, commit)
         if failed:
             self._incomplete[md.transactional_id] = (commit, complete)
             return
@@ -448,8 +516,8 @@ class TransactionCoordinator:
             if md.txn_start_timestamp + md.txn_timeout_ms >= now:
                 continue
             transit = md.prepare_fence_producer_epoch()
-            code = self._end_transaction(txn_id, transit.producer_id, transit.producer_epoch, False,
-                                         from_client=False)
+            code, _, _ = self._end_transaction(txn_id, transit.producer_id, transit.producer_epoch, False,
+                                               from_client=False, tv=self.config.transaction_version)
             if code:
                 log.warning("Rollback of ongoing transaction for transactionalId %s failed due to error %s",
                             txn_id, code)
@@ -528,7 +596,9 @@ def check_transactional_produce(coordinator: TransactionCoordinator | None, tran
     """Before a Produce partition is appended: transactional batches of a producer that has no
     transaction open in this partition yet must belong to a partition of its ongoing
     transaction (KIP-890 verification; Kafka asks the coordinator with AddPartitionsToTxn
-    verify_only). Raises KafkaError with the error the client expects."""
+    verify_only). From Produce v12 (transactions v2, KIP-890 part 2) the write adds its partition
+    to the transaction instead, as AddPartitionsToTxn would (Kafka's AddPartitionsToTxnManager
+    with the ADD_PARTITION operation). Raises KafkaError with the error the client expects."""
     txn_producers = {(v.producer_id, v.producer_epoch) for v in iter_batches(records)
                      if v.magic == 2 and v.is_transactional and v.producer_id >= 0}
     if not txn_producers:
@@ -546,6 +616,8 @@ def check_transactional_produce(coordinator: TransactionCoordinator | None, tran
     code: int
     if coordinator is None:
         code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    elif version >= 12:
+        code = coordinator.add_partitions(transactional_id, pid, epoch, [(topic, partition)], tv=2)
     else:
         code = coordinator.verify_partitions(transactional_id, pid, epoch, [(topic, partition)])[(topic, partition)]
     if code:

@@ -9,7 +9,9 @@ Utils.abs(transactionalId.hashCode()) % transaction.state.log.num.partitions:
             partitions grouped by topic (null when Empty), last update and start timestamps)
     null value: a tombstone (the transactional id expired)
 
-Kafka writes value version 0 until transaction.version 1 is finalized; so do we. The topic is
+Kafka writes value version 0 until transaction.version 1 is finalized, then version 1 (flexible,
+with the previous and next producer ids and the client's transaction version as tagged fields);
+the coordinator picks the version the same way (`value_version`). The topic is
 created on first use, compacted, uncompressed, with transaction.state.log.segment.bytes
 segments; its partition count is fixed once it exists. Records are appended through
 `ReplicaManager.append` (coordinator origin, flush policy, fetch waiters woken) like any topic,
@@ -45,6 +47,11 @@ log = logging.getLogger("minibroker.coordinator.transaction_log")
 TOPIC = "__transaction_state"
 KEY_VERSION = 0
 VALUE_VERSION = 0  # transaction.version 0: the non-flexible value
+
+
+def value_version(transaction_version: int) -> int:
+    """TransactionLog.valueToBytes: the flexible value (1) once transaction.version >= 1."""
+    return 1 if transaction_version >= 1 else 0
 LOAD_READ_BYTES = 5 * 1024 * 1024  # Kafka: transaction.state.log.load.buffer.size
 
 
@@ -53,7 +60,7 @@ def key_bytes(transactional_id: str) -> bytes:
                                                          cr.TRANSACTION_LOG_KEY(transactional_id=transactional_id)))
 
 
-def value_bytes(t: TxnTransitMetadata) -> bytes:
+def value_bytes(t: TxnTransitMetadata, version: int = VALUE_VERSION) -> bytes:
     """TransactionLog.valueToBytes: partitions grouped by topic, null for Empty."""
     if t.txn_state == TransactionState.EMPTY and t.topic_partitions:
         raise RuntimeError(f"Transaction is not expected to have any partitions since its state is Empty: {t}")
@@ -64,11 +71,13 @@ def value_bytes(t: TxnTransitMetadata) -> bytes:
         for topic, p in sorted(t.topic_partitions):
             by_topic.setdefault(topic, []).append(p)
         partitions = [V.PartitionsSchema(topic=topic, partition_ids=ids) for topic, ids in by_topic.items()]
-    value = V(producer_id=t.producer_id, producer_epoch=t.producer_epoch, transaction_timeout_ms=t.txn_timeout_ms,
-              transaction_status=int(t.txn_state), transaction_partitions=partitions,
-              transaction_last_update_timestamp_ms=t.txn_last_update_timestamp,
-              transaction_start_timestamp_ms=t.txn_start_timestamp, client_transaction_version=0)
-    return struct.pack(">h", VALUE_VERSION) + bytes(encode(V, VALUE_VERSION, value))
+    value = V(producer_id=t.producer_id, previous_producer_id=t.prev_producer_id,
+              next_producer_id=t.next_producer_id, producer_epoch=t.producer_epoch,
+              transaction_timeout_ms=t.txn_timeout_ms, transaction_status=int(t.txn_state),
+              transaction_partitions=partitions, transaction_last_update_timestamp_ms=t.txn_last_update_timestamp,
+              transaction_start_timestamp_ms=t.txn_start_timestamp,
+              client_transaction_version=t.client_transaction_version)
+    return struct.pack(">h", version) + bytes(encode(V, version, value))
 
 
 def read_key(key: bytes | memoryview) -> str | None:
@@ -94,7 +103,8 @@ def read_value(transactional_id: str, value: bytes | memoryview | None) -> Trans
                              next_producer_id=v.next_producer_id, producer_epoch=v.producer_epoch,
                              last_producer_epoch=NO_PRODUCER_EPOCH, txn_timeout_ms=v.transaction_timeout_ms,
                              state=state, txn_start_timestamp=v.transaction_start_timestamp_ms,
-                             txn_last_update_timestamp=v.transaction_last_update_timestamp_ms)
+                             txn_last_update_timestamp=v.transaction_last_update_timestamp_ms,
+                             client_transaction_version=v.client_transaction_version if version >= 1 else 0)
     if state != TransactionState.EMPTY:
         for ps in v.transaction_partitions or []:
             md.topic_partitions.update((ps.topic, p) for p in ps.partition_ids)

@@ -15,8 +15,12 @@ instance, or the transaction timeout) bumps the epoch and goes straight on to Pr
 State ids and names are Kafka's (written in TransactionLogValue.transaction_status, shown by
 DescribeTransactions and ListTransactions).
 
-Only the classic protocol (transaction.version 0/1) is served: the epoch changes at
-InitProducerId and fencing, not at every EndTxn (KIP-890's version 2 needs EndTxn v5).
+Transactions v2 (KIP-890 part 2, `client_transaction_version` 2: EndTxn v5, Produce v12,
+TxnOffsetCommit v5): PrepareCommit/PrepareAbort carry the producer epoch + 1 (the markers are
+written with it, so a late write of the ended transaction is below the partition's epoch and
+refused), and the client goes on with the epoch EndTxn answers. When that bump would exhaust the
+epoch, the transition names the next producer id, which Complete* switches to (epoch 0). With v0/1
+the epoch changes at InitProducerId and fencing only.
 """
 
 from __future__ import annotations
@@ -68,7 +72,8 @@ _VALID_PREVIOUS: dict[TransactionState, frozenset[TransactionState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    # transactions v2 may abort when nothing was added (Kafka 4: TransactionState.PREPARE_ABORT)
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT}),
@@ -95,6 +100,12 @@ class TxnTransitMetadata:
     topic_partitions: frozenset[TopicPartition]
     txn_start_timestamp: int
     txn_last_update_timestamp: int
+    client_transaction_version: int = 0
+
+
+def supports_epoch_bump(transaction_version: int) -> bool:
+    """Transactions v2: the epoch is bumped at the end of every transaction (TransactionVersion)."""
+    return transaction_version >= 2
 
 
 @dataclass(slots=True)
@@ -112,6 +123,7 @@ class TransactionMetadata:
     txn_last_update_timestamp: int = -1
     pending_state: TransactionState | None = None
     has_failed_epoch_fence: bool = False
+    client_transaction_version: int = 0  # of the client that made the last transition
 
     @property
     def pending_transition_in_progress(self) -> bool:
@@ -127,7 +139,8 @@ class TransactionMetadata:
 
     # -- prepare ---------------------------------------------------------------------------
     def _prepare(self, state: TransactionState, producer_id: int, epoch: int, last_epoch: int, timeout_ms: int,
-                 partitions: frozenset[TopicPartition], start_ts: int, update_ts: int) -> TxnTransitMetadata:
+                 partitions: frozenset[TopicPartition], start_ts: int, update_ts: int, *,
+                 next_producer_id: int = NO_PRODUCER_ID, tv: int = 0) -> TxnTransitMetadata:
         if self.pending_state is not None:
             raise RuntimeError(f"Preparing transaction state transition to {state.display_name} while it already "
                                f"has a pending state {self.pending_state.display_name}")
@@ -140,8 +153,8 @@ class TransactionMetadata:
                                f"target state is not a valid previous state of the current state "
                                f"{self.state.display_name}")
         self.pending_state = state
-        return TxnTransitMetadata(producer_id, self.producer_id, NO_PRODUCER_ID, epoch, last_epoch, timeout_ms, state,
-                                  partitions, start_ts, update_ts)
+        return TxnTransitMetadata(producer_id, self.producer_id, next_producer_id, epoch, last_epoch, timeout_ms,
+                                  state, partitions, start_ts, update_ts, tv)
 
     def prepare_fence_producer_epoch(self) -> TxnTransitMetadata:
         if self.producer_epoch == SHORT_MAX:
@@ -177,20 +190,32 @@ class TransactionMetadata:
         return self._prepare(S.EMPTY, new_producer_id, 0, self.producer_epoch if record_last_epoch
                              else NO_PRODUCER_EPOCH, timeout_ms, frozenset(), -1, now)
 
-    def prepare_add_partitions(self, added: set[TopicPartition], now: int) -> TxnTransitMetadata:
+    def prepare_add_partitions(self, added: set[TopicPartition], now: int, tv: int = 0) -> TxnTransitMetadata:
         start = now if self.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT) else self.txn_start_timestamp
         return self._prepare(S.ONGOING, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.txn_timeout_ms, frozenset(self.topic_partitions | added), start, now)
+                             self.txn_timeout_ms, frozenset(self.topic_partitions | added), start, now, tv=tv)
 
-    def prepare_abort_or_commit(self, state: TransactionState, now: int) -> TxnTransitMetadata:
-        return self._prepare(state, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.txn_timeout_ms, frozenset(self.topic_partitions), self.txn_start_timestamp, now)
+    def prepare_abort_or_commit(self, state: TransactionState, now: int, *, tv: int = 0, bump: bool = False,
+                                next_producer_id: int = NO_PRODUCER_ID,
+                                no_partition_added: bool = False) -> TxnTransitMetadata:
+        """PrepareCommit/PrepareAbort; `bump` (transactions v2, not a fence): with the epoch + 1."""
+        epoch, last = ((self.producer_epoch + 1, self.producer_epoch) if bump
+                       else (self.producer_epoch, self.last_producer_epoch))
+        # v2 may abort a transaction that added nothing: its start is now (Kafka does the same)
+        start = now if no_partition_added else self.txn_start_timestamp
+        return self._prepare(state, self.producer_id, epoch, last, self.txn_timeout_ms,
+                             frozenset(self.topic_partitions), start, now, next_producer_id=next_producer_id, tv=tv)
 
     def prepare_complete(self, now: int) -> TxnTransitMetadata:
         state = S.COMPLETE_COMMIT if self.state == S.PREPARE_COMMIT else S.COMPLETE_ABORT
         self.has_failed_epoch_fence = False  # the fence (if any) is in the log now
+        tv = self.client_transaction_version
+        if supports_epoch_bump(tv) and self.next_producer_id != NO_PRODUCER_ID:
+            # the bump exhausted the epoch: the markers are written, the next producer id takes over
+            return self._prepare(state, self.next_producer_id, 0, self.producer_epoch, self.txn_timeout_ms,
+                                 frozenset(), self.txn_start_timestamp, now, tv=tv)
         return self._prepare(state, self.producer_id, self.producer_epoch, self.last_producer_epoch,
-                             self.txn_timeout_ms, frozenset(), self.txn_start_timestamp, now)
+                             self.txn_timeout_ms, frozenset(), self.txn_start_timestamp, now, tv=tv)
 
     def prepare_dead(self) -> TxnTransitMetadata:
         return self._prepare(S.DEAD, self.producer_id, self.producer_epoch, self.last_producer_epoch,
@@ -222,16 +247,33 @@ class TransactionMetadata:
             self.txn_start_timestamp = t.txn_start_timestamp
             self.topic_partitions |= t.topic_partitions
         elif to in (S.PREPARE_ABORT, S.PREPARE_COMMIT):
-            if not self._same_producer(t) or set(self.topic_partitions) != set(t.topic_partitions) \
-                    or self.txn_timeout_ms != t.txn_timeout_ms or self.txn_start_timestamp != t.txn_start_timestamp:
+            bumped = t.producer_epoch != self.producer_epoch
+            same = self._same_producer(t) or (bumped and t.last_producer_epoch == self.producer_epoch
+                                              and t.producer_id == self.producer_id)
+            if not same or set(self.topic_partitions) != set(t.topic_partitions) \
+                    or self.txn_timeout_ms != t.txn_timeout_ms:
                 self._fail(t)
+            self.txn_start_timestamp = t.txn_start_timestamp  # v2: an abort of nothing starts now
+            self.producer_epoch = t.producer_epoch
+            self.last_producer_epoch = t.last_producer_epoch
+            self.next_producer_id = t.next_producer_id
         elif to in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT):
-            if not self._same_producer(t) or self.txn_timeout_ms != t.txn_timeout_ms or t.txn_start_timestamp == -1:
+            rotated = t.producer_id != self.producer_id and t.producer_id == self.next_producer_id \
+                and t.producer_epoch == 0
+            if not (self._same_producer(t) or rotated) or self.txn_timeout_ms != t.txn_timeout_ms \
+                    or t.txn_start_timestamp == -1:
                 self._fail(t)
             self.txn_start_timestamp = t.txn_start_timestamp
             self.topic_partitions.clear()
+            if rotated:
+                self.previous_producer_id = self.producer_id
+                self.producer_id = t.producer_id
+                self.producer_epoch = 0
+                self.last_producer_epoch = t.last_producer_epoch
+            self.next_producer_id = NO_PRODUCER_ID
         else:  # PrepareEpochFence and Dead are never completed
             self._fail(t)
+        self.client_transaction_version = t.client_transaction_version
         self.txn_last_update_timestamp = t.txn_last_update_timestamp
         self.pending_state = None
         self.state = to

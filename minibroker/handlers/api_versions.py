@@ -11,7 +11,8 @@ UNSUPPORTED_VERSION (KIP-511), and the client retries lower. The response header
 (see protocol.headers).
 
 Version notes: v1 throttle time; v3 flexible, client software name/version (KIP-511) and feature
-flags (KIP-584; we report none).
+flags (KIP-584): the supported and finalized levels of minibroker/features.py, as Kafka 4 reports
+them (the Java producer 4.x turns transactions v2 on from `transaction.version`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from minibroker import features
 from minibroker.handlers.registry import HANDLERS, RequestContext, handles
 from protocol.apis import api_versions, produce
 from protocol.errors import ErrorCode
@@ -47,4 +49,18 @@ async def handle_api_versions(ctx: RequestContext, req: Any) -> Any:
     if ctx.version >= 3 and not (_SOFTWARE.match(req.client_software_name)
                                  and _SOFTWARE.match(req.client_software_version)):
         return R(error_code=ErrorCode.INVALID_REQUEST)
-    return R(error_code=0, api_keys=advertised(HANDLERS.values()))
+    if ctx.version < 3:
+        return R(error_code=0, api_keys=advertised(HANDLERS.values()))
+    return R(error_code=0, api_keys=advertised(HANDLERS.values()), **feature_fields())
+
+
+def feature_fields() -> dict[str, Any]:
+    """The KIP-584 tagged fields: every supported feature; the finalized ones (level > 0)."""
+    fs = list(features.FEATURES.values())
+    return {
+        "supported_features": [R.SupportedFeatureKey(name=f.name, min_version=f.min_version,
+                                                     max_version=f.max_version) for f in fs],
+        "finalized_features_epoch": features.FINALIZED_FEATURES_EPOCH,
+        "finalized_features": [R.FinalizedFeatureKey(name=f.name, max_version_level=f.level,
+                                                     min_version_level=f.level) for f in fs if f.level > 0],
+    }

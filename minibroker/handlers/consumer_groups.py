@@ -7,6 +7,10 @@ and the coordinator answers with the member's epoch and assignment
 use this protocol by default, and what `group.protocol=consumer` needs in librdkafka and the
 Java client.
 
+GROUP config resources (type 32): the consumer.* keys (`consumer.session.timeout.ms`,
+`consumer.heartbeat.interval.ms`, and `consumer.assignment.interval.ms` without effect) are registered here with handlers/configs.py's GROUP registry
+(minibroker/coordinator/consumer_group_configs.py holds and persists them).
+
 Version notes:
 - ConsumerGroupHeartbeat: v0 the broker makes up the member id of a joining member; v1 (KIP-1082)
   the client makes it and an empty one is INVALID_REQUEST, and SubscribedTopicRegex (server-side
@@ -18,9 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
+from minibroker.coordinator.consumer_group_configs import BROKER_KEYS, GROUP_KEYS, ConsumerGroupConfigs
+from minibroker.handlers.configs import GROUP_CONFIG_PROVIDERS
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.services import BrokerServices
 from protocol.apis import consumer_group_describe, consumer_group_heartbeat
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 
 @handles(consumer_group_heartbeat.API, "0-1")
@@ -53,3 +61,46 @@ async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
 # READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS as a bit set (Kafka: AclOperation codes
 # 3, 6, 8, 10, 11): what a group resource allows, all of it without an authorizer.
 _GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
+
+
+# --------------------------------------------------------------------- GROUP config resources
+class _ConsumerGroupConfigs:
+    """consumer.* keys of GROUP resources (Kafka's GroupConfig), for handlers/configs.py."""
+
+    def group_keys(self) -> frozenset[str]:
+        return GROUP_KEYS
+
+    def describe_group(self, services: BrokerServices, group: str) -> list[ConfigEntry]:
+        store = services.consumer_group_configs
+        own = store.configs.get(group, {})
+        out = []
+        for name in sorted(GROUP_KEYS):
+            # synonyms as Kafka lists them: the group's own value, then the broker default it overrides
+            broker_key = BROKER_KEYS[name][0]
+            synonyms: list[tuple[str, str | None, int]] = [
+                (broker_key, str(services.config.get(broker_key)), int(ConfigSource.DEFAULT_CONFIG))]
+            if name in own:
+                synonyms.insert(0, (name, str(own[name]), int(ConfigSource.GROUP_CONFIG)))
+            out.append(ConfigEntry(name=name, value=str(store.value(group, name, services.config)),
+                                   source=ConfigSource.GROUP_CONFIG if name in own else ConfigSource.DEFAULT_CONFIG,
+                                   is_default=name not in own, read_only=False, sensitive=False,
+                                   synonyms=synonyms, type=ConfigType.INT))
+        return out
+
+    def alter_group(self, services: BrokerServices, group: str, ops: list[tuple[str, int, str | None]],
+                    replace: bool, validate_only: bool) -> None:
+        store = services.consumer_group_configs
+        configs = {} if replace else dict(store.configs.get(group, {}))
+        for name, op, value in ops:
+            if OpType(op) is OpType.SET:
+                if value is not None:
+                    configs[name] = ConsumerGroupConfigs.validate(name, value, services.config)
+            elif OpType(op) is OpType.DELETE:
+                configs.pop(name, None)
+            else:
+                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Config value append is not allowed for config key: {name}")
+        if not validate_only:
+            store.set(group, configs)
+
+
+GROUP_CONFIG_PROVIDERS.append(_ConsumerGroupConfigs())

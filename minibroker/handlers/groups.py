@@ -25,11 +25,14 @@ Version notes:
   KIP-848) names topics by id in request and response, an unknown id being UNKNOWN_TOPIC_ID.
 - OffsetFetch: v0 read ZooKeeper in Kafka; here it reads the same store as v1. v1-7 one group
   (v2+ null topics = all, top-level error); v5 leader epoch; v7 require_stable; v8 several groups;
+  v9 member id and epoch (KIP-848: a consumer group's member must read at its epoch, else the group
+  answers UNKNOWN_MEMBER_ID / STALE_MEMBER_EPOCH with no topics, as Kafka 4.4 does);
   v10 topics by id (an unknown id: UNKNOWN_TOPIC_ID per partition; with null topics, offsets of
   topics that no longer exist are left out, as they have no id to name them by).
 - ListGroups: v4 state filter (KIP-518); v5 type filter (KIP-848: "classic" and "consumer" groups).
 - DescribeGroups: v3 authorized operations; v4 instance ids; v5 flexible; v6 (KIP-1043) a group
-  that does not exist is GROUP_ID_NOT_FOUND with a message (older versions: state Dead, no error).
+  that does not exist is GROUP_ID_NOT_FOUND with a message (older versions: state Dead, no error);
+  a KIP-848 consumer group id is answered the same way ("Group G is not a classic group.").
 """
 
 from __future__ import annotations
@@ -283,6 +286,12 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
                 wanted = [offset_fetch.REQUEST.OffsetFetchRequestTopics(name=n, partition_indexes=t.partition_indexes)
                           for t, n in resolved if n is not None]
             refused = authz.group_denied(ctx, g.group_id, authz.Op.DESCRIBE)
+            if not refused and v >= 9 and coord is not None and coord.active:
+                # KIP-848: a consumer-protocol member reads at its member epoch
+                code = coord.consumer_groups.validate_offset_fetch(g.group_id, g.member_id, g.member_epoch)
+                if code:
+                    groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[]))
+                    continue
             error, topics = (refused, []) if refused else _fetch_group(coord, g.group_id, wanted)
             if stable:
                 topics = _unstable(coord, g.group_id, topics)
@@ -390,8 +399,10 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
             if ctx.version >= 6 and group.error_code == 0 and group.group_state == GroupState.DEAD.value:
                 # Kafka 4.0 (KIP-1043) reports a missing group as an error from v6 on; before, a
                 # client could only tell it by the Dead state (GroupMetadataManager.describeGroups).
+                # A KIP-848 consumer group is not a classic group: Dead before v6 too.
                 group.error_code = ErrorCode.GROUP_ID_NOT_FOUND
-                group.error_message = f"Group {gid} not found."
+                group.error_message = (f"Group {gid} is not a classic group." if gid in coord.consumer_groups.groups
+                                       else f"Group {gid} not found.")
             out.append(group)
     return R(groups=out)
 

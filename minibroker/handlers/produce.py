@@ -31,9 +31,9 @@ Version notes: v0 MessageSet (magic 0; the seeds' Produce); v1 throttle time in 
 magic 1 (timestamps) and the log append time in the response; v3 adds the transactional id and
 requires RecordBatch v2; v5 log start offset in the response; v7 zstd; v8 per-batch record errors
 and an error message; v9 flexible; v10 leader hints; v11 TRANSACTION_ABORTABLE; v12 lets a transaction's
-produce add its partitions implicitly (KIP-890 part 2), but only once the broker finalizes the feature
-transaction.version >= 2; we do not, so clients keep sending AddPartitionsToTxn (Kafka's Java producer and
-franz-go cap a transactional Produce at v11 without that feature) and v12 is v11 here; v13 names topics by
+produce add its partitions implicitly (KIP-890 part 2), which it does here since the broker finalizes
+transaction.version 2 (minibroker/features.py; the Java producer 4.x then stops sending
+AddPartitionsToTxn); v13 names topics by
 topic id (KIP-516), an unknown id being UNKNOWN_TOPIC_ID, and the response echoes the id. Kafka 4.0 removed
 v0-2 (KIP-896) but still advertises them because librdkafka misbehaves otherwise (KAFKA-18659);
 Kafka never checked which magic a v0-2 request carries, and neither do we.

@@ -1,5 +1,5 @@
-"""The transaction APIs: AddPartitionsToTxn v0-5, AddOffsetsToTxn v0-4, EndTxn v0-4,
-TxnOffsetCommit v0-4, DescribeProducers v0, DescribeTransactions v0, ListTransactions v0-2.
+"""The transaction APIs: AddPartitionsToTxn v0-5, AddOffsetsToTxn v0-4, EndTxn v0-5,
+TxnOffsetCommit v0-5, DescribeProducers v0, DescribeTransactions v0, ListTransactions v0-2.
 
 Behavior: the handlers translate between wire versions and the transaction coordinator
 (minibroker/coordinator/transaction_coordinator.py); TxnOffsetCommit writes through the group
@@ -15,9 +15,13 @@ Version notes:
   v3 flexible; v4 batches of transactions and verify_only (KIP-890: broker to coordinator), a
   top-level error; v5 TRANSACTION_ABORTABLE.
 - AddOffsetsToTxn, EndTxn: v2 PRODUCER_FENCED; v3 flexible; v4 TRANSACTION_ABORTABLE. EndTxn
-  v5 (transaction.version 2, an epoch bump per transaction) is not served.
+  v5: transactions v2 (KIP-890 part 2, transaction.version 2 is finalized: minibroker/features.py),
+  the coordinator bumps the epoch and the response carries the producer id and epoch to go on with.
 - TxnOffsetCommit: v2 leader epoch; v3 flexible, generation, member and instance id; v4
-  TRANSACTION_ABORTABLE-aware clients (still mapped to INVALID_TXN_STATE before v5).
+  TRANSACTION_ABORTABLE-aware clients (still mapped to INVALID_TXN_STATE before v5); v5
+  transactions v2: the group's __consumer_offsets partition is added to the transaction by the
+  commit itself (no AddOffsetsToTxn), and TRANSACTION_ABORTABLE is answered as it is. v6 (topic ids,
+  KIP-1319) is not served.
 - ListTransactions: v1 duration filter (KIP-994); v2 transactional id pattern (KIP-1152): a regular
   expression the whole id must match (null or empty: no filter); one that does not compile is
   INVALID_REGULAR_EXPRESSION. Kafka compiles it with RE2/J; Python's `re` is used here, which
@@ -119,18 +123,21 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------------- EndTxn
-@handles(end_txn.API, "0-4")
+@handles(end_txn.API, "0-5")
 async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
     R = end_txn.RESPONSE
     coord = _txn_coordinator(ctx)
     if coord is None:
         return R(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    code = coord.end_transaction(req.transactional_id, req.producer_id, req.producer_epoch, req.committed)
-    return R(throttle_time_ms=0, error_code=_fenced_for_old_clients(code, ctx.version))
+    # v5 is transactions v2 (KafkaApis: TransactionVersion.transactionVersionForEndTxn)
+    code, pid, epoch = coord.end_transaction_and_epoch(req.transactional_id, req.producer_id, req.producer_epoch,
+                                                       req.committed, tv=2 if ctx.version >= 5 else 0)
+    return R(throttle_time_ms=0, error_code=_fenced_for_old_clients(code, ctx.version), producer_id=pid,
+             producer_epoch=epoch)
 
 
 # ----------------------------------------------------------------------------- TxnOffsetCommit
-@handles(txn_offset_commit.API, "0-4")
+@handles(txn_offset_commit.API, "0-5")
 async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
     R = txn_offset_commit.RESPONSE
     services = ctx.services
@@ -145,6 +152,11 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
         if known:
             t.partitions = known
             valid.append(t)
+    if valid and ctx.version >= 5 and services.group_coordinator is not None:
+        try:  # v5 adds the group's partition to the transaction: it must exist to take the marker
+            await services.group_coordinator.store.ensure_topic_async()
+        except KafkaError:
+            pass  # the check below answers COORDINATOR_NOT_AVAILABLE
     if valid:
         req.topics = valid
         requested = [(t.name, p.partition_index) for t in valid for p in t.partitions]
@@ -173,8 +185,13 @@ def _verify_offsets_partition(ctx: RequestContext, req: Any) -> int:
     lg = ctx.services.topics.get_log(topic, partition)
     if lg is not None and lg.has_ongoing_transaction(req.producer_id):
         return ErrorCode.NONE
-    code = coord.verify_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
-                                   [(topic, partition)])[(topic, partition)]
+    if ctx.version >= 5:
+        # transactions v2: the commit adds the partition, as AddOffsetsToTxn did (KIP-890 part 2)
+        code = coord.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
+                                    [(topic, partition)], tv=2)
+    else:
+        code = coord.verify_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
+                                       [(topic, partition)])[(topic, partition)]
     if not code:
         return ErrorCode.NONE
     code = verification_error_for_produce(code, generic_error_supported=ctx.version >= 5)

@@ -424,7 +424,7 @@ def _json_value(v: Any, version: int) -> Any:
         return message_json(v, version)
     if isinstance(v, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(v)).decode()
-    if isinstance(v, uuid.UUID):
+    if isinstance(v, uuid.UUID):  # topic ids of the KIP-848 records
         return _uuid(v.bytes)
     return v
 
@@ -460,6 +460,23 @@ def decode_embedded(schema: Any, raw: bytes) -> Any:
     return message_json(decode(schema, version, raw, 2, exact=False), version)
 
 
+def _consumer_group_records() -> dict[int, tuple[Any, Any]]:
+    from protocol import coordinator_records as cr
+
+    return {
+        3: (cr.CONSUMER_GROUP_METADATA_KEY, cr.CONSUMER_GROUP_METADATA_VALUE),
+        4: (cr.CONSUMER_GROUP_PARTITION_METADATA_KEY, cr.CONSUMER_GROUP_PARTITION_METADATA_VALUE),
+        5: (cr.CONSUMER_GROUP_MEMBER_METADATA_KEY, cr.CONSUMER_GROUP_MEMBER_METADATA_VALUE),
+        6: (cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY, cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE),
+        7: (cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
+        8: (cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
+        16: (cr.CONSUMER_GROUP_REGULAR_EXPRESSION_KEY, cr.CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+    }
+
+
+_CONSUMER_GROUP_RECORDS = _consumer_group_records()
+
+
 def offsets_parser(r: RecordSummary) -> tuple[str | None, str | None]:
     """Key and value of a __consumer_offsets record as JSON (DumpLogSegments' OffsetsMessageParser)."""
     from protocol import coordinator_records as cr
@@ -471,14 +488,19 @@ def offsets_parser(r: RecordSummary) -> tuple[str | None, str | None]:
     try:
         key = bytes(r.key)
         (kv,) = struct.unpack_from(">h", key, 0)
+        key_version = kv  # OffsetCommitKey and GroupMetadataKey: the type is the key's version
         if kv in (0, 1):
             key_schema, value_schema = cr.OFFSET_COMMIT_KEY, cr.OFFSET_COMMIT_VALUE
         elif kv == 2:
             key_schema, value_schema = cr.GROUP_METADATA_KEY, cr.GROUP_METADATA_VALUE
+        elif kv in _CONSUMER_GROUP_RECORDS:
+            # KIP-848 records (CoordinatorRecordType): the type, then the key struct at version 0
+            key_schema, value_schema = _CONSUMER_GROUP_RECORDS[kv]
+            key_version = 0
         else:
             return f"Unknown record type {kv} at offset {r.offset}, skipping.", None
-        key_json = json.dumps({"type": str(kv), "data": message_json(decode(key_schema, kv, key, 2), kv)},
-                              separators=(",", ":"))
+        key_json = json.dumps({"type": str(kv), "data": message_json(decode(key_schema, key_version, key, 2),
+                                                                      key_version)}, separators=(",", ":"))
         if r.value is None:
             return key_json, "<DELETE>"
         value = bytes(r.value)

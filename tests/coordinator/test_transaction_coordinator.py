@@ -100,3 +100,37 @@ async def test_producer_id_expiration_reaches_every_partition_log(stack):
     for p in (0, 1):
         assert s.topics.get_log("t", p).producer_state.producer_id_expiration_ms == \
             s.txns.config.producer_id_expiration_ms
+
+
+async def test_v2_end_bumps_the_epoch_and_an_exhausted_epoch_moves_to_a_new_producer_id(stack):
+    """Transactions v2 (EndTxn v5): the markers carry epoch + 1, which the client goes on with;
+    the bump that reaches Short.MAX_VALUE writes the markers with it and hands out the next
+    producer id at epoch 0 (TransactionMetadata.prepareComplete); the old epoch's retry is answered
+    with the new id (Kafka's retryOnOverflow), and the state survives a reload."""
+    s = stack
+    s.topics.create("t", 1)
+    pid, epoch = await begin(s)
+    lg = s.topics.get_log("t", 0)
+    assert s.txns.add_partitions("tx", pid, epoch, [("t", 0)], tv=2) == E.NONE
+    s.replica_manager.append(lg, txn_batch(pid, epoch))
+    assert s.txns.end_transaction_and_epoch("tx", pid, epoch, True, tv=2) == (E.NONE, pid, epoch + 1)
+    (marker,) = decode_batches(lg.read(1, 1 << 20).region.read_all())
+    assert (marker.producer_id, marker.producer_epoch) == (pid, epoch + 1)
+    # a late write of the ended transaction: fenced by the coordinator and by the partition
+    assert s.txns.add_partitions("tx", pid, epoch, [("t", 0)], tv=2) == E.PRODUCER_FENCED
+    # the epoch about to run out
+    md = s.txns.txns["tx"]
+    md.producer_epoch = 32766
+    assert s.txns.add_partitions("tx", pid, 32766, [("t", 0)], tv=2) == E.NONE
+    s.replica_manager.append(lg, txn_batch(pid, 32766))
+    code, new_pid, new_epoch = s.txns.end_transaction_and_epoch("tx", pid, 32766, False, tv=2)
+    assert (code, new_epoch) == (E.NONE, 0) and new_pid != pid
+    marker = list(decode_batches(lg.read(3, 1 << 20).region.read_all()))[-1]
+    assert marker.is_control and (marker.producer_id, marker.producer_epoch) == (pid, 32767)
+    assert (md.producer_id, md.producer_epoch, md.previous_producer_id) == (new_pid, 0, pid)
+    assert s.txns.end_transaction_and_epoch("tx", pid, 32766, False, tv=2) == (E.NONE, new_pid, 0)
+    s.txns.txns.clear()
+    s.txns.load()
+    loaded = s.txns.txns["tx"]
+    assert (loaded.producer_id, loaded.producer_epoch, loaded.state.display_name,
+            loaded.client_transaction_version) == (new_pid, 0, "CompleteAbort", 2)

@@ -1,8 +1,8 @@
 """Kafka 4.x versions that name topics by id (KIP-516), field by field over a raw socket.
 
 - Produce v12 is v11 on the wire; its one change (KIP-890 part 2: a transaction's produce adds the
-  partition itself) applies only while the broker finalizes transaction.version >= 2, which we do not,
-  so an unadded partition is still refused exactly as at v11.
+  partition itself) applies while the broker finalizes transaction.version >= 2, which it does: an
+  unadded partition is refused at v11 and added at v12.
 - Produce v13 sends TopicId instead of the name: a known id appends to that topic, an unknown one is
   UNKNOWN_TOPIC_ID, and each response topic echoes the id it was asked for.
 - OffsetCommit v10 / OffsetFetch v10 (Kafka 4.2, KIP-848 era) likewise: ids in, ids out, an unknown
@@ -76,9 +76,9 @@ def test_produce_v12_appends_like_v11(kafka_broker_module):
     assert [r.value for r in stored_records(kafka_broker_module, topic)] == [b"eleven", b"twelve"]
 
 
-def test_produce_v12_does_not_add_partitions_to_the_transaction(kafka_broker_module):
-    """Without transaction.version 2 finalized, v12 verifies a transactional write as v11 does:
-    a partition no AddPartitionsToTxn added is TRANSACTION_ABORTABLE and nothing is appended."""
+def test_produce_v12_adds_partitions_to_the_transaction(kafka_broker_module):
+    """With transaction.version 2 finalized, v11 verifies a transactional write (a partition no
+    AddPartitionsToTxn added is TRANSACTION_ABORTABLE, nothing appended) and v12 adds the partition."""
     topic, txn_id = unique("p12txn"), unique("tid")
     create_topic(kafka_broker_module, topic, 1)
     with RawClient(kafka_broker_module.bootstrap) as c:
@@ -93,8 +93,8 @@ def test_produce_v12_does_not_add_partitions_to_the_transaction(kafka_broker_mod
             r = c.call(produce.API, v, PR(transactional_id=txn_id, acks=-1, timeout_ms=5000, topic_data=[
                 PR.TopicProduceData(name=topic, partition_data=[PR.PartitionProduceData(index=0, records=data)])]))
             codes.append(r.responses[0].partition_responses[0].error_code)
-    assert codes == [E.TRANSACTION_ABORTABLE, E.TRANSACTION_ABORTABLE]
-    assert stored_records(kafka_broker_module, topic) == []
+    assert codes == [E.TRANSACTION_ABORTABLE, E.NONE]
+    assert [r.value for r in stored_records(kafka_broker_module, topic)] == [b"x"]
 
 
 def test_produce_v13_by_topic_id(kafka_broker_module):

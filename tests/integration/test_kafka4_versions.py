@@ -6,8 +6,8 @@ where one sends the version: kafka-python 3.0.12 (DescribeGroups v6, DescribeClu
 ListTransactions v2; also Metadata v13 and ListOffsets v11 in its consumer) and confluent-kafka 2.16
 (Metadata v13). None sends Fetch v18 (kafka-python fetches with v12, librdkafka with v16, the Java
 client 3.9.1 stops at v17), so the raw socket is its only proof. EndTxn v5 and TxnOffsetCommit v5
-have schemas but are not served (transaction.version 2 is not finalized), which the ApiVersions
-test pins down.
+are served with transaction.version 2 finalized (transactions v2: tests/reference/test_txn_v2_reference.py
+and tests/reference/test_java_txn_v2.py); the ApiVersions test pins the levels down.
 """
 
 from __future__ import annotations
@@ -70,10 +70,12 @@ def test_api_versions_advertises_the_4x_versions_served(kafka_broker_module):
     assert top[describe_groups.API.key] == 6
     assert top[describe_cluster.API.key] == 2
     assert top[list_transactions.API.key] == 2
-    # Transactions v2 (KIP-890 part 2) is not offered: a client only uses these with
-    # transaction.version >= 2 finalized, which this broker does not do.
-    assert top[end_txn.API.key] == 4
-    assert top[txn_offset_commit.API.key] == 4
+    # Transactions v2 (KIP-890 part 2): a client uses these with transaction.version >= 2
+    # finalized, which this broker reports (TxnOffsetCommit v6, KIP-1319's topic ids, is not served).
+    assert top[end_txn.API.key] == 5
+    assert top[txn_offset_commit.API.key] == 5
+    assert {f.name: f.max_version_level for f in resp.finalized_features}["transaction.version"] == 2
+    assert resp.finalized_features_epoch >= 0
 
 
 # --------------------------------------------------------------------------------------- Metadata

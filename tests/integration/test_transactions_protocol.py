@@ -49,6 +49,24 @@ def test_transaction_log_key_and_value_bytes_are_kafkas_v0():
     assert read_value("tx-1", None) is None  # tombstone
 
 
+def test_transaction_log_value_v1_is_kafkas_flexible_value():
+    """transaction.version >= 1 (this broker finalizes 2): the flexible value, with the previous and
+    next producer ids and the client's transaction version as tagged fields 0, 1 and 2."""
+    t = TxnTransitMetadata(producer_id=7, prev_producer_id=7, next_producer_id=-1, producer_epoch=4,
+                           last_producer_epoch=3, txn_timeout_ms=60000, txn_state=TransactionState.PREPARE_COMMIT,
+                           topic_partitions=frozenset({("a", 0)}), txn_start_timestamp=1000,
+                           txn_last_update_timestamp=2000, client_transaction_version=2)
+    compact = bytes([2]) + b"a"  # compact string: length + 1
+    expected = (struct.pack(">hqhib", 1, 7, 4, 60000, 2) + bytes([2]) + compact + bytes([2]) + struct.pack(">i", 0)
+                + b"\x00" + struct.pack(">qq", 2000, 1000)
+                # tagged fields: 2 of them; tag 0 (8 bytes) previous producer id, tag 2 (2 bytes) version
+                + bytes([2, 0, 8]) + struct.pack(">q", 7) + bytes([2, 2]) + struct.pack(">h", 2))
+    assert value_bytes(t, 1) == expected
+    md = read_value("tx-1", expected)
+    assert (md.producer_id, md.previous_producer_id, md.producer_epoch, md.state, md.client_transaction_version) == (
+        7, 7, 4, TransactionState.PREPARE_COMMIT, 2)
+
+
 def test_state_machine_refuses_illegal_transitions():
     md = TransactionMetadata("t", 1, producer_epoch=0, state=TransactionState.EMPTY)
     with pytest.raises(RuntimeError):

@@ -1,0 +1,69 @@
+"""The cluster's feature flags (KIP-584), as ApiVersions v3+ reports them.
+
+Theory of operation. A Kafka 4 cluster finalizes a level of each feature in its metadata log
+(`kafka-features upgrade`, or `kafka-storage format --feature`), and every broker reports the
+features it supports and the finalized levels in its ApiVersions response. Clients switch
+protocols on them: the Java producer 4.x runs transactions v2 (KIP-890 part 2: Produce v12 adds
+partitions implicitly, TxnOffsetCommit v5 adds the group's partition, EndTxn v5 bumps the epoch)
+only when `transaction.version` >= 2 is finalized; `group.version` >= 1 is what makes Kafka serve
+the KIP-848 consumer group APIs. This broker is its own controller with nothing to upgrade: the
+levels are fixed, those of what it serves.
+
+`metadata.version` is reported as Kafka 4.4 (the reference broker, docs/reference.md) reports it
+on a freshly formatted cluster; it gates no client behaviour, only admin tools print it.
+`kraft.version` is supported at level 0 only (no dynamic quorum: there is no quorum), so, as in
+Kafka, it is not among the finalized features (a level-0 feature is not listed).
+The finalized epoch is constant: Kafka's is the metadata offset of the last feature change, and
+clients only ask that it grows, which it would if these levels ever changed.
+
+Other features register here (`register`) before the broker answers its first request, e.g. the
+share groups' `share.version`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TRANSACTION_VERSION = "transaction.version"
+GROUP_VERSION = "group.version"
+METADATA_VERSION = "metadata.version"
+KRAFT_VERSION = "kraft.version"
+
+FINALIZED_FEATURES_EPOCH = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Feature:
+    name: str
+    min_version: int  # supported range
+    max_version: int
+    level: int  # finalized level; 0 means not finalized (not listed)
+
+
+FEATURES: dict[str, Feature] = {}
+
+
+def register(feature: Feature) -> None:
+    """Add or replace a feature (at import time of the module that serves it)."""
+    FEATURES[feature.name] = feature
+
+
+# KIP-890 part 2: an epoch bump at every transaction end (transactions v2)
+register(Feature(TRANSACTION_VERSION, 0, 2, 2))
+# KIP-848: ConsumerGroupHeartbeat / ConsumerGroupDescribe
+register(Feature(GROUP_VERSION, 0, 1, 1))
+# 3.3-IV3 (the oldest KRaft level Kafka 4 supports) up to Kafka 4.4's latest production level
+register(Feature(METADATA_VERSION, 7, 33, 33))
+register(Feature(KRAFT_VERSION, 0, 0, 0))
+
+
+def finalized_level(name: str) -> int:
+    """The finalized level of a feature, 0 when it is not finalized."""
+    f = FEATURES.get(name)
+    return f.level if f is not None else 0
+
+
+def transaction_version() -> int:
+    """The cluster's transaction.version: 2 makes the coordinator bump epochs at every end of a
+    transaction it aborts on its own (Kafka passes the server's level for those)."""
+    return finalized_level(TRANSACTION_VERSION)

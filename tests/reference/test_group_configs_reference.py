@@ -1,0 +1,45 @@
+"""GROUP config resources (type 32) of consumer groups with Kafka's kafka-configs, on Apache Kafka
+4.4 and minibroker at once: describe (the broker defaults), set, describe again, refused values
+(below and above the broker's bounds, not a number), delete. The consumer.* lines and every
+error must be the same; share.* keys come from the share groups, streams.* are not served
+(docs/differences.md#group-configs-streams).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from tests.reference.helpers import BOOT, Pair
+
+
+def _consumer_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("consumer.")]
+
+
+def test_consumer_group_configs_match_kafka(pair: Pair) -> None:
+    group = f"gcfg-{uuid.uuid4().hex[:8]}"
+    base = ["--bootstrap-server", BOOT, "--entity-type", "groups", "--entity-name", group]
+    k, m = pair.stdout("kafka-configs", [*base, "--describe", "--all"])
+    assert _consumer_lines(m) == _consumer_lines(k)
+    assert any(line.startswith("consumer.session.timeout.ms=45000") for line in _consumer_lines(m))
+    k, m = pair.stdout("kafka-configs", [*base, "--alter", "--add-config",
+                                         "consumer.session.timeout.ms=50000,consumer.heartbeat.interval.ms=6000"])
+    assert m == k
+    k, m = pair.stdout("kafka-configs", [*base, "--describe"])
+    assert _consumer_lines(m) == _consumer_lines(k) and len(_consumer_lines(m)) == 2
+    k, m = pair.stdout("kafka-configs", [*base, "--describe", "--all"])
+    assert _consumer_lines(m) == _consumer_lines(k)
+    assert "consumer.session.timeout.ms=50000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:" \
+           "consumer.session.timeout.ms=50000, DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}" in m
+    for bad in ("consumer.session.timeout.ms=1000", "consumer.session.timeout.ms=70000",
+                "consumer.heartbeat.interval.ms=16000", "consumer.heartbeat.interval.ms=x",
+                "consumer.assignment.interval.ms=-1", "consumer.assignment.interval.ms=100000"):
+        ka, mi = pair.run("kafka-configs", [*base, "--alter", "--add-config", bad])
+        assert (mi.returncode, mi.stdout) == (ka.returncode, ka.stdout), bad
+        errors = [[line for line in r.stderr.splitlines() if "Exception:" in line][:1] for r in (ka, mi)]
+        assert errors[1] == errors[0] and "InvalidConfigurationException" in errors[0][0], bad
+    k, m = pair.stdout("kafka-configs", [*base, "--alter", "--delete-config", "consumer.session.timeout.ms"])
+    assert m == k
+    k, m = pair.stdout("kafka-configs", [*base, "--describe"])
+    assert _consumer_lines(m) == _consumer_lines(k)
+    assert [line.split()[0] for line in _consumer_lines(m)] == ["consumer.heartbeat.interval.ms=6000"]

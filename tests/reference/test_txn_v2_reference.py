@@ -1,0 +1,51 @@
+"""Transactions v2 (KIP-890 part 2) on the wire, Apache Kafka 4.4 next to minibroker.
+
+The same requests (tests/reference/txn_v2_helpers.py) go to both brokers at once; every answer
+must match: Produce v12 adding its partition, EndTxn v5's bumped epoch and its retries, the late
+write of an ended transaction refused, TxnOffsetCommit v5 without AddOffsetsToTxn, an abort of
+nothing, v1 requests beside v2 ones, and the fence of a new instance (one bump, as Kafka 4.4).
+"""
+
+from __future__ import annotations
+
+from protocol.apis import api_versions
+from protocol.errors import ErrorCode as E
+from tests.integration.helpers import RawClient
+from tests.reference.helpers import POOL, Pair
+from tests.reference.txn_v2_helpers import raw_scenario
+
+
+def _features(bootstrap: str) -> tuple[dict[str, int], dict[int, int]]:
+    with RawClient(bootstrap) as c:
+        r = c.call(api_versions.API, 3, api_versions.REQUEST(client_software_name="it", client_software_version="1"))
+    assert r.finalized_features_epoch >= 0  # what makes the Java client read the levels at all
+    return ({f.name: f.max_version_level for f in r.finalized_features},
+            {k.api_key: k.max_version for k in r.api_keys})
+
+
+def test_feature_levels_clients_read_match_kafka(pair: Pair) -> None:
+    (kafka, kafka_apis), (mini, mini_apis) = _features(pair.kafka.bootstrap), _features(pair.mini.bootstrap)
+    for name in ("transaction.version", "group.version", "metadata.version"):
+        assert mini.get(name) == kafka.get(name), name
+    assert "kraft.version" not in mini and "kraft.version" not in kafka
+    # EndTxn v5, Produce v12+, AddPartitionsToTxn v5 and TxnOffsetCommit v5 (Kafka 4.4 has v6 too)
+    for key in (26, 0, 24):
+        assert mini_apis[key] == kafka_apis[key], key
+    assert mini_apis[28] == 5 and kafka_apis[28] >= 5
+
+
+def test_transactions_v2_answers_match_kafka(pair: Pair) -> None:
+    # the same names on both brokers: the shared brokers' listings stay alike (tests/reference/test_tools.py)
+    futures = [POOL.submit(raw_scenario, side.bootstrap, "txn-v2-raw") for side in (pair.kafka, pair.mini)]
+    kafka, mini = (f.result(timeout=120) for f in futures)
+    assert mini == kafka
+    steps = dict((s[0], s[1:]) for s in mini)
+    # and what the comparison is about, stated: these hold on both brokers
+    assert steps["produce v12"] == (E.NONE,)
+    assert steps["end v5 commit"] == (E.NONE, "pid", 1)
+    assert steps["end v5 commit retried"] == (E.NONE, "pid", 1)
+    assert steps["late produce v12, old epoch"] == (E.INVALID_PRODUCER_EPOCH,)
+    assert steps["txn offset commit v5"] == ([E.NONE],)
+    assert steps["produce v11 unadded"] == (E.TRANSACTION_ABORTABLE,)
+    assert steps["init fences"] == ([E.CONCURRENT_TRANSACTIONS, E.NONE], "pid", 5)
+    assert steps["fenced produce"] == (E.INVALID_PRODUCER_EPOCH,)
