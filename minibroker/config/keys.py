@@ -444,7 +444,7 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("group.consumer.assignment.interval.ms", "int", 1000,
             "Accepted, no effect here: Kafka batches target-assignment computations this far apart; this "
             "broker computes a group's target assignment at once, in the heartbeat that bumps its epoch.",
-            AtLeast(0)),
+            AtLeast(0), dynamic=True),  # dynamic in Kafka 4.4 (AlterConfigs on a BROKER resource)
     _broker("group.consumer.min.assignment.interval.ms", "int", 0,
             "Smallest consumer.assignment.interval.ms a GROUP config may set (checked, as in Kafka).",
             AtLeast(0)),
