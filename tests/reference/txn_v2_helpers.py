@@ -19,6 +19,7 @@ from protocol.apis import (
     end_txn,
     find_coordinator,
     init_producer_id,
+    metadata,
     produce,
     txn_offset_commit,
 )
@@ -87,6 +88,16 @@ def raw_scenario(bootstrap: str, name: str | None = None) -> list[tuple[Any, ...
         r = c.call(create_topics.API, 5, CT(topics=[CT.CreatableTopic(name=topic, num_partitions=1,
                                                                       replication_factor=1)], timeout_ms=30000))
         assert r.topics[0].error_code == 0, r
+        # Kafka answers CreateTopics before the partition has a leader; a produce meanwhile gets
+        # NOT_LEADER_OR_FOLLOWER (seen in a full-suite run on a loaded machine): wait for the leader
+        end = time.monotonic() + 30
+        while True:
+            md = c.call(metadata.API, 9, metadata.REQUEST(topics=[metadata.REQUEST.MetadataRequestTopic(name=topic)],
+                                                           allow_auto_topic_creation=False))
+            parts = md.topics[0].partitions if md.topics and md.topics[0].error_code == 0 else []
+            if (parts and all(p.error_code == 0 and p.leader_id >= 0 for p in parts)) or time.monotonic() > end:
+                break
+            time.sleep(0.05)
         # the coordinator's own topics first (a fresh broker answers COORDINATOR_NOT_AVAILABLE meanwhile)
         for key_type, key in ((1, txn_id), (0, group)):
             end = time.monotonic() + 30
