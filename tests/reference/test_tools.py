@@ -29,12 +29,14 @@ T0 = 1_600_000_000_000  # record timestamps of the seeded topics: 2020-09-13T12:
 def seed(side: Side, topic: str, partitions: int, n: int, *, headers: bool = False) -> None:
     """`n` keyed records with timestamps T0 + i s, record i in partition i % partitions, each
     partition one batch (one flush), so that both brokers store the same bytes but for producer
-    ids."""
+    ids. The topic keeps its records forever: T0 lies years back, and Kafka's retention check (every
+    5 minutes) deletes records past retention.ms even from the active segment, by rolling it — it
+    emptied this topic in the middle of a full-suite run."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": side.bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, partitions, 1, config={"retention.ms": "-1"})])[topic].result(30)
     p = Producer({"bootstrap.servers": side.bootstrap, "linger.ms": 500, "enable.idempotence": False,
                   "acks": "all"})
     for i in range(n):
