@@ -116,7 +116,8 @@ class BrokerServer:
                             lambda: self.slow_requests_dropped, lambda: self.idle_closed)
             self.console = Console(broker.services, broker.handlers, broker.trace_listeners,
                                    bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"),
-                                   limits=limits)
+                                   limits=limits,
+                                   plain_users={u: pw for st in self._sasl.values() for u, pw in st.plain_users.items()})
             await self.console.start(self.config.get("console.host"), self.config.get("console.port"))
         max_idle_ms = self.config.get("connections.max.idle.ms")
         if max_idle_ms >= 0:  # negative: never expire, as Kafka's Selector without an idle manager
