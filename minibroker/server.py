@@ -19,17 +19,17 @@ import asyncio
 import logging
 import socket
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from minibroker.broker import Broker
 from minibroker.config import BrokerConfig, Endpoint
 from minibroker.connection import Connection
-from minibroker.security.sasl import SaslAuthenticator
-from minibroker.security.settings import SaslSettings
-from minibroker.security.tls import TlsSettings
 
 if TYPE_CHECKING:
     from minibroker.console import Console
+    from minibroker.security.settings import SaslSettings
+    from minibroker.security.tls import TlsSettings
 
 log = logging.getLogger("minibroker.server")
 
@@ -49,12 +49,21 @@ class BrokerServer:
         self.idle_closed = 0
         self.console: Console | None = None  # the web console and /metrics, when console.port >= 0
         # SASL_* listeners' settings, by listener name (read before anything is bound: a bad
-        # JAAS config fails the start)
-        self._sasl = {e.listener_name: SaslSettings.for_listener(config, e) for e in config.listener_endpoints
-                      if e.security_protocol.startswith("SASL_")}
+        # JAAS config fails the start). The security modules are imported only for listeners that
+        # need them: a PLAINTEXT broker starts without them (issue 22, tests/test_startup_imports.py).
+        self._sasl: dict[str, SaslSettings] = {}
+        if any(e.security_protocol.startswith("SASL_") for e in config.listener_endpoints):
+            from minibroker.security.settings import SaslSettings
+
+            self._sasl = {e.listener_name: SaslSettings.for_listener(config, e) for e in config.listener_endpoints
+                          if e.security_protocol.startswith("SASL_")}
         # SSL and SASL_SSL listeners' TLS contexts (a keystore that does not load fails the start)
-        self._tls = {e.listener_name: TlsSettings.for_listener(config, e) for e in config.listener_endpoints
-                     if e.security_protocol in ("SSL", "SASL_SSL")}
+        self._tls: dict[str, TlsSettings] = {}
+        if any(e.security_protocol in ("SSL", "SASL_SSL") for e in config.listener_endpoints):
+            from minibroker.security.tls import TlsSettings
+
+            self._tls = {e.listener_name: TlsSettings.for_listener(config, e) for e in config.listener_endpoints
+                         if e.security_protocol in ("SSL", "SASL_SSL")}
         self.host = config.listener_host
         self.port = config.listener_port
 
@@ -149,9 +158,12 @@ class BrokerServer:
             if not limits.admit(ip):
                 conn_sock.close()
                 continue
+            handle: Callable[[Any, bytes | bytearray], Coroutine[Any, Any, list[Any] | None]] = self.broker.dispatch
             sasl = self._sasl.get(endpoint.listener_name)
-            handle = (SaslAuthenticator(sasl, self.broker.scram_credentials, self.broker.dispatch).handle
-                      if sasl is not None else self.broker.dispatch)
+            if sasl is not None:
+                from minibroker.security.sasl import SaslAuthenticator  # loaded with the SASL settings
+
+                handle = SaslAuthenticator(sasl, self.broker.scram_credentials, self.broker.dispatch).handle
             conn = Connection(
                 conn_sock, self._loop, handle,
                 max_frame_size=self.config.get("socket.request.max.bytes"),
