@@ -392,7 +392,7 @@ def _share_group_page(g: dict[str, Any]) -> str:
              "(kafka-share-groups.sh --describe); lag counts the records up to the high watermark not yet "
              "acknowledged or archived.</p>")
     body += table(["partition", "start offset", "end offset", "high watermark", "lag", *(s.lower() for s in _STATES),
-                   "delivery counts", "next lock expiry"],
+                   "records by delivery count", "next lock expiry"],
                   ((f'<span data-share-partition="{h(sp["topic"])}-{sp["partition"]}">{h(sp["topic"])}-'
                     f'{sp["partition"]}</span>',
                     f'<span data-start="{h(sp["topic"])}-{sp["partition"]}">{sp["start_offset"]}</span>',
@@ -400,7 +400,7 @@ def _share_group_page(g: dict[str, Any]) -> str:
                     h(sp["high_watermark"]), f'<span data-lag="{h(sp["topic"])}-{sp["partition"]}">{sp["lag"]}</span>',
                     *(f'<span data-state="{h(sp["topic"])}-{sp["partition"]}-{s.lower()}">{sp["in_flight"][s]}</span>'
                       for s in _STATES),
-                    h(", ".join(f"{k}×{v}" for k, v in sp["delivery_counts"].items()) or "-"),
+                    h(", ".join(f"{k}: {v}" for k, v in sp["delivery_counts"].items()) or "-"),
                     f'{ts(sp["next_lock_expiry_ms"])} (in {sp["next_lock_expiry_in_ms"]} ms)'
                     if sp["next_lock_expiry_ms"] is not None else "-")
                    for sp in g["share_partitions"]), cls="share-partitions")
