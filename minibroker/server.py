@@ -134,9 +134,6 @@ class BrokerServer:
         read_timeout_ms = self.config.get("socket.request.read.timeout.ms")
         if read_timeout_ms >= 0:
             self._slow_sweep = self._loop.create_task(self._sweep_slow(read_timeout_ms), name="slow-request-sweep")
-        # Import what the first produce needs (crc32c reads its package metadata on import, 30 ms
-        # quiet and most of a second on a loaded machine) in a worker thread, after listening.
-        self._loop.run_in_executor(None, _warm_up)
         log.info("minibroker node %d (cluster %s) listening on %s, advertising %s, data in %s (%.0f ms)",
                  broker.node_id, broker.cluster_id,
                  ",".join(f"{e.listener_name}://{s.getsockname()[0]}:{s.getsockname()[1]}" for s, e in self._socks),
@@ -255,9 +252,3 @@ class BrokerServer:
             await self.broker.shutdown()
             self.broker = None
         log.info("minibroker stopped")
-
-
-def _warm_up() -> None:
-    from protocol.records.batch import crc32c
-
-    crc32c(b"")

@@ -26,6 +26,9 @@ NOT_AT_START = [
     "minibroker.security.settings", "minibroker.security.plain", "minibroker.security.jaas",
     # the trace tool (--trace, the console's live trace) and the other tools
     "minibroker.tools.trace", "minibroker.tools.dump_log", "protocol.records.dump",
+    # reading installed packages' metadata (the crc32c package's __init__ does; protocol.records.batch
+    # loads its extension module alone)
+    "importlib.metadata", "email",
     # a config file (--config) and what only tests, benches and tools use
     "yaml", "minibroker.testing", "minibroker.pytest_plugin", "pytest", "hypothesis", "prometheus_client",
     "confluent_kafka", "kafka", "aiokafka", "playwright", "matplotlib",
