@@ -29,6 +29,8 @@ NOT_AT_START = [
     # reading installed packages' metadata (the crc32c package's __init__ does; protocol.records.batch
     # loads its extension module alone)
     "importlib.metadata", "email",
+    # glibc tuning through ctypes, set a second after listening (minibroker.cli)
+    "ctypes", "minibroker.malloc_tuning",
     # a config file (--config) and what only tests, benches and tools use
     "yaml", "minibroker.testing", "minibroker.pytest_plugin", "pytest", "hypothesis", "prometheus_client",
     "confluent_kafka", "kafka", "aiokafka", "playwright", "matplotlib",
