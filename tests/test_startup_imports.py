@@ -29,6 +29,8 @@ NOT_AT_START = [
     # reading installed packages' metadata (the crc32c package's __init__ does; protocol.records.batch
     # loads its extension module alone)
     "importlib.metadata", "email",
+    # the compression codecs (protocol.records.compression imports each when a batch needs it)
+    "lz4", "snappy", "cramjam", "zstandard",
     # glibc tuning through ctypes, set a second after listening (minibroker.cli)
     "ctypes", "minibroker.malloc_tuning",
     # a config file (--config) and what only tests, benches and tools use
