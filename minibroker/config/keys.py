@@ -203,8 +203,12 @@ _BROKER_KEYS: list[ConfigKey] = [
             "Listener name to security protocol: PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL are served.", dynamic=True),
     # --- security (minibroker.security); per-listener forms listener.name.<l>.[<mech>.]<key> too
     _broker("sasl.enabled.mechanisms", "list", ["GSSAPI"],
-            "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI, Kafka's "
-            "default, is not served here: set the list)."),
+            "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (GSSAPI, "
+            "Kafka's default, is not served here: set the list)."),
+    _broker("sasl.server.callback.handler.python", "string", None,
+            "minibroker's stand-in for Kafka's sasl.server.callback.handler.class (usually per listener: "
+            "listener.name.<l>.oauthbearer.sasl.server.callback.handler.python): package.module:callable, the "
+            "OAUTHBEARER token validator (docs/security.md). Unset: Kafka's unsecured JWS validator."),
     _broker("connections.max.reauth.ms", "long", 0,
             "KIP-368: a SASL session lasts this long, then the client re-authenticates on the connection "
             "(0: sessions never end).", AtLeast(0)),

@@ -12,6 +12,8 @@ Before authentication only ApiVersions and SaslHandshake may come, then SaslAuth
 raw tokens after a v0 handshake, which old clients use): anything else closes the connection with a
 log line. A failed login is answered after `connection.failed.authentication.delay.ms` with
 SASL_AUTHENTICATION_FAILED and Kafka's message, and the connection is closed once that is sent.
+A session ends after `connections.max.reauth.ms` or, for OAUTHBEARER, when the token expires,
+whichever is sooner (Kafka: ReauthInfo, the credential's lifetime).
 An unknown mechanism gets UNSUPPORTED_SASL_MECHANISM with the served list, then the close.
 """
 
@@ -24,6 +26,12 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from minibroker.security.credentials import ScramCredentialStore
+from minibroker.security.oauthbearer import (
+    OAuthBearerAuthFailed,
+    OAuthBearerClose,
+    OAuthBearerMalformed,
+    OAuthBearerServer,
+)
 from minibroker.security.plain import PlainAuthFailed, PlainMalformed, PlainServer
 from minibroker.security.scram import ScramError, ScramServer
 from minibroker.security.settings import SaslSettings
@@ -62,7 +70,7 @@ class SaslAuthenticator:
         self._dispatch = dispatch
         self.state = "HANDSHAKE_OR_VERSIONS"
         self.mechanism: str | None = None
-        self._server: PlainServer | ScramServer | None = None
+        self._server: PlainServer | ScramServer | OAuthBearerServer | None = None
         self._session_end: float | None = None  # time.monotonic() when the session ends
         self._reauth_capable = False  # the client sent SaslAuthenticate v1+ (KIP-368)
         self._reauthenticating = False
@@ -136,9 +144,12 @@ class SaslAuthenticator:
         resp = sasl_handshake.RESPONSE(error_code=ErrorCode.NONE, mechanisms=mechanisms)
         return encode_response_frame(sasl_handshake.API, version, header.correlation_id, resp)
 
-    def _new_server(self, mechanism: str) -> PlainServer | ScramServer:
+    def _new_server(self, mechanism: str) -> PlainServer | ScramServer | OAuthBearerServer:
         if mechanism == "PLAIN":
             return PlainServer(self.settings.plain_users)
+        if mechanism == "OAUTHBEARER":
+            assert self.settings.oauthbearer_validator is not None
+            return OAuthBearerServer(self.settings.oauthbearer_validator)
         return ScramServer(mechanism, lambda user: self._scram.get(user, mechanism))
 
     # -- SaslAuthenticate (framed) -----------------------------------------------------------
@@ -153,7 +164,10 @@ class SaslAuthenticator:
             return self._refuse(conn, f"malformed SaslAuthenticate ({e})")
         self._reauth_capable = self._reauth_capable or version > 0
         R = sasl_authenticate.RESPONSE
-        ok, token, message = self._evaluate(conn, bytes(req.auth_bytes))
+        try:
+            ok, token, message = self._evaluate(conn, bytes(req.auth_bytes))
+        except OAuthBearerClose as e:
+            return self._refuse(conn, f"SASL/{self.mechanism} input Kafka drops the connection on: {e}")
         if not ok:
             resp = R(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=message, auth_bytes=b"",
                      session_lifetime_ms=0)
@@ -169,7 +183,10 @@ class SaslAuthenticator:
 
     # -- raw tokens after a v0 handshake ------------------------------------------------------
     async def _raw_token(self, conn: SecureChannel, token: bytes) -> list[Any] | None:
-        ok, response, message = self._evaluate(conn, token)
+        try:
+            ok, response, message = self._evaluate(conn, token)
+        except OAuthBearerClose as e:
+            return self._refuse(conn, f"SASL/{self.mechanism} input Kafka drops the connection on: {e}")
         if not ok:
             # no framing to carry an error: Kafka closes the connection (after the delay)
             await asyncio.sleep(self.settings.failed_auth_delay_ms / 1000)
@@ -183,17 +200,31 @@ class SaslAuthenticator:
 
     # -- common ------------------------------------------------------------------------------
     def _evaluate(self, conn: SecureChannel, token: bytes) -> tuple[bool, bytes, str]:
-        """(ok, response token, error message for the client)."""
+        """(ok, response token, error message for the client). Raises OAuthBearerClose on input
+        Kafka answers with a dropped connection."""
         server = self._server
         assert server is not None
         generic = (f"Authentication failed during {'re-authentication' if self._reauthenticating else 'authentication'}"
                    f" due to invalid credentials with SASL mechanism {self.mechanism}")
         try:
-            return True, server.evaluate(token), ""
+            response = server.evaluate(token)
+            if isinstance(server, OAuthBearerServer) and server.rejection is not None:
+                # RFC 7628: the refusal is a challenge first; the failure follows the client's ack
+                log.warning("refused an OAUTHBEARER token from %s on listener %s: %s", conn.peer,
+                            self.settings.listener, server.rejection)
+            return True, response, ""
         except PlainAuthFailed as e:
             reason, message = str(e), str(e)
-        except (PlainMalformed, ScramError) as e:
+        except OAuthBearerAuthFailed as e:
+            reason, message = e.reason, str(e)
+        except (PlainMalformed, ScramError, OAuthBearerMalformed) as e:
             reason, message = str(e), generic
+        except OAuthBearerClose:
+            raise
+        except Exception as e:  # a validator hook (sasl.server.callback.handler.python) that raised
+            log.error("OAUTHBEARER validator failed on a token from %s", conn.peer, exc_info=True)
+            # Kafka: an internal error in the callback handler is answered with the generic message
+            reason, message = f"internal error in the validator: {e!r}", generic
         log.warning("failed authentication with %s on listener %s (%s, mechanism %s): %s", conn.peer,
                     self.settings.listener, self.settings.security_protocol, self.mechanism, reason)
         return False, b"", message
@@ -215,12 +246,19 @@ class SaslAuthenticator:
         conn.principal = principal
         self.state = "AUTHENTICATED"
         self._reauthenticating = False
-        self._server = None
         max_reauth = self.settings.max_reauth_ms
-        if max_reauth > 0:
-            self._session_end = time.monotonic() + max_reauth / 1000
-            return max_reauth if self._reauth_capable else 0
-        return 0
+        expiry_ms = self._server.credential_expiry_ms if isinstance(self._server, OAuthBearerServer) else None
+        self._server = None
+        if expiry_ms is None and max_reauth <= 0:
+            self._session_end = None
+            return 0
+        # KIP-368 with a credential that expires (Kafka: ReauthInfo): the sooner of the two ends
+        lifetime = max_reauth
+        if expiry_ms is not None:
+            left = max(0, expiry_ms - int(time.time() * 1000))
+            lifetime = min(left, max_reauth) if max_reauth > 0 else left
+        self._session_end = time.monotonic() + lifetime / 1000
+        return lifetime if self._reauth_capable else 0
 
     async def _fail(self, conn: SecureChannel, response: list[Any], reason: str) -> list[Any]:
         """Kafka's delayed failure: the response goes out after the delay, then the close."""
