@@ -37,7 +37,6 @@ def run_kafkajs(scenarios: list[dict[str, Any]], timeout: float = 90) -> dict[st
 
 def test_kafkajs_over_ssl_and_sasl_ssl(tmp_path: Path) -> None:
     overrides = {"listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-                 "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
                  "group.initial.rebalance.delay.ms": 0}
     with BrokerThread(tmp_path / "data", security="SASL_SSL", users={"alice": "alice-secret"},
                       overrides=overrides) as b:

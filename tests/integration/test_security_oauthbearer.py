@@ -1,6 +1,7 @@
 """OAUTHBEARER beyond what tests/reference/test_oauthbearer_reference.py compares with Kafka: a
 real validator plugged in with `sasl.server.callback.handler.python` (HS256-signed JWTs, a KIP-342
-extension checked) with confluent-kafka; a Kafka handler class minibroker cannot run stops the
+extension checked) with confluent-kafka; the test fixture's SASL_SSL listener with librdkafka's
+unsecured token over TLS; a Kafka handler class minibroker cannot run stops the
 start rather than fall back to the unsecured validator; a connection whose token expires is closed
 on its next request unless it re-authenticated (KIP-368)."""
 
@@ -52,6 +53,15 @@ def test_a_python_validator_named_by_the_hook(tmp_path: Path) -> None:
         assert produce(bs, hs256_jwt("s3cret", "carol"), {"tenant": "red"}) == (
             False, "SASL authentication error: Authentication failed: 1 extensions are invalid! They are: "
                    "tenant: unknown tenant")
+
+
+def test_the_fixtures_sasl_ssl_listener_takes_oauthbearer(tmp_path: Path) -> None:
+    """`BrokerThread(security="SASL_SSL").client_config("OAUTHBEARER")`: docs/testing.md."""
+    with BrokerThread(tmp_path / "data", security="SASL_SSL") as b:
+        p = Producer(b.client_config("OAUTHBEARER"))
+        p.produce("fixture-oauth", b"x")
+        assert p.flush(10) == 0
+        assert b.values("fixture-oauth") == [b"x"]
 
 
 def test_a_kafka_handler_class_without_a_python_validator_stops_the_start(tmp_path: Path) -> None:
