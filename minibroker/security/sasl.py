@@ -35,7 +35,7 @@ from minibroker.security.oauthbearer import (
 from minibroker.security.plain import PlainAuthFailed, PlainMalformed, PlainServer
 from minibroker.security.scram import ScramError, ScramServer
 from minibroker.security.settings import SaslSettings
-from protocol.apis import api_versions, sasl_authenticate, sasl_handshake
+from protocol.apis import APIS, api_versions, metadata, sasl_authenticate, sasl_handshake
 from protocol.codec import decode_from
 from protocol.errors import ErrorCode
 from protocol.headers import decode_request_header, encode_response_frame
@@ -99,6 +99,14 @@ class SaslAuthenticator:
             return await self._handshake(conn, header, frame, pos)
         if key == sasl_authenticate.API.key and state in ("AUTHENTICATE", "REAUTH_AUTHENTICATE"):
             return await self._authenticate(conn, header, frame, pos)
+        if state in ("AUTHENTICATE", "REAUTH_AUTHENTICATE"):
+            answer = _illegal_sasl_state(header, frame, pos)
+            if answer is not None:
+                # Kafka answers a request it can parse with ILLEGAL_SASL_STATE, then closes (a
+                # client that ignores OAUTHBEARER's error challenge, kafkajs, meets this)
+                log.warning("failed authentication from %s on listener %s: unexpected request (api key %d) "
+                            "during SASL authentication", conn.peer, self.settings.listener, key)
+                return await self._fail(conn, answer, "unexpected request during SASL authentication")
         during = "SASL authentication" if state in ("AUTHENTICATE", "REAUTH_AUTHENTICATE") else "SASL handshake"
         return self._refuse(conn, f"unexpected request (api key {key}) during {during}")
 
@@ -178,7 +186,8 @@ class SaslAuthenticator:
             lifetime = self._complete(conn)
             if lifetime < 0:
                 return None
-        resp = R(error_code=ErrorCode.NONE, error_message=None, auth_bytes=token, session_lifetime_ms=lifetime)
+        # Kafka's SaslAuthenticateResponseData leaves error_message at its default "", not null
+        resp = R(error_code=ErrorCode.NONE, error_message="", auth_bytes=token, session_lifetime_ms=lifetime)
         return encode_response_frame(sasl_authenticate.API, version, header.correlation_id, resp)
 
     # -- raw tokens after a v0 handshake ------------------------------------------------------
@@ -272,3 +281,29 @@ class SaslAuthenticator:
         self.state = "FAILED"
         conn.close(why)
         return None
+
+
+def _illegal_sasl_state(header: Any, frame: bytes | bytearray, pos: int) -> list[Any] | None:
+    """Kafka's error response for a request that came instead of SaslAuthenticate (its
+    AbstractRequest.getErrorResponse with ILLEGAL_SASL_STATE), or None where we build none: an
+    unknown or unreadable request, or an API without a top-level error code other than Metadata
+    (the connection is then closed without an answer)."""
+    api = APIS.get(header.api_key)
+    if api is None or header.api_version not in api.versions:
+        return None
+    try:
+        req, _ = decode_from(api.request, header.api_version, frame, pos)
+    except DecodeError:
+        return None
+    code = ErrorCode.ILLEGAL_SASL_STATE
+    if api.key == metadata.API.key:
+        # MetadataRequest.getErrorResponse: each named topic with the error, no brokers
+        R = metadata.RESPONSE
+        resp = R(brokers=[], topics=[R.MetadataResponseTopic(error_code=code, name=t.name or "", topic_id=t.topic_id,
+                                                             is_internal=False, partitions=[])
+                                     for t in (req.topics or [])])
+    elif any(f.name == "error_code" for f in api.response.fields):
+        resp = api.response(error_code=code)
+    else:
+        return None
+    return encode_response_frame(api, header.api_version, header.correlation_id, resp)

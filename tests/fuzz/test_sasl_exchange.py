@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from minibroker.security.oauthbearer import unsecured_jwt
 from minibroker.testing import BrokerThread
 from protocol.apis import api_versions, metadata, sasl_authenticate, sasl_handshake
-from protocol.codec import encode
+from protocol.codec import decode, encode
 from protocol.headers import RequestHeader, encode_request_header
 from tests.fuzz.targets import mutate
 from tests.integration.helpers import RawClient, module_broker
@@ -152,8 +152,9 @@ def steps(draw: Any) -> bytes:
 
 
 def outcome(sock: socket.socket, timeout: float) -> str:
-    """"closed" (by the broker), "answered" (the final Metadata got a response: an exchange that
-    happened to log in), or "open"."""
+    """"closed" (by the broker, after Kafka's ILLEGAL_SASL_STATE answer to the final Metadata or
+    without an answer), "answered" (the final Metadata was served: the sequence happened to log
+    in), or "open"."""
     end = time.monotonic() + timeout
     seen = b""
     while time.monotonic() < end:
@@ -169,9 +170,14 @@ def outcome(sock: socket.socket, timeout: float) -> str:
         seen += data
         pos = 0
         while len(seen) >= pos + 8:  # the responses so far, one frame at a time
-            if seen[pos + 4:pos + 8] == struct.pack(">i", 999):
-                return "answered"
-            pos += 4 + struct.unpack_from(">i", seen, pos)[0]
+            size = struct.unpack_from(">i", seen, pos)[0]
+            if seen[pos + 4:pos + 8] == struct.pack(">i", 999) and len(seen) >= pos + 4 + size:
+                # Metadata v12: correlation id, tagged fields, then the body
+                body = decode(metadata.API.response, 12, seen[pos + 4:pos + 4 + size], 5)
+                if body.brokers:
+                    return "answered"
+                assert [t.error_code for t in body.topics] == [], body  # the probe names no topic
+            pos += 4 + size
     return "open"
 
 

@@ -3,7 +3,7 @@ host name; another CA refused) and SASL_SSL with PLAIN, SCRAM-SHA-256, SCRAM-SHA
 (an unsecured JWT from kafkajs's oauthBearerProvider); a wrong password is refused with Kafka's
 message. Each scenario produces two records and consumes them back in a group (tests/js/secure_client.js).
 The same kafkajs scenarios run against Kafka 4.4 over SASL_PLAINTEXT in
-tests/reference/test_oauthbearer_reference.py."""
+tests/reference/test_security_reference.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OAUTHBEARER beyond what tests/reference/test_oauthbearer_reference.py compares with Kafka: a
+"""OAUTHBEARER beyond what tests/reference/test_security_reference.py compares with Kafka: a
 real validator plugged in with `sasl.server.callback.handler.python` (HS256-signed JWTs, a KIP-342
 extension checked) with confluent-kafka; the test fixture's SASL_SSL listener with librdkafka's
 unsecured token over TLS; a Kafka handler class minibroker cannot run stops the

@@ -1,5 +1,5 @@
 // kafkajs over SSL, SASL_PLAINTEXT and SASL_SSL, for tests/integration/test_security_kafkajs.py and
-// tests/reference/test_oauthbearer_reference.py.
+// tests/reference/test_security_reference.py.
 // usage: node secure_client.js '<JSON list of scenarios>'
 // A scenario: {"name", "brokers": ["host:port"], "topic", "ca"?: PEM file (SSL with server
 // verification), "servername"?: host name to verify, "sasl"?: {"mechanism", "username", "password"}
@@ -16,7 +16,8 @@ async function run(s) {
     logLevel: logLevel.NOTHING,
     connectionTimeout: 5000,
     authenticationTimeout: 5000,
-    retry: { retries: 0 },
+    // a few retries: a topic auto-created by the first send has no leader for a moment on Kafka
+    retry: { retries: s.retries === undefined ? 3 : s.retries, initialRetryTime: 100 },
   };
   if (s.ca) {
     config.ssl = { ca: [fs.readFileSync(s.ca, "utf-8")], rejectUnauthorized: true };
