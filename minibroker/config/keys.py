@@ -211,7 +211,8 @@ _BROKER_KEYS: list[ConfigKey] = [
             "OAUTHBEARER token validator (docs/security.md). Unset: Kafka's unsecured JWS validator."),
     _broker("connections.max.reauth.ms", "long", 0,
             "KIP-368: a SASL session lasts this long, then the client re-authenticates on the connection "
-            "(0: sessions never end).", AtLeast(0)),
+            "(0: sessions never end; an OAUTHBEARER session ends when its token expires if that is sooner). "
+            "Per listener and mechanism: listener.name.<l>.<mechanism>.connections.max.reauth.ms.", AtLeast(0)),
     _broker("connection.failed.authentication.delay.ms", "int", 100,
             "A failed SASL login is answered, and its connection closed, after this delay.", AtLeast(0)),
     _broker("sasl.server.max.receive.size", "int", 524288,

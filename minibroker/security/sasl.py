@@ -119,8 +119,9 @@ class SaslAuthenticator:
             return await self.handle(conn, frame)
         if self._session_end is not None and time.monotonic() > self._session_end:
             # KIP-368: a client that did not re-authenticate in time loses its connection
-            log.info("closing connection from %s (%s): its SASL session ended (connections.max.reauth.ms=%d)",
-                     conn.peer, conn.principal, self.settings.max_reauth_ms)
+            log.info("closing connection from %s (%s): its SASL session ended (connections.max.reauth.ms=%d, "
+                     "or the credential expired)", conn.peer, conn.principal,
+                     self.settings.max_reauth_for(self.mechanism))
             conn.close("SASL session expired")
             return None
         return await self._dispatch(conn, frame)
@@ -255,7 +256,7 @@ class SaslAuthenticator:
         conn.principal = principal
         self.state = "AUTHENTICATED"
         self._reauthenticating = False
-        max_reauth = self.settings.max_reauth_ms
+        max_reauth = self.settings.max_reauth_for(self.mechanism)
         expiry_ms = self._server.credential_expiry_ms if isinstance(self._server, OAuthBearerServer) else None
         self._server = None
         if expiry_ms is None and max_reauth <= 0:

@@ -33,6 +33,11 @@ class SaslSettings:
     failed_auth_delay_ms: int = 100
     max_receive_size: int = 524288
     oauthbearer_validator: Validator | None = field(default=None, repr=False)
+    # listener.name.<l>.<mechanism>.connections.max.reauth.ms (Kafka reads it per mechanism)
+    max_reauth_by_mechanism: dict[str, int] = field(default_factory=dict)
+
+    def max_reauth_for(self, mechanism: str | None) -> int:
+        return self.max_reauth_by_mechanism.get(mechanism or "", self.max_reauth_ms)
 
     @classmethod
     def for_listener(cls, config: BrokerConfig, endpoint: Endpoint) -> SaslSettings:
@@ -60,7 +65,8 @@ class SaslSettings:
         return cls(name, endpoint.security_protocol, served, users,
                    int(config.listener_value(name, "connections.max.reauth.ms")),
                    int(config.listener_value(name, "connection.failed.authentication.delay.ms")),
-                   int(config.listener_value(name, "sasl.server.max.receive.size")), validator)
+                   int(config.listener_value(name, "sasl.server.max.receive.size")), validator,
+                   {m: int(config.listener_value(name, "connections.max.reauth.ms", m)) for m in served})
 
 
 def _oauthbearer_validator(config: BrokerConfig, name: str) -> Validator:

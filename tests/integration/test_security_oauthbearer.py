@@ -85,7 +85,10 @@ def authenticate(c: RawClient, token: str) -> Any:
 
 def test_the_session_ends_when_the_token_expires(tmp_path: Path, caplog: Any) -> None:
     caplog.set_level(logging.INFO, logger="minibroker.security")
-    with BrokerThread(tmp_path / "data", overrides={**BASE, "connections.max.reauth.ms": 600000}) as b:
+    # Kafka reads connections.max.reauth.ms per mechanism too: the OAUTHBEARER form wins here
+    with BrokerThread(tmp_path / "data", overrides={
+            **BASE, "connections.max.reauth.ms": 1000,
+            "listener.name.sasl_plaintext.oauthbearer.connections.max.reauth.ms": 600000}) as b:
         bs = b.bootstrap_for("SASL_PLAINTEXT")
         md = metadata.REQUEST(topics=None, allow_auto_topic_creation=False)
         with RawClient(bs) as stale, RawClient(bs) as renewed:
