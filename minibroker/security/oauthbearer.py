@@ -30,8 +30,9 @@ A real validator is a Python callable named by `sasl.server.callback.handler.pyt
 (`package.module:name`; per listener `listener.name.<l>.oauthbearer.sasl.server.callback.handler.python`),
 in the place of Kafka's `sasl.server.callback.handler.class`. A class is instantiated with the JAAS
 options (as Kafka configures its handler); any other callable is used as it is. It is called as
-`validate(token, extensions)` and returns an `OAuthBearerToken`, or raises `InvalidToken` (the
-error challenge) or `InvalidExtensions`. JWKS validation (KIP-768, Kafka's
+`validate(token, extensions)` and returns an `OAuthBearerToken` (or an awaitable of one: a
+coroutine function may fetch keys without blocking the loop), or raises `InvalidToken` (the error
+challenge) or `InvalidExtensions`. JWKS validation (KIP-768, Kafka's
 OAuthBearerValidatorCallbackHandler) is not built in.
 """
 
@@ -40,11 +41,12 @@ from __future__ import annotations
 import base64
 import binascii
 import importlib
+import inspect
 import json
 import math
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,7 +98,7 @@ class OAuthBearerClose(Exception):
     without an answer (a JWS header without `alg`, a scheme other than Bearer)."""
 
 
-Validator = Callable[[str, Mapping[str, str]], OAuthBearerToken]
+Validator = Callable[[str, Mapping[str, str]], "OAuthBearerToken | Awaitable[OAuthBearerToken]"]
 
 # RFC 7628 section 3.1 as Kafka's OAuthBearerClientInitialResponse reads it
 _SEP = "\x01"
@@ -118,7 +120,7 @@ class OAuthBearerServer:
         self.rejection: str | None = None  # why the last token was refused (for the log)
         self._error: str | None = None  # the JSON error challenge sent, awaiting the client's 0x01
 
-    def evaluate(self, response: bytes) -> bytes:
+    async def evaluate(self, response: bytes) -> bytes:
         if response == b"\x01" and self._error is not None:
             # the client acknowledged our error challenge: now the exchange fails (RFC 7628 3.2.3)
             raise OAuthBearerAuthFailed(self._error, f"token refused ({self.rejection})")
@@ -141,11 +143,12 @@ class OAuthBearerServer:
         if am["scheme"].lower() != "bearer":
             # Kafka 4.4 fails while formatting its own message here and drops the connection
             raise OAuthBearerClose(f"OAUTHBEARER scheme {am['scheme'][:40]!r} is not Bearer")
-        return self._process(am["token"], m["authzid"] or "", pairs)
+        return await self._process(am["token"], m["authzid"] or "", pairs)
 
-    def _process(self, token_value: str, authzid: str, extensions: dict[str, str]) -> bytes:
+    async def _process(self, token_value: str, authzid: str, extensions: dict[str, str]) -> bytes:
         try:
-            token = self._validator(token_value, extensions)
+            result = self._validator(token_value, extensions)
+            token = await result if inspect.isawaitable(result) else result
         except InvalidToken as e:
             # Kafka's text as it formats it (not a JSON encoder: no escaping, ", " between members)
             error = f'{{"status":"{e.status}"'

@@ -174,7 +174,7 @@ class SaslAuthenticator:
         self._reauth_capable = self._reauth_capable or version > 0
         R = sasl_authenticate.RESPONSE
         try:
-            ok, token, message = self._evaluate(conn, bytes(req.auth_bytes))
+            ok, token, message = await self._evaluate(conn, bytes(req.auth_bytes))
         except OAuthBearerClose as e:
             return self._refuse(conn, f"SASL/{self.mechanism} input Kafka drops the connection on: {e}")
         if not ok:
@@ -194,7 +194,7 @@ class SaslAuthenticator:
     # -- raw tokens after a v0 handshake ------------------------------------------------------
     async def _raw_token(self, conn: SecureChannel, token: bytes) -> list[Any] | None:
         try:
-            ok, response, message = self._evaluate(conn, token)
+            ok, response, message = await self._evaluate(conn, token)
         except OAuthBearerClose as e:
             return self._refuse(conn, f"SASL/{self.mechanism} input Kafka drops the connection on: {e}")
         if not ok:
@@ -209,7 +209,7 @@ class SaslAuthenticator:
         return [len(response).to_bytes(4, "big"), response]
 
     # -- common ------------------------------------------------------------------------------
-    def _evaluate(self, conn: SecureChannel, token: bytes) -> tuple[bool, bytes, str]:
+    async def _evaluate(self, conn: SecureChannel, token: bytes) -> tuple[bool, bytes, str]:
         """(ok, response token, error message for the client). Raises OAuthBearerClose on input
         Kafka answers with a dropped connection."""
         server = self._server
@@ -217,7 +217,11 @@ class SaslAuthenticator:
         generic = (f"Authentication failed during {'re-authentication' if self._reauthenticating else 'authentication'}"
                    f" due to invalid credentials with SASL mechanism {self.mechanism}")
         try:
-            response = server.evaluate(token)
+            if isinstance(server, OAuthBearerServer):
+                # awaited: a validator hook may be a coroutine function
+                response = await server.evaluate(token)
+            else:
+                response = server.evaluate(token)
             if isinstance(server, OAuthBearerServer) and server.rejection is not None:
                 # RFC 7628: the refusal is a challenge first; the failure follows the client's ack
                 log.warning("refused an OAUTHBEARER token from %s on listener %s: %s", conn.peer,

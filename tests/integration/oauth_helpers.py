@@ -1,10 +1,12 @@
 """A real OAUTHBEARER validator for tests/integration/test_security_oauthbearer.py, plugged in the
 way a user plugs theirs (`sasl.server.callback.handler.python=tests.integration.oauth_helpers:HS256Validator`):
 JWTs signed with HMAC-SHA256 under a shared secret from the listener's JAAS options, the principal
-from `sub`, and a `tenant` extension (KIP-342) that must be one of the JAAS option `tenants`."""
+from `sub`, and a `tenant` extension (KIP-342) that must be one of the JAAS option `tenants`; and a coroutine validator
+(`oauth_helpers:slow_unsecured`), as one that fetches keys would be."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -13,7 +15,12 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from minibroker.security.oauthbearer import InvalidExtensions, InvalidToken, OAuthBearerToken
+from minibroker.security.oauthbearer import (
+    InvalidExtensions,
+    InvalidToken,
+    OAuthBearerToken,
+    UnsecuredJwsValidator,
+)
 
 
 def _b64(data: bytes) -> str:
@@ -51,3 +58,8 @@ class HS256Validator:
         if "tenant" in extensions and extensions["tenant"] not in self.tenants:
             raise InvalidExtensions({"tenant": "unknown tenant"})
         return OAuthBearerToken(token, str(claims["sub"]), int(claims["exp"] * 1000))
+
+
+async def slow_unsecured(token: str, extensions: Mapping[str, str]) -> OAuthBearerToken:
+    await asyncio.sleep(0.05)  # a key fetch, say: the broker's loop goes on meanwhile
+    return UnsecuredJwsValidator({})(token, extensions)

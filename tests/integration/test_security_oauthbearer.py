@@ -61,6 +61,19 @@ def test_a_python_validator_named_by_the_hook(tmp_path: Path) -> None:
                 assert (resp.error_code, resp.error_message) == (58, '{"status":"invalid_token"}')
 
 
+def test_a_coroutine_validator(tmp_path: Path) -> None:
+    with BrokerThread(tmp_path / "data", overrides={
+            **BASE, "sasl.server.callback.handler.python": "tests.integration.oauth_helpers:slow_unsecured"}) as b:
+        bs = b.bootstrap_for("SASL_PLAINTEXT")
+        with RawClient(bs) as c, RawClient(b.bootstrap) as other:
+            assert authenticate(c, unsecured_jwt("dave")).error_code == 0
+            assert c.call(metadata.API, 12, metadata.REQUEST(topics=None, allow_auto_topic_creation=False)).brokers
+            assert other.call(metadata.API, 12, metadata.REQUEST(topics=None, allow_auto_topic_creation=False)).brokers
+        with RawClient(bs) as c:
+            resp = authenticate(c, unsecured_jwt("dave", now=time.time() - 7200))
+            assert (resp.error_code, bytes(resp.auth_bytes)) == (0, b'{"status":"invalid_token"}')
+
+
 def test_the_fixtures_sasl_ssl_listener_takes_oauthbearer(tmp_path: Path) -> None:
     """`BrokerThread(security="SASL_SSL").client_config("OAUTHBEARER")`: docs/testing.md."""
     with BrokerThread(tmp_path / "data", security="SASL_SSL") as b:
