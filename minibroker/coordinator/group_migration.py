@@ -268,15 +268,12 @@ class GroupMigration:
             raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL) from None
         records: list[CoordinatorRecord] = []
         joined = False
+        replaced_at = -1
         if static_id is not None and static_id != member_id:
-            old = g.members[static_id]
             if not unknown:
                 raise KafkaError(ErrorCode.FENCED_INSTANCE_ID)
-            # A static member back under a new id replaces the old one; here by removing it (a
-            # new group epoch), where Kafka hands its assignment over (docs/differences.md).
-            self.consumer.cancel_member_timers(gid, old.member_id)
-            g.remove_member(old.member_id)
-            records.extend(rec.member_tombstones(gid, old.member_id))
+            self._replace_static(g, g.members[static_id], member_id, records)
+            replaced_at = len(records)
         m = g.members.get(member_id)
         if m is None:
             m = ConsumerGroupMember(member_id, instance_id=req.group_instance_id)
@@ -297,6 +294,11 @@ class GroupMigration:
         m.classic = ClassicMemberMetadata(req.session_timeout_ms, protocols)
         self.consumer.update_and_reconcile(g, m, records, joined=joined, before_sub=before_sub,
                                            before_inputs=before_inputs, owned=self._ids(sub.owned))
+        if replaced_at >= 0:
+            # the new member's records, subscription before assignment so that a replay sees it first
+            records[replaced_at:replaced_at] = [
+                self.consumer.member_record(g, m), rec.target_assignment_member(gid, member_id, g.target[member_id]),
+                self.consumer.current_record(g, m)]
         self.consumer.write(gid, records)
         self.consumer.timer.cancel(("cg-join", gid, member_id))
         self.consumer.schedule_session(g, m)
@@ -305,6 +307,30 @@ class GroupMigration:
         return JoinResponse(error_code=0, generation_id=m.member_epoch, protocol_type=CONSUMER_PROTOCOL_TYPE,
                             protocol_name=protocols[0][0], leader="", skip_assignment=False, member_id=member_id,
                             members=[])
+
+    def _replace_static(self, g: ConsumerGroup, old: ConsumerGroupMember, member_id: str,
+                        records: list[CoordinatorRecord]) -> None:
+        """A static member back under a new member id takes over the old one's subscription,
+        epoch and assignment, without a rebalance (Kafka: the static member replacement of
+        getOrMaybeSubscribeStaticConsumerGroupMember)."""
+        gid = g.group_id
+        log.info("[GroupId %s] Static member with instance id %s re-joins the consumer group using the classic "
+                 "protocol. Created a new member %s to replace the existing member %s.", gid, old.instance_id,
+                 member_id, old.member_id)
+        self.consumer.cancel_member_timers(gid, old.member_id)
+        target = g.target.get(old.member_id, {})
+        g.remove_member(old.member_id)
+        records.extend(rec.member_tombstones(gid, old.member_id))
+        m = ConsumerGroupMember(member_id, instance_id=old.instance_id, rack_id=old.rack_id, client_id=old.client_id,
+                                client_host=old.client_host, rebalance_timeout_ms=old.rebalance_timeout_ms,
+                                subscribed_topic_names=list(old.subscribed_topic_names),
+                                subscribed_topic_regex=old.subscribed_topic_regex, server_assignor=old.server_assignor,
+                                classic=old.classic)
+        g.add_member(m)
+        g.update_current(m, epoch=old.member_epoch, state=old.state, assigned=old.assigned,
+                         pending=old.pending_revocation)
+        m.previous_member_epoch = old.previous_member_epoch
+        g.target[member_id] = {tid: set(ps) for tid, ps in target.items()}
 
     @staticmethod
     def _supports(g: ConsumerGroup, names: set[str]) -> bool:

@@ -125,14 +125,14 @@ def _retrying(fn: Any, timeout: float = 20.0) -> Any:
         time.sleep(0.2)
 
 
-def _classic_join(c: RawClient, group: str, topic: str) -> Any:
+def _classic_join(c: RawClient, group: str, topic: str, member_id: str = "") -> Any:
     def join(member_id: str) -> Any:
         return c.call(join_group.API, 5, join_group.REQUEST(
             group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id=member_id,
             group_instance_id=None, protocol_type="consumer",
             protocols=[join_group.REQUEST.JoinGroupRequestProtocol(name="range", metadata=subscription([topic]))]))
 
-    first = _retrying(lambda: join(""))
+    first = _retrying(lambda: join(member_id))
     if first.error_code != 79:  # MEMBER_ID_REQUIRED
         return first
     return join(first.member_id)
