@@ -137,6 +137,11 @@ class GroupMigration:
         if len(cg.members) > self.consumer.config.max_size:
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND,
                              f"{prefix} because the group size exceeds the consumer group maximum size.")
+        if len(cg.members) >= self.consumer.config.max_size:
+            # the joining member would not fit: Kafka converts, refuses the member and keeps nothing
+            raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                             f"The consumer group has reached its maximum capacity of "
+                             f"{self.consumer.config.max_size} members.")
         g = ConsumerGroup(group_id, group_epoch=cg.generation_id, assignment_epoch=cg.generation_id,
                           assignor_name=self.consumer.config.assignors[0])
         try:

@@ -57,15 +57,15 @@ def test_classic_group_upgrades_and_downgrades_as_kafka(kafka_reference, minibro
 UPGRADE_REFUSED = (69, "Cannot upgrade classic group G to consumer group because online upgrade is disabled.")
 SERVED = {
     "classic_group": (0, 0, [("classic", "consumer", "Stable")]),
-    "upgrade": (0, None, [("consumer", "consumer", "Reconciling")]),
-    "classic_join": (0, "range", "", 0, [("consumer", "consumer", "Reconciling")]),
+    "upgrade": (0, None, [("consumer", "consumer")]),
+    "classic_join": (0, "range", "", 0, [("consumer", "consumer")]),
     "leave": (0, -1, True),
     "downgrade": [("classic", "consumer", "PreparingRebalance")],
 }
 REFUSED = {
     "classic_group": (0, 0, [("classic", "consumer", "Stable")]),
-    "upgrade": (*UPGRADE_REFUSED, [("classic", "consumer", "Stable")]),
-    "classic_join": (23, None, None, None, [("consumer", "consumer", "Stable")]),  # INCONSISTENT_GROUP_PROTOCOL
+    "upgrade": (*UPGRADE_REFUSED, [("classic", "consumer")]),
+    "classic_join": (23, None, None, None, [("consumer", "consumer")]),  # INCONSISTENT_GROUP_PROTOCOL
     "leave": (0, -1, True),
     "downgrade": [("consumer", "consumer", "Empty")],
 }
@@ -90,16 +90,17 @@ def _minibroker_probe(policy: str, tmp_path: Path) -> dict[str, Any]:
 
 def test_migration_policy_as_kafka(kafka_reference, kafka_migration_disabled, minibroker_ref,
                                    tmp_path: Path) -> None:
-    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
         kafka_default = pool.submit(mh.policy_probe, kafka_reference.bootstrap, "default")
         kafka_disabled = pool.submit(mh.policy_probe, kafka_migration_disabled.bootstrap, "disabled")
         mini_default = pool.submit(mh.policy_probe, minibroker_ref.bootstrap, "default")
+        mini = {p: pool.submit(_minibroker_probe, p, tmp_path) for p in ("disabled", "upgrade", "downgrade")}
         assert kafka_default.result() == mini_default.result() == SERVED
-        assert kafka_disabled.result() == _minibroker_probe("disabled", tmp_path) == REFUSED
-    # upgrade: served like bidirectional, but the group stays a consumer group when only classic
-    # members remain; downgrade: the upgrade refused as with disabled, the rest served
-    assert _minibroker_probe("upgrade", tmp_path) == {**SERVED, "downgrade": [("consumer", "consumer", "Assigning")]}
-    assert _minibroker_probe("downgrade", tmp_path) == {**SERVED, "upgrade": REFUSED["upgrade"]}
+        assert kafka_disabled.result() == mini["disabled"].result() == REFUSED
+        # upgrade: served like bidirectional, but the group stays a consumer group when only classic
+        # members remain; downgrade: the upgrade refused as with disabled, the rest served
+        assert mini["upgrade"].result() == {**SERVED, "downgrade": [("consumer", "consumer", "Assigning")]}
+        assert mini["downgrade"].result() == {**SERVED, "upgrade": REFUSED["upgrade"]}
 
 
 # -- restart and Kafka's dump-log -----------------------------------------------------------------
@@ -157,8 +158,8 @@ def test_migrated_group_replays_and_kafka_dump_log_reads_it(tmp_path: Path,
     assert kafka.returncode == 0 and "Error" not in kafka.stdout and "Unknown record type" not in kafka.stdout, \
         kafka.stdout[-3000:] + kafka.stderr
     assert ours.stdout == kafka.stdout
-    members = [json.loads(line.split(" payload: ", 1)[1]) for line in kafka.stdout.splitlines()
-               if '"type":"5"' in line and " payload: " in line and not line.endswith("payload: null")]
-    classic = [m["value"]["classicMemberMetadata"] for m in members if m["value"].get("classicMemberMetadata")]
+    members = [json.loads(line.split(" payload: ", 1)[1])["data"] for line in kafka.stdout.splitlines()
+               if '"type":"5"' in line and " payload: {" in line]
+    classic = [m["classicMemberMetadata"] for m in members if m.get("classicMemberMetadata")]
     assert classic and classic[0]["sessionTimeoutMs"] == 10000 and \
         [p["name"] for p in classic[0]["supportedProtocols"]] == ["range"]
