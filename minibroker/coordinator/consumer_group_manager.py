@@ -5,8 +5,9 @@ heartbeat runs the same steps on the event loop, without awaiting in between, an
 records of what changed to the group's __consumer_offsets partition before it answers:
 
 1. validate the request (the INVALID_REQUEST messages are Kafka's);
-2. find the group (created on a member's first join; a classic group of the same id answers
-   GROUP_ID_NOT_FOUND unless it is empty, in which case the consumer group replaces it) and the
+2. find the group (created on a member's first join; an empty classic group of the same id is
+   replaced, one with members converted by the online upgrade of group_migration.py or refused
+   with GROUP_ID_NOT_FOUND as group.consumer.migration.policy says) and the
    member (epoch 0: join or static-member replacement; -1: leave; -2: static leave; otherwise
    the epoch must be the member's current one, or its previous one when what it reports owning
    is still its own -- a lost response retried);
