@@ -9,13 +9,12 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from minibroker.testing import BrokerThread
 from tests.integration import migration_helpers as mh
 from tests.integration.helpers import RawClient
 
 
-def _broker(tmp_path: Path, **overrides: object):  # type: ignore[no-untyped-def]
-    from minibroker.testing import BrokerThread
-
+def _broker(tmp_path: Path, **overrides: object) -> BrokerThread:
     return BrokerThread(tmp_path / uuid.uuid4().hex[:6], overrides={"group.initial.rebalance.delay.ms": 0,
                                                                      **overrides})
 
