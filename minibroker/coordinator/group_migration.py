@@ -254,6 +254,9 @@ class GroupMigration:
             log.info("Cannot join the consumer group %s with the classic protocol because the group migration "
                      "is disabled.", gid)
             raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        cfg = self.classic.config
+        if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
+            raise KafkaError(ErrorCode.INVALID_SESSION_TIMEOUT)  # Kafka checks it for every JoinGroup
         unknown = req.member_id == UNKNOWN_MEMBER_ID
         member_id = str(uuid.uuid4()) if unknown else req.member_id
         static_id = g.static_members.get(req.group_instance_id) if req.group_instance_id is not None else None
@@ -285,8 +288,8 @@ class GroupMigration:
             g.add_member(m)
             joined = True
             log.info("[GroupId %s] Member %s joins the consumer group using the classic protocol.", gid, member_id)
-        elif m.classic is None:
-            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+        elif m.classic is None and replaced_at < 0:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)  # a consumer-protocol member's id
         before_sub, before_inputs = m.subscription_key(), m.assignment_inputs()
         m.instance_id = req.group_instance_id
         if sub.rack_id is not None:
