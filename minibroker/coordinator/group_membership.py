@@ -195,13 +195,14 @@ class GroupMetadataManager:
             self._cancel_heartbeat(group.group_id, member.member_id)
         self.drop_group(group)
 
-    def take_over(self, group: ClassicGroup, reason: str) -> None:
+    def take_over(self, group: ClassicGroup, reason: str | None) -> None:
         """A consumer group came back as this classic group: fresh sessions, then a rebalance
-        (Kafka: convertToClassicGroup)."""
+        when there is a reason for one (Kafka: convertToClassicGroup)."""
         self.groups[group.group_id] = group
         for member in group.members.values():
             self.reschedule_heartbeat(group, member)
-        self._prepare_rebalance(group, reason)
+        if reason is not None:
+            self._prepare_rebalance(group, reason)
 
     @staticmethod
     def _heartbeat_key(group_id: str, member_id: str) -> tuple[str, str, str]:

@@ -193,7 +193,13 @@ class GroupMigration:
         """Called before members leave or are fenced: when only classic-protocol members would
         remain, convert the group back (Kafka: validateOnlineDowngradeWithFencedMembers)."""
         remaining = [m for mid, m in g.members.items() if mid not in leaving]
-        if not remaining or any(m.classic is None for m in remaining):
+        if not remaining or not self._may_downgrade(g, remaining):
+            return False
+        self._to_classic(g, remaining, [], rebalance=True)
+        return True
+
+    def _may_downgrade(self, g: ConsumerGroup, remaining: list[ConsumerGroupMember]) -> bool:
+        if any(m.classic is None for m in remaining):
             return False
         if not self.policy.downgrade_enabled:
             log.info("Cannot downgrade consumer group %s to classic group because the online downgrade is "
@@ -203,6 +209,13 @@ class GroupMigration:
             log.info("Cannot downgrade consumer group %s to classic group because its group size is greater "
                      "than classic group max size.", g.group_id)
             return False
+        return True
+
+    def _to_classic(self, g: ConsumerGroup, remaining: list[ConsumerGroupMember], records: list[CoordinatorRecord],
+                    *, rebalance: bool) -> None:
+        """Tombstone the consumer group and write it back as a classic group of `remaining`
+        (Kafka: convertToClassicGroup); `records` go first. A downgrade on a member's leave
+        rebalances at once; one on a static member's replacement keeps the assignment."""
         gid = g.group_id
         now = self.consumer.now_ms()
         classic = ClassicGroup(gid, state=GroupState.STABLE, generation_id=g.group_epoch,
@@ -223,7 +236,6 @@ class GroupMigration:
         classic.subscribed_topics = classic.compute_subscribed_topics()
         for cm in classic.members.values():
             cm.assignment = assignment[cm.member_id]
-        records: list[CoordinatorRecord] = []
         for mid in g.members:
             records.extend(rec.member_tombstones(gid, mid))
         for regex in g.regex_topics:
@@ -237,8 +249,8 @@ class GroupMigration:
         self.consumer.groups.pop(gid, None)
         log.info("[GroupId %s] Converted the consumer group to a classic group.", gid)
         self.consumer.events.record(gid, "Downgraded", g.group_epoch, "%d classic member(s) remain", len(remaining))
-        self.classic.take_over(classic, f"Downgrade group {gid} from consumer to classic for member leaving.")
-        return True
+        self.classic.take_over(classic, f"Downgrade group {gid} from consumer to classic for member leaving."
+                               if rebalance else None)
 
     # -- classic members in a consumer group ----------------------------------------------------
     def join(self, g: ConsumerGroup, req: Any, client: ClientInfo) -> Any:
@@ -277,9 +289,11 @@ class GroupMigration:
         records: list[CoordinatorRecord] = []
         joined = False
         replaced_at = -1
+        replaced_consumer_member = False
         if static_id is not None and static_id != member_id:
             if not unknown:
                 raise KafkaError(ErrorCode.FENCED_INSTANCE_ID)
+            replaced_consumer_member = g.members[static_id].classic is None
             self._replace_static(g, g.members[static_id], member_id, records)
             replaced_at = len(records)
         m = g.members.get(member_id)
@@ -307,14 +321,20 @@ class GroupMigration:
             records[replaced_at:replaced_at] = [
                 self.consumer.member_record(g, m), rec.target_assignment_member(gid, member_id, g.target[member_id]),
                 self.consumer.current_record(g, m)]
+        response = JoinResponse(error_code=0, generation_id=m.member_epoch, protocol_type=CONSUMER_PROTOCOL_TYPE,
+                                protocol_name=protocols[0][0], leader="", skip_assignment=False, member_id=member_id,
+                                members=[])
+        if replaced_consumer_member and self._may_downgrade(g, list(g.members.values())):
+            # the last consumer-protocol member was replaced by this classic one: back to a classic
+            # group, the members keeping their assignments (Kafka: validateOnlineDowngradeWithReplacedMember)
+            self._to_classic(g, list(g.members.values()), records, rebalance=False)
+            return response
         self.consumer.write(gid, records)
         self.consumer.timer.cancel(("cg-join", gid, member_id))
         self.consumer.schedule_session(g, m)
         self.consumer.timer.schedule(("cg-sync", gid, member_id), max(m.rebalance_timeout_ms, 0),
                                      lambda: self.consumer.expire(gid, member_id, "sync timeout"))
-        return JoinResponse(error_code=0, generation_id=m.member_epoch, protocol_type=CONSUMER_PROTOCOL_TYPE,
-                            protocol_name=protocols[0][0], leader="", skip_assignment=False, member_id=member_id,
-                            members=[])
+        return response
 
     def _replace_static(self, g: ConsumerGroup, old: ConsumerGroupMember, member_id: str,
                         records: list[CoordinatorRecord]) -> None:

@@ -129,11 +129,11 @@ def _retrying(fn: Any, timeout: float = 20.0) -> Any:
         time.sleep(0.2)
 
 
-def _classic_join(c: RawClient, group: str, topic: str, member_id: str = "") -> Any:
+def _classic_join(c: RawClient, group: str, topic: str, member_id: str = "", instance_id: str | None = None) -> Any:
     def join(member_id: str) -> Any:
         return c.call(join_group.API, 5, join_group.REQUEST(
             group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id=member_id,
-            group_instance_id=None, protocol_type="consumer",
+            group_instance_id=instance_id, protocol_type="consumer",
             protocols=[join_group.REQUEST.JoinGroupRequestProtocol(name="range", metadata=subscription([topic]))]))
 
     first = _retrying(lambda: join(member_id))
@@ -151,9 +151,9 @@ def _sync(c: RawClient, group: str, join: Any, topic: str, partitions: list[int]
         assignments=assignments))
 
 
-def _cghb(c: RawClient, group: str, member_id: str, epoch: int, topic: str) -> Any:
+def _cghb(c: RawClient, group: str, member_id: str, epoch: int, topic: str, instance_id: str | None = None) -> Any:
     return c.call(consumer_group_heartbeat.API, 1, consumer_group_heartbeat.REQUEST(
-        group_id=group, member_id=member_id, member_epoch=epoch, rebalance_timeout_ms=10000,
+        group_id=group, member_id=member_id, member_epoch=epoch, rebalance_timeout_ms=10000, instance_id=instance_id,
         subscribed_topic_names=[topic] if epoch == 0 else None, topic_partitions=[] if epoch == 0 else None))
 
 
@@ -161,10 +161,12 @@ def policy_probe(bootstrap: str, tag: str) -> dict[str, Any]:
     """What a policy lets happen, on the wire:
     - `upgrade`: a ConsumerGroupHeartbeat joins a classic group with a member;
     - `classic_join`: a classic JoinGroup + SyncGroup on a consumer group with a member;
-    - `downgrade`: the group type once the consumer-protocol member of that group left."""
+    - `downgrade`: the group type once the consumer-protocol member of that group left;
+    - `static_replace`: a classic JoinGroup under the instance id of a group's only (static,
+      consumer-protocol) member: the classic member takes its place, maybe downgrading the group."""
     topic = f"migp-{tag}-{uuid.uuid4().hex[:6]}"
     k848.make_topic(bootstrap, topic, 2)
-    g1, g2 = f"{topic}-g1", f"{topic}-g2"
+    g1, g2, g3 = f"{topic}-g1", f"{topic}-g2", f"{topic}-g3"
     out: dict[str, Any] = {}
     with RawClient(bootstrap) as c:
         _retrying(lambda: c.call(find_coordinator.API, 3, find_coordinator.REQUEST(key=g1, key_type=0)))
@@ -188,4 +190,8 @@ def policy_probe(bootstrap: str, tag: str) -> dict[str, Any]:
         r = _cghb(c, g2, member, -1, topic)
         out["leave"] = (r.error_code, r.member_epoch, epoch > 0)
         out["downgrade"] = group_listing(bootstrap, g2)
+        r = _cghb(c, g3, str(uuid.uuid4()), 0, topic, instance_id="i1")
+        j = _classic_join(c, g3, topic, instance_id="i1")
+        out["static_replace"] = (r.error_code, j.error_code, j.protocol_name if j.error_code == 0 else None,
+                                 group_listing(bootstrap, g3))
     return out
