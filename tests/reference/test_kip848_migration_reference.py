@@ -42,7 +42,8 @@ def both(fn: Any, a: str, b: str, *args: Any) -> tuple[Any, Any]:
         return fa.result(), fb.result()
 
 
-def test_classic_group_upgrades_and_downgrades_as_kafka(kafka_reference, minibroker_ref) -> None:
+def test_classic_group_upgrades_and_downgrades_as_kafka(kafka_reference, minibroker_ref,
+                                                        _kafka_disabled_starting) -> None:
     kafka, mini = both(mh.upgrade_then_downgrade, kafka_reference.bootstrap, minibroker_ref.bootstrap)
     assert kafka == mini == {
         "classic": ([("classic", "consumer", "Stable")], [3, 3]),
@@ -77,12 +78,32 @@ REFUSED = {
 
 
 @pytest.fixture(scope="module")
-def kafka_migration_disabled() -> Iterator[kr.KafkaReference]:
+def _kafka_disabled_starting() -> Iterator[tuple[kr.KafkaReference, concurrent.futures.Future[Any]] | None]:
+    """The Kafka with migration disabled, started in the background by the first test that asks
+    (the real-client scenario, which mostly waits), so that its JVM start overlaps that test."""
+    if kr.missing_prerequisites() is not None:
+        yield None
+        return
+    k = kr.KafkaReference(overrides={"group.consumer.migration.policy": "disabled"}, heap="384m")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        started = pool.submit(k.start)
+        try:
+            yield k, started
+        finally:
+            try:
+                started.result()
+            finally:
+                k.stop()
+
+
+@pytest.fixture(scope="module")
+def kafka_migration_disabled(_kafka_disabled_starting: Any) -> kr.KafkaReference:
     why = kr.missing_prerequisites()
-    if why is not None:
+    if why is not None or _kafka_disabled_starting is None:
         pytest.skip(f"REFERENCE BROKER UNAVAILABLE: {why}")
-    with kr.KafkaReference(overrides={"group.consumer.migration.policy": "disabled"}, heap="384m") as k:
-        yield k
+    k, started = _kafka_disabled_starting
+    started.result()
+    return k
 
 
 def _minibroker_probe(policy: str, tmp_path: Path) -> dict[str, Any]:
