@@ -134,6 +134,10 @@ def test_create_delete_produce_checked_as_the_protocol_checks_them(url: str, bro
 
 
 def test_reset_offsets_needs_read_on_group_then_topic(url: str, broker: BrokerThread) -> None:
+    """Kafka 4.4 (StandardAuthorizer and the same users; checked by hand against the reference
+    broker with confluent-kafka's AdminClient, 2026-11-24) answers the Admin client's alterConsumerGroupOffsets with
+    GROUP_AUTHORIZATION_FAILED without ACLs, TOPIC_AUTHORIZATION_FAILED with READ on the group only,
+    and success with READ on the group and the topic: the sequence below."""
     from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient
 
