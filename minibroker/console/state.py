@@ -322,7 +322,7 @@ def groups(services: BrokerServices) -> list[dict[str, Any]]:
         out.append({"group_id": gid, "type": "classic", "state": g.state.value if g else "Empty",
                     "protocol_type": (g.protocol_type if g else None) or "",
                     "members": len(g.members) if g else 0, "epoch": g.generation_id if g else None, "lag": lag})
-    return out
+    return sorted(out, key=lambda g: g["group_id"])
 
 
 def _offsets(services: BrokerServices, gid: str) -> list[dict[str, Any]]:
