@@ -12,6 +12,9 @@
 //             same partitions as before, and the first member's are unchanged
 //   uniform   a third, dynamic, member of another group with the default (uniform) assignor alone
 //             gets all 6 partitions
+//   commits   three dynamic members of a fourth group join one by one, then one leaves; every member
+//             commits synchronously after each poll through the rebalances: no commit fails (Kafka
+//             4.3+ accepts a commit at the member's previous epoch for a partition it still owns)
 // Exit status: 0 when every step is OK, 1 otherwise.
 
 import java.time.Duration;
@@ -177,6 +180,27 @@ public class ConsumerProtocolCheck {
                 List<String> read = new ArrayList<>();
                 settle(List.of(u), new int[] {6}, read, 60);
                 return "partitions=" + partitions(u) + " read=" + read.size();
+            }
+        });
+        step("commits", () -> {
+            String g = prefix + "-commits";
+            List<KafkaConsumer<String, String>> cs = new ArrayList<>();
+            int failedBefore = staleCommits;
+            try {
+                int[][] plan = {{6}, {3, 3}, {2, 2, 2}};
+                for (int[] sizes : plan) {
+                    KafkaConsumer<String, String> c = consumer(g, null, null);
+                    c.subscribe(Collections.singletonList(topic));
+                    cs.add(c);
+                    settle(cs, sizes, null, 0);
+                }
+                cs.remove(1).close();
+                settle(cs, new int[] {3, 3}, null, 0);
+                return "commitFailed=" + (staleCommits - failedBefore);
+            } finally {
+                for (KafkaConsumer<String, String> c : cs) {
+                    c.close();
+                }
             }
         });
         for (KafkaConsumer<String, String> c : both) {
