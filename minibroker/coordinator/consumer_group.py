@@ -178,23 +178,28 @@ class ConsumerGroup:
 
     def update_current(self, member: ConsumerGroupMember, *, epoch: int, state: MemberState,
                        assigned: Assignment, pending: Assignment, epochs: PartitionEpochs | None = None) -> None:
-        """Set the member's current assignment. A partition it already held keeps its assignment
-        epoch, a new one gets `epoch` (Kafka: CurrentAssignmentBuilder); `epochs` overrides both
-        (a replayed record, a static member taking over its predecessor's partitions)."""
+        """Set the member's current assignment. A partition it keeps, or is now told to revoke,
+        keeps its assignment epoch; one it gets (again, if it was being revoked) gets `epoch`
+        (Kafka: CurrentAssignmentBuilder); `epochs` overrides both (a replayed record, a static
+        member taking over its predecessor's partitions)."""
         self._release(member)
         if epoch != member.member_epoch:
             member.previous_member_epoch = member.member_epoch
         old = member.assignment_epochs
+        was_assigned = {(tid, p) for tid, ps in member.assigned.items() for p in ps}
         member.member_epoch = epoch
         member.state = state
         member.assigned = copy_assignment(assigned)
         member.pending_revocation = copy_assignment(pending)
         new: PartitionEpochs = {}
-        for a in (member.assigned, member.pending_revocation):
+        for a, keeps in ((member.assigned, was_assigned), (member.pending_revocation, old.keys())):
             for tid, ps in a.items():
                 for p in ps:
                     key = (tid, p)
-                    new[key] = epochs[key] if epochs is not None and key in epochs else old.get(key, epoch)
+                    if epochs is not None and key in epochs:
+                        new[key] = epochs[key]
+                    else:
+                        new[key] = old[key] if key in keeps and key in old else epoch
         member.assignment_epochs = new
         self._own(member)
 

@@ -1,8 +1,8 @@
 """The Java consumer 4.4 with group.protocol=consumer (tools/java/ConsumerProtocolCheck.java) on
 Apache Kafka 4.4 and minibroker at once: the server-side range assignor named by the clients
 (group.remote.assignor=range), static members (group.instance.id) getting their partitions back
-after a restart, the default uniform assignor, synchronous commits through three rebalances with
-none failing (Kafka 4.3+ accepts a commit at the member's previous epoch for a partition it still
+after a restart, the default uniform assignor, synchronous commits through a rebalance with none
+failing (Kafka 4.3+ accepts a commit at the member's previous epoch for a partition it still
 owns). Every step's line must be the same on both.
 """
 
