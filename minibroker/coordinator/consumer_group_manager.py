@@ -524,11 +524,12 @@ class ConsumerGroupManager:
                              f"Member {req.member_id} is not a member of group {req.group_id}.")
         if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             # A static member leaving for a while keeps its assignment until its session
-            # expires or it comes back (KIP-848's static membership).
-            # Its partitions' assignment epochs go to 0 (Kafka: resetAssignedPartitionsEpochsToZero):
-            # whoever comes back with the instance id starts a new member epoch history.
+            # expires or it comes back (KIP-848's static membership); what it was revoking is
+            # released at once, and its partitions' assignment epochs go to 0, so that whoever
+            # comes back with the instance id starts a new epoch history (Kafka 4.4:
+            # consumerGroupStaticMemberGroupLeave, resetAssignedPartitionsEpochsToZero).
             g.update_current(m, epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, state=m.state, assigned=m.assigned,
-                             pending=m.pending_revocation, epochs=dict.fromkeys(m.assignment_epochs, 0))
+                             pending={}, epochs=dict.fromkeys(m.assignment_epochs, 0))
             self._write(g.group_id, [self._current_record(g, m)])
             log.info("[GroupId %s] Static member %s with instance id %s temporarily left the consumer group.",
                      g.group_id, m.member_id, m.instance_id)

@@ -195,6 +195,27 @@ async def test_a_static_member_back_under_a_new_id_keeps_the_epoch_and_partition
         await s.stop()
 
 
+async def test_a_static_member_leaving_while_revoking_releases_what_it_revokes(tmp_path):
+    s = await Stack(tmp_path / "d").start()
+    try:
+        s.topics.create("t", 2)
+        a, b = Client(s, "g", ["t"], instance_id="i-a"), Client(s, "g", ["t"])
+        a.beat()
+        b.beat()
+        a.beat(topic_partitions=None)  # told to revoke one partition; it has not yet
+        m = group(s).members[a.member_id]
+        assert m.state.name == "UNREVOKED_PARTITIONS"
+        [x] = {p for ps in m.pending_revocation.values() for p in ps}
+        b.beat()
+        assert b.partitions() == set()  # x is still A's
+        a.leave(-2)
+        assert m.pending_revocation == {} and set(m.assignment_epochs.values()) == {0}
+        b.beat()
+        assert b.partitions() == {x}  # Kafka 4.4 releases it at the static leave
+    finally:
+        await s.stop()
+
+
 async def test_consumer_group_offsets_expire_as_kafkas_do(tmp_path):
     clock = ManualClock()
     s = await Stack(tmp_path / "d", {"offsets.retention.minutes": 1}, clock).start()
