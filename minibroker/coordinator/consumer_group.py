@@ -80,6 +80,15 @@ def count(a: Assignment) -> int:
     return sum(len(ps) for ps in a.values())
 
 
+@dataclass(slots=True)
+class ClassicMemberMetadata:
+    """What a member of the classic protocol inside a consumer group keeps from its JoinGroup
+    (Kafka: ConsumerGroupMemberMetadataValue.ClassicMemberMetadata; group_migration.py)."""
+
+    session_timeout_ms: int
+    protocols: list[tuple[str, bytes]]  # (name, subscription) in the member's preference order
+
+
 @dataclass(eq=False)
 class ConsumerGroupMember:
     member_id: str
@@ -98,6 +107,7 @@ class ConsumerGroupMember:
     pending_revocation: Assignment = field(default_factory=dict)
     # the epoch at which each partition of `assigned` and `pending_revocation` became the member's
     assignment_epochs: PartitionEpochs = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None  # set: the member speaks the classic protocol
 
     def assignment_epoch(self, tid: uuid.UUID, p: int) -> int | None:
         """The assignment epoch of a partition the member owns or is revoking, else None."""
@@ -105,8 +115,9 @@ class ConsumerGroupMember:
 
     def subscription_key(self) -> tuple[object, ...]:
         """Everything the member's record holds: a change is written."""
+        classic = None if self.classic is None else (self.classic.session_timeout_ms, tuple(self.classic.protocols))
         return (tuple(sorted(self.subscribed_topic_names)), self.subscribed_topic_regex, self.server_assignor,
-                self.instance_id, self.rack_id, self.client_id, self.client_host, self.rebalance_timeout_ms)
+                self.instance_id, self.rack_id, self.client_id, self.client_host, self.rebalance_timeout_ms, classic)
 
     def assignment_inputs(self) -> tuple[object, ...]:
         """What the target assignment depends on: a change bumps the group epoch. A new client id,
