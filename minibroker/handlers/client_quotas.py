@@ -41,7 +41,7 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 @handles(describe_client_quotas.API, "0-1")
 async def handle_describe_client_quotas(ctx: RequestContext, req: Any) -> Any:
     if code := authz.cluster_denied(ctx, authz.Op.DESCRIBE_CONFIGS):  # DESCRIBE_CONFIGS on the cluster
-        return D(error_code=code, error_message=authz.MESSAGES[code], entries=None)
+        return D(error_code=code, error_message=None, entries=None)  # no message, as Kafka 4.4
     filters: dict[str, tuple[int, str | None]] = {}
     for c in req.components:
         if c.entity_type in filters:

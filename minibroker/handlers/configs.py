@@ -304,22 +304,22 @@ def _authorize_alter(ctx: RequestContext, r: Any, text: dict[str, str | None] | 
                      ops: list[tuple[str, int, str | None]] | None) -> None:
     """ALTER_CONFIGS on the resource. Kafka's broker validates a BROKER change before it forwards
     the request to the controller, which authorizes (ConfigAdminManager.preprocess, then
-    ControllerApis.authorizeAlterResource, whose error has no message); BROKER_LOGGER is decided on
-    the broker, with the error's default text (RuntimeLoggerManager)."""
+    ControllerApis.authorizeAlterResource). Kafka 4.4 answers a refused topic or group with the
+    error's default text and a refused BROKER or BROKER_LOGGER resource with none (tests/reference)."""
     if r.resource_type == BROKER_LOGGER and ops is None:
         return  # legacy AlterConfigs has no BROKER_LOGGER: refused as an unknown type first
     code = _denied(ctx, r.resource_type, r.resource_name, authz.Op.ALTER_CONFIGS)
     if not code:
         return
-    if r.resource_type == BROKER_LOGGER:
-        raise KafkaError(code, authz.MESSAGES[code])
     if r.resource_type == BROKER:
         _alter_broker(ctx.services, r.resource_name, text, ops, validate_only=True)
+    if r.resource_type in (TOPIC, GROUP):
+        raise KafkaError(code, authz.MESSAGES[code])
     raise _Refused(code)
 
 
 class _Refused(KafkaError):
-    """An authorization failure answered with a null message (the controller's ApiError)."""
+    """An authorization failure answered with a null message."""
 
 
 @handles(alter_configs.API, "0-2")
