@@ -44,7 +44,11 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
         return consumer_group_heartbeat.RESPONSE(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     # the topic for the group's records must exist before the first one is written
     await coord.store.ensure_topic_async()
-    return coord.consumer_groups.heartbeat(req, ctx.version, ctx.client_id or "", ctx.client_host)
+    may_describe = None
+    if authz.enabled(ctx):  # a regex subscription gets only the topics the member may DESCRIBE
+        def may_describe(topic: str) -> bool:
+            return authz.allowed(ctx, authz.Op.DESCRIBE, authz.ResourceType.TOPIC, topic)
+    return coord.consumer_groups.heartbeat(req, ctx.version, ctx.client_id or "", ctx.client_host, may_describe)
 
 
 @handles(consumer_group_describe.API, "0-1")

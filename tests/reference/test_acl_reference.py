@@ -5,6 +5,7 @@ authorization error) per API family."""
 
 from __future__ import annotations
 
+import gc
 import re
 import time
 import uuid
@@ -457,6 +458,7 @@ def _raw_steps(topic_ids: dict[str, Any]) -> list[tuple[str, Any, int, Any]]:
     ]
 
 
+_KEEP_OPEN: list[Any] = []  # producers whose transactions must stay open for the module
 _COORDINATOR_NOT_READY = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
                           KafkaError.COORDINATOR_NOT_AVAILABLE)
 
@@ -489,11 +491,19 @@ def _setup_raw(plain: str) -> dict[str, Any]:
     for tid in ("acl2-t", "acl2-u"):
         p = Producer({"bootstrap.servers": plain, "transactional.id": tid})
         p.init_transactions(15)
+    # acl2-u stays open over both topics (DescribeTransactions shows bob acl2-a only)
+    p.begin_transaction()
+    for t in ("acl2-a", "acl2-b"):
+        p.produce(t, b"v")
+    p.flush(10)
+    _KEEP_OPEN.append(p)
     for f in admin.create_acls([
         acl(ResourceType.TOPIC, "acl2-a", AclOperation.READ), acl(ResourceType.TOPIC, "acl2-a", AclOperation.WRITE),
         acl(ResourceType.TOPIC, "acl2-a", AclOperation.DESCRIBE_CONFIGS),
         acl(ResourceType.GROUP, "acl2-g", AclOperation.READ), acl(ResourceType.GROUP, "acl2-c", AclOperation.READ),
         acl(ResourceType.GROUP, "acl2-s", AclOperation.READ), acl(ResourceType.GROUP, "acl2-d", AclOperation.DELETE),
+        acl(ResourceType.GROUP, "acl2-k", AclOperation.READ), acl(ResourceType.GROUP, "acl2-r", AclOperation.READ),
+        acl(ResourceType.TRANSACTIONAL_ID, "acl2-u", AclOperation.DESCRIBE),
         acl(ResourceType.TRANSACTIONAL_ID, "acl2-t", AclOperation.WRITE),
     ]).values():
         f.result()
@@ -505,7 +515,7 @@ def _setup_raw(plain: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def bob_setup(brokers: dict[str, tuple[str, str]]) -> dict[str, dict[str, Any]]:
+def bob_setup(brokers: dict[str, tuple[str, str]]) -> Iterator[dict[str, dict[str, Any]]]:
     """Each broker's topic ids once `_setup_raw` made the resources and bob's ACLs there, and bob's
     ACLs are in force (Kafka applies them from its metadata log a moment after CreateAcls)."""
     from protocol.apis import describe_configs as dc
@@ -521,7 +531,11 @@ def bob_setup(brokers: dict[str, tuple[str, str]]) -> dict[str, dict[str, Any]]:
             deadline = time.monotonic() + 10
             while c.call(dc.API, 4, probe).results[0].error_code and time.monotonic() < deadline:
                 time.sleep(0.1)
-    return out
+    yield out
+    for p in _KEEP_OPEN:  # before the brokers stop, or librdkafka retries them until collected
+        p.abort_transaction(10)
+    _KEEP_OPEN.clear()
+    gc.collect()
 
 
 def test_every_api_family_decides_as_kafka(brokers: dict[str, tuple[str, str]],
@@ -575,3 +589,52 @@ def test_kafka_tools_as_a_restricted_user(brokers: dict[str, tuple[str, str]], b
     assert "acl2-g" in out["kafka"][0] and "acl2-h" not in out["kafka"][0]
     assert "acl2-a" in out["kafka"][1] and "acl2-b" not in out["kafka"][1]
     assert "GroupAuthorizationException" in out["kafka"][3]
+
+
+def _heartbeat_until_assigned(c: Any, group: str, member: str, *, names: list[str] | None = None,
+                              regex: str | None = None) -> tuple[int, list[Any]]:
+    """KIP-848 heartbeats until the coordinator assigns something (Kafka resolves a regex in the
+    background): (member epoch, assigned topic ids)."""
+    from protocol.apis import consumer_group_heartbeat as cgh
+
+    epoch, deadline = 0, time.monotonic() + 15
+    while True:
+        r = c.call(cgh.API, 1, cgh.REQUEST(
+            group_id=group, member_id=member, member_epoch=epoch, rebalance_timeout_ms=30000,
+            subscribed_topic_names=names if epoch == 0 else None, subscribed_topic_regex=regex if epoch == 0 else None,
+            topic_partitions=[] if epoch == 0 else None))
+        assert r.error_code == 0, r
+        epoch = r.member_epoch
+        if r.assignment is not None and r.assignment.topic_partitions:
+            return epoch, [tp.topic_id for tp in r.assignment.topic_partitions]
+        assert time.monotonic() < deadline, "no assignment"
+        time.sleep(0.2)
+
+
+def test_assignments_and_transactions_hide_topics_as_kafka(brokers: dict[str, tuple[str, str]],
+                                                           bob_setup: dict[str, dict[str, Any]]) -> None:
+    """A regex subscription gets only the topics bob may DESCRIBE; ConsumerGroupDescribe refuses a
+    group assigned a topic bob may not DESCRIBE; DescribeTransactions leaves that topic out."""
+    from protocol.apis import consumer_group_describe as cgd
+    from protocol.apis import describe_transactions as dt
+    from tests.integration.helpers import RawClient
+    from tests.reference.helpers import sasl_plain_client
+
+    seen: dict[str, Any] = {}
+    for name, (plain, sasl) in brokers.items():
+        ids = {v: k for k, v in bob_setup[name].items()}
+        with RawClient(plain) as admin, sasl_plain_client(sasl, "bob", "bob-secret") as bob:
+            _heartbeat_until_assigned(admin, "acl2-k", "admin-member-1", names=["acl2-a", "acl2-b"])
+            _, regex_topics = _heartbeat_until_assigned(bob, "acl2-r", "bob-member-1", regex="acl2-.*")
+            described = bob.call(cgd.API, 1, cgd.REQUEST(group_ids=["acl2-k"], include_authorized_operations=False))
+            txn = bob.call(dt.API, 0, dt.REQUEST(transactional_ids=["acl2-u"]))
+        seen[name] = {
+            "regex assignment": sorted(ids.get(t, "?") for t in regex_topics),
+            "ConsumerGroupDescribe": _decisions(described.to_dict()),
+            "DescribeTransactions": _decisions(txn.to_dict()),
+        }
+    assert seen["minibroker"] == seen["kafka"]
+    assert seen["kafka"]["regex assignment"] == ["acl2-a"]
+    assert seen["kafka"]["ConsumerGroupDescribe"]["groups"][0]["error_code"] == 29
+    assert [t["topic"] for t in seen["kafka"]["DescribeTransactions"]["transaction_states"][0]["topics"]] == [
+        "acl2-a"]
