@@ -513,6 +513,7 @@ def _setup_raw(plain: str) -> dict[str, Any]:
         acl(ResourceType.GROUP, "acl2-g", AclOperation.READ), acl(ResourceType.GROUP, "acl2-c", AclOperation.READ),
         acl(ResourceType.GROUP, "acl2-s", AclOperation.READ), acl(ResourceType.GROUP, "acl2-d", AclOperation.DELETE),
         acl(ResourceType.GROUP, "acl2-k", AclOperation.READ), acl(ResourceType.GROUP, "acl2-r", AclOperation.READ),
+        acl(ResourceType.GROUP, "acl2-v", AclOperation.READ),
         acl(ResourceType.TRANSACTIONAL_ID, "acl2-u", AclOperation.DESCRIBE),
         acl(ResourceType.TRANSACTIONAL_ID, "acl2-t", AclOperation.WRITE),
     ]).values():
@@ -626,7 +627,8 @@ def _heartbeat_until_assigned(c: Any, group: str, member: str, *, names: list[st
 def test_assignments_and_transactions_hide_topics_as_kafka(brokers: dict[str, tuple[str, str]],
                                                            bob_setup: dict[str, dict[str, Any]]) -> None:
     """A regex subscription gets only the topics bob may DESCRIBE; ConsumerGroupDescribe refuses a
-    group assigned a topic bob may not DESCRIBE; DescribeTransactions leaves that topic out."""
+    group assigned a topic bob may not DESCRIBE; DescribeTransactions leaves that topic out;
+    ShareFetch and ShareAcknowledge refuse that topic's partitions and serve the others."""
     from protocol.apis import consumer_group_describe as cgd
     from protocol.apis import describe_transactions as dt
     from tests.integration.helpers import RawClient
@@ -640,13 +642,44 @@ def test_assignments_and_transactions_hide_topics_as_kafka(brokers: dict[str, tu
             _, regex_topics = _heartbeat_until_assigned(bob, "acl2-r", "bob-member-1", regex="acl2-.*")
             described = bob.call(cgd.API, 1, cgd.REQUEST(group_ids=["acl2-k"], include_authorized_operations=False))
             txn = bob.call(dt.API, 0, dt.REQUEST(transactional_ids=["acl2-u"]))
+            fetched, acked = _share_fetch_and_ack(bob, bob_setup[name])
         seen[name] = {
+            "ShareFetch errors": sorted((ids[t.topic_id], p.partition_index, p.error_code)
+                                        for t in fetched.responses for p in t.partitions if p.error_code),
+            "ShareAcknowledge errors": [acked.error_code] + sorted(
+                (ids[t.topic_id], p.partition_index, p.error_code) for t in acked.responses for p in t.partitions),
             "regex assignment": sorted(ids.get(t, "?") for t in regex_topics),
             "ConsumerGroupDescribe": _decisions(described.to_dict()),
             "DescribeTransactions": _decisions(txn.to_dict()),
         }
     assert seen["minibroker"] == seen["kafka"]
     assert seen["kafka"]["regex assignment"] == ["acl2-a"]
+    assert seen["kafka"]["ShareFetch errors"] == [("acl2-b", 0, 29)]
+    assert seen["kafka"]["ShareAcknowledge errors"] == [0, ("acl2-b", 0, 29)]
     assert seen["kafka"]["ConsumerGroupDescribe"]["groups"][0]["error_code"] == 29
     assert [t["topic"] for t in seen["kafka"]["DescribeTransactions"]["transaction_states"][0]["topics"]] == [
         "acl2-a"]
+
+
+def _share_fetch_and_ack(bob: Any, topic_ids: dict[str, Any]) -> tuple[Any, Any]:
+    """bob joins share group acl2-v, fetches acl2-a and acl2-b (READ on acl2-a only) and
+    acknowledges an offset of acl2-b."""
+    from protocol.apis import share_acknowledge as sa
+    from protocol.apis import share_fetch as sf
+    from protocol.apis import share_group_heartbeat as sgh
+
+    member = "BBBBBBBBBBBBBBBBBBBBBB"
+    joined = bob.call(sgh.API, 1, sgh.REQUEST(group_id="acl2-v", member_id=member, member_epoch=0, rack_id=None,
+                                             subscribed_topic_names=["acl2-a"]))
+    assert joined.error_code == 0, joined
+    fetched = bob.call(sf.API, 1, sf.REQUEST(
+        group_id="acl2-v", member_id=member, share_session_epoch=0, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+        max_records=10, batch_size=10, forgotten_topics_data=[], topics=[sf.REQUEST.FetchTopic(
+            topic_id=topic_ids[t], partitions=[sf.REQUEST.FetchPartition(partition_index=0, acknowledgement_batches=[])])
+            for t in ("acl2-a", "acl2-b")]))
+    acked = bob.call(sa.API, 1, sa.REQUEST(
+        group_id="acl2-v", member_id=member, share_session_epoch=1, topics=[sa.REQUEST.AcknowledgeTopic(
+            topic_id=topic_ids["acl2-b"], partitions=[sa.REQUEST.AcknowledgePartition(
+                partition_index=0, acknowledgement_batches=[sa.REQUEST.AcknowledgementBatch(
+                    first_offset=0, last_offset=0, acknowledge_types=[1])])])]))
+    return fetched, acked
