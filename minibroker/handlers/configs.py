@@ -284,7 +284,7 @@ def _alter(ctx: RequestContext, resources: Any, incremental: bool, validate_only
             else:
                 ops = None
                 text = {c.name: c.value for c in r.configs}
-            _authorize_alter(ctx, r, text, ops)
+            _authorize_alter(ctx, r, incremental)
             if r.resource_type == TOPIC:
                 _alter_topic(services, r.resource_name, text, ops, validate_only)
             elif r.resource_type == BROKER:
@@ -300,19 +300,16 @@ def _alter(ctx: RequestContext, resources: Any, incremental: bool, validate_only
     return results
 
 
-def _authorize_alter(ctx: RequestContext, r: Any, text: dict[str, str | None] | None,
-                     ops: list[tuple[str, int, str | None]] | None) -> None:
-    """ALTER_CONFIGS on the resource. Kafka's broker validates a BROKER change before it forwards
-    the request to the controller, which authorizes (ConfigAdminManager.preprocess, then
-    ControllerApis.authorizeAlterResource). Kafka 4.4 answers a refused topic or group with the
-    error's default text and a refused BROKER or BROKER_LOGGER resource with none (tests/reference)."""
-    if r.resource_type == BROKER_LOGGER and ops is None:
+def _authorize_alter(ctx: RequestContext, r: Any, incremental: bool) -> None:
+    """ALTER_CONFIGS on the resource, before its values are looked at (Kafka 4.4 refuses even an
+    invalid BROKER change with CLUSTER_AUTHORIZATION_FAILED: tests/reference). Kafka answers a
+    refused topic or group with the error's default text, a refused BROKER or BROKER_LOGGER
+    resource with none (ControllerApis.authorizeAlterResource, RuntimeLoggerManager)."""
+    if r.resource_type == BROKER_LOGGER and not incremental:
         return  # legacy AlterConfigs has no BROKER_LOGGER: refused as an unknown type first
     code = _denied(ctx, r.resource_type, r.resource_name, authz.Op.ALTER_CONFIGS)
     if not code:
         return
-    if r.resource_type == BROKER:
-        _alter_broker(ctx.services, r.resource_name, text, ops, validate_only=True)
     if r.resource_type in (TOPIC, GROUP):
         raise KafkaError(code, authz.MESSAGES[code])
     raise _Refused(code)

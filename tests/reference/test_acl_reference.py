@@ -358,6 +358,10 @@ def _raw_steps(topic_ids: dict[str, Any]) -> list[tuple[str, Any, int, Any]]:
                 iac.REQUEST.AlterableConfig(name="log.retention.ms", config_operation=0, value="100000")]),
             IAR(resource_type=BROKER_LOGGER, resource_name="1", configs=[
                 iac.REQUEST.AlterableConfig(name="kafka", config_operation=0, value="DEBUG")])])),
+        # a BROKER change is validated on the broker before the controller authorizes it
+        ("IncrementalAlterConfigs, invalid broker value", iac.API, 1, iac.REQUEST(validate_only=True, resources=[
+            IAR(resource_type=BROKER, resource_name="", configs=[
+                iac.REQUEST.AlterableConfig(name="log.retention.ms", config_operation=0, value="soon")])])),
         ("AlterConfigs", ac.API, 2, ac.REQUEST(validate_only=True, resources=[
             ACR(resource_type=TOPIC, resource_name="acl2-b", configs=[
                 ac.REQUEST.AlterableConfig(name="retention.ms", value="100000")])])),
@@ -514,6 +518,8 @@ def _setup_raw(plain: str) -> dict[str, Any]:
         acl(ResourceType.GROUP, "acl2-s", AclOperation.READ), acl(ResourceType.GROUP, "acl2-d", AclOperation.DELETE),
         acl(ResourceType.GROUP, "acl2-k", AclOperation.READ), acl(ResourceType.GROUP, "acl2-r", AclOperation.READ),
         acl(ResourceType.GROUP, "acl2-v", AclOperation.READ),
+        AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:alice", "*",
+                   AclOperation.DESCRIBE, AclPermissionType.ALLOW),
         acl(ResourceType.TRANSACTIONAL_ID, "acl2-u", AclOperation.DESCRIBE),
         acl(ResourceType.TRANSACTIONAL_ID, "acl2-t", AclOperation.WRITE),
     ]).values():
@@ -631,6 +637,7 @@ def test_assignments_and_transactions_hide_topics_as_kafka(brokers: dict[str, tu
     ShareFetch and ShareAcknowledge refuse that topic's partitions and serve the others."""
     from protocol.apis import consumer_group_describe as cgd
     from protocol.apis import describe_transactions as dt
+    from protocol.apis import list_groups as lg
     from tests.integration.helpers import RawClient
     from tests.reference.helpers import sasl_plain_client
 
@@ -643,7 +650,11 @@ def test_assignments_and_transactions_hide_topics_as_kafka(brokers: dict[str, tu
             described = bob.call(cgd.API, 1, cgd.REQUEST(group_ids=["acl2-k"], include_authorized_operations=False))
             txn = bob.call(dt.API, 0, dt.REQUEST(transactional_ids=["acl2-u"]))
             fetched, acked = _share_fetch_and_ack(bob, bob_setup[name])
+        with sasl_plain_client(sasl, "alice", "alice-secret") as alice:  # DESCRIBE on the cluster: every group
+            listed = alice.call(lg.API, 4, lg.REQUEST(states_filter=[]))
         seen[name] = {
+            "ListGroups with DESCRIBE on the cluster": sorted(
+                g.group_id for g in listed.groups if g.group_id in ("acl2-g", "acl2-h", "acl2-k")),
             "ShareFetch errors": sorted((ids[t.topic_id], p.partition_index, p.error_code)
                                         for t in fetched.responses for p in t.partitions if p.error_code),
             "ShareAcknowledge errors": [acked.error_code] + sorted(
@@ -654,6 +665,7 @@ def test_assignments_and_transactions_hide_topics_as_kafka(brokers: dict[str, tu
         }
     assert seen["minibroker"] == seen["kafka"]
     assert seen["kafka"]["regex assignment"] == ["acl2-a"]
+    assert seen["kafka"]["ListGroups with DESCRIBE on the cluster"] == ["acl2-g", "acl2-h", "acl2-k"]
     assert seen["kafka"]["ShareFetch errors"] == [("acl2-b", 0, 29)]
     assert seen["kafka"]["ShareAcknowledge errors"] == [0, ("acl2-b", 0, 29)]
     assert seen["kafka"]["ConsumerGroupDescribe"]["groups"][0]["error_code"] == 29
