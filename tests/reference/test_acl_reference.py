@@ -503,7 +503,8 @@ def _setup_raw(plain: str) -> dict[str, Any]:
         finally:
             c.close()
     for tid in ("acl2-t", "acl2-u"):
-        p = Producer({"bootstrap.servers": plain, "transactional.id": tid})
+        # a long timeout: the open transaction must outlive the module's other tests
+        p = Producer({"bootstrap.servers": plain, "transactional.id": tid, "transaction.timeout.ms": 600000})
         p.init_transactions(15)
     # acl2-u stays open over both topics (DescribeTransactions shows bob acl2-a only)
     p.begin_transaction()
