@@ -234,8 +234,9 @@ def _decisions(v: Any) -> Any:
 
 def _raw_steps(topic_ids: dict[str, Any]) -> list[tuple[str, Any, int, Any]]:
     """(label, api, version, request) for each API family, as bob: READ/WRITE/DESCRIBE_CONFIGS on
-    topic acl2-a, READ on group acl2-g, DELETE on group acl2-d, WRITE on transactional id acl2-t;
-    nothing on topic acl2-b, groups acl2-h and the cluster."""
+    topic acl2-a, READ on group acl2-g, DELETE on group acl2-d, WRITE on transactional id acl2-t,
+    DESCRIBE on acl2-u; nothing on topic acl2-b, group acl2-h, transactional id acl2-w and the
+    cluster."""
     from protocol.apis import (
         add_offsets_to_txn as aot,
     )
@@ -392,7 +393,7 @@ def _raw_steps(topic_ids: dict[str, Any]) -> list[tuple[str, Any, int, Any]]:
             member_id="", group_instance_id=None, topics=[toc.REQUEST.TxnOffsetCommitRequestTopic(
                 name="acl2-b", partitions=[toc.REQUEST.TxnOffsetCommitRequestPartition(
                     partition_index=0, committed_offset=0, committed_leader_epoch=-1, committed_metadata="")])])),
-        ("DescribeTransactions", dt.API, 0, dt.REQUEST(transactional_ids=["acl2-t", "acl2-u"])),
+        ("DescribeTransactions", dt.API, 0, dt.REQUEST(transactional_ids=["acl2-t", "acl2-w"])),
         ("ListTransactions", lt.API, 1, lt.REQUEST(state_filters=[], producer_id_filters=[], duration_filter=-1)),
         ("DescribeProducers", dp.API, 0, dp.REQUEST(topics=[
             dp.REQUEST.TopicRequest(name=t, partition_indexes=[0]) for t in both])),
@@ -502,7 +503,7 @@ def _setup_raw(plain: str) -> dict[str, Any]:
                     time.sleep(0.2)
         finally:
             c.close()
-    for tid in ("acl2-t", "acl2-u"):
+    for tid in ("acl2-w", "acl2-t", "acl2-u"):
         # a long timeout: the open transaction must outlive the module's other tests
         p = Producer({"bootstrap.servers": plain, "transactional.id": tid, "transaction.timeout.ms": 600000})
         p.init_transactions(15)
@@ -579,6 +580,8 @@ def test_every_api_family_decides_as_kafka(brokers: dict[str, tuple[str, str]],
     k = seen["kafka"]
     assert k["DescribeLogDirs"]["error_code"] == 31 and k["EndTxn"]["error_code"] == 53
     assert [g["group_id"] for g in k["ListGroups"]["groups"] if g["group_id"] == "acl2-h"] == []
+    assert sorted(t["transactional_id"] for t in k["ListTransactions"]["transaction_states"]
+                  if t["transactional_id"].startswith("acl2-")) == ["acl2-t", "acl2-u"]  # not acl2-w
 
 
 def test_kafka_tools_as_a_restricted_user(brokers: dict[str, tuple[str, str]], bob_setup: dict[str, dict[str, Any]],
