@@ -25,19 +25,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from minibroker import features
 from minibroker.cleaner import LogCleanerTask
 from minibroker.config import BrokerConfig, effective_topic_config, to_log_config
 from minibroker.connection_quotas import ConnectionQuotas
 from minibroker.coordinator.consumer_group_configs import ConsumerGroupConfigs
-from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig
-from minibroker.coordinator.group_coordinator import GroupConfig, GroupCoordinator
-from minibroker.coordinator.offsets_store import OffsetsStore
-from minibroker.coordinator.share_group import SHARE_GROUP_APIS, ShareGroupConfig, ShareGroupCoordinator
-from minibroker.coordinator.share_state_store import ShareStateStore
-from minibroker.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator
-from minibroker.coordinator.transaction_log import TransactionLogStore
 from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
+from minibroker.coordinators import Coordinators
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.handlers.api_versions import advertised
@@ -65,6 +58,9 @@ from storage.log import Log
 from storage.log_manager import LogManager
 
 if TYPE_CHECKING:
+    from minibroker.coordinator.group_coordinator import GroupCoordinator
+    from minibroker.coordinator.share_group import ShareGroupCoordinator
+    from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
     from minibroker.tools.trace import TraceListeners
 
 log = logging.getLogger("minibroker.broker")
@@ -114,25 +110,13 @@ class Broker:
         # producer ids (InitProducerId) never repeat: a persisted block, and never below an id in the logs
         self.producer_ids = ProducerIdManager(data_dir, self.node_id)
         self.fetch_sessions = FetchSessionCache(cfg.get("max.incremental.fetch.session.cache.slots"))
-        offsets = OffsetsStore(self.topics, self.replica_manager, cfg.get("offsets.topic.num.partitions"),
-                               cfg.get("offsets.topic.segment.bytes"), now_ms=clock)
-        self.group_coordinator = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets, now_ms=clock,
-                                                  consumer_config=ConsumerGroupConfig.from_broker_config(cfg),
-                                                  topics=self.topics)
         # GROUP config resources of consumer groups, read by the manager from the next heartbeat on
-        self.consumer_group_configs = ConsumerGroupConfigs(data_dir, self.group_coordinator.consumer_groups.group_configs)
+        self.consumer_group_configs = ConsumerGroupConfigs(data_dir, {})
         self.consumer_group_configs.load()
-        txn_config = TransactionConfig.from_broker_config(cfg, features.transaction_version())
-        txn_log = TransactionLogStore(self.topics, self.replica_manager, txn_config.num_partitions,
-                                      txn_config.segment_bytes, txn_config.min_isr)
-        self.txn_coordinator = TransactionCoordinator(
-            txn_config, txn_log, self.producer_ids, self.topics, self.replica_manager, self.group_coordinator,
-            self.log_manager, now_ms=clock)
-        share_config = ShareGroupConfig.from_broker_config(cfg)
-        self.share_groups = ShareGroupCoordinator(
-            share_config, cfg, ShareStateStore(self.topics, self.replica_manager, share_config.state_partitions,
-                                               share_config.state_segment_bytes, now_ms=clock),
-            self.topics, self.replica_manager, data_dir, now_ms=clock)
+        # the group, transaction and share-group coordinators: built when first needed, or at
+        # start when their state is on disk (minibroker.coordinators; issue 22)
+        self.coordinators = Coordinators(cfg, data_dir, clock, self.topics, self.replica_manager, self.producer_ids,
+                                         self.log_manager, self.consumer_group_configs)
         file_deletion_lock = asyncio.Lock()
         self.cleaner = (LogCleanerTask(self.log_manager, self.dynamic_config, clock, file_deletion_lock)
                         if cfg.get("log.cleaner.enable") else None)
@@ -158,16 +142,18 @@ class Broker:
         self.services = BrokerServices(
             node_id=self.node_id, host=self.host, port=self.port, started_ms=self.started_ms, clock=clock,
             dynamic_config=self.dynamic_config, log_manager=self.log_manager, topics=self.topics,
-            replica_manager=self.replica_manager, group_coordinator=self.group_coordinator,
-            txn_coordinator=self.txn_coordinator, producer_ids=self.producer_ids,
+            replica_manager=self.replica_manager, coordinators=self.coordinators, producer_ids=self.producer_ids,
             fetch_sessions=self.fetch_sessions, metrics=self.metrics, quota_store=self.quota_store,
             advertised={e.listener_name: e for e in config.advertised_endpoints},
-            scram_credentials=self.scram_credentials, share_groups=self.share_groups,
+            scram_credentials=self.scram_credentials,
             client_quotas=self.client_quotas, authorizer=self.authorizer,
             consumer_group_configs=self.consumer_group_configs)
         # share groups off (group.share.enable=false): their APIs are not served, so not advertised
-        self.handlers: dict[int, Handler] = {k: h for k, h in load_all().items()
-                                             if share_config.enabled or k not in SHARE_GROUP_APIS}
+        self.handlers: dict[int, Handler] = load_all()
+        if not cfg.get("group.share.enable"):
+            from minibroker.coordinator.share_group import SHARE_GROUP_APIS
+
+            self.handlers = {k: h for k, h in self.handlers.items() if k not in SHARE_GROUP_APIS}
         self.tracer: RequestTracer | None = None  # set while a trace listener is attached (--trace, the console)
         self._background: list[asyncio.Task[None]] = []
 
@@ -184,6 +170,18 @@ class Broker:
         return TraceListeners(self)
 
     @property
+    def group_coordinator(self) -> GroupCoordinator:
+        return self.coordinators.group
+
+    @property
+    def txn_coordinator(self) -> TransactionCoordinator:
+        return self.coordinators.txn
+
+    @property
+    def share_groups(self) -> ShareGroupCoordinator:
+        return self.coordinators.share
+
+    @property
     def cluster_id(self) -> str:
         return self.services.cluster_id
 
@@ -191,7 +189,9 @@ class Broker:
         return self.cleaner.in_progress if self.cleaner is not None else set()
 
     def _topic_deleted(self, topic: Topic) -> None:
-        self.group_coordinator.on_partitions_deleted(topic.name)  # Kafka drops a deleted topic's offsets
+        group = self.coordinators.group_if_built
+        if group is not None:
+            group.on_partitions_deleted(topic.name)  # Kafka drops a deleted topic's offsets
         for p in topic.partitions:
             self.replica_manager.wake(topic.name, p)
 
@@ -204,11 +204,11 @@ class Broker:
                                             for pid in lg.producer_state.producers), default=-1))
 
     async def start_background(self) -> None:
-        """Load the coordinators, then periodic work on the loop: flushes, checkpoints, retention
-        (blocking parts off the loop) and the cleaner."""
-        await self.group_coordinator.start()
-        await self.txn_coordinator.start()
-        await self.share_groups.start()
+        """Load the coordinators with state on disk, then periodic work on the loop: flushes,
+        checkpoints, retention (blocking parts off the loop), the cleaner, and the other
+        coordinators (built in the background, or by the first request that needs one)."""
+        await self.coordinators.start()
+        self._background.append(asyncio.create_task(self.coordinators.load_rest(), name="coordinators-load"))
         self._background.append(asyncio.create_task(self.scheduler.run(), name="broker-periodic"))
         if self.cleaner is not None:
             self._background.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
@@ -226,9 +226,7 @@ class Broker:
                 pass
         if self.cleaner is not None:
             await self.cleaner.stop()  # a cleaning still writing on its thread finishes first
-        await self.share_groups.stop()
-        await self.txn_coordinator.stop()
-        await self.group_coordinator.stop()
+        await self.coordinators.stop()
         self.log_manager.shutdown()
 
     # -- shortcuts for tools and tests that hold a Broker ------------------------------------

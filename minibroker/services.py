@@ -10,13 +10,12 @@ dispatcher.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from minibroker.config import BrokerConfig, Endpoint
 from minibroker.coordinator.consumer_group_configs import ConsumerGroupConfigs
-from minibroker.coordinator.group_coordinator import GroupCoordinator
-from minibroker.coordinator.share_group import ShareGroupCoordinator
-from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
 from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
+from minibroker.coordinators import Coordinators
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.metrics import BrokerMetrics
@@ -28,6 +27,11 @@ from minibroker.security.credentials import ScramCredentialStore
 from minibroker.topics import TopicRegistry
 from storage.clock import Clock
 from storage.log_manager import LogManager
+
+if TYPE_CHECKING:  # built when first needed (minibroker.coordinators): not imported at start-up
+    from minibroker.coordinator.group_coordinator import GroupCoordinator
+    from minibroker.coordinator.share_group import ShareGroupCoordinator
+    from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
 
 
 @dataclass(eq=False, slots=True)
@@ -41,8 +45,7 @@ class BrokerServices:
     log_manager: LogManager
     topics: TopicRegistry
     replica_manager: ReplicaManager
-    group_coordinator: GroupCoordinator
-    txn_coordinator: TransactionCoordinator
+    coordinators: Coordinators  # group_coordinator, txn_coordinator, share_groups below
     producer_ids: ProducerIdManager
     fetch_sessions: FetchSessionCache
     metrics: BrokerMetrics
@@ -51,10 +54,22 @@ class BrokerServices:
     # is host/port above)
     advertised: dict[str, Endpoint]
     scram_credentials: ScramCredentialStore  # Describe/AlterUserScramCredentials
-    share_groups: ShareGroupCoordinator  # KIP-932 share groups and their share partitions
     authorizer: Authorizer  # ACLs and the authorization decision (minibroker.security.authorizer)
     client_quotas: ClientQuotaManager  # Fetch caps max_bytes at the consumer's quota window
     consumer_group_configs: ConsumerGroupConfigs  # consumer.* keys of GROUP config resources (KIP-848)
+
+    @property
+    def group_coordinator(self) -> GroupCoordinator:
+        return self.coordinators.group
+
+    @property
+    def txn_coordinator(self) -> TransactionCoordinator:
+        return self.coordinators.txn
+
+    @property
+    def share_groups(self) -> ShareGroupCoordinator:
+        """KIP-932 share groups and their share partitions."""
+        return self.coordinators.share
 
     def endpoint(self, listener: str | None) -> tuple[str, int]:
         """(host, port) for Metadata, FindCoordinator and DescribeCluster answers to a client on

@@ -33,6 +33,13 @@ NOT_AT_START = [
     "lz4", "snappy", "cramjam", "zstandard",
     # glibc tuning through ctypes, set a second after listening (minibroker.cli)
     "ctypes", "minibroker.malloc_tuning",
+    # the group, transaction and share-group coordinators: built after the broker listens, or by the
+    # first request that needs one, or at start when their state is on disk (minibroker.coordinators)
+    "minibroker.coordinator.group_coordinator", "minibroker.coordinator.consumer_group_manager",
+    "minibroker.coordinator.group_membership", "minibroker.coordinator.offsets_store",
+    "minibroker.coordinator.transaction_coordinator", "minibroker.coordinator.transaction_log",
+    "minibroker.coordinator.share_group", "minibroker.coordinator.share_partition",
+    "minibroker.coordinator.share_state_store",
     # a config file (--config) and what only tests, benches and tools use
     "yaml", "minibroker.testing", "minibroker.pytest_plugin", "pytest", "hypothesis", "prometheus_client",
     "confluent_kafka", "kafka", "aiokafka", "playwright", "matplotlib",
@@ -70,3 +77,15 @@ def test_start_path_imports_no_tool_test_console_or_tls_module() -> None:
     assert not crept_in, f"imported before the first request: {crept_in}"
     # the start path is there (the probe measured something real)
     assert {"minibroker.broker", "storage.log", "minibroker.handlers.produce"} <= loaded
+
+
+def test_coordinators_know_the_internal_topics_and_files_their_state_is_in() -> None:
+    """minibroker.coordinators decides by these names which coordinators load before the broker
+    serves (their state is on disk); it does not import the coordinators' modules to read them."""
+    from minibroker import coordinators
+    from minibroker.coordinator import offsets_store, share_group, share_state_store, transaction_log
+
+    assert coordinators.OFFSETS_TOPIC == offsets_store.TOPIC
+    assert coordinators.TRANSACTION_TOPIC == transaction_log.TOPIC
+    assert coordinators.SHARE_STATE_TOPIC == share_state_store.TOPIC
+    assert f'"{coordinators.SHARE_CONFIGS_FILE}"' in Path(share_group.__file__).read_text()

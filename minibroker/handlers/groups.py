@@ -37,11 +37,9 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minibroker.coordinator.group import GroupState
-from minibroker.coordinator.group_coordinator import ClientInfo, GroupCoordinator
-from minibroker.coordinator.share_state_store import parse_coordinator_key
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
@@ -61,6 +59,9 @@ from protocol.apis import (
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
+if TYPE_CHECKING:  # the coordinators are built when first needed, not imported at start (issue 22)
+    from minibroker.coordinator.group_coordinator import ClientInfo, GroupCoordinator
+
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 # Kafka's default text of INVALID_REQUEST (Errors.INVALID_REQUEST), which its unbatched
 # FindCoordinator answer carries for a share key
@@ -74,6 +75,8 @@ def _coordinator(ctx: RequestContext) -> GroupCoordinator | None:
 
 
 def _client(ctx: RequestContext) -> ClientInfo:
+    from minibroker.coordinator.group_membership import ClientInfo  # loaded with the group coordinator
+
     return ClientInfo(client_id=ctx.client_id or "", client_host=ctx.client_host, api_version=ctx.version)
 
 
@@ -104,6 +107,8 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None
     if key_type == SHARE_KEY:
         # KIP-932: share-state keys ("group:topicId:partition") are valid from v6 on; Kafka answers
         # an older version or a malformed key with INVALID_REQUEST and an empty message.
+        from minibroker.coordinator.share_state_store import parse_coordinator_key
+
         if ctx.version < 6 or parse_coordinator_key(key) is None:
             return ErrorCode.INVALID_REQUEST, "" if ctx.version >= 4 else _INVALID_REQUEST_TEXT
         try:

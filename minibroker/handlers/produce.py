@@ -45,7 +45,6 @@ import functools
 import logging
 from typing import Any
 
-from minibroker.coordinator.transaction_coordinator import check_transactional_produce
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import produce
@@ -95,6 +94,9 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 lg = topic.partitions[pd.index]
                 verify = None
                 if ctx.version >= 3:  # a transaction's first write to a partition is verified (KIP-890)
+                    # here, not at the top: the transaction coordinator is not imported at start (issue 22)
+                    from minibroker.coordinator.transaction_coordinator import check_transactional_produce
+
                     verify = functools.partial(check_transactional_produce, services.txn_coordinator,
                                                req.transactional_id, topic=name, partition=pd.index, lg=lg,
                                                version=ctx.version)

@@ -33,7 +33,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from minibroker.coordinator.transaction_coordinator import verification_error_for_produce
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import (
@@ -225,6 +224,9 @@ def _verify_offsets_partition(ctx: RequestContext, req: Any) -> int:
                                        [(topic, partition)])[(topic, partition)]
     if not code:
         return ErrorCode.NONE
+    # here, not at the top: the transaction coordinator is not imported at start (issue 22)
+    from minibroker.coordinator.transaction_coordinator import verification_error_for_produce
+
     code = verification_error_for_produce(code, generic_error_supported=ctx.version >= 5)
     # the group coordinator's translation of write errors (NOT_ENOUGH_REPLICAS: retry later)
     return ErrorCode.COORDINATOR_NOT_AVAILABLE if code == ErrorCode.NOT_ENOUGH_REPLICAS else code

@@ -1,0 +1,206 @@
+"""The group, transaction and share-group coordinators, built when they are first needed.
+
+Theory of operation (issue 22: `python -m minibroker` listening in < 100 ms). Importing the three
+coordinators costs about a fifth of a broker's start (the KIP-848 and classic group machinery with
+every group API's schema, the share partitions, the transaction state machine), and a broker that
+has none of their state on disk needs none of them to answer its first requests. Kafka loads its
+coordinators after the socket server is up too (BrokerServer.startup: the group and transaction
+coordinators load their partitions when the metadata publisher hands them over, answering
+COORDINATOR_LOAD_IN_PROGRESS meanwhile); here a request never sees a coordinator half loaded:
+
+- at start (`start`), a coordinator whose state is on disk (its internal topic, or the share
+  groups' config file) is built and loaded before the broker serves, as every coordinator was
+  before: a restart replays committed offsets, open transactions and share-partition state, and
+  their timers (session expiry, transaction timeouts) run from the start;
+- the others are built right after the broker listens, one per turn of the loop (`load_rest`,
+  a background task), so their timers run as before (the transaction coordinator's expires idle
+  producer ids in every log);
+- a request, the console or a test that reaches one before that (`group`, `txn`, `share`) builds
+  and starts it there and then, synchronously: building replays nothing, and each coordinator's
+  `start()` creates its timer tasks without awaiting anything.
+
+Off the broker's loop (a test thread reading `broker.group_coordinator`), the build runs on the
+loop and the caller waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from minibroker.config import BrokerConfig
+from minibroker.coordinator.consumer_group_configs import ConsumerGroupConfigs
+from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
+from minibroker.replica_manager import ReplicaManager
+from minibroker.topics import TopicRegistry
+from storage.clock import Clock
+from storage.log_manager import LogManager
+
+if TYPE_CHECKING:
+    from minibroker.coordinator.group_coordinator import GroupCoordinator
+    from minibroker.coordinator.share_group import ShareGroupCoordinator
+    from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
+
+T = TypeVar("T")
+
+# the internal topics whose presence means a coordinator has state to replay at start
+OFFSETS_TOPIC = "__consumer_offsets"  # minibroker.coordinator.offsets_store.TOPIC
+TRANSACTION_TOPIC = "__transaction_state"  # minibroker.coordinator.transaction_log.TOPIC
+SHARE_STATE_TOPIC = "__share_group_state"  # minibroker.coordinator.share_state_store.TOPIC
+SHARE_CONFIGS_FILE = "share_group_configs.json"  # minibroker.coordinator.share_group
+
+
+def _run_now(start: Coroutine[Any, Any, None]) -> None:
+    """Run a coordinator's `start()` to its end on the caller's turn of the loop. The three
+    `start()`s await nothing (they replay their log and create their timer tasks), so a request
+    that needs a coordinator gets it started before it goes on."""
+    try:
+        start.send(None)
+    except StopIteration:
+        return
+    start.close()
+    raise RuntimeError("a coordinator's start() suspended; build it with `await Coordinators.start()`")
+
+
+class Coordinators:
+    """The three coordinators of one broker, each built once, when first needed (see above)."""
+
+    def __init__(self, cfg: BrokerConfig, data_dir: Path, clock: Clock, topics: TopicRegistry,
+                 replica_manager: ReplicaManager, producer_ids: ProducerIdManager, log_manager: LogManager,
+                 consumer_group_configs: ConsumerGroupConfigs) -> None:
+        self._cfg = cfg  # the config at broker construction, as when they were built there
+        self._data_dir = data_dir
+        self._clock = clock
+        self._topics = topics
+        self._replica_manager = replica_manager
+        self._producer_ids = producer_ids
+        self._log_manager = log_manager
+        self._consumer_group_configs = consumer_group_configs
+        self._group: GroupCoordinator | None = None
+        self._txn: TransactionCoordinator | None = None
+        self._share: ShareGroupCoordinator | None = None
+        self._started: list[Any] = []  # in start order; stopped in reverse
+        # the broker's loop once `start` ran: from then on a coordinator is started when built
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- the coordinators ------------------------------------------------------------------
+    @property
+    def group(self) -> GroupCoordinator:
+        return self._group if self._group is not None else self._on_loop(self._build_group)
+
+    @property
+    def txn(self) -> TransactionCoordinator:
+        return self._txn if self._txn is not None else self._on_loop(self._build_txn)
+
+    @property
+    def share(self) -> ShareGroupCoordinator:
+        return self._share if self._share is not None else self._on_loop(self._build_share)
+
+    @property
+    def group_if_built(self) -> GroupCoordinator | None:
+        """The group coordinator if something built it (a deleted topic has no offsets to drop
+        in a coordinator that was never loaded: there is no __consumer_offsets on disk)."""
+        return self._group
+
+    def _build_group(self) -> GroupCoordinator:
+        if self._group is None:
+            from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig
+            from minibroker.coordinator.group_coordinator import GroupConfig, GroupCoordinator
+            from minibroker.coordinator.offsets_store import OffsetsStore
+
+            cfg = self._cfg
+            offsets = OffsetsStore(self._topics, self._replica_manager, cfg.get("offsets.topic.num.partitions"),
+                                   cfg.get("offsets.topic.segment.bytes"), now_ms=self._clock)
+            group = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets, now_ms=self._clock,
+                                     consumer_config=ConsumerGroupConfig.from_broker_config(cfg), topics=self._topics)
+            # GROUP config resources (consumer.*), loaded at broker construction, read from the next heartbeat on
+            group.consumer_groups.group_configs = self._consumer_group_configs.configs
+            self._group = group
+            self._start(group)
+        return self._group
+
+    def _build_txn(self) -> TransactionCoordinator:
+        if self._txn is None:
+            from minibroker import features
+            from minibroker.coordinator.transaction_coordinator import (
+                TransactionConfig,
+                TransactionCoordinator,
+            )
+            from minibroker.coordinator.transaction_log import TransactionLogStore
+
+            group = self._build_group()  # told when a marker lands in __consumer_offsets
+            config = TransactionConfig.from_broker_config(self._cfg, features.transaction_version())
+            store = TransactionLogStore(self._topics, self._replica_manager, config.num_partitions,
+                                        config.segment_bytes, config.min_isr)
+            self._txn = TransactionCoordinator(config, store, self._producer_ids, self._topics, self._replica_manager,
+                                               group, self._log_manager, now_ms=self._clock)
+            self._start(self._txn)
+        return self._txn
+
+    def _build_share(self) -> ShareGroupCoordinator:
+        if self._share is None:
+            from minibroker.coordinator.share_group import ShareGroupConfig, ShareGroupCoordinator
+            from minibroker.coordinator.share_state_store import ShareStateStore
+
+            config = ShareGroupConfig.from_broker_config(self._cfg)
+            store = ShareStateStore(self._topics, self._replica_manager, config.state_partitions,
+                                    config.state_segment_bytes, now_ms=self._clock)
+            self._share = ShareGroupCoordinator(config, self._cfg, store, self._topics, self._replica_manager,
+                                                self._data_dir, now_ms=self._clock)
+            self._start(self._share)
+        return self._share
+
+    def _start(self, coordinator: GroupCoordinator | TransactionCoordinator | ShareGroupCoordinator) -> None:
+        if self._loop is not None:  # before `start` (tests/coordinator's Stack), the owner starts it
+            _run_now(coordinator.start())
+            self._started.append(coordinator)
+
+    def _on_loop(self, build: Callable[[], T]) -> T:
+        """`build()` here when this thread runs the broker's loop (or the broker has not started);
+        from another thread, on the loop, waiting for it."""
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            return build()
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is loop:
+            return build()
+
+        async def on_loop() -> T:
+            return build()
+
+        return asyncio.run_coroutine_threadsafe(on_loop(), loop).result()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Build and load, before the broker serves, the coordinators with state on disk."""
+        self._loop = asyncio.get_running_loop()
+        for coordinator in self._started_before_serving():
+            coordinator()
+
+    def _started_before_serving(self) -> list[Callable[[], object]]:
+        out: list[Callable[[], object]] = []
+        if self._topics.get(OFFSETS_TOPIC) is not None:
+            out.append(self._build_group)
+        if self._topics.get(TRANSACTION_TOPIC) is not None:
+            out.append(self._build_txn)
+        if self._topics.get(SHARE_STATE_TOPIC) is not None or (self._data_dir / SHARE_CONFIGS_FILE).exists():
+            out.append(self._build_share)
+        return out
+
+    async def load_rest(self) -> None:
+        """The background task started when the broker listens: the coordinators nothing has
+        built yet, one per turn of the loop, so requests are answered in between."""
+        for build in (self._build_group, self._build_txn, self._build_share):
+            await asyncio.sleep(0)
+            build()
+
+    async def stop(self) -> None:
+        for coordinator in reversed(self._started):
+            await coordinator.stop()
+        self._started = []
+
