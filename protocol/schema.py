@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
+import threading
 import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 ZERO_UUID = uuid.UUID(int=0)
 _IMMUTABLE = (int, float, str, bytes, bool, type(None), uuid.UUID)
 _MISSING = object()
+_BUILD_LOCK = threading.Lock()
 
 PRIMITIVES = frozenset(
     {"bool", "int8", "int16", "uint16", "int32", "int64", "float64", "string", "bytes", "records", "uuid"}
@@ -237,35 +239,64 @@ def _make_class(name: str, fields: tuple[F, ...]) -> type[Message]:
 
 
 class Schema:
-    """A message (a request, a response, or a coordinator record) and all its versions."""
+    """A message (a request, a response, or a coordinator record) and all its versions.
+
+    Its classes (one per struct) are made when first used (`cls`, `classes`, a struct's name as an
+    attribute, a call, the codec): a broker imports every API's schema at start and uses a few of
+    them before its first answer, and making the classes of all of them cost about 5 ms of the
+    start (issue 22)."""
 
     def __init__(self, name: str, valid: str, *, flexible: str = "none", fields: Iterable[F] = ()):
         self.name = name
         self.valid = Versions(valid)
         self.flexible = Versions(flexible)
         self.fields = tuple(fields)
-        self.classes: dict[str, type[Message]] = {}
-        self.cls = self._build(name, self.fields)
+        self._cls: type[Message] | None = None
+        self._classes: dict[str, type[Message]] = {}
         self._codecs: dict[int, Any] = {}  # version -> (reader, writer), filled by protocol.codec
 
-    def _build(self, name: str, fields: tuple[F, ...]) -> type[Message]:
+    @property
+    def cls(self) -> type[Message]:
+        cls = self._cls
+        return cls if cls is not None else self._build_classes()
+
+    @property
+    def classes(self) -> dict[str, type[Message]]:
+        if self._cls is None:
+            self._build_classes()
+        return self._classes
+
+    def _build_classes(self) -> type[Message]:
+        # under a lock: a test's client thread and the broker's loop may reach one schema first
+        # at the same moment, and two sets of classes would make equal messages unequal
+        with _BUILD_LOCK:
+            if self._cls is None:
+                classes: dict[str, type[Message]] = {}
+                cls = self._build(self.name, self.fields, classes)
+                self._classes = classes
+                self._cls = cls
+            return self._cls
+
+    def _build(self, name: str, fields: tuple[F, ...], classes: dict[str, type[Message]]) -> type[Message]:
         # Recurse even when the struct's class exists: a struct named twice in one message
         # (AddPartitionsToTxnTopicResult) has a second copy of its fields, whose nested
         # struct fields need their classes linked too.
         for f in fields:
             if f.is_struct:
-                f.struct = self._build(f.base, f.fields)
-        cls = self.classes.get(name)
+                f.struct = self._build(f.base, f.fields, classes)
+        cls = classes.get(name)
         if cls is None:
-            cls = self.classes[name] = _make_class(name, fields)
+            cls = classes[name] = _make_class(name, fields)
         return cls
 
     def __call__(self, **kwargs: Any) -> Message:
         return self.cls(**kwargs)
 
     def __getattr__(self, name: str) -> type[Message]:
+        if name.startswith("_"):  # not a struct name (and not one of ours before __init__ set it)
+            raise AttributeError(name)
         try:
-            return self.__dict__["classes"][name]
+            return self.classes[name]
         except KeyError:
             raise AttributeError(name) from None
 
