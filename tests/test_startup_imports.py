@@ -39,7 +39,7 @@ NOT_AT_START = [
     "minibroker.coordinator.group_membership", "minibroker.coordinator.offsets_store",
     "minibroker.coordinator.transaction_coordinator", "minibroker.coordinator.transaction_log",
     "minibroker.coordinator.share_group", "minibroker.coordinator.share_partition",
-    "minibroker.coordinator.share_state_store",
+    "minibroker.coordinator.share_state_store", "minibroker.coordinator.group",
     # a config file (--config) and what only tests, benches and tools use
     "yaml", "minibroker.testing", "minibroker.pytest_plugin", "pytest", "hypothesis", "prometheus_client",
     "confluent_kafka", "kafka", "aiokafka", "playwright", "matplotlib",

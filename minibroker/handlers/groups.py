@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from minibroker.coordinator.group import GroupState
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
@@ -59,7 +58,9 @@ from protocol.apis import (
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
-if TYPE_CHECKING:  # the coordinators are built when first needed, not imported at start (issue 22)
+# The coordinators are built when first needed (minibroker.coordinators): their modules are
+# imported by the functions that use them, not at start (issue 22).
+if TYPE_CHECKING:
     from minibroker.coordinator.group_coordinator import ClientInfo, GroupCoordinator
 
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
@@ -408,6 +409,8 @@ async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
 # -------------------------------------------------------------------------------- DescribeGroups
 @handles(describe_groups.API, "0-6")
 async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
+    from minibroker.coordinator.group import GroupState  # loaded with the group coordinator
+
     R = describe_groups.RESPONSE
     coord = _coordinator(ctx)
     include_ops = bool(req.include_authorized_operations)
