@@ -12,9 +12,12 @@ COORDINATOR_LOAD_IN_PROGRESS meanwhile); here a request never sees a coordinator
   groups' config file) is built and loaded before the broker serves, as every coordinator was
   before: a restart replays committed offsets, open transactions and share-partition state, and
   their timers (session expiry, transaction timeouts) run from the start;
-- the others are built right after the broker listens, one per turn of the loop (`load_rest`,
-  a background task), so their timers run as before (the transaction coordinator's expires idle
-  producer ids in every log);
+- the others are built in the background a second after the broker listens (`load_rest`), one
+  per turn of the loop, so that they do not hold up the first clients' ApiVersions and Metadata
+  (the loop is single-threaded; Kafka loads on other threads). Their timers then run as before:
+  none of them has anything to do sooner (with no state on disk the earliest is the transaction
+  coordinator's check for timed-out transactions, 10 s by default, and its expiry of idle producer
+  ids in every log, every 10 minutes);
 - a request, the console or a test that reaches one before that (`group`, `txn`, `share`) builds
   and starts it there and then, synchronously: building replays nothing, and each coordinator's
   `start()` creates its timer tasks without awaiting anything.
@@ -66,6 +69,8 @@ def _run_now(start: Coroutine[Any, Any, None]) -> None:
 
 class Coordinators:
     """The three coordinators of one broker, each built once, when first needed (see above)."""
+
+    LOAD_REST_AFTER_S = 1.0
 
     def __init__(self, cfg: BrokerConfig, data_dir: Path, clock: Clock, topics: TopicRegistry,
                  replica_manager: ReplicaManager, producer_ids: ProducerIdManager, log_manager: LogManager,
@@ -194,7 +199,9 @@ class Coordinators:
 
     async def load_rest(self) -> None:
         """The background task started when the broker listens: the coordinators nothing has
-        built yet, one per turn of the loop, so requests are answered in between."""
+        built yet, after `LOAD_REST_AFTER_S`, one per turn of the loop, so requests are answered
+        in between."""
+        await asyncio.sleep(self.LOAD_REST_AFTER_S)
         for build in (self._build_group, self._build_txn, self._build_share):
             await asyncio.sleep(0)
             build()
