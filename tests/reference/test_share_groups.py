@@ -214,9 +214,16 @@ def _hold_child(boot: str, topic: str, group: str, max_records: int, plan: str =
             if line.startswith("HELD "):
                 return child, line.split()[1]
             lines.append(line)
+    _end(child)
+    raise AssertionError(f"the holding consumer held nothing on {boot}:\n{''.join(lines)}")
+
+
+def _end(child: subprocess.Popen[str]) -> None:
+    """SIGKILL: the consumer gets no chance to close its share session or acknowledge anything."""
     child.kill()
     child.wait(10)
-    raise AssertionError(f"the holding consumer held nothing on {boot}:\n{''.join(lines)}")
+    if child.stdout is not None:
+        child.stdout.close()
 
 
 def cf_three(boot: str) -> str:
@@ -249,8 +256,7 @@ def cf_kill(boot: str) -> str:
                                           "share.record.lock.duration.ms": str(LOCK_MS)}})
     sc.produce(boot, topic, [f"v{i}" for i in range(CF_N)])
     child, held = _hold_child(boot, topic, group, 5)
-    child.kill()
-    child.wait(10)
+    _end(child)
     killed = time.monotonic()
     held_offsets = {int(x.split(":")[0]) for x in held.split(",")}
     counts: dict[int, int] = {}
@@ -378,8 +384,7 @@ def _restart_scenario(boot: str, kind: str, halt: Callable[[], None],
         t0 = time.monotonic()
         halt()
     finally:
-        child.kill()
-        child.wait(10)
+        _end(child)
     t1 = time.monotonic()
     start()
     after = _start_offset(boot, group, topic)
