@@ -455,6 +455,11 @@ _BROKER_KEYS: list[ConfigKey] = [
             "Server-side assignors of consumer groups, the first being the default (short names or Kafka's "
             "class names of UniformAssignor and RangeAssignor)."),
     _broker("group.consumer.max.size", "int", INT_MAX, "Most members one consumer group may have.", AtLeast(1)),
+    _broker("group.consumer.migration.policy", "string", "bidirectional",
+            "Online migration of a group with members between the classic and consumer protocols: disabled, "
+            "upgrade, downgrade or bidirectional (case-insensitive).",
+            ValidString("disabled", "upgrade", "downgrade", "bidirectional", "DISABLED", "UPGRADE", "DOWNGRADE",
+                        "BIDIRECTIONAL")),
     # --- transactions and idempotence
     _broker("transaction.state.log.num.partitions", "int", 50,
             "Partitions of __transaction_state; fixed once the topic exists.", AtLeast(1)),
