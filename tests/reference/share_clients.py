@@ -103,9 +103,13 @@ def hold(boot: str, topic: str, group: str, max_records: int, plan: str = "") ->
     """The child: acknowledge what the plan says, hold the rest, report, wait to be killed."""
     todo = parse_plan(plan)
     c = consumer(boot, group, topic, max_records)
+    started = time.monotonic()
     while True:
         msgs = c.poll(0.5)
         held = []
+        if msgs:  # the steps are printed: when the parent gives up waiting, it shows them
+            print(f"{time.monotonic() - started:.1f} s polled "
+                  + ",".join(f"{m.offset()}:{m.delivery_count()}" for m in msgs), flush=True)
         for m in msgs:
             assert m.error() is None, m.error()
             kind = todo.get(m.offset()) if m.delivery_count() == 1 else None
@@ -115,6 +119,7 @@ def hold(boot: str, topic: str, group: str, max_records: int, plan: str = "") ->
                 c.acknowledge(m, ack_type(kind))
         if len(held) < len(msgs):
             c.commit_sync(30)
+            print(f"{time.monotonic() - started:.1f} s committed", flush=True)
         if held:
             print("HELD " + ",".join(held), flush=True)
             time.sleep(600)

@@ -24,6 +24,7 @@ counts) and DescribeShareGroupOffsets' start offset must be equal on both.
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import re
 import selectors
 import shutil
@@ -196,29 +197,32 @@ CF_EXPECTED = [
 
 
 def _hold_child(boot: str, topic: str, group: str, max_records: int, plan: str = "",
-                timeout: float = 30.0) -> tuple[subprocess.Popen[str], str]:
+                timeout: float = 30.0) -> tuple[subprocess.Popen[bytes], str]:
     """A confluent ShareConsumer in a child process that acknowledges per `plan` and then holds
     what it got (share_clients.hold): (the child, its `offset:count,...`)."""
     child = subprocess.Popen([sys.executable, "-m", "tests.reference.share_clients", "hold", boot, topic, group,
-                              str(max_records), plan], cwd=ROOT, text=True, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT)
+                              str(max_records), plan], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     assert child.stdout is not None
-    lines: list[str] = []
+    fd = child.stdout.fileno()
+    out = b""
     deadline = time.monotonic() + timeout
+    # raw reads on the pipe, not readline() after select(): a buffered reader may already hold the
+    # HELD line when select() waits for more
     with selectors.DefaultSelector() as sel:
-        sel.register(child.stdout, selectors.EVENT_READ)
+        sel.register(fd, selectors.EVENT_READ)
         while time.monotonic() < deadline and sel.select(deadline - time.monotonic()):
-            line = child.stdout.readline()
-            if not line:
+            chunk = os.read(fd, 65536)
+            if not chunk:
                 break
-            if line.startswith("HELD "):
-                return child, line.split()[1]
-            lines.append(line)
+            out += chunk
+            m = re.search(rb"^HELD (\S+)\n", out, re.M)
+            if m:
+                return child, m.group(1).decode()
     _end(child)
-    raise AssertionError(f"the holding consumer held nothing on {boot}:\n{''.join(lines)}")
+    raise AssertionError(f"the holding consumer held nothing on {boot}:\n{out.decode(errors='replace')}")
 
 
-def _end(child: subprocess.Popen[str]) -> None:
+def _end(child: subprocess.Popen[bytes]) -> None:
     """SIGKILL: the consumer gets no chance to close its share session or acknowledge anything."""
     child.kill()
     child.wait(10)
