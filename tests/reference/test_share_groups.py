@@ -254,7 +254,11 @@ def cf_three(boot: str) -> str:
 
 
 def cf_kill(boot: str) -> str:
-    """A consumer holding 5 records is killed (SIGKILL); another gets them after the lock, count 2."""
+    """A consumer holding 5 records is killed (SIGKILL); another gets them after the lock, count 2.
+
+    Kafka gets there another way: it releases the records when the dead member's connection
+    closes, and the next member fetches only ~5 s later, once it is assigned the partition
+    (docs/differences.md#share-release-on-disconnect, #share-assignment-interval)."""
     topic, group = f"{CF}kill", f"{CF}g-kill"
     sc.create_topic(boot, topic, {group: {"share.auto.offset.reset": "earliest",
                                           "share.record.lock.duration.ms": str(LOCK_MS)}})
