@@ -31,6 +31,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
+from minibroker.handlers import authorized_ops
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import (
     delete_records,
@@ -48,15 +49,6 @@ DLD = describe_log_dirs.RESPONSE
 OLE = offset_for_leader_epoch.RESPONSE
 DTP = describe_topic_partitions.RESPONSE
 
-# AclOperation ids; without an authorizer every operation a resource type supports is allowed
-# (Kafka: AclEntry.supportedOperations).
-_CREATE, _DELETE, _ALTER, _DESCRIBE, _CLUSTER_ACTION = 5, 6, 7, 8, 9
-_READ, _WRITE, _DESCRIBE_CONFIGS, _ALTER_CONFIGS, _IDEMPOTENT_WRITE = 3, 4, 10, 11, 12
-CLUSTER_OPERATIONS = sum(1 << op for op in (_CREATE, _CLUSTER_ACTION, _DESCRIBE_CONFIGS, _ALTER_CONFIGS,
-                                             _IDEMPOTENT_WRITE, _ALTER, _DESCRIBE))
-TOPIC_OPERATIONS = sum(1 << op for op in (_READ, _WRITE, _CREATE, _DESCRIBE, _DELETE, _ALTER,
-                                           _DESCRIBE_CONFIGS, _ALTER_CONFIGS))
-_NO_OPERATIONS = -2147483648  # Integer.MIN_VALUE: not asked for
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
 
 
@@ -100,8 +92,8 @@ async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
                controller_id=services.node_id,
                brokers=[DCL.DescribeClusterBroker(broker_id=services.node_id, host=host, port=port,
                                                   rack=None, is_fenced=False)],
-               cluster_authorized_operations=(CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
-                                              else _NO_OPERATIONS))
+               cluster_authorized_operations=(authorized_ops.cluster(ctx) if req.include_cluster_authorized_operations
+                                              else authorized_ops.OMITTED))
     if endpoint_type != BROKER_ENDPOINT:
         resp.error_code = ErrorCode.MISMATCHED_ENDPOINT_TYPE
         resp.error_message = ("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of "
@@ -187,7 +179,7 @@ async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any
                 continue
             out.append(DTP.DescribeTopicPartitionsResponseTopic(
                 error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID, is_internal=False,
-                partitions=[], topic_authorized_operations=_NO_OPERATIONS))
+                partitions=[]))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         if budget <= 0:
@@ -201,10 +193,10 @@ async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any
             replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[], last_known_elr=[],
             offline_replicas=[]) for p in take]
         out.append(DTP.DescribeTopicPartitionsResponseTopic(
-            error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.is_internal, partitions=parts,
-            topic_authorized_operations=TOPIC_OPERATIONS))
+            error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.is_internal, partitions=parts))
         if rest:
             next_cursor = DTP.Cursor(topic_name=name, partition_index=rest[0])
             break
+    authorized_ops.fill_topics(ctx, out)
     return DTP(topics=out, next_cursor=next_cursor)
 

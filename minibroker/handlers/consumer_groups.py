@@ -24,6 +24,7 @@ from typing import Any
 
 from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
 from minibroker.coordinator.consumer_group_configs import BROKER_KEYS, GROUP_KEYS, ConsumerGroupConfigs
+from minibroker.handlers import authorized_ops
 from minibroker.handlers.configs import GROUP_CONFIG_PROVIDERS
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
@@ -51,16 +52,9 @@ async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
             out.append(R.DescribedGroup(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id=gid, group_state="",
                                         members=[]))
             continue
-        g = coord.consumer_groups.describe(gid, ctx.version)
-        if req.include_authorized_operations and g.error_code == 0:
-            g.authorized_operations = _GROUP_OPERATIONS
-        out.append(g)
+        out.append(coord.consumer_groups.describe(gid, ctx.version))
+    authorized_ops.fill_groups(ctx, req.include_authorized_operations, out)  # KIP-430
     return R(groups=out)
-
-
-# READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS as a bit set (Kafka: AclOperation codes
-# 3, 6, 8, 10, 11): what a group resource allows, all of it without an authorizer.
-_GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
 # --------------------------------------------------------------------- GROUP config resources

@@ -34,6 +34,7 @@ from minibroker.coordinator.share_group import (
     ShareGroupCoordinator,
     validate_group_config,
 )
+from minibroker.handlers import authorized_ops
 from minibroker.handlers.configs import GROUP_CONFIG_PROVIDERS
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
@@ -108,6 +109,7 @@ async def handle_share_group_describe(ctx: RequestContext, req: Any) -> Any:
         out.append(R.DescribedGroup(error_code=0, group_id=gid, group_state=group.state,
                                     group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
                                     assignor_name=ASSIGNOR, members=members))
+    authorized_ops.fill_groups(ctx, req.include_authorized_operations, out)  # KIP-430
     return R(groups=out)
 
 
