@@ -49,6 +49,7 @@ DLD = describe_log_dirs.RESPONSE
 OLE = offset_for_leader_epoch.RESPONSE
 DTP = describe_topic_partitions.RESPONSE
 
+_NO_OPERATIONS = authorized_ops.OMITTED  # KIP-430: not asked for, or refused
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
 
 
@@ -93,7 +94,7 @@ async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
                brokers=[DCL.DescribeClusterBroker(broker_id=services.node_id, host=host, port=port,
                                                   rack=None, is_fenced=False)],
                cluster_authorized_operations=(authorized_ops.cluster(ctx) if req.include_cluster_authorized_operations
-                                              else authorized_ops.OMITTED))
+                                              else _NO_OPERATIONS))
     if endpoint_type != BROKER_ENDPOINT:
         resp.error_code = ErrorCode.MISMATCHED_ENDPOINT_TYPE
         resp.error_message = ("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of "
@@ -179,7 +180,7 @@ async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any
                 continue
             out.append(DTP.DescribeTopicPartitionsResponseTopic(
                 error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID, is_internal=False,
-                partitions=[]))
+                partitions=[], topic_authorized_operations=authorized_ops.topic(ctx, name)))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         if budget <= 0:
@@ -193,10 +194,10 @@ async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any
             replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[], last_known_elr=[],
             offline_replicas=[]) for p in take]
         out.append(DTP.DescribeTopicPartitionsResponseTopic(
-            error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.is_internal, partitions=parts))
+            error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.is_internal, partitions=parts,
+            topic_authorized_operations=authorized_ops.topic(ctx, name)))
         if rest:
             next_cursor = DTP.Cursor(topic_name=name, partition_index=rest[0])
             break
-    authorized_ops.fill_topics(ctx, out)
     return DTP(topics=out, next_cursor=next_cursor)
 

@@ -41,6 +41,10 @@ def group(ctx: RequestContext, group_id: str) -> int:
     return operations(ctx, ResourceType.GROUP, group_id)
 
 
+def topic(ctx: RequestContext, name: str) -> int:
+    return operations(ctx, ResourceType.TOPIC, name)
+
+
 def fill_topics(ctx: RequestContext, topics: list[Any]) -> None:
     """Set `topic_authorized_operations` on each described topic entry (Metadata's
     MetadataResponseTopic, DescribeTopicPartitions' DescribeTopicPartitionsResponseTopic)."""
@@ -61,11 +65,8 @@ def fill_metadata(ctx: RequestContext, req: Any, resp: Any) -> None:
             cluster(ctx) if ctx.authorized(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME) else 0)
 
 
-def fill_groups(ctx: RequestContext, asked: bool, groups: list[Any]) -> None:
-    """DescribeGroups v3+, ConsumerGroupDescribe, ShareGroupDescribe: each group described without
-    error gets its operations when asked; the others keep the default."""
-    for g in groups:
-        if asked and g.error_code == ErrorCode.NONE:
-            g.authorized_operations = group(ctx, g.group_id)
-        else:
-            g.authorized_operations = OMITTED
+def group_field(ctx: RequestContext, asked: bool, described: Any) -> int:
+    """DescribeGroups v3+, ConsumerGroupDescribe, ShareGroupDescribe: the `authorized_operations`
+    of one group entry -- its operations when asked and the group was described without error,
+    the default otherwise (Kafka sets them on the entries whose error code is NONE)."""
+    return group(ctx, described.group_id) if asked and described.error_code == ErrorCode.NONE else OMITTED

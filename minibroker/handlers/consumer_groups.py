@@ -52,9 +52,15 @@ async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
             out.append(R.DescribedGroup(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id=gid, group_state="",
                                         members=[]))
             continue
-        out.append(coord.consumer_groups.describe(gid, ctx.version))
-    authorized_ops.fill_groups(ctx, req.include_authorized_operations, out)  # KIP-430
+        g = coord.consumer_groups.describe(gid, ctx.version)
+        g.authorized_operations = authorized_ops.group_field(ctx, req.include_authorized_operations, g)  # KIP-430
+        out.append(g)
     return R(groups=out)
+
+
+# READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS as a bit set (Kafka: AclOperation codes
+# 3, 6, 8, 10, 11): what a group resource allows, all of it without an authorizer.
+_GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
 # --------------------------------------------------------------------- GROUP config resources

@@ -403,8 +403,8 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
                 group.error_code = ErrorCode.GROUP_ID_NOT_FOUND
                 group.error_message = (f"Group {gid} is not a classic group." if gid in coord.consumer_groups.groups
                                        else f"Group {gid} not found.")
+            group.authorized_operations = authorized_ops.group_field(ctx, ctx.version >= 3 and include_ops, group)
             out.append(group)
-    authorized_ops.fill_groups(ctx, ctx.version >= 3 and include_ops, out)  # KIP-430
     return R(groups=out)
 
 

@@ -106,10 +106,10 @@ async def handle_share_group_describe(ctx: RequestContext, req: Any) -> Any:
                                     client_id=m.client_id, client_host=m.client_host,
                                     subscribed_topic_names=m.subscribed,
                                     assignment=R.Assignment(topic_partitions=tps)))
-        out.append(R.DescribedGroup(error_code=0, group_id=gid, group_state=group.state,
+        ops = authorized_ops.group(ctx, gid) if req.include_authorized_operations else authorized_ops.OMITTED
+        out.append(R.DescribedGroup(authorized_operations=ops, error_code=0, group_id=gid, group_state=group.state,
                                     group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
                                     assignor_name=ASSIGNOR, members=members))
-    authorized_ops.fill_groups(ctx, req.include_authorized_operations, out)  # KIP-430
     return R(groups=out)
 
 
