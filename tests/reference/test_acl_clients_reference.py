@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -286,17 +286,32 @@ def test_kcat(brokers: Brokers) -> None:
 
 
 # ----------------------------------------------------------------------------------------- Java
-@pytest.fixture(scope="module")
-def acl_check(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The class path with tools/java/AclCheck.java compiled against Kafka 4.4's client jars."""
+@pytest.fixture(scope="module", autouse=True)
+def _javac(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Future[str] | None]:
+    """tools/java/AclCheck.java compiled against Kafka 4.4's client jars in the background, from the
+    module's first test on (the JVM compile overlaps the brokers' start and the Python clients)."""
     if not java_available():
-        pytest.skip("REFERENCE BROKER UNAVAILABLE: no Java")
+        yield None
+        return
     out = tmp_path_factory.mktemp("acl-check")
     cp = f"{kr.libs_dir()}/*"
     javac = Path(kr.java_executable() or "java").with_name("javac")
-    subprocess.run([str(javac), "-d", str(out), "-cp", cp, str(ROOT / "tools/java/AclCheck.java")],
-                   check=True, timeout=180, capture_output=True)
-    return f"{out}:{cp}"
+
+    def compile_() -> str:
+        subprocess.run([str(javac), "-d", str(out), "-cp", cp, str(ROOT / "tools/java/AclCheck.java")],
+                       check=True, timeout=180, capture_output=True)
+        return f"{out}:{cp}"
+
+    with ThreadPoolExecutor(1) as pool:
+        yield pool.submit(compile_)
+
+
+@pytest.fixture(scope="module")
+def acl_check(_javac: Future[str] | None) -> str:
+    """The class path with AclCheck compiled."""
+    if _javac is None:
+        pytest.skip("REFERENCE BROKER UNAVAILABLE: no Java")
+    return _javac.result(timeout=240)
 
 
 def _java(classpath: str, sasl: str, actions: list[str]) -> dict[str, str]:
