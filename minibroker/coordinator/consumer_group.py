@@ -72,6 +72,15 @@ def count(a: Assignment) -> int:
     return sum(len(ps) for ps in a.values())
 
 
+@dataclass(slots=True)
+class ClassicMemberMetadata:
+    """What a member of the classic protocol inside a consumer group keeps from its JoinGroup
+    (Kafka: ConsumerGroupMemberMetadataValue.ClassicMemberMetadata; group_migration.py)."""
+
+    session_timeout_ms: int
+    protocols: list[tuple[str, bytes]]  # (name, subscription) in the member's preference order
+
+
 @dataclass(eq=False)
 class ConsumerGroupMember:
     member_id: str
@@ -88,11 +97,13 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None  # set: the member speaks the classic protocol
 
     def subscription_key(self) -> tuple[object, ...]:
         """Everything the member's record holds: a change is written."""
+        classic = None if self.classic is None else (self.classic.session_timeout_ms, tuple(self.classic.protocols))
         return (tuple(sorted(self.subscribed_topic_names)), self.subscribed_topic_regex, self.server_assignor,
-                self.instance_id, self.rack_id, self.client_id, self.client_host, self.rebalance_timeout_ms)
+                self.instance_id, self.rack_id, self.client_id, self.client_host, self.rebalance_timeout_ms, classic)
 
     def assignment_inputs(self) -> tuple[object, ...]:
         """What the target assignment depends on: a change bumps the group epoch. A new client id,

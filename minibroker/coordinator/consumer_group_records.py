@@ -89,11 +89,17 @@ def group_metadata(group: str, epoch: int, metadata_hash: int) -> Record:
 
 def member_metadata(group: str, member_id: str, *, instance_id: str | None, rack_id: str | None, client_id: str,
                     client_host: str, topic_names: list[str], topic_regex: str | None, rebalance_timeout_ms: int,
-                    server_assignor: str | None) -> Record:
-    v = cr.CONSUMER_GROUP_MEMBER_METADATA_VALUE(
+                    server_assignor: str | None, classic: tuple[int, list[tuple[str, bytes]]] | None = None) -> Record:
+    """`classic`: (session timeout, supported protocols) of a classic-protocol member."""
+    V = cr.CONSUMER_GROUP_MEMBER_METADATA_VALUE
+    classic_metadata = None if classic is None else V.ClassicMemberMetadata(
+        session_timeout_ms=classic[0],
+        supported_protocols=[V.ClassicProtocol(name=n, metadata=m) for n, m in classic[1]])
+    v = V(
         instance_id=instance_id, rack_id=rack_id, client_id=client_id, client_host=client_host,
         subscribed_topic_names=sorted(topic_names), subscribed_topic_regex=topic_regex,
-        rebalance_timeout_ms=rebalance_timeout_ms, server_assignor=server_assignor, classic_member_metadata=None)
+        rebalance_timeout_ms=rebalance_timeout_ms, server_assignor=server_assignor,
+        classic_member_metadata=classic_metadata)
     return _key(MEMBER_METADATA, group_id=group, member_id=member_id), _value(MEMBER_METADATA, v)
 
 
