@@ -71,3 +71,17 @@ def client_conf(sasl: str, user: str) -> dict[str, Any]:
     """librdkafka (confluent-kafka) settings of a PLAIN user on the SASL_PLAINTEXT listener."""
     return {"bootstrap.servers": sasl, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
             "sasl.username": user, "sasl.password": password(user)}
+
+
+def raw_as(bootstrap: str, user: str, api: Any, version: int, body: Any) -> dict[str, Any]:
+    """One raw request (our codec) on a connection authenticated as `user` with SASL PLAIN: the
+    decoded response as a dict."""
+    from protocol.apis import sasl_authenticate, sasl_handshake
+    from tests.integration.helpers import RawClient
+
+    with RawClient(bootstrap, client_id="acl-raw") as c:
+        assert c.call(sasl_handshake.API, 1, sasl_handshake.REQUEST(mechanism="PLAIN")).error_code == 0
+        auth = c.call(sasl_authenticate.API, 2, sasl_authenticate.REQUEST(
+            auth_bytes=f"\0{user}\0{password(user)}".encode()))
+        assert auth.error_code == 0, auth.error_message
+        return c.call(api, version, body).to_dict()  # type: ignore[no-any-return]

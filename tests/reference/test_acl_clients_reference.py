@@ -40,7 +40,7 @@ from confluent_kafka.admin import (
 
 from reference import kafka_reference as kr
 from tests.helpers import ROOT
-from tests.reference.acl_helpers import client_conf, password
+from tests.reference.acl_helpers import client_conf, password, raw_as
 from tests.reference.helpers import java_available
 
 JS = ROOT / "tests" / "js"
@@ -418,3 +418,39 @@ def test_confluent_authorized_operations(brokers: Brokers) -> None:
     assert out["kafka"]["alice describe cl-a"] == "ALTER_CONFIGS,DESCRIBE,DESCRIBE_CONFIGS,READ,WRITE"
     assert out["kafka"]["bob describe cl-b"] == "DESCRIBE,READ"
     assert out["kafka"]["alice cluster"] == "DESCRIBE"
+
+
+# ---------------------------------------------------------------------- KIP-430, raw requests
+def _raw_kip430(sasl: str) -> dict[str, Any]:
+    """Metadata v10 (both flags) and v12 (topics) as alice and bob, DescribeGroups v5 as alice: each
+    entry's error and operations bit field, and the cluster's (0 for bob: no DESCRIBE on the
+    cluster)."""
+    from protocol.apis import describe_groups, metadata
+
+    M = metadata.API.request
+    out: dict[str, Any] = {}
+    for user in ("alice", "bob"):
+        for version in (10, 12):
+            r = raw_as(sasl, user, metadata.API, version, M(
+                topics=[M.MetadataRequestTopic(name=n) for n in ("cl-a", "cl-b", "cl-missing")],
+                allow_auto_topic_creation=False, include_cluster_authorized_operations=True,
+                include_topic_authorized_operations=True))
+            out[f"{user} metadata v{version}"] = sorted(
+                (t["name"], t["error_code"], t["topic_authorized_operations"]) for t in r["topics"])
+            out[f"{user} metadata v{version} cluster"] = r.get("cluster_authorized_operations")
+    r = raw_as(sasl, "alice", describe_groups.API, 5, describe_groups.API.request(
+        groups=[DESCRIBED_GROUP], include_authorized_operations=True))
+    out["alice describe group"] = [(g["error_code"], g["authorized_operations"]) for g in r["groups"]]
+    return out
+
+
+def test_raw_authorized_operations(brokers: Brokers) -> None:
+    out = both(brokers, _raw_kip430)
+    assert out["minibroker"] == out["kafka"]
+    read, describe, alter_configs, describe_configs = 1 << 3, 1 << 8, 1 << 11, 1 << 10
+    assert ("cl-b", 0, read | describe) in out["kafka"]["bob metadata v10"]
+    assert out["kafka"]["bob metadata v10 cluster"] == 0
+    assert out["kafka"]["alice metadata v10 cluster"] == describe
+    assert ("cl-a", 0, (1 << 4) | read | describe | alter_configs | describe_configs) \
+        in out["kafka"]["alice metadata v12"]
+    assert out["kafka"]["alice describe group"] == [(0, read | describe)]
