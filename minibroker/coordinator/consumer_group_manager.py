@@ -105,6 +105,9 @@ class ConsumerGroupManager:
         self._drop_classic = drop_classic_group
         self.groups: dict[str, ConsumerGroup] = {}
         self.group_configs: dict[str, dict[str, int]] = {}  # GROUP config resources (KIP-848)
+        # with an authorizer, the DESCRIBE check of the principal whose heartbeat last refreshed the
+        # group's regexes: resolved topics it may not DESCRIBE are left out (Kafka: GroupMetadataManager)
+        self.regex_topic_filters: dict[str, Callable[[str], bool]] = {}
         self.timer = KeyedTimer()
         self.events = GroupEvents(now_ms)  # the rebalance timeline; the coordinator shares one
         # Online migration between the protocols (group_migration.py sets these): convert a
@@ -137,7 +140,8 @@ class ConsumerGroupManager:
     def _current_record(g: ConsumerGroup, m: ConsumerGroupMember) -> CoordinatorRecord:
         return rec.current_member_assignment(g.group_id, m.member_id, epoch=m.member_epoch,
                                              previous_epoch=m.previous_member_epoch, state=int(m.state),
-                                             assigned=m.assigned, pending_revocation=m.pending_revocation)
+                                             assigned=m.assigned, pending_revocation=m.pending_revocation,
+                                             epochs=m.assignment_epochs)
 
     def replay(self, key: bytes, value: bytes | None) -> None:
         """Apply one record read back from __consumer_offsets (Kafka: GroupMetadataManager.replay)."""
@@ -184,9 +188,11 @@ class ConsumerGroupManager:
             m = g.members.get(r.sub_key)
             if v is None or m is None:
                 return
+            epochs = rec.assignment_epochs_of(v.assigned_partitions, v.member_epoch)
+            epochs.update(rec.assignment_epochs_of(v.partitions_pending_revocation, v.member_epoch))
             g.update_current(m, epoch=v.member_epoch, state=MemberState(v.state),
                              assigned=rec.assignment_of(v.assigned_partitions),
-                             pending=rec.assignment_of(v.partitions_pending_revocation))
+                             pending=rec.assignment_of(v.partitions_pending_revocation), epochs=epochs)
             m.previous_member_epoch = v.previous_member_epoch
         elif r.type == rec.REGULAR_EXPRESSION:
             assert r.sub_key is not None
@@ -234,6 +240,8 @@ class ConsumerGroupManager:
                 topics = self._resolve_regex(regex)
             except re.error:
                 continue
+            if (may_describe := self.regex_topic_filters.get(g.group_id)) is not None:
+                topics = {t for t in topics if may_describe(t)}
             if g.regex_topics.get(regex) != topics:
                 g.regex_topics[regex] = topics
                 records.append(rec.regular_expression(g.group_id, regex, sorted(topics), 0, self.now_ms()))
@@ -343,7 +351,10 @@ class ConsumerGroupManager:
             self.timer.cancel((kind, group_id, member_id))
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------------------
-    def heartbeat(self, req: Any, version: int, client_id: str, client_host: str) -> Any:
+    def heartbeat(self, req: Any, version: int, client_id: str, client_host: str,
+                  may_describe: Callable[[str], bool] | None = None) -> Any:
+        if may_describe is not None and req.group_id:
+            self.regex_topic_filters[req.group_id] = may_describe
         try:
             return self._heartbeat(req, version, client_id, client_host)
         except KafkaError as e:
@@ -531,7 +542,7 @@ class ConsumerGroupManager:
                 g.add_member(m)
                 epoch = old.previous_member_epoch if old.previous_member_epoch >= 0 else 0
                 g.update_current(m, epoch=epoch, state=MemberState.STABLE, assigned=old.assigned,
-                                 pending=old.pending_revocation)
+                                 pending=old.pending_revocation, epochs=old.assignment_epochs)
                 m.subscribed_topic_names = old.subscribed_topic_names
                 m.subscribed_topic_regex = old.subscribed_topic_regex
                 m.server_assignor, m.rebalance_timeout_ms = old.server_assignor, old.rebalance_timeout_ms
@@ -574,9 +585,12 @@ class ConsumerGroupManager:
                              f"Member {req.member_id} is not a member of group {req.group_id}.")
         if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             # A static member leaving for a while keeps its assignment until its session
-            # expires or it comes back (KIP-848's static membership).
+            # expires or it comes back (KIP-848's static membership); what it was revoking is
+            # released at once, and its partitions' assignment epochs go to 0, so that whoever
+            # comes back with the instance id starts a new epoch history (Kafka 4.4:
+            # consumerGroupStaticMemberGroupLeave, resetAssignedPartitionsEpochsToZero).
             g.update_current(m, epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, state=m.state, assigned=m.assigned,
-                             pending=m.pending_revocation)
+                             pending={}, epochs=dict.fromkeys(m.assignment_epochs, 0))
             self._write(g.group_id, [self._current_record(g, m)])
             log.info("[GroupId %s] Static member %s with instance id %s temporarily left the consumer group.",
                      g.group_id, m.member_id, m.instance_id)
@@ -589,22 +603,40 @@ class ConsumerGroupManager:
 
     # -- offsets (Kafka: ConsumerGroup.validateOffsetCommit / validateOffsetFetch) -----------------------
     def validate_offset_commit(self, group_id: str, member_id: str, epoch: int, api_version: int,
-                               transactional: bool = False) -> None:
+                               transactional: bool = False, *, instance_id: str | None = None,
+                               partitions: Iterable[tuple[str, int]] = ()) -> None:
+        """Kafka 4.4: ConsumerGroup.validateOffsetCommit. A commit at the member's epoch passes; one
+        at an older epoch passes only when every partition in `partitions` (topic name, index) is
+        the member's (owned or being revoked) since that epoch or before; a newer epoch never does.
+        A refused partition refuses the whole request, as in Kafka (OffsetMetadataManager)."""
         g = self.groups[group_id]
-        if not member_id and epoch < 0 and not transactional:
-            if g.members:
-                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
-            return  # an admin commit to an empty group (Kafka: same)
+        if epoch < 0 and not g.members:
+            return  # an admin, or a consumer without group management, on an empty group
+        if transactional and epoch == -1 and member_id == "" and instance_id is None:
+            return  # a transactional producer that names no member (Kafka 4.4: same)
         m = g.members.get(member_id)
         if m is None:
-            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
         if not transactional and api_version < 9 and m.classic is None:
-            # OffsetCommit before v9 cannot carry a member epoch (Kafka: UnsupportedVersion); a
-            # classic-protocol member commits with its generation (= member epoch) at any version
-            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION)
-        if epoch != m.member_epoch:
-            raise KafkaError(ErrorCode.ILLEGAL_GENERATION if transactional or m.classic is not None
-                             else ErrorCode.STALE_MEMBER_EPOCH)
+            # a classic-protocol member commits with its generation (= member epoch) at any version
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used by "
+                                                            "members using the consumer group protocol")
+        # a classic-protocol member hears ILLEGAL_GENERATION; so does TxnOffsetCommit up to v5,
+        # which has no STALE_MEMBER_EPOCH (Kafka: OffsetMetadataManager maps it)
+        stale = (ErrorCode.ILLEGAL_GENERATION if transactional or m.classic is not None
+                 else ErrorCode.STALE_MEMBER_EPOCH)
+        if epoch > m.member_epoch:
+            raise KafkaError(stale, f"Received member epoch {epoch} is newer than current member epoch "
+                                    f"{m.member_epoch}.")
+        if epoch < m.member_epoch:
+            for name, p in partitions:
+                topic = self._topics.get(name) if self._topics is not None else None
+                assigned = m.assignment_epoch(topic.topic_id, p) if topic is not None else None
+                if assigned is None:
+                    raise KafkaError(stale, f"Partition {name}-{p} is not assigned or pending revocation for member.")
+                if epoch < assigned:
+                    raise KafkaError(stale, f"Received member epoch {epoch} is older than assignment epoch "
+                                            f"{assigned} for partition {name}-{p}.")
         self._schedule_session(g, m)
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, epoch: int) -> int:

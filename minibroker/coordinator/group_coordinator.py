@@ -363,4 +363,32 @@ class GroupCoordinator:
             if delete_group:
                 log.info("Group %s transitioned to Dead: no members and no offsets left", gid)
                 self._drop_group(group)
+        return expired_total + self._cleanup_consumer_groups(now)
+
+    def _cleanup_consumer_groups(self, now: int) -> int:
+        """The same for KIP-848 consumer groups: expired offsets go, and an Empty group left with
+        none goes with its records (Kafka: cleanupGroupMetadata -> maybeDeleteGroup)."""
+        expired_total = 0
+        for gid, g in list(self.consumer_groups.groups.items()):
+            expired, all_expired = self.offset_manager.expired_consumer_group_offsets(gid, now)
+            records: list[CoordinatorRecord] = [offset_commit_tombstone(gid, t, p) for (t, p) in expired]
+            try:
+                if all_expired and not g.members:
+                    self.consumer_groups.delete(gid, records)
+                    log.info("[GroupId %s] Group transitioned to Dead: empty, and no offsets left", gid)
+                elif records:
+                    write_records(self.store, gid, records)
+                else:
+                    continue
+            except KafkaError as e:
+                log.warning("Failed to expire offsets of group %s: %s", gid, e)
+                continue
+            offsets = self.offsets.get(gid, {})
+            for key in expired:
+                offsets.pop(key, None)
+            if not offsets:
+                self.offsets.pop(gid, None)
+            expired_total += len(expired)
+            if expired:
+                log.info("Removed %d expired offsets of group %s", len(expired), gid)
         return expired_total

@@ -356,7 +356,7 @@ class GroupMigration:
                                 classic=old.classic)
         g.add_member(m)
         g.update_current(m, epoch=old.member_epoch, state=old.state, assigned=old.assigned,
-                         pending=old.pending_revocation)
+                         pending=old.pending_revocation, epochs=old.assignment_epochs)
         m.previous_member_epoch = old.previous_member_epoch
         g.target[member_id] = {tid: set(ps) for tid, ps in target.items()}
 

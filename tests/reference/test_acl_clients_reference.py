@@ -324,7 +324,7 @@ def _java(classpath: str, sasl: str, actions: list[str]) -> dict[str, str]:
     return out
 
 
-JAVA_KIP430 = ["alice:describe:cl-a", "bob:describe:cl-b", "alice:cluster", "bob:cluster"]
+JAVA_KIP430 = ["alice:describe:cl-a", "bob:describe:cl-b", "bob:describe:cl-a", "alice:cluster", "bob:cluster"]
 
 
 def test_java_client(brokers: Brokers, acl_check: str) -> None:
@@ -342,6 +342,7 @@ def test_java_client(brokers: Brokers, acl_check: str) -> None:
     assert kip430["kafka"] == {
         "alice:describe:cl-a": "OK ALTER_CONFIGS,DESCRIBE,DESCRIBE_CONFIGS,READ,WRITE",
         "bob:describe:cl-b": "OK DESCRIBE,READ",
+        "bob:describe:cl-a": "TopicAuthorizationException",
         "alice:cluster": "OK DESCRIBE",
         "bob:cluster": "OK ",
     }
@@ -422,9 +423,9 @@ def test_confluent_authorized_operations(brokers: Brokers) -> None:
 
 # ---------------------------------------------------------------------- KIP-430, raw requests
 def _raw_kip430(sasl: str) -> dict[str, Any]:
-    """Metadata v10 (both flags) and v12 (topics) as alice and bob, DescribeGroups v5 as alice: each
-    entry's error and operations bit field, and the cluster's (0 for bob: no DESCRIBE on the
-    cluster)."""
+    """Metadata v10 (both flags), v12 (topics) and DescribeGroups v5 as alice and bob: each entry's
+    error and operations bit field (none on a refused one), and the cluster's (0 for bob: no
+    DESCRIBE on the cluster)."""
     from protocol.apis import describe_groups, metadata
 
     M = metadata.API.request
@@ -438,9 +439,9 @@ def _raw_kip430(sasl: str) -> dict[str, Any]:
             out[f"{user} metadata v{version}"] = sorted(
                 (t["name"], t["error_code"], t["topic_authorized_operations"]) for t in r["topics"])
             out[f"{user} metadata v{version} cluster"] = r.get("cluster_authorized_operations")
-    r = raw_as(sasl, "alice", describe_groups.API, 5, describe_groups.API.request(
-        groups=[DESCRIBED_GROUP], include_authorized_operations=True))
-    out["alice describe group"] = [(g["error_code"], g["authorized_operations"]) for g in r["groups"]]
+        r = raw_as(sasl, user, describe_groups.API, 5, describe_groups.API.request(
+            groups=[DESCRIBED_GROUP], include_authorized_operations=True))
+        out[f"{user} describe group"] = [(g["error_code"], g["authorized_operations"]) for g in r["groups"]]
     return out
 
 
@@ -454,3 +455,4 @@ def test_raw_authorized_operations(brokers: Brokers) -> None:
     assert ("cl-a", 0, (1 << 4) | read | describe | alter_configs | describe_configs) \
         in out["kafka"]["alice metadata v12"]
     assert out["kafka"]["alice describe group"] == [(0, read | describe)]
+    assert out["kafka"]["bob describe group"] == [(30, -(1 << 31))]  # GROUP_AUTHORIZATION_FAILED
