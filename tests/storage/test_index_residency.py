@@ -1,0 +1,162 @@
+"""Where an index's entries live (storage/index.py): in memory for the active segment, written at
+flush/roll/close; inactive segments' files mapped only while a lookup needs them, at most
+`OPEN_MAPS.limit` at once across all logs. A partition costs one descriptor, its `.log`.
+
+The property test reads a many-segment log in random order with room for two maps only, so maps
+are evicted and reopened all the time, and every read must still return exactly the batches
+written; the crash test kills the log between an append and the index write that a flush would
+do, and the reopened log must rebuild the same indexes."""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from protocol.records.batch import iter_batches
+from storage import index as index_module
+from storage.config import LogConfig
+from storage.log import Log
+
+from .helpers import SEED_TS, Clock, batch
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def file_entries(path: Path, fmt: str) -> list[tuple[int, int]]:
+    raw = path.read_bytes()
+    size = struct.calcsize(fmt)
+    return [struct.unpack_from(fmt, raw, i) for i in range(0, len(raw), size)]
+
+
+@pytest.fixture
+def two_maps():
+    maps = index_module.OPEN_MAPS
+    old = maps.limit
+    maps.limit = 2
+    try:
+        yield maps
+    finally:
+        maps.limit = old
+
+
+def test_a_partition_holds_one_descriptor_open_and_after_reopen(tmp_path):
+    before = open_fds()
+    logs = [Log.open(tmp_path / f"t{i}-0", LogConfig(), now_ms=Clock()) for i in range(20)]
+    for lg in logs:
+        lg.append_as_leader(batch(2, 100))
+    assert open_fds() - before == 20  # the `.log` of each; the indexes are in memory
+    leo = [lg.log_end_offset for lg in logs]
+    for lg in logs:
+        lg.close()
+    assert open_fds() == before
+    logs = [Log.open(tmp_path / f"t{i}-0", LogConfig(), clean_shutdown=True, recovery_point=leo[i], now_ms=Clock())
+            for i in range(20)]
+    assert open_fds() - before == 20
+    assert all(lg.active_segment.offset_index.in_memory for lg in logs)
+    for lg in logs:
+        lg.close()
+
+
+def test_active_index_reaches_its_file_at_flush_and_is_trimmed_at_roll(tmp_path):
+    lg = Log.open(tmp_path / "t-0", LogConfig(index_interval_bytes=0, segment_index_bytes=800), now_ms=Clock())
+    for i in range(3):
+        lg.append_as_leader(batch(1, 50, base_ts=SEED_TS + i))
+    seg = lg.active_segment
+    idx, tidx = seg.offset_index.path, seg.time_index.path
+    assert idx.stat().st_size == 800 and not any(idx.read_bytes())  # preallocated as Kafka's; nothing yet
+    lg.flush()
+    entries = [(o - seg.base_offset, p) for o, p in seg.offset_index.all_entries()]
+    assert len(entries) == 2 and idx.stat().st_size == 800
+    assert file_entries(idx, ">ii")[:2] == entries and not any(idx.read_bytes()[16:])
+    lg.roll()
+    assert not seg.offset_index.in_memory and not seg.offset_index.mapped
+    assert file_entries(idx, ">ii") == entries  # trimmed to its entries
+    assert file_entries(tidx, ">qi")[-1] == (SEED_TS + 2, 2)  # the final max timestamp, appended at roll
+    lg.close()
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.integers(20, 250), min_size=30, max_size=60), order=st.randoms(use_true_random=False),
+       reopen=st.booleans())
+def test_reads_stay_exact_while_maps_are_evicted_and_reopened(tmp_path_factory, two_maps, sizes, order, reopen):
+    d = tmp_path_factory.mktemp("lru") / "t-0"
+    cfg = LogConfig(segment_bytes=800, index_interval_bytes=100)
+    lg = Log.open(d, cfg, now_ms=Clock())
+    written: dict[int, bytes] = {}
+    for i, size in enumerate(sizes):
+        info = lg.append_as_leader(batch(2, size, base_ts=SEED_TS + i))
+        written[info.first_offset] = b""
+    if reopen:
+        leo = lg.log_end_offset
+        lg.close()
+        lg = Log.open(d, cfg, clean_shutdown=True, recovery_point=leo, now_ms=Clock())
+    inactive = lg.segments.values()[:-1]
+    assert len(inactive) >= 3 and not any(s.offset_index.mapped or s.offset_index.in_memory for s in inactive)
+    for seg in lg.segments:
+        for pos, view in seg.log.batches_from(0):
+            written[view.base_offset] = seg.log.read(pos, view.size)
+    fds = open_fds()
+    offsets = [o for o in written for o in (o, o + 1)]
+    order.shuffle(offsets)
+    for off in offsets:
+        info = lg.read(off, 1)  # min_one_batch: exactly the batch holding `off`
+        assert info.region is not None
+        got = info.region.read_all()
+        base = off - off % 2
+        assert got == written[base] and next(iter_batches(got)).base_offset == base
+        ts = lg.offset_for_timestamp(SEED_TS + base // 2)
+        assert ts is not None and ts.offset == base
+        assert len(two_maps) <= 2 and open_fds() <= fds + 2
+    assert sum(s.offset_index.mapped + s.time_index.mapped for s in inactive) <= 2
+    lg.close()
+    assert len(two_maps) == 0 or all(not s.offset_index.mapped for s in inactive)
+
+
+def test_a_map_in_use_by_another_lookup_is_not_evicted(tmp_path, two_maps):
+    lg = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=600, index_interval_bytes=10), now_ms=Clock())
+    for i in range(12):
+        lg.append_as_leader(batch(1, 200, base_ts=SEED_TS + i))
+    a, b, c = lg.segments.values()[:3]
+    a.offset_index.lookup(a.base_offset)
+    b.offset_index.lookup(b.base_offset)
+    with a.offset_index._lock:  # a lookup of `a` in progress on another thread
+        c.offset_index.lookup(c.base_offset)
+        assert a.offset_index.mapped and not b.offset_index.mapped and c.offset_index.mapped
+    lg.close()
+
+
+def test_crash_between_append_and_index_flush_rebuilds_the_index(tmp_path):
+    """The entries appended after the last flush are not in the file when the process dies; the
+    recovery point is below them, so the loader rebuilds that segment's indexes."""
+    d = tmp_path / "t-0"
+    cfg = LogConfig(index_interval_bytes=0)
+    lg = Log.open(d, cfg, now_ms=Clock())
+    for i in range(4):
+        lg.append_as_leader(batch(1, 50, base_ts=SEED_TS + i))
+    lg.flush()
+    flushed = lg.active_segment.offset_index.all_entries()
+    for i in range(4, 9):
+        lg.append_as_leader(batch(1, 50, base_ts=SEED_TS + i))
+    expected = (lg.active_segment.offset_index.all_entries(), lg.active_segment.time_index.all_entries())
+    rp, leo = lg.recovery_point, lg.log_end_offset
+    idx = lg.active_segment.offset_index.path
+    lg.close_handlers()  # kill -9: the newest entries never reached the file
+    on_disk = [(o, p) for o, p in file_entries(idx, ">ii") if (o, p) != (0, 0)]
+    assert on_disk == [(o, p) for o, p in flushed] and len(expected[0]) > len(flushed)
+    lg = Log.open(d, cfg, recovery_point=rp, now_ms=Clock())
+    seg = lg.active_segment
+    assert lg.log_end_offset == leo
+    assert (seg.offset_index.all_entries(), seg.time_index.all_entries()) == expected
+    assert seg.offset_index.in_memory and seg.time_index.last_entry == (SEED_TS + 8, 8)
+    lg.append_as_leader(batch(1, 50, base_ts=SEED_TS + 9))  # indexed as if there had been no crash
+    entries = seg.offset_index.all_entries()
+    assert entries[:-1] == expected[0] and entries[-1].offset == 9
+    lg.close()
+    assert file_entries(idx, ">ii") == [(o, p) for o, p in entries]
