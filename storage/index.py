@@ -14,20 +14,23 @@ life (until 3.13's `trackfd=False`), so mapping every index as Kafka does cost 3
 per one-segment partition (docs/differences.md, `fds-per-partition`).
 
 * **in memory** (the active segment's indexes, and any index being rebuilt or truncated): the
-  entries live in a `bytearray`; appends extend it and the file is not touched. `flush` writes
-  the entries appended since the last write (then fsyncs); a trim (roll, close) writes them and
-  cuts the file, and the index goes to the second state. A crash loses entries not yet flushed:
-  those belong to data after the recovery point (the recovery point only advances in a flush,
-  which writes the indexes first), and the loader rebuilds the indexes of every segment from the
-  one holding the recovery point on (storage/loader.py). Kafka's active index is an mmap whose
-  stores reach the page cache at once; ours reach it at the next flush, roll or close.
-* **on file** (inactive segments): nothing open. A lookup maps the file read-only; the maps of
-  all indexes are held in one bounded least-recently-used set (`OPEN_MAPS`), so a consumer
-  reading old segments of many partitions keeps at most `MAX_OPEN_MAPS` maps (and descriptors)
-  open; the least recently used is closed to make room. Kafka opens an inactive index lazily too
-  (LazyIndex) but keeps it mapped until the segment closes; a JVM map holds no descriptor. The
-  last entry and the sanity checks read the file with `pread`, without a map, so loading a log
-  maps nothing.
+  entries live in a `bytearray`, which lookups read. Each new entry is also written through to
+  the file with `pwrite` at once, so the file holds what Kafka's mmapped file holds (a tool
+  reading a live segment's index, `dump-log`, sees every entry), and a crash loses no more than
+  it does in Kafka: the entries are in the page cache; `flush` fsyncs. The descriptor for those
+  writes comes from the bounded set below, so a broker appending to more partitions than it
+  keeps descriptors for reopens the file for an entry now and then (once per
+  `index.interval.bytes` of appends to the partition). A trim (roll, close) writes anything a
+  failed write left behind, cuts the file, and the index goes to the second state.
+* **on file** (inactive segments): nothing open. A lookup maps the file read-only. The last
+  entry and the sanity checks read the file with `pread`, without a map, so loading a log maps
+  nothing. Kafka opens an inactive index lazily too (LazyIndex) but keeps it mapped until the
+  segment closes; a JVM map holds no descriptor.
+
+The descriptors and maps of all indexes are held in one bounded least-recently-used set
+(`OPEN_FILES`, `MAX_OPEN_FILES`): a consumer reading old segments of many partitions, or a
+producer writing to many, keeps at most that many open; the least recently used is closed to
+make room.
 
 Lookups are a binary search for the largest entry <= the target. Most lookups come from
 consumers near the end of the log, so the search first checks the last `8192 / entry size`
@@ -39,10 +42,9 @@ No checksum: an index is a cache of the log and is rebuilt from it when in doubt
 
 Threads: appends, truncation, trims and lookups run on the event-loop thread (the loader's and
 the cleaner's on theirs); `flush` may run on an executor thread. `_lock` covers every change of
-state (memory <-> file, map opened or closed, entries written or cut) and the lookups of an
-on-file index, so that `OPEN_MAPS` never closes a map a lookup on another thread is reading: it
-only takes an index whose lock it can get at once. Appends to an in-memory index take no lock:
-they only extend the buffer past what a flush copies.
+state (memory <-> file, a descriptor or map opened or closed, entries written or cut) and every
+use of a descriptor or map, so that `OPEN_FILES` never closes one that another thread is using:
+it only takes an index whose lock it can get at once.
 """
 
 from __future__ import annotations
@@ -58,8 +60,8 @@ from pathlib import Path
 
 Buffer = bytearray | mmap.mmap | bytes
 
-MAX_OPEN_MAPS = 256
-"""Maps of inactive indexes open at once, across all logs (each holds one descriptor)."""
+MAX_OPEN_FILES = 256
+"""Index descriptors and maps open at once, across all logs (a map holds a descriptor too)."""
 
 
 class CorruptIndex(Exception):
@@ -70,8 +72,9 @@ class IndexOffsetOverflow(Exception):
     """The offset does not fit a 4-byte offset relative to the segment's base offset."""
 
 
-class _OpenMaps:
-    """The maps of on-file indexes, least recently used first; bounded by `limit`."""
+class _OpenFiles:
+    """The indexes holding a descriptor (an in-memory one's for writes, or an on-file one's map),
+    least recently used first; bounded by `limit`."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -87,8 +90,8 @@ class _OpenMaps:
                 self._lru.move_to_end(id(index))
 
     def add(self, index: AbstractIndex) -> None:
-        """Track a newly mapped index (its lock held by the caller) and close the least recently
-        used maps over the limit, skipping any whose lock is held (a lookup in progress)."""
+        """Track an index that just opened a descriptor (its lock held by the caller) and close
+        the least recently used over the limit, skipping any whose lock is held (in use)."""
         with self._lock:
             self._lru[id(index)] = index
             if len(self._lru) <= self.limit:
@@ -100,7 +103,7 @@ class _OpenMaps:
                 if victim is index or not victim._lock.acquire(blocking=False):
                     continue
                 try:
-                    victim._unmap()
+                    victim._close_files()
                 finally:
                     victim._lock.release()
                 del self._lru[key]
@@ -110,7 +113,7 @@ class _OpenMaps:
             self._lru.pop(id(index), None)
 
 
-OPEN_MAPS = _OpenMaps(MAX_OPEN_MAPS)
+OPEN_FILES = _OpenFiles(MAX_OPEN_FILES)
 
 
 class AbstractIndex(ABC):
@@ -124,6 +127,7 @@ class AbstractIndex(ABC):
         self._mem: bytearray | None = None  # in memory: the entries
         self._written = 0  # in memory: how many of the entries the file already holds
         self._map: mmap.mmap | None = None  # on file: a read-only map while a lookup needs one
+        self._fd: int | None = None  # in memory: the descriptor entries are written through, if open
         try:
             length = os.stat(path).st_size
             newly_created = False
@@ -171,6 +175,10 @@ class AbstractIndex(ABC):
     def mapped(self) -> bool:
         return self._map is not None
 
+    @property
+    def holds_descriptor(self) -> bool:
+        return self._map is not None or self._fd is not None
+
     def size_in_bytes(self) -> int:
         """Bytes of the entries."""
         return self._entries * self.ENTRY_SIZE
@@ -188,10 +196,18 @@ class AbstractIndex(ABC):
         return 0 <= offset - self.base_offset <= 0x7FFFFFFF
 
     # -- state changes (self._lock held) -----------------------------------------------------------
-    def _unmap(self) -> None:
+    def _close_files(self) -> None:
         if self._map is not None:
             self._map.close()
             self._map = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _release(self) -> None:
+        if self._map is not None or self._fd is not None:
+            OPEN_FILES.discard(self)
+            self._close_files()
 
     def _load(self, keep: int | None = None) -> bytearray:
         """Into memory: the first `keep` entries (default: all) read from the file or its map."""
@@ -213,12 +229,28 @@ class AbstractIndex(ABC):
             if len(data) != size:
                 raise CorruptIndex(f"Index file {self.path} is shorter ({len(data)} bytes) than its "
                                    f"{n} entries")
-        if self._map is not None:
-            OPEN_MAPS.discard(self)
-            self._unmap()
+        self._release()
         self._mem = mem = bytearray(data)
         self._written = n
         return mem
+
+    def _write_through(self) -> None:
+        """Write the entries the file does not hold yet (normally the one just appended) with
+        the index's own descriptor. A failed write leaves them for the next flush or trim."""
+        with self._lock:
+            fd = self._fd
+            if fd is None:
+                try:
+                    fd = self._fd = os.open(self.path, os.O_WRONLY)
+                except OSError:
+                    return
+                OPEN_FILES.add(self)
+            else:
+                OPEN_FILES.touch(self)
+            try:
+                self._write_pending(fd)
+            except OSError:
+                pass
 
     def _write_pending(self, fd: int) -> None:
         """Write the in-memory entries the file does not hold yet."""
@@ -245,7 +277,7 @@ class AbstractIndex(ABC):
             return mem
         m = self._map
         if m is not None:
-            OPEN_MAPS.touch(self)
+            OPEN_FILES.touch(self)
             return m
         if self._length == 0:
             return b""  # mmap refuses empty files; an empty index needs no map
@@ -258,7 +290,7 @@ class AbstractIndex(ABC):
         # window around each first touch of a page.
         m.madvise(mmap.MADV_RANDOM)
         self._map = m
-        OPEN_MAPS.add(self)
+        OPEN_FILES.add(self)
         return m
 
     def _read(self, fn: Callable[[Buffer], object]) -> object:
@@ -312,6 +344,7 @@ class AbstractIndex(ABC):
                 os.ftruncate(fd, size)
         finally:
             os.close(fd)
+        self._release()
         self._mem = None
         self._length = size
         self._max_entries = self._entries
@@ -347,10 +380,9 @@ class AbstractIndex(ABC):
         self.close_handler()
 
     def close_handler(self) -> None:
-        """Forget the entries in memory (not written) and close the map."""
+        """Forget the entries in memory and close the descriptor or map."""
         with self._lock:
-            OPEN_MAPS.discard(self)
-            self._unmap()
+            self._release()
             if self._mem is not None:
                 self._mem = None
                 self._written = 0

@@ -103,6 +103,7 @@ class OffsetIndex(AbstractIndex):
         mem += _ENTRY.pack(self.relative_offset(offset), position)
         self._entries += 1
         self._last_offset = offset
+        self._write_through()  # into the page cache now, as a store into Kafka's map
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry with an offset >= `offset`."""

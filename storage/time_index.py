@@ -104,6 +104,7 @@ class TimeIndex(AbstractIndex):
             mem += _ENTRY.pack(timestamp, self.relative_offset(offset))
             self._entries += 1
             self._last = TimestampOffset(timestamp, offset)
+            self._write_through()  # into the page cache now, as a store into Kafka's map
 
     def truncate_to(self, offset: int) -> None:
         """Remove every entry with an offset >= `offset`."""
