@@ -44,7 +44,8 @@ Threads: appends, truncation, trims and lookups run on the event-loop thread (th
 the cleaner's on theirs); `flush` may run on an executor thread. `_lock` covers every change of
 state (memory <-> file, a descriptor or map opened or closed, entries written or cut) and every
 use of a descriptor or map, so that `OPEN_FILES` never closes one that another thread is using:
-it only takes an index whose lock it can get at once.
+it only takes an index whose lock it can get at once. Lookups of an in-memory index take no lock:
+only the thread that appends to an index changes its buffer, and a flush only copies from it.
 """
 
 from __future__ import annotations
@@ -85,9 +86,11 @@ class _OpenFiles:
         return len(self._lru)
 
     def touch(self, index: AbstractIndex) -> None:
-        with self._lock:
-            if id(index) in self._lru:
-                self._lru.move_to_end(id(index))
+        # no lock: one C call, atomic under the GIL (an index evicted meanwhile is no longer there)
+        try:
+            self._lru.move_to_end(id(index))
+        except KeyError:
+            pass
 
     def add(self, index: AbstractIndex) -> None:
         """Track an index that just opened a descriptor (its lock held by the caller) and close

@@ -77,17 +77,27 @@ class OffsetIndex(AbstractIndex):
     # -- lookups -------------------------------------------------------------------------------
     def lookup(self, target_offset: int) -> OffsetPosition:
         """The greatest entry with offset <= target, or (base_offset, 0) if there is none."""
+        mem = self._mem
+        if mem is not None:  # the active segment's: no lock (only this thread changes it)
+            return self._lookup(mem, target_offset)
         with self._lock:
-            buf = self._data()
-            slot = self._slot_for(buf, target_offset, by_value=False)
-            return OffsetPosition(self.base_offset, 0) if slot < 0 else self._entry(buf, slot)
+            return self._lookup(self._data(), target_offset)
+
+    def _lookup(self, buf: Buffer, target_offset: int) -> OffsetPosition:
+        slot = self._slot_for(buf, target_offset, by_value=False)
+        return OffsetPosition(self.base_offset, 0) if slot < 0 else self._entry(buf, slot)
 
     def lookup_position(self, max_position: int) -> OffsetPosition | None:
         """The entry with the greatest position <= max_position: a batch boundary at or before it."""
+        mem = self._mem
+        if mem is not None:
+            return self._lookup_position(mem, max_position)
         with self._lock:
-            buf = self._data()
-            slot = self._slot_for(buf, max_position, by_value=True)
-            return None if slot < 0 else self._entry(buf, slot)
+            return self._lookup_position(self._data(), max_position)
+
+    def _lookup_position(self, buf: Buffer, max_position: int) -> OffsetPosition | None:
+        slot = self._slot_for(buf, max_position, by_value=True)
+        return None if slot < 0 else self._entry(buf, slot)
 
     # -- changes -------------------------------------------------------------------------------
     def append(self, offset: int, position: int) -> None:

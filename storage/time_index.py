@@ -78,10 +78,15 @@ class TimeIndex(AbstractIndex):
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """The greatest entry with timestamp <= target, or (-1, base_offset) if there is none."""
+        mem = self._mem
+        if mem is not None:  # the active segment's: no lock (only this thread changes it)
+            return self._lookup(mem, target_timestamp)
         with self._lock:
-            buf = self._data()
-            slot = self._slot_for(buf, target_timestamp, by_value=False)
-            return TimestampOffset(NO_TIMESTAMP, self.base_offset) if slot < 0 else self._entry(buf, slot)
+            return self._lookup(self._data(), target_timestamp)
+
+    def _lookup(self, buf: Buffer, target_timestamp: int) -> TimestampOffset:
+        slot = self._slot_for(buf, target_timestamp, by_value=False)
+        return TimestampOffset(NO_TIMESTAMP, self.base_offset) if slot < 0 else self._entry(buf, slot)
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Append (timestamp, offset) if the timestamp is above the last entry's."""
