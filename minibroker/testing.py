@@ -404,7 +404,7 @@ class _Security:
                           "ssl.client.auth": "requested"})
         if protocol.startswith("SASL"):
             entries = " ".join(f'user_{u}="{p}"' for u, p in self.users.items())
-            props.update({"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            props.update({"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
                           f"listener.name.{protocol.lower()}.plain.sasl.jaas.config":
                           f"org.apache.kafka.common.security.plain.PlainLoginModule required {entries};"})
         self.props = props
@@ -439,7 +439,8 @@ class AsyncBroker(_Inspect):
     def client_config(self, mechanism: str = "PLAIN", user: str | None = None) -> dict[str, Any]:
         """confluent-kafka (librdkafka) settings for the `security=` listener: bootstrap.servers,
         security.protocol, ssl.ca.location with host name verification, and for SASL the mechanism
-        and the first user's (or `user`'s) credentials."""
+        and the first user's (or `user`'s) credentials; for OAUTHBEARER librdkafka's own unsecured
+        token for that user (Kafka's unsecured validator takes it)."""
         sec = self.security
         assert sec is not None, "the broker was started without security="
         conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap_for(sec.protocol),
@@ -448,7 +449,11 @@ class AsyncBroker(_Inspect):
             conf.update({"ssl.ca.location": str(sec.ca_file), "ssl.endpoint.identification.algorithm": "https"})
         if sec.protocol.startswith("SASL"):
             name = user or next(iter(sec.users))
-            conf.update({"sasl.mechanism": mechanism, "sasl.username": name, "sasl.password": sec.users[name]})
+            if mechanism == "OAUTHBEARER":
+                conf.update({"sasl.mechanism": mechanism, "enable.sasl.oauthbearer.unsecure.jwt": True,
+                             "sasl.oauthbearer.config": f"principal={name}"})
+            else:
+                conf.update({"sasl.mechanism": mechanism, "sasl.username": name, "sasl.password": sec.users[name]})
         return conf
 
     @property

@@ -203,11 +203,16 @@ _BROKER_KEYS: list[ConfigKey] = [
             "Listener name to security protocol: PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL are served.", dynamic=True),
     # --- security (minibroker.security); per-listener forms listener.name.<l>.[<mech>.]<key> too
     _broker("sasl.enabled.mechanisms", "list", ["GSSAPI"],
-            "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI, Kafka's "
-            "default, is not served here: set the list)."),
+            "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (GSSAPI, "
+            "Kafka's default, is not served here: set the list)."),
+    _broker("sasl.server.callback.handler.python", "string", None,
+            "minibroker's stand-in for Kafka's sasl.server.callback.handler.class (usually per listener: "
+            "listener.name.<l>.oauthbearer.sasl.server.callback.handler.python): package.module:callable, the "
+            "OAUTHBEARER token validator (docs/security.md). Unset: Kafka's unsecured JWS validator."),
     _broker("connections.max.reauth.ms", "long", 0,
             "KIP-368: a SASL session lasts this long, then the client re-authenticates on the connection "
-            "(0: sessions never end).", AtLeast(0)),
+            "(0: sessions never end; an OAUTHBEARER session ends when its token expires if that is sooner). "
+            "Per listener and mechanism: listener.name.<l>.<mechanism>.connections.max.reauth.ms.", AtLeast(0)),
     _broker("connection.failed.authentication.delay.ms", "int", 100,
             "A failed SASL login is answered, and its connection closed, after this delay.", AtLeast(0)),
     _broker("sasl.server.max.receive.size", "int", 524288,
@@ -455,6 +460,11 @@ _BROKER_KEYS: list[ConfigKey] = [
             "Server-side assignors of consumer groups, the first being the default (short names or Kafka's "
             "class names of UniformAssignor and RangeAssignor)."),
     _broker("group.consumer.max.size", "int", INT_MAX, "Most members one consumer group may have.", AtLeast(1)),
+    _broker("group.consumer.migration.policy", "string", "bidirectional",
+            "Online migration of a group with members between the classic and consumer protocols: disabled, "
+            "upgrade, downgrade or bidirectional (case-insensitive).",
+            ValidString("disabled", "upgrade", "downgrade", "bidirectional", "DISABLED", "UPGRADE", "DOWNGRADE",
+                        "BIDIRECTIONAL")),
     # --- transactions and idempotence
     _broker("transaction.state.log.num.partitions", "int", 50,
             "Partitions of __transaction_state; fixed once the topic exists.", AtLeast(1)),

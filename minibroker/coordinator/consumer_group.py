@@ -17,6 +17,13 @@ partitions of its target that nobody else still holds (UNRELEASED_PARTITIONS whi
 held, STABLE once it has them all). `partition_epochs` records which member epoch owns each
 partition, so a partition is handed out only after its previous owner released it.
 
+Each member also keeps the *assignment epoch* of every partition it owns or is revoking: the
+member epoch at which the partition became its own (kept across later epoch bumps while it
+stays the member's; Kafka 4.3+, ConsumerGroupMember.assignedPartitions with epochs). An
+OffsetCommit at an epoch older than the member's current one is accepted for a partition whose
+assignment epoch is not newer than the commit's (a commit sent just before a rebalance bumped
+the member), and refused for a partition the member no longer holds.
+
 The group's state follows (ConsumerGroup.ConsumerGroupState): Empty without members,
 Assigning while the group epoch is ahead of the assignment epoch, Reconciling while a member is
 not at the assignment epoch or not stable, else Stable. No I/O or timers here.
@@ -29,6 +36,7 @@ import uuid
 from dataclasses import dataclass, field
 
 Assignment = dict[uuid.UUID, set[int]]
+PartitionEpochs = dict[tuple[uuid.UUID, int], int]  # (topic id, partition) -> assignment epoch
 
 LEAVE_GROUP_MEMBER_EPOCH = -1  # Kafka: ConsumerGroupHeartbeatRequest.LEAVE_GROUP_MEMBER_EPOCH
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -72,6 +80,15 @@ def count(a: Assignment) -> int:
     return sum(len(ps) for ps in a.values())
 
 
+@dataclass(slots=True)
+class ClassicMemberMetadata:
+    """What a member of the classic protocol inside a consumer group keeps from its JoinGroup
+    (Kafka: ConsumerGroupMemberMetadataValue.ClassicMemberMetadata; group_migration.py)."""
+
+    session_timeout_ms: int
+    protocols: list[tuple[str, bytes]]  # (name, subscription) in the member's preference order
+
+
 @dataclass(eq=False)
 class ConsumerGroupMember:
     member_id: str
@@ -88,11 +105,19 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # the epoch at which each partition of `assigned` and `pending_revocation` became the member's
+    assignment_epochs: PartitionEpochs = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None  # set: the member speaks the classic protocol
+
+    def assignment_epoch(self, tid: uuid.UUID, p: int) -> int | None:
+        """The assignment epoch of a partition the member owns or is revoking, else None."""
+        return self.assignment_epochs.get((tid, p))
 
     def subscription_key(self) -> tuple[object, ...]:
         """Everything the member's record holds: a change is written."""
+        classic = None if self.classic is None else (self.classic.session_timeout_ms, tuple(self.classic.protocols))
         return (tuple(sorted(self.subscribed_topic_names)), self.subscribed_topic_regex, self.server_assignor,
-                self.instance_id, self.rack_id, self.client_id, self.client_host, self.rebalance_timeout_ms)
+                self.instance_id, self.rack_id, self.client_id, self.client_host, self.rebalance_timeout_ms, classic)
 
     def assignment_inputs(self) -> tuple[object, ...]:
         """What the target assignment depends on: a change bumps the group epoch. A new client id,
@@ -163,14 +188,30 @@ class ConsumerGroup:
                     self.partition_epochs[(tid, p)] = member.member_epoch
 
     def update_current(self, member: ConsumerGroupMember, *, epoch: int, state: MemberState,
-                       assigned: Assignment, pending: Assignment) -> None:
+                       assigned: Assignment, pending: Assignment, epochs: PartitionEpochs | None = None) -> None:
+        """Set the member's current assignment. A partition it keeps, or is now told to revoke,
+        keeps its assignment epoch; one it gets (again, if it was being revoked) gets `epoch`
+        (Kafka: CurrentAssignmentBuilder); `epochs` overrides both (a replayed record, a static
+        member taking over its predecessor's partitions)."""
         self._release(member)
         if epoch != member.member_epoch:
             member.previous_member_epoch = member.member_epoch
+        old = member.assignment_epochs
+        was_assigned = {(tid, p) for tid, ps in member.assigned.items() for p in ps}
         member.member_epoch = epoch
         member.state = state
         member.assigned = copy_assignment(assigned)
         member.pending_revocation = copy_assignment(pending)
+        new: PartitionEpochs = {}
+        for a, keeps in ((member.assigned, was_assigned), (member.pending_revocation, old.keys())):
+            for tid, ps in a.items():
+                for p in ps:
+                    key = (tid, p)
+                    if epochs is not None and key in epochs:
+                        new[key] = epochs[key]
+                    else:
+                        new[key] = old[key] if key in keeps and key in old else epoch
+        member.assignment_epochs = new
         self._own(member)
 
     def free(self, tid: uuid.UUID, p: int, member_id: str) -> bool:

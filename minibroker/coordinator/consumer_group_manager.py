@@ -5,8 +5,9 @@ heartbeat runs the same steps on the event loop, without awaiting in between, an
 records of what changed to the group's __consumer_offsets partition before it answers:
 
 1. validate the request (the INVALID_REQUEST messages are Kafka's);
-2. find the group (created on a member's first join; a classic group of the same id answers
-   GROUP_ID_NOT_FOUND unless it is empty, in which case the consumer group replaces it) and the
+2. find the group (created on a member's first join; an empty classic group of the same id is
+   replaced, one with members converted by the online upgrade of group_migration.py or refused
+   with GROUP_ID_NOT_FOUND as group.consumer.migration.policy says) and the
    member (epoch 0: join or static-member replacement; -1: leave; -2: static leave; otherwise
    the epoch must be the member's current one, or its previous one when what it reports owning
    is still its own -- a lost response retried);
@@ -40,6 +41,7 @@ from minibroker.coordinator.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
+    ClassicMemberMetadata,
     ConsumerGroup,
     ConsumerGroupMember,
     MemberState,
@@ -61,6 +63,7 @@ log = logging.getLogger("minibroker.coordinator.consumer_group")
 HB: Any = consumer_group_heartbeat.RESPONSE
 CGD: Any = consumer_group_describe.RESPONSE
 CONSUMER_MEMBER_TYPE = 1  # ConsumerGroupDescribe v1 member_type (Kafka: MemberType.CONSUMER)
+CLASSIC_MEMBER_TYPE = 0  # a classic-protocol member of a consumer group (Kafka: MemberType.CLASSIC)
 
 
 @dataclass(slots=True)
@@ -71,13 +74,15 @@ class ConsumerGroupConfig:
     heartbeat_interval_ms: int = 5_000
     assignors: tuple[str, ...] = ("uniform", "range")
     max_size: int = 2**31 - 1
+    migration_policy: str = "bidirectional"  # group.consumer.migration.policy (group_migration.py)
 
     @classmethod
     def from_broker_config(cls, cfg: BrokerConfig) -> ConsumerGroupConfig:
         return cls(session_timeout_ms=cfg.get("group.consumer.session.timeout.ms"),
                    heartbeat_interval_ms=cfg.get("group.consumer.heartbeat.interval.ms"),
                    assignors=tuple(assignor_names(cfg.get("group.consumer.assignors"))),
-                   max_size=cfg.get("group.consumer.max.size"))
+                   max_size=cfg.get("group.consumer.max.size"),
+                   migration_policy=cfg.get("group.consumer.migration.policy"))
 
 
 class _Invalid(KafkaError):
@@ -102,6 +107,11 @@ class ConsumerGroupManager:
         self.group_configs: dict[str, dict[str, int]] = {}  # GROUP config resources (KIP-848)
         self.timer = KeyedTimer()
         self.events = GroupEvents(now_ms)  # the rebalance timeline; the coordinator shares one
+        # Online migration between the protocols (group_migration.py sets these): convert a
+        # classic group with members (or raise Kafka's refusal), and convert a group whose
+        # remaining members all speak the classic protocol back (True: done, records written).
+        self.upgrade_classic: Callable[[str, list[CoordinatorRecord]], ConsumerGroup] | None = None
+        self.maybe_downgrade: Callable[[ConsumerGroup, set[str]], bool] | None = None
 
     # -- config --------------------------------------------------------------------------------
     def session_timeout_ms(self, group_id: str) -> int:
@@ -119,13 +129,16 @@ class ConsumerGroupManager:
         return rec.member_metadata(g.group_id, m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
                                    client_id=m.client_id, client_host=m.client_host,
                                    topic_names=m.subscribed_topic_names, topic_regex=m.subscribed_topic_regex,
-                                   rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor)
+                                   rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor,
+                                   classic=None if m.classic is None else (m.classic.session_timeout_ms,
+                                                                           m.classic.protocols))
 
     @staticmethod
     def _current_record(g: ConsumerGroup, m: ConsumerGroupMember) -> CoordinatorRecord:
         return rec.current_member_assignment(g.group_id, m.member_id, epoch=m.member_epoch,
                                              previous_epoch=m.previous_member_epoch, state=int(m.state),
-                                             assigned=m.assigned, pending_revocation=m.pending_revocation)
+                                             assigned=m.assigned, pending_revocation=m.pending_revocation,
+                                             epochs=m.assignment_epochs)
 
     def replay(self, key: bytes, value: bytes | None) -> None:
         """Apply one record read back from __consumer_offsets (Kafka: GroupMetadataManager.replay)."""
@@ -154,6 +167,9 @@ class ConsumerGroupManager:
             m.subscribed_topic_names = list(v.subscribed_topic_names)
             m.subscribed_topic_regex = v.subscribed_topic_regex
             m.rebalance_timeout_ms, m.server_assignor = v.rebalance_timeout_ms, v.server_assignor
+            cm = v.classic_member_metadata
+            m.classic = None if cm is None else ClassicMemberMetadata(
+                cm.session_timeout_ms, [(p.name, bytes(p.metadata)) for p in cm.supported_protocols])
             if m.instance_id is not None:
                 g.static_members[m.instance_id] = m.member_id
         elif r.type == rec.TARGET_ASSIGNMENT_MEMBER:
@@ -169,9 +185,11 @@ class ConsumerGroupManager:
             m = g.members.get(r.sub_key)
             if v is None or m is None:
                 return
+            epochs = rec.assignment_epochs_of(v.assigned_partitions, v.member_epoch)
+            epochs.update(rec.assignment_epochs_of(v.partitions_pending_revocation, v.member_epoch))
             g.update_current(m, epoch=v.member_epoch, state=MemberState(v.state),
                              assigned=rec.assignment_of(v.assigned_partitions),
-                             pending=rec.assignment_of(v.partitions_pending_revocation))
+                             pending=rec.assignment_of(v.partitions_pending_revocation), epochs=epochs)
             m.previous_member_epoch = v.previous_member_epoch
         elif r.type == rec.REGULAR_EXPRESSION:
             assert r.sub_key is not None
@@ -276,7 +294,8 @@ class ConsumerGroupManager:
     # -- timers ------------------------------------------------------------------------------------
     def _schedule_session(self, g: ConsumerGroup, m: ConsumerGroupMember) -> None:
         gid, mid = g.group_id, m.member_id
-        self.timer.schedule(("cg-session", gid, mid), self.session_timeout_ms(gid),
+        timeout = self.session_timeout_ms(gid) if m.classic is None else m.classic.session_timeout_ms
+        self.timer.schedule(("cg-session", gid, mid), timeout,
                             lambda: self._expire(gid, mid, "session timeout"))
 
     def _schedule_rebalance(self, g: ConsumerGroup, m: ConsumerGroupMember) -> None:
@@ -308,17 +327,23 @@ class ConsumerGroupManager:
             log.warning("fencing member %s of group %s failed: %s", member_id, group_id, e)
 
     def _remove_member(self, g: ConsumerGroup, member_id: str) -> None:
-        """Fence or remove a member: tombstones, a new group epoch (Kafka: removeMember + bump)."""
+        """Fence or remove a member: tombstones, a new group epoch (Kafka: removeMember + bump);
+        or, when only classic-protocol members remain, the downgrade (consumerGroupFenceMembers)."""
+        self.cancel_member_timers(g.group_id, member_id)
+        if self.maybe_downgrade is not None and self.maybe_downgrade(g, {member_id}):
+            return
         records = rec.member_tombstones(g.group_id, member_id)
         g.remove_member(member_id)
-        self.timer.cancel(("cg-session", g.group_id, member_id))
-        self.timer.cancel(("cg-rebalance", g.group_id, member_id))
         self._refresh_regexes(g, records)
         _, g.metadata_hash = self._metadata(g)
         g.group_epoch += 1
         records.append(rec.group_metadata(g.group_id, g.group_epoch, g.metadata_hash))
         self.events.record(g.group_id, "GroupEpoch", g.group_epoch, "member %s removed", member_id)
         self._write(g.group_id, records)
+
+    def cancel_member_timers(self, group_id: str, member_id: str) -> None:
+        for kind in ("cg-session", "cg-rebalance", "cg-join", "cg-sync"):
+            self.timer.cancel((kind, group_id, member_id))
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------------------
     def heartbeat(self, req: Any, version: int, client_id: str, client_host: str) -> Any:
@@ -372,19 +397,23 @@ class ConsumerGroupManager:
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(req)
         g = self.groups.get(gid)
+        records: list[CoordinatorRecord] = []
         if g is None:
             classic = self._classic_exists(gid)
-            if classic:
+            if classic and (req.member_epoch != 0 or self.upgrade_classic is None):
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
             if req.member_epoch != 0:
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} not found.")
-            if classic is False:
-                self._drop_classic(gid)  # an empty classic group gives way (Kafka: same, KIP-848 upgrade)
-            g = ConsumerGroup(gid, assignor_name=self.config.assignors[0])
+            if classic and self.upgrade_classic is not None:
+                # a classic group with members: the online upgrade (group_migration.py)
+                g = self.upgrade_classic(gid, records)
+            else:
+                if classic is False:
+                    self._drop_classic(gid)  # an empty classic group gives way (Kafka: same, KIP-848 upgrade)
+                g = ConsumerGroup(gid, assignor_name=self.config.assignors[0])
             created = True
         else:
             created = False
-        records: list[CoordinatorRecord] = []
         member_id = req.member_id or str(uuid.uuid4())
         bump = False
         owned = None if req.topic_partitions is None else {tp.topic_id: set(tp.partitions)
@@ -416,29 +445,9 @@ class ConsumerGroupManager:
         if req.rack_id is not None:
             m.rack_id = req.rack_id
         m.client_id, m.client_host = client_id, client_host
-        why = "member %s joined" if bump else "member %s changed its subscription"
-        if m.subscription_key() != before_sub or bump:
-            records.append(self._member_record(g, m))
-            bump = bump or m.assignment_inputs() != before_inputs
-        self._refresh_regexes(g, records)
-        partitions, digest = self._metadata(g)
-        if digest != g.metadata_hash:
-            if not bump:
-                why = "subscribed topics changed (%s's heartbeat)"
-            g.metadata_hash = digest
-            bump = True
-        if bump:
-            g.group_epoch += 1
-            records.append(rec.group_metadata(gid, g.group_epoch, g.metadata_hash))
-            self.events.record(gid, "GroupEpoch", g.group_epoch, why, m.member_id)
-        if g.group_epoch > g.assignment_epoch:
-            self._compute_target(g, partitions, records)
         before = copy_assignment(m.assigned)
-        if g.reconcile(m, owned):
-            records.append(self._current_record(g, m))
-            self.events.record(gid, "MemberEpoch", g.group_epoch, "%s: epoch %d, %s, owns %d, revoking %d",
-                               m.member_id, m.member_epoch, m.state.name, count(m.assigned),
-                               count(m.pending_revocation))
+        self.update_and_reconcile(g, m, records, joined=bump, before_sub=before_sub, before_inputs=before_inputs,
+                                  owned=owned)
         try:
             self._write(gid, records)
         finally:
@@ -456,6 +465,53 @@ class ConsumerGroupManager:
                 for tid, ps in sorted(m.assigned.items(), key=lambda kv: str(kv[0])) if ps])
         return HB(error_code=0, member_id=m.member_id, member_epoch=m.member_epoch,
                   heartbeat_interval_ms=self.heartbeat_interval_ms(gid), assignment=assignment)
+
+    def update_and_reconcile(self, g: ConsumerGroup, m: ConsumerGroupMember, records: list[CoordinatorRecord], *,
+                             joined: bool, before_sub: tuple[object, ...], before_inputs: tuple[object, ...],
+                             owned: Assignment | None) -> None:
+        """Steps 3 to 5 of a heartbeat, once the member's fields are updated; a classic member's
+        JoinGroup in a consumer group takes the same steps (group_migration.py)."""
+        gid, bump = g.group_id, joined
+        why = "member %s joined" if bump else "member %s changed its subscription"
+        if m.subscription_key() != before_sub or bump:
+            records.append(self._member_record(g, m))
+            bump = bump or m.assignment_inputs() != before_inputs
+        self._refresh_regexes(g, records)
+        partitions, digest = self._metadata(g)
+        if digest != g.metadata_hash:
+            if not bump:
+                why = "subscribed topics changed (%s's heartbeat)"
+            g.metadata_hash = digest
+            bump = True
+        if bump:
+            g.group_epoch += 1
+            records.append(rec.group_metadata(gid, g.group_epoch, g.metadata_hash))
+            self.events.record(gid, "GroupEpoch", g.group_epoch, why, m.member_id)
+        if g.group_epoch > g.assignment_epoch:
+            self._compute_target(g, partitions, records)
+        if g.reconcile(m, owned):
+            records.append(self._current_record(g, m))
+            self.events.record(gid, "MemberEpoch", g.group_epoch, "%s: epoch %d, %s, owns %d, revoking %d",
+                               m.member_id, m.member_epoch, m.state.name, count(m.assigned),
+                               count(m.pending_revocation))
+
+    def member_record(self, g: ConsumerGroup, m: ConsumerGroupMember) -> CoordinatorRecord:
+        return self._member_record(g, m)
+
+    def current_record(self, g: ConsumerGroup, m: ConsumerGroupMember) -> CoordinatorRecord:
+        return self._current_record(g, m)
+
+    def metadata_hash(self, g: ConsumerGroup) -> int:
+        return self._metadata(g)[1]
+
+    def write(self, group_id: str, records: list[CoordinatorRecord]) -> None:
+        self._write(group_id, records)
+
+    def schedule_session(self, g: ConsumerGroup, m: ConsumerGroupMember) -> None:
+        self._schedule_session(g, m)
+
+    def expire(self, group_id: str, member_id: str, why: str) -> None:
+        self._expire(group_id, member_id, why)
 
     def _join(self, g: ConsumerGroup, req: Any, member_id: str, records: list[CoordinatorRecord]
               ) -> ConsumerGroupMember:
@@ -478,7 +534,7 @@ class ConsumerGroupManager:
                 g.add_member(m)
                 epoch = old.previous_member_epoch if old.previous_member_epoch >= 0 else 0
                 g.update_current(m, epoch=epoch, state=MemberState.STABLE, assigned=old.assigned,
-                                 pending=old.pending_revocation)
+                                 pending=old.pending_revocation, epochs=old.assignment_epochs)
                 m.subscribed_topic_names = old.subscribed_topic_names
                 m.subscribed_topic_regex = old.subscribed_topic_regex
                 m.server_assignor, m.rebalance_timeout_ms = old.server_assignor, old.rebalance_timeout_ms
@@ -521,9 +577,12 @@ class ConsumerGroupManager:
                              f"Member {req.member_id} is not a member of group {req.group_id}.")
         if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             # A static member leaving for a while keeps its assignment until its session
-            # expires or it comes back (KIP-848's static membership).
+            # expires or it comes back (KIP-848's static membership); what it was revoking is
+            # released at once, and its partitions' assignment epochs go to 0, so that whoever
+            # comes back with the instance id starts a new epoch history (Kafka 4.4:
+            # consumerGroupStaticMemberGroupLeave, resetAssignedPartitionsEpochsToZero).
             g.update_current(m, epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, state=m.state, assigned=m.assigned,
-                             pending=m.pending_revocation)
+                             pending={}, epochs=dict.fromkeys(m.assignment_epochs, 0))
             self._write(g.group_id, [self._current_record(g, m)])
             log.info("[GroupId %s] Static member %s with instance id %s temporarily left the consumer group.",
                      g.group_id, m.member_id, m.instance_id)
@@ -536,20 +595,40 @@ class ConsumerGroupManager:
 
     # -- offsets (Kafka: ConsumerGroup.validateOffsetCommit / validateOffsetFetch) -----------------------
     def validate_offset_commit(self, group_id: str, member_id: str, epoch: int, api_version: int,
-                               transactional: bool = False) -> None:
+                               transactional: bool = False, *, instance_id: str | None = None,
+                               partitions: Iterable[tuple[str, int]] = ()) -> None:
+        """Kafka 4.4: ConsumerGroup.validateOffsetCommit. A commit at the member's epoch passes; one
+        at an older epoch passes only when every partition in `partitions` (topic name, index) is
+        the member's (owned or being revoked) since that epoch or before; a newer epoch never does.
+        A refused partition refuses the whole request, as in Kafka (OffsetMetadataManager)."""
         g = self.groups[group_id]
-        if not member_id and epoch < 0 and not transactional:
-            if g.members:
-                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
-            return  # an admin commit to an empty group (Kafka: same)
+        if epoch < 0 and not g.members:
+            return  # an admin, or a consumer without group management, on an empty group
+        if transactional and epoch == -1 and member_id == "" and instance_id is None:
+            return  # a transactional producer that names no member (Kafka 4.4: same)
         m = g.members.get(member_id)
         if m is None:
-            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if not transactional and api_version < 9:
-            # OffsetCommit before v9 cannot carry a member epoch (Kafka: UnsupportedVersion)
-            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION)
-        if epoch != m.member_epoch:
-            raise KafkaError(ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH)
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+        if not transactional and api_version < 9 and m.classic is None:
+            # a classic-protocol member commits with its generation (= member epoch) at any version
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used by "
+                                                            "members using the consumer group protocol")
+        # a classic-protocol member hears ILLEGAL_GENERATION; so does TxnOffsetCommit up to v5,
+        # which has no STALE_MEMBER_EPOCH (Kafka: OffsetMetadataManager maps it)
+        stale = (ErrorCode.ILLEGAL_GENERATION if transactional or m.classic is not None
+                 else ErrorCode.STALE_MEMBER_EPOCH)
+        if epoch > m.member_epoch:
+            raise KafkaError(stale, f"Received member epoch {epoch} is newer than current member epoch "
+                                    f"{m.member_epoch}.")
+        if epoch < m.member_epoch:
+            for name, p in partitions:
+                topic = self._topics.get(name) if self._topics is not None else None
+                assigned = m.assignment_epoch(topic.topic_id, p) if topic is not None else None
+                if assigned is None:
+                    raise KafkaError(stale, f"Partition {name}-{p} is not assigned or pending revocation for member.")
+                if epoch < assigned:
+                    raise KafkaError(stale, f"Received member epoch {epoch} is older than assignment epoch "
+                                            f"{assigned} for partition {name}-{p}.")
         self._schedule_session(g, m)
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, epoch: int) -> int:
@@ -593,7 +672,8 @@ class ConsumerGroupManager:
             member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
             client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=sorted(m.subscribed_topic_names),
             subscribed_topic_regex=m.subscribed_topic_regex, assignment=named(m.assigned),
-            target_assignment=named(g.target.get(m.member_id, {})), member_type=CONSUMER_MEMBER_TYPE)
+            target_assignment=named(g.target.get(m.member_id, {})),
+            member_type=CONSUMER_MEMBER_TYPE if m.classic is None else CLASSIC_MEMBER_TYPE)
             for m in g.members.values()]
         return CGD.DescribedGroup(error_code=0, group_id=group_id, group_state=g.state.value,
                                   group_epoch=g.group_epoch, assignment_epoch=g.assignment_epoch,

@@ -57,6 +57,7 @@ _VALUES: dict[int, Schema] = {
 
 Record = tuple[bytes, "bytes | None"]
 Assignment = dict[uuid.UUID, set[int]]
+PartitionEpochs = dict[tuple[uuid.UUID, int], int]
 
 
 @dataclass(slots=True)
@@ -89,11 +90,17 @@ def group_metadata(group: str, epoch: int, metadata_hash: int) -> Record:
 
 def member_metadata(group: str, member_id: str, *, instance_id: str | None, rack_id: str | None, client_id: str,
                     client_host: str, topic_names: list[str], topic_regex: str | None, rebalance_timeout_ms: int,
-                    server_assignor: str | None) -> Record:
-    v = cr.CONSUMER_GROUP_MEMBER_METADATA_VALUE(
+                    server_assignor: str | None, classic: tuple[int, list[tuple[str, bytes]]] | None = None) -> Record:
+    """`classic`: (session timeout, supported protocols) of a classic-protocol member."""
+    V = cr.CONSUMER_GROUP_MEMBER_METADATA_VALUE
+    classic_metadata = None if classic is None else V.ClassicMemberMetadata(
+        session_timeout_ms=classic[0],
+        supported_protocols=[V.ClassicProtocol(name=n, metadata=m) for n, m in classic[1]])
+    v = V(
         instance_id=instance_id, rack_id=rack_id, client_id=client_id, client_host=client_host,
         subscribed_topic_names=sorted(topic_names), subscribed_topic_regex=topic_regex,
-        rebalance_timeout_ms=rebalance_timeout_ms, server_assignor=server_assignor, classic_member_metadata=None)
+        rebalance_timeout_ms=rebalance_timeout_ms, server_assignor=server_assignor,
+        classic_member_metadata=classic_metadata)
     return _key(MEMBER_METADATA, group_id=group, member_id=member_id), _value(MEMBER_METADATA, v)
 
 
@@ -108,12 +115,27 @@ def target_assignment_metadata(group: str, epoch: int, timestamp_ms: int) -> Rec
     return _key(TARGET_ASSIGNMENT_METADATA, group_id=group), _value(TARGET_ASSIGNMENT_METADATA, v)
 
 
+def _partitions_with_epochs(assignment: Assignment, epochs: PartitionEpochs, default: int) -> list[Any]:
+    """TopicPartitions with the tagged AssignmentEpochs (Kafka 4.3+ writes them, same length and
+    order as Partitions)."""
+    T = cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE.TopicPartitions
+    out = []
+    for tid, ps in sorted(assignment.items(), key=lambda kv: str(kv[0])):
+        if ps:
+            parts = sorted(ps)
+            out.append(T(topic_id=tid, partitions=parts,
+                         assignment_epochs=[epochs.get((tid, p), default) for p in parts]))
+    return out
+
+
 def current_member_assignment(group: str, member_id: str, *, epoch: int, previous_epoch: int, state: int,
-                              assigned: Assignment, pending_revocation: Assignment) -> Record:
+                              assigned: Assignment, pending_revocation: Assignment,
+                              epochs: PartitionEpochs | None = None) -> Record:
     V = cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE
+    e = epochs or {}
     v = V(member_epoch=epoch, previous_member_epoch=previous_epoch, state=state,
-          assigned_partitions=topic_partitions(V.TopicPartitions, assigned),
-          partitions_pending_revocation=topic_partitions(V.TopicPartitions, pending_revocation))
+          assigned_partitions=_partitions_with_epochs(assigned, e, max(epoch, 0)),
+          partitions_pending_revocation=_partitions_with_epochs(pending_revocation, e, max(epoch, 0)))
     return _key(CURRENT_MEMBER_ASSIGNMENT, group_id=group, member_id=member_id), _value(CURRENT_MEMBER_ASSIGNMENT, v)
 
 
@@ -169,3 +191,18 @@ def decode_consumer_group_record(key: bytes | memoryview, value: bytes | memoryv
 
 def assignment_of(items: list[Any] | None) -> Assignment:
     return {tp.topic_id: set(tp.partitions) for tp in (items or [])}
+
+
+def assignment_epochs_of(items: list[Any] | None, member_epoch: int) -> PartitionEpochs:
+    """The assignment epoch of each partition of a CurrentMemberAssignment list; a record without
+    them (written before Kafka 4.3) or with a list of the wrong length gives every partition the
+    member epoch, never below 0 (Kafka: Utils.assignmentFromTopicPartitions)."""
+    out: PartitionEpochs = {}
+    default = max(member_epoch, 0)
+    for tp in items or []:
+        epochs = getattr(tp, "assignment_epochs", None)
+        if epochs is not None and len(epochs) == len(tp.partitions):
+            out.update({(tp.topic_id, p): e for p, e in zip(tp.partitions, epochs, strict=True)})
+        else:
+            out.update({(tp.topic_id, p): default for p in tp.partitions})
+    return out

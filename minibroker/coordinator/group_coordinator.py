@@ -39,6 +39,7 @@ from minibroker.coordinator.group_membership import (
     append_error_to_response_error,
     write_records,
 )
+from minibroker.coordinator.group_migration import GroupMigration, MigrationPolicy
 from minibroker.coordinator.group_offsets import OffsetMetadataManager, TopicPartition
 from minibroker.coordinator.group_responses import described_group
 from minibroker.coordinator.offsets_store import CoordinatorRecord, OffsetsStore
@@ -83,6 +84,9 @@ class GroupCoordinator:
             consumer_config or ConsumerGroupConfig(), store, topics, now_ms=now_ms,
             classic_group_exists=self._classic_group_exists, drop_classic_group=self._drop_empty_classic_group)
         self.offset_manager.consumer_groups = self.consumer_groups
+        # online migration between the two protocols (group.consumer.migration.policy)
+        self.migration = GroupMigration(MigrationPolicy.parse(self.consumer_groups.config.migration_policy),
+                                        self.membership, self.consumer_groups, topics)
         # one rebalance timeline for both kinds of group, off until a reader (the console) enables it
         self.events = GroupEvents(now_ms)
         self.membership.events = self.consumer_groups.events = self.events
@@ -184,10 +188,10 @@ class GroupCoordinator:
         cg = self.consumer_groups.groups.get(req.group_id)
         if cg is not None:
             if cg.members:
-                # A consumer group with members is not joined by a classic member here (Kafka 4 can
-                # with group.consumer.migration.policy; see docs/differences.md).
+                # a classic member of a consumer group (group_migration.py)
                 fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-                fut.set_result(_join_error(req, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+                fut.set_result(self.migration.join(cg, req, client) if self.active
+                               else _join_error(req, ErrorCode.COORDINATOR_NOT_AVAILABLE))
                 return fut
             # An empty consumer group gives way to the classic one (Kafka: the downgrade path).
             tombstones: list[CoordinatorRecord] = []
@@ -196,14 +200,25 @@ class GroupCoordinator:
 
     def sync_group(self, req: Any) -> asyncio.Future[Any]:
         """Handle SyncGroup; followers wait for the leader's assignment."""
+        cg = self.consumer_groups.groups.get(req.group_id)
+        if cg is not None and self.active:
+            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            fut.set_result(self.migration.sync(cg, req))
+            return fut
         return self.membership.sync_group(req)
 
     def heartbeat(self, req: Any) -> int:
         """Handle Heartbeat; returns the error code."""
+        cg = self.consumer_groups.groups.get(req.group_id)
+        if cg is not None and self.active:
+            return self.migration.heartbeat(cg, req)
         return self.membership.heartbeat(req)
 
     def leave_group(self, group_id: str, members: list[Any]) -> tuple[int, list[Any]]:
         """Handle LeaveGroup (see GroupMetadataManager.leave_group)."""
+        cg = self.consumer_groups.groups.get(group_id)
+        if cg is not None and self.active:
+            return self.migration.leave(cg, members)
         return self.membership.leave_group(group_id, members)
 
     # --------------------------------------------------------------------- offsets (delegated)
@@ -348,4 +363,32 @@ class GroupCoordinator:
             if delete_group:
                 log.info("Group %s transitioned to Dead: no members and no offsets left", gid)
                 self._drop_group(group)
+        return expired_total + self._cleanup_consumer_groups(now)
+
+    def _cleanup_consumer_groups(self, now: int) -> int:
+        """The same for KIP-848 consumer groups: expired offsets go, and an Empty group left with
+        none goes with its records (Kafka: cleanupGroupMetadata -> maybeDeleteGroup)."""
+        expired_total = 0
+        for gid, g in list(self.consumer_groups.groups.items()):
+            expired, all_expired = self.offset_manager.expired_consumer_group_offsets(gid, now)
+            records: list[CoordinatorRecord] = [offset_commit_tombstone(gid, t, p) for (t, p) in expired]
+            try:
+                if all_expired and not g.members:
+                    self.consumer_groups.delete(gid, records)
+                    log.info("[GroupId %s] Group transitioned to Dead: empty, and no offsets left", gid)
+                elif records:
+                    write_records(self.store, gid, records)
+                else:
+                    continue
+            except KafkaError as e:
+                log.warning("Failed to expire offsets of group %s: %s", gid, e)
+                continue
+            offsets = self.offsets.get(gid, {})
+            for key in expired:
+                offsets.pop(key, None)
+            if not offsets:
+                self.offsets.pop(gid, None)
+            expired_total += len(expired)
+            if expired:
+                log.info("Removed %d expired offsets of group %s", len(expired), gid)
         return expired_total

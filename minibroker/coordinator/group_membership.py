@@ -185,6 +185,25 @@ class GroupMetadataManager:
         self.groups.pop(gid, None)
         self.events.record(gid, "Dead", group.generation_id, "group removed")
 
+    # -- online migration (group_migration.py) ---------------------------------------------
+    def hand_over(self, group: ClassicGroup) -> None:
+        """The group becomes a consumer group: members parked in a rebalance are told to rejoin
+        (REBALANCE_IN_PROGRESS, Kafka: convertToConsumerGroup) and its timers stop."""
+        for member in list(group.members.values()):
+            group.complete_join(member, join_error(member.member_id, ErrorCode.REBALANCE_IN_PROGRESS))
+            group.complete_sync(member, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
+            self._cancel_heartbeat(group.group_id, member.member_id)
+        self.drop_group(group)
+
+    def take_over(self, group: ClassicGroup, reason: str | None) -> None:
+        """A consumer group came back as this classic group: fresh sessions, then a rebalance
+        when there is a reason for one (Kafka: convertToClassicGroup)."""
+        self.groups[group.group_id] = group
+        for member in group.members.values():
+            self.reschedule_heartbeat(group, member)
+        if reason is not None:
+            self._prepare_rebalance(group, reason)
+
     @staticmethod
     def _heartbeat_key(group_id: str, member_id: str) -> tuple[str, str, str]:
         return ("heartbeat", group_id, member_id)

@@ -114,7 +114,9 @@ class OffsetMetadataManager:
         if self._is_consumer_group(req.group_id):
             assert self.consumer_groups is not None
             try:
-                self.consumer_groups.validate_offset_commit(req.group_id, req.member_id, generation, api_version)
+                self.consumer_groups.validate_offset_commit(
+                    req.group_id, req.member_id, generation, api_version, instance_id=req.group_instance_id,
+                    partitions=self._checked_partitions(topics))
             except KafkaError as e:
                 return all_failed(e.code)
             return self._store_commits(req, topics, created, None)
@@ -132,6 +134,13 @@ class OffsetMetadataManager:
         if group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
             self.membership.reschedule_heartbeat(group, group.members[req.member_id])
         return self._store_commits(req, topics, created, group)
+
+    def _checked_partitions(self, topics: list[Any]) -> list[tuple[str, int]]:
+        """The partitions a consumer group's member epoch is checked against: those whose metadata
+        is not too large (Kafka answers those OFFSET_METADATA_TOO_LARGE before validating them)."""
+        limit = self.config.offset_metadata_max_bytes
+        return [(t.name, p.partition_index) for t in topics for p in t.partitions
+                if p.committed_metadata is None or len(p.committed_metadata) <= limit]
 
     def _store_commits(self, req: Any, topics: list[Any], created: bool, group: ClassicGroup | None
                        ) -> dict[tuple[str, int], int]:
@@ -195,12 +204,12 @@ class OffsetMetadataManager:
         created = False
         if self._is_consumer_group(req.group_id):
             assert self.consumer_groups is not None
-            if req.generation_id >= 0 or req.member_id:
-                try:
-                    self.consumer_groups.validate_offset_commit(req.group_id, req.member_id, req.generation_id,
-                                                                5, transactional=True)
-                except KafkaError as e:
-                    return dict.fromkeys(requested, e.code)
+            try:
+                self.consumer_groups.validate_offset_commit(
+                    req.group_id, req.member_id, req.generation_id, 5, transactional=True,
+                    instance_id=req.group_instance_id, partitions=self._checked_partitions(req.topics))
+            except KafkaError as e:
+                return dict.fromkeys(requested, e.code)
         elif group is None:
             if req.generation_id >= 0:
                 return dict.fromkeys(requested, ErrorCode.ILLEGAL_GENERATION)
@@ -356,6 +365,33 @@ class OffsetMetadataManager:
                 return "commit"
             return None
         return "commit"
+
+    def expired_consumer_group_offsets(self, group_id: str, now: int) -> tuple[list[tuple[str, int]], bool]:
+        """A KIP-848 consumer group's offsets past retention, and whether that is all of them and
+        no transaction still holds offsets of the group (then an Empty group may go). Kafka 4.4
+        (ConsumerGroup.offsetExpirationCondition, OffsetMetadataManager.cleanupExpiredOffsets):
+        an offset of a topic no member subscribes to expires `offsets.retention.minutes` after its
+        commit (or at the expire timestamp an OffsetCommit v1 asked for), whatever the group's
+        state; offsets a pending transaction also writes stay."""
+        assert self.consumer_groups is not None
+        retention = self.config.offsets_retention_ms
+        expired: list[tuple[str, int]] = []
+        all_expired = True
+        for (topic, partition), om in self.offsets.get(group_id, {}).items():
+            if self.consumer_groups.is_subscribed_to_topic(group_id, topic):
+                all_expired = False
+                continue
+            if om.expire_timestamp_ms is not None:
+                due = now >= om.expire_timestamp_ms
+            else:
+                due = now - om.commit_timestamp_ms >= retention
+            if due and not self.has_pending_transactional_offsets(group_id, topic, partition):
+                expired.append((topic, partition))
+            else:
+                all_expired = False
+        if any(group_id in by_group for by_group in self.pending_txn_offsets.values()):
+            all_expired = False
+        return expired, all_expired
 
     def expired_offsets(self, group: ClassicGroup, offsets: dict[tuple[str, int], OffsetAndMetadata],
                          now: int) -> list[tuple[str, int]]:

@@ -12,6 +12,8 @@ Before authentication only ApiVersions and SaslHandshake may come, then SaslAuth
 raw tokens after a v0 handshake, which old clients use): anything else closes the connection with a
 log line. A failed login is answered after `connection.failed.authentication.delay.ms` with
 SASL_AUTHENTICATION_FAILED and Kafka's message, and the connection is closed once that is sent.
+A session ends after `connections.max.reauth.ms` or, for OAUTHBEARER, when the token expires,
+whichever is sooner (Kafka: ReauthInfo, the credential's lifetime).
 An unknown mechanism gets UNSUPPORTED_SASL_MECHANISM with the served list, then the close.
 """
 
@@ -24,10 +26,16 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from minibroker.security.credentials import ScramCredentialStore
+from minibroker.security.oauthbearer import (
+    OAuthBearerAuthFailed,
+    OAuthBearerClose,
+    OAuthBearerMalformed,
+    OAuthBearerServer,
+)
 from minibroker.security.plain import PlainAuthFailed, PlainMalformed, PlainServer
 from minibroker.security.scram import ScramError, ScramServer
 from minibroker.security.settings import SaslSettings
-from protocol.apis import api_versions, sasl_authenticate, sasl_handshake
+from protocol.apis import APIS, api_versions, metadata, sasl_authenticate, sasl_handshake
 from protocol.codec import decode_from
 from protocol.errors import ErrorCode
 from protocol.headers import decode_request_header, encode_response_frame
@@ -62,7 +70,7 @@ class SaslAuthenticator:
         self._dispatch = dispatch
         self.state = "HANDSHAKE_OR_VERSIONS"
         self.mechanism: str | None = None
-        self._server: PlainServer | ScramServer | None = None
+        self._server: PlainServer | ScramServer | OAuthBearerServer | None = None
         self._session_end: float | None = None  # time.monotonic() when the session ends
         self._reauth_capable = False  # the client sent SaslAuthenticate v1+ (KIP-368)
         self._reauthenticating = False
@@ -91,6 +99,14 @@ class SaslAuthenticator:
             return await self._handshake(conn, header, frame, pos)
         if key == sasl_authenticate.API.key and state in ("AUTHENTICATE", "REAUTH_AUTHENTICATE"):
             return await self._authenticate(conn, header, frame, pos)
+        if state in ("AUTHENTICATE", "REAUTH_AUTHENTICATE"):
+            answer = _illegal_sasl_state(header, frame, pos)
+            if answer is not None:
+                # Kafka answers a request it can parse with ILLEGAL_SASL_STATE, then closes (a
+                # client that ignores OAUTHBEARER's error challenge, kafkajs, meets this)
+                log.warning("failed authentication from %s on listener %s: unexpected request (api key %d) "
+                            "during SASL authentication", conn.peer, self.settings.listener, key)
+                return await self._fail(conn, answer, "unexpected request during SASL authentication")
         during = "SASL authentication" if state in ("AUTHENTICATE", "REAUTH_AUTHENTICATE") else "SASL handshake"
         return self._refuse(conn, f"unexpected request (api key {key}) during {during}")
 
@@ -103,8 +119,9 @@ class SaslAuthenticator:
             return await self.handle(conn, frame)
         if self._session_end is not None and time.monotonic() > self._session_end:
             # KIP-368: a client that did not re-authenticate in time loses its connection
-            log.info("closing connection from %s (%s): its SASL session ended (connections.max.reauth.ms=%d)",
-                     conn.peer, conn.principal, self.settings.max_reauth_ms)
+            log.info("closing connection from %s (%s): its SASL session ended (connections.max.reauth.ms=%d, "
+                     "or the credential expired)", conn.peer, conn.principal,
+                     self.settings.max_reauth_for(self.mechanism))
             conn.close("SASL session expired")
             return None
         return await self._dispatch(conn, frame)
@@ -136,9 +153,12 @@ class SaslAuthenticator:
         resp = sasl_handshake.RESPONSE(error_code=ErrorCode.NONE, mechanisms=mechanisms)
         return encode_response_frame(sasl_handshake.API, version, header.correlation_id, resp)
 
-    def _new_server(self, mechanism: str) -> PlainServer | ScramServer:
+    def _new_server(self, mechanism: str) -> PlainServer | ScramServer | OAuthBearerServer:
         if mechanism == "PLAIN":
             return PlainServer(self.settings.plain_users)
+        if mechanism == "OAUTHBEARER":
+            assert self.settings.oauthbearer_validator is not None
+            return OAuthBearerServer(self.settings.oauthbearer_validator)
         return ScramServer(mechanism, lambda user: self._scram.get(user, mechanism))
 
     # -- SaslAuthenticate (framed) -----------------------------------------------------------
@@ -153,7 +173,10 @@ class SaslAuthenticator:
             return self._refuse(conn, f"malformed SaslAuthenticate ({e})")
         self._reauth_capable = self._reauth_capable or version > 0
         R = sasl_authenticate.RESPONSE
-        ok, token, message = self._evaluate(conn, bytes(req.auth_bytes))
+        try:
+            ok, token, message = await self._evaluate(conn, bytes(req.auth_bytes))
+        except OAuthBearerClose as e:
+            return self._refuse(conn, f"SASL/{self.mechanism} input Kafka drops the connection on: {e}")
         if not ok:
             resp = R(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=message, auth_bytes=b"",
                      session_lifetime_ms=0)
@@ -164,12 +187,16 @@ class SaslAuthenticator:
             lifetime = self._complete(conn)
             if lifetime < 0:
                 return None
-        resp = R(error_code=ErrorCode.NONE, error_message=None, auth_bytes=token, session_lifetime_ms=lifetime)
+        # Kafka's SaslAuthenticateResponseData leaves error_message at its default "", not null
+        resp = R(error_code=ErrorCode.NONE, error_message="", auth_bytes=token, session_lifetime_ms=lifetime)
         return encode_response_frame(sasl_authenticate.API, version, header.correlation_id, resp)
 
     # -- raw tokens after a v0 handshake ------------------------------------------------------
     async def _raw_token(self, conn: SecureChannel, token: bytes) -> list[Any] | None:
-        ok, response, message = self._evaluate(conn, token)
+        try:
+            ok, response, message = await self._evaluate(conn, token)
+        except OAuthBearerClose as e:
+            return self._refuse(conn, f"SASL/{self.mechanism} input Kafka drops the connection on: {e}")
         if not ok:
             # no framing to carry an error: Kafka closes the connection (after the delay)
             await asyncio.sleep(self.settings.failed_auth_delay_ms / 1000)
@@ -182,18 +209,36 @@ class SaslAuthenticator:
         return [len(response).to_bytes(4, "big"), response]
 
     # -- common ------------------------------------------------------------------------------
-    def _evaluate(self, conn: SecureChannel, token: bytes) -> tuple[bool, bytes, str]:
-        """(ok, response token, error message for the client)."""
+    async def _evaluate(self, conn: SecureChannel, token: bytes) -> tuple[bool, bytes, str]:
+        """(ok, response token, error message for the client). Raises OAuthBearerClose on input
+        Kafka answers with a dropped connection."""
         server = self._server
         assert server is not None
         generic = (f"Authentication failed during {'re-authentication' if self._reauthenticating else 'authentication'}"
                    f" due to invalid credentials with SASL mechanism {self.mechanism}")
         try:
-            return True, server.evaluate(token), ""
+            if isinstance(server, OAuthBearerServer):
+                # awaited: a validator hook may be a coroutine function
+                response = await server.evaluate(token)
+            else:
+                response = server.evaluate(token)
+            if isinstance(server, OAuthBearerServer) and server.rejection is not None:
+                # RFC 7628: the refusal is a challenge first; the failure follows the client's ack
+                log.warning("refused an OAUTHBEARER token from %s on listener %s: %s", conn.peer,
+                            self.settings.listener, server.rejection)
+            return True, response, ""
         except PlainAuthFailed as e:
             reason, message = str(e), str(e)
-        except (PlainMalformed, ScramError) as e:
+        except OAuthBearerAuthFailed as e:
+            reason, message = e.reason, str(e)
+        except (PlainMalformed, ScramError, OAuthBearerMalformed) as e:
             reason, message = str(e), generic
+        except OAuthBearerClose:
+            raise
+        except Exception as e:  # a validator hook (sasl.server.callback.handler.python) that raised
+            log.error("OAUTHBEARER validator failed on a token from %s", conn.peer, exc_info=True)
+            # Kafka: an internal error in the callback handler is answered with the generic message
+            reason, message = f"internal error in the validator: {e!r}", generic
         log.warning("failed authentication with %s on listener %s (%s, mechanism %s): %s", conn.peer,
                     self.settings.listener, self.settings.security_protocol, self.mechanism, reason)
         return False, b"", message
@@ -215,12 +260,19 @@ class SaslAuthenticator:
         conn.principal = principal
         self.state = "AUTHENTICATED"
         self._reauthenticating = False
+        max_reauth = self.settings.max_reauth_for(self.mechanism)
+        expiry_ms = self._server.credential_expiry_ms if isinstance(self._server, OAuthBearerServer) else None
         self._server = None
-        max_reauth = self.settings.max_reauth_ms
-        if max_reauth > 0:
-            self._session_end = time.monotonic() + max_reauth / 1000
-            return max_reauth if self._reauth_capable else 0
-        return 0
+        if expiry_ms is None and max_reauth <= 0:
+            self._session_end = None
+            return 0
+        # KIP-368 with a credential that expires (Kafka: ReauthInfo): the sooner of the two ends
+        lifetime = max_reauth
+        if expiry_ms is not None:
+            left = max(0, expiry_ms - int(time.time() * 1000))
+            lifetime = min(left, max_reauth) if max_reauth > 0 else left
+        self._session_end = time.monotonic() + lifetime / 1000
+        return lifetime if self._reauth_capable else 0
 
     async def _fail(self, conn: SecureChannel, response: list[Any], reason: str) -> list[Any]:
         """Kafka's delayed failure: the response goes out after the delay, then the close."""
@@ -234,3 +286,29 @@ class SaslAuthenticator:
         self.state = "FAILED"
         conn.close(why)
         return None
+
+
+def _illegal_sasl_state(header: Any, frame: bytes | bytearray, pos: int) -> list[Any] | None:
+    """Kafka's error response for a request that came instead of SaslAuthenticate (its
+    AbstractRequest.getErrorResponse with ILLEGAL_SASL_STATE), or None where we build none: an
+    unknown or unreadable request, or an API without a top-level error code other than Metadata
+    (the connection is then closed without an answer)."""
+    api = APIS.get(header.api_key)
+    if api is None or header.api_version not in api.versions:
+        return None
+    try:
+        req, _ = decode_from(api.request, header.api_version, frame, pos)
+    except DecodeError:
+        return None
+    code = ErrorCode.ILLEGAL_SASL_STATE
+    if api.key == metadata.API.key:
+        # MetadataRequest.getErrorResponse: each named topic with the error, no brokers
+        R = metadata.RESPONSE
+        resp = R(brokers=[], topics=[R.MetadataResponseTopic(error_code=code, name=t.name or "", topic_id=t.topic_id,
+                                                             is_internal=False, partitions=[])
+                                     for t in (req.topics or [])])
+    elif any(f.name == "error_code" for f in api.response.fields):
+        resp = api.response(error_code=code)
+    else:
+        return None
+    return encode_response_frame(api, header.api_version, header.correlation_id, resp)

@@ -25,3 +25,19 @@ def test_current_assignment_round_trip():
     assert (got.value.member_epoch, got.value.previous_member_epoch, got.value.state) == (3, 1, 1)
     assert r.assignment_of(got.value.assigned_partitions) == {tid: {0, 1}}
     assert r.assignment_of(got.value.partitions_pending_revocation) == {tid: {2}}
+
+
+def test_current_assignment_carries_assignment_epochs_and_old_records_default_to_the_member_epoch():
+    tid = uuid.uuid4()
+    k, v = r.current_member_assignment("g", "m", epoch=5, previous_epoch=4, state=0, assigned={tid: {0, 1}},
+                                       pending_revocation={tid: {2}}, epochs={(tid, 0): 3, (tid, 1): 5, (tid, 2): 4})
+    got = r.decode_consumer_group_record(k, v).value
+    assert [(tp.partitions, tp.assignment_epochs) for tp in got.assigned_partitions] == [([0, 1], [3, 5])]
+    assert r.assignment_epochs_of(got.partitions_pending_revocation, 5) == {(tid, 2): 4}
+    # a record written without them (before Kafka 4.3, or by minibroker before them): the member
+    # epoch, never below 0; a list of the wrong length is ignored the same way
+    T = type(got.assigned_partitions[0])
+    assert r.assignment_epochs_of([T(topic_id=tid, partitions=[0, 1], assignment_epochs=None)], 7) == \
+        {(tid, 0): 7, (tid, 1): 7}
+    assert r.assignment_epochs_of([T(topic_id=tid, partitions=[0, 1], assignment_epochs=[2])], -2) == \
+        {(tid, 0): 0, (tid, 1): 0}

@@ -6,7 +6,9 @@
   partitions and reads what is produced after the restart, from its committed offsets;
 - a member killed with SIGKILL is fenced after the session timeout and its partitions move;
 - ListGroups / ConsumerGroupDescribe report the group's type, epochs and members; a classic
-  JoinGroup on a consumer group with members answers INCONSISTENT_GROUP_PROTOCOL.
+  JoinGroup on a consumer group with members is served by it (group.consumer.migration.policy
+  bidirectional: MEMBER_ID_REQUIRED first, as Kafka 4 answers; tests/reference/
+  test_kip848_migration_reference.py covers the rest).
 """
 
 from __future__ import annotations
@@ -65,12 +67,12 @@ def test_restart_resumes_and_a_killed_member_is_fenced(kafka_broker_process):
         ms.spin_until(lambda: len(k848.assignment(ms.members[0])) == 2, "two members sharing four partitions",
                       60)
         ms.spin_until(lambda: len(ms.seen) >= 4, "the stayer's records")
-        with RawClient(bs) as c:  # a classic member cannot join a consumer group with members
+        with RawClient(bs) as c:  # a classic member may join a consumer group with members (KIP-848 migration)
             r = c.call(join_group.API, 5, join_group.REQUEST(
                 group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
                 protocol_type="consumer", protocols=[join_group.REQUEST.JoinGroupRequestProtocol(name="range",
                                                                                                  metadata=b"")]))
-        assert r.error_code == 23  # INCONSISTENT_GROUP_PROTOCOL
+        assert r.error_code == 79 and r.member_id  # MEMBER_ID_REQUIRED: it is handed a member id
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait(10)
         ms.spin_until(lambda: len(k848.assignment(ms.members[0])) == 4, "the killed member's partitions", 20)

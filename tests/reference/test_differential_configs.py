@@ -119,6 +119,8 @@ def test_describe_broker_configs(differential: Differential) -> None:
                                  "log.message.timestamp.difference.max.ms", "producer.id.expiration.check.interval.ms",
                                  "console.host", "console.port", "console.allow.writes",
                                  "socket.request.read.timeout.ms", "group.share.enable",
+                                 # minibroker's stand-in for sasl.server.callback.handler.class (OAUTHBEARER)
+                                 "sasl.server.callback.handler.python",
                                  # the authorizer's keys: Kafka's StandardAuthorizer reads them from the
                                  # broker's properties, but KafkaConfig does not define them, so Kafka
                                  # does not describe them (docs/differences.md, broker config)

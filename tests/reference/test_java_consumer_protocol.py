@@ -1,7 +1,9 @@
 """The Java consumer 4.4 with group.protocol=consumer (tools/java/ConsumerProtocolCheck.java) on
 Apache Kafka 4.4 and minibroker at once: the server-side range assignor named by the clients
 (group.remote.assignor=range), static members (group.instance.id) getting their partitions back
-after a restart, the default uniform assignor. Every step's line must be the same on both.
+after a restart, the default uniform assignor, synchronous commits through a rebalance with none
+failing (Kafka 4.3+ accepts a commit at the member's previous epoch for a partition it still
+owns). Every step's line must be the same on both.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from reference import kafka_reference as kr
 from tests.helpers import ROOT
 from tests.reference.helpers import POOL, Pair, java_available
 
-STEPS = ("range", "static", "uniform")
+STEPS = ("range", "static", "uniform", "commits")
 
 
 @pytest.fixture(scope="module")
@@ -52,3 +54,4 @@ def test_java_consumer_protocol_matches_kafka(pair: Pair, classpath: str) -> Non
     assert mini["range"] == "OK sizes=3,3 contiguous=true all=[0, 1, 2, 3, 4, 5] read=60 distinct=60"
     assert mini["static"] == "OK same=true"
     assert mini["uniform"] == "OK partitions=[0, 1, 2, 3, 4, 5] read=60"
+    assert mini["commits"] == "OK commitFailed=0"

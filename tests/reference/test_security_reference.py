@@ -1,12 +1,18 @@
 """SASL against Apache Kafka and minibroker configured the same way (one server.properties-style
 set of keys): SCRAM users made with Kafka's own `kafka-configs --alter --add-config
 'SCRAM-SHA-256=[...]' --entity-type users`, described alike; PLAIN and SCRAM logins succeed, and a
-wrong password fails fast with the same error message on both."""
+wrong password fails fast with the same error message on both. OAUTHBEARER on the same listener
+with Kafka's unsecured validator: confluent-kafka, kafka-python, aiokafka, kafkajs and the Java
+client log in, produce and consume; bad tokens and bad exchanges get the same answers
+(tests/reference/oauth_helpers.py)."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +20,7 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 
 from reference import kafka_reference as kr
+from tests.reference import oauth_helpers
 
 JAAS_PLAIN = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
               'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
@@ -24,10 +31,11 @@ def sasl_props(plain_port: int, sasl_port: int) -> dict[str, str]:
     return {
         "listeners": f"PLAINTEXT://127.0.0.1:{plain_port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{plain_port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS_PLAIN,
         "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": JAAS_SCRAM,
         "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": JAAS_SCRAM,
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": oauth_helpers.JAAS,
     }
 
 
@@ -97,3 +105,16 @@ def test_same_sasl_outcomes_as_kafka(brokers: dict[str, tuple[str, str]]) -> Non
         }
     assert outcomes["minibroker"] == outcomes["kafka"]
     assert outcomes["kafka"]["scram ok"] == (True, "")
+
+
+def test_same_oauthbearer_outcomes_as_kafka(brokers: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    # the two brokers at once: each side's time is mostly waiting (group joins, JVM starts)
+    with ThreadPoolExecutor(2) as pool:
+        futures = {name: pool.submit(oauth_helpers.outcomes, sasl, name, tmp_path)
+                   for name, (_plain, sasl) in brokers.items()}
+        outcomes = {name: f.result() for name, f in futures.items()}
+    assert outcomes["minibroker"] == outcomes["kafka"], json.dumps(outcomes, default=repr, indent=1)
+    k = outcomes["kafka"]
+    assert k["confluent unsecure jwt"] == (True, "") and k["java"] == ["j1", "j2"]
+    assert k["confluent no scope"] == (False, 'SASL authentication error: {"status":"insufficient_scope", '
+                                              '"scope":"[kafka]"}')

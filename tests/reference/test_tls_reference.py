@@ -4,12 +4,19 @@ keystore, SCRAM). The same outcomes on both: confluent-kafka with host name veri
 and by address, an untrusted CA refused with the same error, SCRAM over SASL_SSL (users made with
 Kafka's kafka-configs), a wrong password refused with the same message; and the Java client
 (Kafka's own console producer and consumer from the reference jars) over SSL with
-ssl.endpoint.identification.algorithm=https and a PEM truststore."""
+ssl.endpoint.identification.algorithm=https and a PEM truststore; kafkajs over SSL (the test CA,
+by address and by name, another CA refused) and SASL_SSL with SCRAM (a wrong password refused
+with the same message)."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +147,45 @@ def test_same_tls_outcomes_as_kafka(brokers: dict[str, dict[str, str]], certs: C
     assert outcomes["kafka"]["ssl by name"] == (True, "")
     assert outcomes["kafka"]["untrusted ca"] is False
     assert outcomes["kafka"]["java ssl"] == ["j1", "j2"]
+
+
+JS = Path(__file__).resolve().parent.parent / "js"
+
+
+@pytest.mark.skipif(
+    not os.environ.get("CI") and (shutil.which("node") is None or not (JS / "node_modules" / "kafkajs").is_dir()),
+    reason="needs node and `npm ci` in tests/js (make test does it)")
+def test_same_kafkajs_tls_outcomes_as_kafka(brokers: dict[str, dict[str, str]], certs: CertFiles,
+                                            tmp_path: Path) -> None:
+    other = str(write_certs(tmp_path / "other", ["127.0.0.1"]).ca)
+
+    def run(name: str) -> dict[str, Any]:
+        listeners = brokers[name]
+        r = kr.run_tool("kafka-configs", ["--bootstrap-server", listeners["PLAINTEXT"], "--alter", "--add-config",
+                                          "SCRAM-SHA-256=[password=dave-secret]", "--entity-type", "users",
+                                          "--entity-name", "dave"])
+        assert r.returncode == 0, r.stderr
+        port = listeners["SSL"].rsplit(":", 1)[1]
+        sasl = {"mechanism": "scram-sha-256", "username": "dave", "password": "dave-secret"}
+        scenarios = [
+            {"name": "ssl-by-address", "brokers": [listeners["SSL"]], "ca": str(certs.ca)},
+            {"name": "ssl-by-name", "brokers": [f"localhost:{port}"], "ca": str(certs.ca)},
+            {"name": "ssl-other-ca", "brokers": [listeners["SSL"]], "ca": other, "retries": 0},
+            {"name": "sasl-ssl-scram", "brokers": [listeners["SASL_SSL"]], "ca": str(certs.ca), "sasl": sasl},
+            {"name": "sasl-ssl-wrong", "brokers": [listeners["SASL_SSL"]], "ca": str(certs.ca), "retries": 0,
+             "sasl": {**sasl, "password": "nope"}},
+        ]
+        for sc in scenarios:
+            sc["topic"] = f"js-{sc['name']}-{name}"
+        done = subprocess.run(["node", str(JS / "secure_client.js"), json.dumps(scenarios)], capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return {r["name"]: (r["ok"], len(r["values"]), r["error"]) for r in json.loads(done.stdout.splitlines()[-1])}
+
+    with ThreadPoolExecutor(2) as pool:
+        futures = {name: pool.submit(run, name) for name in brokers}
+        outcomes = {name: f.result() for name, f in futures.items()}
+    assert outcomes["minibroker"] == outcomes["kafka"]
+    assert outcomes["kafka"]["ssl-by-name"] == (True, 2, None)
+    assert outcomes["kafka"]["sasl-ssl-scram"] == (True, 2, None)
+    assert outcomes["kafka"]["ssl-other-ca"][0] is False

@@ -12,6 +12,9 @@
 //             same partitions as before, and the first member's are unchanged
 //   uniform   a third, dynamic, member of another group with the default (uniform) assignor alone
 //             gets all 6 partitions
+//   commits   two dynamic members of a fourth group join one after the other; each commits
+//             synchronously after every poll through the rebalance: no commit fails (Kafka 4.3+
+//             accepts a commit at the member's previous epoch for a partition it still owns)
 // Exit status: 0 when every step is OK, 1 otherwise.
 
 import java.time.Duration;
@@ -91,11 +94,16 @@ public class ConsumerProtocolCheck {
     /** Polls every consumer in turn until each holds `sizes[i]` partitions (and, with `read`,
      * until the records are all read); commits what each read. */
     static void settle(List<KafkaConsumer<String, String>> cs, int[] sizes, List<String> read, int expected) {
+        settle(cs, sizes, read, expected, 100);
+    }
+
+    static void settle(List<KafkaConsumer<String, String>> cs, int[] sizes, List<String> read, int expected,
+                       int pollMs) {
         long deadline = System.currentTimeMillis() + TIMEOUT_S * 1000L;
         while (System.currentTimeMillis() < deadline) {
             boolean done = read == null || read.size() >= expected;
             for (int i = 0; i < cs.size(); i++) {
-                for (ConsumerRecord<String, String> r : cs.get(i).poll(Duration.ofMillis(100))) {
+                for (ConsumerRecord<String, String> r : cs.get(i).poll(Duration.ofMillis(pollMs))) {
                     if (read != null) {
                         read.add(r.value());
                     }
@@ -177,6 +185,27 @@ public class ConsumerProtocolCheck {
                 List<String> read = new ArrayList<>();
                 settle(List.of(u), new int[] {6}, read, 60);
                 return "partitions=" + partitions(u) + " read=" + read.size();
+            }
+        });
+        step("commits", () -> {
+            String g = prefix + "-commits";
+            List<KafkaConsumer<String, String>> cs = new ArrayList<>();
+            int failedBefore = staleCommits;
+            try {
+                // commits back to back (a 5 ms poll each), so that one is in flight when a
+                // heartbeat moves its member to the next epoch
+                int[][] plan = {{6}, {3, 3}};
+                for (int[] sizes : plan) {
+                    KafkaConsumer<String, String> c = consumer(g, null, null);
+                    c.subscribe(Collections.singletonList(topic));
+                    cs.add(c);
+                    settle(cs, sizes, null, 0, 5);
+                }
+                return "commitFailed=" + (staleCommits - failedBefore);
+            } finally {
+                for (KafkaConsumer<String, String> c : cs) {
+                    c.close();
+                }
             }
         });
         for (KafkaConsumer<String, String> c : both) {
