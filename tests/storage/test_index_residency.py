@@ -103,7 +103,7 @@ def test_active_index_is_written_through_and_trimmed_at_roll(tmp_path, two_files
     lg.close()
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(sizes=st.lists(st.integers(20, 250), min_size=30, max_size=60), order=st.randoms(use_true_random=False),
        reopen=st.booleans())
 def test_reads_stay_exact_while_maps_are_evicted_and_reopened(tmp_path_factory, two_files, sizes, order, reopen):
