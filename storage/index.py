@@ -52,11 +52,11 @@ from __future__ import annotations
 
 import mmap
 import os
+import struct
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 Buffer = bytearray | mmap.mmap | bytes
@@ -429,28 +429,38 @@ class AbstractIndex(ABC):
     def _value(self, buf: Buffer, n: int) -> int:
         """The value of entry n (a position, or an offset)."""
 
-    def _warm_entries(self) -> int:
-        return 8192 // self.ENTRY_SIZE
+    # Where the search key and value sit in an entry, for the search loop below: the struct,
+    # its byte offset in the entry, and what is added to the stored number (the base offset for
+    # a relative offset). Set by each index type.
+    _KEY: struct.Struct
+    _KEY_AT = 0
+    _VALUE: struct.Struct
+    _VALUE_AT = 0
+    _key_base = 0
+    _value_base = 0
 
     def _slot_for(self, buf: Buffer, target: int, by_value: bool, smallest_upper: bool = False) -> int:
         """Slot of the largest entry <= target (or, with smallest_upper, of the smallest entry
-        >= target), comparing keys or values; -1 if there is none."""
+        >= target), comparing keys or values; -1 if there is none. One loop with the unpacking
+        inline: this runs for every fetch."""
         n = self._entries
         if n == 0:
             return -1
-        get = partial(self._value if by_value else self._key, buf)
-        first_hot = max(0, n - 1 - self._warm_entries())
-        if get(first_hot) < target:  # the target is in the warm tail: search only there
-            return self._binary_search(get, target, first_hot, n - 1, smallest_upper)
-        if get(0) > target:
+        E = self.ENTRY_SIZE
+        if by_value:
+            unpack, at, target = self._VALUE.unpack_from, self._VALUE_AT, target - self._value_base
+        else:
+            unpack, at, target = self._KEY.unpack_from, self._KEY_AT, target - self._key_base
+        first_hot = max(0, n - 1 - 8192 // E)
+        if unpack(buf, first_hot * E + at)[0] < target:  # the target is in the warm tail: search only there
+            lo, hi = first_hot, n - 1
+        elif unpack(buf, at)[0] > target:
             return 0 if smallest_upper else -1
-        return self._binary_search(get, target, 0, first_hot, smallest_upper)
-
-    def _binary_search(self, get: Callable[[int], int], target: int, lo: int, hi: int,
-                       smallest_upper: bool) -> int:
+        else:
+            lo, hi = 0, first_hot
         while lo < hi:
             mid = (lo + hi + 1) >> 1
-            found = get(mid)
+            found = unpack(buf, mid * E + at)[0]
             if found > target:
                 hi = mid - 1
             elif found < target:
@@ -459,7 +469,7 @@ class AbstractIndex(ABC):
                 return mid
         if not smallest_upper:
             return lo
-        return -1 if lo == self._entries - 1 else lo + 1
+        return -1 if lo == n - 1 else lo + 1
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path.name}, entries={self._entries}/{self._max_entries})"

@@ -30,9 +30,12 @@ class InvalidOffset(Exception):
 
 class OffsetIndex(AbstractIndex):
     ENTRY_SIZE = 8
+    _KEY = _VALUE = struct.Struct(">i")
+    _KEY_AT, _VALUE_AT = 0, 4
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int = -1):
         super().__init__(path, base_offset, max_index_size)
+        self._key_base = base_offset  # keys are stored relative to it
         self._last_offset: int | None = None if self._entries else base_offset  # None: not read yet
 
     # -- entries -------------------------------------------------------------------------------

@@ -28,9 +28,12 @@ class TimestampOffset(NamedTuple):
 
 class TimeIndex(AbstractIndex):
     ENTRY_SIZE = 12
+    _KEY, _VALUE = struct.Struct(">q"), struct.Struct(">i")
+    _KEY_AT, _VALUE_AT = 0, 8
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int = -1):
         super().__init__(path, base_offset, max_index_size)
+        self._value_base = base_offset  # values (offsets) are stored relative to it
         # None: not read from the file yet
         self._last: TimestampOffset | None = None if self._entries else TimestampOffset(NO_TIMESTAMP, base_offset)
 
