@@ -74,8 +74,10 @@ def main() -> None:
         for pmax in (1 << 20, 10 << 20):
             rates: dict[str, list[float]] = {n: [] for n in brokers}
             sizes: dict[str, int] = {}
-            for _ in range(a.rounds):  # the brokers alternate round by round
-                for name, s in socks.items():
+            order = list(socks.items())
+            for _ in range(a.rounds):  # the brokers alternate, and which goes first alternates too:
+                order.reverse()  # the first fetch of a round was measured slower, whoever served it
+                for name, s in order:
                     cid += 1
                     t0 = time.perf_counter()
                     s.sendall(fetch_frame(cid, "raw-fetch", pmax))
