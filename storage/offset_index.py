@@ -134,12 +134,14 @@ class OffsetIndex(AbstractIndex):
             raise CorruptIndex(f"Index file {self.path} is corrupt, found {self._length} bytes which is "
                                f"neither positive nor a multiple of {self.ENTRY_SIZE}")
         if self._entries:
-            last = self._last_entry()
+            # one read for both entries: a log's load checks every segment's indexes
+            raw = self._peek(self._entries - 1, max(0, self._entries - 2))
+            last, prev = (OffsetPosition(self.base_offset + r, p) for r, p in (_ENTRY.unpack(b) for b in raw))
             if last.offset < self.base_offset:
                 raise CorruptIndex(f"Corrupt index found, index file {self.path} has non-zero size but the "
                                    f"last offset is {last.offset} which is less than the base offset "
                                    f"{self.base_offset}")
-            if self._entries > 1 and self._peek_entry(self._entries - 2).offset >= last.offset:
+            if self._entries > 1 and prev.offset >= last.offset:
                 raise CorruptIndex(f"Index file {self.path} has entries out of order at its end "
                                    "(an untrimmed, preallocated file?)")
             if log_size is not None and last.position >= log_size:

@@ -128,8 +128,11 @@ class TimeIndex(AbstractIndex):
             raise CorruptIndex(f"Time index file {self.path} is corrupt, found {self._length} bytes which "
                                f"is neither positive nor a multiple of {self.ENTRY_SIZE}")
         if self._entries:
-            last = self.last_entry
-            first = self._peek_entry(0)
+            # one read for the three entries: a log's load checks every segment's indexes
+            n = self._entries
+            raw = self._peek(n - 1, 0, max(0, n - 2))
+            last, first, prev = (TimestampOffset(t, self.base_offset + r) for t, r in (_ENTRY.unpack(b) for b in raw))
+            self._last = last
             if last.timestamp < first.timestamp:
                 raise CorruptIndex(f"Corrupt time index found, time index file ({self.path}) has non-zero "
                                    f"size but the last timestamp is {last.timestamp} which is less than "
@@ -138,7 +141,7 @@ class TimeIndex(AbstractIndex):
                 raise CorruptIndex(f"Corrupt time index found, time index file ({self.path}) has non-zero "
                                    f"size but the last offset is {last.offset} which is less than the "
                                    f"first offset {self.base_offset}")
-            if self._entries > 1 and self._peek_entry(self._entries - 2).timestamp >= last.timestamp:
+            if n > 1 and prev.timestamp >= last.timestamp:
                 raise CorruptIndex(f"Time index file {self.path} has entries out of order at its end "
                                    "(an untrimmed, preallocated file?)")
             if log_end_offset is not None and last.offset >= log_end_offset:
