@@ -9,8 +9,10 @@ the same process. Targets (issue 8): start-to-ready < 10 ms after import.
 
 CLI: each run starts `python -m minibroker` on a free port with an empty data dir and times
 until the port accepts a TCP connection and until an ApiVersions request is answered (the broker
-is really serving), and the CPU time the broker process used until it listened (what the start
-costs, whatever else the machine is doing). Target: < 100 ms to listening on a quiet machine
+is really serving), and the CPU time the broker's main thread used until it listened (what the
+start costs, whatever else the machine is doing). `--baseline CHECKOUT` times another checkout's
+`python -m minibroker` (its own .venv) alternately with this one's, for before/after figures from
+one machine state. Target: < 100 ms to listening on a quiet machine
 (issue 22). For scale: Tansu starts in about 10 ms,
 Apache Kafka in about 1.2 s, its GraalVM native image in 110-140 ms.
 
@@ -83,17 +85,24 @@ CLK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_ms(pid: int) -> float:
-    """User + system CPU time of a process so far (/proc, clock-tick resolution)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / CLK
+    """CPU time of a process's main thread so far: /proc/PID/schedstat (nanoseconds), else user +
+    system time from /proc/PID/stat (clock ticks: 10 ms steps, too coarse to see a few ms go)."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e6
+    except (OSError, ValueError, IndexError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000 / CLK
 
 
-def cli_run(env: dict[str, str], timeout: float = 20.0) -> tuple[float, float, float]:
+def cli_run(env: dict[str, str], timeout: float = 20.0, root: Path = ROOT) -> tuple[float, float, float]:
+    """(ms to listening, ms to ApiVersions answered, CPU ms to listening) of `python -m minibroker`
+    in the checkout `root` (with its own .venv when it is not this one)."""
     port = free_port()
     data = tempfile.mkdtemp(prefix="minibroker-bench-")
+    py = PY if root == ROOT else str(root / ".venv" / "bin" / "python")
     t0 = time.perf_counter()
-    proc = subprocess.Popen([PY, "-m", "minibroker", "--port", str(port), "--data-dir", data,
-                             "--log-level", "WARNING"], cwd=ROOT, env=env)
+    proc = subprocess.Popen([py, "-m", "minibroker", "--port", str(port), "--data-dir", data,
+                             "--log-level", "WARNING"], cwd=root, env=env)
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -172,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-bytecode-cache", action="store_true", help="compile every module on every start")
     p.add_argument("--kafka", type=int, default=0, metavar="N", help="also time the reference Kafka's start, N runs")
+    p.add_argument("--baseline", type=Path, default=None, metavar="CHECKOUT",
+                   help="also time `python -m minibroker` of another checkout (its .venv), alternating run by run")
     args = p.parse_args(argv)
     env = dict(os.environ)
     cache = None
@@ -183,9 +194,15 @@ def main(argv: list[str] | None = None) -> int:
         env["PYTHONPYCACHEPREFIX"] = cache
         in_process_run(env)  # warm-up: fills the cache
         cli_run(env)
+        if args.baseline is not None:
+            cli_run(env, root=args.baseline.resolve())
     try:
         inproc = [in_process_run(env) for _ in range(args.runs)]
-        cli = [cli_run(env) for _ in range(args.runs)]
+        cli, base = [], []
+        for _ in range(args.runs):  # alternating: both see the same machine, run by run
+            cli.append(cli_run(env))
+            if args.baseline is not None:
+                base.append(cli_run(env, root=args.baseline.resolve()))
     finally:
         if cache is not None:
             shutil.rmtree(cache, ignore_errors=True)
@@ -200,6 +217,11 @@ def main(argv: list[str] | None = None) -> int:
         "cli_cpu_to_listening_ms": med(c[2] for c in cli),
         "load_average_1m": os.getloadavg()[0],
     }
+    if base:
+        result["baseline"] = str(args.baseline)
+        result["baseline_listening_ms"] = med(c[0] for c in base)
+        result["baseline_api_versions_ms"] = med(c[1] for c in base)
+        result["baseline_cpu_to_listening_ms"] = med(c[2] for c in base)
     if args.kafka:
         k = kafka_runs(args.kafka)
         result["kafka_listening_ms"] = med(x[0] for x in k)
@@ -214,7 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  python -m minibroker: port accepts     {result['cli_listening_ms']:8.1f} ms   target < 100 (issue 22)")
     print(f"  python -m minibroker: ApiVersions      {result['cli_api_versions_ms']:8.1f} ms")
     print(f"  python -m minibroker: CPU to listening {result['cli_cpu_to_listening_ms']:8.1f} ms   "
-          f"(user+sys; load average {result['load_average_1m']:.2f} on {os.cpu_count()} CPUs)")
+          f"(main thread; load average {result['load_average_1m']:.2f} on {os.cpu_count()} CPUs)")
+    if base:
+        print(f"  baseline {args.baseline}: port accepts {result['baseline_listening_ms']:8.1f} ms, ApiVersions "
+              f"{result['baseline_api_versions_ms']:.1f} ms, CPU to listening {result['baseline_cpu_to_listening_ms']:.1f} ms")
     if args.kafka:
         print(f"  Apache Kafka (JVM): port accepts       {result['kafka_listening_ms']:8.1f} ms")
         print(f"  Apache Kafka (JVM): ApiVersions        {result['kafka_api_versions_ms']:8.1f} ms")

@@ -19,10 +19,11 @@ handlers/produce.py -> replica_manager.py `append_async` -> storage/log.py `appe
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from minibroker import features
 from minibroker.cleaner import LogCleanerTask
@@ -51,7 +52,6 @@ from minibroker.replica_manager import ReplicaManager
 from minibroker.security.authorizer import AUTHORIZER_CLASSES, Authorizer, parse_super_users
 from minibroker.security.credentials import ScramCredentialStore
 from minibroker.services import BrokerServices
-from minibroker.tools.trace import TraceListeners
 from minibroker.topics import Topic, TopicRegistry
 from protocol import types as t
 from protocol.apis import api_versions
@@ -63,6 +63,9 @@ from protocol.types import DecodeError
 from storage.clock import Clock, wall_clock_ms
 from storage.log import Log
 from storage.log_manager import LogManager
+
+if TYPE_CHECKING:
+    from minibroker.tools.trace import TraceListeners
 
 log = logging.getLogger("minibroker.broker")
 
@@ -166,12 +169,19 @@ class Broker:
         self.handlers: dict[int, Handler] = {k: h for k, h in load_all().items()
                                              if share_config.enabled or k not in SHARE_GROUP_APIS}
         self.tracer: RequestTracer | None = None  # set while a trace listener is attached (--trace, the console)
-        self.trace_listeners = TraceListeners(self)
         self._background: list[asyncio.Task[None]] = []
 
     @property
     def config(self) -> BrokerConfig:
         return self.services.config
+
+    @functools.cached_property
+    def trace_listeners(self) -> TraceListeners:
+        """The --trace and console listeners; the trace tool is imported when the first one comes
+        (not at start-up: issue 22)."""
+        from minibroker.tools.trace import TraceListeners
+
+        return TraceListeners(self)
 
     @property
     def cluster_id(self) -> str:

@@ -63,12 +63,24 @@ async def serve(args: argparse.Namespace) -> int:
         server.broker.trace_listeners.add(Tracer(sys.stdout, fmt=args.trace_format, with_bytes=args.trace_bytes))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    # glibc's malloc thresholds (minibroker.malloc_tuning) pay off once produce requests flow: set
+    # a second after listening, so its ctypes import is not on the start path (issue 22)
+    loop.call_later(TUNE_MALLOC_AFTER_S, _tune_malloc)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     logging.getLogger("minibroker").info("shutting down")
     await server.stop()
     return 0
+
+
+TUNE_MALLOC_AFTER_S = 1.0
+
+
+def _tune_malloc() -> None:
+    from minibroker.malloc_tuning import tune_malloc
+
+    tune_malloc()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,10 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
     import asyncio  # here, not at the top: the tools (dump-log) do not need an event loop
-
-    from minibroker.malloc_tuning import tune_malloc
-
-    tune_malloc()
 
     if args.loop == "uvloop":
         import uvloop

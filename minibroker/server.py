@@ -19,17 +19,17 @@ import asyncio
 import logging
 import socket
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from minibroker.broker import Broker
 from minibroker.config import BrokerConfig, Endpoint
 from minibroker.connection import Connection
-from minibroker.security.sasl import SaslAuthenticator
-from minibroker.security.settings import SaslSettings
-from minibroker.security.tls import TlsSettings
 
 if TYPE_CHECKING:
     from minibroker.console import Console
+    from minibroker.security.settings import SaslSettings
+    from minibroker.security.tls import TlsSettings
 
 log = logging.getLogger("minibroker.server")
 
@@ -49,12 +49,21 @@ class BrokerServer:
         self.idle_closed = 0
         self.console: Console | None = None  # the web console and /metrics, when console.port >= 0
         # SASL_* listeners' settings, by listener name (read before anything is bound: a bad
-        # JAAS config fails the start)
-        self._sasl = {e.listener_name: SaslSettings.for_listener(config, e) for e in config.listener_endpoints
-                      if e.security_protocol.startswith("SASL_")}
+        # JAAS config fails the start). The security modules are imported only for listeners that
+        # need them: a PLAINTEXT broker starts without them (issue 22, tests/test_startup_imports.py).
+        self._sasl: dict[str, SaslSettings] = {}
+        if any(e.security_protocol.startswith("SASL_") for e in config.listener_endpoints):
+            from minibroker.security.settings import SaslSettings
+
+            self._sasl = {e.listener_name: SaslSettings.for_listener(config, e) for e in config.listener_endpoints
+                          if e.security_protocol.startswith("SASL_")}
         # SSL and SASL_SSL listeners' TLS contexts (a keystore that does not load fails the start)
-        self._tls = {e.listener_name: TlsSettings.for_listener(config, e) for e in config.listener_endpoints
-                     if e.security_protocol in ("SSL", "SASL_SSL")}
+        self._tls: dict[str, TlsSettings] = {}
+        if any(e.security_protocol in ("SSL", "SASL_SSL") for e in config.listener_endpoints):
+            from minibroker.security.tls import TlsSettings
+
+            self._tls = {e.listener_name: TlsSettings.for_listener(config, e) for e in config.listener_endpoints
+                         if e.security_protocol in ("SSL", "SASL_SSL")}
         self.host = config.listener_host
         self.port = config.listener_port
 
@@ -116,7 +125,8 @@ class BrokerServer:
                             lambda: self.slow_requests_dropped, lambda: self.idle_closed)
             self.console = Console(broker.services, broker.handlers, broker.trace_listeners,
                                    bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"),
-                                   limits=limits)
+                                   limits=limits,
+                                   plain_users={u: pw for st in self._sasl.values() for u, pw in st.plain_users.items()})
             await self.console.start(self.config.get("console.host"), self.config.get("console.port"))
         max_idle_ms = self.config.get("connections.max.idle.ms")
         if max_idle_ms >= 0:  # negative: never expire, as Kafka's Selector without an idle manager
@@ -124,9 +134,6 @@ class BrokerServer:
         read_timeout_ms = self.config.get("socket.request.read.timeout.ms")
         if read_timeout_ms >= 0:
             self._slow_sweep = self._loop.create_task(self._sweep_slow(read_timeout_ms), name="slow-request-sweep")
-        # Import what the first produce needs (crc32c reads its package metadata on import, 30 ms
-        # quiet and most of a second on a loaded machine) in a worker thread, after listening.
-        self._loop.run_in_executor(None, _warm_up)
         log.info("minibroker node %d (cluster %s) listening on %s, advertising %s, data in %s (%.0f ms)",
                  broker.node_id, broker.cluster_id,
                  ",".join(f"{e.listener_name}://{s.getsockname()[0]}:{s.getsockname()[1]}" for s, e in self._socks),
@@ -148,9 +155,12 @@ class BrokerServer:
             if not limits.admit(ip):
                 conn_sock.close()
                 continue
+            handle: Callable[[Any, bytes | bytearray], Coroutine[Any, Any, list[Any] | None]] = self.broker.dispatch
             sasl = self._sasl.get(endpoint.listener_name)
-            handle = (SaslAuthenticator(sasl, self.broker.scram_credentials, self.broker.dispatch).handle
-                      if sasl is not None else self.broker.dispatch)
+            if sasl is not None:
+                from minibroker.security.sasl import SaslAuthenticator  # loaded with the SASL settings
+
+                handle = SaslAuthenticator(sasl, self.broker.scram_credentials, self.broker.dispatch).handle
             conn = Connection(
                 conn_sock, self._loop, handle,
                 max_frame_size=self.config.get("socket.request.max.bytes"),
@@ -242,9 +252,3 @@ class BrokerServer:
             await self.broker.shutdown()
             self.broker = None
         log.info("minibroker stopped")
-
-
-def _warm_up() -> None:
-    from protocol.records.batch import crc32c
-
-    crc32c(b"")

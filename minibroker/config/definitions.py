@@ -20,7 +20,6 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from enum import IntEnum
 from typing import Any
 
@@ -99,6 +98,8 @@ def _java_double(x: float) -> str:
     if 1e-3 <= abs(x) < 1e7:
         text = repr(x)  # Python's repr is fixed-point (and shortest) in this range
         return text if ("." in text or "e" in text) else text + ".0"
+    from decimal import Decimal  # here: only doubles outside [1e-3, 1e7) need it, and it costs start-up
+
     sign, digits, exponent = Decimal(repr(x)).as_tuple()
     ds = "".join(map(str, digits)).rstrip("0") or "0"
     exp10 = len("".join(map(str, digits))) + int(exponent) - 1

@@ -16,8 +16,9 @@ need an ASGI server (uvicorn) that wants to own the loop; a hand-written HTTP/1.
 asyncio streams would be more code to get right than the console itself.
 
 Off unless `--console-port` / `console.port` asks for it; binds `console.host` (loopback by
-default: the console has no authentication). Writes (`--console-allow-writes`) are refused with 403
-otherwise.
+default: its pages are not authenticated). Writes (`--console-allow-writes`) are refused with 403
+otherwise; on a broker with an authorizer a write also logs in as a SASL user and passes the ACL
+check of the protocol API it imitates (minibroker.console.auth).
 """
 
 from minibroker.console.app import Console

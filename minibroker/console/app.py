@@ -12,25 +12,32 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from minibroker.console import actions, pages, state
+from minibroker.console import actions, auth, pages, state
 from minibroker.console.actions import ActionError, Done
+from minibroker.console.auth import AuthRequired
 from minibroker.console.exposition import metrics_text
 from minibroker.console.limits import Limits
 from minibroker.console.live import LiveTrace
 from minibroker.console.state import BadRequest, NotFound
-from minibroker.handlers.registry import Handler
+from minibroker.handlers.registry import Handler, RequestContext
 from minibroker.services import BrokerServices
 from minibroker.tools.trace import TraceListeners
 
 log = logging.getLogger("minibroker.console")
 STATIC = Path(__file__).with_name("static")
 Handler_ = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Form = Mapping[str, str]
+Check = Callable[[RequestContext, web.Request, Form], None]
 
 
 class Console:
     def __init__(self, services: BrokerServices, handlers: Mapping[int, Handler], trace: TraceListeners,
-                 *, bootstrap: str, allow_writes: bool = False, limits: Limits | None = None) -> None:
+                 *, bootstrap: str, allow_writes: bool = False, limits: Limits | None = None,
+                 plain_users: Mapping[str, str] | None = None) -> None:
         self.services = services
+        # the SASL/PLAIN users of the broker's listeners (their JAAS configs): with an authorizer, a
+        # write logs in as one of them or as a SCRAM user (minibroker.console.auth)
+        self.plain_users = dict(plain_users or {})
         self.handlers = handlers
         self.live = LiveTrace(trace)
         self.bootstrap = bootstrap
@@ -101,19 +108,26 @@ class Console:
         r.add_static("/static", STATIC)
         # writes: POST only (a GET never changes anything), behind --console-allow-writes
         for prefix in ("/actions", "/api/actions"):
-            r.add_post(f"{prefix}/topics", self._write(lambda q, f: actions.create_topic(
-                s, f.get("name", ""), f.get("partitions"), f.get("configs", ""))))
-            r.add_post(f"{prefix}/topics/{{name}}/delete", self._write(lambda q, f: actions.delete_topic(
-                s, q.match_info["name"])))
-            r.add_post(f"{prefix}/topics/{{name}}/{{p}}/produce", self._write(lambda q, f: actions.produce(
-                s, q.match_info["name"], q.match_info["p"], f.get("key") if f.get("null_key") != "on" else None,
-                f.get("value", ""), f.get("headers", ""))))
-            r.add_post(f"{prefix}/groups/{{gid}}/reset-offsets", self._write(lambda q, f: actions.reset_offsets(
-                s, q.match_info["gid"], f.get("topic", ""), f.get("partition"), f.get("to", "earliest"))))
+            r.add_post(f"{prefix}/topics", self._write(
+                auth.CREATE, lambda c, q, f: auth.authorize_create(c, f.get("name", "")),
+                lambda q, f: actions.create_topic(s, f.get("name", ""), f.get("partitions"), f.get("configs", ""))))
+            r.add_post(f"{prefix}/topics/{{name}}/delete", self._write(
+                auth.DELETE, lambda c, q, f: auth.authorize_delete(c, q.match_info["name"]),
+                lambda q, f: actions.delete_topic(s, q.match_info["name"])))
+            r.add_post(f"{prefix}/topics/{{name}}/{{p}}/produce", self._write(
+                auth.PRODUCE, lambda c, q, f: auth.authorize_produce(c, q.match_info["name"]),
+                lambda q, f: actions.produce(
+                    s, q.match_info["name"], q.match_info["p"], f.get("key") if f.get("null_key") != "on" else None,
+                    f.get("value", ""), f.get("headers", ""))))
+            r.add_post(f"{prefix}/groups/{{gid}}/reset-offsets", self._write(
+                auth.RESET, lambda c, q, f: auth.authorize_reset(c, q.match_info["gid"], f.get("topic", "")),
+                lambda q, f: actions.reset_offsets(
+                    s, q.match_info["gid"], f.get("topic", ""), f.get("partition"), f.get("to", "earliest"))))
         return app
 
     # -- writes ----------------------------------------------------------------------------------
-    def _write(self, act: Callable[[web.Request, Mapping[str, str]], Awaitable[Done] | Done]) -> Handler_:
+    def _write(self, api: tuple[int, int], check: Check,
+               act: Callable[[web.Request, Form], Awaitable[Done] | Done]) -> Handler_:
         async def handle(request: web.Request) -> web.StreamResponse:
             if not self.allow_writes:
                 raise ActionError(403, "writes are off: start the broker with --console-allow-writes "
@@ -121,6 +135,13 @@ class Console:
                                        "reset offsets from the console")
             self._check_same_origin(request)
             form = {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
+            if self.services.authorizer.enabled:
+                # as a client that logged in with SASL as this user, from this address (Kafka's
+                # principal and host of an ACL); then the check of the API the action imitates
+                principal = auth.principal_of(self.services, self.plain_users, request.headers.get("Authorization"))
+                peer = request.transport.get_extra_info("peername") if request.transport is not None else None
+                ip, port = (peer[0], peer[1]) if peer else (request.remote or "", 0)
+                check(auth.context(self.services, *api, principal, ip, port), request, form)
             result = act(request, form)
             done = await result if asyncio.iscoroutine(result) else result
             assert isinstance(done, Done)
@@ -184,6 +205,10 @@ class Console:
             return self._error(request, 404, str(e))
         except BadRequest as e:
             return self._error(request, 400, str(e))
+        except AuthRequired as e:
+            resp = self._error(request, 401, str(e))
+            resp.headers["WWW-Authenticate"] = f'Basic realm="{auth.REALM}", charset="UTF-8"'
+            return resp
         except ActionError as e:
             return self._error(request, e.status, str(e))
         except web.HTTPException as e:

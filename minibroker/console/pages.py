@@ -334,6 +334,8 @@ def _timeline(events: list[dict[str, Any]], what: str) -> str:
 def group_page(g: dict[str, Any], *, writes: bool = False) -> str:
     if g["type"] == "consumer":
         return _consumer_group_page(g, writes=writes)
+    if g["type"] == "share":
+        return _share_group_page(g)
     body = facts([("type", "type", "classic"), ("state", "state", g["state"]),
                   ("protocol_type", "protocol type", g["protocol_type"]),
                   ("protocol", "protocol", g["protocol"]), ("generation", "generation", g["generation"]),
@@ -367,6 +369,53 @@ def _consumer_group_page(g: dict[str, Any], *, writes: bool) -> str:
     body += _offsets_table(g) + _timeline(g["timeline"], "group epoch")
     if writes:
         body += _reset_form(g["group_id"])
+    return layout(f"Group {g['group_id']}", body, crumbs=[("/groups", "Groups"), ("", g["group_id"])])
+
+
+_STATES = ("AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED")
+
+
+def _share_group_page(g: dict[str, Any]) -> str:
+    """A KIP-932 share group: members (every member subscribed to a topic is assigned all its
+    partitions) and per share partition its window of in-flight records: the start offset (every
+    offset below it is done), the end offset (the next never fetched), each record's state, delivery
+    count and acquisition lock."""
+    body = facts([("type", "type", "share (KIP-932)"), ("state", "state", g["state"]),
+                  ("group_epoch", "group epoch", g["group_epoch"]),
+                  ("assignment_epoch", "assignment epoch", g["assignment_epoch"])])
+    body += "<h2>Members</h2>" + table(
+        ["member", "client", "host", "epoch", "subscription", "assignment"],
+        ((h(m["member_id"]), h(m["client_id"]), h(m["client_host"]),
+          f'<span data-member-epoch="{h(m["member_id"])}">{m["member_epoch"]}</span>',
+          h(", ".join(m["subscribed_topics"])), _parts(m["assignment"])) for m in g["members"]), cls="members")
+    body += ("<h2>Share partitions</h2><p>The start offset is what DescribeShareGroupOffsets reports "
+             "(kafka-share-groups.sh --describe); lag counts the records up to the high watermark not yet "
+             "acknowledged or archived.</p>")
+    body += table(["partition", "start offset", "end offset", "high watermark", "lag", *(s.lower() for s in _STATES),
+                   "records by delivery count", "next lock expiry"],
+                  ((f'<span data-share-partition="{h(sp["topic"])}-{sp["partition"]}">{h(sp["topic"])}-'
+                    f'{sp["partition"]}</span>',
+                    f'<span data-start="{h(sp["topic"])}-{sp["partition"]}">{sp["start_offset"]}</span>',
+                    f'<span data-end="{h(sp["topic"])}-{sp["partition"]}">{sp["end_offset"]}</span>',
+                    h(sp["high_watermark"]), f'<span data-lag="{h(sp["topic"])}-{sp["partition"]}">{sp["lag"]}</span>',
+                    *(f'<span data-state="{h(sp["topic"])}-{sp["partition"]}-{s.lower()}">{sp["in_flight"][s]}</span>'
+                      for s in _STATES),
+                    h(", ".join(f"{k}: {v}" for k, v in sp["delivery_counts"].items()) or "-"),
+                    f'{ts(sp["next_lock_expiry_ms"])} (in {sp["next_lock_expiry_in_ms"]} ms)'
+                    if sp["next_lock_expiry_ms"] is not None else "-")
+                   for sp in g["share_partitions"]), cls="share-partitions")
+    for sp in g["share_partitions"]:
+        if not sp["records"]:
+            continue
+        more = (f' (the first {sp["records_shown"]} of {sp["records_total"]})'
+                if sp["records_total"] > sp["records_shown"] else "")
+        body += f'<h3>In-flight records of {h(sp["topic"])}-{sp["partition"]}{more}</h3>' + table(
+            ["offset", "state", "delivery count", "held by", "lock expires"],
+            ((str(r["offset"]), f'<span class="rs {h(r["state"].lower())}">{h(r["state"])}</span>',
+              str(r["delivery_count"]), h(r["member_id"]), ts(r["lock_expires_ms"])) for r in sp["records"]),
+            cls="in-flight")
+    body += "<h2>Group configs</h2>" + table(["key", "value"], ((h(k), h(v)) for k, v in g["configs"].items()),
+                                             cls="config")
     return layout(f"Group {g['group_id']}", body, crumbs=[("/groups", "Groups"), ("", g["group_id"])])
 
 

@@ -22,6 +22,8 @@ from typing import Any
 from minibroker.config import describe_broker_config
 from minibroker.config.definitions import ConfigSource
 from minibroker.coordinator.consumer_group import ConsumerGroup, same_assignment
+from minibroker.coordinator.share_group import GROUP_KEYS as SHARE_GROUP_KEYS
+from minibroker.coordinator.share_group import ShareGroup
 from minibroker.services import BrokerServices
 from minibroker.tools.trace import batch_field_spans
 from protocol.records.batch import BatchView, InvalidBatch
@@ -303,6 +305,12 @@ def groups(services: BrokerServices) -> list[dict[str, Any]]:
     consumer = gc.consumer_groups.groups
     out = []
     ids = set(gc.groups) | set(gc.offsets) | set(consumer)
+    for gid, sg in sorted(services.share_groups.groups.items()):
+        # a share group's id is its own (Kafka keeps every group type in one namespace)
+        ids.discard(gid)
+        out.append({"group_id": gid, "type": "share", "state": sg.state, "protocol_type": "share",
+                    "members": len(sg.members), "epoch": sg.group_epoch,
+                    "lag": sum(r["lag"] for r in _share_partitions(services, gid) if r["lag"] >= 0)})
     for gid in sorted(ids):
         lag = sum(r["lag"] for r in _offsets(services, gid) if r["lag"] is not None)
         cg = consumer.get(gid)
@@ -314,7 +322,7 @@ def groups(services: BrokerServices) -> list[dict[str, Any]]:
         out.append({"group_id": gid, "type": "classic", "state": g.state.value if g else "Empty",
                     "protocol_type": (g.protocol_type if g else None) or "",
                     "members": len(g.members) if g else 0, "epoch": g.generation_id if g else None, "lag": lag})
-    return out
+    return sorted(out, key=lambda g: g["group_id"])
 
 
 def _offsets(services: BrokerServices, gid: str) -> list[dict[str, Any]]:
@@ -362,6 +370,9 @@ def _consumer_group(services: BrokerServices, cg: ConsumerGroup) -> dict[str, An
 
 def group(services: BrokerServices, gid: str) -> dict[str, Any]:
     gc = services.group_coordinator
+    sg = services.share_groups.describe(gid)
+    if sg is not None:
+        return _share_group(services, sg)
     cg = gc.consumer_groups.groups.get(gid)
     if cg is not None:
         return _consumer_group(services, cg)
@@ -380,6 +391,58 @@ def group(services: BrokerServices, gid: str) -> dict[str, Any]:
             "state_since": g.current_state_timestamp if g else None,
             "previous_state": g.previous_state.value if g else None,
             "members": members, "offsets": _offsets(services, gid), "timeline": _timeline(services, gid)}
+
+
+SHOWN_IN_FLIGHT = 200  # in-flight records listed per share partition (the counts cover them all)
+
+
+def _share_partitions(services: BrokerServices, gid: str) -> list[dict[str, Any]]:
+    """Each share partition of the group: its window (start/end offset), the in-flight records by
+    state with their delivery counts and locks, and the start offset and lag DescribeShareGroupOffsets
+    reports (handlers/share_groups.py: lag = high watermark - start offset - records already
+    acknowledged or archived inside the window)."""
+    coord = services.share_groups
+    now = services.clock()
+    rows = []
+    for (g, tid, p), sp in coord.partitions.items():
+        if g != gid:
+            continue
+        t = services.topics.by_id(tid)
+        lg = t.partitions.get(p) if t is not None else None
+        counts = dict.fromkeys(("AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED"), 0)
+        records: list[dict[str, Any]] = []
+        deliveries: dict[int, int] = {}
+        locks = []
+        for off, r in sp.in_flight():
+            counts[r.state.name] += 1
+            deliveries[r.delivery_count] = deliveries.get(r.delivery_count, 0) + 1
+            if r.state.name == "ACQUIRED":
+                locks.append(r.lock_deadline_ms)
+            if len(records) < SHOWN_IN_FLIGHT:
+                records.append({"offset": off, "state": r.state.name, "delivery_count": r.delivery_count,
+                                "member_id": r.member_id,
+                                "lock_expires_ms": r.lock_deadline_ms if r.state.name == "ACQUIRED" else None})
+        done = counts["ACKNOWLEDGED"] + counts["ARCHIVED"]
+        hw = lg.high_watermark if lg is not None else None
+        rows.append({"topic": t.name if t is not None else str(tid), "topic_id": str(tid), "partition": p,
+                     "start_offset": sp.start_offset, "end_offset": sp.end_offset, "state_epoch": sp.state_epoch,
+                     "high_watermark": hw, "lag": max(0, hw - sp.start_offset - done) if hw is not None else -1,
+                     "in_flight": counts, "delivery_counts": {str(k): v for k, v in sorted(deliveries.items())},
+                     "next_lock_expiry_ms": min(locks) if locks else None,
+                     "next_lock_expiry_in_ms": min(locks) - now if locks else None,
+                     "records": records, "records_shown": len(records), "records_total": sum(counts.values())})
+    return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
+
+
+def _share_group(services: BrokerServices, sg: ShareGroup) -> dict[str, Any]:
+    members = [{"member_id": m.member_id, "member_epoch": m.member_epoch, "client_id": m.client_id,
+                "client_host": m.client_host, "rack_id": m.rack_id, "subscribed_topics": sorted(m.subscribed),
+                "assignment": _named(services, {tid: set(ps) for tid, ps in m.assignment.items()})}
+               for m in sorted(sg.members.values(), key=lambda m: m.member_id)]
+    return {"group_id": sg.group_id, "type": "share", "state": sg.state, "protocol_type": "share",
+            "group_epoch": sg.group_epoch, "assignment_epoch": sg.assignment_epoch, "members": members,
+            "share_partitions": _share_partitions(services, sg.group_id),
+            "configs": {k: services.share_groups.group_config(sg.group_id, k) for k in SHARE_GROUP_KEYS}}
 
 
 def _assignment(raw: bytes) -> list[dict[str, Any]] | None:

@@ -105,6 +105,9 @@ class ConsumerGroupManager:
         self._drop_classic = drop_classic_group
         self.groups: dict[str, ConsumerGroup] = {}
         self.group_configs: dict[str, dict[str, int]] = {}  # GROUP config resources (KIP-848)
+        # with an authorizer, the DESCRIBE check of the principal whose heartbeat last refreshed the
+        # group's regexes: resolved topics it may not DESCRIBE are left out (Kafka: GroupMetadataManager)
+        self.regex_topic_filters: dict[str, Callable[[str], bool]] = {}
         self.timer = KeyedTimer()
         self.events = GroupEvents(now_ms)  # the rebalance timeline; the coordinator shares one
         # Online migration between the protocols (group_migration.py sets these): convert a
@@ -237,6 +240,8 @@ class ConsumerGroupManager:
                 topics = self._resolve_regex(regex)
             except re.error:
                 continue
+            if (may_describe := self.regex_topic_filters.get(g.group_id)) is not None:
+                topics = {t for t in topics if may_describe(t)}
             if g.regex_topics.get(regex) != topics:
                 g.regex_topics[regex] = topics
                 records.append(rec.regular_expression(g.group_id, regex, sorted(topics), 0, self.now_ms()))
@@ -346,7 +351,10 @@ class ConsumerGroupManager:
             self.timer.cancel((kind, group_id, member_id))
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------------------
-    def heartbeat(self, req: Any, version: int, client_id: str, client_host: str) -> Any:
+    def heartbeat(self, req: Any, version: int, client_id: str, client_host: str,
+                  may_describe: Callable[[str], bool] | None = None) -> Any:
+        if may_describe is not None and req.group_id:
+            self.regex_topic_filters[req.group_id] = may_describe
         try:
             return self._heartbeat(req, version, client_id, client_host)
         except KafkaError as e:

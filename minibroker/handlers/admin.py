@@ -31,6 +31,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
+from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import (
     delete_records,
@@ -69,6 +70,7 @@ def _leader_epoch(lg: Any) -> int:
 async def handle_delete_records(ctx: RequestContext, req: Any) -> Any:
     services = ctx.services
     topics = []
+    undeletable = authz.denied_topics(ctx, (t.name for t in req.topics), authz.Op.DELETE)  # DELETE on the topic
     for t in req.topics:
         parts = []
         topic = services.topics.get(t.name)
@@ -78,6 +80,8 @@ async def handle_delete_records(ctx: RequestContext, req: Any) -> Any:
             parts.append(result)
             lg = topic.partitions.get(p.partition_index) if topic is not None else None
             try:
+                if t.name in undeletable:
+                    raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 if lg is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 if not lg.config.delete:
@@ -115,6 +119,8 @@ async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
 @handles(describe_log_dirs.API, "0-4")
 async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
     services = ctx.services
+    if code := authz.cluster_denied(ctx, authz.Op.DESCRIBE):  # DESCRIBE on the cluster (KafkaApis)
+        return DLD(error_code=code, results=[])
     if req.topics is None:
         wanted: dict[str, set[int] | None] | None = None
     else:
@@ -147,11 +153,17 @@ async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
 async def handle_offset_for_leader_epoch(ctx: RequestContext, req: Any) -> Any:
     services = ctx.services
     topics = []
+    # KIP-320: CLUSTER_ACTION (a follower) or DESCRIBE on the topic (a consumer; KafkaApis)
+    hidden = (authz.denied_topics(ctx, (t.topic for t in req.topics), authz.Op.DESCRIBE)
+              if authz.cluster_denied(ctx, authz.Op.CLUSTER_ACTION) else set())
     for t in req.topics:
         parts = []
         for p in t.partitions:
             result = OLE.EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=-1, end_offset=-1)
             parts.append(result)
+            if t.topic in hidden:
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             lg = services.topics.get_log(t.topic, p.partition)
             if lg is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -177,6 +189,13 @@ async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any
     cursor = req.cursor
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
+    # DESCRIBE on each topic: the others are left out of an all-topics answer, and a named one is
+    # TOPIC_AUTHORIZATION_FAILED after the rest (DescribeTopicPartitionsRequestHandler)
+    hidden = authz.denied_topics(ctx, names, authz.Op.DESCRIBE)
+    names = [n for n in names if n not in hidden]
+    refused = [DTP.DescribeTopicPartitionsResponseTopic(
+        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=n, topic_id=ZERO_UUID, is_internal=False, partitions=[],
+        topic_authorized_operations=_NO_OPERATIONS) for n in sorted(hidden)] if req.topics else []
     budget = max(1, req.response_partition_limit)
     out = []
     next_cursor = None
@@ -206,5 +225,5 @@ async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any
         if rest:
             next_cursor = DTP.Cursor(topic_name=name, partition_index=rest[0])
             break
-    return DTP(topics=out, next_cursor=next_cursor)
+    return DTP(topics=out + refused, next_cursor=next_cursor)
 

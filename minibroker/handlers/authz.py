@@ -73,3 +73,36 @@ def init_producer_id_denied(ctx: RequestContext, transactional_id: str | None) -
             principal, host, Op.WRITE, ResourceType.TOPIC):
         return 0
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def enabled(ctx: RequestContext) -> bool:
+    return ctx.services.authorizer.enabled
+
+
+def allowed(ctx: RequestContext, op: AclOperation, rtype: ResourceType, name: str) -> bool:
+    """Whether `op` is allowed on the resource (always without an authorizer)."""
+    return not ctx.services.authorizer.enabled or ctx.authorized(op, rtype, name)
+
+
+def require_cluster(ctx: RequestContext, op: AclOperation) -> None:
+    """Raise CLUSTER_AUTHORIZATION_FAILED unless `op` is allowed on the cluster (Kafka:
+    AuthHelper.authorizeClusterOperation); the dispatcher answers with the API's error response."""
+    require(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def cluster_denied(ctx: RequestContext, op: AclOperation) -> int:
+    return denied(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def denied_topics(ctx: RequestContext, names: Iterable[str | None], op: AclOperation) -> set[str]:
+    """The topics among `names` that `op` is not allowed on (Kafka: AuthHelper.filterByAuthorized,
+    the complement)."""
+    return unreadable_topics(ctx, names, op)
+
+
+# Kafka's default texts of the authorization errors (Errors.*.message()), which some answers carry
+# (ConfigHelper, the share-group APIs, getErrorResponse of an exception made from the code)
+MESSAGES: dict[int, str] = {ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+            ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed."}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.quotas.store import (
     CLIENT_ID,
@@ -39,6 +40,8 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 @handles(describe_client_quotas.API, "0-1")
 async def handle_describe_client_quotas(ctx: RequestContext, req: Any) -> Any:
+    if code := authz.cluster_denied(ctx, authz.Op.DESCRIBE_CONFIGS):  # DESCRIBE_CONFIGS on the cluster
+        return D(error_code=code, error_message=None, entries=None)  # no message, as Kafka 4.4
     filters: dict[str, tuple[int, str | None]] = {}
     for c in req.components:
         if c.entity_type in filters:
@@ -86,6 +89,10 @@ def _describe_error(message: str) -> Any:
 
 @handles(alter_client_quotas.API, "0-1")
 async def handle_alter_client_quotas(ctx: RequestContext, req: Any) -> Any:
+    if code := authz.cluster_denied(ctx, authz.Op.ALTER_CONFIGS):  # ALTER_CONFIGS on the cluster, per entry
+        return A(entries=[A.EntryData(error_code=code, error_message=authz.MESSAGES[code], entity=[
+            A.EntityData(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity])
+            for entry in req.entries])
     results = []
     changes: list[tuple[Entity, dict[str, float | None]]] = []
     for entry in req.entries:

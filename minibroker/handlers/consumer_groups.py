@@ -24,6 +24,7 @@ from typing import Any
 
 from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
 from minibroker.coordinator.consumer_group_configs import BROKER_KEYS, GROUP_KEYS, ConsumerGroupConfigs
+from minibroker.handlers import authz
 from minibroker.handlers.configs import GROUP_CONFIG_PROVIDERS
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
@@ -33,20 +34,32 @@ from protocol.errors import ErrorCode, KafkaError
 
 @handles(consumer_group_heartbeat.API, "0-1")
 async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
+    # READ on the group, then DESCRIBE on every subscribed topic name (KafkaApis, Kafka 4.1+)
+    if code := authz.group_denied(ctx, req.group_id):
+        return consumer_group_heartbeat.RESPONSE(error_code=code)
+    if req.subscribed_topic_names and authz.denied_topics(ctx, req.subscribed_topic_names, authz.Op.DESCRIBE):
+        return consumer_group_heartbeat.RESPONSE(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     coord = ctx.services.group_coordinator
     if coord is None or not coord.active:
         return consumer_group_heartbeat.RESPONSE(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     # the topic for the group's records must exist before the first one is written
     await coord.store.ensure_topic_async()
-    return coord.consumer_groups.heartbeat(req, ctx.version, ctx.client_id or "", ctx.client_host)
+    may_describe = None
+    if authz.enabled(ctx):  # a regex subscription gets only the topics the member may DESCRIBE
+        def may_describe(topic: str) -> bool:
+            return authz.allowed(ctx, authz.Op.DESCRIBE, authz.ResourceType.TOPIC, topic)
+    return coord.consumer_groups.heartbeat(req, ctx.version, ctx.client_id or "", ctx.client_host, may_describe)
 
 
 @handles(consumer_group_describe.API, "0-1")
 async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
     R = consumer_group_describe.RESPONSE
     coord = ctx.services.group_coordinator
-    out = []
+    out, refused = [], []
     for gid in req.group_ids:
+        if code := authz.group_denied(ctx, gid, authz.Op.DESCRIBE):
+            refused.append(R.DescribedGroup(error_code=code, group_id=gid, group_state="", members=[]))
+            continue
         if coord is None or not coord.active:
             out.append(R.DescribedGroup(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id=gid, group_state="",
                                         members=[]))
@@ -55,7 +68,23 @@ async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
         if req.include_authorized_operations and g.error_code == 0:
             g.authorized_operations = _GROUP_OPERATIONS
         out.append(g)
-    return R(groups=out)
+    return R(groups=[_hide_undescribable(ctx, R, g) for g in refused + out])
+
+
+def _hide_undescribable(ctx: RequestContext, R: Any, g: Any) -> Any:
+    """A group whose members' assignments name a topic the client may not DESCRIBE is answered
+    TOPIC_AUTHORIZATION_FAILED without members (KafkaApis.handleConsumerGroupDescribe, Kafka 4.1+)."""
+    if not authz.enabled(ctx) or not g.members:
+        return g
+    names = {tp.topic_name for m in g.members for a in (m.assignment, m.target_assignment) if a is not None
+             for tp in a.topic_partitions}
+    if not authz.denied_topics(ctx, names, authz.Op.DESCRIBE):
+        return g
+    return R.DescribedGroup(group_id=g.group_id, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, group_state="",
+                            error_message=UNDESCRIBABLE_TOPICS, members=[])
+
+
+UNDESCRIBABLE_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
 
 
 # READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS as a bit set (Kafka: AclOperation codes

@@ -263,12 +263,24 @@ def _id_of(services: BrokerServices, name: str) -> Any:
 
 
 # ---------------------------------------------------------------------------------- OffsetFetch
-def _fetch_group(coord: GroupCoordinator | None, group_id: str, topics: Any) -> tuple[int, list[Any]]:
-    wanted = None if topics is None else [(t.name, list(t.partition_indexes)) for t in topics]
+def _fetch_group(ctx: RequestContext, coord: GroupCoordinator | None, group_id: str,
+                 topics: Any) -> tuple[int, list[Any]]:
+    """The group's offsets of `topics` (None: all), as (error, [(topic, [(partition, offset)])]).
+    Topics the client may not DESCRIBE are left out of an all-topics answer, and answered
+    TOPIC_AUTHORIZATION_FAILED after the others when asked by name (KafkaApis.fetchOffsetsForGroup)."""
+    hidden = authz.denied_topics(ctx, (t.name for t in topics or ()), authz.Op.DESCRIBE)
+    wanted = None if topics is None else [(t.name, list(t.partition_indexes)) for t in topics if t.name not in hidden]
     if coord is None:
-        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return error, []
-    return coord.fetch_offsets(group_id, wanted)
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+    error, offsets = coord.fetch_offsets(group_id, wanted)
+    found: list[tuple[str, list[tuple[int, Any]]]] = list(offsets)
+    if topics is None and authz.enabled(ctx):
+        unseen = authz.denied_topics(ctx, (name for name, _ in found), authz.Op.DESCRIBE)
+        found = [(name, parts) for name, parts in found if name not in unseen]
+    elif hidden and not error:
+        found += [(t.name, [(p, _REFUSED) for p in t.partition_indexes])
+                               for t in topics if t.name in hidden]
+    return error, found
 
 
 @handles(offset_fetch.API, "0-10")
@@ -292,7 +304,7 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
                 if code:
                     groups.append(R.OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[]))
                     continue
-            error, topics = (refused, []) if refused else _fetch_group(coord, g.group_id, wanted)
+            error, topics = (refused, []) if refused else _fetch_group(ctx, coord, g.group_id, wanted)
             if stable:
                 topics = _unstable(coord, g.group_id, topics)
             rows = [
@@ -300,7 +312,7 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
                     R.OffsetFetchResponsePartitions(
                         partition_index=p, committed_offset=om.offset if om else -1,
                         committed_leader_epoch=om.leader_epoch if om else -1,
-                        metadata=om.metadata if om else "", error_code=_UNSTABLE if om is _PENDING else 0)
+                        metadata=om.metadata if om else "", error_code=_partition_error(om, 0))
                     for p, om in parts])
                 for name, parts in topics]
             if v >= 10 and g.topics is None:
@@ -313,7 +325,7 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
     if v < 2 and topics_req is None:
         topics_req = []
     refused = authz.group_denied(ctx, req.group_id, authz.Op.DESCRIBE)
-    error, topics = (refused, []) if refused else _fetch_group(coord, req.group_id, topics_req)
+    error, topics = (refused, []) if refused else _fetch_group(ctx, coord, req.group_id, topics_req)
     if stable:
         topics = _unstable(coord, req.group_id, topics)
     if error and topics_req:
@@ -325,7 +337,7 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
             R.OffsetFetchResponsePartition(
                 partition_index=p, committed_offset=om.offset if om else -1,
                 committed_leader_epoch=om.leader_epoch if om else -1,
-                metadata=om.metadata if om else "", error_code=_UNSTABLE if om is _PENDING else part_error)
+                metadata=om.metadata if om else "", error_code=_partition_error(om, part_error))
             for p, om in parts])
         for name, parts in topics])
 
@@ -351,6 +363,13 @@ class _Pending:
 
 
 _PENDING = _Pending()
+_REFUSED = _Pending()  # a partition of a topic the client may not DESCRIBE
+
+
+def _partition_error(om: Any, default: int) -> int:
+    if om is _PENDING:
+        return _UNSTABLE
+    return ErrorCode.TOPIC_AUTHORIZATION_FAILED if om is _REFUSED else default
 
 
 def _unstable(coord: Any, group_id: str, topics: list[Any]) -> list[Any]:
@@ -360,7 +379,7 @@ def _unstable(coord: Any, group_id: str, topics: list[Any]) -> list[Any]:
     pending = getattr(coord, "has_pending_transactional_offsets", None)
     if coord is None or pending is None:
         return topics
-    return [(name, [(p, _PENDING if pending(group_id, name, p) else om) for p, om in parts])
+    return [(name, [(p, _PENDING if om is not _REFUSED and pending(group_id, name, p) else om) for p, om in parts])
             for name, parts in topics]
 
 
@@ -373,6 +392,9 @@ async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     listed = coord.list_groups(req.states_filter or (), req.types_filter or ())
     listed += ctx.services.share_groups.list_groups(req.states_filter or (), req.types_filter or ())  # KIP-932
+    if authz.cluster_denied(ctx, authz.Op.DESCRIBE):
+        # without DESCRIBE on the cluster, only the groups the client may DESCRIBE (KafkaApis)
+        listed = [g for g in listed if not authz.group_denied(ctx, g[0], authz.Op.DESCRIBE)]
     return R(error_code=0, groups=[
         R.ListedGroup(group_id=gid, protocol_type=ptype, group_state=state, group_type=gtype)
         for gid, ptype, state, gtype in listed])
@@ -384,9 +406,13 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
     R = describe_groups.RESPONSE
     coord = _coordinator(ctx)
     include_ops = bool(req.include_authorized_operations)
-    out = []
+    out, refused = [], []
     for gid in req.groups:
-        if coord is None:
+        if code := authz.group_denied(ctx, gid, authz.Op.DESCRIBE):
+            # Kafka lists the refused groups first, then the coordinator's answers
+            refused.append(R.DescribedGroup(error_code=code, group_id=gid, group_state="", protocol_type="",
+                                            protocol_data="", members=[]))
+        elif coord is None:
             out.append(R.DescribedGroup(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id=gid,
                                         group_state="", protocol_type="", protocol_data="", members=[]))
         elif ctx.version >= 6 and ctx.services.share_groups.describe(gid) is not None:
@@ -404,7 +430,7 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
                 group.error_message = (f"Group {gid} is not a classic group." if gid in coord.consumer_groups.groups
                                        else f"Group {gid} not found.")
             out.append(group)
-    return R(groups=out)
+    return R(groups=refused + out)
 
 
 # ---------------------------------------------------------------------------------- DeleteGroups
@@ -412,14 +438,18 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
 async def handle_delete_groups(ctx: RequestContext, req: Any) -> Any:
     R = delete_groups.RESPONSE
     coord = _coordinator(ctx)
+    # DELETE on each group; the refused ones are answered after the others (KafkaApis)
+    refused = [g for g in dict.fromkeys(req.groups_names) if authz.group_denied(ctx, g, authz.Op.DELETE)]
+    names = [g for g in req.groups_names if g not in refused]
     if coord is None:
-        results: list[tuple[str, int]] = [(g, ErrorCode.COORDINATOR_NOT_AVAILABLE) for g in req.groups_names]
+        results: list[tuple[str, int]] = [(g, ErrorCode.COORDINATOR_NOT_AVAILABLE) for g in names]
     else:
         share = ctx.services.share_groups
-        classic = [g for g in req.groups_names if share.describe(g) is None]
+        classic = [g for g in names if share.describe(g) is None]
         codes = dict(coord.delete_groups(classic))
-        codes.update((g, share.delete_group(g)) for g in req.groups_names if g not in codes)  # KIP-932
-        results = [(g, codes[g]) for g in req.groups_names]
+        codes.update((g, share.delete_group(g)) for g in names if g not in codes)  # KIP-932
+        results = [(g, codes[g]) for g in names]
+    results += [(g, ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in refused]
     return R(results=[R.DeletableGroupResult(group_id=g, error_code=e) for g, e in results])
 
 
@@ -427,13 +457,20 @@ async def handle_delete_groups(ctx: RequestContext, req: Any) -> Any:
 @handles(offset_delete.API, "0")
 async def handle_offset_delete(ctx: RequestContext, req: Any) -> Any:
     R = offset_delete.RESPONSE
+    # DELETE on the group (a top-level error), then READ on each topic (per partition; KafkaApis)
+    if code := authz.group_denied(ctx, req.group_id, authz.Op.DELETE):
+        return R(error_code=code)
     coord = _coordinator(ctx)
     if coord is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     services = ctx.services
     unknown: dict[tuple[str, int], int] = {}
+    unreadable = authz.denied_topics(ctx, (t.name for t in req.topics), authz.Op.READ)
     wanted = []
     for t in req.topics:
+        if t.name in unreadable:
+            unknown.update(((t.name, p.partition_index), ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in t.partitions)
+            continue
         topic = services.topics.get(t.name)
         parts = []
         for p in t.partitions:

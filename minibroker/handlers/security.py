@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.security.scram import (
     MAX_ITERATIONS,
@@ -53,6 +54,11 @@ DR = describe_user_scram_credentials.RESPONSE
 
 @handles(describe_user_scram_credentials.API, "0")
 async def handle_describe_user_scram_credentials(ctx: RequestContext, req: Any) -> Any:
+    if code := authz.cluster_denied(ctx, authz.Op.DESCRIBE):  # DESCRIBE on the cluster (KafkaApis)
+        # Kafka 4.4 answers without a message (tests/reference)
+        return DR(error_code=code, error_message=None, results=[
+            DR.DescribeUserScramCredentialsResult(user="", error_code=code, error_message=None, credential_infos=[])
+            for _ in req.users or ()])
     store = ctx.services.scram_credentials
     results = []
     if req.users is None or not req.users:  # null or empty: every user with a credential
@@ -90,6 +96,13 @@ AR = alter_user_scram_credentials.RESPONSE
 
 @handles(alter_user_scram_credentials.API, "0")
 async def handle_alter_user_scram_credentials(ctx: RequestContext, req: Any) -> Any:
+    if code := authz.cluster_denied(ctx, authz.Op.ALTER):
+        # ALTER on the cluster, checked by Kafka's controller: every user gets the error, with the
+        # shape of the controller's text (Kafka's names its internal request object)
+        users = sorted({d.name for d in req.deletions} | {u.name for u in req.upsertions})
+        text = f"Request AlterUserScramCredentials(clientId={ctx.client_id}) needs ALTER permission."
+        return AR(results=[AR.AlterUserScramCredentialsResult(user=u, error_code=code, error_message=text)
+                           for u in users])
     store = ctx.services.scram_credentials
     req_deletions, req_upsertions = req.deletions, req.upsertions
     counts = Counter([d.name for d in req_deletions] + [u.name for u in req_upsertions])

@@ -34,6 +34,7 @@ from minibroker.coordinator.share_group import (
     ShareGroupCoordinator,
     validate_group_config,
 )
+from minibroker.handlers import authz
 from minibroker.handlers.configs import GROUP_CONFIG_PROVIDERS
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
@@ -57,10 +58,34 @@ def _coord(ctx: RequestContext) -> ShareGroupCoordinator:
     return ctx.services.share_groups
 
 
+_TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def _unreadable_ids(ctx: RequestContext, ids: Any) -> set[uuid.UUID]:
+    """The topic ids among `ids` whose topic the client may not READ (share consumers need READ on
+    each topic they fetch or acknowledge: KafkaApis.handleShareFetchRequest)."""
+    if not authz.enabled(ctx):
+        return set()
+    topics = ctx.services.topics
+    out = set()
+    for tid in set(ids):
+        t = topics.by_id(tid)
+        if t is not None and authz.topic_denied(ctx, t.name, authz.Op.READ):
+            out.add(tid)
+    return out
+
+
 # --------------------------------------------------------------------------- ShareGroupHeartbeat
 @handles(share_group_heartbeat.API, "1")
 async def handle_share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
     R = share_group_heartbeat.RESPONSE
+    # READ on the group, then DESCRIBE on every subscribed topic (KafkaApis)
+    code = authz.group_denied(ctx, req.group_id)
+    if not code and req.subscribed_topic_names and authz.denied_topics(ctx, req.subscribed_topic_names,
+                                                                       authz.Op.DESCRIBE):
+        code = _TOPIC_DENIED
+    if code:
+        return R(error_code=code, member_id=None, member_epoch=0, heartbeat_interval_ms=0)
     coord = _coord(ctx)
     interval = int(coord.group_config(req.group_id, "share.heartbeat.interval.ms")) if req.group_id else 0
     if req.subscribed_topic_names is not None and req.group_id:
@@ -87,8 +112,12 @@ async def handle_share_group_describe(ctx: RequestContext, req: Any) -> Any:
     R = share_group_describe.RESPONSE
     coord = _coord(ctx)
     topics = ctx.services.topics
-    out = []
+    out, refused = [], []
     for gid in req.group_ids:
+        if code := authz.group_denied(ctx, gid, authz.Op.DESCRIBE):  # answered first, as Kafka
+            refused.append(R.DescribedGroup(error_code=code, group_id=gid, group_state="", group_epoch=0,
+                                            assignment_epoch=0, assignor_name="", members=[]))
+            continue
         group = coord.describe(gid)
         if group is None:
             out.append(R.DescribedGroup(error_code=ErrorCode.GROUP_ID_NOT_FOUND,
@@ -105,18 +134,32 @@ async def handle_share_group_describe(ctx: RequestContext, req: Any) -> Any:
                                     client_id=m.client_id, client_host=m.client_host,
                                     subscribed_topic_names=m.subscribed,
                                     assignment=R.Assignment(topic_partitions=tps)))
+        hidden = authz.denied_topics(ctx, (tp.topic_name for m in members for tp in m.assignment.topic_partitions),
+                                     authz.Op.DESCRIBE)
+        if hidden:
+            # an assignment names a topic the client may not DESCRIBE (KafkaApis, Kafka 4.1+)
+            out.append(R.DescribedGroup(error_code=_TOPIC_DENIED, error_message=UNDESCRIBABLE_TOPICS, group_id=gid,
+                                        group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
+                                        members=[]))
+            continue
         out.append(R.DescribedGroup(error_code=0, group_id=gid, group_state=group.state,
                                     group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
                                     assignor_name=ASSIGNOR, members=members))
-    return R(groups=out)
+    return R(groups=refused + out)
+
+
+UNDESCRIBABLE_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
 
 
 # ----------------------------------------------------------------------------------- ShareFetch
-def _apply_acks(coord: ShareGroupCoordinator, group: str, member: str, topics: Any) -> dict[tuple[uuid.UUID, int], int]:
+def _apply_acks(coord: ShareGroupCoordinator, group: str, member: str, topics: Any,
+                unreadable: set[uuid.UUID]) -> dict[tuple[uuid.UUID, int], int]:
     outcomes: dict[tuple[uuid.UUID, int], int] = {}
     for t in topics:
         for p in t.partitions:
-            if p.acknowledgement_batches:
+            if p.acknowledgement_batches and t.topic_id in unreadable:
+                outcomes[(t.topic_id, p.partition_index)] = _TOPIC_DENIED
+            elif p.acknowledgement_batches:
                 outcomes[(t.topic_id, p.partition_index)] = coord.acknowledge(
                     group, member, t.topic_id, p.partition_index, p.acknowledgement_batches)
     return outcomes
@@ -127,6 +170,8 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
     R = share_fetch.RESPONSE
     coord = _coord(ctx)
     group, member = req.group_id or "", req.member_id or ""
+    if code := authz.group_denied(ctx, group):  # READ on the group: a top-level error (KafkaApis)
+        return R(error_code=code, acquisition_lock_timeout_ms=0, responses=[])
     lock_ms = coord.lock_ms(group) if group else 0
     try:
         coord.check_member(group, member)
@@ -137,7 +182,8 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
             p.acknowledgement_batches for t in req.topics for p in t.partitions):
         return R(error_code=ErrorCode.INVALID_REQUEST, error_message="Acknowledge data present on initial epoch",
                  acquisition_lock_timeout_ms=lock_ms, responses=[])
-    acks = _apply_acks(coord, group, member, req.topics)
+    unreadable = _unreadable_ids(ctx, [t.topic_id for t in req.topics] + [tid for tid, _ in session.partitions])
+    acks = _apply_acks(coord, group, member, req.topics, unreadable)
     results: list[AcquiredPartition] = []
     if req.share_session_epoch == FINAL_SESSION_EPOCH:
         coord.close_session(group, member)
@@ -148,7 +194,11 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
         for t in req.forgotten_topics_data:
             for pi in t.partitions:
                 session.partitions.pop((t.topic_id, pi), None)
-        results = await _acquire(ctx, coord, group, member, session.partitions, req)
+        # partitions of topics the client may not READ are answered, not fetched
+        results = [AcquiredPartition(tid, p, b"", [], _TOPIC_DENIED, None) for tid, p in session.partitions
+                   if tid in unreadable]
+        results += await _acquire(ctx, coord, group, member, {k: None for k in session.partitions
+                                                              if k[0] not in unreadable}, req)
     by_topic: dict[uuid.UUID, dict[int, Any]] = {}
     leader = R.LeaderIdAndEpoch(leader_id=ctx.services.node_id, leader_epoch=0)
     for (tid, p), code in acks.items():
@@ -201,6 +251,8 @@ async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
     R = share_acknowledge.RESPONSE
     coord = _coord(ctx)
     group, member = req.group_id or "", req.member_id or ""
+    if code := authz.group_denied(ctx, group):  # READ on the group: a top-level error (KafkaApis)
+        return R(error_code=code, acquisition_lock_timeout_ms=0, responses=[])
     lock_ms = coord.lock_ms(group) if group else 0
     try:
         coord.check_member(group, member)
@@ -210,7 +262,7 @@ async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
     except KafkaError as e:
         if not (e.code == ErrorCode.UNKNOWN_MEMBER_ID and req.share_session_epoch == FINAL_SESSION_EPOCH):
             return R(error_code=e.code, error_message=e.message, acquisition_lock_timeout_ms=lock_ms, responses=[])
-    acks = _apply_acks(coord, group, member, req.topics)
+    acks = _apply_acks(coord, group, member, req.topics, _unreadable_ids(ctx, [t.topic_id for t in req.topics]))
     if req.share_session_epoch == FINAL_SESSION_EPOCH:
         coord.close_session(group, member)
     leader = R.LeaderIdAndEpoch(leader_id=ctx.services.node_id, leader_epoch=0)
@@ -230,6 +282,9 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> 
     topics = ctx.services.topics
     out = []
     for g in req.groups:
+        if code := authz.group_denied(ctx, g.group_id, authz.Op.DESCRIBE):
+            out.append(R.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[], error_code=code))
+            continue
         if coord.describe(g.group_id) is None:
             out.append(R.DescribeShareGroupOffsetsResponseGroup(
                 group_id=g.group_id, topics=[], error_code=ErrorCode.GROUP_ID_NOT_FOUND,
@@ -245,6 +300,15 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> 
             wanted = [(n, ps) for n, ps in sorted(names.items())]
         else:
             wanted = [(t.topic_name, list(t.partitions)) for t in g.topics]
+        # topics the client may not DESCRIBE: left out of an all-topics answer, refused after the
+        # others when named (KafkaApis.describeShareGroupOffsetsForGroup)
+        hidden = authz.denied_topics(ctx, (n for n, _ in wanted), authz.Op.DESCRIBE)
+        refused = [R.DescribeShareGroupOffsetsResponseTopic(topic_name=n, topic_id=ZERO_UUID, partitions=[
+            R.DescribeShareGroupOffsetsResponsePartition(
+                partition_index=p, start_offset=-1, leader_epoch=0, lag=-1, error_code=_TOPIC_DENIED,
+                error_message=authz.MESSAGES[_TOPIC_DENIED]) for p in ps or []])
+            for n, ps in wanted if n in hidden and g.topics is not None]
+        wanted = [(n, ps) for n, ps in wanted if n not in hidden]
         rtopics = []
         for name, parts in wanted:
             topic = topics.get(name)
@@ -267,7 +331,8 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> 
                     partition_index=p, start_offset=start, leader_epoch=0 if sp else -1, lag=lag, error_code=0))
             rtopics.append(R.DescribeShareGroupOffsetsResponseTopic(
                 topic_name=name, topic_id=topic.topic_id if topic else ZERO_UUID, partitions=rparts))
-        out.append(R.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=rtopics, error_code=0))
+        out.append(R.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=rtopics + refused,
+                                                            error_code=0))
     return R(groups=out)
 
 
@@ -283,6 +348,8 @@ def _require_empty(coord: ShareGroupCoordinator, group_id: str) -> None:
 async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
     R = alter_share_group_offsets.RESPONSE
     coord = _coord(ctx)
+    if code := authz.group_denied(ctx, req.group_id):  # READ on the group, then READ on each topic
+        return R(error_code=code, error_message=authz.MESSAGES[code], responses=[])
     try:
         _require_empty(coord, req.group_id)
     except KafkaError as e:
@@ -292,6 +359,13 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> Any
     for t in req.topics:
         topic = ctx.services.topics.get(t.topic_name)
         parts = []
+        if authz.topic_denied(ctx, t.topic_name, authz.Op.READ):
+            parts = [R.AlterShareGroupOffsetsResponsePartition(
+                partition_index=p.partition_index, error_code=_TOPIC_DENIED,
+                error_message=authz.MESSAGES[_TOPIC_DENIED]) for p in t.partitions]
+            out.append(R.AlterShareGroupOffsetsResponseTopic(
+                topic_name=t.topic_name, topic_id=topic.topic_id if topic else ZERO_UUID, partitions=parts))
+            continue
         for p in t.partitions:
             if topic is None or p.partition_index not in topic.partitions:
                 parts.append(R.AlterShareGroupOffsetsResponsePartition(
@@ -311,12 +385,22 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> Any
 async def handle_delete_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
     R = delete_share_group_offsets.RESPONSE
     coord = _coord(ctx)
+    if code := authz.group_denied(ctx, req.group_id, authz.Op.DELETE):  # DELETE on the group
+        return R(error_code=code, error_message=authz.MESSAGES[code], responses=[])
+    # READ on each topic: the refused ones are answered first (KafkaApis)
+    hidden = authz.denied_topics(ctx, (t.topic_name for t in req.topics), authz.Op.READ)
+    refused = [R.DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name, topic_id=ZERO_UUID,
+                                                      error_code=_TOPIC_DENIED,
+                                                      error_message=authz.MESSAGES[_TOPIC_DENIED])
+               for t in req.topics if t.topic_name in hidden]
     try:
         _require_empty(coord, req.group_id)
     except KafkaError as e:
         return R(error_code=e.code, error_message=e.message, responses=[])
-    out = []
+    out = refused
     for t in req.topics:
+        if t.topic_name in hidden:
+            continue
         topic = ctx.services.topics.get(t.topic_name)
         if topic is None:
             out.append(R.DeleteShareGroupOffsetsResponseTopic(

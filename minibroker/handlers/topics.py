@@ -147,6 +147,9 @@ async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
     for t in req.topics:
         result = CP.CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
         results.append(result)
+        if authz.topic_denied(ctx, t.name, authz.Op.ALTER):  # ALTER on the topic, before it is looked up
+            result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # no message (ControllerApis)
+            continue
         try:
             topic = services.topics.get(t.name)
             if topic is None:

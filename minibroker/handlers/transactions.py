@@ -34,6 +34,7 @@ import re
 from typing import Any
 
 from minibroker.coordinator.transaction_coordinator import verification_error_for_produce
+from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import (
     add_offsets_to_txn,
@@ -68,6 +69,9 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
     v = ctx.version
     services = ctx.services
     coord = _txn_coordinator(ctx)
+    if v >= 4:
+        # v4+ is broker-to-coordinator (KIP-890): CLUSTER_ACTION, a top-level error (KafkaApis)
+        authz.require_cluster(ctx, authz.Op.CLUSTER_ACTION)
     if v < 4:
         txns = [(req.v3_and_below_transactional_id, req.v3_and_below_producer_id, req.v3_and_below_producer_epoch,
                  False, req.v3_and_below_topics)]
@@ -78,8 +82,14 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
     for txn_id, pid, epoch, verify_only, topics in txns:
         partitions = [(t.name, p) for t in topics for p in t.partitions]
         refused: dict[tuple[str, int], int] = {}
+        # a client (v0-3) needs WRITE on the transactional id, then WRITE on each topic
+        if v < 4 and (code := authz.denied(ctx, authz.Op.WRITE, authz.ResourceType.TRANSACTIONAL_ID, txn_id)):
+            errors = dict.fromkeys(partitions, code)
+            results.append((txn_id, _by_topic(R, errors)))
+            continue
+        unwritable = authz.denied_topics(ctx, (t.name for t in topics), authz.Op.WRITE) if v < 4 else set()
         for tp in partitions:
-            if v < 4 and tp[0] in INTERNAL_TOPICS:
+            if v < 4 and (tp[0] in INTERNAL_TOPICS or tp[0] in unwritable):
                 refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif services.topics.get_log(*tp) is None:
                 refused[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -92,12 +102,7 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
         else:
             code = _fenced_for_old_clients(coord.add_partitions(txn_id, pid, epoch, partitions), v)
             errors = dict.fromkeys(partitions, code)
-        by_topic: dict[str, list[Any]] = {}
-        for (topic, p), code in errors.items():
-            by_topic.setdefault(topic, []).append(R.AddPartitionsToTxnPartitionResult(partition_index=p,
-                                                                                       partition_error_code=code))
-        results.append((txn_id, [R.AddPartitionsToTxnTopicResult(name=t, results_by_partition=ps)
-                                  for t, ps in by_topic.items()]))
+        results.append((txn_id, _by_topic(R, errors)))
     if v < 4:
         return R(throttle_time_ms=0, results_by_topic_v3_and_below=results[0][1])
     return R(throttle_time_ms=0, error_code=0, results_by_transaction=[
@@ -105,10 +110,26 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
         for txn_id, topic_results in results])
 
 
+def _by_topic(R: Any, errors: dict[tuple[str, int], int]) -> list[Any]:
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, p), code in errors.items():
+        by_topic.setdefault(topic, []).append(R.AddPartitionsToTxnPartitionResult(partition_index=p,
+                                                                                   partition_error_code=code))
+    return [R.AddPartitionsToTxnTopicResult(name=t, results_by_partition=ps) for t, ps in by_topic.items()]
+
+
+def _txn_group_denied(ctx: RequestContext, transactional_id: str, group_id: str) -> int:
+    """AddOffsetsToTxn, TxnOffsetCommit: WRITE on the transactional id, then READ on the group."""
+    return (authz.denied(ctx, authz.Op.WRITE, authz.ResourceType.TRANSACTIONAL_ID, transactional_id)
+            or authz.group_denied(ctx, group_id))
+
+
 # ----------------------------------------------------------------------------- AddOffsetsToTxn
 @handles(add_offsets_to_txn.API, "0-4")
 async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
     R = add_offsets_to_txn.RESPONSE
+    if refused := _txn_group_denied(ctx, req.transactional_id, req.group_id):
+        return R(throttle_time_ms=0, error_code=refused)
     coord = _txn_coordinator(ctx)
     group = ctx.services.group_coordinator
     if coord is None or group is None:
@@ -126,6 +147,8 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
 @handles(end_txn.API, "0-5")
 async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
     R = end_txn.RESPONSE
+    if refused := authz.denied(ctx, authz.Op.WRITE, authz.ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+        return R(throttle_time_ms=0, error_code=refused, producer_id=-1, producer_epoch=-1)
     coord = _txn_coordinator(ctx)
     if coord is None:
         return R(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -141,9 +164,17 @@ async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
 async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
     R = txn_offset_commit.RESPONSE
     services = ctx.services
+    if refused := _txn_group_denied(ctx, req.transactional_id, req.group_id):
+        return R(throttle_time_ms=0, topics=[R.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
+            R.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=refused)
+            for p in t.partitions]) for t in req.topics])
+    unreadable = authz.denied_topics(ctx, (t.name for t in req.topics), authz.Op.READ)
     results: dict[tuple[str, int], int] = {}
     valid = []
     for t in req.topics:
+        if t.name in unreadable:
+            results.update(((t.name, p.partition_index), ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in t.partitions)
+            continue
         topic = services.topics.get(t.name)
         known = [p for p in t.partitions if topic is not None and p.partition_index in topic.partitions]
         for p in t.partitions:
@@ -213,6 +244,8 @@ async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
             validate_topic_name(t.name)
         except KafkaError as e:
             topic_error = (e.code, e.message)
+        if topic_error is None and authz.topic_denied(ctx, t.name, authz.Op.READ):
+            topic_error = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, authz.MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED])
         if topic_error is None and t.name not in services.topics:
             topic_error = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
         parts = []
@@ -241,14 +274,18 @@ async def handle_describe_transactions(ctx: RequestContext, req: Any) -> Any:
     states = []
     for txn_id in req.transactional_ids:
         code, md = (ErrorCode.COORDINATOR_NOT_AVAILABLE, None) if coord is None else coord.describe(txn_id)
+        if denied := authz.denied(ctx, authz.Op.DESCRIBE, authz.ResourceType.TRANSACTIONAL_ID, txn_id):
+            code, md = denied, None
         if md is None:
             states.append(R.TransactionState(error_code=code, transactional_id=txn_id, transaction_state="",
                                              transaction_timeout_ms=0, transaction_start_time_ms=-1,
                                              producer_id=-1, producer_epoch=-1, topics=[]))
             continue
         by_topic: dict[str, list[int]] = {}
+        hidden = authz.denied_topics(ctx, (t for t, _ in md.topic_partitions), authz.Op.DESCRIBE)
         for topic, p in sorted(md.topic_partitions):
-            by_topic.setdefault(topic, []).append(p)
+            if topic not in hidden:  # topics the client may not DESCRIBE are left out (KafkaApis)
+                by_topic.setdefault(topic, []).append(p)
         states.append(R.TransactionState(
             error_code=0, transactional_id=txn_id, transaction_state=md.state.display_name,
             transaction_timeout_ms=md.txn_timeout_ms, transaction_start_time_ms=md.txn_start_timestamp,
@@ -276,6 +313,9 @@ async def handle_list_transactions(ctx: RequestContext, req: Any) -> Any:
     code, unknown, found = coord.list_transactions(req.state_filters or [], req.producer_id_filters or [], duration)
     if pattern is not None:
         found = [md for md in found if pattern.fullmatch(md.transactional_id)]
+    # only the transactional ids the client may DESCRIBE are listed (KafkaApis)
+    found = [md for md in found if authz.allowed(ctx, authz.Op.DESCRIBE, authz.ResourceType.TRANSACTIONAL_ID,
+                                                 md.transactional_id)]
     return R(throttle_time_ms=0, error_code=code, unknown_state_filters=unknown, transaction_states=[
         R.TransactionState(transactional_id=md.transactional_id, producer_id=md.producer_id,
                            transaction_state=md.state.display_name) for md in found])

@@ -357,6 +357,56 @@ def test_browser_live_trace_shows_a_produce(browser_page: Any, url: str, kafka_b
     page.screenshot(path=str(tmp_path / "trace.png"), full_page=True)
 
 
+def test_browser_shows_a_share_consumers_records(browser_page: Any, url: str, kafka_broker_module: BrokerThread,
+                                                 tmp_path: Any) -> None:
+    """A confluent-kafka ShareConsumer holds records it has not acknowledged: the groups page links
+    to the share group, whose page shows the member and, per state, the counts the coordinator has."""
+    from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    from tests.integration.helpers import Deadline, create_topic, unique
+
+    b = kafka_broker_module
+    topic, group = unique("browser-share"), unique("browser-share-g")
+    create_topic(b, topic, 1)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})  # kept: the futures need the handle alive
+    for f in admin.incremental_alter_configs([ConfigResource(
+            ConfigResource.Type.GROUP, group, incremental_configs=[ConfigEntry(
+                "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])]).values():
+        f.result(10)
+    p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 0})
+    for i in range(6):
+        p.produce(topic, value=f"b{i}".encode(), partition=0)
+        p.flush(10)
+    c = ShareConsumer({"bootstrap.servers": b.bootstrap, "group.id": group, "client.id": "browser-sharer",
+                       "share.acknowledgement.mode": "explicit", "max.poll.records": 4})
+    c.subscribe([topic])
+    try:
+        got: list[Any] = []
+        deadline = Deadline(30)
+        while not got:
+            assert deadline, "the share consumer received nothing"
+            got = list(c.poll(0.5))
+        c.acknowledge(next(m for m in got if m.offset() == 1), AcknowledgeType.ACCEPT)
+        c.commit_sync(10)
+        truth = b.call(lambda br: [r.state.name for _, r in next(
+            sp for k, sp in br.share_groups.partitions.items() if k[0] == group).in_flight()])
+        page = browser_page
+        page.goto(f"{url}/groups")
+        page.click(f"text={group}")
+        assert page.locator('[data-field="type"]').inner_text() == "share (KIP-932)"
+        assert page.locator("table.members td", has_text="browser-sharer").count() == 1
+        for state in ("ACQUIRED", "ACKNOWLEDGED", "AVAILABLE", "ARCHIVED"):
+            shown = page.locator(f'[data-state="{topic}-0-{state.lower()}"]').inner_text()
+            assert shown == str(truth.count(state)), (state, truth)
+        assert truth.count("ACQUIRED") >= 1 and truth.count("ACKNOWLEDGED") == 1
+        assert page.locator(f'[data-start="{topic}-0"]').inner_text() == "0"
+        assert page.locator("table.in-flight span.rs.acquired").count() == truth.count("ACQUIRED")
+        page.screenshot(path=str(tmp_path / "share-group.png"), full_page=True)
+    finally:
+        c.close()
+
+
 def test_writes_are_off_without_the_flag(url: str, kafka_broker_module: BrokerThread, data: Data) -> None:
     import urllib.error
 

@@ -124,3 +124,102 @@ def test_group_events_are_bounded_and_off_until_enabled() -> None:
     ev.record("a", "E", 5)  # a is the most recently changed now
     ev.record(str(uuid.uuid4()), "E", 0)  # a third group: b, the least recently changed, goes
     assert ev.of("b") == [] and len(ev.of("a")) == 3
+
+
+def _metrics(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    status, _, body = get(f"{url}/metrics")
+    assert status == 200
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(body) for s in fam.samples}
+
+
+def _describe_share_offsets(bootstrap: str, group: str, topic: str) -> tuple[int, int]:
+    """(start offset, lag) of partition 0 as DescribeShareGroupOffsets v1 answers (what
+    kafka-share-groups.sh --describe prints)."""
+    from protocol.apis import describe_share_group_offsets as d
+    from tests.integration.helpers import RawClient
+
+    R = d.REQUEST
+    with RawClient(bootstrap) as c:
+        resp = c.call(d.API, 1, R(groups=[R.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=[
+            R.DescribeShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[0])])]))
+    p = resp.groups[0].topics[0].partitions[0]
+    assert p.error_code == 0
+    return p.start_offset, p.lag
+
+
+def test_share_group_in_flight_records_and_metrics(url: str, broker: BrokerThread) -> None:
+    """A confluent-kafka ShareConsumer holds five records: it accepts one, rejects one and keeps
+    three acquired; the console shows each record's state, delivery count and lock, and the start
+    offset and lag DescribeShareGroupOffsets reports; /metrics counts the group by protocol and state."""
+    from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    topic, group = unique("share"), unique("share-group")
+    make_topic(broker.bootstrap, topic, 1)
+    a = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for f in a.incremental_alter_configs([ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])]).values():
+        f.result(10)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    for i in range(10):
+        p.produce(topic, value=f"s{i}".encode(), partition=0)
+        p.flush(10)  # one batch per record: an acquisition takes exactly max.poll.records
+    before = _metrics(url)
+    c = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "client.id": "sharer",
+                       "share.acknowledgement.mode": "explicit", "max.poll.records": 5})
+    c.subscribe([topic])
+    try:
+        got: list[Any] = []
+        deadline = Deadline(30)
+        while not got:
+            assert deadline, "the share consumer received nothing"
+            got = list(c.poll(0.5))
+        offsets = sorted(m.offset() for m in got)
+        assert offsets[:2] == [0, 1], offsets
+        for m in got:
+            if m.offset() == 1:
+                c.acknowledge(m, AcknowledgeType.ACCEPT)
+            elif m.offset() == 3:
+                c.acknowledge(m, AcknowledgeType.REJECT)
+        c.commit_sync(10)
+        truth = broker.call(lambda br: {off: (r.state.name, r.delivery_count, r.member_id) for off, r in next(
+            sp for k, sp in br.share_groups.partitions.items() if k[0] == group).in_flight()})
+        assert truth[1][0] == "ACKNOWLEDGED" and truth[3][0] == "ARCHIVED" and truth[0][0] == "ACQUIRED", truth
+        g = get_json(f"{url}/api/groups/{group}")
+        assert (g["type"], g["state"]) == ("share", "Stable")
+        (m,) = g["members"]
+        assert m["client_id"] == "sharer" and m["subscribed_topics"] == [topic] and m["member_epoch"] >= 1
+        assert _names(m["assignment"]) == [(topic, 0)]
+        assert truth[0][2] == m["member_id"]
+        (sp,) = g["share_partitions"]
+        states = [s for s, _, _ in truth.values()]
+        assert sp["in_flight"] == {s: states.count(s) for s in ("AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED")}
+        assert {r["offset"]: (r["state"], r["delivery_count"], r["member_id"]) for r in sp["records"]} == truth
+        assert sp["start_offset"] == 0 and sp["end_offset"] == max(truth) + 1 and sp["high_watermark"] == 10
+        assert sp["next_lock_expiry_in_ms"] is not None and 0 < sp["next_lock_expiry_in_ms"] <= 30_000
+        assert (sp["start_offset"], sp["lag"]) == _describe_share_offsets(broker.bootstrap, group, topic) == (0, 8)
+        status, _, html = get(f"{url}/groups/{group}")
+        assert status == 200 and "share (KIP-932)" in html
+        assert f'data-state="{topic}-0-acquired">{states.count("ACQUIRED")}<' in html
+        assert f'data-lag="{topic}-0">8<' in html
+        listed = {x["group_id"]: x for x in get_json(f"{url}/api/groups")}
+        assert listed[group]["type"] == "share" and listed[group]["lag"] == 8
+        after = _metrics(url)
+        share_key = ("kafka_server_group_coordinator_metrics_group_count", (("protocol", "share"),))
+        stable_key = ("kafka_server_group_coordinator_metrics_share_group_count", (("state", "Stable"),))
+        assert after[share_key] == before[share_key] + 1 and after[stable_key] == before[stable_key] + 1
+    finally:
+        c.close()
+    counts = broker.call(lambda br: (len(br.share_groups.groups), len(br.group_coordinator.consumer_groups.groups),
+                                     len((set(br.group_coordinator.groups) | set(br.group_coordinator.offsets))
+                                         - set(br.group_coordinator.consumer_groups.groups))))
+    final = _metrics(url)
+    for protocol, n in zip(("share", "consumer", "classic"), counts, strict=True):
+        assert final[("kafka_server_group_coordinator_metrics_group_count", (("protocol", protocol),))] == n
+    assert final[("kafka_server_group_coordinator_metrics_share_group_count", (("state", "Empty"),))] >= 1
+    assert final[("kafka_coordinator_group_groupmetadatamanager_numgroups", ())] == counts[2]
+    assert sum(v for (name, _), v in final.items()
+               if name == "kafka_server_group_coordinator_metrics_consumer_group_count") == counts[1]

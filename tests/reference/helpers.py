@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from reference import kafka_reference as kr
 
@@ -71,3 +72,22 @@ def topic_ids_normalised(text: str) -> str:
 
 def java_available() -> bool:
     return kr.java_executable() is not None and os.access(kr.java_executable() or "", os.X_OK)
+
+
+def sasl_plain_client(bootstrap: str, user: str, password: str, client_id: str = "acl-raw") -> Any:
+    """A RawClient (tests/integration/helpers.py) logged in with SASL PLAIN: SaslHandshake v1 and
+    SaslAuthenticate v2 (KIP-152), for raw requests as that user over a SASL_PLAINTEXT listener."""
+    from protocol.apis import sasl_authenticate, sasl_handshake
+    from tests.integration.helpers import RawClient
+
+    c = RawClient(bootstrap, client_id=client_id)
+    try:
+        hs = c.call(sasl_handshake.API, 1, sasl_handshake.REQUEST(mechanism="PLAIN"))
+        assert hs.error_code == 0, hs
+        auth = c.call(sasl_authenticate.API, 2, sasl_authenticate.REQUEST(
+            auth_bytes=b"\0" + user.encode() + b"\0" + password.encode()))
+        assert auth.error_code == 0, auth
+    except BaseException:
+        c.close()
+        raise
+    return c

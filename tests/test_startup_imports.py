@@ -1,0 +1,72 @@
+"""What `python -m minibroker` imports before it serves its first request (issue 22: listening in
+< 100 ms, most of which is importing). A fresh interpreter starts a PLAINTEXT broker the way the
+CLI does (minibroker.cli.serve: BrokerConfig.load, BrokerServer.start on uvloop) and lists
+sys.modules right after the listener is up, before any request: the modules below are for tools,
+tests, other listeners or the console, and must come only when something uses them. The list
+fails the test if one of them creeps back into the start path (an import at the top of a module
+the broker loads). bench/startup.py measures the time itself.
+
+asyncio imports ssl itself (asyncio.sslproto, for loop.start_tls), so ssl cannot be kept out;
+the broker's own TLS module (minibroker.security.tls) can."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+NOT_AT_START = [
+    # the web console and its HTTP server (only with --console-port)
+    "aiohttp", "minibroker.console",
+    # certificates (`python -m minibroker certs`), TLS and SASL listeners
+    "cryptography", "minibroker.security.certs", "minibroker.security.tls", "minibroker.security.sasl",
+    "minibroker.security.settings", "minibroker.security.plain", "minibroker.security.jaas",
+    # the trace tool (--trace, the console's live trace) and the other tools
+    "minibroker.tools.trace", "minibroker.tools.dump_log", "protocol.records.dump",
+    # reading installed packages' metadata (the crc32c package's __init__ does; protocol.records.batch
+    # loads its extension module alone)
+    "importlib.metadata", "email",
+    # the compression codecs (protocol.records.compression imports each when a batch needs it)
+    "lz4", "snappy", "cramjam", "zstandard",
+    # glibc tuning through ctypes, set a second after listening (minibroker.cli)
+    "ctypes", "minibroker.malloc_tuning",
+    # a config file (--config) and what only tests, benches and tools use
+    "yaml", "minibroker.testing", "minibroker.pytest_plugin", "pytest", "hypothesis", "prometheus_client",
+    "confluent_kafka", "kafka", "aiokafka", "playwright", "matplotlib",
+]
+
+PROBE = r"""
+import json, sys, tempfile, time
+t0 = time.perf_counter()
+from minibroker.cli import parse_args
+from minibroker.config import BrokerConfig
+from minibroker.server import BrokerServer
+import uvloop
+
+async def main():
+    args = parse_args(["--port", "0", "--data-dir", tempfile.mkdtemp(), "--log-level", "WARNING"])
+    config = BrokerConfig.load(args.config, args.override, host=args.host, port=args.port, data_dir=args.data_dir)
+    server = BrokerServer(config)
+    await server.start()
+    listening = time.perf_counter() - t0
+    mods = sorted(sys.modules)
+    await server.stop()
+    return mods, listening
+
+mods, listening = uvloop.run(main())
+print(json.dumps({"modules": mods, "listening_ms": listening * 1000}))
+"""
+
+
+def test_start_path_imports_no_tool_test_console_or_tls_module() -> None:
+    out = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         check=True)
+    probe = json.loads(out.stdout.strip().splitlines()[-1])
+    loaded = set(probe["modules"])
+    crept_in = sorted(m for m in loaded if any(m == bad or m.startswith(bad + ".") for bad in NOT_AT_START))
+    assert not crept_in, f"imported before the first request: {crept_in}"
+    # the start path is there (the probe measured something real)
+    assert {"minibroker.broker", "storage.log", "minibroker.handlers.produce"} <= loaded
