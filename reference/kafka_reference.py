@@ -11,7 +11,9 @@ complete with a stamp file, so later calls cost one `stat`. Everything else is a
   format` first, then `kafka.Kafka`. Kafka's defaults stand except what one node needs (replication
   factor 1 for the internal topics) and `group.initial.rebalance.delay.ms=0`, as in our own tests.
   It is ready once the log says "Kafka Server started" and an ApiVersions request is answered; it
-  stops by PID, SIGTERM then SIGKILL after a bound.
+  stops by PID, SIGTERM then SIGKILL after a bound. `restart(kill=...)` stops it (SIGTERM, or
+  SIGKILL for a crash) and starts it again on the same directory, ports and cluster id: what a
+  test needs to compare durable state across a restart.
 * `tool_command()` / `run_tool()` run Kafka's command-line tools by short name (`kafka-topics`,
   `TopicCommand`, `topics` all mean `org.apache.kafka.tools.TopicCommand`), as the
   `bin/kafka-*.sh` scripts do; `reference/kafka-tool` is the shell entry point.
@@ -265,6 +267,7 @@ class KafkaReference:
 
     overrides: Mapping[str, object] = field(default_factory=dict)
     heap: str = "512m"
+    jit: bool | None = None  # None: the full JIT (the perf tools' figures); False: C1 only, starts sooner
     workdir: Path | None = None
     host: str = "127.0.0.1"
     port: int = 0
@@ -273,6 +276,7 @@ class KafkaReference:
     cluster_id: str = ""
     proc: subprocess.Popen[bytes] | None = None
     _own_workdir: bool = False
+    _log_mark: int = 0  # server.log's size when the running process started (a restart appends to it)
 
     @property
     def bootstrap(self) -> str:
@@ -333,17 +337,20 @@ class KafkaReference:
         conf.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
         log4j = self.workdir / "log4j2.properties"
         log4j.write_text(_BROKER_LOG4J.format(log=self.log_path))
-        fmt = subprocess.run(
-            java_command("kafka.tools.StorageTool",
-                         ["format", "-t", self.cluster_id, "-c", str(conf), "--ignore-formatted"],
-                         heap="256m"),
-            capture_output=True, text=True, timeout=timeout)
-        if fmt.returncode != 0:
-            raise RuntimeError(f"StorageTool format failed ({fmt.returncode}): {fmt.stdout}{fmt.stderr}")
+        # a restart finds the directory formatted already: one JVM less (StorageTool would skip it)
+        if not (self.data_dir / "meta.properties").exists():
+            fmt = subprocess.run(
+                java_command("kafka.tools.StorageTool",
+                             ["format", "-t", self.cluster_id, "-c", str(conf), "--ignore-formatted"],
+                             heap="256m"),
+                capture_output=True, text=True, timeout=timeout)
+            if fmt.returncode != 0:
+                raise RuntimeError(f"StorageTool format failed ({fmt.returncode}): {fmt.stdout}{fmt.stderr}")
+        self._log_mark = self.log_path.stat().st_size if self.log_path.exists() else 0
         out = open(self.workdir / "stdout.log", "ab")
         try:
             self.proc = subprocess.Popen(
-                java_command("kafka.Kafka", [str(conf)], heap=self.heap, log4j=log4j),
+                java_command("kafka.Kafka", [str(conf)], heap=self.heap, log4j=log4j, jit=self.jit),
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         finally:
             out.close()
@@ -362,12 +369,17 @@ class KafkaReference:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"kafka.Kafka exited with {self.proc.returncode}:\n{self.tail()}")
             if not started:
-                started = self.log_path.exists() and "Kafka Server started" in self.log_path.read_text(
-                    errors="replace")
+                started = self.log_path.exists() and "Kafka Server started" in self._log_since_start()
             if started and api_versions_answered(self.host, self.port):
                 return
             time.sleep(0.1)
         raise TimeoutError(f"Kafka did not answer on {self.bootstrap} within {timeout}s:\n{self.tail()}")
+
+    def _log_since_start(self) -> str:
+        """server.log as written by the running process (an earlier run's lines skipped)."""
+        with open(self.log_path, "rb") as f:
+            f.seek(self._log_mark)
+            return f.read().decode(errors="replace")
 
     def tail(self, lines: int = 40) -> str:
         text = ""
@@ -377,20 +389,43 @@ class KafkaReference:
         return text
 
     def stop(self, grace: float = 20.0) -> None:
-        """SIGTERM (Kafka's controlled shutdown), then SIGKILL if it is still there after `grace`."""
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            try:
-                os.kill(proc.pid, signal.SIGTERM)
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-            except ProcessLookupError:
-                pass
+        """SIGTERM (Kafka's controlled shutdown), then SIGKILL if it is still there after `grace`;
+        a temp dir of our own is removed."""
+        self._end_process(kill=False, grace=grace)
         if self._own_workdir and self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
+
+    def restart(self, kill: bool = False, timeout: float = 90.0) -> KafkaReference:
+        """`halt(kill)`, then start again on the same directory, ports and cluster id; returns once
+        the broker answers again."""
+        self.halt(kill)
+        return self.start(timeout)
+
+    def halt(self, kill: bool = False) -> None:
+        """Stop the broker but keep its directory, ports and cluster id for a later start():
+        SIGTERM and wait (a clean shutdown), or SIGKILL (a crash: no shutdown hook runs, nothing
+        more is flushed)."""
+        if self.proc is None:
+            raise RuntimeError("not started")
+        self._end_process(kill=kill)
+
+    def _end_process(self, *, kill: bool, grace: float = 20.0) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            if not kill:
+                os.kill(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(grace)
+                    return
+                except subprocess.TimeoutExpired:
+                    pass
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        except ProcessLookupError:
+            pass
 
     def __enter__(self) -> KafkaReference:
         return self.start()

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from minibroker.handlers import authz
+from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
 from protocol.apis import (
@@ -437,6 +437,7 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
                 group.error_code = ErrorCode.GROUP_ID_NOT_FOUND
                 group.error_message = (f"Group {gid} is not a classic group." if gid in coord.consumer_groups.groups
                                        else f"Group {gid} not found.")
+            group.authorized_operations = authorized_ops.group_field(ctx, ctx.version >= 3 and include_ops, group)
             out.append(group)
     return R(groups=refused + out)
 

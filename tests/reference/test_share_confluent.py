@@ -27,12 +27,12 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from reference import kafka_reference as kr
+from tests.reference import share_clients as sc
 from tests.reference.helpers import POOL, Pair
 
 pytest.importorskip("confluent_kafka", minversion="2.16")
@@ -42,64 +42,18 @@ PREFIX = "scf"
 
 
 def _setup(boot: str, topic: str, groups: list[str]) -> None:
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": boot})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    for f in admin.incremental_alter_configs([
-            ConfigResource(ConfigResource.Type.GROUP, g, incremental_configs=[
-                ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
-            for g in groups]).values():
-        f.result(30)
+    sc.create_topic(boot, topic, {g: {"share.auto.offset.reset": "earliest"} for g in groups})
     _produce(boot, topic, [f"v{i}" for i in range(N)])
 
 
-def _produce(boot: str, topic: str, values: list[str]) -> None:
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": boot, "linger.ms": 0})
-    for v in values:
-        p.produce(topic, value=v.encode())
-        assert p.flush(30) == 0  # one batch per record
+_produce = sc.produce
+_poll = sc.poll
+_poll_until = sc.poll_until
+_accept = sc.accept
 
 
 def _consumer(boot: str, group: str, topic: str, max_records: int = 5) -> object:
-    from confluent_kafka import ShareConsumer
-
-    c = ShareConsumer({"bootstrap.servers": boot, "group.id": group, "share.acknowledgement.mode": "explicit",
-                       "max.poll.records": max_records})
-    c.subscribe([topic])
-    return c
-
-
-def _poll(c: object, ack: Callable[[object], int]) -> list[object]:
-    """One poll of `c`: each record acknowledged with `ack(msg)`, then committed."""
-    got: list[object] = []
-    msgs = c.poll(0.5)  # type: ignore[attr-defined]
-    for m in msgs:
-        assert m.error() is None, m.error()
-        c.acknowledge(m, ack(m))  # type: ignore[attr-defined]
-        got.append(m)
-    if msgs:
-        c.commit_sync(30)  # type: ignore[attr-defined]
-    return got
-
-
-def _poll_until(c: object, want: Callable[[list[object]], bool], ack: Callable[[object], int],
-                timeout: float = 30.0) -> list[object]:
-    """Poll `c` until `want(every record so far)`."""
-    got: list[object] = []
-    deadline = time.monotonic() + timeout
-    while not want(got):
-        assert time.monotonic() < deadline, f"timed out with {[(m.offset(), m.delivery_count()) for m in got]}"  # type: ignore[attr-defined]
-        got += _poll(c, ack)
-    return got
-
-
-def _accept(_m: object) -> int:
-    from confluent_kafka import AcknowledgeType
-
-    return int(AcknowledgeType.ACCEPT)
+    return sc.consumer(boot, group, topic, max_records)
 
 
 def scenario_two(boot: str) -> str:

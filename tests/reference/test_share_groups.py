@@ -10,25 +10,43 @@ lock (group.share.min.record.lock.duration.ms), so the reference broker is a mod
 
 Kafka's kafka-share-groups tool then lists, describes and resets the groups on both. A kill -9 of
 minibroker in the middle of a share group loses no acknowledgement and redelivers nothing accepted.
+
+confluent-kafka's ShareConsumer (tests/reference/share_clients.py) then runs the same kinds of
+scenario on the same two brokers — three consumers on one partition (and minibroker's --trace
+read back: who acquired which offsets), a consumer SIGKILLed while it holds records, a poison
+record — and last both brokers are restarted under a share group, once with SIGTERM and once
+with SIGKILL (KafkaReference.halt/start, BrokerProcess.stop/kill/start on the same directories
+and ports): a consumer has accepted, rejected and released records and holds others when its
+broker goes; after the start a new consumer reads on. What comes back (offsets and delivery
+counts) and DescribeShareGroupOffsets' start offset must be equal on both.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import re
+import selectors
 import shutil
 import subprocess
-from collections.abc import Iterator
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from reference import kafka_reference as kr
 from tests.helpers import ROOT, BrokerProcess, free_port
+from tests.reference import share_clients as sc
 
 OVERRIDES = {"group.share.min.record.lock.duration.ms": 1000,
              "share.coordinator.state.topic.num.partitions": 3,
              "group.initial.rebalance.delay.ms": 0}
+# Kafka only: after a SIGKILL the restarted broker cannot register again until the controller has
+# timed out the dead one's session (broker.session.timeout.ms, 9 s by default); 4 s saves ~5 s
+KAFKA_OVERRIDES = {**OVERRIDES, "broker.session.timeout.ms": 4000, "broker.heartbeat.interval.ms": 1000}
 EXPECTED = [
     "RESULT shared2 received=30 duplicates=0 every_consumer_got_records=true",
     "RESULT shared3 received=30 duplicates=0 every_consumer_got_records=true",
@@ -61,7 +79,8 @@ def _java(classes: Path, *args: str, timeout: float = 180) -> subprocess.Complet
 
 @pytest.fixture(scope="module")
 def share_kafka(classes: Path) -> Iterator[kr.KafkaReference]:
-    with kr.KafkaReference(overrides=OVERRIDES) as k:
+    # C1 only: the restarts below start this JVM twice more, and start-up is mostly compiling
+    with kr.KafkaReference(overrides=KAFKA_OVERRIDES, jit=False) as k:
         yield k
 
 
@@ -162,3 +181,257 @@ def test_kill_9_loses_no_acknowledgement(classes: Path, tmp_path: Path) -> None:
         assert again == list(range(10, 20))
     finally:
         b.stop()
+
+
+# -- confluent-kafka's ShareConsumer on the same two brokers (tests/reference/share_clients.py) ------
+# The Java scenarios above have confluent twins here (three consumers, a killed consumer, a poison
+# record), then the brokers themselves are restarted under a share group: SIGTERM, then SIGKILL.
+CF = "cf-"
+CF_N = 30
+LOCK_MS = 2000
+CF_EXPECTED = [
+    f"RESULT three received={CF_N} duplicates=0 every_consumer_got_records=True",
+    f"RESULT kill held=5 returned_with_count_2=True received={CF_N} not_before_lock=True",
+    "RESULT poison deliveries=2 accepted=29 end_received=True",
+]
+
+
+def _hold_child(boot: str, topic: str, group: str, max_records: int, plan: str = "",
+                timeout: float = 30.0) -> tuple[subprocess.Popen[bytes], str]:
+    """A confluent ShareConsumer in a child process that acknowledges per `plan` and then holds
+    what it got (share_clients.hold): (the child, its `offset:count,...`)."""
+    child = subprocess.Popen([sys.executable, "-m", "tests.reference.share_clients", "hold", boot, topic, group,
+                              str(max_records), plan], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert child.stdout is not None
+    fd = child.stdout.fileno()
+    out = b""
+    deadline = time.monotonic() + timeout
+    # raw reads on the pipe, not readline() after select(): a buffered reader may already hold the
+    # HELD line when select() waits for more
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while time.monotonic() < deadline and sel.select(deadline - time.monotonic()):
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            out += chunk
+            m = re.search(rb"^HELD (\S+)\n", out, re.M)
+            if m:
+                return child, m.group(1).decode()
+    _end(child)
+    raise AssertionError(f"the holding consumer held nothing on {boot}:\n{out.decode(errors='replace')}")
+
+
+def _end(child: subprocess.Popen[bytes]) -> None:
+    """SIGKILL: the consumer gets no chance to close its share session or acknowledge anything."""
+    child.kill()
+    child.wait(10)
+    if child.stdout is not None:
+        child.stdout.close()
+
+
+def cf_three(boot: str) -> str:
+    """Three consumers of one group on a one-partition topic, polled in turn, each accepting."""
+    topic, group = f"{CF}three", f"{CF}g-three"
+    sc.create_topic(boot, topic, {group: {"share.auto.offset.reset": "earliest"}})
+    sc.produce(boot, topic, [f"v{i}" for i in range(CF_N)])
+    consumers = [sc.consumer(boot, group, topic, 2) for _ in range(3)]
+    got: list[list[int]] = [[], [], []]
+    try:
+        for i, c in enumerate(consumers):  # each member joins and gets records before the next
+            got[i] += [m.offset() for m in sc.poll_until(c, lambda g: len(g) > 0, sc.accept)]
+        deadline = time.monotonic() + 30
+        while sum(map(len, got)) < CF_N and time.monotonic() < deadline:
+            for i, c in enumerate(consumers):
+                got[i] += [m.offset() for m in sc.poll(c, sc.accept, 0.2)]
+    finally:
+        for c in consumers:
+            c.close()
+    print(f"TRACE {boot} {group} " + " ".join(f"consumer{i}={g}" for i, g in enumerate(got)))
+    offsets = Counter(o for g in got for o in g)
+    return (f"RESULT three received={len(offsets)} duplicates={sum(n - 1 for n in offsets.values())} "
+            f"every_consumer_got_records={all(got)}")
+
+
+def cf_kill(boot: str) -> str:
+    """A consumer holding 5 records is killed (SIGKILL); another gets them after the lock, count 2.
+
+    Kafka gets there another way: it releases the records when the dead member's connection
+    closes, and the next member fetches only ~5 s later, once it is assigned the partition
+    (docs/differences.md#share-release-on-disconnect, #share-assignment-interval)."""
+    topic, group = f"{CF}kill", f"{CF}g-kill"
+    sc.create_topic(boot, topic, {group: {"share.auto.offset.reset": "earliest",
+                                          "share.record.lock.duration.ms": str(LOCK_MS)}})
+    sc.produce(boot, topic, [f"v{i}" for i in range(CF_N)])
+    child, held = _hold_child(boot, topic, group, 5)
+    _end(child)
+    killed = time.monotonic()
+    held_offsets = {int(x.split(":")[0]) for x in held.split(",")}
+    counts: dict[int, int] = {}
+    back_after = -1.0
+    c = sc.consumer(boot, group, topic, 10)
+    try:
+        deadline = time.monotonic() + 30
+        while len(counts) < CF_N and time.monotonic() < deadline:
+            for m in sc.poll(c, sc.accept, 0.2):
+                counts[m.offset()] = m.delivery_count()
+                if m.offset() in held_offsets and back_after < 0:
+                    back_after = time.monotonic() - killed
+    finally:
+        c.close()
+    print(f"TRACE {boot} {group} killed member held {held}; back after {back_after:.1f} s")
+    return (f"RESULT kill held={len(held_offsets)} "
+            f"returned_with_count_2={all(counts.get(o) == 2 for o in held_offsets)} received={len(counts)} "
+            f"not_before_lock={back_after >= LOCK_MS / 2000}")
+
+
+def cf_poison(boot: str) -> str:
+    """A record released on every delivery is archived at share.delivery.count.limit=2."""
+    topic, group = f"{CF}poison", f"{CF}g-poison"
+    sc.create_topic(boot, topic, {group: {"share.auto.offset.reset": "earliest", "share.delivery.count.limit": "2"}})
+    sc.produce(boot, topic, ["poison" if i == 7 else f"v{i}" for i in range(CF_N)])
+    deliveries = accepted = 0
+
+    def ack(m: sc.Message) -> int:
+        nonlocal deliveries, accepted
+        if m.value() == b"poison":
+            deliveries += 1
+            return sc.ack_type("release")
+        accepted += m.value() != b"end"
+        return sc.accept(m)
+
+    c = sc.consumer(boot, group, topic, 10)
+    try:
+        sc.poll_until(c, lambda _g: accepted == CF_N - 1, ack)
+        # the next record past the end: a third delivery of the poison record would come first
+        sc.produce(boot, topic, ["end"])
+        got = sc.poll_until(c, lambda g: any(m.value() == b"end" for m in g), ack)
+    finally:
+        c.close()
+    return f"RESULT poison deliveries={deliveries} accepted={accepted} end_received={bool(got)}"
+
+
+def test_confluent_share_consumers_same_outcomes_as_kafka(share_kafka: kr.KafkaReference,
+                                                         share_mini: BrokerProcess) -> None:
+    """confluent-kafka's ShareConsumer in the runs the Java module covers above: three consumers
+    on one partition, a consumer killed while it holds records (they return after the 2 s lock),
+    the delivery-count limit archiving a poison record; both brokers at once, equal RESULT lines."""
+    # the three scenarios use groups and topics of their own: all six runs at once (the killed
+    # member's lock is waited for while the others run)
+    with concurrent.futures.ThreadPoolExecutor(6) as pool:
+        runs = {boot: [pool.submit(f, boot) for f in (cf_three, cf_kill, cf_poison)]
+                for boot in (share_kafka.bootstrap, share_mini.bootstrap)}
+        kafka, mini = ([f.result(180) for f in runs[boot]] for boot in (share_kafka.bootstrap, share_mini.bootstrap))
+    assert kafka == CF_EXPECTED
+    assert mini == CF_EXPECTED
+    # minibroker's --trace tells the same story: three members, each offset acquired once
+    three = _acquisitions(share_mini.log_text(), f"{CF}g-three")
+    for member, ranges in three.items():
+        print(f"trace {CF}g-three {member}: {ranges}")
+    assert len(three) == 3 and all(three.values()), three
+    acquired = sorted(o for ranges in three.values() for first, last, _n in ranges for o in range(first, last + 1))
+    assert acquired == list(range(CF_N)), acquired
+    # ... and the killed member's five records going to the next member with delivery count 2
+    kill = _acquisitions(share_mini.log_text(), f"{CF}g-kill")
+    again = sorted(o for ranges in kill.values() for first, last, n in ranges if n == 2 for o in range(first, last + 1))
+    assert again == [0, 1, 2, 3, 4], kill
+
+
+def _acquisitions(trace: str, group: str) -> dict[str, list[tuple[int, int, int]]]:
+    """From a `--trace` log: member id -> the (first, last, delivery count) ranges its ShareFetch
+    answers acquired (a request line is followed by its response line)."""
+    out: dict[str, list[tuple[int, int, int]]] = {}
+    member = None
+    for line in trace.splitlines():
+        if line.startswith("-> ShareFetch "):
+            m = re.search(r"group_id: '([^']*)', member_id: '([^']*)'", line)
+            member = m.group(2) if m and m.group(1) == group else None
+        elif line.startswith("<- ShareFetch ") and member is not None:
+            out.setdefault(member, []).extend(
+                (int(a), int(b), int(n)) for a, b, n in
+                re.findall(r"\{first_offset: (\d+), last_offset: (\d+), delivery_count: (\d+)\}", line))
+            member = None
+    return out
+
+
+# -- a broker restart under a share group -------------------------------------------------------
+RESTART_N = 20
+# the first poll (8 records, offsets 0-7) is acknowledged so; the second poll is held
+RESTART_PLAN = "0-3:accept,4:reject,5-7:release"
+
+
+def _start_offset(boot: str, group: str, topic: str, timeout: float = 30.0) -> int:
+    """DescribeShareGroupOffsets' start offset of partition 0 (retried while the broker loads)."""
+    from protocol.apis import describe_share_group_offsets as d
+    from tests.integration.helpers import RawClient
+
+    req = d.REQUEST(groups=[d.REQUEST.DescribeShareGroupOffsetsRequestGroup(
+        group_id=group, topics=[d.REQUEST.DescribeShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[0])])])
+    deadline = time.monotonic() + timeout
+    while True:
+        with RawClient(boot) as c:
+            g = c.call(d.API, 1, req).groups[0]
+        p = g.topics[0].partitions[0] if g.topics else None
+        if g.error_code == 0 and p is not None and p.error_code == 0:
+            return int(p.start_offset)
+        assert time.monotonic() < deadline, g
+        time.sleep(0.2)
+
+
+def _restart_scenario(boot: str, kind: str, halt: Callable[[], None],
+                      start: Callable[[], None]) -> tuple[str, list[int]]:
+    """A consumer accepts 0-3, rejects 4, releases 5-7, then holds what its next poll acquires
+    (5-7 again, and 8-12); the broker stops (`halt`) while it holds them, the consumer dies with
+    it, the broker starts again; a new consumer accepts what comes."""
+    topic, group = f"{CF}restart-{kind}", f"{CF}g-restart-{kind}"
+    sc.create_topic(boot, topic, {group: {"share.auto.offset.reset": "earliest"}})
+    sc.produce(boot, topic, [f"v{i}" for i in range(RESTART_N)])
+    child, held = _hold_child(boot, topic, group, 8, RESTART_PLAN)
+    try:
+        before = _start_offset(boot, group, topic)
+        t0 = time.monotonic()
+        halt()
+    finally:
+        _end(child)
+    t1 = time.monotonic()
+    start()
+    after = _start_offset(boot, group, topic)
+    print(f"TIMING {boot} {kind} halt {t1 - t0:.1f} s, start {time.monotonic() - t1:.1f} s")
+    c = sc.consumer(boot, group, topic, RESTART_N)
+    try:
+        got = sc.poll_until(c, lambda g: {m.offset() for m in g} >= set(range(5, RESTART_N)), sc.accept)
+    finally:
+        c.close()
+    received = Counter(m.offset() for m in got)
+    counts = ",".join(f"{m.offset()}:{m.delivery_count()}" for m in sorted(got, key=lambda m: m.offset()))
+    return (f"RESULT restart-{kind} held={held} accepted_again={[o for o in received if o < 4]} "
+            f"rejected_again={received[4]} duplicates={sum(n - 1 for n in received.values())} received={counts}",
+            [before, after, _start_offset(boot, group, topic)])
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])
+def test_restart_under_a_share_group_as_kafka(kill: bool, share_kafka: kr.KafkaReference,
+                                              share_mini: BrokerProcess) -> None:
+    """Accepted records are not delivered again, the rejected one stays archived, acquired but
+    unacknowledged ones come back: the same offsets with the same delivery counts on both.
+
+    DescribeShareGroupOffsets' start offset (before the stop, after the start, at the end) is
+    ours the first offset not yet done; Kafka's lags behind it (docs/differences.md#share-start-offset-eager)."""
+    kind = "sigkill" if kill else "sigterm"
+
+    def kafka() -> tuple[str, list[int]]:
+        return _restart_scenario(share_kafka.bootstrap, kind, lambda: share_kafka.halt(kill), share_kafka.start)
+
+    def mini() -> tuple[str, list[int]]:
+        return _restart_scenario(share_mini.bootstrap, kind, share_mini.kill if kill else share_mini.stop,
+                                 share_mini.start)
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        k, m = pool.submit(kafka), pool.submit(mini)
+        (kafka_result, kafka_start), (mini_result, mini_start) = k.result(180), m.result(180)
+    print(f"kafka:      {kafka_result} start_offset={kafka_start}\n"
+          f"minibroker: {mini_result} start_offset={mini_start}")
+    assert mini_result == kafka_result
+    assert "held=5:2,6:2,7:2,8:1,9:1,10:1,11:1,12:1 accepted_again=[] rejected_again=0 duplicates=0" in mini_result
+    assert mini_start == [5, 5, RESTART_N]
+    assert all(k <= m for k, m in zip(kafka_start, mini_start, strict=True)), (kafka_start, mini_start)
