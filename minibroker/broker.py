@@ -3,8 +3,8 @@
 Theory of operation: `Broker` is the composition root (Kafka: BrokerServer.startup). Its
 constructor builds every component once and hands each what it uses, typed: the dynamic config
 layers, the `LogManager` (storage), the `TopicRegistry` over it, the `ReplicaManager` (the one
-append path, and the fetches waiting on it), the group and transaction coordinators, the cleaner
-and the periodic log tasks. Handlers see them through one `BrokerServices` in each request's
+append path, and the fetches waiting on it), the coordinators (minibroker.coordinators: built when
+first needed), the cleaner and the periodic log tasks. Handlers see them through one `BrokerServices` in each request's
 context. A connection hands each frame to `dispatch`, which decodes the header, finds the
 handler registered for the API, checks the version, decodes the body with the API's schema,
 awaits the handler and encodes the response (header + body, with record data left as file
