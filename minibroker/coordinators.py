@@ -207,6 +207,7 @@ class Coordinators:
             build()
 
     async def stop(self) -> None:
+        self._loop = None  # one reached while the broker stops is built, not started (no timers left behind)
         for coordinator in reversed(self._started):
             await coordinator.stop()
         self._started = []
