@@ -570,6 +570,10 @@ class Connection:
         else:
             self._close_callbacks.append(callback)
 
+    def drop_close_callbacks(self) -> None:
+        """Forget them: the broker is stopping, the client did not go (BrokerServer.stop)."""
+        self._close_callbacks.clear()
+
     def close_when_sent(self, reason: str) -> None:
         """Read nothing more; close once what is being answered has been sent (a failed login's
         response goes out before the close, as Kafka's)."""

@@ -213,3 +213,12 @@ async def test_close_callbacks_run_once_when_the_peer_goes_and_at_once_after():
     conn.close("again")
     conn.add_close_callback(lambda: calls.append("late"))
     assert calls == ["failing", "second", "late"]
+
+    # BrokerServer.stop drops them first: the broker going is not the client going
+    server_sock, client_sock = _tcp_pair()
+    conn = Connection(server_sock, loop, handle, max_frame_size=1024)
+    conn.add_close_callback(lambda: calls.append("dropped"))
+    conn.drop_close_callbacks()
+    conn.close(None)
+    client_sock.close()
+    assert "dropped" not in calls
