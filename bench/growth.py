@@ -9,11 +9,14 @@
 * connections: 1 -> 100 -> 1,000 producer connections at once (raw Produce v9 requests of one
   100 B record, acks=1, one in flight per connection, --requests in all): requests/s, broker CPU
   per request, peak RSS and RSS per connection.
-* topics: 10 -> 100 -> 1,000 (--max-topics) one-partition topics: the time of one CreateTopics
-  request making each step's new topics, and of Metadata for all topics (median of 5).
-* restart: retained data 100 MB -> 1 GB (--sizes, in MB; 1 KiB records, 100 MiB segments, one
-  partition): time from the process start until a ListOffsets of that partition answers with the
-  full log end offset, after a clean stop and after kill -9, for minibroker and Kafka.
+* topics: 10 -> 100 -> 1,000 -> 10,000 (--max-topics) one-partition topics: the time of the
+  CreateTopics requests (1,000 topics each at most) making each step's new topics, of Metadata for
+  all topics (median of 5), and the broker's open files.
+* restart: retained data 100 MB -> 1 GB -> 10 GB (--sizes, in MB; 1 KiB records, 100 MiB
+  segments, one partition): time from the process start until a ListOffsets of that partition
+  answers with the full log end offset, first after kill -9 (once the recovery-point checkpoint
+  covers the rolled segments; both brokers checkpoint every 5 s here), then after a clean stop,
+  for minibroker and Kafka. The rows give the bytes after the recovery point: what recovery checks.
 
 Every figure goes to bench/results/growth-<time>.json; --plot draws bench/growth-<what>.png with
 matplotlib (pip install -e '.[bench]'). The brokers run at once and each step alternates them.
@@ -25,6 +28,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -51,7 +55,7 @@ from brokers import (
 from run import create_topic
 
 sys.path.insert(0, str(ROOT))
-from protocol.apis import produce  # noqa: E402
+from protocol.apis import metadata, produce  # noqa: E402
 from protocol.codec import encode  # noqa: E402
 from protocol.headers import RequestHeader, encode_request_header  # noqa: E402
 from protocol.records.v2 import Record, build_batch  # noqa: E402
@@ -134,6 +138,34 @@ def connections(brokers: dict, counts: list[int], requests: int) -> list[dict]:
 
 
 # -- topics -------------------------------------------------------------------------------------------
+def _raw_metadata_ms(boot: str, runs: int = 5) -> float:
+    """Median time of a Metadata v9 request for all topics over a plain socket, until the whole
+    response is read: the broker's share, without a client library's parsing and caching."""
+    R = metadata.REQUEST
+    out = bytearray()
+    encode_request_header(out, RequestHeader(metadata.API.key, 9, 0, "growth"))
+    out += encode(R, 9, R(topics=None, allow_auto_topic_creation=False,
+                          include_topic_authorized_operations=False)).to_bytes()
+    frame = struct.pack(">i", len(out)) + bytes(out)
+    host, port = boot.rsplit(":", 1)
+    times = []
+    with socket.create_connection((host, int(port)), timeout=60) as s:
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            s.sendall(frame)
+            head = b""
+            while len(head) < 4:
+                head += s.recv(4 - len(head))
+            left = struct.unpack(">i", head)[0]
+            while left:
+                chunk = s.recv(min(left, 1 << 20))
+                if not chunk:
+                    raise EOFError("broker closed the connection")
+                left -= len(chunk)
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
+
+
 def topics(brokers: dict, steps: list[int]) -> list[dict]:
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -145,10 +177,21 @@ def topics(brokers: dict, steps: list[int]) -> list[dict]:
             admin = AdminClient({"bootstrap.servers": boot})
             new = [NewTopic(f"{prefix}-{i}", 1, 1) for i in range(made[name], total)]
             t0 = time.perf_counter()
-            for fut in admin.create_topics(new, operation_timeout=120, request_timeout=300).values():
-                fut.result(300)
+            # at most 1,000 topics a request: Kafka's controller refuses a larger batch of metadata
+            # records (POLICY_VIOLATION "Unable to perform excessively large batch operation")
+            for at in range(0, len(new), 1000):
+                futs = admin.create_topics(new[at:at + 1000], operation_timeout=120, request_timeout=300)
+                for fut in futs.values():
+                    fut.result(300)
             create_s = time.perf_counter() - t0
             made[name] = total
+            # Kafka answers CreateTopics once its controller commits, before the broker serves the
+            # topics: wait until Metadata lists them all, and report that time too
+            listed = len(admin.list_topics(timeout=120).topics)
+            while listed < total and time.perf_counter() - t0 < 600:
+                time.sleep(0.05)
+                listed = len(admin.list_topics(timeout=120).topics)
+            visible_s = time.perf_counter() - t0
             times = []
             for _ in range(5):
                 t0 = time.perf_counter()
@@ -156,7 +199,9 @@ def topics(brokers: dict, steps: list[int]) -> list[dict]:
                 times.append(time.perf_counter() - t0)
             row = {"broker": name, "topics": total, "created": len(new), "create_s": create_s,
                    "create_ms_per_topic": create_s * 1000 / max(1, len(new)),
-                   "metadata_ms": statistics.median(times) * 1000, "listed": len(md.topics)}
+                   "listed_ms_per_topic": visible_s * 1000 / max(1, len(new)),
+                   "metadata_ms": statistics.median(times) * 1000, "listed": len(md.topics),
+                   "metadata_raw_ms": _raw_metadata_ms(boot), "fds": open_files(_b.pid)}
             rows.append(row)
             log(f"  topics {row}")
     return rows
@@ -193,6 +238,39 @@ def _segments(data_dir: Path, topic: str) -> int:
     return len(list((data_dir / f"{topic}-0").glob("*.log")))
 
 
+def _recovery_point(data_dir: Path, topic: str) -> int | None:
+    """The partition's offset in `recovery-point-offset-checkpoint` (the same file in both brokers)."""
+    try:
+        lines = (data_dir / "recovery-point-offset-checkpoint").read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    for line in lines[2:]:
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == topic and parts[1] == "0":
+            return int(parts[2])
+    return None
+
+
+def _after_recovery_point(data_dir: Path, topic: str, deadline: float) -> tuple[int | None, int]:
+    """Wait until the checkpointed recovery point reaches the last segment's base offset (the
+    rolled segments are flushed and checkpointed), then return it and the bytes from the segment
+    holding it on: what a start after kill -9 must check."""
+    part = data_dir / f"{topic}-0"
+    bases = sorted(int(p.name[:20]) for p in part.glob("*.log"))
+    rp = _recovery_point(data_dir, topic)
+    while (rp is None or rp < bases[-1]) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        rp = _recovery_point(data_dir, topic)
+    floor = max((b for b in bases if rp is not None and b <= rp), default=bases[0])
+    after = sum((part / f"{b:020d}.log").stat().st_size for b in bases if b >= floor)
+    return rp, after
+
+
+RESTART_OVERRIDES = {"log.flush.offset.checkpoint.interval.ms": 5000}
+"""Both brokers checkpoint recovery points every 5 s instead of 60 s, so that the bench need not
+wait a minute before each kill -9 for the checkpoint to cover the rolled segments."""
+
+
 def restart(sizes_mb: list[int], names: list[str]) -> list[dict]:
     rows = []
     for size in sizes_mb:
@@ -200,7 +278,9 @@ def restart(sizes_mb: list[int], names: list[str]) -> list[dict]:
         for name in names:
             root = Path(tempfile.mkdtemp(prefix=f"growth-restart-{name}-"))
             topic = "retained"
-            b: Minibroker | Kafka = Minibroker(data_dir=root / "data") if name == "minibroker" else Kafka(workdir=root)
+            b: Minibroker | Kafka = (
+                Minibroker(data_dir=root / "data", overrides=tuple(f"{k}={v}" for k, v in RESTART_OVERRIDES.items()))
+                if name == "minibroker" else Kafka(workdir=root, overrides=dict(RESTART_OVERRIDES)))
             boot = b.start()
             data_dir = root / "data"
             from confluent_kafka.admin import AdminClient, NewTopic
@@ -208,9 +288,14 @@ def restart(sizes_mb: list[int], names: list[str]) -> list[dict]:
             admin = AdminClient({"bootstrap.servers": boot})
             admin.create_topics([NewTopic(topic, 1, 1, config={"segment.bytes": str(100 * 1024 * 1024)})])[
                 topic].result(60)
+            t0 = time.monotonic()
             javabench.producer_perf(boot, topic, records, 1024, "1")
+            log(f"  restart: {name} wrote {size} MB in {time.monotonic() - t0:.0f} s")
             du = sum(f.stat().st_size for f in (data_dir / f"{topic}-0").glob("*.log"))
-            for how in ("clean", "kill -9"):
+            # kill -9 first, right after the load (once the checkpoint covers the rolled segments),
+            # then a clean stop of the recovered broker
+            for how in ("kill -9", "clean"):
+                rp, after = _after_recovery_point(data_dir, topic, time.monotonic() + 120)
                 if how == "clean":
                     b.stop() if name == "kafka" else b.stop(remove=False)  # type: ignore[call-arg]
                 else:
@@ -229,12 +314,21 @@ def restart(sizes_mb: list[int], names: list[str]) -> list[dict]:
                 _served(boot, topic, records, time.monotonic() + 600)
                 secs = time.monotonic() - t0
                 row = {"broker": name, "size_mb": size, "log_bytes": du, "segments": _segments(data_dir, topic),
-                       "after": how, "ready_s": secs}
+                       "after": how, "ready_s": secs, "recovery_point": rp,
+                       "bytes_after_recovery_point": after if how == "kill -9" else 0}
                 rows.append(row)
                 log(f"  restart {row}")
             b.stop()
             shutil.rmtree(root, ignore_errors=True)
     return rows
+
+
+def raise_fd_limit() -> None:
+    """Soft limit of open files up to the hard one (the brokers inherit it): 10,000 topics need
+    more than the usual soft 1,024 for Kafka and Tansu."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def plot(doc: dict, out_dir: Path) -> list[Path]:
@@ -250,7 +344,8 @@ def plot(doc: dict, out_dir: Path) -> list[Path]:
         "connections": ("connections", [("req_s", "requests/s"), ("cpu_us_per_req", "CPU us / request"),
                                         ("peak_rss_mb", "peak RSS MB"), ("kb_per_conn", "KB / connection")]),
         "topics": ("topics", [("create_ms_per_topic", "CreateTopics ms / topic"),
-                              ("metadata_ms", "Metadata (all topics) ms")]),
+                              ("listed_ms_per_topic", "until listed, ms / topic"),
+                              ("metadata_ms", "Metadata (all topics) ms"), ("fds", "open files")]),
     }
     for what, (xkey, ys) in charts.items():
         rows = doc.get(what)
@@ -304,6 +399,7 @@ def main() -> None:
     ap.add_argument("--plot", action="store_true")
     ap.add_argument("--replot", type=Path, default=None, help="draw the PNGs of an earlier JSON")
     a = ap.parse_args()
+    raise_fd_limit()
     out_dir = ROOT / "bench"
     if a.replot:
         print(plot(json.loads(a.replot.read_text()), out_dir))

@@ -2,6 +2,7 @@
 a plain socket, no client library in the way.
 
     .venv/bin/python bench/produce_rtt.py [--count 5000] [--rounds 3] [--brokers minibroker,tansu]
+                                          [--baseline <another checkout>]
 
 librdkafka's own queues and threads add about 0.1 ms to each produce in bench/run.py's latency
 scenario, the same for every broker; this measures only what the broker adds. The request is
@@ -86,30 +87,38 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--brokers", default="minibroker,tansu")
     ap.add_argument("--loop", default="uvloop", choices=["uvloop", "asyncio"])
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="also run the minibroker of another checkout as 'baseline' (before/after, same run)")
     a = ap.parse_args()
-    makers = {"minibroker": lambda: Minibroker(a.loop), "tansu": Tansu}
-    rows = {}
-    for name in a.brokers.split(","):
-        b = makers[name]()
-        bootstrap = b.start()
-        try:
-            p50s, p99s, cpus = [], [], []
-            for _ in range(a.rounds):
+    makers = {"minibroker": lambda: Minibroker(a.loop), "tansu": Tansu,
+              "baseline": lambda: Minibroker(a.loop, cwd=a.baseline, name="baseline")}
+    names = a.brokers.split(",") + (["baseline"] if a.baseline else [])
+    started = {}
+    samples: dict[str, tuple[list[float], list[float], list[float]]] = {n: ([], [], []) for n in names}
+    try:
+        for name in names:
+            b = makers[name]()
+            started[name] = (b, b.start())
+        for _ in range(a.rounds):  # the brokers alternate round by round
+            for name, (b, bootstrap) in started.items():
+                p50s, p99s, cpus = samples[name]
                 s, cpu_us = measure(bootstrap, a.count, a.size, b.pid)
                 p50s.append(s[len(s) // 2])
                 p99s.append(s[int(len(s) * 0.99) - 1])
                 cpus.append(cpu_us)
                 print(f"  {name}: p50 {p50s[-1]:.3f} ms, p99 {p99s[-1]:.3f} ms, broker cpu {cpu_us:.0f} us/request",
                       file=sys.stderr)
-            rows[name] = (statistics.median(p50s), statistics.median(p99s), statistics.median(cpus))
-        finally:
+    finally:
+        for b, _ in started.values():
             b.stop()
+    rows = {n: (statistics.median(v[0]), statistics.median(v[1]), statistics.median(v[2])) for n, v in samples.items()}
     print("| broker | p50 ms | p99 ms | broker CPU per request |\n|---|---|---|---|")
     for name, (p50, p99, cpu) in rows.items():
         print(f"| {name} | {p50:.3f} | {p99:.3f} | {cpu:.0f} us |")
-    if len(rows) == 2:
-        (a50, a99, _), (b50, b99, _) = rows.values()
-        print(f"\npeer p50 / minibroker p50 = {b50 / a50:.2f}x, p99 {b99 / a99:.2f}x")
+    mine = rows.get("minibroker")
+    for name, (b50, b99, _) in rows.items():
+        if mine is not None and name != "minibroker":
+            print(f"\n{name} p50 / minibroker p50 = {b50 / mine[0]:.2f}x, p99 {b99 / mine[1]:.2f}x")
 
 
 if __name__ == "__main__":

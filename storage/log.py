@@ -567,7 +567,8 @@ class Log:
     def delete_old_segments(self) -> int:
         """Retention (Kafka: UnifiedLog.deleteOldSegments, storage.retention): segments wholly below
         the log start offset, then by retention.bytes, then by retention.ms, if cleanup.policy has
-        "delete". Never the active segment, never data at or past the HW. Returns how many went."""
+        "delete". The active segment too when the rule holds for it (after a roll to an empty one),
+        never data at or past the HW. Returns how many went."""
         self._check_open()
         return retention.delete_old_segments(self, self._now_ms())
 

@@ -1,14 +1,18 @@
 """Retention: which old segments of a log go (Kafka: UnifiedLog.deleteOldSegments and its
 predicates deleteLogStartOffsetBreachedSegments, deleteRetentionSizeBreachedSegments,
-deleteRetentionMsBreachedSegments).
+deleteRetentionMsBreachedSegments, and deletableSegments/deleteSegments).
 
 Theory of operation. Each rule is a predicate over the oldest segments, applied from the oldest
 on while it holds: a segment wholly below the log start offset (DeleteRecords moved it); the
 oldest segments whose removal keeps the log at or above retention.bytes; segments whose largest
-timestamp is older than retention.ms. The active segment is never deleted, nor a segment whose
-successor starts past the high watermark (the log start offset must not pass it). The log start
-offset then moves to the first kept segment, and the deleted segments' files are renamed
-`.deleted` and removed after file.delete.delay.ms (Log.remove_and_delete_segments).
+timestamp is older than retention.ms. No segment goes whose end (its successor's base offset,
+or the log end offset for the active segment) is past the high watermark, so the log start
+offset never passes it. The active segment goes too when the rule holds for it and it is not
+empty (all its records past retention.ms, say): as in Kafka 4.4 the log first rolls a new, empty
+active segment at the log end offset, so a log always has one, and the log start offset moves
+to the log end. Otherwise the log start offset moves to the first kept segment. The deleted
+segments' files are renamed `.deleted` and removed after file.delete.delay.ms
+(Log.remove_and_delete_segments).
 """
 
 from __future__ import annotations
@@ -32,8 +36,11 @@ class Log(Protocol):
     segments: LogSegments
     high_watermark: int
     log_start_offset: int
+    log_end_offset: int
 
     def size_in_bytes(self) -> int: ...
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment: ...
 
     def increment_log_start_offset(self, new_start: int, reason: str) -> None: ...
 
@@ -89,16 +96,26 @@ def _delete_retention_ms_breached_segments(log: Log, now: int) -> int:
 def _delete_old_segments(log: Log, predicate: SegmentPredicate, reason: str) -> int:
     segs = log.segments.values()
     deletable: list[LogSegment] = []
-    for i, seg in enumerate(segs[:-1]):  # never the active segment
-        nxt = segs[i + 1]
+    for i, seg in enumerate(segs):
+        nxt = segs[i + 1] if i + 1 < len(segs) else None
+        if nxt is None and seg.size == 0:
+            break  # an empty active segment has nothing to delete
         # the HW bound keeps the log start offset from passing the high watermark
-        if log.high_watermark >= nxt.base_offset and predicate(seg, nxt):
+        upper = nxt.base_offset if nxt is not None else log.log_end_offset
+        if log.high_watermark >= upper and predicate(seg, nxt):
             deletable.append(seg)
         else:
             break
     if not deletable:
         return 0
-    log.increment_log_start_offset(segs[len(deletable)].base_offset, "SegmentDeletion")
+    if len(deletable) == len(segs):
+        # every segment goes, the active one too: a log always keeps one, so roll an empty one at
+        # the log end first (Kafka: UnifiedLog.deleteSegments)
+        log.roll()
+        new_start = log.log_end_offset
+    else:
+        new_start = segs[len(deletable)].base_offset
+    log.increment_log_start_offset(new_start, "SegmentDeletion")
     logger.info("Deleting segments of %s-%d due to %s: %s", log.topic, log.partition, reason, deletable)
     log.remove_and_delete_segments(deletable)
     return len(deletable)

@@ -83,7 +83,9 @@ class LogSegment:
         self.created = now_ms()
         self._rolling_based_timestamp: int | None = None  # max timestamp of the first batch
         self._max_ts_and_offset: TimestampOffset | None = None  # None: not read from the time index yet
-        self._bytes_since_last_index_entry = 0
+        # None: not known yet; counted from the file at the first append (an opened segment is
+        # usually an inactive one, which never needs it)
+        self._bytes_since_last_index_entry: int | None = 0
 
     @classmethod
     def open(cls, dir: Path, base_offset: int, config: LogConfig, now_ms: Callable[[], int],
@@ -97,14 +99,15 @@ class LogSegment:
         txi = TransactionIndex(base_offset, segment_file(dir, base_offset, TXN_INDEX_FILE_SUFFIX, suffix))
         jitter = random.randrange(min(config.segment_jitter_ms, config.segment_ms)) if config.segment_jitter_ms else 0
         seg = cls(log, oi, ti, base_offset, config.index_interval_bytes, jitter, now_ms, txi)
-        seg._resume_index_interval()
+        seg._bytes_since_last_index_entry = None
         return seg
 
-    def _resume_index_interval(self) -> None:
+    def _resume_index_interval(self) -> int:
         # Continue the interval count where the file left it, so that appends after a restart
         # index the same batches a rebuild would.
         start = self.offset_index.lookup(self.offset_index.last_offset).position if self.offset_index.entries else 0
-        self._bytes_since_last_index_entry = self.log.size - start
+        self._bytes_since_last_index_entry = n = self.log.size - start
+        return n
 
     # -- facts -----------------------------------------------------------------------------------
     @property
@@ -168,20 +171,26 @@ class LogSegment:
             raise IndexOffsetOverflow(f"offset {last_offset} does not fit segment {self.base_offset}")
         if position == 0:
             self._rolling_based_timestamp = max(b.max_timestamp for b in batches)
+        since = self._bytes_since_last_index_entry
+        if since is None:
+            since = self._resume_index_interval()
         self.log.append(data)
         for b in batches:
-            self._index_batch(b.last_offset, b.max_timestamp, position)
+            since = self._index_batch(b.last_offset, b.max_timestamp, position, since) + b.size
             position += b.size
-            self._bytes_since_last_index_entry += b.size
+        self._bytes_since_last_index_entry = since
 
-    def _index_batch(self, last_offset: int, max_timestamp: int, position: int) -> None:
+    def _index_batch(self, last_offset: int, max_timestamp: int, position: int, since: int) -> int:
+        """Index one appended batch if `since` (bytes since the last entry) passed the interval;
+        returns the new count."""
         if max_timestamp > self.max_timestamp_so_far:
             self._max_ts_and_offset = TimestampOffset(max_timestamp, last_offset)
-        if self._bytes_since_last_index_entry > self.index_interval_bytes and not self.offset_index.is_full():
+        if since > self.index_interval_bytes and not self.offset_index.is_full():
             self.offset_index.append(last_offset, position)
             if not self.time_index.is_full():
                 self.time_index.maybe_append(*self.max_timestamp_and_offset)
-            self._bytes_since_last_index_entry = 0
+            return 0
+        return since
 
     def update_txn_index(self, producer_id: int, first_offset: int, last_offset: int, is_aborted: bool,
                          last_stable_offset: int) -> None:
@@ -305,7 +314,7 @@ class LogSegment:
         if self.log.size == 0:
             self.created = self._now_ms()
         self._rolling_based_timestamp = None
-        self._resume_index_interval()
+        self._bytes_since_last_index_entry = None
         last = self.time_index.last_entry
         start = self.offset_index.lookup(last.offset).position
         ts, off = self.log.largest_timestamp_after(start)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from minibroker.handlers import authz
+from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import (
     delete_records,
@@ -49,15 +49,7 @@ DLD = describe_log_dirs.RESPONSE
 OLE = offset_for_leader_epoch.RESPONSE
 DTP = describe_topic_partitions.RESPONSE
 
-# AclOperation ids; without an authorizer every operation a resource type supports is allowed
-# (Kafka: AclEntry.supportedOperations).
-_CREATE, _DELETE, _ALTER, _DESCRIBE, _CLUSTER_ACTION = 5, 6, 7, 8, 9
-_READ, _WRITE, _DESCRIBE_CONFIGS, _ALTER_CONFIGS, _IDEMPOTENT_WRITE = 3, 4, 10, 11, 12
-CLUSTER_OPERATIONS = sum(1 << op for op in (_CREATE, _CLUSTER_ACTION, _DESCRIBE_CONFIGS, _ALTER_CONFIGS,
-                                             _IDEMPOTENT_WRITE, _ALTER, _DESCRIBE))
-TOPIC_OPERATIONS = sum(1 << op for op in (_READ, _WRITE, _CREATE, _DESCRIBE, _DELETE, _ALTER,
-                                           _DESCRIBE_CONFIGS, _ALTER_CONFIGS))
-_NO_OPERATIONS = -2147483648  # Integer.MIN_VALUE: not asked for
+_NO_OPERATIONS = authorized_ops.OMITTED  # KIP-430: not asked for, or refused
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
 
 
@@ -104,7 +96,7 @@ async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
                controller_id=services.node_id,
                brokers=[DCL.DescribeClusterBroker(broker_id=services.node_id, host=host, port=port,
                                                   rack=None, is_fenced=False)],
-               cluster_authorized_operations=(CLUSTER_OPERATIONS if req.include_cluster_authorized_operations
+               cluster_authorized_operations=(authorized_ops.cluster(ctx) if req.include_cluster_authorized_operations
                                               else _NO_OPERATIONS))
     if endpoint_type != BROKER_ENDPOINT:
         resp.error_code = ErrorCode.MISMATCHED_ENDPOINT_TYPE
@@ -206,7 +198,7 @@ async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any
                 continue
             out.append(DTP.DescribeTopicPartitionsResponseTopic(
                 error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, topic_id=ZERO_UUID, is_internal=False,
-                partitions=[], topic_authorized_operations=_NO_OPERATIONS))
+                partitions=[], topic_authorized_operations=authorized_ops.topic(ctx, name)))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         if budget <= 0:
@@ -221,7 +213,7 @@ async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any
             offline_replicas=[]) for p in take]
         out.append(DTP.DescribeTopicPartitionsResponseTopic(
             error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.is_internal, partitions=parts,
-            topic_authorized_operations=TOPIC_OPERATIONS))
+            topic_authorized_operations=authorized_ops.topic(ctx, name)))
         if rest:
             next_cursor = DTP.Cursor(topic_name=name, partition_index=rest[0])
             break

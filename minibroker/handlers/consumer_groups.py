@@ -24,7 +24,7 @@ from typing import Any
 
 from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
 from minibroker.coordinator.consumer_group_configs import BROKER_KEYS, GROUP_KEYS, ConsumerGroupConfigs
-from minibroker.handlers import authz
+from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.configs import GROUP_CONFIG_PROVIDERS
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
@@ -65,8 +65,7 @@ async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
                                         members=[]))
             continue
         g = coord.consumer_groups.describe(gid, ctx.version)
-        if req.include_authorized_operations and g.error_code == 0:
-            g.authorized_operations = _GROUP_OPERATIONS
+        g.authorized_operations = authorized_ops.group_field(ctx, req.include_authorized_operations, g)  # KIP-430
         out.append(g)
     return R(groups=[_hide_undescribable(ctx, R, g) for g in refused + out])
 
@@ -85,11 +84,6 @@ def _hide_undescribable(ctx: RequestContext, R: Any, g: Any) -> Any:
 
 
 UNDESCRIBABLE_TOPICS = "The group has described topic(s) that the client is not authorized to describe."
-
-
-# READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS as a bit set (Kafka: AclOperation codes
-# 3, 6, 8, 10, 11): what a group resource allows, all of it without an authorizer.
-_GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 
 
 # --------------------------------------------------------------------- GROUP config resources

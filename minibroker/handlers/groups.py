@@ -42,7 +42,7 @@ from typing import Any
 from minibroker.coordinator.group import GroupState
 from minibroker.coordinator.group_coordinator import ClientInfo, GroupCoordinator
 from minibroker.coordinator.share_state_store import parse_coordinator_key
-from minibroker.handlers import authz
+from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
 from protocol.apis import (
@@ -429,6 +429,7 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
                 group.error_code = ErrorCode.GROUP_ID_NOT_FOUND
                 group.error_message = (f"Group {gid} is not a classic group." if gid in coord.consumer_groups.groups
                                        else f"Group {gid} not found.")
+            group.authorized_operations = authorized_ops.group_field(ctx, ctx.version >= 3 and include_ops, group)
             out.append(group)
     return R(groups=refused + out)
 

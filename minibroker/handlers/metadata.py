@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.handlers import authz
+from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
 from minibroker.topics import INTERNAL_TOPICS, validate_topic_name
@@ -90,10 +90,12 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
             topics.append(R.MetadataResponseTopic(error_code=error, name=name, topic_id=ZERO_UUID,
                                                   is_internal=name in INTERNAL_TOPICS, partitions=[]))
     host, port = ctx.advertised
-    return R(
+    resp = R(
         brokers=[R.MetadataResponseBroker(node_id=services.node_id, host=host, port=port)],
         cluster_id=services.cluster_id,
         controller_id=services.node_id,
         topics=topics,
         error_code=ErrorCode.NONE,
     )
+    authorized_ops.fill_metadata(ctx, req, resp)  # KIP-430
+    return resp

@@ -35,7 +35,7 @@ from minibroker.coordinator.share_group import (
     ShareSession,
     validate_group_config,
 )
-from minibroker.handlers import authz
+from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.configs import GROUP_CONFIG_PROVIDERS
 from minibroker.handlers.registry import Channel, RequestContext, handles
 from minibroker.services import BrokerServices
@@ -143,7 +143,8 @@ async def handle_share_group_describe(ctx: RequestContext, req: Any) -> Any:
                                         group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
                                         members=[]))
             continue
-        out.append(R.DescribedGroup(error_code=0, group_id=gid, group_state=group.state,
+        ops = authorized_ops.group(ctx, gid) if req.include_authorized_operations else authorized_ops.OMITTED
+        out.append(R.DescribedGroup(authorized_operations=ops, error_code=0, group_id=gid, group_state=group.state,
                                     group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
                                     assignor_name=ASSIGNOR, members=members))
     return R(groups=refused + out)

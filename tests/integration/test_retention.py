@@ -134,3 +134,15 @@ def test_compact_delete_policy_also_retires_by_time(kafka_broker_module):
     produce(kafka_broker_module, t, 2)
     want_start = holder_base(kafka_broker_module, t, 15)
     wait_until(lambda: offsets(kafka_broker_module, t)[0] == want_start > 0, what="retention on a compact,delete topic")
+
+
+def test_retention_ms_empties_a_log_whose_active_segment_expired(kafka_broker_module):
+    """Kafka 4.4: when the active segment's records are past retention.ms too, the retention check
+    rolls an empty segment and deletes the rest; the log start offset moves to the log end."""
+    t = unique("ret-active")
+    create_topic(kafka_broker_module, t, configs={"retention.ms": str(HOUR_MS), "file.delete.delay.ms": "300"})
+    produce(kafka_broker_module, t, 3, timestamp_ms=int(time.time() * 1000) - 2 * HOUR_MS)  # one segment
+    wait_until(lambda: offsets(kafka_broker_module, t) == (3, 3), what="retention.ms to empty the log")
+    assert [n for n in files(kafka_broker_module, t) if n.endswith(".log")] == [f"{3:020d}.log"]
+    produce(kafka_broker_module, t, 2)  # fresh records go on at the log end
+    assert offsets(kafka_broker_module, t) == (3, 5)

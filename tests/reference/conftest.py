@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from reference import kafka_reference as kr
+from tests.reference.acl_helpers import acl_brokers
 from tests.reference.differential import Differential
 from tests.reference.helpers import Pair, Side
 
@@ -52,3 +53,12 @@ def pair(kafka_reference: kr.KafkaReference, minibroker_ref: object) -> Pair:
 def differential(kafka_reference: kr.KafkaReference, minibroker_ref: object) -> Differential:
     """The raw-request harness (tests/reference/differential.py) over the session's two brokers."""
     return Differential(kafka_reference.bootstrap, minibroker_ref.bootstrap)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="package")
+def acl_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[str, str]]]:
+    """Apache Kafka and minibroker with the same ACL setup (tests/reference/acl_helpers.py), shared
+    by the ACL modules so that the JVM starts once: name -> (PLAINTEXT, SASL_PLAINTEXT bootstrap).
+    Each module names its own topics and removes the ACLs it adds."""
+    with acl_brokers(tmp_path_factory.mktemp("mini-acl") / "data") as b:
+        yield b

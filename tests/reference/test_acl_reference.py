@@ -27,50 +27,14 @@ from confluent_kafka.admin import (
 )
 
 from reference import kafka_reference as kr
-
-JAAS_PLAIN = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
-              'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";')
-AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-
-
-def acl_props(plain_port: int, sasl_port: int) -> dict[str, str]:
-    return {
-        "listeners": f"PLAINTEXT://127.0.0.1:{plain_port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{plain_port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS_PLAIN,
-        "authorizer.class.name": AUTHORIZER,
-        # the PLAINTEXT listener (and Kafka's own controller link) is the operator's: ANONYMOUS is super
-        "super.users": "User:admin;User:ANONYMOUS",
-        "group.initial.rebalance.delay.ms": "0",
-    }
+from tests.reference.acl_helpers import client_conf
 
 
 @pytest.fixture(scope="module")
-def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[str, str]]]:
-    """name -> (PLAINTEXT bootstrap, SASL_PLAINTEXT bootstrap), for "kafka" and "minibroker"."""
-    why = kr.missing_prerequisites()
-    if why is not None:
-        pytest.skip(f"REFERENCE BROKER UNAVAILABLE: {why}")
-    from minibroker.testing import BrokerThread
-
-    kport, ksasl, cp = kr.free_port(), kr.free_port(), kr.free_port()
-    props = acl_props(kport, ksasl)
-    k = kr.KafkaReference(overrides={
-        **props, "listeners": props["listeners"] + f",CONTROLLER://127.0.0.1:{cp}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"},
-        port=kport, controller_port=cp)
-    mini = BrokerThread(tmp_path_factory.mktemp("mini-acl") / "data", overrides=acl_props(0, 0))
-    k.start()
-    try:
-        mini.start()
-        try:
-            yield {"kafka": (f"127.0.0.1:{kport}", f"127.0.0.1:{ksasl}"),
-                   "minibroker": (mini.bootstrap_for("PLAINTEXT"), mini.bootstrap_for("SASL_PLAINTEXT"))}
-        finally:
-            mini.stop()
-    finally:
-        k.stop()
+def brokers(acl_pair: dict[str, tuple[str, str]]) -> Iterator[dict[str, tuple[str, str]]]:
+    """name -> (PLAINTEXT bootstrap, SASL_PLAINTEXT bootstrap), for "kafka" and "minibroker"
+    (the pair tests/reference/conftest.py shares among the ACL modules)."""
+    yield acl_pair
 
 
 def acls_tool(bootstrap: str, *args: str) -> str:
@@ -116,11 +80,6 @@ def test_kafka_acls_tool_adds_lists_removes_alike(brokers: dict[str, tuple[str, 
     for i, (m, k) in enumerate(zip(out["minibroker"], out["kafka"], strict=True)):
         assert m == k, f"step {i}"
     assert "User:carol" in out["kafka"][4] and out["kafka"][-1] == ""
-
-
-def client_conf(sasl: str, user: str) -> dict[str, Any]:
-    return {"bootstrap.servers": sasl, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-            "sasl.username": user, "sasl.password": f"{user}-secret"}
 
 
 def produce(sasl: str, user: str, topic: str) -> str:

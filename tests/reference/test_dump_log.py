@@ -32,7 +32,10 @@ def produce(bootstrap: str, topic: str, *, transactions: bool = False) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 1, config={"segment.bytes": SEGMENT})])[topic].result(30)
+    # retention.ms=-1: the records are stamped in 2023, and both brokers' retention check would
+    # delete them mid-test, the active segment too (docs/differences.md#retention-active-segment)
+    admin.create_topics([NewTopic(topic, 1, 1, config={"segment.bytes": SEGMENT, "retention.ms": "-1"})])[
+        topic].result(30)
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 20, "batch.size": 16384,
                   "compression.type": "none"})
     for i in range(N):

@@ -38,10 +38,34 @@ def test_retention_ms_by_largest_timestamp(tmp_path):
     with pytest.raises(KafkaError) as e:
         lg.read(3, 100)
     assert e.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
-    clock.advance(10_000_000)
+    clock.advance(4500)  # now SEED_TS + 7000: every segment but the active one (SEED_TS + 6000) expired
     assert lg.delete_old_segments() == 4  # everything but the active segment
     assert lg.num_segments == 1 and lg.log_start_offset == 12 == lg.active_segment.base_offset
     assert lg.log_end_offset == 14 and lg.read(12, 10**6).region is not None
+
+
+def test_retention_ms_deletes_an_expired_active_segment_after_a_roll(tmp_path):
+    """Kafka 4.4 (UnifiedLog.deletableSegments/deleteSegments): when every segment, the active one
+    included, is past retention.ms, the log rolls an empty segment at the log end and deletes
+    them all; the log start offset moves to the log end offset."""
+    clock = Clock(SEED_TS + 10_000_000)
+    lg = segmented(tmp_path, clock, retention_ms=1000)
+    assert lg.delete_old_segments() == 7
+    assert lg.num_segments == 1 and lg.log_start_offset == lg.log_end_offset == 14 == lg.active_segment.base_offset
+    assert lg.active_segment.size == 0 and lg.high_watermark == 14
+    assert "00000000000000000012.log.deleted" in names(lg) and "00000000000000000014.log" in names(lg)
+    with pytest.raises(KafkaError) as e:
+        lg.read(12, 100)
+    assert e.value.code == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert lg.read(14, 100).region is None
+    assert lg.delete_old_segments() == 0  # an empty active segment stays
+    info = lg.append_as_leader(batch(1, base_ts=SEED_TS + 10_000_000))
+    assert info.first_offset == 14 and lg.delete_old_segments() == 0  # new records are not expired
+    lg.close()
+    lg = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=1000, retention_ms=1000), clean_shutdown=True,
+                  recovery_point=15, log_start_offset=14, now_ms=clock)
+    assert (lg.log_start_offset, lg.log_end_offset) == (14, 15)
+    lg.close()
 
 
 def test_retention_ms_minus_one_keeps_everything(tmp_path):
