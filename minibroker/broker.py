@@ -22,6 +22,7 @@ import asyncio
 import functools
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -75,6 +76,8 @@ class Connection(Protocol):
     ip: str
 
     def close(self, reason: str | None) -> None: ...
+
+    def add_close_callback(self, callback: Callable[[], None]) -> None: ...
 
     def mute(self, ms: int) -> None: ...
 

@@ -134,6 +134,7 @@ class Connection:
         self._read_stopped = False
         self._closed = False
         self._on_close = on_close
+        self._close_callbacks: list[Callable[[], None]] = []  # add_close_callback (handlers' state)
         # queued.max.request.bytes (minibroker.memory_pool): this connection holds `_charged` bytes
         # of the pool, at least the bytes it has buffered; `_queued_bytes` of them are whole
         # frames (with their size prefix) read and not yet answered.
@@ -556,6 +557,22 @@ class Connection:
             self.task.cancel()
         if self._on_close:
             self._on_close(self)
+        callbacks, self._close_callbacks = self._close_callbacks, []
+        for cb in callbacks:
+            try:
+                cb()
+            except Exception:
+                log.exception("a close callback of the connection from %s failed", self.peer)
+
+    def add_close_callback(self, callback: Callable[[], None]) -> None:
+        if self._closed:
+            callback()
+        else:
+            self._close_callbacks.append(callback)
+
+    def drop_close_callbacks(self) -> None:
+        """Forget them: the broker is stopping, the client did not go (BrokerServer.stop)."""
+        self._close_callbacks.clear()
 
     def close_when_sent(self, reason: str) -> None:
         """Read nothing more; close once what is being answered has been sent (a failed login's

@@ -255,6 +255,9 @@ class BrokerServer:
         while any(not c.idle for c in self.connections) and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
         for conn in list(self.connections):
+            # the broker goes, not the client: nothing tied to the connection is to be undone
+            # (Kafka's shutdown releases no share session's records either)
+            conn.drop_close_callbacks()
             conn.close(None)
         if self.broker is not None:
             await self.broker.shutdown()

@@ -26,7 +26,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from minibroker.console.actions import ActionError
@@ -62,6 +62,9 @@ class ConsoleChannel:
 
     def close(self, reason: str | None) -> None:
         pass
+
+    def add_close_callback(self, callback: Callable[[], None]) -> None:
+        pass  # one HTTP request, no connection whose end anything could wait for
 
 
 def check_password(services: BrokerServices, plain_users: Mapping[str, str], user: str, password: str) -> bool:

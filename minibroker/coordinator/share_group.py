@@ -13,7 +13,16 @@ When a member is first assigned a partition the share partition is initialised (
 InitializeShareGroupState) at share.auto.offset.reset of the group (latest by default, earliest, or
 by_duration:<ISO-8601>) and that start is persisted. Share sessions (KIP-932's ShareFetch
 sessions: epoch 0 opens, -1 closes, anything else must be the next epoch) remember which
-partitions a member fetches; closing one, or the member leaving, releases the records it holds.
+partitions a member fetches. Closing one releases the records the member holds in its partitions
+(delivery counts kept; a record at the delivery-count limit is archived), as Kafka's
+SharePartitionManager.releaseSession: on a final ShareFetch/ShareAcknowledge (epoch -1), and when
+the connection that opened the session closes (Kafka's ShareSessionCache ties each connection to
+the last session it opened; a session replaced or closed since is not the connection's any more),
+so a consumer that dies hands its records on at once, not when their locks expire. Reopening a
+session (epoch 0) drops the old one without a release (Kafka's newContext): the member may still
+acknowledge what it holds. The member leaving the group or timing out also closes its session
+here (Kafka's group coordinator does not tell the share-partition manager; there the records wait
+for their locks).
 
 A timer task expires acquisition locks and sessions of members gone silent, and wakes the share
 fetches parked on the partition (the ReplicaManager's fetch waiters, keyed by topic partition).
@@ -139,7 +148,7 @@ class ShareGroup:
         return "Stable" if self.members else "Empty"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ShareSession:
     member_id: str
     epoch: int = 1
@@ -196,6 +205,8 @@ class ShareGroupCoordinator:
         self.groups: dict[str, ShareGroup] = {}
         self.partitions: dict[ShareKey, SharePartition] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
+        # connection key -> (group id, the last session opened on that connection)
+        self._connection_sessions: dict[int, tuple[str, ShareSession]] = {}
         self._configs_path = data_dir / "share_group_configs.json"
         self.group_configs: dict[str, dict[str, str]] = {}
         self._task: asyncio.Task[None] | None = None
@@ -337,7 +348,13 @@ class ShareGroupCoordinator:
     def _remove_member(self, group: ShareGroup, member_id: str) -> None:
         group.members.pop(member_id, None)
         group.group_epoch += 1
-        self.close_session(group.group_id, member_id)
+        self.sessions.pop((group.group_id, member_id), None)
+        # everything it holds in the group, sessions replaced since included: nobody can
+        # acknowledge it any more
+        for key, sp in self.partitions.items():
+            if key[0] == group.group_id and sp.release_member(member_id):
+                self._persist(key, sp)
+                self.replica_manager.wake(sp.topic, sp.partition)
 
     def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[tuple[str, str, str, str]]:
         """ListGroups entries (group id, protocol type, state, type) of the share groups passing the filters."""
@@ -425,9 +442,7 @@ class ShareGroupCoordinator:
         """The member's session at `epoch` (opened at 0), its epoch moved on; raises KafkaError."""
         key = (group_id, member_id)
         if epoch == INITIAL_SESSION_EPOCH:
-            old = self.sessions.pop(key, None)
-            if old is not None:
-                self._release(group_id, old)
+            # a session already there is replaced, its records left acquired (Kafka's newContext)
             new = self.sessions[key] = ShareSession(member_id)
             return new
         s = self.sessions.get(key)
@@ -444,9 +459,34 @@ class ShareGroupCoordinator:
         if s is not None:
             self._release(group_id, s)
 
+    def bind_connection(self, connection: int, group_id: str, session: ShareSession) -> bool:
+        """`session` was opened on `connection` (a key the caller chose for it): closing that
+        connection closes the session while it is still the member's. Returns whether the
+        connection is new here, so that the caller registers connection_closed for it once."""
+        new = connection not in self._connection_sessions
+        self._connection_sessions[connection] = (group_id, session)
+        return new
+
+    def connection_closed(self, connection: int) -> None:
+        """The connection went (the client died, or closed it without a final ShareFetch): the
+        session it opened last is closed if nothing replaced it, and its records go back
+        (Kafka's ShareSessionCache connection-disconnect listener -> releaseSession)."""
+        entry = self._connection_sessions.pop(connection, None)
+        if entry is None:
+            return
+        group_id, session = entry
+        if self.sessions.get((group_id, session.member_id)) is session:
+            log.info("share group %s: member %s's share session closed with its connection",
+                     group_id, session.member_id)
+            self.close_session(group_id, session.member_id)
+
     def _release(self, group_id: str, session: ShareSession) -> None:
-        for key, sp in self.partitions.items():
-            if key[0] == group_id and sp.release_member(session.member_id):
+        """The member's acquired records in the session's partitions go back (Kafka's
+        releaseSession: SharePartition.releaseAcquiredRecords for each of them)."""
+        for tid, p in session.partitions:
+            key = (group_id, tid, p)
+            sp = self.partitions.get(key)
+            if sp is not None and sp.release_member(session.member_id):
                 self._persist(key, sp)
                 self.replica_manager.wake(sp.topic, sp.partition)
 

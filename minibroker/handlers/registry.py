@@ -29,6 +29,11 @@ class Channel(Protocol):
 
     def close(self, reason: str | None) -> None: ...
 
+    def add_close_callback(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once when the connection closes (at once if it is closed already); what
+        lives as long as a connection does hangs off it (Kafka: ConnectionDisconnectListener)."""
+        ...
+
 
 @dataclass(slots=True)
 class RequestContext:

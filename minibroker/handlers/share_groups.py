@@ -13,7 +13,7 @@ coordinator's share-group paths); the state machine is minibroker.coordinator.sh
   an error or an acknowledgement outcome is answered; records are whole log batches, and
   `acquired_records` says which offsets of them this member holds (with their delivery counts).
 - ShareAcknowledge applies acknowledgements; session epoch -1 closes the session and releases
-  what the member still holds.
+  what the member still holds. So does closing the connection that opened the session (epoch 0).
 - The share-partition start offsets (DescribeShareGroupOffsets) are the SPSO of each share
   partition; AlterShareGroupOffsets moves them (the group must be empty), DeleteShareGroupOffsets
   forgets a topic's share partitions (the group must be empty).
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.configs import GROUP_CONFIG_PROVIDERS
-from minibroker.handlers.registry import RequestContext, handles
+from minibroker.handlers.registry import Channel, RequestContext, handles
 from minibroker.services import BrokerServices
 from protocol.apis import (
     alter_share_group_offsets,
@@ -43,7 +43,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
 if TYPE_CHECKING:
-    from minibroker.coordinator.share_group import AcquiredPartition, ShareGroupCoordinator
+    from minibroker.coordinator.share_group import AcquiredPartition, ShareGroupCoordinator, ShareSession
 
 # The share-group coordinator is built when first needed and its module imported by the functions
 # that use it, not at start-up (issue 22: about 7 ms of a broker's start).
@@ -183,6 +183,8 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
         session = coord.session_for(group, member, req.share_session_epoch)
     except KafkaError as e:
         return R(error_code=e.code, error_message=e.message, acquisition_lock_timeout_ms=lock_ms, responses=[])
+    if req.share_session_epoch == INITIAL_SESSION_EPOCH and ctx.connection is not None:
+        _bind_to_connection(coord, ctx.connection, group, session)
     if req.share_session_epoch == INITIAL_SESSION_EPOCH and any(
             p.acknowledgement_batches for t in req.topics for p in t.partitions):
         return R(error_code=ErrorCode.INVALID_REQUEST, error_message="Acknowledge data present on initial epoch",
@@ -221,6 +223,15 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
     return R(error_code=0, acquisition_lock_timeout_ms=lock_ms, responses=[
         R.ShareFetchableTopicResponse(topic_id=tid, partitions=list(parts.values()))
         for tid, parts in by_topic.items()], node_endpoints=[])
+
+
+def _bind_to_connection(coord: ShareGroupCoordinator, conn: Channel, group: str, session: ShareSession) -> None:
+    """The session lives as long as the connection that opened it (Kafka: ShareSessionCache's
+    connection-disconnect listener): a consumer killed while it holds records hands them on when
+    its socket closes, not when their locks expire."""
+    key = id(conn)  # the connection holds the callback, so the key is not reused while it lives
+    if coord.bind_connection(key, group, session):
+        conn.add_close_callback(lambda: coord.connection_closed(key))
 
 
 async def _acquire(ctx: RequestContext, coord: ShareGroupCoordinator, group: str, member: str,

@@ -184,3 +184,41 @@ async def test_closing_cancels_a_suspended_handler_and_a_failing_one_closes(capl
     client_sock.close()
     assert conn.closed
     assert any("failed" in r.getMessage() for r in caplog.records)
+
+
+async def test_close_callbacks_run_once_when_the_peer_goes_and_at_once_after():
+    """add_close_callback (what a handler ties to its connection: share sessions): each callback
+    runs once when the client's side closes; one added to a closed connection runs at once; one
+    that raises is logged and does not stop the others."""
+
+    async def handle(conn, frame):
+        return None
+
+    loop = asyncio.get_running_loop()
+    server_sock, client_sock = _tcp_pair()
+    conn = Connection(server_sock, loop, handle, max_frame_size=1024)
+    calls: list[str] = []
+
+    def failing() -> None:
+        calls.append("failing")
+        raise RuntimeError("boom")
+
+    conn.add_close_callback(failing)
+    conn.add_close_callback(lambda: calls.append("second"))
+    client_sock.close()
+    deadline = time.monotonic() + 5
+    while not conn.closed and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert calls == ["failing", "second"]
+    conn.close("again")
+    conn.add_close_callback(lambda: calls.append("late"))
+    assert calls == ["failing", "second", "late"]
+
+    # BrokerServer.stop drops them first: the broker going is not the client going
+    server_sock, client_sock = _tcp_pair()
+    conn = Connection(server_sock, loop, handle, max_frame_size=1024)
+    conn.add_close_callback(lambda: calls.append("dropped"))
+    conn.drop_close_callbacks()
+    conn.close(None)
+    client_sock.close()
+    assert "dropped" not in calls
