@@ -89,3 +89,32 @@ def test_coordinators_know_the_internal_topics_and_files_their_state_is_in() -> 
     assert coordinators.TRANSACTION_TOPIC == transaction_log.TOPIC
     assert coordinators.SHARE_STATE_TOPIC == share_state_store.TOPIC
     assert f'"{coordinators.SHARE_CONFIGS_FILE}"' in Path(share_group.__file__).read_text()
+
+
+def test_broker_config_does_not_import_the_storage_append_path() -> None:
+    """The CLI loads the config package before it binds the listeners; it needs only
+    storage.config (LogConfig), and the storage package's __init__ imports nothing, so the append
+    path (storage.log, the log validator, the record formats) comes after binding at the earliest."""
+    code = ("import json, sys; import minibroker.config, storage; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('storage', 'protocol.records')))))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         check=True)
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "storage.config" in loaded
+    assert not {"storage.log", "storage.log_validator", "storage.producer_state", "storage.segment",
+                "protocol.records.v2"} & set(loaded), loaded
+
+
+def test_storage_public_names_resolve_lazily() -> None:
+    import storage
+    from storage.log import Log
+    from storage.log_manager import LogManager
+
+    assert storage.Log is Log and storage.LogManager is LogManager
+    assert {name for name in storage.__all__ if getattr(storage, name) is None} == set()
+    try:
+        storage.NoSuchName  # noqa: B018
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("storage.NoSuchName resolved")
