@@ -35,7 +35,7 @@ from minibroker.coordinators import Coordinators
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.handlers.api_versions import advertised
-from minibroker.handlers.registry import Channel, Handler, RequestContext, load_all
+from minibroker.handlers.registry import SERVED_VERSIONS, Channel, Handler, RequestContext, ServedHandlers
 from minibroker.log_scheduler import LogScheduler
 from minibroker.memory_pool import MemoryPool
 from minibroker.metrics import BrokerMetrics
@@ -55,14 +55,16 @@ from protocol.headers import decode_request_header, encode_response_frame
 from protocol.schema import Api
 from protocol.types import DecodeError
 from storage.clock import Clock, wall_clock_ms
-from storage.log import Log
 from storage.log_manager import LogManager
 
+# storage.log (the append path) comes with the first log opened, after the first answer on an
+# empty data dir (issue 22, tests/test_startup_imports.py)
 if TYPE_CHECKING:
     from minibroker.coordinator.group_coordinator import GroupCoordinator
     from minibroker.coordinator.share_group import ShareGroupCoordinator
     from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
     from minibroker.tools.trace import TraceListeners
+    from storage.log import Log
 
 log = logging.getLogger("minibroker.broker")
 
@@ -151,12 +153,14 @@ class Broker:
             scram_credentials=self.scram_credentials,
             client_quotas=self.client_quotas, authorizer=self.authorizer,
             consumer_group_configs=self.consumer_group_configs)
-        # share groups off (group.share.enable=false): their APIs are not served, so not advertised
-        self.handlers: dict[int, Handler] = load_all()
+        # share groups off (group.share.enable=false): their APIs are not served, so not advertised.
+        # A handler module is imported by the first request for one of its keys (issue 22).
+        served = dict(SERVED_VERSIONS)
         if not cfg.get("group.share.enable"):
             from minibroker.coordinator.share_group import SHARE_GROUP_APIS
 
-            self.handlers = {k: h for k, h in self.handlers.items() if k not in SHARE_GROUP_APIS}
+            served = {k: v for k, v in served.items() if k not in SHARE_GROUP_APIS}
+        self.handlers = ServedHandlers(served)
         self.tracer: RequestTracer | None = None  # set while a trace listener is attached (--trace, the console)
         self._background: list[asyncio.Task[None]] = []
 
@@ -259,7 +263,7 @@ class Broker:
             log.warning("closing connection from %s: unreadable request header (%s)", _peer(conn), e)
             conn.close("bad request header")
             return None
-        handler = self.handlers.get(header.api_key)
+        handler = self.handlers.loaded.get(header.api_key) or self.handlers.get(header.api_key)
         if handler is None:
             log.warning("closing connection from %s: unknown api key %d (client %s)",
                         _peer(conn), header.api_key, header.client_id)
@@ -317,7 +321,7 @@ class Broker:
         if header.api_key == api_versions.API.key:
             # KIP-511: answer in ApiVersions v0 with our ranges so the client can pick a version.
             body = api_versions.RESPONSE(error_code=ErrorCode.UNSUPPORTED_VERSION,
-                                         api_keys=advertised(self.handlers.values()))
+                                         api_keys=advertised(self.handlers.versions))
             out = Output(b"\0\0\0\0")
             t.write_int32(out, header.correlation_id)
             encode(api_versions.RESPONSE, 0, body, out)

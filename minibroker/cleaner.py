@@ -9,28 +9,24 @@ cleaning it sleeps `log.cleaner.backoff.ms`. `log.cleaner.enable=false` turns it
 A log being cleaned is marked in `in_progress` so that retention of a `compact,delete` log does
 not retire the segments being read; a cleaning whose segments were retired anyway (DeleteRecords,
 topic deletion) is dropped by `swap_in`.
+
+The cleaning itself (storage.cleaner, which reads the record formats) is imported when a compacted
+log first exists: a broker without one starts without it (issue 22, tests/test_startup_imports.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from minibroker.dynamic_config import DynamicBrokerConfig
-from storage.cleaner import (
-    CleanerAborted,
-    CleanResult,
-    LogToClean,
-    UncleanableLog,
-    clean,
-    grab_filthiest,
-    log_to_clean,
-    pending_delete_horizon,
-    swap_in,
-)
 from storage.clock import Clock
-from storage.log import Log
 from storage.log_manager import LogManager
+
+if TYPE_CHECKING:
+    from storage.cleaner import CleanResult, LogToClean
+    from storage.log import Log
 
 log = logging.getLogger("minibroker.cleaner")
 
@@ -51,6 +47,8 @@ class LogCleanerTask:
 
     async def _learn_horizons(self) -> None:
         """Once per log: the delete horizons already on disk (a restart forgets the in-memory ones)."""
+        from storage.cleaner import pending_delete_horizon
+
         loop = asyncio.get_running_loop()
         for tp, lg in self.log_manager.logs().items():
             if tp in self._scanned or not lg.config.compact:
@@ -65,6 +63,8 @@ class LogCleanerTask:
                 self.horizons[tp] = horizon
 
     def _candidates(self, now: int) -> list[LogToClean]:
+        from storage.cleaner import log_to_clean
+
         lm = self.log_manager
         out = []
         for tp, lg in lm.logs().items():
@@ -78,6 +78,10 @@ class LogCleanerTask:
 
     async def clean_once(self) -> bool:
         """Clean the filthiest log if one needs it; True if a cleaning was swapped in."""
+        if not any(lg.config.compact for lg in self.log_manager.logs().values()):
+            return False  # nothing to compact (and storage.cleaner not imported yet)
+        from storage.cleaner import CleanerAborted, UncleanableLog, clean, grab_filthiest
+
         await self._learn_horizons()
         now = self.clock()
         ltc = grab_filthiest(self._candidates(now))
@@ -107,6 +111,8 @@ class LogCleanerTask:
             self.in_progress.discard(tp)
 
     def _finish(self, result: CleanResult) -> bool:
+        from storage.cleaner import swap_in
+
         lg = result.log
         tp = (lg.topic, lg.partition)
         if not swap_in(result):

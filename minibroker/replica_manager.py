@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from minibroker.metrics import BrokerMetrics
-from storage.log import AppendOrigin, Log, LogAppendInfo
-from storage.log_validator import ValidatedRecords
+from storage.append_origin import AppendOrigin
+
+if TYPE_CHECKING:  # storage.log is imported by the first log opened, not at start (issue 22)
+    from storage.log import Log, LogAppendInfo
+    from storage.log_validator import ValidatedRecords
 
 _NEVER = 1 << 62  # flush.messages / flush.ms at Kafka's default (Long.MAX_VALUE): page cache only
 

@@ -16,13 +16,15 @@ import logging
 import re
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minibroker.config import BrokerConfig, effective_topic_config, to_log_config, validate_topic_config
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import LogConfig
-from storage.log import Log
 from storage.log_manager import LogManager
+
+if TYPE_CHECKING:  # the logs are opened by storage.log_manager, which imports storage.log then (issue 22)
+    from storage.log import Log
 
 log = logging.getLogger("minibroker.topics")
 

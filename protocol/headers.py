@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol import types as t
-from protocol.apis import APIS
+from protocol.apis import LOADED
+from protocol.apis import api as load_api
 from protocol.codec import Output, encode
 from protocol.schema import Api
 from protocol.types import DecodeError
@@ -33,8 +34,9 @@ class RequestHeader:
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
-    api = APIS.get(api_key)
-    if api is not None and api_version in api.versions and api.is_flexible(api_version):
+    # only this key's schema is imported (protocol.apis.api), not every API's (issue 22)
+    schema = LOADED.get(api_key) or load_api(api_key)
+    if schema is not None and api_version in schema.versions and schema.is_flexible(api_version):
         return 2
     return 1
 
@@ -42,8 +44,8 @@ def request_header_version(api_key: int, api_version: int) -> int:
 def response_header_version(api_key: int, api_version: int) -> int:
     if api_key in RESPONSE_HEADER_EXCEPTIONS:
         return RESPONSE_HEADER_EXCEPTIONS[api_key]
-    api = APIS.get(api_key)
-    if api is not None and api_version in api.versions and api.is_flexible(api_version):
+    schema = LOADED.get(api_key) or load_api(api_key)
+    if schema is not None and api_version in schema.versions and schema.is_flexible(api_version):
         return 1
     return 0
 

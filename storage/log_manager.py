@@ -39,7 +39,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from storage.checkpoint import (
     CLEANER_OFFSET_CHECKPOINT_FILE,
@@ -58,7 +58,6 @@ from storage.checkpoint import (
     write_properties,
 )
 from storage.config import LogConfig
-from storage.log import Log
 from storage.log_files import (
     DELETE_DIR_SUFFIX,
     atomic_write,
@@ -67,6 +66,11 @@ from storage.log_files import (
     log_dir_name,
     parse_topic_partition_name,
 )
+
+if TYPE_CHECKING:
+    # storage.log (the append path: validator, record formats, producer state) is imported by the
+    # first log opened or created, not by a broker starting on an empty data dir (issue 22)
+    from storage.log import Log
 
 logger = logging.getLogger("storage.log_manager")
 
@@ -134,6 +138,8 @@ class LogManager:
                 logger.warning("Ignoring %s: not in the form topic-partition", d)
                 continue
             config = self._config_for(tp[0])
+            from storage.log import Log
+
             lg = Log.open(d, config, recovery_point=recovery_points.get(tp, 0),
                           log_start_offset=log_starts.get(tp, 0), clean_shutdown=self.had_clean_shutdown,
                           now_ms=self._now_ms)
@@ -257,6 +263,8 @@ class LogManager:
         if existing is not None:
             return existing
         d = self.data_dir / log_dir_name(topic, partition)
+        from storage.log import Log
+
         lg = Log.open(d, config or self._config_for(topic), now_ms=self._now_ms, topic_id=topic_id)
         lg.maybe_assign_epoch_start_offset(leader_epoch, lg.log_end_offset)
         fsync_dir(self.data_dir)

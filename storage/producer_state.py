@@ -60,6 +60,7 @@ from pathlib import Path
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, crc32c
 from protocol.records.v2 import ControlType, decode_batch, parse_control_record
+from storage.append_origin import AppendOrigin
 from storage.log_files import PRODUCER_SNAPSHOT_FILE_SUFFIX, filename_prefix_from_offset, fsync_dir
 
 logger = logging.getLogger("storage.producer_state")
@@ -73,14 +74,6 @@ _SNAP_HEADER = struct.Struct(">hIi")  # version, crc, entry count
 _SNAP_ENTRY = struct.Struct(">qhiqiqiq")  # 46 bytes
 _CRC_OFFSET = 2
 _ENTRIES_OFFSET = 6
-
-
-class AppendOrigin:
-    """Who is appending, which decides how much is checked (Kafka: AppendOrigin)."""
-
-    CLIENT = "client"  # a Produce request: sequences and epochs, no control batches
-    COORDINATOR = "coordinator"  # the group/transaction coordinators: epochs only
-    REPLICATION = "replication"  # loading and recovery: nothing is checked
 
 
 class CorruptSnapshot(Exception):

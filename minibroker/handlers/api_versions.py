@@ -1,7 +1,8 @@
 """ApiVersions: v0-4.
 
-Behavior: lists every API the broker serves with the version range its handler registered, so
-nothing is advertised that is not served -- with Kafka 4.0's one exception: Produce is advertised
+Behavior: lists every API the broker serves with the version range its handler registered (the
+table minibroker.handlers.registry.SERVED, checked against the registrations), so nothing is
+advertised that is not served -- with Kafka 4.0's one exception: Produce is advertised
 from v0 although v0-2 are refused (KAFKA-18659). librdkafka before 2.10 (kcat 1.7 ships 2.0)
 turns gzip, snappy and lz4 off unless the broker's Produce range includes v0, and then sends
 every batch uncompressed; clients pick the highest common version, so none sends v0-2 because
@@ -18,13 +19,14 @@ them (the Java producer 4.x turns transactions v2 on from `transaction.version`)
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Any
 
 from minibroker import features
-from minibroker.handlers.registry import HANDLERS, RequestContext, handles
+from minibroker.handlers.registry import SERVED_VERSIONS, RequestContext, handles
 from protocol.apis import api_versions, produce
 from protocol.errors import ErrorCode
+from protocol.schema import Versions
 
 R = api_versions.RESPONSE
 # KIP-511: software name and version must match this pattern, else INVALID_REQUEST.
@@ -35,12 +37,13 @@ _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 ADVERTISED_MIN_VERSION = {produce.API.key: 0}
 
 
-def advertised(handlers: Iterable[Any]) -> list[Any]:
-    """The ApiVersion entries for the registered handlers, in api key order."""
+def advertised(served: Mapping[int, Versions]) -> list[Any]:
+    """The ApiVersion entries for the served versions by api key, in api key order."""
     out = []
-    for h in sorted(handlers, key=lambda h: h.api.key):
-        lo = min(h.versions.lo, ADVERTISED_MIN_VERSION.get(h.api.key, h.versions.lo))
-        out.append(R.ApiVersion(api_key=h.api.key, min_version=lo, max_version=h.versions.hi))
+    for key in sorted(served):
+        versions = served[key]
+        lo = min(versions.lo, ADVERTISED_MIN_VERSION.get(key, versions.lo))
+        out.append(R.ApiVersion(api_key=key, min_version=lo, max_version=versions.hi))
     return out
 
 
@@ -50,8 +53,8 @@ async def handle_api_versions(ctx: RequestContext, req: Any) -> Any:
                                  and _SOFTWARE.match(req.client_software_version)):
         return R(error_code=ErrorCode.INVALID_REQUEST)
     if ctx.version < 3:
-        return R(error_code=0, api_keys=advertised(HANDLERS.values()))
-    return R(error_code=0, api_keys=advertised(HANDLERS.values()), **feature_fields())
+        return R(error_code=0, api_keys=advertised(SERVED_VERSIONS))
+    return R(error_code=0, api_keys=advertised(SERVED_VERSIONS), **feature_fields())
 
 
 def feature_fields() -> dict[str, Any]:

@@ -14,8 +14,12 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from minibroker.security.scram import ScramCredential
+if TYPE_CHECKING:
+    # scram.py (hashlib, hmac, secrets) is imported when credentials are read or altered, not by a
+    # broker starting without any (issue 22)
+    from minibroker.security.scram import ScramCredential
 
 log = logging.getLogger("minibroker.security")
 
@@ -32,6 +36,8 @@ class ScramCredentialStore:
             raw = json.loads(self.path.read_text())
         except FileNotFoundError:
             return
+        from minibroker.security.scram import ScramCredential
+
         users: dict[str, dict[str, ScramCredential]] = {}
         for user, mechs in raw.get("users", {}).items():
             users[user] = {m: ScramCredential(base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]),

@@ -2,37 +2,71 @@
 
 Which of them the broker *serves*, and at which versions, is decided by the handlers in
 minibroker/handlers (ApiVersions is built from that registry), not here.
+
+The schemas are imported one by one when first needed (`api(key)`, `from protocol.apis import
+fetch`): reading a request header needs only its own API's flexible versions, and the broker
+answers its first ApiVersions without importing the other schemas (issue 22). `APIS` and
+`BY_NAME`, the whole registry, import every schema on first access. `KEYS` is checked against
+each module's `API.key` by tests/protocol/test_codec_schemas.py.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from protocol.schema import Api
 
-MODULES: tuple[str, ...] = (
-    "produce", "fetch", "list_offsets", "metadata", "offset_commit", "offset_fetch", "find_coordinator",
-    "join_group", "heartbeat", "leave_group", "sync_group", "describe_groups", "list_groups",
-    "sasl_handshake", "api_versions", "create_topics", "delete_topics", "delete_records", "init_producer_id",
-    "offset_for_leader_epoch", "add_partitions_to_txn", "add_offsets_to_txn", "end_txn", "txn_offset_commit",
-    "describe_configs", "alter_configs", "describe_log_dirs", "sasl_authenticate", "create_partitions",
-    "delete_groups", "incremental_alter_configs", "offset_delete", "describe_cluster", "describe_producers",
-    "describe_transactions", "list_transactions", "consumer_group_heartbeat", "consumer_group_describe",
-    "describe_topic_partitions", "describe_client_quotas", "alter_client_quotas",
-    "describe_user_scram_credentials", "alter_user_scram_credentials",
-)
-# KIP-932 share groups
-MODULES += (
-    "share_group_heartbeat", "share_group_describe", "share_fetch", "share_acknowledge",
-    "describe_share_group_offsets", "alter_share_group_offsets", "delete_share_group_offsets",
-)
-# ACLs (issue 19)
-MODULES += ("describe_acls", "create_acls", "delete_acls")
+# api key -> the schema module under protocol.apis
+KEYS: dict[int, str] = {
+    0: "produce", 1: "fetch", 2: "list_offsets", 3: "metadata", 8: "offset_commit", 9: "offset_fetch",
+    10: "find_coordinator", 11: "join_group", 12: "heartbeat", 13: "leave_group", 14: "sync_group",
+    15: "describe_groups", 16: "list_groups", 17: "sasl_handshake", 18: "api_versions", 19: "create_topics",
+    20: "delete_topics", 21: "delete_records", 22: "init_producer_id", 23: "offset_for_leader_epoch",
+    24: "add_partitions_to_txn", 25: "add_offsets_to_txn", 26: "end_txn", 28: "txn_offset_commit",
+    32: "describe_configs", 33: "alter_configs", 35: "describe_log_dirs", 36: "sasl_authenticate",
+    37: "create_partitions", 42: "delete_groups", 44: "incremental_alter_configs", 47: "offset_delete",
+    60: "describe_cluster", 61: "describe_producers", 65: "describe_transactions", 66: "list_transactions",
+    68: "consumer_group_heartbeat", 69: "consumer_group_describe", 75: "describe_topic_partitions",
+    48: "describe_client_quotas", 49: "alter_client_quotas", 50: "describe_user_scram_credentials",
+    51: "alter_user_scram_credentials",
+    # KIP-932 share groups
+    76: "share_group_heartbeat", 77: "share_group_describe", 78: "share_fetch", 79: "share_acknowledge",
+    90: "describe_share_group_offsets", 91: "alter_share_group_offsets", 92: "delete_share_group_offsets",
+    # ACLs (issue 19)
+    29: "describe_acls", 30: "create_acls", 31: "delete_acls",
+}
+MODULES: tuple[str, ...] = tuple(KEYS.values())
 
-APIS: dict[int, Api] = {}
-for _name in MODULES:
-    _api = importlib.import_module(f"protocol.apis.{_name}").API
-    APIS[_api.key] = _api
-BY_NAME: dict[str, Api] = {a.name: a for a in APIS.values()}
+# the schemas imported so far, by key (what `api` has looked up)
+LOADED: dict[int, Api] = {}
 
-__all__ = ["APIS", "BY_NAME", "MODULES", "Api"]
+
+def api(key: int) -> Api | None:
+    """The schema of api `key` (its module imported on first use), None for a key we do not know."""
+    found = LOADED.get(key)
+    if found is None:
+        name = KEYS.get(key)
+        if name is None:
+            return None
+        found = LOADED[key] = importlib.import_module(f"protocol.apis.{name}").API
+    return found
+
+
+def __getattr__(name: str) -> Any:
+    # PEP 562: the whole registry is built (every schema imported) the first time it is asked for
+    if name == "APIS":
+        apis = {key: a for key in KEYS if (a := api(key)) is not None}
+        globals()["APIS"] = apis
+        return apis
+    if name == "BY_NAME":
+        by_name = {a.name: a for a in __getattr__("APIS").values()}
+        globals()["BY_NAME"] = by_name
+        return by_name
+    raise AttributeError(f"module 'protocol.apis' has no attribute {name!r}")
+
+
+APIS: dict[int, Api]
+BY_NAME: dict[str, Api]
+
+__all__ = ["APIS", "BY_NAME", "KEYS", "LOADED", "MODULES", "Api", "api"]

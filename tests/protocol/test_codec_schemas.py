@@ -49,6 +49,22 @@ def test_every_api_and_version_is_covered():
     assert len(cases) == sum(len(list(a.request.valid)) + len(list(a.response.valid)) for a in APIS.values())
 
 
+def test_the_key_table_names_each_schema_module_by_its_own_key():
+    """protocol.apis.KEYS says which module to import for a key (a request header is read with its
+    API's schema alone); every schema module under protocol/apis is in it under its API.key."""
+    import importlib
+    import pkgutil
+
+    import protocol.apis as apis
+
+    on_disk = {m.name for m in pkgutil.iter_modules(apis.__path__)}
+    assert set(apis.KEYS.values()) == on_disk
+    for key, name in apis.KEYS.items():
+        assert importlib.import_module(f"protocol.apis.{name}").API.key == key, name
+        assert apis.api(key) is APIS[key]
+    assert apis.api(max(apis.KEYS) + 1) is None
+
+
 # ------------------------------------------------------------------------- layering
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "protocol"
