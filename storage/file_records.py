@@ -154,7 +154,7 @@ class FileRecords:
         while end - position >= _MIN_HEADER:
             rel = position - buf_at
             if len(buf) - rel < V2_HEADER_SIZE:
-                buf = os.pread(self.fd, _SCAN_CHUNK, position)
+                buf = os.pread(self.fd, min(_SCAN_CHUNK, end - position), position)
                 buf_at, rel = position, 0
             if len(buf) - rel >= V2_HEADER_SIZE and buf[rel + MAGIC_OFFSET] == 2:
                 base_offset, length = _OFFSET_LENGTH.unpack_from(buf, rel)

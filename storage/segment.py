@@ -216,10 +216,12 @@ class LogSegment:
     # -- reads -------------------------------------------------------------------------------
     def translate_offset(self, offset: int, starting_position: int = 0) -> tuple[int, BatchView] | None:
         """(position, header) of the batch holding `offset` (or the first after it)."""
-        position = max(self.offset_index.lookup(offset).position, starting_position)
         tail = self._tail
-        if tail is not None and offset > tail[1] and tail[0] > position:
-            position = tail[0]  # every batch before the last one ends at or below tail[1] < offset
+        if tail is not None and offset > tail[1]:
+            # every batch before the last one ends at or below tail[1] < offset, and no index
+            # entry lies past the last batch: no index lookup needed
+            return self.log.search_for_offset_with_size(offset, max(tail[0], starting_position))
+        position = max(self.offset_index.lookup(offset).position, starting_position)
         return self.log.search_for_offset_with_size(offset, position)
 
     def whole_batches_end(self, start: int, limit: int) -> int:
