@@ -228,13 +228,14 @@ class LogSegment:
         """The end of the last whole batch that starts at `start` or later and ends by `limit`
         (`start` itself if none fits). An index entry at or before `limit` is a batch start, so
         the header scan begins there instead of at `start`."""
+        tail = self._tail
+        if tail is not None and start <= tail[0] < limit:
+            # the last batch's start: past any index entry, and a walk from `start` passes it
+            return self.log.whole_batches_end(tail[0], limit)
         pos = start
         hint = self.offset_index.lookup_position(limit)
         if hint is not None and hint.position > pos:
             pos = hint.position
-        tail = self._tail
-        if tail is not None and pos < tail[0] < limit:
-            pos = tail[0]  # a batch start past the index hint: the walk from there ends the same
         return self.log.whole_batches_end(pos, limit)
 
     def read_next_offset(self) -> int:
