@@ -82,7 +82,15 @@ def described_topic(differential: Differential) -> str:
         R.CreatableTopicConfig(name="max.message.bytes", value="2000000")])], timeout_ms=10000)
     k, m = differential.call(CT, 7, body)
     assert k["topics"][0]["error_code"] in (0, 36) and m["topics"][0]["error_code"] in (0, 36)
-    return name
+    # Kafka answers CreateTopics once the controller has the topic; its broker's metadata may
+    # lag under load, and DescribeConfigs then answers UNKNOWN_TOPIC_OR_PARTITION (no configs)
+    deadline = time.monotonic() + 30
+    while True:
+        k, m = differential.call(DC, 4, _describe(TOPIC, name))
+        if k["results"][0]["error_code"] == 0 and m["results"][0]["error_code"] == 0:
+            return name
+        assert time.monotonic() < deadline, (k["results"][0], m["results"][0])
+        time.sleep(0.1)
 
 
 @pytest.mark.parametrize("version", [1, 4])
