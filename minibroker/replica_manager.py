@@ -26,6 +26,11 @@ _NEVER = 1 << 62  # flush.messages / flush.ms at Kafka's default (Long.MAX_VALUE
 TopicPartition = tuple[str, int]
 
 
+def _expire(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
 class FetchWaiters:
     """Long-polling fetches waiting for data, woken by appends (Kafka: DelayedFetch purgatory)."""
 
@@ -42,11 +47,14 @@ class FetchWaiters:
         keys = list(keys)
         for k in keys:
             self._waiters.setdefault(k, set()).add(fut)
+        # A plain future and a call_later timer rather than asyncio.wait_for: on Python 3.11
+        # wait_for waits on a second future released by a done-callback, so an append's wake-up
+        # reached the fetch two loop iterations later instead of one (issue 22, end-to-end latency).
+        timer = loop.call_later(timeout_s, _expire, fut)
         try:
-            await asyncio.wait_for(fut, timeout_s)
-        except TimeoutError:
-            pass
+            await fut
         finally:
+            timer.cancel()
             for k in keys:
                 s = self._waiters.get(k)
                 if s is not None:

@@ -8,14 +8,22 @@ with `pread`, and fetches hand out a `FileRegion` for `sendfile`.
 from __future__ import annotations
 
 import os
+import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from protocol.records.batch import LOG_OVERHEAD, V2_HEADER_SIZE, BatchView, InvalidBatch
+from protocol.records.batch import LOG_OVERHEAD, MAGIC_OFFSET, V2_HEADER_SIZE, BatchView, InvalidBatch
 from storage.file_region import FileRegion
 
 _MIN_HEADER = LOG_OVERHEAD + 5  # offset, size, epoch/crc, magic: enough to know the entry's format
+# Header scans (an offset lookup walks from the index entry below the target, at most about
+# index.interval.bytes = 4096 bytes of batches) read this much at a time instead of one pread per
+# header: a fetch at the log end of 100 B batches walked a dozen headers twice (issue 22).
+_SCAN_CHUNK = 8 * 1024
+_OFFSET_LENGTH = struct.Struct(">qi")  # a v2 batch's base offset and length
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_AT = 23  # after base offset, length, leader epoch, magic, crc, attributes
 
 
 class FileRecords:
@@ -128,10 +136,44 @@ class FileRecords:
     def search_for_offset_with_size(self, target_offset: int, start_position: int) -> tuple[int, BatchView] | None:
         """The first batch at or after `start_position` whose last offset is >= target_offset:
         the batch that holds the target (Kafka: FileRecords.searchForOffsetWithSize)."""
-        for pos, view in self.batches_from(start_position):
-            if view.last_offset >= target_offset:
-                return pos, view
-        return None
+        position, view = self._scan(start_position, self._size, target_offset)
+        return None if view is None else (position, view)
+
+    def whole_batches_end(self, position: int, end: int) -> int:
+        """The end of the last whole batch from `position` on that ends by `end` (`position`
+        itself if none does): what `batches_from(position, end)` walks to."""
+        return self._scan(position, end, None)[0]
+
+    def _scan(self, position: int, end: int, target_offset: int | None) -> tuple[int, BatchView | None]:
+        """Walk the whole batches from `position` that end by `end`, as `batches_from` does, a
+        buffer of `_SCAN_CHUNK` bytes at a time; a v2 header is read for its offsets and length
+        only. Returns the position and header of the first batch whose last offset is >=
+        `target_offset`, else (where the walk stopped, None)."""
+        buf = b""
+        buf_at = position  # the file position of buf[0]
+        while end - position >= _MIN_HEADER:
+            rel = position - buf_at
+            if len(buf) - rel < V2_HEADER_SIZE:
+                buf = os.pread(self.fd, min(_SCAN_CHUNK, end - position), position)
+                buf_at, rel = position, 0
+            if len(buf) - rel >= V2_HEADER_SIZE and buf[rel + MAGIC_OFFSET] == 2:
+                base_offset, length = _OFFSET_LENGTH.unpack_from(buf, rel)
+                size = LOG_OVERHEAD + length
+                if length < 0 or position + size > end:
+                    break
+                if target_offset is not None and (
+                        base_offset + _LAST_OFFSET_DELTA.unpack_from(buf, rel + _LAST_OFFSET_DELTA_AT)[0]
+                        >= target_offset):
+                    return position, BatchView(buf, rel)
+            else:  # an old-format entry, or a header cut short by the end of the file
+                view = self.header_at(position, end)
+                if view is None:
+                    break
+                size = view.size
+                if target_offset is not None and view.last_offset >= target_offset:
+                    return position, view
+            position += size
+        return position, None
 
     def search_for_timestamp(self, target_timestamp: int, start_position: int,
                              starting_offset: int) -> tuple[int, BatchView] | None:

@@ -86,6 +86,13 @@ class LogSegment:
         # None: not known yet; counted from the file at the first append (an opened segment is
         # usually an inactive one, which never needs it)
         self._bytes_since_last_index_entry: int | None = 0
+        # The last batch appended through this object: (its position, the last offset of the
+        # batch before it; -1 if none) and its own last offset. A fetch at the log end asks for an
+        # offset in that batch or past it, so the header scan can start there instead of at the
+        # index entry below it (up to index.interval.bytes of headers; issue 22, end-to-end
+        # latency). None when not known: opened from disk, recovered, truncated.
+        self._tail: tuple[int, int] | None = None
+        self._tail_last: int | None = None
 
     @classmethod
     def open(cls, dir: Path, base_offset: int, config: LogConfig, now_ms: Callable[[], int],
@@ -175,9 +182,13 @@ class LogSegment:
         if since is None:
             since = self._resume_index_interval()
         self.log.append(data)
+        before = -1 if position == 0 else self._tail_last
         for b in batches:
             since = self._index_batch(b.last_offset, b.max_timestamp, position, since) + b.size
+            self._tail = None if before is None else (position, before)
+            before = b.last_offset
             position += b.size
+        self._tail_last = before
         self._bytes_since_last_index_entry = since
 
     def _index_batch(self, last_offset: int, max_timestamp: int, position: int, since: int) -> int:
@@ -205,20 +216,27 @@ class LogSegment:
     # -- reads -------------------------------------------------------------------------------
     def translate_offset(self, offset: int, starting_position: int = 0) -> tuple[int, BatchView] | None:
         """(position, header) of the batch holding `offset` (or the first after it)."""
-        mapping = self.offset_index.lookup(offset)
-        return self.log.search_for_offset_with_size(offset, max(mapping.position, starting_position))
+        tail = self._tail
+        if tail is not None and offset > tail[1]:
+            # every batch before the last one ends at or below tail[1] < offset, and no index
+            # entry lies past the last batch: no index lookup needed
+            return self.log.search_for_offset_with_size(offset, max(tail[0], starting_position))
+        position = max(self.offset_index.lookup(offset).position, starting_position)
+        return self.log.search_for_offset_with_size(offset, position)
 
     def whole_batches_end(self, start: int, limit: int) -> int:
         """The end of the last whole batch that starts at `start` or later and ends by `limit`
         (`start` itself if none fits). An index entry at or before `limit` is a batch start, so
         the header scan begins there instead of at `start`."""
+        tail = self._tail
+        if tail is not None and start <= tail[0] < limit:
+            # the last batch's start: past any index entry, and a walk from `start` passes it
+            return self.log.whole_batches_end(tail[0], limit)
         pos = start
         hint = self.offset_index.lookup_position(limit)
         if hint is not None and hint.position > pos:
             pos = hint.position
-        for p, view in self.log.batches_from(pos, end=limit):
-            pos = p + view.size
-        return pos
+        return self.log.whole_batches_end(pos, limit)
 
     def read_next_offset(self) -> int:
         """The offset after the last batch: scan from the last index entry to the end."""
@@ -242,6 +260,7 @@ class LogSegment:
         bad one. Returns (bytes truncated, why). `start_offset`: the lowest offset the first batch
         may have (the previous segment's end). `on_batch` sees each valid batch header (leader
         epochs; producer state later)."""
+        self._tail = self._tail_last = None
         self.offset_index.reset()
         self.time_index.reset()
         self.txn_index.reset()  # rebuilt by the loader's producer-state replay
@@ -306,6 +325,7 @@ class LogSegment:
     def truncate_to(self, offset: int) -> int:
         """Remove every batch from the one holding `offset` on; returns the bytes removed."""
         mapping = self.translate_offset(offset)
+        self._tail = self._tail_last = None
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)

@@ -347,3 +347,52 @@ def test_batch_view_over_fetched_region(tmp_path):
     lg, stored = filled(tmp_path)
     v = BatchView(lg.read(8, 10).region.read_all())
     assert (v.base_offset, v.last_offset) == (8, 9)
+
+
+def _walked(seg, offset: int, limit: int) -> tuple[int, int] | None:
+    """What a read of `offset` up to `limit` bytes covers, found by walking every header from the
+    segment's start (the definition the indexed and tail-started lookups must agree with)."""
+    views = list(seg.log.batches_from(0))
+    start = next((p for p, v in views if v.last_offset >= offset), None)
+    if start is None:
+        return None
+    end = start
+    for p, v in views:
+        if p >= start and p + v.size <= min(seg.size, start + limit):
+            end = p + v.size
+    if end == start:  # KIP-74: one whole batch however small the limit
+        end = start + next(v.size for p, v in views if p == start)
+    return start, end
+
+
+def test_lookups_from_the_last_appended_batch_agree_with_a_walk_from_the_start(tmp_path):
+    # Small batches, one and several per append, an index entry every few of them: a fetch at
+    # the log end starts its header scan at the last appended batch; after a truncation or a
+    # reopen that shortcut is unknown and the index is used again.
+    lg = open_log(tmp_path, index_interval_bytes=700)
+    for i in range(60):
+        lg.append_as_leader(batch(1 + i % 3, 50) * (1 + i % 2))
+
+    def check() -> None:
+        seg = lg.active_segment
+        for off in range(lg.log_end_offset):
+            for limit in (1, 300, 10**6):
+                info = lg.read(off, limit)
+                want = _walked(seg, off, limit)
+                assert want is not None and info.region is not None
+                assert (info.region.position, info.region.position + info.region.size) == want, (off, limit)
+        assert lg.read(lg.log_end_offset, 10**6).region is None
+
+    check()
+    seg = lg.active_segment
+    assert seg.offset_index.entries > 5
+    cut = lg.log_end_offset - 7
+    seg.truncate_to(cut)  # mid-batch or at a batch start: the batch holding it goes
+    assert seg.whole_batches_end(0, 10**9) == seg.size
+    assert [seg.translate_offset(o) and seg.translate_offset(o)[0] for o in range(cut + 8)] == [
+        (w[0] if (w := _walked(seg, o, 1)) else None) for o in range(cut + 8)]
+    lg.close()
+    lg = open_log(tmp_path, index_interval_bytes=700)
+    check()
+    lg.append_as_leader(batch(2, 50))
+    check()
