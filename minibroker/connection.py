@@ -58,10 +58,12 @@ _EAGER_BATCH = 16  # requests answered per loop callback before yielding to othe
 _READ_AHEAD = 64 * 1024
 _TLS_SLICE = 64 * 1024  # plaintext encrypted per step (four 16 KiB TLS records)
 _TLS_AHEAD = 1024 * 1024  # encrypted bytes allowed to wait for the socket before encrypting more
-# A response up to this size goes out as one send, its file regions read into memory: with
-# TCP_NODELAY every send is its own segment, and header + sendfile + trailer cost the client three
-# wake-ups on a one-record fetch (issue 22, end-to-end latency). Larger ones keep sendfile.
-_COALESCE_MAX = 16 * 1024
+# With TCP_NODELAY every send is its own segment: a fetch response's header, its sendfile'd
+# records and its trailing fields cost a one-record fetch three segments and the client three
+# wake-ups (issue 22, end-to-end latency). TCP_CORK holds partial segments while a response with
+# file regions is written and sends them together when the queue drains; the records stay
+# zero-copy (Linux only; elsewhere the three sends go out as before).
+_TCP_CORK: int | None = getattr(socket, "TCP_CORK", None)
 
 
 class _Resume:
@@ -134,6 +136,7 @@ class Connection:
         self._out_offset = 0  # progress into the first chunk
         self._out_bytes = 0
         self._writing = False
+        self._corked = False  # TCP_CORK set while a response with file regions is written
         self._reading = False
         self._read_stopped = False
         self._closed = False
@@ -422,8 +425,9 @@ class Connection:
 
     # -- writing ---------------------------------------------------------------------------
     def write(self, chunks: list[Any]) -> None:
-        if len(chunks) > 1 and self.tls is None:
-            chunks = _coalesce_small(chunks)
+        if (_TCP_CORK is not None and self.tls is None and not self._corked and len(chunks) > 1
+                and not all(isinstance(c, _BYTES_LIKE) for c in chunks)):
+            self._cork(True)
         for c in chunks:
             if isinstance(c, _BYTES_LIKE):
                 n = len(c)
@@ -520,7 +524,17 @@ class Connection:
             return
         self._sent_all()
 
+    def _cork(self, on: bool) -> None:
+        assert _TCP_CORK is not None
+        try:
+            self.sock.setsockopt(socket.IPPROTO_TCP, _TCP_CORK, 1 if on else 0)
+        except OSError:
+            return  # a closed socket: nothing left to hold back
+        self._corked = on
+
     def _sent_all(self) -> None:
+        if self._corked:
+            self._cork(False)  # the queue drained: the held partial segment goes out now
         self.last_active = time.monotonic()
         if self._writing:
             self.loop.remove_writer(self.fd)
@@ -606,20 +620,6 @@ class Connection:
     @property
     def idle(self) -> bool:
         return not self._queue and not self._out and not self._busy and not self._tls_out
-
-
-def _coalesce_small(chunks: list[Any]) -> list[Any]:
-    """One bytes chunk for a small response of several chunks (see _COALESCE_MAX); the chunks
-    unchanged when it is larger, or when a region cannot be read (sendfile then reports it)."""
-    total = 0
-    for c in chunks:
-        total += len(c) if isinstance(c, _BYTES_LIKE) else c.size
-        if total > _COALESCE_MAX:
-            return chunks
-    try:
-        return [b"".join([c if isinstance(c, _BYTES_LIKE) else c.read_all() for c in chunks])]
-    except (OSError, EOFError):
-        return chunks
 
 
 def _peer(sock: socket.socket) -> str:
