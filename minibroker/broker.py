@@ -144,6 +144,13 @@ class Broker:
         self.authorizer.load()
         self.topics.on_delete(self._topic_deleted)
         self.dynamic_config.on_change(self.topics.reconfigure)
+        # share groups off (group.share.enable=false): their APIs are not served, so not advertised.
+        # A handler module is imported by the first request for one of its keys (issue 22).
+        served = dict(SERVED_VERSIONS)
+        if not cfg.get("group.share.enable"):
+            from minibroker.coordinator.share_group import SHARE_GROUP_APIS
+
+            served = {k: v for k, v in served.items() if k not in SHARE_GROUP_APIS}
         self.services = BrokerServices(
             node_id=self.node_id, host=self.host, port=self.port, started_ms=self.started_ms, clock=clock,
             dynamic_config=self.dynamic_config, log_manager=self.log_manager, topics=self.topics,
@@ -152,14 +159,7 @@ class Broker:
             advertised={e.listener_name: e for e in config.advertised_endpoints},
             scram_credentials=self.scram_credentials,
             client_quotas=self.client_quotas, authorizer=self.authorizer,
-            consumer_group_configs=self.consumer_group_configs)
-        # share groups off (group.share.enable=false): their APIs are not served, so not advertised.
-        # A handler module is imported by the first request for one of its keys (issue 22).
-        served = dict(SERVED_VERSIONS)
-        if not cfg.get("group.share.enable"):
-            from minibroker.coordinator.share_group import SHARE_GROUP_APIS
-
-            served = {k: v for k, v in served.items() if k not in SHARE_GROUP_APIS}
+            consumer_group_configs=self.consumer_group_configs, served_versions=served)
         self.handlers = ServedHandlers(served)
         self.tracer: RequestTracer | None = None  # set while a trace listener is attached (--trace, the console)
         self._background: list[asyncio.Task[None]] = []

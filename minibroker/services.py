@@ -9,6 +9,7 @@ dispatcher.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from minibroker.replica_manager import ReplicaManager
 from minibroker.security.authorizer import Authorizer
 from minibroker.security.credentials import ScramCredentialStore
 from minibroker.topics import TopicRegistry
+from protocol.schema import Versions
 from storage.clock import Clock
 from storage.log_manager import LogManager
 
@@ -57,6 +59,9 @@ class BrokerServices:
     authorizer: Authorizer  # ACLs and the authorization decision (minibroker.security.authorizer)
     client_quotas: ClientQuotaManager  # Fetch caps max_bytes at the consumer's quota window
     consumer_group_configs: ConsumerGroupConfigs  # consumer.* keys of GROUP config resources (KIP-848)
+    # the API keys and versions this broker serves (ApiVersions): the registry's table less the
+    # share-group APIs when group.share.enable=false
+    served_versions: Mapping[int, Versions]
 
     @property
     def group_coordinator(self) -> GroupCoordinator:

@@ -1,6 +1,6 @@
 """ApiVersions: v0-4.
 
-Behavior: lists every API the broker serves with the version range its handler registered (the
+Behavior: lists every API this broker serves with the version range its handler registered (the
 table minibroker.handlers.registry.SERVED, checked against the registrations), so nothing is
 advertised that is not served -- with Kafka 4.0's one exception: Produce is advertised
 from v0 although v0-2 are refused (KAFKA-18659). librdkafka before 2.10 (kcat 1.7 ships 2.0)
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from minibroker import features
-from minibroker.handlers.registry import SERVED_VERSIONS, RequestContext, handles
+from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import api_versions, produce
 from protocol.errors import ErrorCode
 from protocol.schema import Versions
@@ -53,8 +53,8 @@ async def handle_api_versions(ctx: RequestContext, req: Any) -> Any:
                                  and _SOFTWARE.match(req.client_software_version)):
         return R(error_code=ErrorCode.INVALID_REQUEST)
     if ctx.version < 3:
-        return R(error_code=0, api_keys=advertised(SERVED_VERSIONS))
-    return R(error_code=0, api_keys=advertised(SERVED_VERSIONS), **feature_fields())
+        return R(error_code=0, api_keys=advertised(ctx.services.served_versions))
+    return R(error_code=0, api_keys=advertised(ctx.services.served_versions), **feature_fields())
 
 
 def feature_fields() -> dict[str, Any]:

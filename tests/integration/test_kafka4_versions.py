@@ -338,3 +338,24 @@ def test_confluent_kafka_sends_metadata_v13_and_reads_the_answer(kafka_broker_mo
     assert md.topics[topic].error is None
     assert sorted(md.topics[topic].partitions) == [0, 1, 2]
     assert any("Sent MetadataRequest (v13" in line for line in logs.lines), "librdkafka did not use v13"
+
+
+def test_api_versions_leaves_out_share_groups_when_they_are_off(tmp_path):
+    """group.share.enable=false: the share-group APIs are not served, so not advertised (v0 and
+    v3 answers; before issue 22's handler table they were advertised and then refused)."""
+    from minibroker.coordinator.share_group import SHARE_GROUP_APIS
+    from minibroker.testing import BrokerThread
+
+    b = BrokerThread(tmp_path, overrides={"group.share.enable": "false"})
+    b.start()
+    try:
+        with RawClient(b.bootstrap) as raw:
+            for v in (0, 3):
+                body = (api_versions.REQUEST(client_software_name="it-raw", client_software_version="1")
+                        if v >= 3 else api_versions.REQUEST())
+                resp = raw.call(api_versions.API, v, body)
+                keys = {k.api_key for k in resp.api_keys}
+                assert resp.error_code == 0 and fetch.API.key in keys
+                assert not keys & SHARE_GROUP_APIS, sorted(keys & SHARE_GROUP_APIS)
+    finally:
+        b.stop()
