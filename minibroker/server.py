@@ -183,9 +183,7 @@ class BrokerServer:
         # A handler module is imported by the first request for one of its keys (issue 22).
         served = dict(SERVED_VERSIONS)
         if not cfg.get("group.share.enable"):
-            from minibroker.coordinator.share_group import (
-                SHARE_GROUP_APIS,  # lazy: the share coordinator's module
-            )
+            from minibroker.coordinator.share_group import SHARE_GROUP_APIS  # lazy: the share coordinator
 
             served = {k: v for k, v in served.items() if k not in SHARE_GROUP_APIS}
         self.services = BrokerServices(
@@ -206,8 +204,8 @@ class BrokerServer:
                                             for pid in lg.producer_state.producers), default=-1))
 
     async def _start_console(self) -> None:
-        # lazy: aiohttp costs most of a second to import, and a broker without a console starts in ~10 ms
-        from minibroker.console import Console
+        # aiohttp costs most of a second to import; a broker without a console starts in ~10 ms
+        from minibroker.console import Console  # lazy: aiohttp, only with console.port
         from minibroker.console.limits import Limits  # lazy: as above
 
         ss = self.socket_server

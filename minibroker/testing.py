@@ -84,9 +84,7 @@ def preload() -> None:
     when the session broker starts."""
     for name in _START_PATH:
         importlib.import_module(name)
-    from minibroker.handlers.registry import (
-        load_all,  # lazy: the broker's modules come with preload or a start
-    )
+    from minibroker.handlers.registry import load_all  # lazy: the broker's modules, with preload
 
     load_all()
 
@@ -470,9 +468,7 @@ class AsyncBroker(_Inspect):
         return self.server
 
     async def start(self) -> str:
-        from minibroker.server import (
-            BrokerServer,  # lazy: a test session pays for the broker when it starts one
-        )
+        from minibroker.server import BrokerServer  # lazy: a test session pays when it starts a broker
 
         self.server = BrokerServer(_config(self.data_dir, self.host, self.port, self.overrides))
         await self.server.startup()

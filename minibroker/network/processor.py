@@ -113,8 +113,8 @@ class Connection:
         self.reader = RequestReader(max_frame_size, pool, self.peer, self._memory_freed)
         self.transport: Transport
         if tls is not None:
-            # lazy: TLS listeners only (the security modules stay out of a PLAINTEXT start)
-            from minibroker.network.tls_transport import TlsTransport
+            # the security modules stay out of a PLAINTEXT start (tests/test_startup_imports.py)
+            from minibroker.network.tls_transport import TlsTransport  # lazy: TLS listeners only
 
             self.transport = TlsTransport(sock, loop, pool, self._sent_all, self.close, tls, peer=self.peer,
                                           listener=listener, on_principal=self._set_principal)

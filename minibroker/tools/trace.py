@@ -365,7 +365,7 @@ class Tracer:
             who = f"{api_name} v{v} corr={h.correlation_id} client={h.client_id}"
             self.out.write(f"-> {who} {len(frame) + 4} B {_short(req)}\n")
             if self.with_bytes:
-                from protocol.headers import decode_request_header
+                from protocol.headers import decode_request_header  # lazy: only with --trace-bytes
 
                 _, header_end = decode_request_header(frame)
                 self.out.write(annotated_hex(bytes(frame), h, header_end, request, api_name) + "\n")

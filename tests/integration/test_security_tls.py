@@ -74,7 +74,7 @@ def kafka_broker_module(tmp_path_factory: Any, certs: CertFiles) -> Iterator[Bro
 
 
 def principals(b: BrokerThread, listener: str) -> set[str]:
-    return b.call(lambda _: {c.principal for c in b._inner.server.connections  # type: ignore[union-attr]
+    return b.call(lambda _: {c.principal for c in b._inner.server.socket_server.connections  # type: ignore[union-attr]
                              if c.listener == listener and not c.closed})
 
 
