@@ -7,6 +7,7 @@ before the broker's own options are parsed.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from pathlib import Path
@@ -44,23 +45,29 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 async def serve(args: argparse.Namespace) -> int:
-    import asyncio
-    import signal
+    import asyncio  # lazy: the tools (dump-log) need no event loop
+    import signal  # lazy: as above
 
-    from minibroker.config import BrokerConfig
-    from minibroker.server import BrokerServer
+    from minibroker.config import BrokerConfig  # lazy: the tools need no broker
+    from minibroker.network.socket_server import SocketServer  # lazy: as above
 
     config = BrokerConfig.load(args.config, args.override, host=args.host, port=args.port,
                                data_dir=args.data_dir)
-    server = BrokerServer(config)
-    await server.start()
+    # The listeners are bound before the broker's modules are imported (about 30 ms, issue 22): a
+    # client that connects meanwhile waits in the backlog until the broker accepts, as Kafka's
+    # acceptors take connections before request processing is enabled, instead of being refused.
+    socket_server = SocketServer(config)
+    socket_server.bind()
+    from minibroker.server import BrokerServer  # lazy: imported once the listeners are bound (above)
+
+    server = BrokerServer(config, socket_server=socket_server)
+    await server.startup()
     if server.console is not None:
         print(f"minibroker console: {server.console.url}", file=sys.stderr, flush=True)
     if args.trace:
-        from minibroker.tools.trace import Tracer
+        from minibroker.tools.trace import Tracer  # lazy: only with --trace
 
-        assert server.broker is not None
-        server.broker.trace_listeners.add(Tracer(sys.stdout, fmt=args.trace_format, with_bytes=args.trace_bytes))
+        server.trace_listeners.add(Tracer(sys.stdout, fmt=args.trace_format, with_bytes=args.trace_bytes))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     # glibc's malloc thresholds (minibroker.malloc_tuning) pay off once produce requests flow: set
@@ -70,7 +77,7 @@ async def serve(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     logging.getLogger("minibroker").info("shutting down")
-    await server.stop()
+    await server.shutdown()
     return 0
 
 
@@ -78,7 +85,7 @@ TUNE_MALLOC_AFTER_S = 1.0
 
 
 def _tune_malloc() -> None:
-    from minibroker.malloc_tuning import tune_malloc
+    from minibroker.malloc_tuning import tune_malloc  # lazy: ctypes, a second after listening
 
     tune_malloc()
 
@@ -86,16 +93,14 @@ def _tune_malloc() -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in TOOLS:
-        import importlib
-
         return importlib.import_module(TOOLS[argv[0]]).main(argv[1:])
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
-    import asyncio  # here, not at the top: the tools (dump-log) do not need an event loop
+    import asyncio  # lazy: the tools (dump-log) need no event loop
 
     if args.loop == "uvloop":
-        import uvloop
+        import uvloop  # lazy: only with --loop uvloop
 
         return uvloop.run(serve(args))
     return asyncio.run(serve(args))

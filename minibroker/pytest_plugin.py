@@ -56,7 +56,7 @@ def _ini_overrides(config: pytest.Config) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def kafka_broker_session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
                          ) -> Iterator[BrokerThread]:
-    from minibroker.testing import BrokerThread
+    from minibroker.testing import BrokerThread  # lazy: only when a fixture is used
 
     with BrokerThread(tmp_path_factory.mktemp("minibroker"), overrides=_ini_overrides(request.config)) as b:
         yield b
@@ -64,14 +64,14 @@ def kafka_broker_session(request: pytest.FixtureRequest, tmp_path_factory: pytes
 
 @pytest.fixture
 def kafka_broker(request: pytest.FixtureRequest, kafka_broker_session: BrokerThread) -> Namespace:
-    from minibroker.testing import Namespace
+    from minibroker.testing import Namespace  # lazy: only when a fixture is used
 
     return Namespace(kafka_broker_session, request.node.name)
 
 
 @pytest.fixture
 def kafka_broker_isolated(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Namespace]:
-    from minibroker.testing import BrokerThread, Namespace
+    from minibroker.testing import BrokerThread, Namespace  # lazy: only when a fixture is used
 
     overrides = _ini_overrides(request.config)
     marker = request.node.get_closest_marker("minibroker")

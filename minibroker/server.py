@@ -1,265 +1,300 @@
-"""The listening socket and the set of connections; start and graceful stop.
+"""`BrokerServer`: the broker's one composition root (Kafka: BrokerServer).
 
-`BrokerServer` is what the CLI and the in-process test fixture both run: it opens the data
-directory (recovery happens here), binds the listener (port 0 picks a free port, which is then
-advertised), accepts connections with the loop's `add_reader` on the listening socket, and on
-`stop()` stops accepting, lets every connection finish the request it is handling and send its
-responses, then flushes the logs and writes the checkpoints and the clean-shutdown marker, so the
-next start scans nothing.
+Theory of operation: `startup()` is the broker's life from a config to serving, in order:
 
-The listen backlog is `socket.listen.backlog.size` (KIP-764). Connections quiet for longer than
-`connections.max.idle.ms` are closed, as Kafka's Selector expires idle channels: one periodic sweep
-over the connection set rather than a timer per connection or request; a connection that is
-handling a request or still sending is never idle.
+  1. bind every listener (minibroker.network.socket_server; port 0 picks a free port, which is
+     then advertised), accepting nothing yet;
+  2. `build()`: every component, born once and handed what it uses (the list is in its body):
+     dynamic config, storage (`LogManager`, recovery of the logs), topics, the `ReplicaManager`,
+     producer ids, fetch sessions, the coordinators, the cleaner and the periodic log tasks, the
+     limits (memory pool, client and connection quotas), SCRAM credentials, the authorizer, the
+     `BrokerServices` handlers are given, the served handlers and the dispatcher (`KafkaApis`);
+  3. load the coordinators whose state is on disk, start the background work;
+  4. enable request processing: accept connections, their frames going to the dispatcher;
+  5. the web console and /metrics, when `console.port` >= 0.
+`shutdown()` undoes it: the console, then the socket server (stop accepting, let each connection
+finish what it has read), the background tasks, the coordinators, and the logs (flushed, with
+checkpoints and the clean-shutdown marker, so the next start scans nothing).
+
+The components are attributes of the server (Kafka's BrokerServer fields), so tools and tests that
+look inside a broker hold the server. A single-node cluster: this broker is the controller, the
+leader of every partition and the whole ISR.
+
+One Produce, socket to disk: minibroker/network/processor.py (frame) -> kafka_apis.py `handle` ->
+handlers/produce.py -> replica_manager.py -> storage/log.py `append_as_leader`
+(storage/log_validator.py checks and assigns offsets) -> storage/segment.py / file_records.py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import socket
 import time
-from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from minibroker.config import BrokerConfig, Endpoint
+from minibroker.cleaner import LogCleanerTask
+from minibroker.config import BrokerConfig, effective_topic_config, to_log_config
+from minibroker.coordinator.consumer_group_configs import ConsumerGroupConfigs
+from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
+from minibroker.coordinators import Coordinators
+from minibroker.dynamic_config import DynamicBrokerConfig
+from minibroker.fetch_sessions import FetchSessionCache
+from minibroker.handlers.registry import SERVED_VERSIONS, ServedHandlers
+from minibroker.kafka_apis import KafkaApis
+from minibroker.log_scheduler import LogScheduler
+from minibroker.metrics import BrokerMetrics
+from minibroker.network.connection_quotas import ConnectionQuotas
+from minibroker.network.memory_pool import MemoryPool
+from minibroker.network.socket_server import SocketServer
+from minibroker.quotas.manager import ClientQuotaManager
+from minibroker.quotas.store import QuotaStore
+from minibroker.replica_manager import ReplicaManager
+from minibroker.security.authorizer import AUTHORIZER_CLASSES, Authorizer, parse_super_users
+from minibroker.security.credentials import ScramCredentialStore
+from minibroker.services import BrokerServices
+from minibroker.topics import Topic, TopicRegistry
+from storage.clock import Clock, wall_clock_ms
+from storage.log_manager import LogManager
 
 if TYPE_CHECKING:
-    from minibroker.broker import Broker
-    from minibroker.connection import Connection
     from minibroker.console import Console
-    from minibroker.security.settings import SaslSettings
-    from minibroker.security.tls import TlsSettings
+    from minibroker.coordinator.group_coordinator import GroupCoordinator
+    from minibroker.coordinator.share_group import ShareGroupCoordinator
+    from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
+    from minibroker.tools.trace import TraceListeners
+    from storage.log import Log
 
 log = logging.getLogger("minibroker.server")
 
 
 class BrokerServer:
-    def __init__(self, config: BrokerConfig):
-        self.config = config
-        self.broker: Broker | None = None
-        self._sock: socket.socket | None = None  # the first listener's (the bootstrap address)
-        self._socks: list[tuple[socket.socket, Endpoint]] = []  # every listener's, first included
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.connections: set[Connection] = set()
-        self._idle_sweep: asyncio.Task[None] | None = None
-        self._slow_sweep: asyncio.Task[None] | None = None
-        self._accept_paused: asyncio.TimerHandle | None = None
-        self.slow_requests_dropped = 0  # for /metrics
-        self.idle_closed = 0
+    """One broker. `socket_server` may come bound already (minibroker.cli binds the listeners
+    before importing this module, so a client that connects while the broker's modules load
+    waits in the backlog instead of being refused)."""
+
+    # the components, built by build() (typed here: one place to read what a broker holds)
+    dynamic_config: DynamicBrokerConfig
+    log_manager: LogManager
+    topics: TopicRegistry
+    metrics: BrokerMetrics
+    replica_manager: ReplicaManager
+    producer_ids: ProducerIdManager
+    fetch_sessions: FetchSessionCache
+    consumer_group_configs: ConsumerGroupConfigs
+    coordinators: Coordinators
+    cleaner: LogCleanerTask | None
+    scheduler: LogScheduler
+    memory_pool: MemoryPool
+    quota_store: QuotaStore
+    client_quotas: ClientQuotaManager
+    connection_quotas: ConnectionQuotas
+    scram_credentials: ScramCredentialStore
+    authorizer: Authorizer
+    services: BrokerServices
+    handlers: ServedHandlers
+    apis: KafkaApis
+
+    def __init__(self, config: BrokerConfig, *, clock: Clock = wall_clock_ms,
+                 socket_server: SocketServer | None = None):
+        self.config = config  # the static config (the dynamic layers lie over it: dynamic_config)
+        self.clock = clock
+        # reads the listeners' SASL and TLS settings: a bad JAAS config or keystore fails here
+        self.socket_server = socket_server if socket_server is not None else SocketServer(config)
+        self.node_id: int = config.node_id
         self.console: Console | None = None  # the web console and /metrics, when console.port >= 0
-        # SASL_* listeners' settings, by listener name (read before anything is bound: a bad
-        # JAAS config fails the start). The security modules are imported only for listeners that
-        # need them: a PLAINTEXT broker starts without them (issue 22, tests/test_startup_imports.py).
-        self._sasl: dict[str, SaslSettings] = {}
-        if any(e.security_protocol.startswith("SASL_") for e in config.listener_endpoints):
-            from minibroker.security.settings import SaslSettings
+        self._background: list[asyncio.Task[None]] = []
 
-            self._sasl = {e.listener_name: SaslSettings.for_listener(config, e) for e in config.listener_endpoints
-                          if e.security_protocol.startswith("SASL_")}
-        # SSL and SASL_SSL listeners' TLS contexts (a keystore that does not load fails the start)
-        self._tls: dict[str, TlsSettings] = {}
-        if any(e.security_protocol in ("SSL", "SASL_SSL") for e in config.listener_endpoints):
-            from minibroker.security.tls import TlsSettings
-
-            self._tls = {e.listener_name: TlsSettings.for_listener(config, e) for e in config.listener_endpoints
-                         if e.security_protocol in ("SSL", "SASL_SSL")}
-        self.host = config.listener_host
-        self.port = config.listener_port
-
-    @property
-    def bootstrap(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    def bootstrap_for(self, listener: str) -> str:
-        """host:port that listener `listener` (a listener name, as in `listeners`) is bound to."""
-        for sock, endpoint in self._socks:
-            if endpoint.listener_name == listener.upper():
-                host, port = sock.getsockname()[:2]
-                return f"{host}:{port}"
-        raise KeyError(f"no listener named {listener}")
-
-    def _bind(self, endpoint: Endpoint) -> socket.socket:
-        host = endpoint.host or "0.0.0.0"
-        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, endpoint.port))
-            sock.listen(self.config.get("socket.listen.backlog.size"))
-        except OSError:
-            sock.close()
-            raise
-        sock.setblocking(False)
-        return sock
-
-    async def start(self) -> None:
+    # -- life ------------------------------------------------------------------------------
+    async def startup(self) -> None:
         t0 = time.perf_counter()
-        self._loop = asyncio.get_running_loop()
         # Every listener is bound before the broker is built: a listener on port 0 gets its port
-        # here, and the broker advertises the bound ports (Kafka: SocketServer binds its acceptors,
-        # then the broker registers its endpoints).
-        try:
-            for endpoint in self.config.listener_endpoints:
-                self._socks.append((self._bind(endpoint), endpoint))
-        except OSError:
-            for sock, _ in self._socks:
-                sock.close()
-            self._socks = []
-            raise
-        self._sock = self._socks[0][0]
-        self.port = self._sock.getsockname()[1]
-        self.config.bind_ports({e.listener_name: s.getsockname()[1] for s, e in self._socks})
-        # The broker's modules are imported once the listeners are bound (about 30 ms of a start
-        # here, issue 22): a client that connects meanwhile waits in the backlog until the loop
-        # accepts, as Kafka's acceptors take connections before request processing is enabled
-        # (BrokerServer.startup), instead of being refused and backing off.
-        from minibroker.broker import Broker
-
-        broker = Broker(self.config)
-        broker.startup()
-        self.broker = broker
-        await broker.start_background()
-        for sock, endpoint in self._socks:
-            self._loop.add_reader(sock.fileno(), self._accept, sock, endpoint)
+        # here, and the broker advertises the bound ports (Kafka: SocketServer binds its
+        # acceptors, then the broker registers its endpoints).
+        self.socket_server.bind()
+        self.build()
+        # the coordinators with state on disk load before the broker serves; the others are built
+        # in the background, or by the first request that needs one (minibroker.coordinators)
+        await self.coordinators.start()
+        self._background.append(asyncio.create_task(self.coordinators.load_rest(), name="coordinators-load"))
+        self._background.append(asyncio.create_task(self.scheduler.run(), name="broker-periodic"))
+        if self.cleaner is not None:
+            self._background.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
+        self.socket_server.enable_request_processing(self.apis.handle, self.memory_pool, self.connection_quotas,
+                                                     self.scram_credentials)
         if self.config.get("console.port") >= 0:
-            # imported only when asked for: aiohttp costs most of a second to import, and the
-            # startup bench (bench/startup.py) holds a broker without a console to ~10 ms
-            from minibroker.console import Console
-            from minibroker.console.limits import Limits
-
-            limits = Limits(broker.memory_pool, broker.connection_quotas, broker.client_quotas,
-                            lambda: self.slow_requests_dropped, lambda: self.idle_closed)
-            self.console = Console(broker.services, broker.handlers, broker.trace_listeners,
-                                   bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"),
-                                   limits=limits,
-                                   plain_users={u: pw for st in self._sasl.values() for u, pw in st.plain_users.items()})
-            await self.console.start(self.config.get("console.host"), self.config.get("console.port"))
-        max_idle_ms = self.config.get("connections.max.idle.ms")
-        if max_idle_ms >= 0:  # negative: never expire, as Kafka's Selector without an idle manager
-            self._idle_sweep = self._loop.create_task(self._sweep_idle(max_idle_ms), name="idle-sweep")
-        read_timeout_ms = self.config.get("socket.request.read.timeout.ms")
-        if read_timeout_ms >= 0:
-            self._slow_sweep = self._loop.create_task(self._sweep_slow(read_timeout_ms), name="slow-request-sweep")
+            await self._start_console()
         log.info("minibroker node %d (cluster %s) listening on %s, advertising %s, data in %s (%.0f ms)",
-                 broker.node_id, broker.cluster_id,
-                 ",".join(f"{e.listener_name}://{s.getsockname()[0]}:{s.getsockname()[1]}" for s, e in self._socks),
+                 self.node_id, self.cluster_id, self.socket_server.listening,
                  ",".join(map(str, self.config.advertised_endpoints)),
                  self.config.data_dir, (time.perf_counter() - t0) * 1000)
 
-    def _accept(self, listening: socket.socket, endpoint: Endpoint) -> None:
-        assert self._loop is not None and self.broker is not None
-        limits = self.broker.connection_quotas
-        for _ in range(64):
-            try:
-                conn_sock, addr = listening.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as e:
-                log.warning("accept failed: %s", e)
-                return
-            ip = addr[0]
-            if not limits.admit(ip):
-                conn_sock.close()
-                continue
-            handle: Callable[[Any, bytes | bytearray], Coroutine[Any, Any, list[Any] | None]] = self.broker.dispatch
-            sasl = self._sasl.get(endpoint.listener_name)
-            if sasl is not None:
-                from minibroker.security.sasl import SaslAuthenticator  # loaded with the SASL settings
+    def build(self) -> None:
+        """Build every component, once, in the order they need each other, and load the logs
+        (recovery where the last stop was not clean) and the topics on them. Nothing is started:
+        no socket, no task (tests/coordinator builds a broker this way, without a server)."""
+        config, clock, data_dir = self.config, self.clock, Path(self.config.data_dir)
+        # dynamic broker configs (AlterConfigs) stored by an earlier run lie over the static ones
+        self.dynamic_config = DynamicBrokerConfig(config, data_dir)
+        self.dynamic_config.load()
+        cfg = self.dynamic_config.current
+        self.log_manager = LogManager(
+            data_dir, to_log_config(effective_topic_config(cfg, {})), now_ms=clock, node_id=self.node_id,
+            cluster_id=cfg.get("cluster.id") if cfg.is_set("cluster.id") else None,
+            topic_config=lambda overrides: to_log_config(effective_topic_config(self.dynamic_config.current,
+                                                                                overrides)))
+        self.topics = TopicRegistry(self.log_manager, cfg)
+        self.metrics = BrokerMetrics()  # counters the hot paths bump; /metrics (minibroker.console) reads them
+        self.replica_manager = ReplicaManager(self.metrics)
+        # producer ids (InitProducerId) never repeat: a persisted block, and never below an id in the logs
+        self.producer_ids = ProducerIdManager(data_dir, self.node_id)
+        self.fetch_sessions = FetchSessionCache(cfg.get("max.incremental.fetch.session.cache.slots"))
+        # GROUP config resources of consumer groups, read by the manager from the next heartbeat on
+        self.consumer_group_configs = ConsumerGroupConfigs(data_dir, {})
+        self.consumer_group_configs.load()
+        # the group, transaction and share-group coordinators: built when first needed, or at
+        # start when their state is on disk (minibroker.coordinators; issue 22)
+        self.coordinators = Coordinators(cfg, data_dir, clock, self.topics, self.replica_manager, self.producer_ids,
+                                         self.log_manager, self.consumer_group_configs)
+        file_deletion_lock = asyncio.Lock()
+        self.cleaner = (LogCleanerTask(self.log_manager, self.dynamic_config, clock, file_deletion_lock)
+                        if cfg.get("log.cleaner.enable") else None)
+        self.scheduler = LogScheduler(self.log_manager, self.dynamic_config, clock, file_deletion_lock,
+                                      self._cleaning)
+        # limits that keep the broker alive: request memory, connections, client quotas
+        self.memory_pool = MemoryPool(cfg.get("queued.max.request.bytes"))
+        self.quota_store = QuotaStore(data_dir)
+        self.quota_store.load()
+        self.client_quotas = ClientQuotaManager(self.quota_store, cfg.get("quota.window.num"),
+                                                cfg.get("quota.window.size.seconds"))
+        self.connection_quotas = ConnectionQuotas(lambda: self.dynamic_config.current, self.client_quotas)
+        # SCRAM credentials (salted, iterated; AlterUserScramCredentials), read by SASL listeners
+        self.scram_credentials = ScramCredentialStore(data_dir)
+        self.scram_credentials.load()
+        # ACLs (StandardAuthorizer's rules), on when authorizer.class.name names Kafka's authorizer
+        self.authorizer = Authorizer(data_dir, enabled=cfg.get("authorizer.class.name") in AUTHORIZER_CLASSES,
+                                     super_users=parse_super_users(cfg.get("super.users")),
+                                     allow_if_no_acl=cfg.get("allow.everyone.if.no.acl.found"))
+        self.authorizer.load()
+        self.topics.on_delete(self._topic_deleted)
+        self.dynamic_config.on_change(self.topics.reconfigure)
+        # share groups off (group.share.enable=false): their APIs are not served, so not advertised.
+        # A handler module is imported by the first request for one of its keys (issue 22).
+        served = dict(SERVED_VERSIONS)
+        if not cfg.get("group.share.enable"):
+            from minibroker.coordinator.share_group import SHARE_GROUP_APIS  # lazy: the share coordinator
 
-                handle = SaslAuthenticator(sasl, self.broker.scram_credentials, self.broker.dispatch).handle
-            from minibroker.connection import Connection  # imported with the broker, after binding
+            served = {k: v for k, v in served.items() if k not in SHARE_GROUP_APIS}
+        self.services = BrokerServices(
+            node_id=self.node_id, host=config.advertised_host, port=config.advertised_port, started_ms=clock(),
+            clock=clock, dynamic_config=self.dynamic_config, log_manager=self.log_manager, topics=self.topics,
+            replica_manager=self.replica_manager, coordinators=self.coordinators, producer_ids=self.producer_ids,
+            fetch_sessions=self.fetch_sessions, metrics=self.metrics, quota_store=self.quota_store,
+            advertised={e.listener_name: e for e in config.advertised_endpoints},
+            scram_credentials=self.scram_credentials,
+            client_quotas=self.client_quotas, authorizer=self.authorizer,
+            consumer_group_configs=self.consumer_group_configs, served_versions=served)
+        self.handlers = ServedHandlers(served)
+        self.apis = KafkaApis(self.services, self.handlers)
+        # storage: the logs (recovery happens here) and the topics on them
+        self.log_manager.startup()
+        self.topics.load()
+        self.producer_ids.ensure_above(max((pid for lg in self.log_manager.logs().values()
+                                            for pid in lg.producer_state.producers), default=-1))
 
-            conn = Connection(
-                conn_sock, self._loop, handle,
-                max_frame_size=self.config.get("socket.request.max.bytes"),
-                max_queued_requests=self.config.get("queued.max.requests"),
-                on_close=self._closed,
-                pool=self.broker.memory_pool,
-                listener=endpoint.listener_name,
-                tls=tls.session() if (tls := self._tls.get(endpoint.listener_name)) is not None else None,
-            )
-            conn.ip = ip
-            self.connections.add(conn)
-            delay_ms = limits.accept_delay_ms()
-            if delay_ms > 0:
-                # max.connection.creation.rate: leave the next ones in the backlog for a while
-                for sock, _ in self._socks:
-                    self._loop.remove_reader(sock.fileno())
-                self._accept_paused = self._loop.call_later(delay_ms / 1000, self._resume_accept)
-                return
+    async def _start_console(self) -> None:
+        # aiohttp costs most of a second to import; a broker without a console starts in ~10 ms
+        from minibroker.console import Console  # lazy: aiohttp, only with console.port
+        from minibroker.console.limits import Limits  # lazy: as above
 
-    def _resume_accept(self) -> None:
-        self._accept_paused = None
-        if self._loop is not None:
-            for sock, endpoint in self._socks:
-                self._loop.add_reader(sock.fileno(), self._accept, sock, endpoint)
+        ss = self.socket_server
+        limits = Limits(self.memory_pool, self.connection_quotas, self.client_quotas,
+                        lambda: ss.slow_requests_dropped, lambda: ss.idle_closed)
+        self.console = Console(self.services, self.handlers, self.trace_listeners,
+                               bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"),
+                               limits=limits,
+                               plain_users={u: pw for st in ss.sasl.values() for u, pw in st.plain_users.items()})
+        await self.console.start(self.config.get("console.host"), self.config.get("console.port"))
 
-    def _closed(self, conn: Connection) -> None:
-        if conn in self.connections:
-            self.connections.discard(conn)
-            if self.broker is not None:
-                self.broker.connection_quotas.release(conn.ip)
-
-    async def _sweep_slow(self, timeout_ms: int) -> None:
-        """Drop requests still arriving after `timeout_ms` (slowloris), checked every half of it
-        (at most every second)."""
-        timeout = timeout_ms / 1000
-        interval = min(max(timeout / 2, 0.01), 1.0)
-        while True:
-            await asyncio.sleep(interval)
-            now = time.monotonic()
-            for conn in list(self.connections):
-                started = conn.frame_started
-                if started is not None and conn.reading and now - started > timeout:
-                    self.slow_requests_dropped += 1
-                    conn.close(f"request incomplete after {(now - started) * 1000:.0f} ms, longer than "
-                               f"socket.request.read.timeout.ms={timeout_ms} ({conn.partial_bytes} bytes read)")
-
-    async def _sweep_idle(self, max_idle_ms: int) -> None:
-        """Close connections idle for longer than `max_idle_ms`. Checked every half of it (at most
-        every 10 s, at least every 10 ms), so one closes between max_idle_ms and 1.5x that."""
-        max_idle = max_idle_ms / 1000
-        interval = min(max(max_idle / 2, 0.01), 10.0)
-        while True:
-            await asyncio.sleep(interval)
-            now = time.monotonic()
-            for conn in list(self.connections):
-                quiet = now - conn.last_active
-                if quiet > max_idle and conn.idle:
-                    self.idle_closed += 1
-                    conn.close(f"idle for {quiet * 1000:.0f} ms, longer than connections.max.idle.ms="
-                               f"{max_idle_ms}")
-
-    async def stop(self, timeout: float = 10.0) -> None:
-        """Stop accepting, finish in-flight requests, then shut the broker down cleanly."""
+    async def shutdown(self, timeout: float = 10.0) -> None:
+        """Stop accepting, finish in-flight requests (within `timeout`), then stop the background
+        work and the coordinators and close the logs cleanly."""
         if self.console is not None:
             await self.console.stop()
             self.console = None
-        for sweep in (self._idle_sweep, self._slow_sweep):
-            if sweep is not None:
-                sweep.cancel()
-        self._idle_sweep = self._slow_sweep = None
-        if self._accept_paused is not None:
-            self._accept_paused.cancel()
-            self._accept_paused = None
-        if self._loop is not None:
-            for sock, _ in self._socks:
-                self._loop.remove_reader(sock.fileno())  # no-op while accepting is paused
-                sock.close()
-        self._socks = []
-        self._sock = None
-        deadline = time.monotonic() + timeout
-        for conn in list(self.connections):
-            conn.stop_reading()
-        # Let each connection answer what it has already read (bounded by the timeout).
-        while any(not c.idle for c in self.connections) and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
-        for conn in list(self.connections):
-            # the broker goes, not the client: nothing tied to the connection is to be undone
-            # (Kafka's shutdown releases no share session's records either)
-            conn.drop_close_callbacks()
-            conn.close(None)
-        if self.broker is not None:
-            await self.broker.shutdown()
-            self.broker = None
+        await self.socket_server.stop(timeout)
+        for task in self._background:
+            task.cancel()
+        for task in self._background:
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._background = []
+        if hasattr(self, "scheduler"):  # built (a start that failed binding built nothing)
+            if self.cleaner is not None:
+                await self.cleaner.stop()  # a cleaning still writing on its thread finishes first
+            await self.coordinators.stop()
+            self.log_manager.shutdown()
         log.info("minibroker stopped")
+
+    # -- wiring ----------------------------------------------------------------------------
+    def _cleaning(self) -> set[tuple[str, int]]:
+        return self.cleaner.in_progress if self.cleaner is not None else set()
+
+    def _topic_deleted(self, topic: Topic) -> None:
+        group = self.coordinators.group_if_built
+        if group is not None:
+            group.on_partitions_deleted(topic.name)  # Kafka drops a deleted topic's offsets
+        for p in topic.partitions:
+            self.replica_manager.wake(topic.name, p)
+
+    @functools.cached_property
+    def trace_listeners(self) -> TraceListeners:
+        """The --trace and console listeners, on the dispatcher's trace hook; the trace tool is
+        imported when the first one comes (not at start-up: issue 22)."""
+        from minibroker.tools.trace import TraceListeners  # lazy: only with --trace or the console
+
+        return TraceListeners(self.apis)
+
+    # -- addresses -------------------------------------------------------------------------
+    @property
+    def bootstrap(self) -> str:
+        """host:port of the first listener."""
+        return self.socket_server.bootstrap
+
+    def bootstrap_for(self, listener: str) -> str:
+        """host:port that listener `listener` (a listener name, as in `listeners`) is bound to."""
+        return self.socket_server.bootstrap_for(listener)
+
+    @property
+    def host(self) -> str:
+        return self.socket_server.host
+
+    @property
+    def port(self) -> int:
+        return self.socket_server.port
+
+    # -- shortcuts for tools and tests that look inside a broker --------------------------
+    @property
+    def cluster_id(self) -> str:
+        return self.log_manager.cluster_id
+
+    @property
+    def group_coordinator(self) -> GroupCoordinator:
+        return self.coordinators.group
+
+    @property
+    def txn_coordinator(self) -> TransactionCoordinator:
+        return self.coordinators.txn
+
+    @property
+    def share_groups(self) -> ShareGroupCoordinator:
+        return self.coordinators.share
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self.topics.get_log(topic, partition)
+
+    def create_topic(self, name: str, num_partitions: int, overrides: dict[str, Any] | None = None) -> Topic:
+        return self.topics.create(name, num_partitions, overrides)

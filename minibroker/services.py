@@ -2,9 +2,9 @@
 `KafkaApis` is constructed with — ReplicaManager, GroupCoordinator, TxnCoordinator, MetadataCache,
 KafkaConfig).
 
-`Broker` builds one `BrokerServices` at start-up; every `RequestContext` carries it. Handlers
-read from it and call into it; nothing here reaches back into the broker, the connection or the
-dispatcher.
+`BrokerServer.build` (minibroker.server) builds one `BrokerServices`; every `RequestContext`
+carries it. Handlers read from it and call into it; nothing here reaches back into the server, the
+connection or the dispatcher.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ PLAINTEXT, so an application's production security settings run against the brok
 server certificate are made for it (minibroker.security.certs), PLAIN and SCRAM users from `users`
 (default alice/alice-secret) are set up, and `b.client_config(mechanism)` returns the
 confluent-kafka settings for it (`b.ca_file` is the CA to trust).
-`b.broker` is the live `Broker`; `b.call(fn)` runs `fn(broker)` on the broker's loop and returns
-its result.
+`b.broker` is the live broker, its `BrokerServer` (minibroker.server: the components are its
+attributes); `b.call(fn)` runs `fn(broker)` on the broker's loop and returns its result.
 
 Inspection helpers (both shapes) read the broker's state directly, the way a Fetch or an
 OffsetFetch would see it, but without a client: `records(topic)`, `end_offsets(topic)`,
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import importlib
 import itertools
 import re
 import shutil
@@ -52,7 +53,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported lazily at run time: a test session pays for the broker only when it starts one
-    from minibroker.broker import Broker
     from minibroker.server import BrokerServer
 
 DEFAULT_TIMEOUT = 10.0
@@ -60,7 +60,7 @@ _POLL_S = 0.005
 
 
 def _config(data_dir: Path, host: str, port: int, overrides: dict[str, Any] | None) -> Any:
-    from minibroker.config import BrokerConfig
+    from minibroker.config import BrokerConfig  # lazy: the broker's modules come with the first broker
 
     items = [f"{k}={_fmt(v)}" for k, v in (overrides or {}).items()]
     return BrokerConfig.load(None, items, host=host, port=port, data_dir=str(data_dir))
@@ -74,21 +74,17 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-# Modules the start path imports lazily (Broker.startup / start_background, the handler registry).
-_START_PATH = ("minibroker.server", "minibroker.broker")
+# Modules the start path imports lazily (BrokerServer.startup, the handler registry).
+_START_PATH = ("minibroker.server",)
 
 
 def preload() -> None:
     """Import everything the broker's start path needs, so that the first start pays no import
     cost (bench/startup.py measures start-to-ready after this). Pytest sessions get it for free
     when the session broker starts."""
-    import importlib
-    import importlib.util
-
     for name in _START_PATH:
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name)
-    from minibroker.handlers.registry import load_all
+        importlib.import_module(name)
+    from minibroker.handlers.registry import load_all  # lazy: the broker's modules, with preload
 
     load_all()
 
@@ -107,14 +103,14 @@ class StoredRecord:
     headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
-def _require_log(broker: Broker, topic: str, partition: int) -> Any:
+def _require_log(broker: BrokerServer, topic: str, partition: int) -> Any:
     lg = broker.get_log(topic, partition)
     if lg is None:
         raise KeyError(f"no partition {topic}-{partition} on this broker")
     return lg
 
 
-def _partitions(broker: Broker, topic: str, partition: int | None) -> list[int]:
+def _partitions(broker: BrokerServer, topic: str, partition: int | None) -> list[int]:
     if partition is not None:
         return [partition]
     t = broker.topics.get(topic)
@@ -123,10 +119,10 @@ def _partitions(broker: Broker, topic: str, partition: int | None) -> list[int]:
     return sorted(t.partitions)
 
 
-def _read_records(broker: Broker, topic: str, partition: int | None = None,
+def _read_records(broker: BrokerServer, topic: str, partition: int | None = None,
                   from_offsets: dict[int, int] | None = None) -> list[StoredRecord]:
     """Records below the high watermark, partition by partition, in offset order."""
-    from protocol.records.dump import Trailing, iter_summaries
+    from protocol.records.dump import Trailing, iter_summaries  # lazy: with the first inspection
 
     out: list[StoredRecord] = []
     for p in _partitions(broker, topic, partition):
@@ -154,15 +150,15 @@ def _read_records(broker: Broker, topic: str, partition: int | None = None,
     return out
 
 
-def _end_offsets(broker: Broker, topic: str) -> dict[int, int]:
+def _end_offsets(broker: BrokerServer, topic: str) -> dict[int, int]:
     return {p: _require_log(broker, topic, p).high_watermark for p in _partitions(broker, topic, None)}
 
 
-def _start_offsets(broker: Broker, topic: str) -> dict[int, int]:
+def _start_offsets(broker: BrokerServer, topic: str) -> dict[int, int]:
     return {p: _require_log(broker, topic, p).log_start_offset for p in _partitions(broker, topic, None)}
 
 
-def _committed(broker: Broker, group: str, topic: str, partition: int) -> int | None:
+def _committed(broker: BrokerServer, group: str, topic: str, partition: int) -> int | None:
     om = broker.group_coordinator.committed(group, topic, partition)
     return None if om is None else om.offset
 
@@ -181,7 +177,7 @@ class GroupInfo:
     assignments: dict[str, dict[str, list[int]]]  # member id -> topic -> partitions (consumer groups)
 
 
-def _group(broker: Broker, group_id: str) -> GroupInfo | None:
+def _group(broker: BrokerServer, group_id: str) -> GroupInfo | None:
     g = broker.group_coordinator.groups.get(group_id)
     if g is None:
         return None
@@ -197,7 +193,7 @@ def _consumer_assignment(raw: bytes) -> dict[str, list[int]]:
     """topic -> partitions of a ConsumerProtocolAssignment ({} if empty or unreadable)."""
     if len(raw) < 2:
         return {}
-    from minibroker.tools.dump_log import consumer_protocol_schemas, decode_embedded
+    from minibroker.tools.dump_log import consumer_protocol_schemas, decode_embedded  # lazy: a tool module
 
     try:
         data = decode_embedded(consumer_protocol_schemas()[1], raw)
@@ -206,7 +202,7 @@ def _consumer_assignment(raw: bytes) -> dict[str, list[int]]:
     return {tp["topic"]: list(tp["partitions"]) for tp in data["assignedPartitions"]}
 
 
-def _lag(broker: Broker, group: str, topic: str) -> dict[int, int]:
+def _lag(broker: BrokerServer, group: str, topic: str) -> dict[int, int]:
     out = {}
     for p in _partitions(broker, topic, None):
         lg = _require_log(broker, topic, p)
@@ -215,20 +211,20 @@ def _lag(broker: Broker, group: str, topic: str) -> dict[int, int]:
     return out
 
 
-def _create_topic(broker: Broker, name: str, partitions: int, config: dict[str, Any] | None,
+def _create_topic(broker: BrokerServer, name: str, partitions: int, config: dict[str, Any] | None,
                   exist_ok: bool) -> str:
     if name in broker.topics:
         if exist_ok:
             return name
-    overrides = broker.check_new_topic(name, partitions, 1, {k: _fmt(v) for k, v in (config or {}).items()})
+    overrides = broker.topics.check_new_topic(name, partitions, 1, {k: _fmt(v) for k, v in (config or {}).items()})
     broker.create_topic(name, partitions, overrides)
     return name
 
 
-def _add_record(broker: Broker, topic: str, value: bytes | str | None, key: bytes | str | None,
+def _add_record(broker: BrokerServer, topic: str, value: bytes | str | None, key: bytes | str | None,
                 partition: int, headers: Iterable[tuple[str, bytes | str | None]],
                 timestamp: int | None) -> int:
-    from protocol.records import v2
+    from protocol.records import v2  # lazy: with the first add_record
 
     if topic not in broker.topics and broker.topics.maybe_auto_create_now(topic) is None:
         raise KeyError(f"no topic {topic!r} (and auto.create.topics.enable is off)")
@@ -248,7 +244,7 @@ class _Inspect(ABC):
     """Helpers that read state on the broker's loop; `_on_loop(fn)` returns fn(broker) there."""
 
     @abstractmethod
-    def _on_loop(self, fn: Callable[[Broker], Any]) -> Any:
+    def _on_loop(self, fn: Callable[[BrokerServer], Any]) -> Any:
         """Run fn(broker) on the broker's loop and return its result."""
 
     bootstrap: str
@@ -259,7 +255,7 @@ class _Inspect(ABC):
         return self._on_loop(lambda b: _create_topic(b, name, partitions, config, exist_ok))
 
     def delete_topic(self, name: str) -> None:
-        self._on_loop(lambda b: b.delete_topic(name))
+        self._on_loop(lambda b: b.topics.delete(name))
 
     def topics(self) -> list[str]:
         """Names of the topics on the broker (internal ones included)."""
@@ -395,7 +391,7 @@ class _Security:
         self.ca_file: Path | None = None
         props: dict[str, Any] = {"listeners": f"PLAINTEXT://{host}:0,{protocol}://{host}:0"}
         if protocol.endswith("SSL"):
-            from minibroker.security.certs import write_certs
+            from minibroker.security.certs import write_certs  # lazy: cryptography, for TLS brokers only
 
             files = write_certs(self.dir, sorted({host, "localhost", "127.0.0.1"}))
             self.ca_file = files.ca
@@ -409,8 +405,8 @@ class _Security:
                           f"org.apache.kafka.common.security.plain.PlainLoginModule required {entries};"})
         self.props = props
 
-    def add_scram_users(self, broker: Broker) -> None:
-        from minibroker.security.scram import credential_from_password
+    def add_scram_users(self, broker: BrokerServer) -> None:
+        from minibroker.security.scram import credential_from_password  # lazy: SASL brokers only
 
         broker.scram_credentials.apply([(u, m, credential_from_password(m, p)) for u, p in self.users.items()
                                         for m in _SCRAM], [])
@@ -467,22 +463,22 @@ class AsyncBroker(_Inspect):
         return self.server.bootstrap_for(listener)
 
     @property
-    def broker(self) -> Broker:
-        assert self.server is not None and self.server.broker is not None, "the broker is not running"
-        return self.server.broker
+    def broker(self) -> BrokerServer:
+        assert self.server is not None, "the broker is not running"
+        return self.server
 
     async def start(self) -> str:
-        from minibroker.server import BrokerServer
+        from minibroker.server import BrokerServer  # lazy: a test session pays when it starts a broker
 
         self.server = BrokerServer(_config(self.data_dir, self.host, self.port, self.overrides))
-        await self.server.start()
+        await self.server.startup()
         if self.security is not None and self.security.protocol.startswith("SASL"):
             self.security.add_scram_users(self.broker)
         return self.bootstrap
 
     async def stop(self) -> None:
         if self.server is not None:
-            await self.server.stop()
+            await self.server.shutdown()
             self.server = None
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
@@ -496,7 +492,7 @@ class AsyncBroker(_Inspect):
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def _on_loop(self, fn: Callable[[Broker], Any]) -> Any:
+    def _on_loop(self, fn: Callable[[BrokerServer], Any]) -> Any:
         return fn(self.broker)
 
     def assert_produces(self, topic: str, count: int = 1, *, partition: int | None = None,
@@ -562,7 +558,7 @@ class BrokerThread(_Inspect):
         return self._inner.client_config(mechanism, user)
 
     @property
-    def broker(self) -> Broker:
+    def broker(self) -> BrokerServer:
         return self._inner.broker
 
     @property
@@ -575,7 +571,7 @@ class BrokerThread(_Inspect):
         def run() -> None:
             loop: asyncio.AbstractEventLoop
             if self._loop_kind == "uvloop":
-                import uvloop
+                import uvloop  # lazy: only with loop="uvloop"
 
                 loop = uvloop.new_event_loop()
             else:
@@ -595,7 +591,7 @@ class BrokerThread(_Inspect):
         self._thread.start()
         return ready.result(timeout)
 
-    def call(self, fn: Callable[[Broker], Any], timeout: float = 30.0) -> Any:
+    def call(self, fn: Callable[[BrokerServer], Any], timeout: float = 30.0) -> Any:
         """Run fn(broker) on the broker's loop (awaiting it if it is a coroutine)."""
         assert self._loop is not None, "the broker is not running"
 
@@ -607,7 +603,7 @@ class BrokerThread(_Inspect):
 
         return asyncio.run_coroutine_threadsafe(invoke(), self._loop).result(timeout)
 
-    def _on_loop(self, fn: Callable[[Broker], Any]) -> Any:
+    def _on_loop(self, fn: Callable[[BrokerServer], Any]) -> Any:
         return self.call(fn)
 
     def stop(self, timeout: float = 30.0) -> None:

@@ -52,19 +52,26 @@ class AuthRequired(ActionError):
 
 @dataclass(slots=True)
 class ConsoleChannel:
-    """The console's HTTP client as the handlers see a connection (registry.Channel): its address
+    """The console's HTTP client as the handlers see a connection (minibroker.network.channel.Channel): its address
     and the principal it authenticated as. It is no socket of the broker's: close() does nothing."""
 
     peer: str
     principal: str
     ip: str
     listener: str | None = None
+    authenticator: None = None  # authenticated by HTTP Basic credentials, not SASL
 
     def close(self, reason: str | None) -> None:
         pass
 
+    def close_when_sent(self, reason: str) -> None:
+        pass
+
     def add_close_callback(self, callback: Callable[[], None]) -> None:
         pass  # one HTTP request, no connection whose end anything could wait for
+
+    def mute(self, ms: int) -> None:
+        pass  # the console's actions are not throttled
 
 
 def check_password(services: BrokerServices, plain_users: Mapping[str, str], user: str, password: str) -> bool:

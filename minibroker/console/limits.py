@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from minibroker.connection_quotas import ConnectionQuotas
-from minibroker.memory_pool import MemoryPool
 from minibroker.metrics import Family
+from minibroker.network.connection_quotas import ConnectionQuotas
+from minibroker.network.memory_pool import MemoryPool
 from minibroker.quotas.manager import ClientQuotaManager
 
 

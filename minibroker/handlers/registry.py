@@ -17,28 +17,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from minibroker.network.channel import Channel
 from minibroker.security.authorizer import AclOperation, ResourceType
 from minibroker.services import BrokerServices
 from protocol.headers import RequestHeader
 from protocol.schema import Api, Versions
-
-
-class Channel(Protocol):
-    """What a handler may do with the connection a request came in on (minibroker.connection)."""
-
-    peer: str
-    listener: str | None  # the name of the listener it was accepted on
-    principal: str  # "User:<name>"; User:ANONYMOUS until SASL authenticates
-    ip: str  # the client's address, for ACL host matching
-
-    def close(self, reason: str | None) -> None: ...
-
-    def add_close_callback(self, callback: Callable[[], None]) -> None:
-        """Call `callback` once when the connection closes (at once if it is closed already); what
-        lives as long as a connection does hangs off it (Kafka: ConnectionDisconnectListener)."""
-        ...
 
 
 @dataclass(slots=True)
@@ -119,7 +104,7 @@ SERVED: dict[int, tuple[str, str]] = {
     48: ("0-1", "client_quotas"), 49: ("0-1", "client_quotas"), 50: ("0", "security"), 51: ("0", "security"),
     60: ("0-2", "admin"), 61: ("0", "transactions"), 65: ("0", "transactions"), 66: ("0-2", "transactions"),
     68: ("0-1", "consumer_groups"), 69: ("0-1", "consumer_groups"), 75: ("0", "admin"),
-    # KIP-932 share groups (not served with group.share.enable=false: minibroker.broker)
+    # KIP-932 share groups (not served with group.share.enable=false: minibroker.server)
     76: ("1", "share_groups"), 77: ("1", "share_groups"), 78: ("1-2", "share_groups"),
     79: ("1-2", "share_groups"), 90: ("0-1", "share_groups"), 91: ("0", "share_groups"),
     92: ("0", "share_groups"),

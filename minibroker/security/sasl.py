@@ -1,6 +1,9 @@
-"""The SASL gate in front of the dispatcher on SASL_* listeners (Kafka: SaslServerAuthenticator).
+"""The SASL exchange of a SASL_* listener's connection (Kafka: SaslServerAuthenticator).
 
-States, per connection:
+Each such connection carries a `SaslAuthenticator` (`Channel.authenticator`); the dispatcher
+(minibroker.kafka_apis) decodes each request header once and then asks it whether the request
+goes to its handler or is the exchange's to answer (SaslHandshake, SaslAuthenticate, anything
+refused before authentication). States, per connection:
 
     HANDSHAKE_OR_VERSIONS --ApiVersions--> HANDSHAKE --SaslHandshake--> AUTHENTICATE (v1, framed)
                         \\--SaslHandshake-------------------------------> AUTHENTICATE_RAW (v0)
@@ -22,9 +25,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine
-from typing import Any, Protocol
+from collections.abc import Awaitable
+from typing import Any
 
+from minibroker.network.channel import Answer, Channel
 from minibroker.security.credentials import ScramCredentialStore
 from minibroker.security.oauthbearer import (
     OAuthBearerAuthFailed,
@@ -38,7 +42,7 @@ from minibroker.security.settings import SaslSettings
 from protocol.apis import APIS, api_versions, metadata, sasl_authenticate, sasl_handshake
 from protocol.codec import decode_from
 from protocol.errors import ErrorCode
-from protocol.headers import decode_request_header, encode_response_frame
+from protocol.headers import RequestHeader, encode_response_frame
 from protocol.types import DecodeError
 
 log = logging.getLogger("minibroker.security")
@@ -46,28 +50,15 @@ log = logging.getLogger("minibroker.security")
 ANONYMOUS = "User:ANONYMOUS"
 
 
-class SecureChannel(Protocol):
-    """What the gate needs of the connection (minibroker.connection.Connection)."""
-
-    peer: str
-    principal: str
-
-    def close(self, reason: str | None) -> None: ...
-
-    def close_when_sent(self, reason: str) -> None: ...
-
-
-Dispatch = Callable[[Any, bytes | bytearray], Coroutine[Any, Any, list[Any] | None]]
-
-
 class SaslAuthenticator:
-    """One connection's authentication. `handle` takes the connection's frames in place of the
-    broker's dispatcher and passes them on once the client has authenticated."""
+    """One connection's SASL exchange (Kafka: SaslServerAuthenticator, KafkaChannel.authenticator).
+    The dispatcher (minibroker.kafka_apis) consults it for each frame: `before_header` for what
+    comes before a request header is read, `on_request` once the header is decoded; either returns
+    the exchange's own answer to await, or None to let the request through to its handler."""
 
-    def __init__(self, settings: SaslSettings, scram: ScramCredentialStore, dispatch: Dispatch):
+    def __init__(self, settings: SaslSettings, scram: ScramCredentialStore):
         self.settings = settings
         self._scram = scram
-        self._dispatch = dispatch
         self.state = "HANDSHAKE_OR_VERSIONS"
         self.mechanism: str | None = None
         self._server: PlainServer | ScramServer | OAuthBearerServer | None = None
@@ -75,30 +66,62 @@ class SaslAuthenticator:
         self._reauth_capable = False  # the client sent SaslAuthenticate v1+ (KIP-368)
         self._reauthenticating = False
 
-    async def handle(self, conn: SecureChannel, frame: bytes | bytearray) -> list[Any] | None:
+    @property
+    def authenticated(self) -> bool:
+        return self.state == "AUTHENTICATED"
+
+    def before_header(self, conn: Channel, frame: bytes | bytearray) -> Awaitable[Answer] | None:
+        """Before authentication: a failed exchange drops every frame, a frame over
+        sasl.server.max.receive.size closes the connection, and after a v0 handshake frames are
+        raw SASL tokens, not requests. None: read the frame's request header."""
         state = self.state
         if state == "AUTHENTICATED":
-            return await self._authenticated(conn, frame)
-        if state == "FAILED":
             return None
+        if state == "FAILED":
+            return _answer(None)
         if len(frame) > self.settings.max_receive_size:
-            return self._refuse(conn, f"a frame of {len(frame)} bytes before authentication, more than "
-                                      f"sasl.server.max.receive.size={self.settings.max_receive_size}")
+            return _answer(self._refuse(conn, f"a frame of {len(frame)} bytes before authentication, more than "
+                                              f"sasl.server.max.receive.size={self.settings.max_receive_size}"))
         if state == "AUTHENTICATE_RAW":
-            return await self._raw_token(conn, bytes(frame))
-        try:
-            header, pos = decode_request_header(frame)
-        except DecodeError:
-            return self._refuse(conn, "not a Kafka request: a client configured with the wrong security "
-                                      "protocol, or not a Kafka client")
+            return self._raw_token(conn, bytes(frame))
+        return None
+
+    def unreadable_header(self, conn: Channel) -> Answer:
+        """A frame whose request header does not decode, before authentication."""
+        return self._refuse(conn, "not a Kafka request: a client configured with the wrong security "
+                                  "protocol, or not a Kafka client")
+
+    def on_request(self, conn: Channel, header: RequestHeader, frame: bytes | bytearray,
+                   pos: int) -> Awaitable[Answer] | None:
+        """The exchange's answer to this request, or None when it goes to its handler:
+        ApiVersions before the handshake, and everything once authenticated (until the session
+        ends, KIP-368)."""
         key = header.api_key
+        if self.state == "AUTHENTICATED":
+            if key == sasl_handshake.API.key and self._session_end is not None and self._reauth_capable:
+                self.state = "REAUTH"
+                self._reauthenticating = True
+                if len(frame) > self.settings.max_receive_size:
+                    return _answer(self._refuse(conn, f"a frame of {len(frame)} bytes before authentication, "
+                                                      f"more than sasl.server.max.receive.size="
+                                                      f"{self.settings.max_receive_size}"))
+            elif self._session_end is not None and time.monotonic() > self._session_end:
+                # KIP-368: a client that did not re-authenticate in time loses its connection
+                log.info("closing connection from %s (%s): its SASL session ended (connections.max.reauth.ms=%d, "
+                         "or the credential expired)", conn.peer, conn.principal,
+                         self.settings.max_reauth_for(self.mechanism))
+                conn.close("SASL session expired")
+                return _answer(None)
+            else:
+                return None
+        state = self.state
         if key == api_versions.API.key and state == "HANDSHAKE_OR_VERSIONS":
             self.state = "HANDSHAKE"
-            return await self._dispatch(conn, frame)
+            return None
         if key == sasl_handshake.API.key and state in ("HANDSHAKE_OR_VERSIONS", "HANDSHAKE", "REAUTH"):
-            return await self._handshake(conn, header, frame, pos)
+            return self._handshake(conn, header, frame, pos)
         if key == sasl_authenticate.API.key and state in ("AUTHENTICATE", "REAUTH_AUTHENTICATE"):
-            return await self._authenticate(conn, header, frame, pos)
+            return self._authenticate(conn, header, frame, pos)
         if state in ("AUTHENTICATE", "REAUTH_AUTHENTICATE"):
             answer = _illegal_sasl_state(header, frame, pos)
             if answer is not None:
@@ -106,28 +129,12 @@ class SaslAuthenticator:
                 # client that ignores OAUTHBEARER's error challenge, kafkajs, meets this)
                 log.warning("failed authentication from %s on listener %s: unexpected request (api key %d) "
                             "during SASL authentication", conn.peer, self.settings.listener, key)
-                return await self._fail(conn, answer, "unexpected request during SASL authentication")
+                return self._fail(conn, answer, "unexpected request during SASL authentication")
         during = "SASL authentication" if state in ("AUTHENTICATE", "REAUTH_AUTHENTICATE") else "SASL handshake"
-        return self._refuse(conn, f"unexpected request (api key {key}) during {during}")
-
-    # -- after authentication ---------------------------------------------------------------
-    async def _authenticated(self, conn: SecureChannel, frame: bytes | bytearray) -> list[Any] | None:
-        key = int.from_bytes(frame[0:2], "big", signed=True) if len(frame) >= 2 else -1
-        if key == sasl_handshake.API.key and self._session_end is not None and self._reauth_capable:
-            self.state = "REAUTH"
-            self._reauthenticating = True
-            return await self.handle(conn, frame)
-        if self._session_end is not None and time.monotonic() > self._session_end:
-            # KIP-368: a client that did not re-authenticate in time loses its connection
-            log.info("closing connection from %s (%s): its SASL session ended (connections.max.reauth.ms=%d, "
-                     "or the credential expired)", conn.peer, conn.principal,
-                     self.settings.max_reauth_for(self.mechanism))
-            conn.close("SASL session expired")
-            return None
-        return await self._dispatch(conn, frame)
+        return _answer(self._refuse(conn, f"unexpected request (api key {key}) during {during}"))
 
     # -- SaslHandshake ----------------------------------------------------------------------
-    async def _handshake(self, conn: SecureChannel, header: Any, frame: bytes | bytearray,
+    async def _handshake(self, conn: Channel, header: RequestHeader, frame: bytes | bytearray,
                          pos: int) -> list[Any] | None:
         version = header.api_version
         if version not in (0, 1):
@@ -162,7 +169,7 @@ class SaslAuthenticator:
         return ScramServer(mechanism, lambda user: self._scram.get(user, mechanism))
 
     # -- SaslAuthenticate (framed) -----------------------------------------------------------
-    async def _authenticate(self, conn: SecureChannel, header: Any, frame: bytes | bytearray,
+    async def _authenticate(self, conn: Channel, header: RequestHeader, frame: bytes | bytearray,
                             pos: int) -> list[Any] | None:
         version = header.api_version
         if version not in sasl_authenticate.API.versions:
@@ -192,7 +199,7 @@ class SaslAuthenticator:
         return encode_response_frame(sasl_authenticate.API, version, header.correlation_id, resp)
 
     # -- raw tokens after a v0 handshake ------------------------------------------------------
-    async def _raw_token(self, conn: SecureChannel, token: bytes) -> list[Any] | None:
+    async def _raw_token(self, conn: Channel, token: bytes) -> list[Any] | None:
         try:
             ok, response, message = await self._evaluate(conn, token)
         except OAuthBearerClose as e:
@@ -209,7 +216,7 @@ class SaslAuthenticator:
         return [len(response).to_bytes(4, "big"), response]
 
     # -- common ------------------------------------------------------------------------------
-    async def _evaluate(self, conn: SecureChannel, token: bytes) -> tuple[bool, bytes, str]:
+    async def _evaluate(self, conn: Channel, token: bytes) -> tuple[bool, bytes, str]:
         """(ok, response token, error message for the client). Raises OAuthBearerClose on input
         Kafka answers with a dropped connection."""
         server = self._server
@@ -243,7 +250,7 @@ class SaslAuthenticator:
                     self.settings.listener, self.settings.security_protocol, self.mechanism, reason)
         return False, b"", message
 
-    def _complete(self, conn: SecureChannel) -> int:
+    def _complete(self, conn: Channel) -> int:
         """The exchange succeeded: set the principal and the session end; the lifetime to tell the
         client (0: none), or -1 when a re-authentication changed the principal (connection closed)."""
         assert self._server is not None and self._server.user is not None
@@ -274,21 +281,21 @@ class SaslAuthenticator:
         self._session_end = time.monotonic() + lifetime / 1000
         return lifetime if self._reauth_capable else 0
 
-    async def _fail(self, conn: SecureChannel, response: list[Any], reason: str) -> list[Any]:
+    async def _fail(self, conn: Channel, response: list[Any], reason: str) -> list[Any]:
         """Kafka's delayed failure: the response goes out after the delay, then the close."""
         self.state = "FAILED"
         await asyncio.sleep(self.settings.failed_auth_delay_ms / 1000)
         conn.close_when_sent(reason)
         return response
 
-    def _refuse(self, conn: SecureChannel, why: str) -> list[Any] | None:
+    def _refuse(self, conn: Channel, why: str) -> list[Any] | None:
         log.warning("closing connection from %s on listener %s: %s", conn.peer, self.settings.listener, why)
         self.state = "FAILED"
         conn.close(why)
         return None
 
 
-def _illegal_sasl_state(header: Any, frame: bytes | bytearray, pos: int) -> list[Any] | None:
+def _illegal_sasl_state(header: RequestHeader, frame: bytes | bytearray, pos: int) -> list[Any] | None:
     """Kafka's error response for a request that came instead of SaslAuthenticate (its
     AbstractRequest.getErrorResponse with ILLEGAL_SASL_STATE), or None where we build none: an
     unknown or unreadable request, or an API without a top-level error code other than Metadata
@@ -312,3 +319,8 @@ def _illegal_sasl_state(header: Any, frame: bytes | bytearray, pos: int) -> list
     else:
         return None
     return encode_response_frame(api, header.api_version, header.correlation_id, resp)
+
+
+async def _answer(answer: Answer) -> Answer:
+    """An answer already known, as the awaitable the dispatcher expects."""
+    return answer

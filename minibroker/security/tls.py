@@ -2,7 +2,7 @@
 keys, the client certificate's DN mapped to a principal, and `TlsSession`, the sans-IO TLS state of
 one connection.
 
-Theory of operation. The connection owns its non-blocking socket (minibroker.connection), so TLS
+Theory of operation. The connection owns its non-blocking socket (minibroker.network), so TLS
 cannot be an asyncio transport wrapped around it. Instead each connection holds an `ssl.SSLObject`
 over two memory BIOs: bytes read from the socket go into `receive`, which drives the handshake and
 returns the plaintext; plaintext to send goes into `encrypt`, and `outgoing` hands back the TLS

@@ -10,8 +10,8 @@ the request frame: the size prefix, each header field, the body, and inside it e
 v2 header field and every record's fields (length, attributes, timestamp and offset deltas, key,
 value, headers), which is how seed 002's 76-byte record adds up (61 bytes of batch header + 15).
 
-Theory of operation: Broker.dispatch calls its one tracer hook once the handler has answered and
-before the response is encoded. Several listeners share that hook through `TraceListeners` (the
+Theory of operation: the dispatcher (minibroker.kafka_apis.KafkaApis) calls its one tracer hook
+once the handler has answered and before the response is encoded. Several listeners share that hook through `TraceListeners` (the
 stderr `Tracer` and the web console's live trace, minibroker.console): the broker's hook is set
 while at least one listener is attached and cleared when the last one goes, so a broker nobody
 watches pays nothing. `trace_entry` is the one decoded form (a JSON-ready dict) both print; it
@@ -286,7 +286,7 @@ class TraceListener(Protocol):
 
 
 class TraceHook(Protocol):
-    """Where the dispatcher looks for its tracer (minibroker.broker.Broker.tracer)."""
+    """Where the dispatcher looks for its tracer (minibroker.kafka_apis.KafkaApis.tracer)."""
 
     tracer: Any
 
@@ -365,7 +365,7 @@ class Tracer:
             who = f"{api_name} v{v} corr={h.correlation_id} client={h.client_id}"
             self.out.write(f"-> {who} {len(frame) + 4} B {_short(req)}\n")
             if self.with_bytes:
-                from protocol.headers import decode_request_header
+                from protocol.headers import decode_request_header  # lazy: only with --trace-bytes
 
                 _, header_end = decode_request_header(frame)
                 self.out.write(annotated_hex(bytes(frame), h, header_end, request, api_name) + "\n")

@@ -1,4 +1,4 @@
-"""`minibroker.connection.Connection` on its own: one side of a loopback socket pair, a stub
+"""`minibroker.network.processor.Connection` on its own: one side of a loopback socket pair, a stub
 handler that echoes the first 4 bytes of each frame, and a blocking client thread on the other
 side. Covers what a real client cannot force: stop_reading, back-pressure on buffered output,
 in-order answers when handlers suspend, cancellation on close (Kafka: SocketServer's Processor
@@ -16,7 +16,7 @@ import struct
 import threading
 import time
 
-from minibroker.connection import Connection
+from minibroker.network.processor import Connection
 
 
 def framed(payload: bytes) -> bytes:
@@ -177,7 +177,7 @@ async def test_closing_cancels_a_suspended_handler_and_a_failing_one_closes(capl
 
     server_sock, client_sock = _tcp_pair()
     conn = Connection(server_sock, loop, handle, max_frame_size=1024)
-    with caplog.at_level(logging.ERROR, logger="minibroker.connection"):
+    with caplog.at_level(logging.ERROR, logger="minibroker.network"):
         client_sock.sendall(framed(struct.pack(">i", 9)))
         while not conn.closed and time.monotonic() < deadline:
             await asyncio.sleep(0.01)

@@ -1,5 +1,5 @@
 """MemoryPool alone (queued.max.request.bytes, issue 24), driven by hypothesis with clients that
-behave as minibroker.connection.Connection does: ask for a frame's bytes, wait when refused and
+behave as minibroker.network.processor.Connection does: ask for a frame's bytes, wait when refused and
 take the bytes in the wake-up callback, give them back when answered, and on close give back what
 they hold and cancel their wait.
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minibroker.memory_pool import MemoryPool
+from minibroker.network.memory_pool import MemoryPool
 
 CLIENTS = 6
 

@@ -274,7 +274,7 @@ def test_live_trace_streams_a_produce(url: str, kafka_broker_module: BrokerThrea
     th = threading.Thread(target=listen, daemon=True)
     th.start()
     assert ready.wait(10)
-    assert kafka_broker_module.broker.tracer is not None  # attached only while someone watches
+    assert kafka_broker_module.broker.apis.tracer is not None  # attached only while someone watches
     p = Producer({"bootstrap.servers": kafka_broker_module.bootstrap, "client.id": "trace-me", "linger.ms": 0})
     p.produce(data.zipped, value=b"traced", partition=0)
     p.flush(10)
@@ -284,9 +284,9 @@ def test_live_trace_streams_a_produce(url: str, kafka_broker_module: BrokerThrea
     [batch] = entry["request"]["topic_data"][0]["partition_data"][0]["records"]["batches"]
     assert batch["count"] == 1 and entry["response"]["responses"][0]["partition_responses"][0]["error_code"] == 0
     end = time.monotonic() + 5
-    while kafka_broker_module.broker.tracer is not None and time.monotonic() < end:
+    while kafka_broker_module.broker.apis.tracer is not None and time.monotonic() < end:
         time.sleep(0.05)
-    assert kafka_broker_module.broker.tracer is None  # detached when the last watcher left
+    assert kafka_broker_module.broker.apis.tracer is None  # detached when the last watcher left
 
 
 # -- a real browser: Debian's chromium driven by Playwright (never a downloaded browser) -------------

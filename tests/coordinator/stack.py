@@ -1,6 +1,6 @@
 """The coordinators over a real storage engine in a temporary directory, with a fake clock.
 
-`Broker`'s constructor is the one place that wires them (issue 16); this builds a `Broker` with a
+`BrokerServer.build` is the one place that wires them (issue 16); this builds a broker with a
 `ManualClock`, loads its logs and starts its coordinators, without a server, a socket or the
 periodic tasks. `reopen()` shuts the logs down and builds a new one over the same directory, as a
 broker restart does.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from minibroker.broker import Broker
 from minibroker.config import BrokerConfig
+from minibroker.server import BrokerServer
 from storage.clock import ManualClock
 
 DEFAULTS: dict[str, Any] = {"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 7,
@@ -27,8 +27,8 @@ class Stack:
         self.clock = clock or ManualClock()
         self.config = BrokerConfig.load(None, [f"{k}={v}" for k, v in self.overrides.items()],
                                         host="127.0.0.1", port=0, data_dir=str(data_dir))
-        self.broker = Broker(self.config, clock=self.clock)
-        self.broker.startup()
+        self.broker = BrokerServer(self.config, clock=self.clock)
+        self.broker.build()
         self.log_manager = self.broker.log_manager
         self.topics = self.broker.topics
         self.replica_manager = self.broker.replica_manager

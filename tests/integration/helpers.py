@@ -44,7 +44,7 @@ def create_topic(b: BrokerThread, name: str, partitions: int = 1, configs: dict[
     """Create a topic on the broker's loop, validated as CreateTopics would."""
 
     def make(broker: Any) -> None:
-        overrides = broker.check_new_topic(name, partitions, 1, dict(configs or {}))
+        overrides = broker.topics.check_new_topic(name, partitions, 1, dict(configs or {}))
         broker.create_topic(name, partitions, overrides)
 
     b.call(make)

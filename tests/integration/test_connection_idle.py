@@ -32,7 +32,7 @@ def ask(raw: RawClient) -> None:
 
 
 def test_idle_connection_is_closed_with_a_log_line(mb, caplog):
-    with caplog.at_level(logging.INFO, logger="minibroker.connection"), RawClient(mb.bootstrap) as raw:
+    with caplog.at_level(logging.INFO, logger="minibroker.network"), RawClient(mb.bootstrap) as raw:
         ask(raw)
         started = time.monotonic()
         raw.sock.settimeout(10)

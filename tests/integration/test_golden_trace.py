@@ -168,7 +168,7 @@ def assert_request_round_trips(ex: Exchange) -> Any:
     encode_request_header(again, header)
     again += encode(api.request, header.api_version, body).to_bytes()
     # Kafka ignores bytes after a body; librdkafka 2.16 appends 3 to an all-topics Metadata v12
-    # (see Broker.dispatch). Anything else trailing is a schema mismatch.
+    # (see KafkaApis.handle). Anything else trailing is a schema mismatch.
     trailing = ex.request[end:]
     if trailing:
         assert (api.name, header.api_version, len(trailing)) == ("Metadata", 12, 3), (api.name, trailing)

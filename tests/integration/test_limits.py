@@ -160,7 +160,7 @@ def _connect_from(bootstrap: str, source: str) -> socket.socket:
 
 def test_connection_limits_per_ip_and_overrides(kafka_broker_module_limited, caplog):
     b = kafka_broker_module_limited
-    with caplog.at_level("WARNING", logger="minibroker.connection_quotas"):
+    with caplog.at_level("WARNING", logger="minibroker.network.connection_quotas"):
         held = [_connect_from(b.bootstrap, "127.0.0.1") for _ in range(3)]
         for s in held:
             s.settimeout(0.3)

@@ -150,7 +150,7 @@ def test_ip_connection_creation_rate_quota_refuses(kafka_broker_module: BrokerTh
     set_quota(b, entity, CONNECTION_CREATION_RATE, 2)
     socks: list[socket.socket] = []
     try:
-        with caplog.at_level("WARNING", logger="minibroker.connection_quotas"):
+        with caplog.at_level("WARNING", logger="minibroker.network.connection_quotas"):
             socks = [_connect_from(b.bootstrap, "127.0.0.5") for _ in range(3)]
             other = _connect_from(b.bootstrap, "127.0.0.6")
             socks.append(other)

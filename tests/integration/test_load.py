@@ -11,7 +11,7 @@ Bounds asserted here (the documented ones):
 - memory: 1000 idle connections add less than 40 MB to the broker's RSS; a client that pipelines
   requests and never reads its answers adds less than 120 MB however long it goes on: reading
   stops at `queued.max.requests` queued requests or 64 MiB of unsent response bytes
-  (minibroker.connection), and fetch data waiting to be sent are file regions, not memory.
+  (minibroker.network), and fetch data waiting to be sent are file regions, not memory.
 - a slow consumer (a connection whose responses pile up unread) never delays other connections,
   and is served again once it reads.
 """

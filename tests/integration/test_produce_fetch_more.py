@@ -286,7 +286,7 @@ def test_delete_topic_wakes_its_long_polls(kafka_broker_module):
         t0 = time.monotonic()
         raw.send(fetch.API, 12, fetch_req([(topic, 0, 0, 1 << 20)], max_wait_ms=5_000))
         time.sleep(0.2)
-        kafka_broker_module.call(lambda broker: broker.delete_topic(topic))
+        kafka_broker_module.call(lambda broker: broker.topics.delete(topic))
         _, resp = raw.recv(fetch.API, 12)
     [pd] = partitions_of(resp)
     assert pd.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -74,7 +74,7 @@ def kafka_broker_module(tmp_path_factory: Any, certs: CertFiles) -> Iterator[Bro
 
 
 def principals(b: BrokerThread, listener: str) -> set[str]:
-    return b.call(lambda _: {c.principal for c in b._inner.server.connections  # type: ignore[union-attr]
+    return b.call(lambda _: {c.principal for c in b._inner.server.socket_server.connections  # type: ignore[union-attr]
                              if c.listener == listener and not c.closed})
 
 
@@ -153,7 +153,7 @@ def _first_error(conf: dict[str, Any], timeout: float = 10.0) -> KafkaError | No
 
 def test_required_client_certificate_missing_is_refused(kafka_broker_module: BrokerThread, certs: CertFiles,
                                                         caplog: Any) -> None:
-    caplog.set_level(logging.WARNING, "minibroker.connection")
+    caplog.set_level(logging.WARNING, "minibroker.network")
     err = _first_error(ssl_conf(kafka_broker_module, certs, "MTLS"))
     assert err is not None and err.code() in (KafkaError._SSL, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN)
     assert any("TLS handshake failed" in r.getMessage() for r in caplog.records)
@@ -251,7 +251,7 @@ def _served(b: BrokerThread, certs: CertFiles) -> None:
 
 def test_truncated_handshake_and_plaintext_on_a_tls_port(kafka_broker_module: BrokerThread, certs: CertFiles,
                                                          caplog: Any) -> None:
-    caplog.set_level(logging.INFO, "minibroker.connection")
+    caplog.set_level(logging.INFO, "minibroker.network")
     host, port = kafka_broker_module.bootstrap_for("SSL").rsplit(":", 1)
     # a ClientHello cut short, then the client goes away
     hello = ssl.MemoryBIO(), ssl.MemoryBIO()

@@ -33,12 +33,12 @@ def traced(tmp_path):
 
 def attach(b: BrokerThread, **kw) -> io.StringIO:
     out = io.StringIO()
-    b.call(lambda broker: setattr(broker, "tracer", Tracer(out, **kw)))
+    b.call(lambda broker: setattr(broker.apis, "tracer", Tracer(out, **kw)))
     return out
 
 
 def detach(b: BrokerThread) -> None:
-    b.call(lambda broker: setattr(broker, "tracer", None))
+    b.call(lambda broker: setattr(broker.apis, "tracer", None))
 
 
 @pytest.mark.skipif(kcat is None, reason="kcat not installed")
@@ -141,7 +141,7 @@ def test_a_broken_tracer_does_not_fail_requests(traced):
         def write(self, s):
             raise OSError("stdout closed")
 
-    traced.call(lambda broker: setattr(broker, "tracer", Tracer(Broken())))
+    traced.call(lambda broker: setattr(broker.apis, "tracer", Tracer(Broken())))
     with socket.create_connection(tuple(traced.bootstrap.rsplit(":", 1)), timeout=5) as s:
         s.sendall(_api_versions_frame(5))
         assert struct.unpack(">i", _read_response(s)[4:8])[0] == 5

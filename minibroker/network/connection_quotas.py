@@ -26,7 +26,7 @@ from minibroker.config import BrokerConfig
 from minibroker.quotas.manager import ClientQuotaManager
 from minibroker.quotas.rate import SampledRate
 
-log = logging.getLogger("minibroker.connection_quotas")
+log = logging.getLogger("minibroker.network.connection_quotas")
 
 
 def parse_overrides(text: str) -> dict[str, int]:

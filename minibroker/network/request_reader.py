@@ -1,0 +1,130 @@
+"""`RequestReader`: size-prefixed request frames out of a connection's bytes, each charged to the
+memory pool (Kafka: NetworkReceive, and the Selector's use of `queued.max.request.bytes`).
+
+Theory of operation: bytes go into a sans-IO `FrameReader` (protocol.framing), which rejects a
+size prefix above `socket.request.max.bytes` before buffering the body. Before each read the
+connection asks `reserve()` how many bytes it may read: the frame in progress is charged to the
+pool whole as soon as its size is known, plus a read-ahead slice (the next size prefixes,
+pipelined small requests). When the pool refuses what a read needs, `reserve()` returns 0 and the
+connection stops reading until the pool calls back (`on_memory`): back-pressure, not an error.
+A frame stays charged until its request has been answered (`frame_done`); `release_all` gives
+everything back when the connection closes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from minibroker.network.memory_pool import MemoryPool
+from protocol.framing import FrameReader
+
+log = logging.getLogger("minibroker.network.request_reader")
+
+RECV_SIZE = 256 * 1024  # the most one read takes
+# Bytes read beyond the frame in progress (the next size prefixes, pipelined small requests),
+# charged to the memory pool like the frames themselves.
+_READ_AHEAD = 64 * 1024
+
+
+class RequestReader:
+    """Frames of one connection and the pool memory they hold. `feed` raises FrameError."""
+
+    def __init__(self, max_frame_size: int, pool: MemoryPool | None, peer: str, on_memory: Callable[[], None]):
+        self._frames = FrameReader(max_frame_size)
+        self._pool = pool
+        self._peer = peer
+        self._on_memory = on_memory  # the pool freed what the next read needs: read again
+        # this connection holds `charged` bytes of the pool, at least the bytes it has buffered;
+        # `queued_bytes` of them are whole frames (with their size prefix) read and not yet answered
+        self.charged = 0
+        self.queued_bytes = 0
+        self.waiting_memory = False
+        self._memory_pauses = 0
+
+    @property
+    def partial_bytes(self) -> int:
+        """Bytes of a frame not yet complete (the slow-request sweep reports them)."""
+        return self._frames.buffered
+
+    @property
+    def in_frame(self) -> bool:
+        """Part of a frame has been read (a close now cuts a request in the middle)."""
+        return bool(self._frames.buffered) or self._frames.pending_size() is not None
+
+    def reserve(self) -> int:
+        """Charge the pool for the next read; how many bytes may be read now (0: reading waits
+        until `on_memory` is called). The frame in progress is charged whole once its size is
+        known, plus a read-ahead slice."""
+        held = self.queued_bytes + self._frame_bytes()
+        if self._pool is None:
+            return RECV_SIZE
+        need = self._frames.pending_size()
+        base = self.queued_bytes + max(self._frame_bytes(), need + 4 if need is not None else 0)
+        want = base + _READ_AHEAD
+        if self.charged < want:
+            # Without a frame in progress the read-ahead is what lets us read the next size prefix;
+            # with one charged whole, the read-ahead is only taken if memory is free.
+            required = need is None or self.charged < base
+            if self._pool.available > 0 or required:
+                if self._pool.try_allocate(want - self.charged):
+                    self.charged = want
+                elif required:
+                    self._wait_for_memory(want - self.charged)
+                    return 0
+        return min(self.charged - held, RECV_SIZE)
+
+    def feed(self, data: bytes) -> list[bytes | bytearray]:
+        """The frames `data` completes, each counted as queued until `frame_done`."""
+        self._frames.feed(data)
+        frames: list[bytes | bytearray] = []
+        while (frame := self._frames.next_frame()) is not None:
+            frames.append(frame)
+            self.queued_bytes += len(frame) + 4
+        self._trim_charge()
+        return frames
+
+    def frame_done(self, size: int) -> None:
+        """A request (`size` bytes with its prefix) has been answered: its memory is free."""
+        self.queued_bytes -= size
+        if self._pool is not None:
+            self.charged -= size
+            self._pool.release(size)
+
+    def release_all(self) -> None:
+        """The connection closed: stop waiting and give back every byte held."""
+        if self._pool is not None:
+            if self.waiting_memory:
+                self._pool.cancel(self._memory_freed)
+                self.waiting_memory = False
+            held, self.charged, self.queued_bytes = self.charged, 0, 0
+            self._pool.release(held)
+
+    def _frame_bytes(self) -> int:
+        """Bytes of the frame in progress (and read-ahead) in the frame reader, prefix included."""
+        return self._frames.buffered + (4 if self._frames.pending_size() is not None else 0)
+
+    def _wait_for_memory(self, size: int) -> None:
+        assert self._pool is not None
+        self.waiting_memory = True
+        self._memory_pauses += 1
+        need = self._frames.pending_size()
+        (log.info if self._memory_pauses == 1 else log.debug)(
+            "pausing reads from %s: %d bytes of %s wait for memory (queued.max.request.bytes=%d, %d in use)",
+            self._peer, size, f"a {need}-byte request" if need is not None else "read-ahead",
+            self._pool.capacity, self._pool.in_use)
+        self._pool.wait(size, self._memory_freed)
+
+    def _memory_freed(self) -> None:
+        self.waiting_memory = False
+        self._on_memory()
+
+    def _trim_charge(self) -> None:
+        """Give back what is charged beyond the queued frames and the whole frame in progress."""
+        if self._pool is None:
+            return
+        need = self._frames.pending_size()
+        keep = self.queued_bytes + (need + 4 if need is not None else self._frames.buffered)
+        if self.charged > keep:
+            self._pool.release(self.charged - keep)
+            self.charged = keep
