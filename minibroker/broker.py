@@ -35,7 +35,7 @@ from minibroker.coordinators import Coordinators
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.handlers.api_versions import advertised
-from minibroker.handlers.registry import SERVED_VERSIONS, Channel, Handler, RequestContext, ServedHandlers
+from minibroker.handlers.registry import Channel, Handler, RequestContext, ServedHandlers, served_versions
 from minibroker.log_scheduler import LogScheduler
 from minibroker.memory_pool import MemoryPool
 from minibroker.metrics import BrokerMetrics
@@ -146,11 +146,7 @@ class Broker:
         self.dynamic_config.on_change(self.topics.reconfigure)
         # share groups off (group.share.enable=false): their APIs are not served, so not advertised.
         # A handler module is imported by the first request for one of its keys (issue 22).
-        served = dict(SERVED_VERSIONS)
-        if not cfg.get("group.share.enable"):
-            from minibroker.coordinator.share_group import SHARE_GROUP_APIS
-
-            served = {k: v for k, v in served.items() if k not in SHARE_GROUP_APIS}
+        served = served_versions(share_groups=cfg.get("group.share.enable"))
         self.services = BrokerServices(
             node_id=self.node_id, host=self.host, port=self.port, started_ms=self.started_ms, clock=clock,
             dynamic_config=self.dynamic_config, log_manager=self.log_manager, topics=self.topics,

@@ -88,7 +88,7 @@ def preload() -> None:
     for name in _START_PATH:
         if importlib.util.find_spec(name) is not None:
             importlib.import_module(name)
-    from minibroker.handlers.registry import load_all
+    from minibroker.handlers.registry import load_all  # lazy: imports every handler, only for preloading
 
     load_all()
 
