@@ -355,7 +355,6 @@ def dump_time_index(path: Path, out: TextIO, state: DumpState, *, sanity_only: b
 # -- .snapshot / .txnindex -------------------------------------------------------------------------
 def dump_producer_snapshot(path: Path, out: TextIO, err: TextIO) -> None:
     """ProducerStateManager.readSnapshot entries, one line each (DumpLogSegments.dumpProducerIdSnapshot)."""
-
     try:
         entries = read_snapshot(path)
     except CorruptSnapshot as bad:
@@ -374,7 +373,6 @@ def dump_producer_snapshot(path: Path, out: TextIO, err: TextIO) -> None:
 
 
 def dump_txn_index(path: Path, out: TextIO) -> None:
-
     idx = TransactionIndex(base_offset_of(path), path)
     try:
         for t in idx.all_aborted_txns():
@@ -456,14 +454,12 @@ def consumer_protocol_schemas() -> tuple[Any, Any]:
 
 def decode_embedded(schema: Any, raw: bytes) -> Any:
     """JSON-ready fields of a version-prefixed embedded message (a subscription or assignment)."""
-
     (version,) = struct.unpack_from(">h", raw, 0)
     version = min(version, 3)  # a newer version starts with the fields of the latest we know
     return message_json(decode(schema, version, raw, 2, exact=False), version)
 
 
 def _consumer_group_records() -> dict[int, tuple[Any, Any]]:
-
     return {
         3: (cr.CONSUMER_GROUP_METADATA_KEY, cr.CONSUMER_GROUP_METADATA_VALUE),
         4: (cr.CONSUMER_GROUP_PARTITION_METADATA_KEY, cr.CONSUMER_GROUP_PARTITION_METADATA_VALUE),
@@ -480,7 +476,6 @@ _CONSUMER_GROUP_RECORDS = _consumer_group_records()
 
 def offsets_parser(r: RecordSummary) -> tuple[str | None, str | None]:
     """Key and value of a __consumer_offsets record as JSON (DumpLogSegments' OffsetsMessageParser)."""
-
     if r.key is None:
         raise ValueError(f"Failed to decode message at offset {r.offset} using offset topic decoder "
                          "(message had a missing key)")
