@@ -108,6 +108,25 @@ def test_docs_formats_states_the_served_versions() -> None:
     assert stated == {name: API_TABLE[BY_NAME[name].key].versions for name in stated}
 
 
+def test_each_handler_module_header_names_the_versions_the_table_has() -> None:
+    """The "vX-Y / Behavior / Version notes" header of a handler module names each API it serves
+    with the versions its @handles states (the header is read; the decorator is the statement)."""
+    import ast
+    import re
+
+    from protocol.apis import api
+
+    wrong = []
+    for key, served in API_TABLE.items():
+        path = ROOT / "minibroker" / "handlers" / f"{served.module}.py"
+        header = (ast.get_docstring(ast.parse(path.read_text())) or "").split("\n\n", 1)[0]
+        schema = api(key)
+        assert schema is not None
+        if not re.search(rf"\b{schema.name}:? v{re.escape(served.versions)}\b(?![-\d])", header):
+            wrong.append(f"{path.name}: {schema.name} v{served.versions} not in {header!r}")
+    assert not wrong, "\n".join(wrong)
+
+
 FIRST_REQUEST_DESCRIBES_A_GROUP = r"""
 import json, sys, tempfile
 from minibroker.testing import BrokerThread
