@@ -64,9 +64,6 @@ class BrokerMetrics:
             self.time_buckets[api_key][bisect.bisect_left(TIME_BUCKETS_MS, ms)] += 1
             self.time_sum_ms[api_key] += ms
 
-    def request_count(self, api_key: int) -> int:
-        return sum(self.requests[api_key])
-
 
 # -- exposition ----------------------------------------------------------------------------------------
 @dataclass(slots=True)

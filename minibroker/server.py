@@ -41,7 +41,7 @@ from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
 from minibroker.coordinators import Coordinators
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
-from minibroker.handlers.registry import SERVED_VERSIONS, ServedHandlers
+from minibroker.handlers.registry import ServedHandlers, served_versions
 from minibroker.kafka_apis import KafkaApis
 from minibroker.log_scheduler import LogScheduler
 from minibroker.metrics import BrokerMetrics
@@ -181,11 +181,7 @@ class BrokerServer:
         self.dynamic_config.on_change(self.topics.reconfigure)
         # share groups off (group.share.enable=false): their APIs are not served, so not advertised.
         # A handler module is imported by the first request for one of its keys (issue 22).
-        served = dict(SERVED_VERSIONS)
-        if not cfg.get("group.share.enable"):
-            from minibroker.coordinator.share_group import SHARE_GROUP_APIS  # lazy: the share coordinator
-
-            served = {k: v for k, v in served.items() if k not in SHARE_GROUP_APIS}
+        served = served_versions(share_groups=cfg.get("group.share.enable"))
         self.services = BrokerServices(
             node_id=self.node_id, host=config.advertised_host, port=config.advertised_port, started_ms=clock(),
             clock=clock, dynamic_config=self.dynamic_config, log_manager=self.log_manager, topics=self.topics,

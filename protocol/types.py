@@ -88,12 +88,6 @@ def write_uvarint(out: bytearray, value: int) -> None:
     out.append(value)
 
 
-def uvarint_bytes(value: int) -> bytes:
-    out = bytearray()
-    write_uvarint(out, value)
-    return bytes(out)
-
-
 def read_varint(buf, pos: int):
     """Zigzag varint (int32) or varlong (int64): the same encoding, different ranges."""
     v, pos = read_uvarint(buf, pos)

@@ -40,10 +40,6 @@ class LeaderEpochFileCache:
     def latest_epoch(self) -> int | None:
         return self._epochs[-1][0] if self._epochs else None
 
-    @property
-    def earliest_entry(self) -> tuple[int, int] | None:
-        return self._epochs[0] if self._epochs else None
-
     def epoch_for_offset(self, offset: int) -> int | None:
         """The epoch in which `offset` was written, if known."""
         previous = None

@@ -80,12 +80,8 @@ class CorruptSnapshot(Exception):
     pass
 
 
-def increment_sequence(sequence: int, increment: int) -> int:
-    """Sequences wrap from Int32.MAX to 0 (DefaultRecordBatch.incrementSequence)."""
-    return (sequence + increment) % (INT32_MAX + 1)
-
-
 def decrement_sequence(sequence: int, decrement: int) -> int:
+    """Sequences wrap from Int32.MAX to 0 (DefaultRecordBatch.decrementSequence)."""
     return (sequence - decrement) % (INT32_MAX + 1)
 
 
@@ -164,10 +160,6 @@ class ProducerStateEntry:
     @property
     def last_seq(self) -> int:
         return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
-
-    @property
-    def first_data_offset(self) -> int:
-        return self.batches[0].first_offset if self.batches else -1
 
     @property
     def last_data_offset(self) -> int:
@@ -381,9 +373,6 @@ class ProducerStateManager:
     def latest_snapshot_offset(self) -> int | None:
         return max(self.snapshots) if self.snapshots else None
 
-    def oldest_snapshot_offset(self) -> int | None:
-        return min(self.snapshots) if self.snapshots else None
-
     def remove_stray_snapshots(self, segment_base_offsets: Iterable[int]) -> None:
         """Delete snapshots that match no segment, except the newest stray one if it lies above
         every segment base (the snapshot a clean shutdown wrote at the log end)."""
@@ -407,10 +396,6 @@ class ProducerStateManager:
     def delete_snapshot(self, offset: int) -> None:
         """Remove the snapshot taken at `offset`, if any (its segment is being deleted)."""
         self._remove_and_delete_snapshot(offset)
-
-    def delete_snapshots_before(self, offset: int) -> None:
-        for off in [o for o in self.snapshots if o < offset]:
-            self._remove_and_delete_snapshot(off)
 
     def take_snapshot(self, sync: bool = True) -> Path | None:
         """Write a snapshot at the map end offset unless one is already there; returns its path."""

@@ -43,7 +43,7 @@ NOT_AT_START = [
     "minibroker.coordinator.share_group", "minibroker.coordinator.share_partition",
     "minibroker.coordinator.share_state_store", "minibroker.coordinator.group",
     # the handlers other than ApiVersions' and the schemas of their APIs: imported by the first
-    # request of their key (minibroker.handlers.registry.SERVED, protocol.apis.api)
+    # request of their key (minibroker/handlers/api_table.py, protocol.apis.api)
     *(f"minibroker.handlers.{m}" for m in (
         "acls", "admin", "client_quotas", "configs", "consumer_groups", "fetch", "groups", "legacy",
         "list_offsets", "metadata", "produce", "producer_ids", "security", "share_groups", "topics",

@@ -343,7 +343,7 @@ class BrokerConfig:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    import yaml  # only the CLI path needs it
+    import yaml  # lazy: only a --config file needs it (tests/test_startup_imports.py)
 
     try:
         text = path.read_text(encoding="utf-8")

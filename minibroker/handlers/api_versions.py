@@ -1,12 +1,11 @@
 """ApiVersions: v0-4.
 
-Behavior: lists every API this broker serves with the version range its handler registered (the
-table minibroker.handlers.registry.SERVED, checked against the registrations), so nothing is
-advertised that is not served -- with Kafka 4.0's one exception: Produce is advertised
-from v0 although v0-2 are refused (KAFKA-18659). librdkafka before 2.10 (kcat 1.7 ships 2.0)
-turns gzip, snappy and lz4 off unless the broker's Produce range includes v0, and then sends
-every batch uncompressed; clients pick the highest common version, so none sends v0-2 because
-of it, and one that does has its connection closed, as Kafka does.
+Behavior: lists every API this broker serves with the versions its handler states (the table
+minibroker/handlers/api_table.py, generated from the handlers' `@handles` lines; without the
+share-group APIs when group.share.enable=false), so nothing is advertised that is not served.
+Produce is served, so advertised, from v0 (minibroker/handlers/produce.py): Kafka 4.0 removed v0-2
+(KIP-896) but still advertises them (KAFKA-18659), since librdkafka before 2.10 (kcat 1.7 ships 2.0)
+turns gzip, snappy and lz4 off unless the broker's Produce range includes v0.
 A request at a version we do not know is answered by the dispatcher in the v0 form with
 UNSUPPORTED_VERSION (KIP-511), and the client retries lower. The response header is always v0
 (see protocol.headers).
@@ -24,7 +23,7 @@ from typing import Any
 
 from minibroker import features
 from minibroker.handlers.registry import RequestContext, handles
-from protocol.apis import api_versions, produce
+from protocol.apis import api_versions
 from protocol.errors import ErrorCode
 from protocol.schema import Versions
 
@@ -33,17 +32,12 @@ R = api_versions.RESPONSE
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-# Advertised minimum versions below what the handler serves: {api key: version} (KAFKA-18659).
-ADVERTISED_MIN_VERSION = {produce.API.key: 0}
-
-
 def advertised(served: Mapping[int, Versions]) -> list[Any]:
     """The ApiVersion entries for the served versions by api key, in api key order."""
     out = []
     for key in sorted(served):
         versions = served[key]
-        lo = min(versions.lo, ADVERTISED_MIN_VERSION.get(key, versions.lo))
-        out.append(R.ApiVersion(api_key=key, min_version=lo, max_version=versions.hi))
+        out.append(R.ApiVersion(api_key=key, min_version=versions.lo, max_version=versions.hi))
     return out
 
 

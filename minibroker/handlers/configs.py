@@ -1,8 +1,8 @@
 """DescribeConfigs v0-4, AlterConfigs v0-2, IncrementalAlterConfigs v0-1.
 
 Behavior (Kafka: ConfigHelper, ConfigAdminManager, ControllerConfigurationValidator):
-- Resources are TOPIC (2), BROKER (4) and GROUP (32, keys registered by each group kind in
-  GROUP_CONFIG_PROVIDERS). A BROKER resource is named by this node's id (every
+- Resources are TOPIC (2), BROKER (4) and GROUP (32, the keys of each group kind: the consumer
+  and share-group handler modules, GROUP_CONFIG_PROVIDERS). A BROKER resource is named by this node's id (every
   broker key with its value, source and synonyms) or "" (the cluster-wide dynamic defaults only).
   Another id, or a non-numeric name, gets INVALID_REQUEST with Kafka's message. BROKER_LOGGER and
   other types get INVALID_REQUEST "Unsupported resource type" (minibroker has no log4j loggers).
@@ -37,7 +37,7 @@ from minibroker.config import (
     validate_topic_config,
 )
 from minibroker.config.kafka_dynamic import per_broker_only, per_listener_only
-from minibroker.handlers import authz
+from minibroker.handlers import authz, consumer_groups, share_groups
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
 from protocol.apis import alter_configs, describe_configs, incremental_alter_configs
@@ -75,7 +75,8 @@ class GroupConfigProvider(Protocol):
                     replace: bool, validate_only: bool) -> None: ...
 
 
-GROUP_CONFIG_PROVIDERS: list[GroupConfigProvider] = []
+# Kafka's GroupConfig holds both kinds' keys; here each kind's handler module owns its own
+GROUP_CONFIG_PROVIDERS: tuple[GroupConfigProvider, ...] = (consumer_groups.GROUP_CONFIGS, share_groups.GROUP_CONFIGS)
 
 
 def _describe_group(services: BrokerServices, name: str) -> list[ConfigEntry]:

@@ -8,7 +8,7 @@ use this protocol by default, and what `group.protocol=consumer` needs in librdk
 Java client.
 
 GROUP config resources (type 32): the consumer.* keys (`consumer.session.timeout.ms`,
-`consumer.heartbeat.interval.ms`, and `consumer.assignment.interval.ms` without effect) are registered here with handlers/configs.py's GROUP registry
+`consumer.heartbeat.interval.ms`, and `consumer.assignment.interval.ms` without effect) are described and altered here, for handlers/configs.py
 (minibroker/coordinator/consumer_group_configs.py holds and persists them).
 
 Version notes:
@@ -25,7 +25,6 @@ from typing import Any
 from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
 from minibroker.coordinator.consumer_group_configs import BROKER_KEYS, GROUP_KEYS, ConsumerGroupConfigs
 from minibroker.handlers import authorized_ops, authz
-from minibroker.handlers.configs import GROUP_CONFIG_PROVIDERS
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
 from protocol.apis import consumer_group_describe, consumer_group_heartbeat
@@ -126,4 +125,5 @@ class _ConsumerGroupConfigs:
             store.set(group, configs)
 
 
-GROUP_CONFIG_PROVIDERS.append(_ConsumerGroupConfigs())
+# the consumer.* keys of GROUP resources, read by handlers/configs.py (GROUP_CONFIG_PROVIDERS)
+GROUP_CONFIGS = _ConsumerGroupConfigs()

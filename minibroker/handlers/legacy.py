@@ -1,6 +1,6 @@
 """The old message formats at the broker's edge: Produce v0-2, Fetch v0-3, ListOffsets v0 (issue 7).
 
-Not a handler module (it registers nothing): the helpers Produce, Fetch and ListOffsets use when a
+Not a handler module (it handles no API): the helpers Produce, Fetch and ListOffsets use when a
 client or a topic speaks MessageSet v0/v1 (shared/seeds 000-002, 004).
 
 Theory of operation. Apache Kafka 4.0 dropped these versions (KIP-896); minibroker keeps them

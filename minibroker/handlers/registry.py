@@ -1,15 +1,16 @@
 """The handler registry: which APIs the broker serves, at which versions.
 
-Each handler module registers its functions with `@handles(api, "lo-hi")`. `SERVED` says the same
-as a table (api key -> versions, handler module): ApiVersions is answered from the table, and a
-handler module is imported by the first request for one of its keys (`ServedHandlers`), so the
-broker answers its first ApiVersions without importing every handler and what they import (issue
-22). The two cannot drift apart: loading a handler whose registered versions differ from the
-table's fails, and tests/broker/test_handler_table.py imports every handler module and compares
-the whole registry with the table. So the broker never advertises an API or version it does not
-serve (franz-go's kfake does the same). A request for an API we have no handler for closes the
-connection (what Kafka does for an unknown api key); a version outside the range gets
-UNSUPPORTED_VERSION from the dispatcher.
+A handler states its API and versions once, on its own line: `@handles(api, "lo-hi")` marks the
+function (kfake's `regKey` beside each handler), and registers nothing. tools/gen_api_table.py
+reads the marks of every handler module into minibroker/handlers/api_table.py (api key ->
+versions, module, function, share-group API or not), checked in because the broker answers its
+first ApiVersions from it without importing every handler and what they import (issue 22); a
+handler module is imported by the first request for one of its keys (`ServedHandlers`), its
+function taken by name. The table cannot drift from the handlers: tests/broker/test_handler_table.py
+regenerates it and compares, and loading a handler whose mark differs from its row fails. So the
+broker never advertises an API or version it does not serve (franz-go's kfake does the same). A
+request for an API we have no handler for closes the connection (what Kafka does for an unknown
+api key); a version outside the range gets UNSUPPORTED_VERSION from the dispatcher.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from minibroker.handlers.api_table import API_TABLE
 from minibroker.network.channel import Channel
 from minibroker.security.authorizer import AclOperation, ResourceType
 from minibroker.services import BrokerServices
@@ -64,6 +66,9 @@ class RequestContext:
 
 
 HandlerFn = Callable[[RequestContext, Any], Awaitable[Any]]
+F = TypeVar("F", bound=HandlerFn)
+# the attribute `handles` marks a handler function with: (its API, the versions it serves)
+MARK = "__kafka_api__"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,60 +78,44 @@ class Handler:
     fn: HandlerFn
 
 
-HANDLERS: dict[int, Handler] = {}
-
-
-def handles(api: Api, versions: str) -> Callable[[HandlerFn], HandlerFn]:
+def handles(api: Api, versions: str) -> Callable[[F], F]:
+    """Marks a handler of `api` at `versions` ("lo-hi"): the one statement of what it serves.
+    Nothing is registered on import; tools/gen_api_table.py reads the marks into API_TABLE."""
     served = Versions(versions)
     if served.lo < api.versions.lo or served.hi > api.versions.hi:
         raise ValueError(f"{api.name}: cannot serve v{versions}, the schema has v{api.versions}")
 
-    def register(fn: HandlerFn) -> HandlerFn:
-        if api.key in HANDLERS:
-            raise ValueError(f"{api.name} already has a handler")
-        HANDLERS[api.key] = Handler(api, served, fn)
+    def mark(fn: F) -> F:
+        setattr(fn, MARK, (api, served))
         return fn
 
-    return register
+    return mark
 
 
-# api key -> (versions served, the module under minibroker.handlers that registers its handler)
-SERVED: dict[int, tuple[str, str]] = {
-    0: ("0-13", "produce"), 1: ("0-18", "fetch"), 2: ("0-11", "list_offsets"), 3: ("0-13", "metadata"),
-    8: ("0-10", "groups"), 9: ("0-10", "groups"), 10: ("0-6", "groups"), 11: ("0-9", "groups"),
-    12: ("0-4", "groups"), 13: ("0-5", "groups"), 14: ("0-5", "groups"), 15: ("0-6", "groups"),
-    16: ("0-5", "groups"), 17: ("0-1", "security"), 18: ("0-4", "api_versions"), 19: ("0-7", "topics"),
-    20: ("0-6", "topics"), 21: ("0-2", "admin"), 22: ("0-5", "producer_ids"), 23: ("0-4", "admin"),
-    24: ("0-5", "transactions"), 25: ("0-4", "transactions"), 26: ("0-5", "transactions"),
-    28: ("0-5", "transactions"), 29: ("1-3", "acls"), 30: ("1-3", "acls"), 31: ("1-3", "acls"),
-    32: ("0-4", "configs"), 33: ("0-2", "configs"), 35: ("0-4", "admin"), 36: ("0-2", "security"),
-    37: ("0-3", "topics"), 42: ("0-2", "groups"), 44: ("0-1", "configs"), 47: ("0", "groups"),
-    48: ("0-1", "client_quotas"), 49: ("0-1", "client_quotas"), 50: ("0", "security"), 51: ("0", "security"),
-    60: ("0-2", "admin"), 61: ("0", "transactions"), 65: ("0", "transactions"), 66: ("0-2", "transactions"),
-    68: ("0-1", "consumer_groups"), 69: ("0-1", "consumer_groups"), 75: ("0", "admin"),
-    # KIP-932 share groups (not served with group.share.enable=false: minibroker.server)
-    76: ("1", "share_groups"), 77: ("1", "share_groups"), 78: ("1-2", "share_groups"),
-    79: ("1-2", "share_groups"), 90: ("0-1", "share_groups"), 91: ("0", "share_groups"),
-    92: ("0", "share_groups"),
-}
-SERVED_VERSIONS: dict[int, Versions] = {key: Versions(versions) for key, (versions, _) in SERVED.items()}
-# Handler modules that must be imported with another: the consumer- and share-group modules
-# register their GROUP config keys with handlers/configs.py (GROUP_CONFIG_PROVIDERS) when imported,
-# so a DescribeConfigs or AlterConfigs of a GROUP resource must not come before them.
-LOADED_WITH: dict[str, tuple[str, ...]] = {"configs": ("consumer_groups", "share_groups")}
+def marked(fn: object) -> tuple[Api, Versions] | None:
+    """(api, versions) of a function marked with `handles`, else None."""
+    mark: tuple[Api, Versions] | None = getattr(fn, MARK, None)
+    return mark
+
+
+def served_versions(share_groups: bool) -> dict[int, Versions]:
+    """The versions served by api key, from API_TABLE; without the share-group APIs (KIP-932) when
+    share groups are off (group.share.enable=false), so they are not advertised either."""
+    return {key: Versions(api.versions) for key, api in API_TABLE.items() if share_groups or not api.share_group}
 
 
 def load_handler(key: int) -> Handler:
-    """The handler of a key in SERVED, its module imported if this is the first use."""
-    module = SERVED[key][1]
-    # the companions even when the module itself is in (another handler module imported it)
-    for name in (module, *LOADED_WITH.get(module, ())):
-        importlib.import_module(f"minibroker.handlers.{name}")
-    handler = HANDLERS[key]
-    served = SERVED_VERSIONS[key]
-    if (handler.versions.lo, handler.versions.hi) != (served.lo, served.hi):
-        raise RuntimeError(f"{handler.api.name}: registered v{handler.versions}, SERVED says v{served}")
-    return handler
+    """The handler of a key in API_TABLE: its module imported (if this is the first use) and the
+    function taken by name. Its mark must state the table's versions (else the table is stale:
+    run tools/gen_api_table.py)."""
+    entry = API_TABLE[key]
+    fn = getattr(importlib.import_module(f"minibroker.handlers.{entry.module}"), entry.function)
+    mark = marked(fn)
+    if mark is None or mark[0].key != key or repr(mark[1]) != repr(Versions(entry.versions)):
+        stated = f"v{mark[1]}" if mark is not None else "nothing"
+        raise RuntimeError(f"{entry.module}.{entry.function} states {stated}, API_TABLE says "
+                           f"api {key} v{entry.versions}: run tools/gen_api_table.py")
+    return Handler(mark[0], mark[1], fn)
 
 
 class ServedHandlers(Mapping[int, Handler]):
@@ -157,12 +146,5 @@ class ServedHandlers(Mapping[int, Handler]):
 
 
 def load_all() -> dict[int, Handler]:
-    """Import every handler module (each registers itself)."""
-    import pkgutil
-
-    import minibroker.handlers as pkg
-
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        if mod.name != "registry":
-            importlib.import_module(f"minibroker.handlers.{mod.name}")
-    return HANDLERS
+    """Every handler in API_TABLE, each module imported."""
+    return {key: load_handler(key) for key in API_TABLE}

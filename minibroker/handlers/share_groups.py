@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
 from minibroker.handlers import authorized_ops, authz
-from minibroker.handlers.configs import GROUP_CONFIG_PROVIDERS
 from minibroker.handlers.registry import Channel, RequestContext, handles
 from minibroker.services import BrokerServices
 from protocol.apis import (
@@ -473,4 +472,5 @@ class _ShareGroupConfigs:
             coord.set_group_configs(group, configs)
 
 
-GROUP_CONFIG_PROVIDERS.append(_ShareGroupConfigs())
+# the share.* keys of GROUP resources, read by handlers/configs.py (GROUP_CONFIG_PROVIDERS)
+GROUP_CONFIGS = _ShareGroupConfigs()

@@ -115,9 +115,6 @@ class CertFiles:
         """(certificate PEM, key PEM) of client `name`."""
         return self.dir / f"client-{name}.pem", self.dir / f"client-{name}.key"
 
-    def client_p12(self, name: str) -> Path:
-        return self.dir / f"client-{name}.p12"
-
 
 def write_certs(directory: str | Path, hosts: Sequence[str] = ("localhost", "127.0.0.1"),
                 clients: Sequence[str] = (), *, password: str = "minibroker",

@@ -36,7 +36,7 @@ class ScramCredentialStore:
             raw = json.loads(self.path.read_text())
         except FileNotFoundError:
             return
-        from minibroker.security.scram import ScramCredential
+        from minibroker.security.scram import ScramCredential  # lazy: hashlib/hmac with the first credential
 
         users: dict[str, dict[str, ScramCredential]] = {}
         for user, mechs in raw.get("users", {}).items():

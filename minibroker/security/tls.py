@@ -32,6 +32,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.serialization import pkcs12
+
 from minibroker.config import BrokerConfig, ConfigError, Endpoint
 
 log = logging.getLogger("minibroker.security")
@@ -106,8 +110,6 @@ class PrincipalMapper:
 
 def certificate_dn(der: bytes) -> str:
     """The subject DN of a DER certificate, RFC 2253 style (most specific first: CN=..,OU=..,O=..)."""
-    from cryptography import x509
-
     return x509.load_der_x509_certificate(der).subject.rfc4514_string()
 
 
@@ -168,8 +170,6 @@ def _read(path: str, what: str) -> bytes:
 def _load_pem_chain(ctx: ssl.SSLContext, chain: bytes, key: bytes, key_password: str | None) -> None:
     """Load a PEM key and chain given as bytes: the key re-encrypted under a one-time password in a
     private temporary file (OpenSSL reads files only), removed before returning."""
-    from cryptography.hazmat.primitives import serialization
-
     try:
         private = serialization.load_pem_private_key(key, key_password.encode() if key_password else None)
     except (ValueError, TypeError) as e:
@@ -209,9 +209,6 @@ def _load_keystore(ctx: ssl.SSLContext, prefix: str, get: Callable[[str], object
     if kind == "PKCS12":
         if not location:
             raise ConfigError(f"a TLS listener needs {prefix}ssl.keystore.location (ssl.keystore.type=PKCS12)")
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.serialization import pkcs12
-
         password = get("ssl.keystore.password")
         try:
             key, cert, extra = pkcs12.load_key_and_certificates(
@@ -240,9 +237,6 @@ def _load_truststore(ctx: ssl.SSLContext, prefix: str, get: Callable[[str], obje
         if not location:
             return False
         if kind == "PKCS12":
-            from cryptography.hazmat.primitives import serialization
-            from cryptography.hazmat.primitives.serialization import pkcs12
-
             password = get("ssl.truststore.password")
             store = pkcs12.load_pkcs12(_read(str(location), "truststore"),
                                        str(password).encode() if password else None)

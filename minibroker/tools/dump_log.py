@@ -37,7 +37,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from protocol import coordinator_records as cr
+from protocol import share_records as sr
+from protocol.codec import decode
+from protocol.records import legacy
 from protocol.records.batch import LOG_OVERHEAD, V2_HEADER_SIZE
+from protocol.records.compression import decompress
 from protocol.records.dump import (
     BatchSummary,
     RecordSummary,
@@ -46,6 +51,9 @@ from protocol.records.dump import (
     format_record,
     iter_summaries,
 )
+from protocol.schema import F, Schema
+from storage.producer_state import CorruptSnapshot, read_snapshot
+from storage.txn_index import TransactionIndex
 
 _TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 _DELETE_HORIZON_FLAG = 0x40  # RecordBatch v2 attribute bit 6 (KIP-534): base timestamp is the delete horizon
@@ -127,8 +135,6 @@ def record_line(r: RecordSummary, batch: BatchSummary, *, metadata: bool = True,
 def legacy_checks(raw: bytes | memoryview) -> list[tuple[int, bool]]:
     """(stored crc, crc valid) of every message in a v0/v1 entry, inner messages of a compressed
     wrapper in place of the wrapper: what Kafka prints per record as `isValid: … crc: …`."""
-    from protocol.records import legacy
-    from protocol.records.compression import decompress
 
     def walk(buf: bytes | memoryview, out: list[tuple[int, bool]], outer: bool) -> None:
         pos = 0
@@ -349,8 +355,6 @@ def dump_time_index(path: Path, out: TextIO, state: DumpState, *, sanity_only: b
 # -- .snapshot / .txnindex -------------------------------------------------------------------------
 def dump_producer_snapshot(path: Path, out: TextIO, err: TextIO) -> None:
     """ProducerStateManager.readSnapshot entries, one line each (DumpLogSegments.dumpProducerIdSnapshot)."""
-    from storage.producer_state import CorruptSnapshot, read_snapshot
-
     try:
         entries = read_snapshot(path)
     except CorruptSnapshot as bad:
@@ -369,8 +373,6 @@ def dump_producer_snapshot(path: Path, out: TextIO, err: TextIO) -> None:
 
 
 def dump_txn_index(path: Path, out: TextIO) -> None:
-    from storage.txn_index import TransactionIndex
-
     idx = TransactionIndex(base_offset_of(path), path)
     try:
         for t in idx.all_aborted_txns():
@@ -433,7 +435,6 @@ def consumer_protocol_schemas() -> tuple[Any, Any]:
     """(ConsumerProtocolSubscription, ConsumerProtocolAssignment) schemas."""
     # The consumer's embedded protocol (ConsumerProtocolSubscription / ConsumerProtocolAssignment
     # message definitions, versions 0-3, never flexible): an int16 version, then the fields.
-    from protocol.schema import F, Schema
 
     sub = Schema("ConsumerProtocolSubscription", "0-3", fields=[
         F("topics", "[]string", "0+"),
@@ -453,16 +454,12 @@ def consumer_protocol_schemas() -> tuple[Any, Any]:
 
 def decode_embedded(schema: Any, raw: bytes) -> Any:
     """JSON-ready fields of a version-prefixed embedded message (a subscription or assignment)."""
-    from protocol.codec import decode
-
     (version,) = struct.unpack_from(">h", raw, 0)
     version = min(version, 3)  # a newer version starts with the fields of the latest we know
     return message_json(decode(schema, version, raw, 2, exact=False), version)
 
 
 def _consumer_group_records() -> dict[int, tuple[Any, Any]]:
-    from protocol import coordinator_records as cr
-
     return {
         3: (cr.CONSUMER_GROUP_METADATA_KEY, cr.CONSUMER_GROUP_METADATA_VALUE),
         4: (cr.CONSUMER_GROUP_PARTITION_METADATA_KEY, cr.CONSUMER_GROUP_PARTITION_METADATA_VALUE),
@@ -479,9 +476,6 @@ _CONSUMER_GROUP_RECORDS = _consumer_group_records()
 
 def offsets_parser(r: RecordSummary) -> tuple[str | None, str | None]:
     """Key and value of a __consumer_offsets record as JSON (DumpLogSegments' OffsetsMessageParser)."""
-    from protocol import coordinator_records as cr
-    from protocol.codec import decode
-
     if r.key is None:
         raise ValueError(f"Failed to decode message at offset {r.offset} using offset topic decoder "
                          "(message had a missing key)")
@@ -529,8 +523,6 @@ def transaction_log_parser(r: RecordSummary) -> tuple[str | None, str | None]:
     """Key and value of a __transaction_state record as Kafka 4.x's transaction log decoder prints
     them: JSON as for __consumer_offsets (`{"type":"0","data":{...}}`, `{"version":"1","data":{...}}`),
     the state by name."""
-    from protocol import coordinator_records as cr
-    from protocol.codec import decode
 
     if r.key is None:
         raise ValueError(f"Failed to decode message at offset {r.offset} using the specified decoder "
@@ -559,8 +551,6 @@ def share_group_state_parser(r: RecordSummary) -> tuple[str | None, str | None]:
     """Key and value of a __share_group_state record as Kafka 4.x's share group state decoder
     prints them (the coordinator-record JSON of the offsets decoder: `{"type":"0","data":{...}}`
     for a ShareSnapshot key, type 1 for a ShareUpdate, `{"version":"0","data":{...}}` values)."""
-    from protocol import share_records as sr
-    from protocol.codec import decode
 
     if r.key is None:
         raise ValueError(f"Failed to decode message at offset {r.offset} using the specified decoder "

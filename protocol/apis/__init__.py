@@ -1,7 +1,8 @@
 """The API registry: every API minibroker has a schema for, by key.
 
-Which of them the broker *serves*, and at which versions, is decided by the handlers in
-minibroker/handlers (ApiVersions is built from that registry), not here.
+Which of them the broker *serves*, and at which versions, is stated by the handlers in
+minibroker/handlers (their `@handles` lines, collected in minibroker/handlers/api_table.py, which
+ApiVersions is built from), not here: a schema's `versions` are what Kafka's JSON defines.
 
 The schemas are imported one by one when first needed (`api(key)`, `from protocol.apis import
 fetch`): reading a request header needs only its own API's flexible versions, and the broker
