@@ -268,7 +268,7 @@ _BROKER_KEYS: list[ConfigKey] = [
             "(Kafka counts them broker-wide).", AtLeast(1)),
     _broker("queued.max.request.bytes", "long", 100 * 1024 * 1024,
             "Bytes of requests being read or queued, all connections together, plus response bytes waiting for "
-            "slow readers (minibroker.memory_pool). A connection whose next request does not fit stops being read "
+            "slow readers (minibroker.network.memory_pool). A connection whose next request does not fit stops being read "
             "until memory frees (back-pressure); a request is admitted whenever any memory is free, so one up to "
             "socket.request.max.bytes always gets in and at most about this plus socket.request.max.bytes is held. "
             "-1 = no bound. Dev default 100 MiB (Kafka: -1): unbounded, 240 connections each sending a 100 MB "

@@ -36,7 +36,7 @@ class Limits:
 
 
 def _limit_of(kind: str) -> str:
-    """The config key or quota a refusal's reason names (minibroker.connection_quotas words them),
+    """The config key or quota a refusal's reason names (minibroker.network.connection_quotas words them),
     so the label has a few fixed values rather than sentences with numbers in them."""
     if "address already has" in kind or "max.connections.per.ip" in kind:
         return "max.connections.per.ip"

@@ -32,7 +32,7 @@ from typing import Any, Protocol, TextIO
 
 from protocol.apis import APIS
 from protocol.errors import ErrorCode
-from protocol.headers import encode_response_frame
+from protocol.headers import decode_request_header, encode_response_frame
 from protocol.records.batch import BatchView, InvalidBatch, iter_batches
 from protocol.schema import Message
 
@@ -365,8 +365,6 @@ class Tracer:
             who = f"{api_name} v{v} corr={h.correlation_id} client={h.client_id}"
             self.out.write(f"-> {who} {len(frame) + 4} B {_short(req)}\n")
             if self.with_bytes:
-                from protocol.headers import decode_request_header  # lazy: only with --trace-bytes
-
                 _, header_end = decode_request_header(frame)
                 self.out.write(annotated_hex(bytes(frame), h, header_end, request, api_name) + "\n")
             if resp is None:
