@@ -38,6 +38,7 @@ from minibroker.handlers.api_versions import advertised
 from minibroker.handlers.registry import SERVED_VERSIONS, Channel, Handler, RequestContext, ServedHandlers
 from minibroker.log_scheduler import LogScheduler
 from minibroker.memory_pool import MemoryPool
+from minibroker.metadata_cache import MetadataCache
 from minibroker.metrics import BrokerMetrics
 from minibroker.quotas.manager import ClientQuotaManager, quota_user
 from minibroker.quotas.store import QuotaStore
@@ -111,7 +112,10 @@ class Broker:
             topic_config=lambda overrides: to_log_config(effective_topic_config(self.config, overrides)))
         self.topics = TopicRegistry(self.log_manager, cfg)
         self.metrics = BrokerMetrics()  # counters the hot paths bump; /metrics (minibroker.console) reads them
-        self.replica_manager = ReplicaManager(self.metrics)
+        self.replica_manager = ReplicaManager(self.metrics, self.node_id)
+        self.metadata_cache = MetadataCache(self.node_id)
+        self.topics.add_publisher(self.metadata_cache)  # the registry publishes every topic change
+        self.topics.add_publisher(self.replica_manager)
         # producer ids (InitProducerId) never repeat: a persisted block, and never below an id in the logs
         self.producer_ids = ProducerIdManager(data_dir, self.node_id)
         self.fetch_sessions = FetchSessionCache(cfg.get("max.incremental.fetch.session.cache.slots"))
@@ -154,6 +158,7 @@ class Broker:
         self.services = BrokerServices(
             node_id=self.node_id, host=self.host, port=self.port, started_ms=self.started_ms, clock=clock,
             dynamic_config=self.dynamic_config, log_manager=self.log_manager, topics=self.topics,
+            metadata_cache=self.metadata_cache,
             replica_manager=self.replica_manager, coordinators=self.coordinators, producer_ids=self.producer_ids,
             fetch_sessions=self.fetch_sessions, metrics=self.metrics, quota_store=self.quota_store,
             advertised={e.listener_name: e for e in config.advertised_endpoints},
