@@ -70,7 +70,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, BatchView
 from protocol.records.v2 import ControlType, build_control_batch
 from storage.clock import Clock, wall_clock_ms
-from storage.log import AppendOrigin, Log
+from storage.log import AppendOrigin
 from storage.log_manager import LogManager
 
 log = logging.getLogger("minibroker.coordinator.transaction")

@@ -50,7 +50,7 @@ R = fetch.RESPONSE
 class _Part:
     __slots__ = ("key", "fetch_offset", "max_bytes", "sp")
 
-    def __init__(self, key: tuple[str, Any, int], fetch_offset: int, max_bytes: int,
+    def __init__(self, key: tuple[str | None, Any, int], fetch_offset: int, max_bytes: int,
                  sp: SessionPartition | None = None):
         self.key = key
         self.fetch_offset = fetch_offset
@@ -77,7 +77,7 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     incremental = False
 
     # The high watermark each partition's fetcher knows (v18); -1 is "unknown", so behind any.
-    known_hw: dict[tuple[str, Any, int], int] = {}
+    known_hw: dict[tuple[str | None, Any, int], int] = {}
 
     def requested() -> list[_Part]:
         parts = []
@@ -140,13 +140,13 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
         fetches, max_bytes=max_bytes, min_bytes=req.min_bytes, max_wait_ms=req.max_wait_ms, isolation_level=isolation)
     results = [(part, _partition_data(services, part, read, v)) for part, read in zip(parts, reads, strict=True)]
 
-    by_topic: dict[tuple[str, Any], list[Any]] = {}
+    by_topic: dict[tuple[str | None, Any], list[Any]] = {}
     metrics = services.metrics
     for part, data in results:
         if incremental and not _changed(part, data.error_code, data):
             continue
         name, tid, p = part.key
-        if data.records is not EMPTY:
+        if data.records is not EMPTY and name is not None:
             metrics.fetched(name, len(data.records))  # Kafka: BytesOutPerSec, per topic
         by_topic.setdefault((name, tid), []).append(data)
         if part.sp is not None:
@@ -169,7 +169,7 @@ def _changed(part: _Part, err: int, data: Any) -> bool:
         sp.sent_hw, sp.sent_lso, sp.sent_log_start)
 
 
-def _fetch_partition(services: BrokerServices, part: _Part, v: int, known_hw: dict[tuple[str, Any, int], int]
+def _fetch_partition(services: BrokerServices, part: _Part, v: int, known_hw: dict[tuple[str | None, Any, int], int]
                      ) -> FetchPartition:
     name, _, p = part.key
     fp = FetchPartition(name, p, part.fetch_offset, part.max_bytes,

@@ -103,16 +103,16 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 pr.log_append_time_ms = result.info.log_append_time
                 pr.log_start_offset = result.info.log_start_offset
                 continue
-            e = result.error
-            assert e is not None
+            err = result.error
+            assert err is not None
             failed = True
-            pr.error_code = e.code
-            pr.error_message = e.message
-            if isinstance(e, RecordValidationError):
+            pr.error_code = err.code
+            pr.error_message = err.message
+            if isinstance(err, RecordValidationError):
                 pr.log_start_offset = result.log_start_offset  # as Kafka reports it
                 if ctx.version >= 8:  # Kafka: RecordErrors, from v8
                     pr.record_errors = [R.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                                        for i, m in e.record_errors]
+                                        for i, m in err.record_errors]
     if acks == 0:
         if failed and ctx.connection is not None:
             ctx.connection.close("error on an acks=0 produce")
