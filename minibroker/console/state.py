@@ -12,6 +12,7 @@ Bad input raises `NotFound` (an unknown topic, partition, offset, group, segment
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 import time
@@ -270,8 +271,6 @@ def show_bytes(b: bytes | None) -> dict[str, Any] | None:
     except UnicodeDecodeError:
         out["text"] = None
     if out["text"] is not None and not out["truncated"]:
-        import json
-
         try:
             out["json"] = json.loads(out["text"])
         except ValueError:
