@@ -47,7 +47,7 @@ class LogCleanerTask:
 
     async def _learn_horizons(self) -> None:
         """Once per log: the delete horizons already on disk (a restart forgets the in-memory ones)."""
-        from storage.cleaner import pending_delete_horizon
+        from storage.cleaner import pending_delete_horizon  # lazy: imports storage.log (not at start-up)
 
         loop = asyncio.get_running_loop()
         for tp, lg in self.log_manager.logs().items():
@@ -63,7 +63,7 @@ class LogCleanerTask:
                 self.horizons[tp] = horizon
 
     def _candidates(self, now: int) -> list[LogToClean]:
-        from storage.cleaner import log_to_clean
+        from storage.cleaner import log_to_clean  # lazy: imports storage.log (not at start-up)
 
         lm = self.log_manager
         out = []
@@ -80,7 +80,12 @@ class LogCleanerTask:
         """Clean the filthiest log if one needs it; True if a cleaning was swapped in."""
         if not any(lg.config.compact for lg in self.log_manager.logs().values()):
             return False  # nothing to compact (and storage.cleaner not imported yet)
-        from storage.cleaner import CleanerAborted, UncleanableLog, clean, grab_filthiest
+        from storage.cleaner import (  # lazy: imports storage.log (not at start-up)
+            CleanerAborted,
+            UncleanableLog,
+            clean,
+            grab_filthiest,
+        )
 
         await self._learn_horizons()
         now = self.clock()
@@ -111,7 +116,7 @@ class LogCleanerTask:
             self.in_progress.discard(tp)
 
     def _finish(self, result: CleanResult) -> bool:
-        from storage.cleaner import swap_in
+        from storage.cleaner import swap_in  # lazy: imports storage.log (not at start-up)
 
         lg = result.log
         tp = (lg.topic, lg.partition)

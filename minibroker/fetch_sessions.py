@@ -37,7 +37,7 @@ class FetchSession:
     session_id: int
     epoch: int
     # key: (topic name, topic id, partition); ordered as the client added them
-    partitions: OrderedDict[tuple[str, Any, int], SessionPartition] = field(default_factory=OrderedDict)
+    partitions: OrderedDict[tuple[str | None, Any, int], SessionPartition] = field(default_factory=OrderedDict)
 
 
 class FetchSessionCache:

@@ -44,6 +44,7 @@ from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.handlers.registry import ServedHandlers, served_versions
 from minibroker.kafka_apis import KafkaApis
 from minibroker.log_scheduler import LogScheduler
+from minibroker.metadata_cache import MetadataCache
 from minibroker.metrics import BrokerMetrics
 from minibroker.network.connection_quotas import ConnectionQuotas
 from minibroker.network.memory_pool import MemoryPool
@@ -78,6 +79,7 @@ class BrokerServer:
     dynamic_config: DynamicBrokerConfig
     log_manager: LogManager
     topics: TopicRegistry
+    metadata_cache: MetadataCache
     metrics: BrokerMetrics
     replica_manager: ReplicaManager
     producer_ids: ProducerIdManager
@@ -146,7 +148,10 @@ class BrokerServer:
                                                                                 overrides)))
         self.topics = TopicRegistry(self.log_manager, cfg)
         self.metrics = BrokerMetrics()  # counters the hot paths bump; /metrics (minibroker.console) reads them
-        self.replica_manager = ReplicaManager(self.metrics)
+        self.replica_manager = ReplicaManager(self.metrics, self.node_id)
+        self.metadata_cache = MetadataCache(self.node_id)
+        self.topics.add_publisher(self.metadata_cache)  # the registry publishes every topic change
+        self.topics.add_publisher(self.replica_manager)
         # producer ids (InitProducerId) never repeat: a persisted block, and never below an id in the logs
         self.producer_ids = ProducerIdManager(data_dir, self.node_id)
         self.fetch_sessions = FetchSessionCache(cfg.get("max.incremental.fetch.session.cache.slots"))
@@ -185,6 +190,7 @@ class BrokerServer:
         self.services = BrokerServices(
             node_id=self.node_id, host=config.advertised_host, port=config.advertised_port, started_ms=clock(),
             clock=clock, dynamic_config=self.dynamic_config, log_manager=self.log_manager, topics=self.topics,
+            metadata_cache=self.metadata_cache,
             replica_manager=self.replica_manager, coordinators=self.coordinators, producer_ids=self.producer_ids,
             fetch_sessions=self.fetch_sessions, metrics=self.metrics, quota_store=self.quota_store,
             advertised={e.listener_name: e for e in config.advertised_endpoints},

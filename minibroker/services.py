@@ -19,6 +19,7 @@ from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
 from minibroker.coordinators import Coordinators
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
+from minibroker.metadata_cache import MetadataCache
 from minibroker.metrics import BrokerMetrics
 from minibroker.quotas.manager import ClientQuotaManager
 from minibroker.quotas.store import QuotaStore
@@ -45,8 +46,9 @@ class BrokerServices:
     clock: Clock
     dynamic_config: DynamicBrokerConfig
     log_manager: LogManager
-    topics: TopicRegistry
-    replica_manager: ReplicaManager
+    topics: TopicRegistry  # the metadata's one writer (create/delete topics, configs); handlers read metadata_cache
+    metadata_cache: MetadataCache  # topics, partitions (leader, epoch, replicas, ISR), brokers
+    replica_manager: ReplicaManager  # every partition's log: appends, fetches, offsets
     coordinators: Coordinators  # group_coordinator, txn_coordinator, share_groups below
     producer_ids: ProducerIdManager
     fetch_sessions: FetchSessionCache

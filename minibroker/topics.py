@@ -7,6 +7,11 @@ partition count, replication factor, config), and creates them through one body,
 loop (`create`) or with the partition directories made off it (`create_async`). Deletion tells
 whoever registered for it (the group coordinator drops committed offsets, the replica manager
 wakes waiting fetches) without the registry knowing who they are.
+
+The registry is the one publisher of the metadata image (Kafka: the controller's metadata log and
+the broker's MetadataPublisher): every change — load, create, add partitions, reconfigure, a
+topic's config altered, delete — is published to the `MetadataCache` the handlers read and to the
+`ReplicaManager`, which makes its `Partition`s of the logs.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from minibroker.config import BrokerConfig, effective_topic_config, to_log_config, validate_topic_config
+from minibroker.metadata_cache import MetadataPublisher, PartitionImage, TopicImage
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import LogConfig
 from storage.log_manager import LogManager
@@ -94,6 +100,7 @@ class TopicRegistry:
         self._by_collision_key: dict[str, set[str]] = {}
         self._creating: dict[str, asyncio.Future[Topic]] = {}
         self._on_delete: list[TopicListener] = []
+        self._publishers: list[MetadataPublisher] = []
 
     # -- reading ----------------------------------------------------------------------------
     def __contains__(self, name: object) -> bool:
@@ -124,6 +131,28 @@ class TopicRegistry:
         t = self._by_name.get(topic)
         return t.partitions.get(partition) if t is not None else None
 
+    def add_publisher(self, publisher: MetadataPublisher) -> None:
+        """Publish every topic change to `publisher` (the MetadataCache, the ReplicaManager),
+        starting with the topics already registered."""
+        self._publishers.append(publisher)
+        for topic in self._by_name.values():
+            publisher.publish_topic(self.image(topic), topic.partitions)
+
+    def image(self, topic: Topic) -> TopicImage:
+        """The metadata image of `topic`: this node leads every partition, at epoch 0, alone in
+        its replica set and ISR (the cluster issue gives them real members)."""
+        node = self.config.node_id
+        replicas = (node,)
+        return TopicImage(topic.name, topic.topic_id,
+                          {p: PartitionImage(p, node, 0, replicas, replicas) for p in sorted(topic.partitions)},
+                          dict(topic.config), dict(topic.overrides), topic.is_internal)
+
+    def _publish(self, topic: Topic) -> None:
+        if self._publishers:
+            image = self.image(topic)
+            for publisher in self._publishers:
+                publisher.publish_topic(image, topic.partitions)
+
     def on_delete(self, listener: TopicListener) -> None:
         """Call `listener(topic)` after a topic is deleted."""
         self._on_delete.append(listener)
@@ -147,6 +176,7 @@ class TopicRegistry:
         self._by_name[topic.name] = topic
         self._by_id[topic.topic_id] = topic
         self._by_collision_key.setdefault(_collision_key(topic.name), set()).add(topic.name)
+        self._publish(topic)
 
     def reconfigure(self, config: BrokerConfig) -> None:
         """A dynamic broker config changed: every topic and open log gets its new effective config
@@ -159,6 +189,14 @@ class TopicRegistry:
             log_config = self.log_config(topic.config)
             for lg in topic.partitions.values():
                 lg.config = log_config
+            self._publish(topic)
+
+    def alter_config(self, topic: Topic, overrides: dict[str, Any], effective: dict[str, Any]) -> None:
+        """A topic's config overrides changed (AlterConfigs): stored, then published."""
+        self.log_manager.set_topic_overrides(topic.name, overrides)
+        topic.overrides = overrides
+        topic.config = effective
+        self._publish(topic)
 
     # -- creating ---------------------------------------------------------------------------
     def check_new_topic(self, name: str, num_partitions: int, replication_factor: int,
@@ -270,6 +308,7 @@ class TopicRegistry:
         log_config = self.log_config(topic.config)
         topic.partitions.update(self._make_logs(topic.name, topic.topic_id,
                                                 range(len(topic.partitions), total), log_config))
+        self._publish(topic)
 
     # -- deleting ---------------------------------------------------------------------------
     def delete(self, name: str) -> Topic:
@@ -281,6 +320,10 @@ class TopicRegistry:
         if not same:
             self._by_collision_key.pop(key, None)
         self.log_manager.delete_topic(name)
+        if self._publishers:
+            image = self.image(topic)
+            for publisher in self._publishers:
+                publisher.remove_topic(image)
         for listener in self._on_delete:
             listener(topic)
         log.info("Deleted topic %s", name)

@@ -266,7 +266,7 @@ class Log:
     # -- append --------------------------------------------------------------------------------
     def validate(self, records: bytes | bytearray | memoryview, *, origin: str = AppendOrigin.CLIENT,
                  request_version: int | None = None,
-                 verify: Callable[[bytes | bytearray | memoryview], None] | None = None) -> ValidatedRecords:
+                 verify: Callable[[list[BatchView]], None] | None = None) -> ValidatedRecords:
         """Check the batches of an append against this log's config (storage.log_validator); for a
         Produce partition `request_version` adds the request's checks, the record walk and the
         conversion to the topic's format. Pass the result to `append_as_leader`."""

@@ -22,8 +22,8 @@ Theory of operation. An append is validated in one place, in two calls:
   a message set is renumbered by protocol.records.legacy.assign_offsets. No record is decoded
   into objects unless a conversion was needed.
 
-The Produce handler calls `validate` once per partition (through Log.validate), with its
-transaction check (KIP-890) as `verify`, then appends the result; the coordinators append
+The ReplicaManager calls `validate` once per Produce partition (through Partition.validate), with
+its transaction check (KIP-890) as `verify`, then appends the result; the coordinators append
 through Log.append_as_leader, which validates with no request version.
 
 Order. The answers are the ones the produce path gave before the checks were gathered here: a
@@ -103,20 +103,27 @@ class AppendPlan:
 
 def validate(records: bytes | bytearray | memoryview, config: LogConfig, *, now_ms: int,
              origin: str = AppendOrigin.CLIENT, request_version: int | None = None, where: str = "",
-             verify: Callable[[bytes | bytearray | memoryview], None] | None = None) -> ValidatedRecords:
+             verify: Callable[[list[BatchView]], None] | None = None) -> ValidatedRecords:
     """Check the batches of one append (see the module docstring for the order); raises
     KafkaError (InvalidBatch, RecordValidationError) with the code to answer.
 
-    `verify` is called with the records once they are in the log's format, before their headers
-    are checked: the Produce handler's transaction verification (KIP-890), which Kafka's
-    ReplicaManager runs before the append and so before the log's checks."""
+    `verify` is called with the headers of the transactional batches (if any) once the records
+    are in the log's format: the ReplicaManager's transaction verification (KIP-890), which
+    Kafka's ReplicaManager runs before the append. The headers are the ones parsed once for the
+    request's checks (or for the header checks, which then reuse them)."""
     client = origin == AppendOrigin.CLIENT
     walk = False  # the records of each batch are walked after its header is checked
     views: list[BatchView] | None = None
     if request_version is not None and client:
         records, views, walk = _conform(records, config, request_version, where)
-    if verify is not None:
-        verify(records)
+    if verify is not None and (stored_magic(config) == 2 or not client):
+        # the headers parsed by the request's checks are handed on, not parsed again; only the
+        # transactional batches, so that a plain produce never reaches the transaction coordinator
+        if views is None:  # converted records: their headers are new (and reused below)
+            views = list(iter_batches(records))
+        transactional = [v for v in views if v.magic == 2 and v.is_transactional and v.producer_id >= 0]
+        if transactional:
+            verify(transactional)
     if stored_magic(config) < 2 and client:
         # the coordinators write RecordBatch v2 whatever the format (Kafka 3.x's do too), so a
         # broker-wide log.message.format.version < 0.11.0 leaves __consumer_offsets readable

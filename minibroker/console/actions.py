@@ -8,10 +8,10 @@ console can do nothing a Kafka client could not:
   config) then `create_async`, as CreateTopics with validate_only false;
 - delete: DeleteTopics' refusals (an internal topic, delete.topic.enable=false) then
   `TopicRegistry.delete`, which tells the group coordinator and waiting fetches;
-- produce: a RecordBatch v2 built as a non-idempotent producer builds it, validated by the log as
-  a Produce partition is (`Log.validate` with a request version: format conversion for an old
-  format topic, max.message.bytes, compacted topics need a key), appended by
-  `ReplicaManager.append_async` (metrics, flush policy, waiting fetches woken);
+- produce: a RecordBatch v2 built as a non-idempotent producer builds it, handed to
+  `ReplicaManager.append_records` as a Produce partition is (validated once with a request
+  version: format conversion for an old format topic, max.message.bytes, compacted topics need a
+  key; then appended, flush policy, metrics, waiting fetches woken);
 - reset offsets: an OffsetCommit request with no generation and no member, as
   kafka-consumer-groups.sh --reset-offsets sends through the Admin client, handed to the group
   coordinator's `commit_offsets`, which refuses it for a group with members (UNKNOWN_MEMBER_ID)
@@ -91,7 +91,7 @@ async def create_topic(services: BrokerServices, name: str, partitions: str | No
 
 
 def delete_topic(services: BrokerServices, name: str) -> Done:
-    topic = services.topics.get(name)
+    topic = services.metadata_cache.topic(name)
     if topic is None:
         raise ActionError(404, f"UNKNOWN_TOPIC_OR_PARTITION: no topic {name!r}")
     if topic.is_internal:  # DeleteTopics: TOPIC_DELETION_DISABLED for internal topics
@@ -108,12 +108,11 @@ def _bytes(text: str | None) -> bytes | None:
 
 async def produce(services: BrokerServices, name: str, partition: str, key: str | None, value: str | None,
                   headers: str = "") -> Done:
-    topic = services.topics.get(name)
+    topic = services.metadata_cache.topic(name)
     if topic is None:
         raise ActionError(404, f"UNKNOWN_TOPIC_OR_PARTITION: no topic {name!r}")
     p = parse_int(partition, "partition", lo=0, hi=(1 << 31) - 1)
-    lg = topic.partitions.get(p)
-    if lg is None:
+    if p not in topic.partitions:
         raise ActionError(404, f"UNKNOWN_TOPIC_OR_PARTITION: topic {name!r} has no partition {p}")
     if topic.is_internal:  # Produce: clients cannot append to internal topics
         raise ActionError(400, f"INVALID_TOPIC_EXCEPTION: Cannot append to internal topic {name}")
@@ -122,11 +121,13 @@ async def produce(services: BrokerServices, name: str, partition: str, key: str 
         raise ActionError(400, f"a test record is at most {MAX_TEST_RECORD_BYTES} bytes")
     hdrs = [(k, _bytes(v)) for k, v in _configs(headers).items()]
     batch = build_batch([Record(key=key_b, value=value_b, headers=hdrs)], base_timestamp=services.clock())
-    try:
-        validated = lg.validate(batch, request_version=PRODUCE_REQUEST_VERSION)
-        info = await services.replica_manager.append_async(lg, validated)
-    except KafkaError as e:  # InvalidBatch, RecordValidationError: KafkaErrors with Produce's codes
-        raise _from_kafka(e) from None
+    # as a Produce's partition: validation once, append, flush policy, fetches woken
+    (result,) = await services.replica_manager.append_records(
+        [((name, p), batch)], required_acks=1, request_version=PRODUCE_REQUEST_VERSION)
+    if result.error is not None:  # InvalidBatch, RecordValidationError: KafkaErrors with Produce's codes
+        raise _from_kafka(result.error)
+    info = result.info
+    assert info is not None
     return Done(f"Produced a record to {name}-{p} at offset {info.first_offset}",
                 f"/topics/{name}/{p}/messages?offset={info.first_offset}",
                 {"topic": name, "partition": p, "offset": info.first_offset,
@@ -139,7 +140,7 @@ def reset_offsets(services: BrokerServices, group_id: str, name: str, partition:
     gc = services.group_coordinator
     if not group_id:
         raise ActionError(400, "INVALID_GROUP_ID: the group id is empty")
-    topic = services.topics.get(name)
+    topic = services.metadata_cache.topic(name)
     if topic is None:
         raise ActionError(404, f"UNKNOWN_TOPIC_OR_PARTITION: no topic {name!r}")
     parts = sorted(topic.partitions) if not partition else [parse_int(partition, "partition", lo=0,
@@ -154,7 +155,7 @@ def reset_offsets(services: BrokerServices, group_id: str, name: str, partition:
     R = offset_commit.REQUEST
     committed = []
     for p in parts:
-        lg = topic.partitions.get(p)
+        lg = services.replica_manager.get_partition(name, p)
         if lg is None:
             raise ActionError(404, f"UNKNOWN_TOPIC_OR_PARTITION: topic {name!r} has no partition {p}")
         if to == "earliest":

@@ -28,19 +28,19 @@ def metrics_text(services: BrokerServices, handlers: Mapping[int, Handler], limi
 
 
 def gauge_families(services: BrokerServices) -> Iterator[Family]:
-    logs = sorted(services.log_manager.logs().items())
+    parts = services.replica_manager.all_partitions()
     pc = Family("kafka_server_replicamanager_partitioncount", "gauge", "Partitions on this broker")
-    pc.add(len(logs))
+    pc.add(len(parts))
     lc = Family("kafka_server_replicamanager_leadercount", "gauge", "Partitions this broker leads")
-    lc.add(len(logs))
+    lc.add(sum(1 for p in parts if p.leader_id == services.node_id))
     yield pc
     yield lc
     size = Family("kafka_log_log_size", "gauge", "Bytes of a partition's log")
     start = Family("kafka_log_log_logstartoffset", "gauge", "A partition's log start offset")
     end = Family("kafka_log_log_logendoffset", "gauge", "A partition's log end offset")
     segs = Family("kafka_log_log_numlogsegments", "gauge", "Segments of a partition's log")
-    for (topic, p), lg in logs:
-        labels = {"topic": topic, "partition": str(p)}
+    for lg in parts:
+        labels = {"topic": lg.topic, "partition": str(lg.partition)}
         size.add(lg.size_in_bytes(), **labels)
         start.add(lg.log_start_offset, **labels)
         end.add(lg.log_end_offset, **labels)
@@ -56,7 +56,7 @@ def gauge_families(services: BrokerServices) -> Iterator[Family]:
     current = Family("kafka_consumergroup_current_offset", "gauge", "Committed offset (kafka_exporter)")
     for gid, offsets in sorted(services.group_coordinator.offsets.items()):
         for (topic, p), om in sorted(offsets.items()):
-            part_log = services.topics.get_log(topic, p)
+            part_log = services.replica_manager.get_partition(topic, p)
             labels = {"consumergroup": gid, "topic": topic, "partition": str(p)}
             current.add(om.offset, **labels)
             if part_log is not None and om.offset >= 0:

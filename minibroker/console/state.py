@@ -12,6 +12,7 @@ Bad input raises `NotFound` (an unknown topic, partition, offset, group, segment
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 import time
@@ -24,11 +25,11 @@ from minibroker.config.definitions import ConfigSource
 from minibroker.coordinator.consumer_group import ConsumerGroup, same_assignment
 from minibroker.coordinator.share_group import GROUP_KEYS as SHARE_GROUP_KEYS
 from minibroker.coordinator.share_group import ShareGroup
+from minibroker.partition import Partition
 from minibroker.services import BrokerServices
 from minibroker.tools.trace import batch_field_spans
 from protocol.records.batch import BatchView, InvalidBatch
 from protocol.records.dump import BatchSummary, RecordSummary, iter_summaries
-from storage.log import Log
 from storage.segment import LogSegment
 
 MAX_BATCHES = 50
@@ -69,7 +70,8 @@ def cluster(services: BrokerServices, served: Iterable[tuple[str, int, int, int]
         "advertised": f"{services.host}:{services.port}",
         "uptime_ms": services.clock() - services.started_ms, "started_ms": services.started_ms,
         "data_dir": str(data_dir), "data_dir_bytes": usage,
-        "topics": len(services.topics), "partitions": sum(len(t.partitions) for t in services.topics.values()),
+        "topics": len(services.metadata_cache),
+        "partitions": sum(len(t.partitions) for t in services.metadata_cache.topics()),
         "apis": [{"name": n, "key": k, "min": lo, "max": hi} for n, k, lo, hi in sorted(served, key=lambda a: a[1])],
         "config": [{"name": e.name, "value": None if e.sensitive else e.value,
                     "source": sources.get(e.source, str(e.source)), "read_only": e.read_only}
@@ -91,8 +93,9 @@ def _dir_usage(path: str) -> int:
 # -- topics and partitions ------------------------------------------------------------------------
 def topics(services: BrokerServices) -> list[dict[str, Any]]:
     out = []
-    for name, t in sorted(services.topics.items()):
-        logs = t.partitions.values()
+    for t in sorted(services.metadata_cache.topics(), key=lambda t: t.name):
+        name = t.name
+        logs = services.replica_manager.partitions(name)
         out.append({"name": name, "topic_id": str(t.topic_id), "internal": t.is_internal,
                     "partitions": len(t.partitions), "size": sum(lg.size_in_bytes() for lg in logs),
                     "messages": sum(lg.high_watermark - lg.log_start_offset for lg in logs),
@@ -102,38 +105,38 @@ def topics(services: BrokerServices) -> list[dict[str, Any]]:
 
 
 def topic(services: BrokerServices, name: str) -> dict[str, Any]:
-    t = services.topics.get(name)
+    t = services.metadata_cache.topic(name)
     if t is None:
         raise NotFound(f"no topic {name!r}")
     return {"name": name, "topic_id": str(t.topic_id), "internal": t.is_internal,
             "config": {k: _plain(v) for k, v in sorted(t.config.items())},
             "overrides": {k: _plain(v) for k, v in sorted(t.overrides.items())},
-            "partitions": [_partition_summary(lg) for _p, lg in sorted(t.partitions.items())]}
+            "partitions": [_partition_summary(lg) for lg in services.replica_manager.partitions(name)]}
 
 
 def _plain(v: Any) -> Any:
     return ",".join(map(str, v)) if isinstance(v, list) else v
 
 
-def get_log(services: BrokerServices, name: str, partition: str | int) -> Log:
-    t = services.topics.get(name)
+def get_partition(services: BrokerServices, name: str, partition: str | int) -> Partition:
+    t = services.metadata_cache.topic(name)
     if t is None:
         raise NotFound(f"no topic {name!r}")
     p = partition if isinstance(partition, int) else parse_int(partition, "partition", lo=0, hi=(1 << 31) - 1)
-    lg = t.partitions.get(p)
+    lg = services.replica_manager.get_partition(name, p)
     if lg is None:
         raise NotFound(f"topic {name!r} has no partition {p} (it has {len(t.partitions)})")
     return lg
 
 
-def _partition_summary(lg: Log) -> dict[str, Any]:
+def _partition_summary(lg: Partition) -> dict[str, Any]:
     return {"partition": lg.partition, "log_start_offset": lg.log_start_offset, "high_watermark": lg.high_watermark,
             "log_end_offset": lg.log_end_offset, "last_stable_offset": lg.last_stable_offset,
             "recovery_point": lg.recovery_point, "size": lg.size_in_bytes(), "segments": lg.num_segments}
 
 
 def partition(services: BrokerServices, name: str, p: str) -> dict[str, Any]:
-    lg = get_log(services, name, p)
+    lg = get_partition(services, name, p)
     out = _partition_summary(lg)
     out["topic"] = name
     out["index_interval_bytes"] = lg.config.index_interval_bytes
@@ -143,7 +146,7 @@ def partition(services: BrokerServices, name: str, p: str) -> dict[str, Any]:
         {"producer_id": pid, "epoch": e.producer_epoch, "last_sequence": e.last_seq if e.batches else -1,
          "last_timestamp": e.last_timestamp, "coordinator_epoch": e.coordinator_epoch,
          "open_txn_first_offset": e.current_txn_first_offset}
-        for pid, e in sorted(lg.producer_state.producers.items())]
+        for pid, e in sorted(lg.producers().items())]
     out["segment_list"] = [_segment_summary(seg) for seg in lg.segments]
     return out
 
@@ -159,7 +162,7 @@ def _segment_summary(seg: LogSegment) -> dict[str, Any]:
 
 
 def segment(services: BrokerServices, name: str, p: str, base: str) -> dict[str, Any]:
-    lg = get_log(services, name, p)
+    lg = get_partition(services, name, p)
     base_offset = parse_int(base, "segment base offset", lo=0)
     seg = lg.segments.get(base_offset)
     if seg is None:
@@ -183,7 +186,7 @@ def segment(services: BrokerServices, name: str, p: str, base: str) -> dict[str,
 # -- messages --------------------------------------------------------------------------------------
 def messages(services: BrokerServices, name: str, p: str, *, offset: str | None = None,
              timestamp: str | None = None, limit: str | None = None) -> dict[str, Any]:
-    lg = get_log(services, name, p)
+    lg = get_partition(services, name, p)
     count = parse_int(limit, "limit", lo=1, hi=MAX_BATCHES) if limit is not None else 10
     if timestamp is not None:
         ts = parse_int(timestamp, "timestamp")
@@ -212,7 +215,7 @@ def messages(services: BrokerServices, name: str, p: str, *, offset: str | None 
             "log_end_offset": lg.log_end_offset, "batches": batches}
 
 
-def _batch_positions(lg: Log, start: int) -> Iterable[tuple[int, BatchView, LogSegment]]:
+def _batch_positions(lg: Partition, start: int) -> Iterable[tuple[int, BatchView, LogSegment]]:
     seg = lg.segments.floor_segment(start) or lg.segments.first
     first = True
     while seg is not None:
@@ -224,7 +227,7 @@ def _batch_positions(lg: Log, start: int) -> Iterable[tuple[int, BatchView, LogS
         seg = lg.segments.higher_segment(seg.base_offset)
 
 
-def _batch(s: BatchSummary, view: BatchView, lg: Log, aborted: list[Any], segment_base: int) -> dict[str, Any]:
+def _batch(s: BatchSummary, view: BatchView, lg: Partition, aborted: list[Any], segment_base: int) -> dict[str, Any]:
     attrs = view.attributes
     is_aborted = s.is_transactional and not s.is_control and any(
         a.producer_id == s.producer_id and a.first_offset <= s.base_offset <= a.last_offset for a in aborted)
@@ -268,8 +271,6 @@ def show_bytes(b: bytes | None) -> dict[str, Any] | None:
     except UnicodeDecodeError:
         out["text"] = None
     if out["text"] is not None and not out["truncated"]:
-        import json
-
         try:
             out["json"] = json.loads(out["text"])
         except ValueError:
@@ -279,7 +280,7 @@ def show_bytes(b: bytes | None) -> dict[str, Any] | None:
 
 def batch_bytes(services: BrokerServices, name: str, p: str, offset: str) -> dict[str, Any]:
     """The batch holding `offset`, byte by byte, each field labelled (seeds 002 and 004)."""
-    lg = get_log(services, name, p)
+    lg = get_partition(services, name, p)
     target = parse_int(offset, "offset")
     if target < lg.log_start_offset or target >= lg.log_end_offset:
         raise NotFound(f"offset {target} is outside {name}-{lg.partition}'s log "
@@ -328,7 +329,7 @@ def groups(services: BrokerServices) -> list[dict[str, Any]]:
 def _offsets(services: BrokerServices, gid: str) -> list[dict[str, Any]]:
     rows = []
     for (tp, om) in sorted(services.group_coordinator.offsets.get(gid, {}).items()):
-        lg = services.topics.get_log(tp[0], tp[1])
+        lg = services.replica_manager.get_partition(tp[0], tp[1])
         end = lg.high_watermark if lg is not None else None
         rows.append({"topic": tp[0], "partition": tp[1], "committed": om.offset, "metadata": om.metadata,
                      "commit_timestamp": om.commit_timestamp_ms, "log_end_offset": end,
@@ -345,7 +346,7 @@ def _named(services: BrokerServices, a: dict[uuid.UUID, set[int]]) -> list[dict[
     """A KIP-848 assignment (topic ids) with the topics' names, as ConsumerGroupDescribe names them."""
     out = []
     for tid, ps in a.items():
-        t = services.topics.by_id(tid)
+        t = services.metadata_cache.topic_by_id(tid)
         out.append({"topic": t.name if t is not None else str(tid), "partitions": sorted(ps)})
     return sorted(out, key=lambda x: x["topic"])
 
@@ -407,8 +408,8 @@ def _share_partitions(services: BrokerServices, gid: str) -> list[dict[str, Any]
     for (g, tid, p), sp in coord.partitions.items():
         if g != gid:
             continue
-        t = services.topics.by_id(tid)
-        lg = t.partitions.get(p) if t is not None else None
+        t = services.metadata_cache.topic_by_id(tid)
+        lg = services.replica_manager.get_partition(t.name, p) if t is not None else None
         counts = dict.fromkeys(("AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED"), 0)
         records: list[dict[str, Any]] = []
         deliveries: dict[int, int] = {}
@@ -479,17 +480,15 @@ def transactions(services: BrokerServices) -> dict[str, Any]:
                      "started": md.txn_start_timestamp,
                      "open_ms": now - md.txn_start_timestamp if md.txn_start_timestamp >= 0 else None})
     held = []
-    for name, t in sorted(services.topics.items()):
-        for p, lg in sorted(t.partitions.items()):
-            if lg.last_stable_offset < lg.high_watermark:
-                held.append({"topic": name, "partition": p, "last_stable_offset": lg.last_stable_offset,
-                             "high_watermark": lg.high_watermark,
-                             "held_back": lg.high_watermark - lg.last_stable_offset})
+    for lg in services.replica_manager.all_partitions():
+        if lg.last_stable_offset < lg.high_watermark:
+            held.append({"topic": lg.topic, "partition": lg.partition, "last_stable_offset": lg.last_stable_offset,
+                         "high_watermark": lg.high_watermark,
+                         "held_back": lg.high_watermark - lg.last_stable_offset})
     producers = []
-    for name, t in sorted(services.topics.items()):
-        for p, lg in sorted(t.partitions.items()):
-            for pid, e in sorted(lg.producer_state.producers.items()):
-                producers.append({"topic": name, "partition": p, "producer_id": pid, "epoch": e.producer_epoch,
-                                  "last_sequence": e.last_seq if e.batches else -1,
-                                  "open_txn_first_offset": e.current_txn_first_offset})
+    for lg in services.replica_manager.all_partitions():
+        for pid, e in sorted(lg.producers().items()):
+            producers.append({"topic": lg.topic, "partition": lg.partition, "producer_id": pid,
+                              "epoch": e.producer_epoch, "last_sequence": e.last_seq if e.batches else -1,
+                              "open_txn_first_offset": e.current_txn_first_offset})
     return {"transactions": txns, "lso_held": held, "producers": producers, "now": int(time.time() * 1000)}

@@ -63,13 +63,14 @@ from minibroker.coordinator.transaction_metadata import (
     supports_epoch_bump,
 )
 from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
+from minibroker.partition import Partition
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import Topic, TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, iter_batches
+from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, BatchView
 from protocol.records.v2 import ControlType, build_control_batch
 from storage.clock import Clock, wall_clock_ms
-from storage.log import AppendOrigin, Log
+from storage.log import AppendOrigin
 from storage.log_manager import LogManager
 
 log = logging.getLogger("minibroker.coordinator.transaction")
@@ -591,16 +592,17 @@ class TransactionCoordinator:
 
 # ------------------------------------------------------------------------ the produce path
 def check_transactional_produce(coordinator: TransactionCoordinator | None, transactional_id: str | None,
-                                records: bytes | bytearray | memoryview, topic: str, partition: int, lg: Log,
+                                batches: list[BatchView], topic: str, partition: int, lg: Partition,
                                 version: int) -> None:
     """Before a Produce partition is appended: transactional batches of a producer that has no
     transaction open in this partition yet must belong to a partition of its ongoing
     transaction (KIP-890 verification; Kafka asks the coordinator with AddPartitionsToTxn
     verify_only). From Produce v12 (transactions v2, KIP-890 part 2) the write adds its partition
     to the transaction instead, as AddPartitionsToTxn would (Kafka's AddPartitionsToTxnManager
-    with the ADD_PARTITION operation). Raises KafkaError with the error the client expects."""
-    txn_producers = {(v.producer_id, v.producer_epoch) for v in iter_batches(records)
-                     if v.magic == 2 and v.is_transactional and v.producer_id >= 0}
+    with the ADD_PARTITION operation). `batches` are the headers of the transactional batches,
+    parsed once by the log's validator (the ReplicaManager calls this only when there are some).
+    Raises KafkaError with the error the client expects."""
+    txn_producers = {(v.producer_id, v.producer_epoch) for v in batches}
     if not txn_producers:
         return
     if transactional_id is None:

@@ -33,6 +33,8 @@ from typing import Any
 
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.metadata_cache import PartitionImage
+from minibroker.services import BrokerServices
 from protocol.apis import (
     delete_records,
     describe_cluster,
@@ -53,11 +55,6 @@ _NO_OPERATIONS = authorized_ops.OMITTED  # KIP-430: not asked for, or refused
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
 
 
-def _leader_epoch(lg: Any) -> int:
-    epoch = lg.latest_epoch
-    return 0 if epoch is None else epoch
-
-
 @handles(delete_records.API, "0-2")
 async def handle_delete_records(ctx: RequestContext, req: Any) -> Any:
     services = ctx.services
@@ -65,22 +62,14 @@ async def handle_delete_records(ctx: RequestContext, req: Any) -> Any:
     undeletable = authz.denied_topics(ctx, (t.name for t in req.topics), authz.Op.DELETE)  # DELETE on the topic
     for t in req.topics:
         parts = []
-        topic = services.topics.get(t.name)
         for p in t.partitions:
             result = DR.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1,
                                                      error_code=0)
             parts.append(result)
-            lg = topic.partitions.get(p.partition_index) if topic is not None else None
             try:
                 if t.name in undeletable:
                     raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                if lg is None:
-                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                if not lg.config.delete:
-                    raise KafkaError(ErrorCode.POLICY_VIOLATION,
-                                     f"Records of partition {t.name}-{p.partition_index} can not be deleted due "
-                                     "to the configured policy")
-                result.low_watermark = lg.delete_records_before(p.offset)
+                result.low_watermark = services.replica_manager.delete_records(t.name, p.partition_index, p.offset)
             except KafkaError as e:
                 result.error_code = e.code
         topics.append(DR.DeleteRecordsTopicResult(name=t.name, partitions=parts))
@@ -120,15 +109,13 @@ async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
         for t in req.topics:
             wanted.setdefault(t.topic, set()).update(t.partitions)  # type: ignore[union-attr]
     by_topic: dict[str, list[Any]] = {}
-    for name, topic in sorted(services.topics.items()):
-        if wanted is not None and name not in wanted:
+    for part in services.replica_manager.all_partitions():
+        name, p = part.topic, part.partition
+        if wanted is not None and (name not in wanted or p not in wanted[name]):  # type: ignore[operator]
             continue
-        for p, lg in sorted(topic.partitions.items()):
-            if wanted is not None and p not in wanted[name]:  # type: ignore[operator]
-                continue
-            by_topic.setdefault(name, []).append(DLD.DescribeLogDirsPartition(
-                partition_index=p, partition_size=lg.size_in_bytes(),
-                offset_lag=max(lg.high_watermark - lg.log_end_offset, 0), is_future_key=False))
+        by_topic.setdefault(name, []).append(DLD.DescribeLogDirsPartition(
+            partition_index=p, partition_size=part.size_in_bytes(),
+            offset_lag=max(part.high_watermark - part.log_end_offset, 0), is_future_key=False))
     data_dir = services.log_manager.data_dir.resolve()
     total = usable = -1
     if ctx.version >= 4:
@@ -156,19 +143,16 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, req: Any) -> Any:
             if t.topic in hidden:
                 result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 continue
-            lg = services.topics.get_log(t.topic, p.partition)
-            if lg is None:
+            part = services.replica_manager.get_partition(t.topic, p.partition)
+            if part is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
-            current = _leader_epoch(lg)
             requested_current = p.current_leader_epoch if ctx.version >= 2 else -1
-            if requested_current >= 0 and requested_current < current:
-                result.error_code = ErrorCode.FENCED_LEADER_EPOCH
+            error, epoch, end = part.last_offset_for_leader_epoch(requested_current, p.leader_epoch)
+            if error:
+                result.error_code = error
                 continue
-            if requested_current > current:
-                result.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
-                continue
-            result.leader_epoch, result.end_offset = lg.end_offset_for_epoch(p.leader_epoch)
+            result.leader_epoch, result.end_offset = epoch, end
         topics.append(OLE.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
     return OLE(topics=topics)
 
@@ -176,8 +160,7 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, req: Any) -> Any:
 @handles(describe_topic_partitions.API, "0")
 async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
     services = ctx.services
-    node = services.node_id
-    names = sorted({t.name for t in req.topics}) if req.topics else sorted(services.topics)
+    names = sorted({t.name for t in req.topics}) if req.topics else sorted(services.metadata_cache.topic_names())
     cursor = req.cursor
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
@@ -192,7 +175,7 @@ async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any
     out = []
     next_cursor = None
     for name in names:
-        topic = services.topics.get(name)
+        topic = services.metadata_cache.topic(name)
         if topic is None:
             if cursor is not None and name == cursor.topic_name:
                 continue
@@ -207,10 +190,7 @@ async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any
         ids = [p for p in sorted(topic.partitions) if p >= start]
         take, rest = ids[:budget], ids[budget:]
         budget -= len(take)
-        parts = [DTP.DescribeTopicPartitionsResponsePartition(
-            error_code=0, partition_index=p, leader_id=node, leader_epoch=_leader_epoch(topic.partitions[p]),
-            replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[], last_known_elr=[],
-            offline_replicas=[]) for p in take]
+        parts = [_describe_partition(services, name, topic.partitions[p]) for p in take]
         out.append(DTP.DescribeTopicPartitionsResponseTopic(
             error_code=0, name=name, topic_id=topic.topic_id, is_internal=topic.is_internal, partitions=parts,
             topic_authorized_operations=authorized_ops.topic(ctx, name)))
@@ -219,3 +199,14 @@ async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any
             break
     return DTP(topics=out + refused, next_cursor=next_cursor)
 
+
+
+def _describe_partition(services: BrokerServices, name: str, image: PartitionImage) -> Any:
+    """A partition's leadership from the metadata; its leader epoch as the partition's log last
+    recorded one (this broker has led every partition since its log began)."""
+    part = services.replica_manager.get_partition(name, image.partition)
+    epoch = part.latest_log_epoch() if part is not None else image.leader_epoch
+    return DTP.DescribeTopicPartitionsResponsePartition(
+        error_code=0, partition_index=image.partition, leader_id=image.leader_id, leader_epoch=epoch,
+        replica_nodes=list(image.replicas), isr_nodes=list(image.isr), eligible_leader_replicas=[], last_known_elr=[],
+        offline_replicas=[])

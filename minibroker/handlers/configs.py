@@ -39,7 +39,9 @@ from minibroker.config import (
 from minibroker.config.kafka_dynamic import per_broker_only, per_listener_only
 from minibroker.handlers import authz, consumer_groups, share_groups
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.metadata_cache import TopicImage
 from minibroker.services import BrokerServices
+from minibroker.topics import validate_topic_name
 from protocol.apis import alter_configs, describe_configs, incremental_alter_configs
 from protocol.errors import ErrorCode, KafkaError, error_name
 
@@ -116,11 +118,9 @@ def _broker_resource(services: BrokerServices, name: str | None) -> bool:
     return True
 
 
-def _topic(services: BrokerServices, name: str) -> Any:
-    from minibroker.topics import validate_topic_name
-
+def _topic(services: BrokerServices, name: str) -> TopicImage:
     validate_topic_name(name)  # an illegal name is INVALID_TOPIC_EXCEPTION (Kafka: Topic.validate)
-    topic = services.topics.get(name)
+    topic = services.metadata_cache.topic(name)
     if topic is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
     return topic
@@ -161,7 +161,7 @@ async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
         try:
             if r.resource_type == TOPIC:
                 topic = _topic(services, r.resource_name)
-                entries = dyn.describe_topic(services.config, topic.overrides)
+                entries = dyn.describe_topic(services.config, dict(topic.overrides))
             elif r.resource_type == BROKER:
                 if _broker_resource(services, r.resource_name):
                     entries = dyn.describe_broker(services.config)
@@ -190,7 +190,7 @@ def _alter_topic(services: BrokerServices, name: str, new_text: dict[str, str | 
     topic = _topic(services, name)
     try:
         if ops is not None:
-            overrides = apply_incremental_ops(topic.overrides, ops, services.config)
+            overrides = apply_incremental_ops(dict(topic.overrides), ops, services.config)
         else:
             assert new_text is not None
             overrides = validate_topic_config(new_text, services.config)
@@ -199,9 +199,7 @@ def _alter_topic(services: BrokerServices, name: str, new_text: dict[str, str | 
         raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
     if validate_only:
         return
-    services.log_manager.set_topic_overrides(topic.name, overrides)
-    topic.overrides = overrides
-    topic.config = effective
+    services.topics.alter_config(services.topics[topic.name], overrides, effective)  # the metadata's publisher
 
 
 def _text_layer(layer: dict[str, Any]) -> dict[str, str | None]:

@@ -28,22 +28,21 @@ UNSUPPORTED_VERSION instead. v1 throttle time; v3 the request's max bytes (KIP-7
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
 from minibroker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
 from minibroker.handlers import authz, legacy
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.partition import LogReadResult
 from minibroker.quotas.manager import quota_user
 from minibroker.quotas.store import CONSUMER_BYTE_RATE
+from minibroker.replica_manager import HW_NOT_SUPPORTED, FetchPartition
 from minibroker.services import BrokerServices
 from protocol.apis import fetch
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
-READ_COMMITTED = 1
-HW_NOT_SUPPORTED = (1 << 63) - 1  # v18 high_watermark default: the fetcher does not track it (KIP-1166)
 EMPTY = b""  # a partition with no data gets empty records, not null, as Kafka sends
 R = fetch.RESPONSE
 
@@ -51,7 +50,7 @@ R = fetch.RESPONSE
 class _Part:
     __slots__ = ("key", "fetch_offset", "max_bytes", "sp")
 
-    def __init__(self, key: tuple[str, Any, int], fetch_offset: int, max_bytes: int,
+    def __init__(self, key: tuple[str | None, Any, int], fetch_offset: int, max_bytes: int,
                  sp: SessionPartition | None = None):
         self.key = key
         self.fetch_offset = fetch_offset
@@ -59,13 +58,13 @@ class _Part:
         self.sp = sp
 
 
-def _resolve_topic(services: BrokerServices, name: str | None, topic_id: uuid.UUID | None, version: int):
+def _resolve_topic(services: BrokerServices, name: str | None, topic_id: uuid.UUID | None, version: int
+                   ) -> tuple[str | None, uuid.UUID | None]:
     """(name, topic_id) for a requested topic; unknown ones keep what the client sent."""
+    cache = services.metadata_cache
     if version >= 13:
-        topic = services.topics.by_id(topic_id)
-        return (topic.name if topic else None), topic_id
-    topic = services.topics.get(name)
-    return name, (topic.topic_id if topic else ZERO_UUID)
+        return cache.topic_name(topic_id), topic_id
+    return name, (cache.topic_id(name) if name is not None else None) or ZERO_UUID
 
 
 @handles(fetch.API, "0-18")
@@ -78,7 +77,7 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
     incremental = False
 
     # The high watermark each partition's fetcher knows (v18); -1 is "unknown", so behind any.
-    known_hw: dict[tuple[str, Any, int], int] = {}
+    known_hw: dict[tuple[str | None, Any, int], int] = {}
 
     def requested() -> list[_Part]:
         parts = []
@@ -135,28 +134,19 @@ async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
             CONSUMER_BYTE_RATE, quota_user(ctx.connection.principal), ctx.client_id or "")
         if window is not None:  # KafkaApis caps a consumer's fetch at its quota's window
             max_bytes = min(max_bytes, int(window))
-    deadline = time.monotonic() + max(0, req.max_wait_ms) / 1000
-    while True:
-        results, total = _read_all(services, parts, max_bytes, isolation, v)
-        remaining = deadline - time.monotonic()
-        # A fetch of no partitions is answered at once (Kafka: ReplicaManager.fetchMessages, "does
-        # not require any data"): the Java consumer closes its session on close() with one, and
-        # waiting out max_wait_ms there held every close() for 500 ms.
-        if total >= req.min_bytes or remaining <= 0 or not parts or any(r[1] for r in results):
-            break
-        # KIP-1166: a fetcher behind on the high watermark is answered now (Kafka: DelayedFetch).
-        if known_hw and any(data.high_watermark > known_hw.get(part.key, HW_NOT_SUPPORTED)
-                            for part, _, data in results):
-            break
-        await services.replica_manager.wait_for_data([(k[0], k[2]) for k in (p.key for p in parts) if k[0]], remaining)
+    # the reads, and the DelayedFetch wait, in the ReplicaManager (Kafka: fetchMessages)
+    fetches = [_fetch_partition(services, part, v, known_hw) for part in parts]
+    reads = await services.replica_manager.fetch_messages(
+        fetches, max_bytes=max_bytes, min_bytes=req.min_bytes, max_wait_ms=req.max_wait_ms, isolation_level=isolation)
+    results = [(part, _partition_data(services, part, read, v)) for part, read in zip(parts, reads, strict=True)]
 
-    by_topic: dict[tuple[str, Any], list[Any]] = {}
+    by_topic: dict[tuple[str | None, Any], list[Any]] = {}
     metrics = services.metrics
-    for part, err, data in results:
-        if incremental and not _changed(part, err, data):
+    for part, data in results:
+        if incremental and not _changed(part, data.error_code, data):
             continue
         name, tid, p = part.key
-        if data.records is not EMPTY:
+        if data.records is not EMPTY and name is not None:
             metrics.fetched(name, len(data.records))  # Kafka: BytesOutPerSec, per topic
         by_topic.setdefault((name, tid), []).append(data)
         if part.sp is not None:
@@ -179,57 +169,48 @@ def _changed(part: _Part, err: int, data: Any) -> bool:
         sp.sent_hw, sp.sent_lso, sp.sent_log_start)
 
 
-def _read_all(services: BrokerServices, parts: list[_Part], max_bytes: int, isolation: int, v: int
-              ) -> tuple[list[tuple[_Part, int, Any]], int]:
-    results: list[tuple[_Part, int, Any]] = []
-    total = 0
-    for part in parts:
-        name, tid, p = part.key
-        lg = services.topics.get_log(name, p) if name else None
-        if lg is None:
-            code = ErrorCode.UNKNOWN_TOPIC_ID if (v >= 13 and name is None) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            results.append((part, code, R.PartitionData(partition_index=p, error_code=code, high_watermark=-1,
-                                                        last_stable_offset=-1, log_start_offset=-1,
-                                                        records=EMPTY)))
-            continue
-        limit = min(part.max_bytes, max_bytes - total)
-        max_offset = lg.last_stable_offset if isolation == READ_COMMITTED else lg.high_watermark
-        data = R.PartitionData(partition_index=p, error_code=0, high_watermark=lg.high_watermark,
-                               last_stable_offset=lg.last_stable_offset, log_start_offset=lg.log_start_offset,
-                               records=EMPTY)
-        err = 0
+def _fetch_partition(services: BrokerServices, part: _Part, v: int, known_hw: dict[tuple[str | None, Any, int], int]
+                     ) -> FetchPartition:
+    name, _, p = part.key
+    fp = FetchPartition(name, p, part.fetch_offset, part.max_bytes,
+                        known_hw.get(part.key, HW_NOT_SUPPORTED) if known_hw else HW_NOT_SUPPORTED)
+    if name is None:
+        fp.error = ErrorCode.UNKNOWN_TOPIC_ID if v >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    elif v <= 3 and services.replica_manager.get_partition(name, p) is not None:
         try:
-            if v <= 3:
-                _check_down_conversion(services, name, v)
-            info = lg.read(part.fetch_offset, max(0, limit), max_offset=max_offset, min_one_batch=total == 0)
+            _check_down_conversion(services, name, v)
         except KafkaError as e:
-            # Kafka answers a failed read with unknown offsets (ReplicaManager.createLogReadResult).
-            err = data.error_code = e.code
-            data.high_watermark = data.last_stable_offset = data.log_start_offset = -1
-            data.aborted_transactions = None  # Kafka: null, not an empty list, on a failed read
-        else:
-            if info.region is not None and info.region.size:
-                data.records = info.region
-                if v <= 3:
-                    try:
-                        data.records = _old_format(services, name, info.region, v, part.fetch_offset)
-                    except KafkaError as e:  # e.g. zstd cannot be down-converted
-                        err = data.error_code = e.code
-                        data.records = EMPTY
-                total += len(data.records)
-            if isolation == READ_COMMITTED:
-                aborted = getattr(lg, "aborted_transactions", None)
-                data.aborted_transactions = [
-                    R.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
-                    for a in aborted(part.fetch_offset, max_offset)] if aborted else []
-            else:
-                data.aborted_transactions = None
-        results.append((part, err, data))
-    return results, total
+            fp.error = e.code
+    return fp
+
+
+def _partition_data(services: BrokerServices, part: _Part, read: LogReadResult, v: int) -> Any:
+    """The wire form of one partition's read; v0-3 readers get the records down-converted."""
+    name, _, p = part.key
+    data = R.PartitionData(partition_index=p, error_code=read.error, high_watermark=read.high_watermark,
+                           last_stable_offset=read.last_stable_offset, log_start_offset=read.log_start_offset,
+                           records=EMPTY)
+    if read.error:
+        # Kafka: unknown offsets and null aborted transactions on a failed read (createLogReadResult)
+        data.aborted_transactions = None
+        return data
+    region = read.records
+    if region is not None:
+        data.records = region
+        if v <= 3 and name is not None:
+            try:
+                data.records = _old_format(services, name, region, v, part.fetch_offset)
+            except KafkaError as e:  # e.g. zstd cannot be down-converted
+                data.error_code = e.code
+                data.records = EMPTY
+    aborted = read.aborted_transactions
+    data.aborted_transactions = None if aborted is None else [
+        R.AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset) for a in aborted]
+    return data
 
 
 def _check_down_conversion(services: BrokerServices, name: str, v: int) -> None:
-    topic = services.topics.get(name)
+    topic = services.metadata_cache.topic(name)
     if (topic is not None and legacy.stored_magic(topic) > legacy.fetch_magic(v)
             and not topic.config.get("message.downconversion.enable", True)):
         raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
@@ -238,6 +219,6 @@ def _check_down_conversion(services: BrokerServices, name: str, v: int) -> None:
 
 def _old_format(services: BrokerServices, name: str, region: Any, v: int, fetch_offset: int) -> Any:
     """Fetch v0-3: the region, or its bytes down-converted for a reader of an older magic."""
-    topic = services.topics.get(name)
+    topic = services.metadata_cache.topic(name)
     stored = legacy.stored_magic(topic) if topic is not None else 2
     return legacy.fetch_records(region, stored=stored, version=v, fetch_offset=fetch_offset) or EMPTY

@@ -230,7 +230,7 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
     for t, name in zip(req.topics, names, strict=True):
         if name is None:
             continue
-        topic = services.topics.get(name)
+        topic = services.metadata_cache.topic(name)
         refused = authz.group_denied(ctx, req.group_id) or (  # READ on the group, then on the topic
             ErrorCode.TOPIC_AUTHORIZATION_FAILED if authz.topic_denied(ctx, name, authz.Op.READ) else 0)
         known = [p for p in t.partitions if topic is not None and p.partition_index in topic.partitions
@@ -259,13 +259,11 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
 
 
 def _name_of(services: BrokerServices, topic_id: Any) -> str | None:
-    topic = services.topics.by_id(topic_id)
-    return topic.name if topic is not None else None
+    return services.metadata_cache.topic_name(topic_id)
 
 
 def _id_of(services: BrokerServices, name: str) -> Any:
-    topic = services.topics.get(name)
-    return topic.topic_id if topic is not None else ZERO_UUID
+    return services.metadata_cache.topic_id(name) or ZERO_UUID
 
 
 # ---------------------------------------------------------------------------------- OffsetFetch
@@ -480,7 +478,7 @@ async def handle_offset_delete(ctx: RequestContext, req: Any) -> Any:
         if t.name in unreadable:
             unknown.update(((t.name, p.partition_index), ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in t.partitions)
             continue
-        topic = services.topics.get(t.name)
+        topic = services.metadata_cache.topic(t.name)
         parts = []
         for p in t.partitions:
             if topic is None or p.partition_index not in topic.partitions:

@@ -26,6 +26,7 @@ from typing import Any
 
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.partition import Partition
 from protocol.apis import list_offsets
 from protocol.errors import ErrorCode
 
@@ -45,7 +46,7 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
         for rp in rt.partitions:
             pr = R.ListOffsetsPartitionResponse(partition_index=rp.partition_index, error_code=0,
                                                 timestamp=-1, offset=-1, leader_epoch=-1)
-            lg = services.topics.get_log(rt.name, rp.partition_index)
+            lg = services.replica_manager.get_partition(rt.name, rp.partition_index)
             if authz.topic_denied(ctx, rt.name, authz.Op.DESCRIBE):  # Kafka: DESCRIBE on the topic
                 pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif lg is None:
@@ -82,7 +83,7 @@ async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
     return R(topics=topics)
 
 
-def _answer_v0(lg: Any, rp: Any, pr: Any, *, from_consumer: bool) -> None:
+def _answer_v0(lg: Partition, rp: Any, pr: Any, *, from_consumer: bool) -> None:
     """ListOffsets v0 for one partition (Kafka: KafkaApis.handleListOffsetRequestV0 and
     Partition.legacyFetchOffsetsForTimestamp)."""
     pr.old_style_offsets = []

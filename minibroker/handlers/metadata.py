@@ -20,6 +20,7 @@ from typing import Any
 
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.metadata_cache import TopicImage
 from minibroker.services import BrokerServices
 from minibroker.topics import INTERNAL_TOPICS, validate_topic_name
 from protocol.apis import metadata
@@ -29,12 +30,12 @@ from protocol.schema import ZERO_UUID
 R = metadata.RESPONSE
 
 
-def topic_metadata(services: BrokerServices, topic: Any, error: int = 0) -> Any:
-    node = services.node_id
+def topic_metadata(services: BrokerServices, topic: TopicImage, error: int = 0) -> Any:
     parts = [
-        R.MetadataResponsePartition(error_code=0, partition_index=p, leader_id=node, leader_epoch=0,
-                                    replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
-        for p in sorted(topic.partitions)
+        R.MetadataResponsePartition(error_code=0, partition_index=p.partition, leader_id=p.leader_id,
+                                    leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
+                                    isr_nodes=list(p.isr), offline_replicas=[])
+        for p in sorted(topic.partitions.values(), key=lambda p: p.partition)
     ]
     return R.MetadataResponseTopic(error_code=error, name=topic.name, topic_id=topic.topic_id,
                                    is_internal=topic.is_internal, partitions=parts)
@@ -46,21 +47,21 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
     v = ctx.version
     topics = []
     if req.topics is None or (v == 0 and not req.topics):
-        topics = [topic_metadata(services, t) for t in list(services.topics.values())
+        topics = [topic_metadata(services, t) for t in services.metadata_cache.topics()
                   if not authz.topic_denied(ctx, t.name, authz.Op.DESCRIBE)]  # hidden without DESCRIBE
     else:
         allow_create = req.allow_auto_topic_creation if v >= 4 else True
         for rt in req.topics:
             name = rt.name
             if name is None:
-                topic = services.topics.by_id(rt.topic_id)
+                topic = services.metadata_cache.topic_by_id(rt.topic_id)
                 if topic is None:
                     topics.append(R.MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None,
                                                           topic_id=rt.topic_id, partitions=[]))
                 else:
                     topics.append(topic_metadata(services, topic))
                 continue
-            topic = services.topics.get(name)
+            topic = services.metadata_cache.topic(name)
             error: int = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if authz.topic_denied(ctx, name, authz.Op.DESCRIBE):
                 error, topic, may_create = ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, False
@@ -73,9 +74,11 @@ async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
                 error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif allow_create and may_create:
                 try:
-                    topic = await services.topics.maybe_auto_create(name)
+                    created = await services.topics.maybe_auto_create(name)
                 except KafkaError as e:
                     error = e.code
+                else:
+                    topic = services.metadata_cache.topic(name) if created is not None else None
                 if topic is not None:
                     topics.append(topic_metadata(services, topic))
                     continue

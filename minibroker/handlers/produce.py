@@ -41,17 +41,18 @@ Kafka never checked which magic a v0-2 request carries, and neither do we.
 
 from __future__ import annotations
 
-import functools
-import logging
+from collections.abc import Sequence
 from typing import Any
 
+from minibroker.coordinator.transaction_coordinator import check_transactional_produce
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.partition import Partition
 from protocol.apis import produce
 from protocol.errors import ErrorCode, KafkaError
+from protocol.records.batch import BatchView
 from protocol.records.validate import RecordValidationError
 
-log = logging.getLogger("minibroker.produce")
 R = produce.RESPONSE
 _PartitionResponse = R.PartitionProduceResponse  # looked up once: built per partition
 _TopicResponse = R.TopicProduceResponse
@@ -61,70 +62,74 @@ _TopicResponse = R.TopicProduceResponse
 async def handle_produce(ctx: RequestContext, req: Any) -> Any:
     services = ctx.services
     acks = req.acks
+    transactional_id = req.transactional_id if ctx.version >= 3 else None
+    # the wire checks and ACLs here; lookup, validation, transaction verification, append, flush
+    # and the acks=all wait in the ReplicaManager (Kafka: KafkaApis.handleProduceRequest ->
+    # ReplicaManager.handleProduceAppend)
     responses = []
+    entries: list[tuple[tuple[str, int], Any]] = []
+    waiting: list[Any] = []  # the partition responses whose entry went to the ReplicaManager
     failed = False
     for td in req.topic_data:
         parts = []
         if ctx.version >= 13:  # KIP-516: the topic comes by id; its name is only ours to know
-            topic = services.topics.by_id(td.topic_id)
-            name = topic.name if topic is not None else ""
+            name = services.metadata_cache.topic_name(td.topic_id)
         else:
-            topic = services.topics.get(td.name)
             name = td.name
         for pd in td.partition_data:
             pr = _PartitionResponse(index=pd.index, error_code=0, base_offset=-1)
+            parts.append(pr)
             try:
                 if acks not in (-1, 0, 1):
                     raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
-                authz.require_produce(ctx, req.transactional_id if ctx.version >= 3 else None, name)
-                if topic is None and ctx.version >= 13:
+                authz.require_produce(ctx, transactional_id, name or "")
+                if name is None:
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
-                if topic is None or pd.index not in topic.partitions:
-                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                if topic.is_internal:
-                    raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                                     f"Cannot append to internal topic {topic.name}")
-                if acks == -1 and topic.config.get("min.insync.replicas", 1) > 1:
-                    raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS,
-                                     "The size of the current ISR 1 is insufficient to satisfy the "
-                                     f"min.isr requirement of {topic.config['min.insync.replicas']}")
-                records = pd.records
-                if records is None or len(records) == 0:
-                    raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
-                lg = topic.partitions[pd.index]
-                verify = None
-                if ctx.version >= 3:  # a transaction's first write to a partition is verified (KIP-890)
-                    # here, not at the top: the transaction coordinator is not imported at start (issue 22)
-                    from minibroker.coordinator.transaction_coordinator import check_transactional_produce
-
-                    verify = functools.partial(check_transactional_produce, services.txn_coordinator,
-                                               req.transactional_id, topic=name, partition=pd.index, lg=lg,
-                                               version=ctx.version)
-                # every check of the log's, once (storage.log_validator), the verification among them
-                validated = lg.validate(records, request_version=ctx.version, verify=verify)
-                info = await services.replica_manager.append_async(lg, validated)
-                pr.base_offset = info.first_offset
-                pr.log_append_time_ms = info.log_append_time
-                pr.log_start_offset = info.log_start_offset
-            except KafkaError as e:  # InvalidBatch and RecordValidationError are KafkaErrors with their code
+            except KafkaError as e:
                 failed = True
                 pr.error_code = e.code
                 pr.error_message = e.message
-                if isinstance(e, RecordValidationError):
-                    if topic is not None:  # always, past the checks above
-                        pr.log_start_offset = topic.partitions[pd.index].log_start_offset  # as Kafka reports it
-                    if ctx.version >= 8:  # Kafka: RecordErrors, from v8
-                        pr.record_errors = [R.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                                            for i, m in e.record_errors]
-            except OSError as e:
-                failed = True
-                log.error("append to %s-%d failed: %s", name, pd.index, e)
-                pr.error_code = ErrorCode.KAFKA_STORAGE_ERROR
-                pr.error_message = str(e)
-            parts.append(pr)
+                continue
+            entries.append(((name, pd.index), pd.records))
+            waiting.append(pr)
         responses.append(_TopicResponse(name=td.name, topic_id=td.topic_id, partition_responses=parts))
+    if entries:
+        verifier = _TransactionVerifier(ctx, transactional_id) if ctx.version >= 3 else None
+        results = await services.replica_manager.append_records(
+            entries, required_acks=acks, request_version=ctx.version, verifier=verifier)
+        for pr, result in zip(waiting, results, strict=True):
+            if result.info is not None:
+                pr.base_offset = result.info.first_offset
+                pr.log_append_time_ms = result.info.log_append_time
+                pr.log_start_offset = result.info.log_start_offset
+                continue
+            err = result.error
+            assert err is not None
+            failed = True
+            pr.error_code = err.code
+            pr.error_message = err.message
+            if isinstance(err, RecordValidationError):
+                pr.log_start_offset = result.log_start_offset  # as Kafka reports it
+                if ctx.version >= 8:  # Kafka: RecordErrors, from v8
+                    pr.record_errors = [R.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                                        for i, m in err.record_errors]
     if acks == 0:
         if failed and ctx.connection is not None:
             ctx.connection.close("error on an acks=0 produce")
         return None
     return R(responses=responses)
+
+
+class _TransactionVerifier:
+    """KIP-890's check of a transactional Produce partition, for the ReplicaManager; called only
+    for transactional batches, so a plain produce never builds the transaction coordinator."""
+
+    __slots__ = ("ctx", "transactional_id")
+
+    def __init__(self, ctx: RequestContext, transactional_id: str | None) -> None:
+        self.ctx = ctx
+        self.transactional_id = transactional_id
+
+    def __call__(self, batches: Sequence[BatchView], topic: str, partition: int, lg: Partition) -> None:
+        check_transactional_produce(self.ctx.services.txn_coordinator, self.transactional_id, list(batches),
+                                    topic, partition, lg, self.ctx.version)

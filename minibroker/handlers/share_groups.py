@@ -63,10 +63,10 @@ def _unreadable_ids(ctx: RequestContext, ids: Any) -> set[uuid.UUID]:
     each topic they fetch or acknowledge: KafkaApis.handleShareFetchRequest)."""
     if not authz.enabled(ctx):
         return set()
-    topics = ctx.services.topics
+    topics = ctx.services.metadata_cache
     out = set()
     for tid in set(ids):
-        t = topics.by_id(tid)
+        t = topics.topic_by_id(tid)
         if t is not None and authz.topic_denied(ctx, t.name, authz.Op.READ):
             out.add(tid)
     return out
@@ -108,7 +108,7 @@ async def handle_share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
 async def handle_share_group_describe(ctx: RequestContext, req: Any) -> Any:
     R = share_group_describe.RESPONSE
     coord = _coord(ctx)
-    topics = ctx.services.topics
+    topics = ctx.services.metadata_cache
     out, refused = [], []
     for gid in req.group_ids:
         if code := authz.group_denied(ctx, gid, authz.Op.DESCRIBE):  # answered first, as Kafka
@@ -125,7 +125,7 @@ async def handle_share_group_describe(ctx: RequestContext, req: Any) -> Any:
         for m in group.members.values():
             tps = []
             for tid, parts in sorted(m.assignment.items()):
-                t = topics.by_id(tid)
+                t = topics.topic_by_id(tid)
                 tps.append(R.TopicPartitions(topic_id=tid, topic_name=t.name if t else "", partitions=parts))
             members.append(R.Member(member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
                                     client_id=m.client_id, client_host=m.client_host,
@@ -254,9 +254,9 @@ async def _acquire(ctx: RequestContext, coord: ShareGroupCoordinator, group: str
             return results
         keys = []
         for tid, p in partitions:
-            topic = ctx.services.topics.by_id(tid)
-            if topic is not None:
-                keys.append((topic.name, p))
+            name = ctx.services.metadata_cache.topic_name(tid)
+            if name is not None:
+                keys.append((name, p))
         await ctx.services.replica_manager.wait_for_data(keys, remaining)
 
 
@@ -296,7 +296,7 @@ async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
 async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
     R = describe_share_group_offsets.RESPONSE
     coord = _coord(ctx)
-    topics = ctx.services.topics
+    topics = ctx.services.metadata_cache
     out = []
     for g in req.groups:
         if code := authz.group_denied(ctx, g.group_id, authz.Op.DESCRIBE):
@@ -311,7 +311,7 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> 
         if g.topics is None:  # every topic with a share partition of this group
             names: dict[str, list[int]] = {}
             for (gid, tid, p) in sorted(coord.partitions, key=lambda k: (str(k[1]), k[2])):
-                t = topics.by_id(tid)
+                t = topics.topic_by_id(tid)
                 if gid == g.group_id and t is not None:
                     names.setdefault(t.name, []).append(p)
             wanted = [(n, ps) for n, ps in sorted(names.items())]
@@ -328,7 +328,7 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> 
         wanted = [(n, ps) for n, ps in wanted if n not in hidden]
         rtopics = []
         for name, parts in wanted:
-            topic = topics.get(name)
+            topic = topics.topic(name)
             rparts = []
             for p in parts or []:
                 sp = coord.partition_state(g.group_id, topic.topic_id, p) if topic else None
@@ -338,12 +338,12 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> 
                         error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         error_message="This server does not host this topic-partition."))
                     continue
-                lg = topic.partitions[p]
+                part = ctx.services.replica_manager.get_partition_or_error(name, p)
                 start = sp.start_offset if sp is not None else -1
                 lag = -1
                 if sp is not None:
                     done = sum(1 for _, r in sp.in_flight() if r.state.name in ("ACKNOWLEDGED", "ARCHIVED"))
-                    lag = max(0, lg.high_watermark - start - done)
+                    lag = max(0, part.high_watermark - start - done)
                 rparts.append(R.DescribeShareGroupOffsetsResponsePartition(
                     partition_index=p, start_offset=start, leader_epoch=0 if sp else -1, lag=lag, error_code=0))
             rtopics.append(R.DescribeShareGroupOffsetsResponseTopic(
@@ -374,7 +374,7 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> Any
     await coord.store.ensure_topic_async()
     out = []
     for t in req.topics:
-        topic = ctx.services.topics.get(t.topic_name)
+        topic = ctx.services.metadata_cache.topic(t.topic_name)
         parts = []
         if authz.topic_denied(ctx, t.topic_name, authz.Op.READ):
             parts = [R.AlterShareGroupOffsetsResponsePartition(
@@ -389,8 +389,8 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> Any
                     partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                     error_message="This server does not host this topic-partition."))
                 continue
-            lg = topic.partitions[p.partition_index]
-            offset = min(max(p.start_offset, lg.log_start_offset), lg.high_watermark)
+            part = ctx.services.replica_manager.get_partition_or_error(topic.name, p.partition_index)
+            offset = min(max(p.start_offset, part.log_start_offset), part.high_watermark)
             coord.alter_start_offset(req.group_id, topic.topic_id, topic.name, p.partition_index, offset)
             parts.append(R.AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index, error_code=0))
         out.append(R.AlterShareGroupOffsetsResponseTopic(
@@ -418,7 +418,7 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, req: Any) -> An
     for t in req.topics:
         if t.topic_name in hidden:
             continue
-        topic = ctx.services.topics.get(t.topic_name)
+        topic = ctx.services.metadata_cache.topic(t.topic_name)
         if topic is None:
             out.append(R.DeleteShareGroupOffsetsResponseTopic(
                 topic_name=t.topic_name, topic_id=ZERO_UUID, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

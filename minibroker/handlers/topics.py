@@ -118,7 +118,8 @@ async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
     for name, topic_id in wanted:
         result = DT.DeletableTopicResult(name=name, topic_id=topic_id or ZERO_UUID, error_code=0)
         results.append(result)
-        topic = services.topics.get(name) if name is not None else services.topics.by_id(topic_id)
+        cache = services.metadata_cache
+        topic = cache.topic(name) if name is not None else cache.topic_by_id(topic_id)
         if authz.topic_denied(ctx, name or (topic.name if topic else None), authz.Op.DELETE):
             result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # DELETE on the topic
             continue
@@ -151,7 +152,7 @@ async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
             result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # no message (ControllerApis)
             continue
         try:
-            topic = services.topics.get(t.name)
+            topic = services.metadata_cache.topic(t.name)
             if topic is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")
             current = len(topic.partitions)
@@ -167,7 +168,7 @@ async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
                     raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                      f"New partitions can only be assigned to broker {services.node_id}")
             if not req.validate_only:
-                services.topics.add_partitions(topic, t.count)
+                services.topics.add_partitions(services.topics[t.name], t.count)  # the publisher
         except KafkaError as e:
             _fail(result, e)
     return CP(results=results)

@@ -35,6 +35,7 @@ from typing import Any
 
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.topics import validate_topic_name
 from protocol.apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -90,7 +91,7 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
         for tp in partitions:
             if v < 4 and (tp[0] in INTERNAL_TOPICS or tp[0] in unwritable):
                 refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            elif services.topics.get_log(*tp) is None:
+            elif services.replica_manager.get_partition(*tp) is None:
                 refused[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if refused:
             errors = {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
@@ -174,7 +175,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
         if t.name in unreadable:
             results.update(((t.name, p.partition_index), ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in t.partitions)
             continue
-        topic = services.topics.get(t.name)
+        topic = services.metadata_cache.topic(t.name)
         known = [p for p in t.partitions if topic is not None and p.partition_index in topic.partitions]
         for p in t.partitions:
             if p not in known:
@@ -212,8 +213,8 @@ def _verify_offsets_partition(ctx: RequestContext, req: Any) -> int:
     if group is None or not group.active or coord is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     topic, partition = coord.offsets_partition(req.group_id)
-    lg = ctx.services.topics.get_log(topic, partition)
-    if lg is not None and lg.has_ongoing_transaction(req.producer_id):
+    part = ctx.services.replica_manager.get_partition(topic, partition)
+    if part is not None and part.has_ongoing_transaction(req.producer_id):
         return ErrorCode.NONE
     if ctx.version >= 5:
         # transactions v2: the commit adds the partition, as AddOffsetsToTxn did (KIP-890 part 2)
@@ -235,8 +236,6 @@ def _verify_offsets_partition(ctx: RequestContext, req: Any) -> int:
 # ---------------------------------------------------------------------------- DescribeProducers
 @handles(describe_producers.API, "0")
 async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
-    from minibroker.topics import validate_topic_name
-
     R = describe_producers.RESPONSE
     services = ctx.services
     topics = []
@@ -248,12 +247,12 @@ async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
             topic_error = (e.code, e.message)
         if topic_error is None and authz.topic_denied(ctx, t.name, authz.Op.READ):
             topic_error = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, authz.MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED])
-        if topic_error is None and t.name not in services.topics:
+        if topic_error is None and t.name not in services.metadata_cache:
             topic_error = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
         parts = []
         for p in t.partition_indexes:
-            lg = None if topic_error else services.topics.get_log(t.name, p)
-            if lg is None:
+            part = None if topic_error else services.replica_manager.get_partition(t.name, p)
+            if part is None:
                 code, msg = topic_error or (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
                 parts.append(R.PartitionResponse(partition_index=p, error_code=code, error_message=msg,
                                                  active_producers=[]))
@@ -263,7 +262,7 @@ async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
                                 last_timestamp=e.last_timestamp, coordinator_epoch=e.coordinator_epoch,
                                 current_txn_start_offset=-1 if e.current_txn_first_offset is None
                                 else e.current_txn_first_offset)
-                for e in sorted(lg.producer_state.producers.values(), key=lambda e: e.producer_id)]))
+                for e in sorted(part.producers().values(), key=lambda e: e.producer_id)]))
         topics.append(R.TopicResponse(name=t.name, partitions=parts))
     return R(throttle_time_ms=0, topics=topics)
 

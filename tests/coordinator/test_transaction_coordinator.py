@@ -11,7 +11,10 @@ from minibroker.coordinator.offsets_store import TOPIC as OFFSETS_TOPIC
 from minibroker.coordinator.transaction_coordinator import check_transactional_produce
 from protocol.apis import txn_offset_commit
 from protocol.errors import ErrorCode, KafkaError
+from protocol.records.batch import iter_batches
 from protocol.records.v2 import Record, build_batch, decode_batches
+from storage.config import LogConfig
+from storage.log import Log
 from tests.coordinator.stack import Stack
 
 E = ErrorCode
@@ -78,6 +81,10 @@ async def test_offsets_of_a_committed_transaction_reach_the_group_coordinator(tm
         await s.stop()
 
 
+def s_log(tmp_path) -> Log:
+    return Log.open(tmp_path / "t-0", LogConfig())
+
+
 def test_produce_check_without_a_coordinator_asks_the_client_to_retry(tmp_path):
     records = txn_batch(5, 0)
 
@@ -86,10 +93,17 @@ def test_produce_check_without_a_coordinator_asks_the_client_to_retry(tmp_path):
             return False
 
     with pytest.raises(KafkaError) as e:
-        check_transactional_produce(None, "tx", records, "t", 0, NoTxn(), 11)  # type: ignore[arg-type]
+        check_transactional_produce(None, "tx", list(iter_batches(records)), "t", 0, NoTxn(), 11)  # type: ignore[arg-type]
     assert e.value.code == E.NOT_ENOUGH_REPLICAS
-    check_transactional_produce(None, None, build_batch([Record(key=b"k", value=b"v")], base_timestamp=1), "t", 0,
-                                NoTxn(), 11)  # type: ignore[arg-type]  # not transactional: nothing to check
+    # a plain produce: the validator finds no transactional batch and calls no verification
+    verified = []
+    lg = s_log(tmp_path)
+    lg.validate(build_batch([Record(key=b"k", value=b"v")], base_timestamp=1), request_version=11,
+                verify=verified.append)
+    assert verified == []
+    lg.validate(records, request_version=11, verify=verified.append)
+    assert [(v.producer_id, v.producer_epoch) for v in verified[0]] == [(5, 0)]
+    lg.close()
 
 
 async def test_producer_id_expiration_reaches_every_partition_log(stack):

@@ -109,17 +109,32 @@ def test_read_only_bytes_are_copied_once():
     assert BatchView(plan.data).base_offset == 7 and BatchView(b).base_offset == 0
 
 
+TXN = {"producer_id": 5, "producer_epoch": 0, "base_sequence": 0, "is_transactional": True}
+
+
 def test_verify_sees_the_records_in_the_logs_codec_before_the_header_checks():
     seen = []
 
-    def verify(records):
-        seen.append(BatchView(records).compression)
+    def verify(views):
+        seen.extend(v.compression for v in views)
         raise KafkaError(ErrorCode.INVALID_TXN_STATE)
 
     config = LogConfig(compression_type="gzip", message_timestamp_before_max_ms=1000)
     with pytest.raises(KafkaError) as e:
-        produce(batch(3, base_ts=NOW - 5000), config, verify=verify)  # a timestamp the log would refuse
+        produce(batch(3, base_ts=NOW - 5000, **TXN), config, verify=verify)  # a timestamp the log would refuse
     assert e.value.code == ErrorCode.INVALID_TXN_STATE and seen == [Codec.GZIP]
+
+
+def test_verify_gets_the_parsed_headers_of_transactional_batches_only():
+    seen: list[list[BatchView]] = []
+    plain = batch(3)
+    produce(plain, verify=seen.append)
+    assert seen == []  # a plain produce: no verification, no transaction coordinator
+    txn = batch(3, **TXN)
+    validated = produce(txn, verify=seen.append)
+    (views,) = seen
+    assert [(v.producer_id, v.producer_epoch) for v in views] == [(5, 0)]
+    assert views[0] is validated.views[0]  # the header parsed once, for the request, the check and the log
 
 
 def test_the_stored_magic_is_read_in_one_place():

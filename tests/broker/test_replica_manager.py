@@ -1,0 +1,106 @@
+"""The ReplicaManager is the one door to a partition's log (issue 28): handlers and the console
+never import storage.log nor call a Log's methods; a plain Produce never builds the transaction
+coordinator; a transactional batch's header reaches the verification parsed once."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from minibroker.config import BrokerConfig
+from minibroker.replica_manager import FetchPartition
+from minibroker.server import BrokerServer
+from protocol.errors import ErrorCode
+from protocol.records.v2 import Record, build_batch
+from storage.clock import ManualClock
+
+ROOT = Path(__file__).resolve().parents[2]
+# what a handler or console module may not call: the Log's own API (storage.log.Log) and the
+# registry's way to a Log
+LOG_ONLY = {"get_log", "validate", "append_as_leader", "append_async", "read", "delete_records_before",
+            "end_offset_for_epoch", "producer_state", "maybe_flush", "latest_epoch"}
+
+
+def _seam_modules() -> list[Path]:
+    return sorted((ROOT / "minibroker" / "handlers").glob("*.py")) + sorted((ROOT / "minibroker" / "console").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", _seam_modules(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_handlers_and_console_do_not_touch_a_log(path: Path) -> None:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            assert node.module != "storage.log", f"{path.name}:{node.lineno} imports storage.log"
+        if isinstance(node, ast.Attribute) and node.attr in LOG_ONLY:
+            # the console's segment inspector reads a segment file (FileRecords.read), not the Log;
+            # DynamicBrokerConfig.validate and ConsumerGroupConfigs.validate are config checks
+            text = ast.unparse(node)
+            if text in ("seg.log.read", "dyn.validate", "ConsumerGroupConfigs.validate"):
+                continue
+            raise AssertionError(f"{path.name}:{node.lineno} calls {text}")
+
+
+@pytest.fixture
+def broker(tmp_path):
+    config = BrokerConfig.load(None, [], host="127.0.0.1", port=0, data_dir=str(tmp_path / "d"))
+    b = BrokerServer(config, clock=ManualClock())
+    b.build()  # every component, no sockets (recovery and topics loaded)
+    b.topics.create("t", 1)
+    yield b
+    b.log_manager.shutdown()
+
+
+async def test_a_plain_produce_does_not_build_the_transaction_coordinator(broker):
+    calls = []
+
+    def verifier(batches, topic, partition, lg):
+        calls.append(batches)
+        raise AssertionError("not transactional: no verification")
+
+    batch = build_batch([Record(key=b"k", value=b"v")], base_timestamp=broker.clock())
+    (result,) = await broker.replica_manager.append_records([(("t", 0), batch)], required_acks=-1,
+                                                            request_version=11, verifier=verifier)
+    assert result.error is None and result.info is not None and result.info.first_offset == 0
+    assert calls == []
+    assert broker.coordinators._txn is None  # nothing built as a side effect
+
+
+async def test_a_transactional_batch_is_verified_with_its_parsed_header(broker):
+    seen = []
+
+    def verifier(batches, topic, partition, lg):
+        seen.append((topic, partition, [(v.producer_id, v.producer_epoch) for v in batches]))
+
+    batch = build_batch([Record(key=b"k", value=b"v")], base_timestamp=broker.clock(), producer_id=7,
+                        producer_epoch=1, base_sequence=0, is_transactional=True)
+    (result,) = await broker.replica_manager.append_records([(("t", 0), batch)], required_acks=1,
+                                                            request_version=11, verifier=verifier)
+    assert result.error is None
+    assert seen == [("t", 0, [(7, 1)])]
+
+
+async def test_unknown_partition_and_fetch_through_the_replica_manager(broker):
+    rm = broker.replica_manager
+    (result,) = await rm.append_records([(("nope", 0), b"x")], required_acks=1, request_version=11)
+    assert result.error is not None and result.error.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    batch = build_batch([Record(key=b"k", value=b"v")], base_timestamp=broker.clock())
+    await rm.append_records([(("t", 0), batch)], required_acks=1, request_version=11)
+    reads = await rm.fetch_messages([FetchPartition("t", 0, 0, 1 << 20), FetchPartition("t", 5, 0, 1 << 20)],
+                                    max_bytes=1 << 20, min_bytes=1, max_wait_ms=0, isolation_level=0)
+    assert reads[0].error == 0 and reads[0].high_watermark == 1 and reads[0].records is not None
+    assert reads[0].records.size == len(batch)  # a file region, not bytes read into Python
+    assert reads[1].error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and reads[1].high_watermark == -1
+
+
+def test_the_metadata_cache_follows_the_registry(broker):
+    cache = broker.metadata_cache
+    image = cache.topic("t")
+    assert image is not None and list(image.partitions) == [0]
+    assert image.partitions[0].leader_id == broker.node_id and image.partitions[0].isr == (broker.node_id,)
+    broker.topics.add_partitions(broker.topics["t"], 3)
+    assert list(cache.topic("t").partitions) == [0, 1, 2]
+    assert broker.replica_manager.get_partition("t", 2) is not None
+    broker.topics.delete("t")
+    assert cache.topic("t") is None and broker.replica_manager.get_partition("t", 0) is None
