@@ -122,9 +122,9 @@ def log_members() -> frozenset[str]:
 
 def _is_log(e: ast.expr | None, found: set[str]) -> bool:
     """Whether an expression's value is a Log (or Logs) as far as syntax tells: a `get_log(...)`
-    call; a topic's partition map read as a map (`t.partitions[p]`, `.values()`, `.items()`,
-    `.get(p)`: Topic.partitions is a dict of Logs, a request's `partitions` a list, never read so);
-    a name already bound to a Log, subscripted or read the same way; either branch of an `if`."""
+    call; a `.log` attribute (Partition.log) of anything but a segment; a topic of the registry
+    (`topics.get(...)`, `topics.by_id(...)`: its `partitions` are Logs) read as a map; a name
+    already bound to a Log, subscripted or read the same way; either branch of an `if`."""
     if e is None:
         return False
     if isinstance(e, ast.Name):
@@ -135,8 +135,10 @@ def _is_log(e: ast.expr | None, found: set[str]) -> bool:
         return any(_is_log(v, found) for v in e.values)
     if isinstance(e, ast.Await):
         return _is_log(e.value, found)
+    if isinstance(e, ast.Attribute):
+        return _hands_out_log(e) or (e.attr == "partitions" and _is_registry_topic(e.value, found))
     if isinstance(e, ast.Subscript):
-        return (isinstance(e.value, ast.Attribute) and e.value.attr == "partitions") or _is_log(e.value, found)
+        return _is_log(e.value, found)
     if isinstance(e, ast.Call):
         f = e.func
         if isinstance(f, ast.Name):
@@ -145,8 +147,26 @@ def _is_log(e: ast.expr | None, found: set[str]) -> bool:
             if f.attr == "get_log":
                 return True
             if f.attr in ("values", "items", "get"):
-                return (isinstance(f.value, ast.Attribute) and f.value.attr == "partitions") or _is_log(f.value, found)
+                return _is_log(f.value, found)
     return False
+
+
+REGISTRY_READS = ("get", "by_id")  # TopicRegistry's readers: their Topic holds the Logs
+
+
+def _is_registry_call(e: ast.expr) -> bool:
+    return (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in REGISTRY_READS
+            and isinstance(e.func.value, ast.Attribute) and e.func.value.attr == "topics")
+
+
+def _is_registry_topic(e: ast.expr, found: set[str]) -> bool:
+    return _is_registry_call(e) or isinstance(e, ast.Name) and e.id in found
+
+
+def _hands_out_log(e: ast.Attribute) -> bool:
+    """`x.log`: Partition.log is the Log itself; a segment's `.log` is its FileRecords (the console's
+    segment inspector reads the file as Kafka's DumpLogSegments does), not a Log."""
+    return e.attr == "log" and not (isinstance(e.value, ast.Name) and e.value.id in ("seg", "segment"))
 
 
 def _names(target: ast.AST) -> set[str]:
@@ -154,12 +174,12 @@ def _names(target: ast.AST) -> set[str]:
 
 
 def _log_names(fn: ast.AST) -> set[str]:
-    """Names a function binds to a Log: assigned or iterated from what `_is_log`, or annotated Log;
-    and `lg`, the name this code base gives a Log (a parameter typed Any is found so)."""
-    found: set[str] = {"lg"}
+    """Names a function binds to a Log, or to a registry topic whose partitions are Logs: assigned
+    or iterated from what `_is_log` finds, or annotated Log."""
+    found: set[str] = set()
     for _ in range(3):  # a loop over a list of logs bound one step before
         for n in ast.walk(fn):
-            if isinstance(n, ast.Assign) and _is_log(n.value, found):
+            if isinstance(n, ast.Assign) and (_is_log(n.value, found) or _is_registry_call(n.value)):
                 found |= set().union(*(_names(t) for t in n.targets))
             elif isinstance(n, ast.AnnAssign) and "Log" in _names(n.annotation):
                 found |= _names(n.target)
@@ -199,6 +219,11 @@ def log_calls() -> list[Offence]:
                 out.add(Offence(f"{where}:{n.lineno}", "imports storage.log"))
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get_log":
                 out.add(Offence(f"{where}:{n.lineno}", f"{ast.unparse(n.func)}(...) hands out a Log"))
+            elif isinstance(n, ast.Attribute) and _hands_out_log(n):
+                out.add(Offence(f"{where}:{n.lineno}", f"{ast.unparse(n)} is a Log"))
+            elif isinstance(n, ast.Call) and _is_registry_call(n):
+                out.add(Offence(f"{where}:{n.lineno}", f"{ast.unparse(n.func)}(...): a registry topic holds Logs "
+                                                       "(read the MetadataCache)"))
         for fn in _functions(tree):
             logs = _log_names(fn)
             for n in ast.walk(fn):
