@@ -50,18 +50,22 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # imported lazily at run time: a test session pays for the broker only when it starts one
-    from minibroker.server import BrokerServer
+import uvloop
+
+from minibroker.config import BrokerConfig
+from minibroker.security.scram import credential_from_password
+from minibroker.server import BrokerServer
+from minibroker.tools.dump_log import consumer_protocol_schemas, decode_embedded
+from protocol.records import v2
+from protocol.records.dump import Trailing, iter_summaries
 
 DEFAULT_TIMEOUT = 10.0
 _POLL_S = 0.005
 
 
 def _config(data_dir: Path, host: str, port: int, overrides: dict[str, Any] | None) -> Any:
-    from minibroker.config import BrokerConfig  # lazy: the broker's modules come with the first broker
-
     items = [f"{k}={_fmt(v)}" for k, v in (overrides or {}).items()]
     return BrokerConfig.load(None, items, host=host, port=port, data_dir=str(data_dir))
 
@@ -122,8 +126,6 @@ def _partitions(broker: BrokerServer, topic: str, partition: int | None) -> list
 def _read_records(broker: BrokerServer, topic: str, partition: int | None = None,
                   from_offsets: dict[int, int] | None = None) -> list[StoredRecord]:
     """Records below the high watermark, partition by partition, in offset order."""
-    from protocol.records.dump import Trailing, iter_summaries  # lazy: with the first inspection
-
     out: list[StoredRecord] = []
     for p in _partitions(broker, topic, partition):
         lg = _require_log(broker, topic, p)
@@ -193,8 +195,6 @@ def _consumer_assignment(raw: bytes) -> dict[str, list[int]]:
     """topic -> partitions of a ConsumerProtocolAssignment ({} if empty or unreadable)."""
     if len(raw) < 2:
         return {}
-    from minibroker.tools.dump_log import consumer_protocol_schemas, decode_embedded  # lazy: a tool module
-
     try:
         data = decode_embedded(consumer_protocol_schemas()[1], raw)
     except Exception:  # noqa: BLE001 - not the consumer protocol after all
@@ -224,8 +224,6 @@ def _create_topic(broker: BrokerServer, name: str, partitions: int, config: dict
 def _add_record(broker: BrokerServer, topic: str, value: bytes | str | None, key: bytes | str | None,
                 partition: int, headers: Iterable[tuple[str, bytes | str | None]],
                 timestamp: int | None) -> int:
-    from protocol.records import v2  # lazy: with the first add_record
-
     if topic not in broker.topics and broker.topics.maybe_auto_create_now(topic) is None:
         raise KeyError(f"no topic {topic!r} (and auto.create.topics.enable is off)")
     lg = _require_log(broker, topic, partition)
@@ -406,8 +404,6 @@ class _Security:
         self.props = props
 
     def add_scram_users(self, broker: BrokerServer) -> None:
-        from minibroker.security.scram import credential_from_password  # lazy: SASL brokers only
-
         broker.scram_credentials.apply([(u, m, credential_from_password(m, p)) for u, p in self.users.items()
                                         for m in _SCRAM], [])
 
@@ -468,8 +464,6 @@ class AsyncBroker(_Inspect):
         return self.server
 
     async def start(self) -> str:
-        from minibroker.server import BrokerServer  # lazy: a test session pays when it starts a broker
-
         self.server = BrokerServer(_config(self.data_dir, self.host, self.port, self.overrides))
         await self.server.startup()
         if self.security is not None and self.security.protocol.startswith("SASL"):
@@ -571,8 +565,6 @@ class BrokerThread(_Inspect):
         def run() -> None:
             loop: asyncio.AbstractEventLoop
             if self._loop_kind == "uvloop":
-                import uvloop  # lazy: only with loop="uvloop"
-
                 loop = uvloop.new_event_loop()
             else:
                 loop = asyncio.new_event_loop()
