@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from minibroker.cleaner import LogCleanerTask
 from minibroker.config import BrokerConfig, effective_topic_config, to_log_config
 from minibroker.connection_quotas import ConnectionQuotas
-from minibroker.coordinator.consumer_group_configs import ConsumerGroupConfigs
-from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
+from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupConfigs
+from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
 from minibroker.coordinators import Coordinators
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
@@ -60,9 +60,9 @@ from storage.log_manager import LogManager
 # storage.log (the append path) comes with the first log opened, after the first answer on an
 # empty data dir (issue 22, tests/test_startup_imports.py)
 if TYPE_CHECKING:
-    from minibroker.coordinator.group_coordinator import GroupCoordinator
-    from minibroker.coordinator.share_group import ShareGroupCoordinator
-    from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
+    from minibroker.coordinator.group.group_coordinator import GroupCoordinator
+    from minibroker.coordinator.share.share_group import ShareGroupCoordinator
+    from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator
     from minibroker.tools.trace import TraceListeners
     from storage.log import Log
 
@@ -148,7 +148,7 @@ class Broker:
         # A handler module is imported by the first request for one of its keys (issue 22).
         served = dict(SERVED_VERSIONS)
         if not cfg.get("group.share.enable"):
-            from minibroker.coordinator.share_group import SHARE_GROUP_APIS
+            from minibroker.coordinator.share.share_group import SHARE_GROUP_APIS
 
             served = {k: v for k, v in served.items() if k not in SHARE_GROUP_APIS}
         self.services = BrokerServices(

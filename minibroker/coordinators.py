@@ -34,25 +34,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from minibroker.config import BrokerConfig
-from minibroker.coordinator.consumer_group_configs import ConsumerGroupConfigs
-from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
+from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupConfigs
+from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
 from storage.clock import Clock
 from storage.log_manager import LogManager
 
 if TYPE_CHECKING:
-    from minibroker.coordinator.group_coordinator import GroupCoordinator
-    from minibroker.coordinator.share_group import ShareGroupCoordinator
-    from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
+    from minibroker.coordinator.group.group_coordinator import GroupCoordinator
+    from minibroker.coordinator.share.share_group import ShareGroupCoordinator
+    from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator
 
 T = TypeVar("T")
 
 # the internal topics whose presence means a coordinator has state to replay at start
-OFFSETS_TOPIC = "__consumer_offsets"  # minibroker.coordinator.offsets_store.TOPIC
-TRANSACTION_TOPIC = "__transaction_state"  # minibroker.coordinator.transaction_log.TOPIC
-SHARE_STATE_TOPIC = "__share_group_state"  # minibroker.coordinator.share_state_store.TOPIC
-SHARE_CONFIGS_FILE = "share_group_configs.json"  # minibroker.coordinator.share_group
+OFFSETS_TOPIC = "__consumer_offsets"  # minibroker.coordinator.group.offsets_store.TOPIC
+TRANSACTION_TOPIC = "__transaction_state"  # minibroker.coordinator.txn.transaction_log.TOPIC
+SHARE_STATE_TOPIC = "__share_group_state"  # minibroker.coordinator.share.share_state_store.TOPIC
+SHARE_CONFIGS_FILE = "share_group_configs.json"  # minibroker.coordinator.share.share_group
 
 
 def _run_now(start: Coroutine[Any, Any, None]) -> None:
@@ -111,9 +111,9 @@ class Coordinators:
 
     def _build_group(self) -> GroupCoordinator:
         if self._group is None:
-            from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig
-            from minibroker.coordinator.group_coordinator import GroupConfig, GroupCoordinator
-            from minibroker.coordinator.offsets_store import OffsetsStore
+            from minibroker.coordinator.group.consumer_group_manager import ConsumerGroupConfig
+            from minibroker.coordinator.group.group_coordinator import GroupConfig, GroupCoordinator
+            from minibroker.coordinator.group.offsets_store import OffsetsStore
 
             cfg = self._cfg
             offsets = OffsetsStore(self._topics, self._replica_manager, cfg.get("offsets.topic.num.partitions"),
@@ -129,11 +129,11 @@ class Coordinators:
     def _build_txn(self) -> TransactionCoordinator:
         if self._txn is None:
             from minibroker import features
-            from minibroker.coordinator.transaction_coordinator import (
+            from minibroker.coordinator.txn.transaction_coordinator import (
                 TransactionConfig,
                 TransactionCoordinator,
             )
-            from minibroker.coordinator.transaction_log import TransactionLogStore
+            from minibroker.coordinator.txn.transaction_log import TransactionLogStore
 
             group = self._build_group()  # told when a marker lands in __consumer_offsets
             config = TransactionConfig.from_broker_config(self._cfg, features.transaction_version())
@@ -146,8 +146,8 @@ class Coordinators:
 
     def _build_share(self) -> ShareGroupCoordinator:
         if self._share is None:
-            from minibroker.coordinator.share_group import ShareGroupConfig, ShareGroupCoordinator
-            from minibroker.coordinator.share_state_store import ShareStateStore
+            from minibroker.coordinator.share.share_group import ShareGroupConfig, ShareGroupCoordinator
+            from minibroker.coordinator.share.share_state_store import ShareStateStore
 
             config = ShareGroupConfig.from_broker_config(self._cfg)
             store = ShareStateStore(self._topics, self._replica_manager, config.state_partitions,

@@ -95,7 +95,7 @@ async def handle_produce(ctx: RequestContext, req: Any) -> Any:
                 verify = None
                 if ctx.version >= 3:  # a transaction's first write to a partition is verified (KIP-890)
                     # here, not at the top: the transaction coordinator is not imported at start (issue 22)
-                    from minibroker.coordinator.transaction_coordinator import check_transactional_produce
+                    from minibroker.coordinator.txn.transaction_coordinator import check_transactional_produce
 
                     verify = functools.partial(check_transactional_produce, services.txn_coordinator,
                                                req.transactional_id, topic=name, partition=pd.index, lg=lg,

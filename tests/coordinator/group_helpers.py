@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import struct
 
-from minibroker.coordinator.group import GroupState
-from minibroker.coordinator.group_coordinator import ClientInfo, GroupConfig, GroupCoordinator
-from minibroker.coordinator.records import decode_record
+from minibroker.coordinator.group.classic_group import GroupState
+from minibroker.coordinator.group.group_coordinator import ClientInfo, GroupConfig, GroupCoordinator
+from minibroker.coordinator.group.records import decode_record
 from protocol.apis import heartbeat, join_group, offset_commit, sync_group
 from protocol.errors import ErrorCode, KafkaError
 

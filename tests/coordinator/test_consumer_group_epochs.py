@@ -11,8 +11,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from minibroker.coordinator import consumer_group_records as cgr
-from minibroker.coordinator.offsets_store import read_partition
+from minibroker.coordinator.group import consumer_group_records as cgr
+from minibroker.coordinator.group.offsets_store import read_partition
 from protocol.apis import consumer_group_heartbeat, offset_commit, txn_offset_commit
 from protocol.errors import ErrorCode
 from storage.clock import ManualClock

@@ -6,8 +6,8 @@ as `Broker` start-up wires them.
 
 from __future__ import annotations
 
-from minibroker.coordinator.offsets_store import TOPIC, read_partition
-from minibroker.coordinator.records import (
+from minibroker.coordinator.group.offsets_store import TOPIC, read_partition
+from minibroker.coordinator.group.records import (
     OffsetAndMetadata,
     OffsetCommitRecord,
     decode_record,

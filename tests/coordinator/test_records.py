@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minibroker.coordinator.group import ClassicGroup, Member
-from minibroker.coordinator.records import (
+from minibroker.coordinator.group.classic_group import ClassicGroup, Member
+from minibroker.coordinator.group.records import (
     GroupMetadataRecord,
     OffsetAndMetadata,
     OffsetCommitRecord,

@@ -18,9 +18,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from minibroker.coordinator import share_state_store
-from minibroker.coordinator.share_partition import AckType, BatchInfo, RecordState, SharePartition
-from minibroker.coordinator.share_state_store import ShareStateStore
+from minibroker.coordinator.share import share_state_store
+from minibroker.coordinator.share.share_partition import AckType, BatchInfo, RecordState, SharePartition
+from minibroker.coordinator.share.share_state_store import ShareStateStore
 from protocol.errors import ErrorCode
 from storage.clock import ManualClock
 from tests.coordinator.stack import Stack

@@ -343,7 +343,7 @@ def test_confluent_kafka_sends_metadata_v13_and_reads_the_answer(kafka_broker_mo
 def test_api_versions_leaves_out_share_groups_when_they_are_off(tmp_path):
     """group.share.enable=false: the share-group APIs are not served, so not advertised (v0 and
     v3 answers; before issue 22's handler table they were advertised and then refused)."""
-    from minibroker.coordinator.share_group import SHARE_GROUP_APIS
+    from minibroker.coordinator.share.share_group import SHARE_GROUP_APIS
     from minibroker.testing import BrokerThread
 
     b = BrokerThread(tmp_path, overrides={"group.share.enable": "false"})

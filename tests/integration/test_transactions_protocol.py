@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from minibroker.coordinator.transaction_log import key_bytes, read_value, value_bytes
-from minibroker.coordinator.transaction_metadata import (
+from minibroker.coordinator.txn.transaction_log import key_bytes, read_value, value_bytes
+from minibroker.coordinator.txn.transaction_metadata import (
     TransactionMetadata,
     TransactionState,
     TxnTransitMetadata,

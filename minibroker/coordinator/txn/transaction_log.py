@@ -28,8 +28,8 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
-from minibroker.coordinator.records import partition_for
-from minibroker.coordinator.transaction_metadata import (
+from minibroker.coordinator.group.records import partition_for
+from minibroker.coordinator.txn.transaction_metadata import (
     TransactionMetadata,
     TransactionState,
     TxnTransitMetadata,

@@ -312,7 +312,7 @@ class ClassicGroup:
             return set()
         if self.protocol_name is None:
             return None
-        from minibroker.coordinator.consumer_protocol import subscription_topics
+        from minibroker.coordinator.group.consumer_protocol import subscription_topics
 
         topics: set[str] = set()
         try:

@@ -28,15 +28,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from minibroker.config import BrokerConfig
-from minibroker.coordinator.group import (
+from minibroker.coordinator.group.classic_group import (
     EMPTY_ASSIGNMENT,
     UNKNOWN_MEMBER_ID,
     ClassicGroup,
     GroupState,
     Member,
 )
-from minibroker.coordinator.group_events import GroupEvents
-from minibroker.coordinator.group_responses import (
+from minibroker.coordinator.group.group_events import GroupEvents
+from minibroker.coordinator.group.group_responses import (
     JoinResponse,
     MemberResponse,
     join_error,
@@ -44,10 +44,10 @@ from minibroker.coordinator.group_responses import (
     sync_error,
     sync_response,
 )
-from minibroker.coordinator.group_responses import protocols as request_protocols
-from minibroker.coordinator.offsets_store import CoordinatorRecord, OffsetsStore
-from minibroker.coordinator.records import GroupMetadataRecord, group_metadata_record
-from minibroker.coordinator.timer import KeyedTimer
+from minibroker.coordinator.group.group_responses import protocols as request_protocols
+from minibroker.coordinator.group.offsets_store import CoordinatorRecord, OffsetsStore
+from minibroker.coordinator.group.records import GroupMetadataRecord, group_metadata_record
+from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock
 

@@ -23,7 +23,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from minibroker.coordinator.group import ClassicGroup
+from minibroker.coordinator.group.classic_group import ClassicGroup
 from protocol import coordinator_records as cr
 from protocol.codec import decode, encode
 from protocol.schema import Message, Schema

@@ -5,7 +5,7 @@ epoch; the coordinator computes the assignment) whose members do not own partiti
 subscribed to a topic is assigned all of its partitions (a single node has no reason to spread
 them; Kafka's SimpleAssignor also gives one partition to several members when there are more
 members than partitions), and the records are shared through the share partitions
-(minibroker.coordinator.share_partition). The group epoch goes up whenever membership or
+(minibroker.coordinator.share.share_partition). The group epoch goes up whenever membership or
 assignment changes; a member's epoch follows it on its next heartbeat, which carries the new
 assignment. A member that stops heartbeating for group.share.session.timeout.ms is removed.
 
@@ -27,7 +27,7 @@ for their locks).
 A timer task expires acquisition locks and sessions of members gone silent, and wakes the share
 fetches parked on the partition (the ReplicaManager's fetch waiters, keyed by topic partition).
 Every change of a share partition's state is written to __share_group_state before the answer
-(minibroker.coordinator.share_state_store).
+(minibroker.coordinator.share.share_state_store).
 
 Group configs (DescribeConfigs/IncrementalAlterConfigs on GROUP resources) are kept per group in
 `share_group_configs.json` in the data directory (Kafka keeps them in the cluster metadata).
@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from minibroker.config import BrokerConfig
-from minibroker.coordinator.share_partition import BatchInfo, SharePartition
-from minibroker.coordinator.share_state_store import ShareKey, ShareStateStore
+from minibroker.coordinator.share.share_partition import BatchInfo, SharePartition
+from minibroker.coordinator.share.share_state_store import ShareKey, ShareStateStore
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError

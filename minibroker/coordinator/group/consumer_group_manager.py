@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from minibroker.config import BrokerConfig
-from minibroker.coordinator import consumer_group_records as rec
-from minibroker.coordinator.assignors import ASSIGNORS, MemberSpec, assignor_names
-from minibroker.coordinator.consumer_group import (
+from minibroker.coordinator.group import consumer_group_records as rec
+from minibroker.coordinator.group.assignors import ASSIGNORS, MemberSpec, assignor_names
+from minibroker.coordinator.group.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
@@ -49,10 +49,10 @@ from minibroker.coordinator.consumer_group import (
     count,
     same_assignment,
 )
-from minibroker.coordinator.group_events import GroupEvents
-from minibroker.coordinator.group_membership import write_records
-from minibroker.coordinator.offsets_store import CoordinatorRecord, OffsetsStore
-from minibroker.coordinator.timer import KeyedTimer
+from minibroker.coordinator.group.group_events import GroupEvents
+from minibroker.coordinator.group.group_metadata_manager import write_records
+from minibroker.coordinator.group.offsets_store import CoordinatorRecord, OffsetsStore
+from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from minibroker.topics import TopicRegistry
 from protocol.apis import consumer_group_describe, consumer_group_heartbeat
 from protocol.errors import ErrorCode, KafkaError

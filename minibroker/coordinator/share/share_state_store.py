@@ -24,9 +24,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from minibroker.coordinator.offsets_store import read_partition
-from minibroker.coordinator.records import partition_for
-from minibroker.coordinator.share_partition import StateBatch
+from minibroker.coordinator.group.offsets_store import read_partition
+from minibroker.coordinator.group.records import partition_for
+from minibroker.coordinator.share.share_partition import StateBatch
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import Topic, TopicRegistry
 from protocol import share_records as sr

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.coordinator.group import EMPTY_ASSIGNMENT, ClassicGroup, GroupState
+from minibroker.coordinator.group.classic_group import EMPTY_ASSIGNMENT, ClassicGroup, GroupState
 from protocol.apis import describe_groups, join_group, leave_group, sync_group
 from protocol.errors import ErrorCode
 

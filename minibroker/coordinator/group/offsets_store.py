@@ -21,7 +21,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from minibroker.coordinator.records import partition_for
+from minibroker.coordinator.group.records import partition_for
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import Topic, TopicRegistry
 from protocol.records.v2 import Record, build_batch, decode_batches, parse_control_record

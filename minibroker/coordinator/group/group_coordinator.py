@@ -28,22 +28,22 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig, ConsumerGroupManager
-from minibroker.coordinator.consumer_group_records import is_consumer_group_record
-from minibroker.coordinator.group import ClassicGroup, GroupState
-from minibroker.coordinator.group_events import GroupEvents
-from minibroker.coordinator.group_membership import (
+from minibroker.coordinator.group.consumer_group_manager import ConsumerGroupConfig, ConsumerGroupManager
+from minibroker.coordinator.group.consumer_group_records import is_consumer_group_record
+from minibroker.coordinator.group.classic_group import ClassicGroup, GroupState
+from minibroker.coordinator.group.group_events import GroupEvents
+from minibroker.coordinator.group.group_metadata_manager import (
     ClientInfo,
     GroupConfig,
     GroupMetadataManager,
     append_error_to_response_error,
     write_records,
 )
-from minibroker.coordinator.group_migration import GroupMigration, MigrationPolicy
-from minibroker.coordinator.group_offsets import OffsetMetadataManager, TopicPartition
-from minibroker.coordinator.group_responses import described_group
-from minibroker.coordinator.offsets_store import CoordinatorRecord, OffsetsStore
-from minibroker.coordinator.records import (
+from minibroker.coordinator.group.group_migration import GroupMigration, MigrationPolicy
+from minibroker.coordinator.group.offset_metadata_manager import OffsetMetadataManager, TopicPartition
+from minibroker.coordinator.group.group_responses import described_group
+from minibroker.coordinator.group.offsets_store import CoordinatorRecord, OffsetsStore
+from minibroker.coordinator.group.records import (
     GroupMetadataRecord,
     OffsetAndMetadata,
     OffsetCommitRecord,
@@ -51,7 +51,7 @@ from minibroker.coordinator.records import (
     group_metadata_tombstone,
     offset_commit_tombstone,
 )
-from minibroker.coordinator.timer import KeyedTimer
+from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock, wall_clock_ms
