@@ -76,7 +76,9 @@ def _coordinator(ctx: RequestContext) -> GroupCoordinator | None:
 
 
 def _client(ctx: RequestContext) -> ClientInfo:
-    from minibroker.coordinator.group.group_metadata_manager import ClientInfo  # loaded with the group coordinator
+    from minibroker.coordinator.group.group_metadata_manager import (
+        ClientInfo,  # loaded with the group coordinator
+    )
 
     return ClientInfo(client_id=ctx.client_id or "", client_host=ctx.client_host, api_version=ctx.version)
 

@@ -43,7 +43,11 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
 if TYPE_CHECKING:
-    from minibroker.coordinator.share.share_group import AcquiredPartition, ShareGroupCoordinator, ShareSession
+    from minibroker.coordinator.share.share_group import (
+        AcquiredPartition,
+        ShareGroupCoordinator,
+        ShareSession,
+    )
 
 # The share-group coordinator is built when first needed and its module imported by the functions
 # that use it, not at start-up (issue 22: about 7 ms of a broker's start).

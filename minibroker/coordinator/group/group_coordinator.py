@@ -28,9 +28,9 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from minibroker.coordinator.group.classic_group import ClassicGroup, GroupState
 from minibroker.coordinator.group.consumer_group_manager import ConsumerGroupConfig, ConsumerGroupManager
 from minibroker.coordinator.group.consumer_group_records import is_consumer_group_record
-from minibroker.coordinator.group.classic_group import ClassicGroup, GroupState
 from minibroker.coordinator.group.group_events import GroupEvents
 from minibroker.coordinator.group.group_metadata_manager import (
     ClientInfo,
@@ -40,8 +40,8 @@ from minibroker.coordinator.group.group_metadata_manager import (
     write_records,
 )
 from minibroker.coordinator.group.group_migration import GroupMigration, MigrationPolicy
-from minibroker.coordinator.group.offset_metadata_manager import OffsetMetadataManager, TopicPartition
 from minibroker.coordinator.group.group_responses import described_group
+from minibroker.coordinator.group.offset_metadata_manager import OffsetMetadataManager, TopicPartition
 from minibroker.coordinator.group.offsets_store import CoordinatorRecord, OffsetsStore
 from minibroker.coordinator.group.records import (
     GroupMetadataRecord,

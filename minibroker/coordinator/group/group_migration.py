@@ -35,6 +35,13 @@ import uuid
 from typing import Any
 
 from minibroker.coordinator.group import consumer_group_records as rec
+from minibroker.coordinator.group.classic_group import (
+    CONSUMER_PROTOCOL_TYPE,
+    UNKNOWN_MEMBER_ID,
+    ClassicGroup,
+    GroupState,
+    Member,
+)
 from minibroker.coordinator.group.consumer_group import (
     Assignment,
     ClassicMemberMetadata,
@@ -48,13 +55,6 @@ from minibroker.coordinator.group.consumer_protocol import (
     parse_subscription,
     protocol_version,
     serialize_assignment,
-)
-from minibroker.coordinator.group.classic_group import (
-    CONSUMER_PROTOCOL_TYPE,
-    UNKNOWN_MEMBER_ID,
-    ClassicGroup,
-    GroupState,
-    Member,
 )
 from minibroker.coordinator.group.group_metadata_manager import ClientInfo, GroupMetadataManager
 from minibroker.coordinator.group.group_responses import (

@@ -18,9 +18,13 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from minibroker.coordinator.group.consumer_group_manager import ConsumerGroupManager
 from minibroker.coordinator.group.classic_group import ClassicGroup, GroupState
-from minibroker.coordinator.group.group_metadata_manager import GroupConfig, GroupMetadataManager, write_records
+from minibroker.coordinator.group.consumer_group_manager import ConsumerGroupManager
+from minibroker.coordinator.group.group_metadata_manager import (
+    GroupConfig,
+    GroupMetadataManager,
+    write_records,
+)
 from minibroker.coordinator.group.offsets_store import CoordinatorRecord, OffsetsStore
 from minibroker.coordinator.group.records import (
     OffsetAndMetadata,

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from minibroker.config import BrokerConfig
 from minibroker.coordinator.group.group_coordinator import GroupCoordinator
 from minibroker.coordinator.group.offsets_store import TOPIC as OFFSETS_TOPIC
+from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
 from minibroker.coordinator.txn.transaction_log import TOPIC, TransactionLogStore, value_bytes, value_version
 from minibroker.coordinator.txn.transaction_metadata import (
     SHORT_MAX,
@@ -62,7 +63,6 @@ from minibroker.coordinator.txn.transaction_metadata import (
     TxnTransitMetadata,
     supports_epoch_bump,
 )
-from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import Topic, TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
