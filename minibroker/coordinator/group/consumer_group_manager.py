@@ -51,7 +51,8 @@ from minibroker.coordinator.group.consumer_group import (
 )
 from minibroker.coordinator.group.group_events import GroupEvents
 from minibroker.coordinator.group.group_metadata_manager import write_records
-from minibroker.coordinator.group.offsets_store import CoordinatorRecord, OffsetsStore
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from minibroker.topics import TopicRegistry
 from protocol.apis import consumer_group_describe, consumer_group_heartbeat
@@ -93,7 +94,7 @@ class _Invalid(KafkaError):
 class ConsumerGroupManager:
     """Every consumer group of the broker."""
 
-    def __init__(self, config: ConsumerGroupConfig, store: OffsetsStore, topics: TopicRegistry | None, *,
+    def __init__(self, config: ConsumerGroupConfig, store: CoordinatorStore, topics: TopicRegistry | None, *,
                  now_ms: Clock, classic_group_exists: Callable[[str], bool | None],
                  drop_classic_group: Callable[[str], None]) -> None:
         self.config = config

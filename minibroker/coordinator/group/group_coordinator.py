@@ -10,7 +10,7 @@ group-coordinator module:
 - group_offsets.py (`OffsetMetadataManager`): OffsetCommit, TxnOffsetCommit, OffsetFetch,
   OffsetDelete, offsets of deleted topics, offset expiry;
 - group_responses.py: the wire answers built from that state;
-- offsets_store.py (`OffsetsStore`): the records in __consumer_offsets.
+- runtime/coordinator_store.py (`CoordinatorStore`): the records in __consumer_offsets.
 
 This module starts and stops them, replays __consumer_offsets on start (groups come back with
 their generation, members and assignments, Stable, members given a fresh session timeout;
@@ -42,7 +42,8 @@ from minibroker.coordinator.group.group_metadata_manager import (
 from minibroker.coordinator.group.group_migration import GroupMigration, MigrationPolicy
 from minibroker.coordinator.group.group_responses import described_group
 from minibroker.coordinator.group.offset_metadata_manager import OffsetMetadataManager, TopicPartition
-from minibroker.coordinator.group.offsets_store import CoordinatorRecord, OffsetsStore
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.coordinator.group.records import (
     GroupMetadataRecord,
     OffsetAndMetadata,
@@ -72,7 +73,7 @@ log = logging.getLogger("minibroker.coordinator.group")
 class GroupCoordinator:
     """Classic groups and their committed offsets (one per broker)."""
 
-    def __init__(self, config: GroupConfig, store: OffsetsStore, *, now_ms: Clock = wall_clock_ms,
+    def __init__(self, config: GroupConfig, store: CoordinatorStore, *, now_ms: Clock = wall_clock_ms,
                  consumer_config: ConsumerGroupConfig | None = None, topics: TopicRegistry | None = None) -> None:
         self.config = config
         self.store = store
@@ -151,8 +152,10 @@ class GroupCoordinator:
         """Rebuild groups and offsets from __consumer_offsets (Kafka: the coordinator's replay)."""
         loaded = 0
         for key, value in self.store.load():
+            if key is None:
+                continue  # a keyless record is no group's (Kafka's loader skips it too)
             try:
-                if key is not None and is_consumer_group_record(key):
+                if is_consumer_group_record(key):
                     loaded += 1
                     self.consumer_groups.replay(bytes(key), None if value is None else bytes(value))
                     continue
@@ -167,7 +170,8 @@ class GroupCoordinator:
             except ValueError as e:
                 # One unreadable record must not keep the broker from starting; say which.
                 log.error("Skipping a __consumer_offsets record while loading: %s", e)
-        self.offset_manager.replay_open_transactions(self.store.open_transactions)
+        self.offset_manager.replay_open_transactions(
+            {pid: [(k, v) for k, v in held if k is not None] for pid, held in self.store.open_transactions.items()})
         for gid in self.consumer_groups.groups:
             # committed offsets made a "simple" classic group of a consumer group's id on replay
             g = self.groups.get(gid)

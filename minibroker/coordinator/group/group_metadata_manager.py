@@ -45,7 +45,8 @@ from minibroker.coordinator.group.group_responses import (
     sync_response,
 )
 from minibroker.coordinator.group.group_responses import protocols as request_protocols
-from minibroker.coordinator.group.offsets_store import CoordinatorRecord, OffsetsStore
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.coordinator.group.records import GroupMetadataRecord, group_metadata_record
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from protocol.errors import ErrorCode, KafkaError
@@ -101,7 +102,7 @@ def append_error_to_response_error(code: int) -> int:
         return ErrorCode.UNKNOWN_SERVER_ERROR
     return code
 
-def write_records(store: OffsetsStore, group_id: str, records: list[CoordinatorRecord], producer_id: int = -1,
+def write_records(store: CoordinatorStore, group_id: str, records: list[CoordinatorRecord], producer_id: int = -1,
                   producer_epoch: int = -1) -> None:
     """Append records to the group's __consumer_offsets partition; KafkaError (with the code a
     client of the group APIs expects) on failure."""
@@ -122,7 +123,7 @@ def write_records(store: OffsetsStore, group_id: str, records: list[CoordinatorR
 class GroupMetadataManager:
     """Every classic group's membership, generations and member sessions."""
 
-    def __init__(self, config: GroupConfig, store: OffsetsStore, *, now_ms: Clock) -> None:
+    def __init__(self, config: GroupConfig, store: CoordinatorStore, *, now_ms: Clock) -> None:
         self.config = config
         self.store = store
         self.now_ms = now_ms

@@ -25,7 +25,8 @@ from minibroker.coordinator.group.group_metadata_manager import (
     GroupMetadataManager,
     write_records,
 )
-from minibroker.coordinator.group.offsets_store import CoordinatorRecord, OffsetsStore
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.coordinator.group.records import (
     OffsetAndMetadata,
     OffsetCommitRecord,
@@ -44,7 +45,7 @@ TopicPartition = tuple[str, int]
 class OffsetMetadataManager:
     """Every group's committed offsets, and the transactional ones waiting for their marker."""
 
-    def __init__(self, config: GroupConfig, store: OffsetsStore, membership: GroupMetadataManager, *,
+    def __init__(self, config: GroupConfig, store: CoordinatorStore, membership: GroupMetadataManager, *,
                  now_ms: Clock) -> None:
         self.config = config
         self.store = store
