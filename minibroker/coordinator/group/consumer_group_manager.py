@@ -52,8 +52,8 @@ from minibroker.coordinator.group.consumer_group import (
 from minibroker.coordinator.group.group_events import GroupEvents
 from minibroker.coordinator.group.group_metadata_manager import write_records
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
-from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.topics import TopicRegistry
 from protocol.apis import consumer_group_describe, consumer_group_heartbeat
 from protocol.errors import ErrorCode, KafkaError

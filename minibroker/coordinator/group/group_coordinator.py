@@ -42,8 +42,6 @@ from minibroker.coordinator.group.group_metadata_manager import (
 from minibroker.coordinator.group.group_migration import GroupMigration, MigrationPolicy
 from minibroker.coordinator.group.group_responses import described_group
 from minibroker.coordinator.group.offset_metadata_manager import OffsetMetadataManager, TopicPartition
-from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
-from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.coordinator.group.records import (
     GroupMetadataRecord,
     OffsetAndMetadata,
@@ -52,7 +50,9 @@ from minibroker.coordinator.group.records import (
     group_metadata_tombstone,
     offset_commit_tombstone,
 )
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock, wall_clock_ms

@@ -45,10 +45,10 @@ from minibroker.coordinator.group.group_responses import (
     sync_response,
 )
 from minibroker.coordinator.group.group_responses import protocols as request_protocols
-from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
-from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.coordinator.group.records import GroupMetadataRecord, group_metadata_record
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock
 

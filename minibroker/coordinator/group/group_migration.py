@@ -65,8 +65,8 @@ from minibroker.coordinator.group.group_responses import (
     sync_error,
 )
 from minibroker.coordinator.group.group_responses import protocols as request_protocols
-from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.coordinator.group.records import group_metadata_record, group_metadata_tombstone
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
 

@@ -25,8 +25,6 @@ from minibroker.coordinator.group.group_metadata_manager import (
     GroupMetadataManager,
     write_records,
 )
-from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
-from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.coordinator.group.records import (
     OffsetAndMetadata,
     OffsetCommitRecord,
@@ -34,6 +32,8 @@ from minibroker.coordinator.group.records import (
     offset_commit_record,
     offset_commit_tombstone,
 )
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock
 
