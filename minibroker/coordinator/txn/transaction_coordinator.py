@@ -52,9 +52,16 @@ from dataclasses import dataclass
 
 from minibroker.config import BrokerConfig
 from minibroker.coordinator.group.group_coordinator import GroupCoordinator
-from minibroker.coordinator.group.offsets_store import TOPIC as OFFSETS_TOPIC
+from minibroker.coordinator.group.records import TOPIC as OFFSETS_TOPIC
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
-from minibroker.coordinator.txn.transaction_log import TOPIC, TransactionLogStore, value_bytes, value_version
+from minibroker.coordinator.txn.transaction_log import (
+    TOPIC,
+    key_bytes,
+    read_partition,
+    value_bytes,
+    value_version,
+)
 from minibroker.coordinator.txn.transaction_metadata import (
     SHORT_MAX,
     TopicPartition,
@@ -138,7 +145,7 @@ def verification_error_for_produce(code: int, generic_error_supported: bool) -> 
 class TransactionCoordinator:
     """Every transactional id of the broker (one per broker)."""
 
-    def __init__(self, config: TransactionConfig, store: TransactionLogStore, producer_ids: ProducerIdManager,
+    def __init__(self, config: TransactionConfig, store: CoordinatorStore, producer_ids: ProducerIdManager,
                  topics: TopicRegistry, replica_manager: ReplicaManager, groups: GroupCoordinator,
                  log_manager: LogManager, *, now_ms: Clock = wall_clock_ms) -> None:
         self.config = config
@@ -189,9 +196,15 @@ class TransactionCoordinator:
                 log.exception("%s failed", getattr(fn, "__name__", fn))
 
     def load(self) -> None:
-        """Replay __transaction_state: the last record of each transactional id wins."""
+        """Replay __transaction_state, every partition (one node leads them all)."""
+        for partition in self.store.partitions():
+            self.load_partition(partition)
+
+    def load_partition(self, partition: int) -> None:
+        """Replay one partition of __transaction_state (this broker became its leader): the last
+        record of each transactional id wins; once started, its decided transactions get their markers."""
         count = 0
-        for _, txn_id, md in self.store.load():
+        for _, txn_id, md in read_partition(self.store, partition):
             count += 1
             if md is None:
                 self.txns.pop(txn_id, None)
@@ -201,7 +214,16 @@ class TransactionCoordinator:
             self.producer_ids.ensure_above(max(max(md.producer_id, md.previous_producer_id)
                                                for md in self.txns.values()))
         if count:
-            log.info("Loaded %d transactional id(s) from %d record(s) of %s", len(self.txns), count, TOPIC)
+            log.info("Loaded %d transactional id(s) from %d record(s) of %s-%d", len(self.txns), count, TOPIC, partition)
+        if self.active:
+            self._complete_loaded_transactions()
+
+    def unload_partition(self, partition: int) -> None:
+        """Forget the transactional ids of `partition` (this broker no longer leads it); their
+        producers find the new coordinator (NOT_COORDINATOR) and retry there."""
+        for txn_id in [t for t in self.txns if self.store.partition_for(t) == partition]:
+            del self.txns[txn_id]
+            self._incomplete.pop(txn_id, None)
 
     def _complete_loaded_transactions(self) -> None:
         """Transactions decided before a restart get their markers (TransactionStateManager.loadTransactions...)."""
@@ -217,8 +239,8 @@ class TransactionCoordinator:
         """Write a prepared transition and apply it; an error code (and the pending state
         cleared) if the write failed."""
         try:
-            self.store.append(md.transactional_id,
-                              value_bytes(transit, value_version(self.config.transaction_version)), self.now_ms())
+            value = value_bytes(transit, value_version(self.config.transaction_version))
+            self.store.append(md.transactional_id, [(key_bytes(md.transactional_id), value)], timestamp=self.now_ms())
         except KafkaError as e:
             md.pending_state = None
             log.info("Appending %s for transactional id %s failed: %s", transit.txn_state.display_name,
@@ -534,7 +556,7 @@ class TransactionCoordinator:
                 continue
             md.prepare_dead()
             try:
-                self.store.append(txn_id, None, now)
+                self.store.append(txn_id, [(key_bytes(txn_id), None)], timestamp=now)
             except (KafkaError, OSError) as e:
                 md.pending_state = None
                 log.warning("Failed to remove expired transactionalId %s: %s", txn_id, e)
