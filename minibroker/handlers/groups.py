@@ -110,7 +110,7 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None
     if key_type == SHARE_KEY:
         # KIP-932: share-state keys ("group:topicId:partition") are valid from v6 on; Kafka answers
         # an older version or a malformed key with INVALID_REQUEST and an empty message.
-        from minibroker.coordinator.share.share_state_store import parse_coordinator_key
+        from minibroker.coordinator.share.share_coordinator_shard import parse_coordinator_key
 
         if ctx.version < 6 or parse_coordinator_key(key) is None:
             return ErrorCode.INVALID_REQUEST, "" if ctx.version >= 4 else _INVALID_REQUEST_TEXT

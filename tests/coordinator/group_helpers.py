@@ -18,7 +18,8 @@ TIMEOUT = 5.0
 
 
 class MemoryLog:
-    """Stands in for OffsetsStore: the same append/load/open_transactions surface."""
+    """Stands in for the runtime's CoordinatorStore of __consumer_offsets: the same append /
+    partitions / load_partition / open_transactions surface, one partition."""
 
     def __init__(self) -> None:
         self.records: list[tuple[bytes, bytes | None]] = []
@@ -32,7 +33,16 @@ class MemoryLog:
         self.records.extend(records)
         return first
 
-    def load(self):
+    def partitions(self) -> list[int]:
+        return [0]  # one partition holds every group
+
+    def partition_for(self, key: str) -> int:
+        return 0
+
+    def load_partition(self, partition: int, open_transactions=None):
+        if open_transactions is not None:
+            for pid, held in self.open_transactions.items():
+                open_transactions.setdefault(pid, []).extend(held)
         return list(self.records)
 
     def decoded(self):

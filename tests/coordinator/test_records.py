@@ -16,11 +16,10 @@ from minibroker.coordinator.group.records import (
     decode_record,
     group_metadata_record,
     group_metadata_tombstone,
-    java_string_hash,
     offset_commit_record,
     offset_commit_tombstone,
-    partition_for,
 )
+from minibroker.coordinator.runtime.coordinator_store import java_string_hash, partition_for
 
 
 def s16(s: str) -> bytes:

@@ -40,7 +40,7 @@ from minibroker.coordinator.group.group_metadata_manager import (
     write_records,
 )
 from minibroker.coordinator.group.group_migration import GroupMigration, MigrationPolicy
-from minibroker.coordinator.group.group_responses import described_group
+from minibroker.coordinator.group.group_responses import described_group, join_error, sync_error
 from minibroker.coordinator.group.offset_metadata_manager import OffsetMetadataManager, TopicPartition
 from minibroker.coordinator.group.records import (
     GroupMetadataRecord,
@@ -50,6 +50,7 @@ from minibroker.coordinator.group.records import (
     group_metadata_tombstone,
     offset_commit_tombstone,
 )
+from minibroker.coordinator.runtime.coordinator_loader import LoadedRecord
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
@@ -149,9 +150,16 @@ class GroupCoordinator:
         self.consumer_groups.unload()
 
     def load(self) -> None:
-        """Rebuild groups and offsets from __consumer_offsets (Kafka: the coordinator's replay)."""
+        """Rebuild groups and offsets from __consumer_offsets, every partition (one node leads them all)."""
+        for partition in self.store.partitions():
+            self.load_partition(partition)
+
+    def load_partition(self, partition: int) -> None:
+        """Replay one partition of __consumer_offsets (this broker became its leader; Kafka: the
+        shard's replay): its groups come back with their members, its offsets with their metadata."""
+        open_txns: dict[int, list[LoadedRecord]] = {}
         loaded = 0
-        for key, value in self.store.load():
+        for key, value in self.store.load_partition(partition, open_txns):
             if key is None:
                 continue  # a keyless record is no group's (Kafka's loader skips it too)
             try:
@@ -171,7 +179,7 @@ class GroupCoordinator:
                 # One unreadable record must not keep the broker from starting; say which.
                 log.error("Skipping a __consumer_offsets record while loading: %s", e)
         self.offset_manager.replay_open_transactions(
-            {pid: [(k, v) for k, v in held if k is not None] for pid, held in self.store.open_transactions.items()})
+            {pid: [(k, v) for k, v in held if k is not None] for pid, held in open_txns.items()})
         for gid in self.consumer_groups.groups:
             # committed offsets made a "simple" classic group of a consumer group's id on replay
             g = self.groups.get(gid)
@@ -180,8 +188,30 @@ class GroupCoordinator:
         self.membership.start_sessions()
         self.consumer_groups.start_sessions()
         if loaded:
-            log.info("Loaded %d group(s) and %d committed offset(s) from %d record(s) of __consumer_offsets",
-                     len(self.groups), sum(len(o) for o in self.offsets.values()), loaded)
+            log.info("Loaded %d group(s) and %d committed offset(s) from %d record(s) of __consumer_offsets-%d",
+                     len(self.groups), sum(len(o) for o in self.offsets.values()), loaded, partition)
+
+    def unload_partition(self, partition: int) -> None:
+        """Forget the groups and offsets of `partition` (this broker no longer leads it; Kafka:
+        GroupMetadataManager.onUnloaded): their timers stop, members parked in JoinGroup/SyncGroup
+        are answered NOT_COORDINATOR and find the new coordinator."""
+        def here(gid: str) -> bool:
+            return self.store.partition_for(gid) == partition
+
+        gids = {g for g in (*self.groups, *self.consumer_groups.groups, *self.offsets) if here(g)}
+        for gid in gids:
+            for timer in (self.membership.timer, self.consumer_groups.timer):
+                timer.cancel_where(lambda k, gid=gid: isinstance(k, tuple) and len(k) > 1 and k[1] == gid)
+            group = self.groups.pop(gid, None)
+            if group is not None:
+                for member in group.members.values():
+                    group.complete_join(member, join_error(member.member_id, ErrorCode.NOT_COORDINATOR))
+                    group.complete_sync(member, sync_error(ErrorCode.NOT_COORDINATOR))
+            self.consumer_groups.groups.pop(gid, None)
+            self.offsets.pop(gid, None)
+        for by_group in self.pending_txn_offsets.values():
+            for gid in [g for g in by_group if here(g)]:
+                del by_group[gid]
 
     # ------------------------------------------------------------------ membership (delegated)
     def join_group(self, req: Any, client: ClientInfo) -> asyncio.Future[Any]:
