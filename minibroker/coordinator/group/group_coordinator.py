@@ -5,9 +5,9 @@ coordinator of all __consumer_offsets partitions). It is the façade the handler
 GroupCoordinatorService over a GroupCoordinatorShard); the work is split by job as in Kafka's
 group-coordinator module:
 
-- group_membership.py (`GroupMetadataManager`): JoinGroup / SyncGroup / Heartbeat / LeaveGroup,
+- group_metadata_manager.py (`GroupMetadataManager`): JoinGroup / SyncGroup / Heartbeat / LeaveGroup,
   rebalances, generations and member sessions;
-- group_offsets.py (`OffsetMetadataManager`): OffsetCommit, TxnOffsetCommit, OffsetFetch,
+- offset_metadata_manager.py (`OffsetMetadataManager`): OffsetCommit, TxnOffsetCommit, OffsetFetch,
   OffsetDelete, offsets of deleted topics, offset expiry;
 - group_responses.py: the wire answers built from that state;
 - runtime/coordinator_store.py (`CoordinatorStore`): the records in __consumer_offsets.
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 from minibroker.coordinator.group.classic_group import ClassicGroup, GroupState
@@ -199,9 +199,13 @@ class GroupCoordinator:
             return self.store.partition_for(gid) == partition
 
         gids = {g for g in (*self.groups, *self.consumer_groups.groups, *self.offsets) if here(g)}
+
+        def timer_of_gone_group(key: Hashable) -> bool:  # timer keys are (kind, group id, ...)
+            return isinstance(key, tuple) and len(key) > 1 and key[1] in gids
+
+        for timer in (self.membership.timer, self.consumer_groups.timer):
+            timer.cancel_where(timer_of_gone_group)
         for gid in gids:
-            for timer in (self.membership.timer, self.consumer_groups.timer):
-                timer.cancel_where(lambda k, gid=gid: isinstance(k, tuple) and len(k) > 1 and k[1] == gid)
             group = self.groups.pop(gid, None)
             if group is not None:
                 for member in group.members.values():

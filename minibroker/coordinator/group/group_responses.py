@@ -1,6 +1,6 @@
 """The group coordinator's answers on the wire (JoinGroup, SyncGroup, DescribeGroups, LeaveGroup).
 
-The state machine (group_membership.py) decides; this module only shapes what it decided into
+The state machine (group_metadata_manager.py) decides; this module only shapes what it decided into
 the response messages the handlers encode, so that the fields a version carries are chosen in
 one place (Kafka builds these in GroupMetadataManager and GroupCoordinatorService).
 """
