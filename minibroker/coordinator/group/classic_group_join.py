@@ -14,23 +14,51 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from minibroker.coordinator.group.classic_group import UNKNOWN_MEMBER_ID, ClassicGroup, GroupState, Member
+from minibroker.coordinator.group.classic_group import (
+    UNKNOWN_MEMBER_ID,
+    ClassicGroup,
+    ClientInfo,
+    GroupState,
+    Member,
+)
+from minibroker.coordinator.group.group_coordinator_config import GroupConfig
+from minibroker.coordinator.group.group_events import GroupEvents
 from minibroker.coordinator.group.group_responses import JoinResponse, join_error, join_response, sync_error
 from minibroker.coordinator.group.group_responses import protocols as request_protocols
+from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from protocol.errors import ErrorCode, KafkaError
-
-if TYPE_CHECKING:
-    from minibroker.coordinator.group.group_metadata_manager import ClientInfo, GroupMetadataManager
+from storage.clock import Clock
 
 log = logging.getLogger("minibroker.coordinator.group")
+
+
+class ClassicGroupRebalancing(Protocol):
+    """What a JoinGroup uses of the GroupMetadataManager: its groups, their member sessions and
+    the rebalance it starts or completes."""
+
+    active: bool
+    config: GroupConfig
+    groups: dict[str, ClassicGroup]
+    events: GroupEvents
+    timer: KeyedTimer
+    now_ms: Clock
+
+    def heartbeat_key(self, group_id: str, member_id: str) -> tuple[str, str, str]: ...
+    def reschedule_heartbeat(self, group: ClassicGroup, member: Member, timeout_ms: int | None = None) -> None: ...
+    def cancel_heartbeat(self, group_id: str, member_id: str) -> None: ...
+    def expire_heartbeat(self, group_id: str, member_id: str) -> None: ...
+    def maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup, reason: str) -> None: ...
+    def maybe_complete_join_phase(self, group: ClassicGroup) -> None: ...
+    def prepare_rebalance(self, group: ClassicGroup, reason: str) -> None: ...
+    def write_group_metadata(self, group: ClassicGroup, assignment: dict[str, bytes]) -> None: ...
 
 
 class ClassicGroupJoin:
     """What a JoinGroup does to the classic groups of one GroupMetadataManager."""
 
-    def __init__(self, manager: GroupMetadataManager) -> None:
+    def __init__(self, manager: ClassicGroupRebalancing) -> None:
         self.manager = manager
 
     def join_group(self, req: Any, client: ClientInfo) -> asyncio.Future[Any]:

@@ -24,18 +24,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from typing import Any
 
-from minibroker.config import BrokerConfig
 from minibroker.coordinator.group.classic_group import (
     EMPTY_ASSIGNMENT,
     UNKNOWN_MEMBER_ID,
     ClassicGroup,
+    ClientInfo,
     GroupState,
     Member,
 )
 from minibroker.coordinator.group.classic_group_join import ClassicGroupJoin
+from minibroker.coordinator.group.group_coordinator_config import GroupConfig
 from minibroker.coordinator.group.group_events import GroupEvents
 from minibroker.coordinator.group.group_responses import (
     MemberResponse,
@@ -52,42 +52,6 @@ from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock
 
 log = logging.getLogger("minibroker.coordinator.group")
-
-
-@dataclass
-class GroupConfig:
-    """The broker settings the coordinator uses; defaults are Kafka's."""
-
-    initial_rebalance_delay_ms: int = 3000
-    min_session_timeout_ms: int = 6000
-    max_session_timeout_ms: int = 1_800_000
-    max_size: int = 2**31 - 1
-    # Kafka: GroupCoordinatorConfig.CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS (not a broker key).
-    new_member_join_timeout_ms: int = 5 * 60 * 1000
-    offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000
-    offsets_retention_check_interval_ms: int = 600_000
-    offset_metadata_max_bytes: int = 4096
-
-    @classmethod
-    def from_broker_config(cls, cfg: BrokerConfig) -> GroupConfig:
-        return cls(
-            initial_rebalance_delay_ms=cfg.get("group.initial.rebalance.delay.ms"),
-            min_session_timeout_ms=cfg.get("group.min.session.timeout.ms"),
-            max_session_timeout_ms=cfg.get("group.max.session.timeout.ms"),
-            max_size=cfg.get("group.max.size"),
-            offsets_retention_ms=cfg.get("offsets.retention.minutes") * 60_000,
-            offsets_retention_check_interval_ms=cfg.get("offsets.retention.check.interval.ms"),
-            offset_metadata_max_bytes=cfg.get("offset.metadata.max.bytes"),
-        )
-
-
-@dataclass(slots=True)
-class ClientInfo:
-    """Who sent a request: what members are described with (DescribeGroups)."""
-
-    client_id: str
-    client_host: str
-    api_version: int
 
 
 def append_error_to_response_error(code: int) -> int:
