@@ -98,10 +98,10 @@ class Coordinators:
         """The one partition writer and loader of the three internal topics, and their leadership
         hooks (`on_become_leader` / `on_resign`), built with the first coordinator."""
         if self._runtime is None:
-            # lazy: the runtime's writer imports storage.log and the record codecs (issue 22's start-up)
-            from minibroker.coordinator.runtime.coordinator_runtime import CoordinatorRuntime
+            from minibroker.coordinator.runtime import coordinator_runtime  # lazy: imports storage.log
 
-            self._runtime = CoordinatorRuntime(self._topics, self._replica_manager, now_ms=self._clock)
+            self._runtime = coordinator_runtime.CoordinatorRuntime(self._topics, self._replica_manager,
+                                                                   now_ms=self._clock)
         return self._runtime
 
     @property
@@ -124,15 +124,15 @@ class Coordinators:
 
     def _build_group(self) -> GroupCoordinator:
         if self._group is None:
-            from minibroker.coordinator.group.consumer_group_manager import ConsumerGroupConfig
-            from minibroker.coordinator.group.group_coordinator import GroupConfig, GroupCoordinator
-            from minibroker.coordinator.group.records import topic_configs  # lazy: see the module docstring
+            from minibroker.coordinator.group import group_coordinator as gc  # lazy: issue 22
+            from minibroker.coordinator.group import records  # lazy: issue 22
 
             cfg = self._cfg
             offsets = self.runtime.store(OFFSETS_TOPIC, cfg.get("offsets.topic.num.partitions"),
-                                         topic_configs(cfg.get("offsets.topic.segment.bytes")))
-            group = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets, now_ms=self._clock,
-                                     consumer_config=ConsumerGroupConfig.from_broker_config(cfg), topics=self._topics)
+                                         records.topic_configs(cfg.get("offsets.topic.segment.bytes")))
+            group = gc.GroupCoordinator(gc.GroupConfig.from_broker_config(cfg), offsets, now_ms=self._clock,
+                                        consumer_config=gc.ConsumerGroupConfig.from_broker_config(cfg),
+                                        topics=self._topics)
             # GROUP config resources (consumer.*), loaded at broker construction, read from the next heartbeat on
             group.consumer_groups.group_configs = self._consumer_group_configs.configs
             self._group = group
@@ -141,31 +141,27 @@ class Coordinators:
 
     def _build_txn(self) -> TransactionCoordinator:
         if self._txn is None:
-            from minibroker import features
-            from minibroker.coordinator.txn import transaction_log  # lazy: see the module docstring
-            from minibroker.coordinator.txn.transaction_coordinator import (
-                TransactionConfig,
-                TransactionCoordinator,
-            )
+            from minibroker import features  # lazy: read when the coordinator is built
+            from minibroker.coordinator.txn import transaction_coordinator as tc  # lazy: issue 22
+            from minibroker.coordinator.txn import transaction_log  # lazy: issue 22
 
             group = self._build_group()  # told when a marker lands in __consumer_offsets
-            config = TransactionConfig.from_broker_config(self._cfg, features.transaction_version())
+            config = tc.TransactionConfig.from_broker_config(self._cfg, features.transaction_version())
             store = self.runtime.store(TRANSACTION_TOPIC, config.num_partitions,
                                        transaction_log.topic_configs(config.segment_bytes, config.min_isr))
-            self._txn = TransactionCoordinator(config, store, self._producer_ids, self._topics, self._replica_manager,
+            self._txn = tc.TransactionCoordinator(config, store, self._producer_ids, self._topics, self._replica_manager,
                                                group, self._log_manager, now_ms=self._clock)
             self._start(self._txn, TRANSACTION_TOPIC)
         return self._txn
 
     def _build_share(self) -> ShareGroupCoordinator:
         if self._share is None:
-            from minibroker.coordinator.share import share_coordinator_shard  # lazy: see the module docstring
-            from minibroker.coordinator.share.share_group import ShareGroupConfig, ShareGroupCoordinator
+            from minibroker.coordinator.share import share_coordinator_shard, share_group  # lazy: issue 22
 
-            config = ShareGroupConfig.from_broker_config(self._cfg)
+            config = share_group.ShareGroupConfig.from_broker_config(self._cfg)
             store = self.runtime.store(SHARE_STATE_TOPIC, config.state_partitions,
                                        share_coordinator_shard.topic_configs(config.state_segment_bytes))
-            self._share = ShareGroupCoordinator(config, self._cfg, store, self._topics, self._replica_manager,
+            self._share = share_group.ShareGroupCoordinator(config, self._cfg, store, self._topics, self._replica_manager,
                                                 self._data_dir, now_ms=self._clock)
             self._start(self._share, SHARE_STATE_TOPIC)
         return self._share

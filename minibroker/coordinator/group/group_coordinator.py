@@ -58,14 +58,6 @@ from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock, wall_clock_ms
 
-
-def _join_error(req: Any, code: int) -> Any:
-    from protocol.apis import join_group
-
-    return join_group.RESPONSE(error_code=code, generation_id=-1, protocol_name=None, leader="",
-                               member_id=req.member_id, members=[])
-
-
 __all__ = ["ClientInfo", "GroupConfig", "GroupCoordinator", "append_error_to_response_error"]
 
 log = logging.getLogger("minibroker.coordinator.group")
@@ -229,7 +221,7 @@ class GroupCoordinator:
                 # a classic member of a consumer group (group_migration.py)
                 fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
                 fut.set_result(self.migration.join(cg, req, client) if self.active
-                               else _join_error(req, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                               else join_error(req.member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE))
                 return fut
             # An empty consumer group gives way to the classic one (Kafka: the downgrade path).
             tombstones: list[CoordinatorRecord] = []
