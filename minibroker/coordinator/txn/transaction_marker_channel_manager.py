@@ -60,7 +60,9 @@ class TransactionMarkerChannelManager:
                 batch = build_control_batch(kind, producer_id=md.producer_id, producer_epoch=md.producer_epoch,
                                             coordinator_epoch=COORDINATOR_EPOCH, timestamp=self.now_ms())
                 try:
-                    # the marker moves the partition's LSO: appending wakes read_committed fetches
+                    # The marker moves the partition's LSO: appending wakes read_committed fetches.
+                    # Not through the runtime's partition writer: a marker is the partition
+                    # leader's append (Kafka: WriteTxnMarkers -> ReplicaManager.appendRecords).
                     self.replica_manager.append(lg, batch, origin=AppendOrigin.COORDINATOR)
                 except KafkaError as e:
                     if e.code not in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED):
