@@ -4,7 +4,7 @@ Theory of operation (Kafka: GroupMetadataManager.consumerGroupHeartbeat and frie
 heartbeat runs the same steps on the event loop, without awaiting in between, and appends the
 records of what changed to the group's __consumer_offsets partition before it answers:
 
-1. validate the request (the INVALID_REQUEST messages are Kafka's);
+1. validate the request (consumer_group_validation.py; the INVALID_REQUEST messages are Kafka's);
 2. find the group (created on a member's first join; an empty classic group of the same id is
    replaced, one with members converted by the online upgrade of group_migration.py or refused
    with GROUP_ID_NOT_FOUND as group.consumer.migration.policy says) and the
@@ -13,15 +13,17 @@ records of what changed to the group's __consumer_offsets partition before it an
    is still its own -- a lost response retried);
 3. update the member's subscription; bump the group epoch when a subscription changed or the
    subscribed topics' metadata did (regexes resolved against the topics now; a topic created,
-   deleted or grown shows up here, on the next heartbeat of any member);
+   deleted or grown shows up here, on the next heartbeat of any member; target_assignment_builder.py);
 4. when the group epoch is ahead of the assignment epoch, run the assignor (the one most
-   members ask for with `group.remote.assignor`, else the first of `group.consumer.assignors`);
+   members ask for with `group.remote.assignor`, else the first of `group.consumer.assignors`;
+   target_assignment_builder.py);
 5. reconcile the member one step (consumer_group.py) and answer with its epoch and, when it
    changed or the member asked with a full request, its assignment.
 
 A member's session (group.consumer.session.timeout.ms) restarts on every heartbeat; a member
 that does not revoke within its rebalance timeout is fenced. Both are keyed timers on the loop.
-A restart replays the records (consumer_group_records.py) and gives every member a fresh session.
+A restart replays the records (consumer_group_replay.py, encoded by consumer_group_records.py) and
+gives every member a fresh session.
 """
 
 from __future__ import annotations
