@@ -38,6 +38,7 @@ from minibroker.config import BrokerConfig
 from minibroker.coordinator.group import consumer_group_records as rec
 from minibroker.coordinator.group.assignors import assignor_names
 from minibroker.coordinator.group.consumer_group import (
+    JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
@@ -230,9 +231,9 @@ class ConsumerGroupManager:
         records: list[CoordinatorRecord] = []
         if g is None:
             classic = self._classic_exists(gid)
-            if classic and (req.member_epoch != 0 or self.upgrade_classic is None):
+            if classic and (req.member_epoch != JOIN_GROUP_MEMBER_EPOCH or self.upgrade_classic is None):
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
-            if req.member_epoch != 0:
+            if req.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} not found.")
             if classic and self.upgrade_classic is not None:
                 # a classic group with members: the online upgrade (group_migration.py)
@@ -248,7 +249,7 @@ class ConsumerGroupManager:
         bump = False
         owned = None if req.topic_partitions is None else {tp.topic_id: set(tp.partitions)
                                                             for tp in req.topic_partitions}
-        if req.member_epoch == 0:
+        if req.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
             m = self._join(g, req, member_id, records)
             if m.member_id not in g.members:
                 if len(g.members) >= self.config.max_size:
@@ -287,7 +288,7 @@ class ConsumerGroupManager:
                 self.groups[gid] = g
         self._schedule_session(g, m)
         self._schedule_rebalance(g, m)
-        send = req.member_epoch == 0 or owned is not None or not same_assignment(before, m.assigned)
+        send = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH or owned is not None or not same_assignment(before, m.assigned)
         assignment = None
         if send:
             assignment = HB.Assignment(topic_partitions=[

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from minibroker.coordinator.group.consumer_group import (
+    JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     Assignment,
@@ -42,7 +43,7 @@ def validate_heartbeat(req: Any, version: int, assignors: tuple[str, ...]) -> No
     if req.member_epoch > 0 or req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
         if not req.member_id:
             raise InvalidRequest("MemberId can't be empty.")
-    elif req.member_epoch == 0:
+    elif req.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
         if req.rebalance_timeout_ms == -1:
             raise InvalidRequest("RebalanceTimeoutMs must be provided in first request.")
         if req.topic_partitions is None or req.topic_partitions:

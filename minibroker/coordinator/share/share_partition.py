@@ -195,10 +195,6 @@ class SharePartition:
             self._advance()
         return n
 
-    def next_lock_deadline(self) -> int | None:
-        deadlines = [r.lock_deadline_ms for r in self.records.values() if r.state is RecordState.ACQUIRED]
-        return min(deadlines) if deadlines else None
-
     def _release(self, r: InFlight) -> None:
         r.member_id = None
         r.state = (RecordState.ARCHIVED if r.delivery_count >= self.delivery_count_limit
