@@ -90,9 +90,5 @@ class CoordinatorRuntime:
         for partition in sorted(t.partitions) if t is not None else ():
             self.on_become_leader(topic, partition)
 
-    def resign_all(self, topic: str) -> None:
-        for partition in sorted(self._loaded.get(topic, set())):
-            self.on_resign(topic, partition)
-
     def is_loaded(self, topic: str, partition: int) -> bool:
         return partition in self._loaded.get(topic, set())
