@@ -71,3 +71,35 @@ async def test_transactional_ids_unload_and_reload_with_their_partition(tmp_path
         assert t.txns[moving].producer_id == pid and staying in t.txns
     finally:
         await s.stop()
+
+
+async def test_share_states_unload_and_reload_with_their_partition(tmp_path: Path) -> None:
+    import uuid
+
+    from minibroker.coordinator.share.share_coordinator_shard import (
+        TOPIC,
+        ShareCoordinatorShard,
+        coordinator_key,
+        topic_configs,
+    )
+    from minibroker.coordinator.share.share_partition import StateBatch
+
+    s = await Stack(tmp_path / "d").start()
+    try:
+        runtime = CoordinatorRuntime(s.topics, s.replica_manager)
+        shard = ShareCoordinatorShard(runtime.store(TOPIC, 3, topic_configs(1 << 20)))
+        keys = [("g", uuid.UUID(int=i), 0) for i in range(12)]
+        for i, key in enumerate(keys):
+            shard.write(key, i, 0, [StateBatch(i, i, 2, 1)])
+        runtime.register(TOPIC, shard, loaded=shard.store.partitions())
+        p = shard.store.partition_for(coordinator_key(keys[0]))
+        moving = {k for k in keys if shard.store.partition_for(coordinator_key(k)) == p}
+        assert moving and moving != set(keys)
+
+        runtime.on_resign(TOPIC, p)
+        assert set(shard.states) == set(keys) - moving
+        runtime.on_become_leader(TOPIC, p)
+        assert set(shard.states) == set(keys)
+        assert all(shard.states[k].start_offset == i for i, k in enumerate(keys))
+    finally:
+        await s.stop()
