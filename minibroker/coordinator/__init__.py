@@ -9,12 +9,16 @@ CoordinatorRuntime). Each is built by `minibroker.coordinators.Coordinators` fro
   stores, and the leadership hooks `on_become_leader` / `on_resign` that load and unload a
   partition's state in its coordinator) and `KeyedTimer`.
 - group/: __consumer_offsets. `GroupCoordinator` (the façade the handlers call) over
-  `GroupMetadataManager` (classic groups: join, sync, heartbeat, leave, rebalances),
-  `ConsumerGroupManager` (KIP-848 consumer groups), `GroupMigration` (between the two protocols),
-  `OffsetMetadataManager` (commits, transactional commits, fetch, delete, expiry); the records
-  (`records.py`, `consumer_group_records.py`), assignors and the GROUP config resources.
+  `GroupMetadataManager` (classic groups: sync, heartbeat, leave, sessions) with `ClassicGroupJoin`
+  (JoinGroup and rebalances), `ConsumerGroupManager` (KIP-848 consumer groups) with
+  `TargetAssignmentBuilder` (subscriptions, target assignment) and its request checks
+  (`consumer_group_validation.py`) and records (`consumer_group_replay.py`), `GroupMigration`
+  (between the two protocols), `OffsetMetadataManager` (commits, transactional commits, fetch,
+  delete, expiry); the record codecs (`records.py`, `consumer_group_records.py`), assignors,
+  `GroupConfig` and the GROUP config resources (`ConsumerGroupConfigs`).
 - share/: KIP-932. `ShareGroupCoordinator` (groups, members, sessions, acquisition), `SharePartition`
   (one partition's in-flight records), `ShareCoordinatorShard` (their state in __share_group_state).
-- txn/: __transaction_state. `TransactionCoordinator`, `TransactionMetadata`, the record codec
-  (`transaction_log.py`) and `ProducerIdManager`.
+- txn/: __transaction_state. `TransactionCoordinator`, `TransactionMarkerChannelManager` (the
+  markers, then the Complete* state), `TransactionMetadata`, the record codec (`transaction_log.py`)
+  and `ProducerIdManager`.
 """
