@@ -34,25 +34,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from minibroker.config import BrokerConfig
-from minibroker.coordinator.consumer_group_configs import ConsumerGroupConfigs
-from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
+from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupConfigs
+from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
 from storage.clock import Clock
 from storage.log_manager import LogManager
 
 if TYPE_CHECKING:
-    from minibroker.coordinator.group_coordinator import GroupCoordinator
-    from minibroker.coordinator.share_group import ShareGroupCoordinator
-    from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
+    from minibroker.coordinator.group.group_coordinator import GroupCoordinator
+    from minibroker.coordinator.runtime.coordinator_runtime import CoordinatorRuntime
+    from minibroker.coordinator.share.share_group import ShareGroupCoordinator
+    from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator
 
 T = TypeVar("T")
 
 # the internal topics whose presence means a coordinator has state to replay at start
-OFFSETS_TOPIC = "__consumer_offsets"  # minibroker.coordinator.offsets_store.TOPIC
-TRANSACTION_TOPIC = "__transaction_state"  # minibroker.coordinator.transaction_log.TOPIC
-SHARE_STATE_TOPIC = "__share_group_state"  # minibroker.coordinator.share_state_store.TOPIC
-SHARE_CONFIGS_FILE = "share_group_configs.json"  # minibroker.coordinator.share_group
+OFFSETS_TOPIC = "__consumer_offsets"  # minibroker.coordinator.group.records.TOPIC
+TRANSACTION_TOPIC = "__transaction_state"  # minibroker.coordinator.txn.transaction_log.TOPIC
+SHARE_STATE_TOPIC = "__share_group_state"  # minibroker.coordinator.share.share_coordinator_shard.TOPIC
+SHARE_CONFIGS_FILE = "share_group_configs.json"  # minibroker.coordinator.share.share_group
 
 
 def _run_now(start: Coroutine[Any, Any, None]) -> None:
@@ -83,6 +84,7 @@ class Coordinators:
         self._producer_ids = producer_ids
         self._log_manager = log_manager
         self._consumer_group_configs = consumer_group_configs
+        self._runtime: CoordinatorRuntime | None = None
         self._group: GroupCoordinator | None = None
         self._txn: TransactionCoordinator | None = None
         self._share: ShareGroupCoordinator | None = None
@@ -91,6 +93,17 @@ class Coordinators:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- the coordinators ------------------------------------------------------------------
+    @property
+    def runtime(self) -> CoordinatorRuntime:
+        """The one partition writer and loader of the three internal topics, and their leadership
+        hooks (`on_become_leader` / `on_resign`), built with the first coordinator."""
+        if self._runtime is None:
+            from minibroker.coordinator.runtime import coordinator_runtime  # lazy: imports storage.log
+
+            self._runtime = coordinator_runtime.CoordinatorRuntime(self._topics, self._replica_manager,
+                                                                   now_ms=self._clock)
+        return self._runtime
+
     @property
     def group(self) -> GroupCoordinator:
         return self._group if self._group is not None else self._on_loop(self._build_group)
@@ -111,55 +124,55 @@ class Coordinators:
 
     def _build_group(self) -> GroupCoordinator:
         if self._group is None:
-            from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig
-            from minibroker.coordinator.group_coordinator import GroupConfig, GroupCoordinator
-            from minibroker.coordinator.offsets_store import OffsetsStore
+            from minibroker.coordinator.group import group_coordinator as gc  # lazy: issue 22
+            from minibroker.coordinator.group import records  # lazy: issue 22
 
             cfg = self._cfg
-            offsets = OffsetsStore(self._topics, self._replica_manager, cfg.get("offsets.topic.num.partitions"),
-                                   cfg.get("offsets.topic.segment.bytes"), now_ms=self._clock)
-            group = GroupCoordinator(GroupConfig.from_broker_config(cfg), offsets, now_ms=self._clock,
-                                     consumer_config=ConsumerGroupConfig.from_broker_config(cfg), topics=self._topics)
+            offsets = self.runtime.store(OFFSETS_TOPIC, cfg.get("offsets.topic.num.partitions"),
+                                         records.topic_configs(cfg.get("offsets.topic.segment.bytes")))
+            group = gc.GroupCoordinator(gc.GroupConfig.from_broker_config(cfg), offsets, now_ms=self._clock,
+                                        consumer_config=gc.ConsumerGroupConfig.from_broker_config(cfg),
+                                        topics=self._topics)
             # GROUP config resources (consumer.*), loaded at broker construction, read from the next heartbeat on
             group.consumer_groups.group_configs = self._consumer_group_configs.configs
             self._group = group
-            self._start(group)
+            self._start(group, OFFSETS_TOPIC)
         return self._group
 
     def _build_txn(self) -> TransactionCoordinator:
         if self._txn is None:
-            from minibroker import features
-            from minibroker.coordinator.transaction_coordinator import (
-                TransactionConfig,
-                TransactionCoordinator,
-            )
-            from minibroker.coordinator.transaction_log import TransactionLogStore
+            from minibroker import features  # lazy: read when the coordinator is built
+            from minibroker.coordinator.txn import transaction_coordinator as tc  # lazy: issue 22
+            from minibroker.coordinator.txn import transaction_log  # lazy: issue 22
 
             group = self._build_group()  # told when a marker lands in __consumer_offsets
-            config = TransactionConfig.from_broker_config(self._cfg, features.transaction_version())
-            store = TransactionLogStore(self._topics, self._replica_manager, config.num_partitions,
-                                        config.segment_bytes, config.min_isr)
-            self._txn = TransactionCoordinator(config, store, self._producer_ids, self._topics, self._replica_manager,
+            config = tc.TransactionConfig.from_broker_config(self._cfg, features.transaction_version())
+            store = self.runtime.store(TRANSACTION_TOPIC, config.num_partitions,
+                                       transaction_log.topic_configs(config.segment_bytes, config.min_isr))
+            self._txn = tc.TransactionCoordinator(config, store, self._producer_ids, self._topics, self._replica_manager,
                                                group, self._log_manager, now_ms=self._clock)
-            self._start(self._txn)
+            self._start(self._txn, TRANSACTION_TOPIC)
         return self._txn
 
     def _build_share(self) -> ShareGroupCoordinator:
         if self._share is None:
-            from minibroker.coordinator.share_group import ShareGroupConfig, ShareGroupCoordinator
-            from minibroker.coordinator.share_state_store import ShareStateStore
+            from minibroker.coordinator.share import share_coordinator_shard, share_group  # lazy: issue 22
 
-            config = ShareGroupConfig.from_broker_config(self._cfg)
-            store = ShareStateStore(self._topics, self._replica_manager, config.state_partitions,
-                                    config.state_segment_bytes, now_ms=self._clock)
-            self._share = ShareGroupCoordinator(config, self._cfg, store, self._topics, self._replica_manager,
+            config = share_group.ShareGroupConfig.from_broker_config(self._cfg)
+            store = self.runtime.store(SHARE_STATE_TOPIC, config.state_partitions,
+                                       share_coordinator_shard.topic_configs(config.state_segment_bytes))
+            self._share = share_group.ShareGroupCoordinator(config, self._cfg, store, self._topics, self._replica_manager,
                                                 self._data_dir, now_ms=self._clock)
-            self._start(self._share)
+            self._start(self._share, SHARE_STATE_TOPIC)
         return self._share
 
-    def _start(self, coordinator: GroupCoordinator | TransactionCoordinator | ShareGroupCoordinator) -> None:
+    def _start(self, coordinator: GroupCoordinator | TransactionCoordinator | ShareGroupCoordinator,
+               topic: str) -> None:
+        """Start `coordinator`: its `start()` loads every partition of `topic` on disk (this broker
+        leads them all), so they are the runtime's loaded partitions from then on."""
         if self._loop is not None:  # before `start` (tests/coordinator's Stack), the owner starts it
             _run_now(coordinator.start())
+            self.runtime.register(topic, coordinator, loaded=coordinator.store.partitions())
             self._started.append(coordinator)
 
     def _on_loop(self, build: Callable[[], T]) -> T:

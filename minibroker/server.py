@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from minibroker.cleaner import LogCleanerTask
 from minibroker.config import BrokerConfig, effective_topic_config, to_log_config
-from minibroker.coordinator.consumer_group_configs import ConsumerGroupConfigs
-from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
+from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupConfigs
+from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
 from minibroker.coordinators import Coordinators
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
@@ -61,9 +61,9 @@ from storage.log_manager import LogManager
 
 if TYPE_CHECKING:
     from minibroker.console import Console
-    from minibroker.coordinator.group_coordinator import GroupCoordinator
-    from minibroker.coordinator.share_group import ShareGroupCoordinator
-    from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
+    from minibroker.coordinator.group.group_coordinator import GroupCoordinator
+    from minibroker.coordinator.share.share_group import ShareGroupCoordinator
+    from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator
     from minibroker.tools.trace import TraceListeners
     from storage.log import Log
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from minibroker.config import BrokerConfig, Endpoint
-from minibroker.coordinator.consumer_group_configs import ConsumerGroupConfigs
-from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
+from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupConfigs
+from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
 from minibroker.coordinators import Coordinators
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
@@ -32,9 +32,9 @@ from storage.clock import Clock
 from storage.log_manager import LogManager
 
 if TYPE_CHECKING:  # built when first needed (minibroker.coordinators): not imported at start-up
-    from minibroker.coordinator.group_coordinator import GroupCoordinator
-    from minibroker.coordinator.share_group import ShareGroupCoordinator
-    from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
+    from minibroker.coordinator.group.group_coordinator import GroupCoordinator
+    from minibroker.coordinator.share.share_group import ShareGroupCoordinator
+    from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator
 
 
 @dataclass(eq=False, slots=True)

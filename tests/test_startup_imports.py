@@ -37,11 +37,13 @@ NOT_AT_START = [
     "ctypes", "minibroker.malloc_tuning",
     # the group, transaction and share-group coordinators: built after the broker listens, or by the
     # first request that needs one, or at start when their state is on disk (minibroker.coordinators)
-    "minibroker.coordinator.group_coordinator", "minibroker.coordinator.consumer_group_manager",
-    "minibroker.coordinator.group_membership", "minibroker.coordinator.offsets_store",
-    "minibroker.coordinator.transaction_coordinator", "minibroker.coordinator.transaction_log",
-    "minibroker.coordinator.share_group", "minibroker.coordinator.share_partition",
-    "minibroker.coordinator.share_state_store", "minibroker.coordinator.group",
+    "minibroker.coordinator.group.group_coordinator", "minibroker.coordinator.group.consumer_group_manager",
+    "minibroker.coordinator.group.group_metadata_manager", "minibroker.coordinator.group.records",
+    "minibroker.coordinator.runtime.coordinator_runtime", "minibroker.coordinator.runtime.partition_writer",
+    "minibroker.coordinator.runtime.coordinator_loader", "minibroker.coordinator.runtime.coordinator_store",
+    "minibroker.coordinator.txn.transaction_coordinator", "minibroker.coordinator.txn.transaction_log",
+    "minibroker.coordinator.share.share_group", "minibroker.coordinator.share.share_partition",
+    "minibroker.coordinator.share.share_coordinator_shard", "minibroker.coordinator.group.classic_group",
     # the handlers other than ApiVersions' and the schemas of their APIs: imported by the first
     # request of their key (minibroker/handlers/api_table.py, protocol.apis.api)
     *(f"minibroker.handlers.{m}" for m in (
@@ -99,11 +101,13 @@ def test_coordinators_know_the_internal_topics_and_files_their_state_is_in() -> 
     """minibroker.coordinators decides by these names which coordinators load before the broker
     serves (their state is on disk); it does not import the coordinators' modules to read them."""
     from minibroker import coordinators
-    from minibroker.coordinator import offsets_store, share_group, share_state_store, transaction_log
+    from minibroker.coordinator.group import records
+    from minibroker.coordinator.share import share_coordinator_shard, share_group
+    from minibroker.coordinator.txn import transaction_log
 
-    assert coordinators.OFFSETS_TOPIC == offsets_store.TOPIC
+    assert coordinators.OFFSETS_TOPIC == records.TOPIC
     assert coordinators.TRANSACTION_TOPIC == transaction_log.TOPIC
-    assert coordinators.SHARE_STATE_TOPIC == share_state_store.TOPIC
+    assert coordinators.SHARE_STATE_TOPIC == share_coordinator_shard.TOPIC
     assert f'"{coordinators.SHARE_CONFIGS_FILE}"' in Path(share_group.__file__).read_text()
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from minibroker.console.limits import Limits, limit_families
-from minibroker.coordinator.consumer_group import ConsumerGroupState
-from minibroker.coordinator.group import GroupState
+from minibroker.coordinator.group.classic_group import GroupState
+from minibroker.coordinator.group.consumer_group import ConsumerGroupState
 from minibroker.handlers.registry import Handler
 from minibroker.metrics import Family, counter_families, render
 from minibroker.services import BrokerServices

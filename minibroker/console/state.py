@@ -22,9 +22,9 @@ from typing import Any
 
 from minibroker.config import describe_broker_config
 from minibroker.config.definitions import ConfigSource
-from minibroker.coordinator.consumer_group import ConsumerGroup, same_assignment
-from minibroker.coordinator.share_group import GROUP_KEYS as SHARE_GROUP_KEYS
-from minibroker.coordinator.share_group import ShareGroup
+from minibroker.coordinator.group.consumer_group import ConsumerGroup, same_assignment
+from minibroker.coordinator.share.share_group import GROUP_KEYS as SHARE_GROUP_KEYS
+from minibroker.coordinator.share.share_group import ShareGroup
 from minibroker.partition import Partition
 from minibroker.services import BrokerServices
 from minibroker.tools.trace import batch_field_spans

@@ -3,13 +3,13 @@
 Behavior: the heartbeat is the whole protocol of a consumer-protocol member -- join (epoch 0),
 stay (its epoch, owned partitions when they changed), leave (-1, or -2 for a static member) --
 and the coordinator answers with the member's epoch and assignment
-(minibroker/coordinator/consumer_group_manager.py). Advertising key 68 is what makes franz-go
+(minibroker/coordinator/group/consumer_group_manager.py). Advertising key 68 is what makes franz-go
 use this protocol by default, and what `group.protocol=consumer` needs in librdkafka and the
 Java client.
 
 GROUP config resources (type 32): the consumer.* keys (`consumer.session.timeout.ms`,
 `consumer.heartbeat.interval.ms`, and `consumer.assignment.interval.ms` without effect) are described and altered here, for handlers/configs.py
-(minibroker/coordinator/consumer_group_configs.py holds and persists them).
+(minibroker/coordinator/group/consumer_group_configs.py holds and persists them).
 
 Version notes:
 - ConsumerGroupHeartbeat: v0 the broker makes up the member id of a joining member; v1 (KIP-1082)
@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
-from minibroker.coordinator.consumer_group_configs import BROKER_KEYS, GROUP_KEYS, ConsumerGroupConfigs
+from minibroker.coordinator.group.consumer_group_configs import BROKER_KEYS, GROUP_KEYS, ConsumerGroupConfigs
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices

@@ -5,7 +5,7 @@ DeleteGroups v0-2, OffsetDelete v0.
 Behavior: this broker coordinates every group and, until a transaction coordinator says
 otherwise, every transactional id, so FindCoordinator answers with itself (creating
 __consumer_offsets on the first group lookup, as Kafka does). The handlers translate between
-wire versions and the coordinator (minibroker/coordinator/group_coordinator.py), which holds
+wire versions and the coordinator (minibroker/coordinator/group/group_coordinator.py), which holds
 the state machine; JoinGroup and SyncGroup requests stay parked until the rebalance answers them.
 OffsetCommit refuses partitions of topics that do not exist (UNKNOWN_TOPIC_OR_PARTITION) before
 the coordinator sees them, as KafkaApis does.
@@ -61,7 +61,7 @@ from protocol.schema import ZERO_UUID
 # The coordinators are built when first needed (minibroker.coordinators): their modules are
 # imported by the functions that use them, not at start (issue 22).
 if TYPE_CHECKING:
-    from minibroker.coordinator.group_coordinator import ClientInfo, GroupCoordinator
+    from minibroker.coordinator.group.group_coordinator import ClientInfo, GroupCoordinator
 
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 # Kafka's default text of INVALID_REQUEST (Errors.INVALID_REQUEST), which its unbatched
@@ -76,7 +76,9 @@ def _coordinator(ctx: RequestContext) -> GroupCoordinator | None:
 
 
 def _client(ctx: RequestContext) -> ClientInfo:
-    from minibroker.coordinator.group_membership import ClientInfo  # loaded with the group coordinator
+    from minibroker.coordinator.group.group_metadata_manager import (
+        ClientInfo,  # loaded with the group coordinator
+    )
 
     return ClientInfo(client_id=ctx.client_id or "", client_host=ctx.client_host, api_version=ctx.version)
 
@@ -108,7 +110,7 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None
     if key_type == SHARE_KEY:
         # KIP-932: share-state keys ("group:topicId:partition") are valid from v6 on; Kafka answers
         # an older version or a malformed key with INVALID_REQUEST and an empty message.
-        from minibroker.coordinator.share_state_store import parse_coordinator_key
+        from minibroker.coordinator.share.share_coordinator_shard import parse_coordinator_key
 
         if ctx.version < 6 or parse_coordinator_key(key) is None:
             return ErrorCode.INVALID_REQUEST, "" if ctx.version >= 4 else _INVALID_REQUEST_TEXT
@@ -407,7 +409,7 @@ async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
 # -------------------------------------------------------------------------------- DescribeGroups
 @handles(describe_groups.API, "0-6")
 async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
-    from minibroker.coordinator.group import GroupState  # loaded with the group coordinator
+    from minibroker.coordinator.group.classic_group import GroupState  # loaded with the group coordinator
 
     R = describe_groups.RESPONSE
     coord = _coordinator(ctx)

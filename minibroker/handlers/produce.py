@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from minibroker.coordinator.transaction_coordinator import check_transactional_produce
+from minibroker.coordinator.txn.transaction_coordinator import check_transactional_produce
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.partition import Partition

@@ -5,7 +5,7 @@ Behavior:
   epoch 0, whatever producer id and epoch the request carries: Kafka "blindly accepts" these
   (TransactionCoordinator.handleInitProducerId), and a KIP-360 client asking to bump the epoch of
   an idempotent producer gets a new id instead. Ids come from the broker's ProducerIdManager
-  (minibroker/coordinator/transaction_producer_ids.py) and never repeat.
+  (minibroker/coordinator/txn/producer_id_manager.py) and never repeat.
 - With a transactional id the transaction coordinator answers (epoch bump on re-init, fencing
   and aborting an open transaction first, KIP-360 recovery); an empty transactional id is
   INVALID_REQUEST, a timeout above transaction.max.timeout.ms INVALID_TRANSACTION_TIMEOUT.

@@ -4,7 +4,7 @@ DeleteShareGroupOffsets v0 (Kafka 4.4's versions; v0 of the first four was the e
 protocol, removed in 4.1).
 
 Behavior (Kafka: KafkaApis.handleShareFetchRequest / handleShareAcknowledgeRequest, the group
-coordinator's share-group paths); the state machine is minibroker.coordinator.share_group:
+coordinator's share-group paths); the state machine is minibroker.coordinator.share.share_group:
 - ShareGroupHeartbeat joins (epoch 0, client-chosen member id), heartbeats, leaves (epoch -1);
   the answer carries the assignment when it changed or the request was a full one.
 - ShareFetch first applies the acknowledgements it carries (each partition's outcome in
@@ -42,7 +42,11 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
 if TYPE_CHECKING:
-    from minibroker.coordinator.share_group import AcquiredPartition, ShareGroupCoordinator, ShareSession
+    from minibroker.coordinator.share.share_group import (
+        AcquiredPartition,
+        ShareGroupCoordinator,
+        ShareSession,
+    )
 
 # The share-group coordinator is built when first needed and its module imported by the functions
 # that use it, not at start-up (issue 22: about 7 ms of a broker's start).
@@ -165,7 +169,7 @@ def _apply_acks(coord: ShareGroupCoordinator, group: str, member: str, topics: A
 
 @handles(share_fetch.API, "1-2")
 async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
-    from minibroker.coordinator.share_group import (
+    from minibroker.coordinator.share.share_group import (
         FINAL_SESSION_EPOCH,
         INITIAL_SESSION_EPOCH,
         AcquiredPartition,
@@ -263,7 +267,7 @@ async def _acquire(ctx: RequestContext, coord: ShareGroupCoordinator, group: str
 # ----------------------------------------------------------------------------- ShareAcknowledge
 @handles(share_acknowledge.API, "1-2")
 async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
-    from minibroker.coordinator.share_group import FINAL_SESSION_EPOCH, INITIAL_SESSION_EPOCH
+    from minibroker.coordinator.share.share_group import FINAL_SESSION_EPOCH, INITIAL_SESSION_EPOCH
 
     R = share_acknowledge.RESPONSE
     coord = _coord(ctx)
@@ -435,14 +439,14 @@ class _ShareGroupConfigs:
     """share.* keys of GROUP resources (Kafka's GroupConfig), for handlers/configs.py."""
 
     def group_keys(self) -> frozenset[str]:
-        from minibroker.coordinator.share_group import GROUP_KEYS
+        from minibroker.coordinator.share.share_group import GROUP_KEYS
 
         return frozenset(GROUP_KEYS)
 
     def describe_group(self, services: BrokerServices, group: str) -> list[ConfigEntry]:
         coord = services.share_groups
         own = coord.group_configs.get(group, {})
-        from minibroker.coordinator.share_group import GROUP_KEYS
+        from minibroker.coordinator.share.share_group import GROUP_KEYS
 
         out = []
         for name in sorted(GROUP_KEYS):
@@ -455,7 +459,7 @@ class _ShareGroupConfigs:
 
     def alter_group(self, services: BrokerServices, group: str, ops: list[tuple[str, int, str | None]],
                     replace: bool, validate_only: bool) -> None:
-        from minibroker.coordinator.share_group import validate_group_config
+        from minibroker.coordinator.share.share_group import validate_group_config
 
         coord = services.share_groups
         configs = {} if replace else dict(coord.group_configs.get(group, {}))

@@ -2,7 +2,7 @@
 TxnOffsetCommit v0-5, DescribeProducers v0, DescribeTransactions v0, ListTransactions v0-2.
 
 Behavior: the handlers translate between wire versions and the transaction coordinator
-(minibroker/coordinator/transaction_coordinator.py); TxnOffsetCommit writes through the group
+(minibroker/coordinator/txn/transaction_coordinator.py); TxnOffsetCommit writes through the group
 coordinator, after checking with the transaction coordinator that the group's
 __consumer_offsets partition is in the transaction (KIP-890 verification, as for produce).
 Partitions of unknown topics are refused before the coordinators see them, as KafkaApis does:
@@ -226,7 +226,7 @@ def _verify_offsets_partition(ctx: RequestContext, req: Any) -> int:
     if not code:
         return ErrorCode.NONE
     # here, not at the top: the transaction coordinator is not imported at start (issue 22)
-    from minibroker.coordinator.transaction_coordinator import verification_error_for_produce
+    from minibroker.coordinator.txn.transaction_coordinator import verification_error_for_produce
 
     code = verification_error_for_produce(code, generic_error_supported=ctx.version >= 5)
     # the group coordinator's translation of write errors (NOT_ENOUGH_REPLICAS: retry later)

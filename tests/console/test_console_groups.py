@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from minibroker.coordinator.group_events import GroupEvents
+from minibroker.coordinator.group.group_events import GroupEvents
 from minibroker.testing import BrokerThread
 from tests.console.helpers import CONSOLE_OVERRIDES, console_url, get, get_json
 from tests.integration.helpers import Deadline, module_broker, unique

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import struct
 
-from minibroker.coordinator.group import GroupState
-from minibroker.coordinator.group_coordinator import ClientInfo, GroupConfig, GroupCoordinator
-from minibroker.coordinator.records import decode_record
+from minibroker.coordinator.group.classic_group import GroupState
+from minibroker.coordinator.group.group_coordinator import ClientInfo, GroupConfig, GroupCoordinator
+from minibroker.coordinator.group.records import decode_record
 from protocol.apis import heartbeat, join_group, offset_commit, sync_group
 from protocol.errors import ErrorCode, KafkaError
 
@@ -18,7 +18,8 @@ TIMEOUT = 5.0
 
 
 class MemoryLog:
-    """Stands in for OffsetsStore: the same append/load/open_transactions surface."""
+    """Stands in for the runtime's CoordinatorStore of __consumer_offsets: the same append /
+    partitions / load_partition / open_transactions surface, one partition."""
 
     def __init__(self) -> None:
         self.records: list[tuple[bytes, bytes | None]] = []
@@ -32,7 +33,16 @@ class MemoryLog:
         self.records.extend(records)
         return first
 
-    def load(self):
+    def partitions(self) -> list[int]:
+        return [0]  # one partition holds every group
+
+    def partition_for(self, key: str) -> int:
+        return 0
+
+    def load_partition(self, partition: int, open_transactions=None):
+        if open_transactions is not None:
+            for pid, held in self.open_transactions.items():
+                open_transactions.setdefault(pid, []).extend(held)
         return list(self.records)
 
     def decoded(self):

@@ -11,8 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from minibroker.coordinator import consumer_group_records as cgr
-from minibroker.coordinator.offsets_store import read_partition
+from minibroker.coordinator.group import consumer_group_records as cgr
 from protocol.apis import consumer_group_heartbeat, offset_commit, txn_offset_commit
 from protocol.errors import ErrorCode
 from storage.clock import ManualClock
@@ -90,7 +89,7 @@ def group(s: Stack, gid: str = "g") -> Any:
 def current_assignment_records(s: Stack, gid: str) -> list[Any]:
     part = s.groups.store.partition_for(gid)
     out = []
-    for k, v in read_partition(s.groups.store.ensure_topic().partitions[part]):
+    for k, v in s.groups.store.load_partition(part):
         if k is not None and cgr.is_consumer_group_record(k):
             r = cgr.decode_consumer_group_record(k, v)
             if r.type == cgr.CURRENT_MEMBER_ASSIGNMENT and r.value is not None:

@@ -3,7 +3,7 @@ kafka-dump-log failed on our first version that wrote it) and a round trip throu
 
 import uuid
 
-from minibroker.coordinator import consumer_group_records as r
+from minibroker.coordinator.group import consumer_group_records as r
 
 
 def test_member_metadata_golden_bytes_and_round_trip():

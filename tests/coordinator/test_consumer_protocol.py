@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from minibroker.coordinator.consumer_protocol import subscription_topics
+from minibroker.coordinator.group.consumer_protocol import subscription_topics
 
 
 def subscription(version: int, topics: list[str], tail: bytes = b"") -> bytes:

@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from minibroker.coordinator.consumer_protocol import (
+from minibroker.coordinator.group.consumer_protocol import (
     parse_assignment,
     parse_subscription,
     protocol_version,

@@ -12,7 +12,7 @@ import struct
 
 import pytest
 
-from minibroker.coordinator.group import GroupState
+from minibroker.coordinator.group.classic_group import GroupState
 from protocol.apis import leave_group
 from storage.clock import ManualClock
 from tests.coordinator.group_helpers import (

@@ -6,14 +6,15 @@ as `Broker` start-up wires them.
 
 from __future__ import annotations
 
-from minibroker.coordinator.offsets_store import TOPIC, read_partition
-from minibroker.coordinator.records import (
+from minibroker.coordinator.group.records import (
+    TOPIC,
     OffsetAndMetadata,
     OffsetCommitRecord,
     decode_record,
     offset_commit_record,
-    partition_for,
 )
+from minibroker.coordinator.runtime.coordinator_loader import CoordinatorLoader
+from minibroker.coordinator.runtime.coordinator_store import partition_for
 from protocol.records.v2 import ControlType, Record, build_batch, build_control_batch
 from storage.log import AppendOrigin
 from tests.coordinator.stack import Stack
@@ -36,7 +37,7 @@ async def test_records_land_in_the_groups_partition_as_compacted_internal_topic(
         p = partition_for("my-group", 7)
         lg = topic.partitions[p]
         assert lg.log_end_offset == 1
-        assert [decode_record(k, v) for k, v in read_partition(lg)] == [
+        assert [decode_record(k, v) for k, v in CoordinatorLoader(s.topics).read(TOPIC, p)] == [
             OffsetCommitRecord("my-group", "t", 2, OffsetAndMetadata(9, 1, "m", 5))]
         assert all(topic.partitions[q].log_end_offset == 0 for q in topic.partitions if q != p)
         seg = tmp_path / "d" / f"{TOPIC}-{p}" / "00000000000000000000.log"
@@ -49,7 +50,8 @@ async def test_loading_keeps_committed_transactions_and_drops_aborted_ones(tmp_p
     s = await Stack(tmp_path / "d").start()
     try:
         topic = s.offsets.ensure_topic()
-        lg = topic.partitions[partition_for("g", 7)]
+        p = partition_for("g", 7)
+        lg = topic.partitions[p]
         rec = lambda off: offset_commit_record("g", "t", 0, OffsetAndMetadata(off, -1, "", 1))  # noqa: E731
         lg.append_as_leader(commit_batch([rec(1)]), origin=AppendOrigin.COORDINATOR)
         lg.append_as_leader(commit_batch([rec(2)], pid=10, epoch=0, txn=True), origin=AppendOrigin.COORDINATOR)
@@ -58,7 +60,7 @@ async def test_loading_keeps_committed_transactions_and_drops_aborted_ones(tmp_p
                                                 coordinator_epoch=0, timestamp=1), origin=AppendOrigin.COORDINATOR)
         lg.append_as_leader(build_control_batch(ControlType.COMMIT, producer_id=11, producer_epoch=0,
                                                 coordinator_epoch=0, timestamp=1), origin=AppendOrigin.COORDINATOR)
-        offsets = [decode_record(k, v).value.offset for k, v in read_partition(lg)]
+        offsets = [decode_record(k, v).value.offset for k, v in CoordinatorLoader(s.topics).read(TOPIC, p)]
         assert offsets == [1, 3]
     finally:
         await s.stop()

@@ -8,19 +8,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from minibroker.coordinator.group import ClassicGroup, Member
-from minibroker.coordinator.records import (
+from minibroker.coordinator.group.classic_group import ClassicGroup, Member
+from minibroker.coordinator.group.records import (
     GroupMetadataRecord,
     OffsetAndMetadata,
     OffsetCommitRecord,
     decode_record,
     group_metadata_record,
     group_metadata_tombstone,
-    java_string_hash,
     offset_commit_record,
     offset_commit_tombstone,
-    partition_for,
 )
+from minibroker.coordinator.runtime.coordinator_store import java_string_hash, partition_for
 
 
 def s16(s: str) -> bytes:

@@ -1,4 +1,4 @@
-"""SharePartition (KIP-932) against a model, and ShareStateStore's snapshot + update replay.
+"""SharePartition (KIP-932) against a model, and ShareCoordinatorShard's snapshot + update replay.
 
 The state machine drives one share partition over a fixed log (some batches are control or
 aborted batches, never delivered) with three members, a ManualClock and a delivery-count limit of
@@ -18,9 +18,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from minibroker.coordinator import share_state_store
-from minibroker.coordinator.share_partition import AckType, BatchInfo, RecordState, SharePartition
-from minibroker.coordinator.share_state_store import ShareStateStore
+from minibroker.coordinator.runtime.coordinator_runtime import CoordinatorRuntime
+from minibroker.coordinator.share import share_coordinator_shard
+from minibroker.coordinator.share.share_coordinator_shard import TOPIC, ShareCoordinatorShard, topic_configs
+from minibroker.coordinator.share.share_partition import AckType, BatchInfo, RecordState, SharePartition
 from protocol.errors import ErrorCode
 from storage.clock import ManualClock
 from tests.coordinator.stack import Stack
@@ -179,6 +180,12 @@ def test_delivery_limit_archives_a_poison_record() -> None:
     assert sp.acquire("b", batches, 5, LOCK_MS, clock(), 2) == [(1, 1, 1)]
 
 
+def new_shard(stack: Stack, clock: ManualClock) -> ShareCoordinatorShard:
+    """A share-state shard over the stack's __share_group_state (3 partitions, 1 MiB segments)."""
+    runtime = CoordinatorRuntime(stack.topics, stack.replica_manager, now_ms=clock)
+    return ShareCoordinatorShard(runtime.store(TOPIC, 3, topic_configs(1 << 20)))
+
+
 @pytest.mark.parametrize("snapshot_every", [3, 500])
 async def test_store_replays_snapshot_and_updates_to_the_same_state(tmp_path: Path, snapshot_every: int,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,11 +193,11 @@ async def test_store_replays_snapshot_and_updates_to_the_same_state(tmp_path: Pa
     last one written, also after a broker restart."""
     import uuid
 
-    monkeypatch.setattr(share_state_store, "SNAPSHOT_EVERY", snapshot_every)
+    monkeypatch.setattr(share_coordinator_shard, "SNAPSHOT_EVERY", snapshot_every)
     clock = ManualClock()
     stack = await Stack(tmp_path, {"share.coordinator.state.topic.num.partitions": 3}, clock).start()
     key = ("g", uuid.UUID(int=7), 0)
-    store = ShareStateStore(stack.topics, stack.replica_manager, 3, 1 << 20, now_ms=clock)
+    store = new_shard(stack, clock)
     sp = SharePartition("g", "t", 0, start_offset=0, delivery_count_limit=3)
     log = [BatchInfo(i, i + 1) for i in range(0, 30, 2)]
     prev: list = []
@@ -212,12 +219,12 @@ async def test_store_replays_snapshot_and_updates_to_the_same_state(tmp_path: Pa
         changed = [b for b in batches if b not in prev]
         store.write(key, sp.start_offset, sp.state_epoch, batches, changed)
         prev = batches
-        loaded = ShareStateStore(stack.topics, stack.replica_manager, 3, 1 << 20, now_ms=clock).load()[key]
+        loaded = new_shard(stack, clock).load()[key]
         assert (loaded.start_offset, loaded.batches) == (sp.start_offset, batches), step
     await stack.stop()
     stack = await Stack(tmp_path, {"share.coordinator.state.topic.num.partitions": 3}, clock).start()
     try:
-        loaded = ShareStateStore(stack.topics, stack.replica_manager, 3, 1 << 20, now_ms=clock).load()[key]
+        loaded = new_shard(stack, clock).load()[key]
         assert (loaded.start_offset, loaded.batches) == (sp.start_offset, sp.state_batches())
         restored = SharePartition("g", "t", 0, start_offset=0)
         restored.restore(loaded.start_offset, loaded.batches)

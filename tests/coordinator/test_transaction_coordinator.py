@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from minibroker.coordinator.offsets_store import TOPIC as OFFSETS_TOPIC
-from minibroker.coordinator.transaction_coordinator import check_transactional_produce
+from minibroker.coordinator.group.records import TOPIC as OFFSETS_TOPIC
+from minibroker.coordinator.txn.transaction_coordinator import check_transactional_produce
 from protocol.apis import txn_offset_commit
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records.batch import iter_batches

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from minibroker.coordinator.transaction_log import key_bytes, read_value, value_bytes
-from minibroker.coordinator.transaction_metadata import (
+from minibroker.coordinator.txn import transaction_log
+from minibroker.coordinator.txn.transaction_log import key_bytes, read_value, value_bytes
+from minibroker.coordinator.txn.transaction_metadata import (
     TransactionMetadata,
     TransactionState,
     TxnTransitMetadata,
@@ -268,7 +269,7 @@ def test_idle_transactional_ids_expire_with_a_tombstone(kafka_broker_module):
         finally:
             coord.now_ms = real
         # what a reload would replay for this id: its records, the last one a tombstone
-        return [md is None for _, txn_id, md in coord.store.load() if txn_id == tid]
+        return [md is None for _, txn_id, md in transaction_log.read_records(coord.store) if txn_id == tid]
 
     assert kafka_broker_module.call(expire) == [False, True]
     with RawClient(kafka_broker_module.bootstrap) as c:

@@ -116,7 +116,7 @@ def test_kill9_and_the_producer_never_returns_then_the_transaction_times_out(kaf
 def test_a_decided_commit_without_markers_is_completed_at_startup(tmp_path):
     from confluent_kafka import Producer
 
-    from minibroker.coordinator.transaction_metadata import TransactionState
+    from minibroker.coordinator.txn.transaction_metadata import TransactionState
     from minibroker.testing import BrokerThread
     from tests.integration.helpers import create_topic as create_in_process
     data = tmp_path / "data"

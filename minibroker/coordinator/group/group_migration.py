@@ -34,39 +34,39 @@ import logging
 import uuid
 from typing import Any
 
-from minibroker.coordinator import consumer_group_records as rec
-from minibroker.coordinator.consumer_group import (
-    Assignment,
-    ClassicMemberMetadata,
-    ConsumerGroup,
-    ConsumerGroupMember,
-    MemberState,
-)
-from minibroker.coordinator.consumer_group_manager import ConsumerGroupManager
-from minibroker.coordinator.consumer_protocol import (
-    parse_assignment,
-    parse_subscription,
-    protocol_version,
-    serialize_assignment,
-)
-from minibroker.coordinator.group import (
+from minibroker.coordinator.group import consumer_group_records as rec
+from minibroker.coordinator.group.classic_group import (
     CONSUMER_PROTOCOL_TYPE,
     UNKNOWN_MEMBER_ID,
     ClassicGroup,
     GroupState,
     Member,
 )
-from minibroker.coordinator.group_membership import ClientInfo, GroupMetadataManager
-from minibroker.coordinator.group_responses import (
+from minibroker.coordinator.group.consumer_group import (
+    Assignment,
+    ClassicMemberMetadata,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+)
+from minibroker.coordinator.group.consumer_group_manager import ConsumerGroupManager
+from minibroker.coordinator.group.consumer_protocol import (
+    parse_assignment,
+    parse_subscription,
+    protocol_version,
+    serialize_assignment,
+)
+from minibroker.coordinator.group.group_metadata_manager import ClientInfo, GroupMetadataManager
+from minibroker.coordinator.group.group_responses import (
     JoinResponse,
     MemberResponse,
     SyncResponse,
     join_error,
     sync_error,
 )
-from minibroker.coordinator.group_responses import protocols as request_protocols
-from minibroker.coordinator.offsets_store import CoordinatorRecord
-from minibroker.coordinator.records import group_metadata_record, group_metadata_tombstone
+from minibroker.coordinator.group.group_responses import protocols as request_protocols
+from minibroker.coordinator.group.records import group_metadata_record, group_metadata_tombstone
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
 

@@ -25,11 +25,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from minibroker.coordinator.group.consumer_protocol import subscription_topics
 from protocol.errors import ErrorCode, KafkaError
 
 CONSUMER_PROTOCOL_TYPE = "consumer"  # Kafka: ConsumerProtocol.PROTOCOL_TYPE
 UNKNOWN_MEMBER_ID = ""  # Kafka: JoinGroupRequest.UNKNOWN_MEMBER_ID
 EMPTY_ASSIGNMENT = b""
+
+
+@dataclass(slots=True)
+class ClientInfo:
+    """Who sent a request: what members are described with (DescribeGroups)."""
+
+    client_id: str
+    client_host: str
+    api_version: int
 
 
 class GroupState(enum.Enum):
@@ -143,9 +153,6 @@ class ClassicGroup:
     @property
     def is_empty(self) -> bool:
         return self.state is GroupState.EMPTY
-
-    def has_member(self, member_id: str) -> bool:
-        return member_id in self.members
 
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id is not None and self.leader_id == member_id
@@ -312,8 +319,6 @@ class ClassicGroup:
             return set()
         if self.protocol_name is None:
             return None
-        from minibroker.coordinator.consumer_protocol import subscription_topics
-
         topics: set[str] = set()
         try:
             for m in self.members.values():

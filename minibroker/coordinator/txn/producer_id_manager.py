@@ -75,7 +75,3 @@ class ProducerIdManager:
         pid = self._next
         self._next += 1
         return pid
-
-    @property
-    def granted_end(self) -> int:
-        return self._granted_end

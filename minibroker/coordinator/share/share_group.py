@@ -5,7 +5,7 @@ epoch; the coordinator computes the assignment) whose members do not own partiti
 subscribed to a topic is assigned all of its partitions (a single node has no reason to spread
 them; Kafka's SimpleAssignor also gives one partition to several members when there are more
 members than partitions), and the records are shared through the share partitions
-(minibroker.coordinator.share_partition). The group epoch goes up whenever membership or
+(minibroker.coordinator.share.share_partition). The group epoch goes up whenever membership or
 assignment changes; a member's epoch follows it on its next heartbeat, which carries the new
 assignment. A member that stops heartbeating for group.share.session.timeout.ms is removed.
 
@@ -27,7 +27,7 @@ for their locks).
 A timer task expires acquisition locks and sessions of members gone silent, and wakes the share
 fetches parked on the partition (the ReplicaManager's fetch waiters, keyed by topic partition).
 Every change of a share partition's state is written to __share_group_state before the answer
-(minibroker.coordinator.share_state_store).
+(minibroker.coordinator.share.share_coordinator_shard).
 
 Group configs (DescribeConfigs/IncrementalAlterConfigs on GROUP resources) are kept per group in
 `share_group_configs.json` in the data directory (Kafka keeps them in the cluster metadata).
@@ -46,8 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from minibroker.config import BrokerConfig
-from minibroker.coordinator.share_partition import BatchInfo, SharePartition
-from minibroker.coordinator.share_state_store import ShareKey, ShareStateStore
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.share.share_coordinator_shard import ShareCoordinatorShard, ShareKey
+from minibroker.coordinator.share.share_partition import BatchInfo, SharePartition
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
@@ -57,9 +58,6 @@ from storage.log import Log
 
 log = logging.getLogger("minibroker.coordinator.share_group")
 
-# ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge and the share-group
-# offsets APIs (Describe/Alter/DeleteShareGroupOffsets)
-SHARE_GROUP_APIS = frozenset({76, 77, 78, 79, 90, 91, 92})
 LEAVE_EPOCH = -1
 INITIAL_SESSION_EPOCH = 0
 FINAL_SESSION_EPOCH = -1
@@ -193,12 +191,13 @@ class ShareGroupCoordinator:
 
     TICK_S = 0.1
 
-    def __init__(self, config: ShareGroupConfig, broker_config: BrokerConfig, store: ShareStateStore,
+    def __init__(self, config: ShareGroupConfig, broker_config: BrokerConfig, store: CoordinatorStore,
                  topics: TopicRegistry, replica_manager: ReplicaManager, data_dir: Path, *,
                  now_ms: Clock = wall_clock_ms) -> None:
         self.config = config
         self.broker_config = broker_config
-        self.store = store
+        self.store = store  # __share_group_state (the handlers create it on FindCoordinator)
+        self.shard = ShareCoordinatorShard(store)  # the persisted share-partition states
         self.topics = topics
         self.replica_manager = replica_manager
         self.now_ms = now_ms
@@ -215,12 +214,27 @@ class ShareGroupCoordinator:
     async def start(self) -> None:
         if self._configs_path.exists():
             self.group_configs = json.loads(self._configs_path.read_text())
-        for key, st in self.store.load().items():
+        self.shard.states = {}
+        for partition in self.store.partitions():  # one node leads every partition of __share_group_state
+            self.load_partition(partition)
+        self._task = asyncio.create_task(self._tick(), name="share-group-timer")
+
+    def load_partition(self, partition: int) -> None:
+        """Replay one partition of __share_group_state (this broker became its leader): the share
+        partitions whose state it holds come back with their in-flight records."""
+        before = set(self.shard.states)
+        self.shard.load_partition(partition)
+        for key, st in self.shard.states.items():
+            if key in before:
+                continue
             sp = self._new_partition(key, st.start_offset)
             sp.state_epoch = st.state_epoch
             sp.restore(st.start_offset, st.batches)
             self.groups.setdefault(key[0], ShareGroup(key[0]))
-        self._task = asyncio.create_task(self._tick(), name="share-group-timer")
+
+    def unload_partition(self, partition: int) -> None:
+        """Forget the persisted states `partition` holds (this broker no longer leads it)."""
+        self.shard.unload_partition(partition)
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -376,7 +390,7 @@ class ShareGroupCoordinator:
             return ErrorCode.NON_EMPTY_GROUP
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
-            self.store.delete(key)
+            self.shard.delete(key)
         del self.groups[group_id]
         if group_id in self.group_configs:
             self.set_group_configs(group_id, {})
@@ -418,7 +432,7 @@ class ShareGroupCoordinator:
 
     def _persist(self, key: ShareKey, sp: SharePartition) -> None:
         batches = sp.state_batches()
-        self.store.write(key, sp.start_offset, sp.state_epoch, batches, batches)
+        self.shard.write(key, sp.start_offset, sp.state_epoch, batches, batches)
 
     def alter_start_offset(self, group_id: str, topic_id: uuid.UUID, topic: str, partition: int, offset: int) -> None:
         key = (group_id, topic_id, partition)
@@ -430,7 +444,7 @@ class ShareGroupCoordinator:
     def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> None:
         for key in [k for k in self.partitions if k[0] == group_id and k[1] == topic_id]:
             del self.partitions[key]
-            self.store.delete(key)
+            self.shard.delete(key)
 
     # -- share sessions ----------------------------------------------------------------------
     def check_member(self, group_id: str, member_id: str) -> None:

@@ -5,12 +5,12 @@ coordinator of all __consumer_offsets partitions). It is the façade the handler
 GroupCoordinatorService over a GroupCoordinatorShard); the work is split by job as in Kafka's
 group-coordinator module:
 
-- group_membership.py (`GroupMetadataManager`): JoinGroup / SyncGroup / Heartbeat / LeaveGroup,
+- group_metadata_manager.py (`GroupMetadataManager`): JoinGroup / SyncGroup / Heartbeat / LeaveGroup,
   rebalances, generations and member sessions;
-- group_offsets.py (`OffsetMetadataManager`): OffsetCommit, TxnOffsetCommit, OffsetFetch,
+- offset_metadata_manager.py (`OffsetMetadataManager`): OffsetCommit, TxnOffsetCommit, OffsetFetch,
   OffsetDelete, offsets of deleted topics, offset expiry;
 - group_responses.py: the wire answers built from that state;
-- offsets_store.py (`OffsetsStore`): the records in __consumer_offsets.
+- runtime/coordinator_store.py (`CoordinatorStore`): the records in __consumer_offsets.
 
 This module starts and stops them, replays __consumer_offsets on start (groups come back with
 their generation, members and assignments, Stable, members given a fresh session timeout;
@@ -25,25 +25,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
-from minibroker.coordinator.consumer_group_manager import ConsumerGroupConfig, ConsumerGroupManager
-from minibroker.coordinator.consumer_group_records import is_consumer_group_record
-from minibroker.coordinator.group import ClassicGroup, GroupState
-from minibroker.coordinator.group_events import GroupEvents
-from minibroker.coordinator.group_membership import (
+from minibroker.coordinator.group.classic_group import ClassicGroup, GroupState
+from minibroker.coordinator.group.consumer_group_manager import ConsumerGroupConfig, ConsumerGroupManager
+from minibroker.coordinator.group.consumer_group_records import is_consumer_group_record
+from minibroker.coordinator.group.group_events import GroupEvents
+from minibroker.coordinator.group.group_metadata_manager import (
     ClientInfo,
     GroupConfig,
     GroupMetadataManager,
     append_error_to_response_error,
     write_records,
 )
-from minibroker.coordinator.group_migration import GroupMigration, MigrationPolicy
-from minibroker.coordinator.group_offsets import OffsetMetadataManager, TopicPartition
-from minibroker.coordinator.group_responses import described_group
-from minibroker.coordinator.offsets_store import CoordinatorRecord, OffsetsStore
-from minibroker.coordinator.records import (
+from minibroker.coordinator.group.group_migration import GroupMigration, MigrationPolicy
+from minibroker.coordinator.group.group_responses import described_group, join_error, sync_error
+from minibroker.coordinator.group.offset_metadata_manager import OffsetMetadataManager, TopicPartition
+from minibroker.coordinator.group.records import (
     GroupMetadataRecord,
     OffsetAndMetadata,
     OffsetCommitRecord,
@@ -51,18 +50,13 @@ from minibroker.coordinator.records import (
     group_metadata_tombstone,
     offset_commit_tombstone,
 )
-from minibroker.coordinator.timer import KeyedTimer
+from minibroker.coordinator.runtime.coordinator_loader import LoadedRecord
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock, wall_clock_ms
-
-
-def _join_error(req: Any, code: int) -> Any:
-    from protocol.apis import join_group
-
-    return join_group.RESPONSE(error_code=code, generation_id=-1, protocol_name=None, leader="",
-                               member_id=req.member_id, members=[])
-
 
 __all__ = ["ClientInfo", "GroupConfig", "GroupCoordinator", "append_error_to_response_error"]
 
@@ -72,7 +66,7 @@ log = logging.getLogger("minibroker.coordinator.group")
 class GroupCoordinator:
     """Classic groups and their committed offsets (one per broker)."""
 
-    def __init__(self, config: GroupConfig, store: OffsetsStore, *, now_ms: Clock = wall_clock_ms,
+    def __init__(self, config: GroupConfig, store: CoordinatorStore, *, now_ms: Clock = wall_clock_ms,
                  consumer_config: ConsumerGroupConfig | None = None, topics: TopicRegistry | None = None) -> None:
         self.config = config
         self.store = store
@@ -148,11 +142,20 @@ class GroupCoordinator:
         self.consumer_groups.unload()
 
     def load(self) -> None:
-        """Rebuild groups and offsets from __consumer_offsets (Kafka: the coordinator's replay)."""
+        """Rebuild groups and offsets from __consumer_offsets, every partition (one node leads them all)."""
+        for partition in self.store.partitions():
+            self.load_partition(partition)
+
+    def load_partition(self, partition: int) -> None:
+        """Replay one partition of __consumer_offsets (this broker became its leader; Kafka: the
+        shard's replay): its groups come back with their members, its offsets with their metadata."""
+        open_txns: dict[int, list[LoadedRecord]] = {}
         loaded = 0
-        for key, value in self.store.load():
+        for key, value in self.store.load_partition(partition, open_txns):
+            if key is None:
+                continue  # a keyless record is no group's (Kafka's loader skips it too)
             try:
-                if key is not None and is_consumer_group_record(key):
+                if is_consumer_group_record(key):
                     loaded += 1
                     self.consumer_groups.replay(bytes(key), None if value is None else bytes(value))
                     continue
@@ -167,7 +170,8 @@ class GroupCoordinator:
             except ValueError as e:
                 # One unreadable record must not keep the broker from starting; say which.
                 log.error("Skipping a __consumer_offsets record while loading: %s", e)
-        self.offset_manager.replay_open_transactions(self.store.open_transactions)
+        self.offset_manager.replay_open_transactions(
+            {pid: [(k, v) for k, v in held if k is not None] for pid, held in open_txns.items()})
         for gid in self.consumer_groups.groups:
             # committed offsets made a "simple" classic group of a consumer group's id on replay
             g = self.groups.get(gid)
@@ -176,8 +180,34 @@ class GroupCoordinator:
         self.membership.start_sessions()
         self.consumer_groups.start_sessions()
         if loaded:
-            log.info("Loaded %d group(s) and %d committed offset(s) from %d record(s) of __consumer_offsets",
-                     len(self.groups), sum(len(o) for o in self.offsets.values()), loaded)
+            log.info("Loaded %d group(s) and %d committed offset(s) from %d record(s) of __consumer_offsets-%d",
+                     len(self.groups), sum(len(o) for o in self.offsets.values()), loaded, partition)
+
+    def unload_partition(self, partition: int) -> None:
+        """Forget the groups and offsets of `partition` (this broker no longer leads it; Kafka:
+        GroupMetadataManager.onUnloaded): their timers stop, members parked in JoinGroup/SyncGroup
+        are answered NOT_COORDINATOR and find the new coordinator."""
+        def here(gid: str) -> bool:
+            return self.store.partition_for(gid) == partition
+
+        gids = {g for g in (*self.groups, *self.consumer_groups.groups, *self.offsets) if here(g)}
+
+        def timer_of_gone_group(key: Hashable) -> bool:  # timer keys are (kind, group id, ...)
+            return isinstance(key, tuple) and len(key) > 1 and key[1] in gids
+
+        for timer in (self.membership.timer, self.consumer_groups.timer):
+            timer.cancel_where(timer_of_gone_group)
+        for gid in gids:
+            group = self.groups.pop(gid, None)
+            if group is not None:
+                for member in group.members.values():
+                    group.complete_join(member, join_error(member.member_id, ErrorCode.NOT_COORDINATOR))
+                    group.complete_sync(member, sync_error(ErrorCode.NOT_COORDINATOR))
+            self.consumer_groups.groups.pop(gid, None)
+            self.offsets.pop(gid, None)
+        for by_group in self.pending_txn_offsets.values():
+            for gid in [g for g in by_group if here(g)]:
+                del by_group[gid]
 
     # ------------------------------------------------------------------ membership (delegated)
     def join_group(self, req: Any, client: ClientInfo) -> asyncio.Future[Any]:
@@ -191,7 +221,7 @@ class GroupCoordinator:
                 # a classic member of a consumer group (group_migration.py)
                 fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
                 fut.set_result(self.migration.join(cg, req, client) if self.active
-                               else _join_error(req, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                               else join_error(req.member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE))
                 return fut
             # An empty consumer group gives way to the classic one (Kafka: the downgrade path).
             tombstones: list[CoordinatorRecord] = []

@@ -15,6 +15,8 @@ log = logging.getLogger("minibroker.coordinator.timer")
 
 
 class KeyedTimer:
+    """One-shot timers by key, on the event loop."""
+
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None):
         self._loop = loop
         self._handles: dict[Hashable, asyncio.TimerHandle] = {}
@@ -51,3 +53,9 @@ class KeyedTimer:
 
     def __len__(self) -> int:
         return len(self._handles)
+
+    def cancel_where(self, matches: Callable[[Hashable], bool]) -> None:
+        """Cancel the timers whose key `matches` (the timers of the groups of a partition that is
+        unloaded: Kafka's CoordinatorRuntime cancels a shard's timers when it unloads it)."""
+        for key in [k for k in self._handles if matches(k)]:
+            self.cancel(key)

@@ -12,28 +12,25 @@ write of a partition and every `SNAPSHOT_EVERY` updates after it, and updates in
 topic is compacted, and the two record types have different keys, so compaction keeps the last
 of each; loading applies updates in log order on top of the last snapshot before them).
 
-Loading replays every partition of the topic in log order at start-up.
+Records go through the coordinator runtime's store (runtime/coordinator_store.py: topic creation,
+key -> partition, the one partition writer). Loading replays a partition in log order when this
+broker becomes its leader (at start-up, every partition); resigning forgets its states.
 """
 
 from __future__ import annotations
 
-import asyncio
+import base64
+import binascii
 import logging
 import struct
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from minibroker.coordinator.offsets_store import read_partition
-from minibroker.coordinator.records import partition_for
-from minibroker.coordinator.share_partition import StateBatch
-from minibroker.replica_manager import ReplicaManager
-from minibroker.topics import Topic, TopicRegistry
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.share.share_partition import StateBatch
 from protocol import share_records as sr
 from protocol.codec import decode, encode
-from protocol.records.v2 import Record, build_batch
-from storage.clock import Clock, wall_clock_ms
-from storage.log import AppendOrigin
 
 log = logging.getLogger("minibroker.coordinator.share_state")
 
@@ -61,8 +58,6 @@ class PersistedState:
 def coordinator_key(key: ShareKey) -> str:
     """Kafka's SharePartitionKey.asCoordinatorKey: "group:topicId:partition" (topic id in Kafka's
     URL-safe base64 form)."""
-    import base64
-
     tid = base64.urlsafe_b64encode(key[1].bytes).decode().rstrip("=")
     return f"{key[0]}:{tid}:{key[2]}"
 
@@ -70,9 +65,6 @@ def coordinator_key(key: ShareKey) -> str:
 def parse_coordinator_key(text: str) -> ShareKey | None:
     """The share key of a FindCoordinator key type 2 ("group:topicId:partition", the group may
     itself hold colons), or None when Kafka's SharePartitionKey.validate would refuse it."""
-    import base64
-    import binascii
-
     parts = text.rsplit(":", 2)
     if len(parts) != 3 or not parts[0] or len(parts[1]) != 22:
         return None
@@ -112,46 +104,25 @@ def decode_record(key: bytes, value: bytes | None) -> tuple[int, ShareKey, Any] 
     return key_type, skey, decode(vschema, VALUE_VERSION, value, 2)
 
 
-class ShareStateStore:
-    """Writes share partitions' state to __share_group_state and reads it back."""
+def topic_configs(segment_bytes: int) -> dict[str, Any]:
+    """The configs __share_group_state is created with (compacted, share.coordinator.state.topic.segment.bytes)."""
+    return {"cleanup.policy": ["compact"], "segment.bytes": segment_bytes, "compression.type": "producer"}
 
-    def __init__(self, topics: TopicRegistry, replica_manager: ReplicaManager, num_partitions: int,
-                 segment_bytes: int, *, now_ms: Clock = wall_clock_ms) -> None:
-        self.topics = topics
-        self.replica_manager = replica_manager
-        self.num_partitions = num_partitions
-        self.segment_bytes = segment_bytes
-        self.now_ms = now_ms
+
+class ShareCoordinatorShard:
+    """The persisted state of every share partition, written to and replayed from
+    __share_group_state through the runtime's store (Kafka: ShareCoordinatorShard)."""
+
+    def __init__(self, store: CoordinatorStore) -> None:
+        self.store = store
         self.states: dict[ShareKey, PersistedState] = {}
-
-    def _overrides(self) -> dict[str, Any]:
-        return {"cleanup.policy": ["compact"], "segment.bytes": self.segment_bytes, "compression.type": "producer"}
-
-    async def ensure_topic_async(self) -> Topic:
-        topic = self.topics.get(TOPIC)
-        if topic is None:
-            topic = await asyncio.shield(self.topics.ensure_internal_topic_async(
-                TOPIC, self.num_partitions, self._overrides()))
-        self.num_partitions = len(topic.partitions)
-        return topic
-
-    def ensure_topic(self) -> Topic:
-        """__share_group_state, created on first use (FindCoordinator key type 2 creates it, as in Kafka)."""
-        return self._topic()
-
-    def _topic(self) -> Topic:
-        topic = self.topics.get(TOPIC)
-        if topic is None:
-            topic = self.topics.ensure_internal_topic(TOPIC, self.num_partitions, self._overrides())
-        self.num_partitions = len(topic.partitions)
-        return topic
 
     # -- writing -----------------------------------------------------------------------------
     def write(self, key: ShareKey, start_offset: int, state_epoch: int, batches: list[StateBatch],
               changed: list[StateBatch] | None = None) -> None:
         """Persist one share partition's state: a snapshot, or an update with `changed` (the
         batches that differ from the last write) when a snapshot is recent."""
-        now = self.now_ms()
+        now = self.store.now_ms()
         prev = self.states.get(key)
         snapshot = (prev is None or changed is None or prev.state_epoch != state_epoch
                     or prev.updates_since_snapshot + 1 >= SNAPSHOT_EVERY)
@@ -177,34 +148,31 @@ class ShareStateStore:
         DeleteShareGroupOffsets)."""
         if self.states.pop(key, None) is None:
             return
-        topic = self._topic()
-        lg = topic.partitions[partition_for(coordinator_key(key), len(topic.partitions))]
-        batch = build_batch([Record(offset_delta=i, key=encode_key(t, key), value=None)
-                             for i, t in enumerate((SNAPSHOT_KEY_TYPE, UPDATE_KEY_TYPE))],
-                            base_timestamp=self.now_ms())
-        self.replica_manager.append(lg, batch, origin=AppendOrigin.COORDINATOR)
+        self.store.append(coordinator_key(key), [(encode_key(t, key), None) for t in (SNAPSHOT_KEY_TYPE, UPDATE_KEY_TYPE)])
 
     def _append(self, key: ShareKey, kbytes: bytes, schema: Any, value: Any) -> None:
-        topic = self._topic()
-        lg = topic.partitions[partition_for(coordinator_key(key), len(topic.partitions))]
         vbytes = struct.pack(">h", VALUE_VERSION) + bytes(encode(schema, VALUE_VERSION, value))
-        batch = build_batch([Record(offset_delta=0, key=kbytes, value=vbytes)], base_timestamp=self.now_ms())
-        self.replica_manager.append(lg, batch, origin=AppendOrigin.COORDINATOR)
+        self.store.append(coordinator_key(key), [(kbytes, vbytes)])
 
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> dict[ShareKey, PersistedState]:
         """Replay the topic: the last snapshot of each share partition with the updates after it."""
         self.states = {}
-        topic = self.topics.get(TOPIC)
-        if topic is None:
-            return self.states
-        self.num_partitions = len(topic.partitions)
-        for p in sorted(topic.partitions):
-            for k, v in read_partition(topic.partitions[p]):
-                rec = decode_record(k, v)
-                if rec is not None:
-                    self._apply(*rec)
+        for p in self.store.partitions():
+            self.load_partition(p)
         return self.states
+
+    def load_partition(self, partition: int) -> None:
+        """Replay one partition of the topic on top of what is loaded."""
+        for k, v in self.store.load_partition(partition):
+            rec = decode_record(k, v) if k is not None else None
+            if rec is not None:
+                self._apply(*rec)
+
+    def unload_partition(self, partition: int) -> None:
+        """Forget the states kept in `partition` (its leadership moved away)."""
+        for key in [k for k in self.states if self.store.partition_for(coordinator_key(k)) == partition]:
+            del self.states[key]
 
     def _apply(self, key_type: int, key: ShareKey, value: Any) -> None:
         if value is None:

@@ -13,34 +13,28 @@ Kafka writes value version 0 until transaction.version 1 is finalized, then vers
 with the previous and next producer ids and the client's transaction version as tagged fields);
 the coordinator picks the version the same way (`value_version`). The topic is
 created on first use, compacted, uncompressed, with transaction.state.log.segment.bytes
-segments; its partition count is fixed once it exists. Records are appended through
-`ReplicaManager.append` (coordinator origin, flush policy, fetch waiters woken) like any topic,
-so `kafka-dump-log.sh
---transaction-log-decoder` reads our files. Loading replays every partition in log order; the
-last record of each transactional id wins.
+segments; its partition count is fixed once it exists. Records are appended through the
+coordinator runtime's store (runtime/coordinator_store.py, one path to `ReplicaManager.append`)
+like any topic, so `kafka-dump-log.sh --transaction-log-decoder` reads our files. Loading replays
+every partition in log order; the last record of each transactional id wins.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import struct
 from collections.abc import Iterator
 from typing import Any
 
-from minibroker.coordinator.records import partition_for
-from minibroker.coordinator.transaction_metadata import (
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.txn.transaction_metadata import (
     TransactionMetadata,
     TransactionState,
     TxnTransitMetadata,
 )
-from minibroker.replica_manager import ReplicaManager
-from minibroker.topics import Topic, TopicRegistry
 from protocol import coordinator_records as cr
 from protocol.codec import decode, encode
 from protocol.records.batch import NO_PRODUCER_EPOCH
-from protocol.records.v2 import Record, build_batch, decode_batches
-from storage.log import AppendOrigin
 
 log = logging.getLogger("minibroker.coordinator.transaction_log")
 
@@ -52,7 +46,6 @@ VALUE_VERSION = 0  # transaction.version 0: the non-flexible value
 def value_version(transaction_version: int) -> int:
     """TransactionLog.valueToBytes: the flexible value (1) once transaction.version >= 1."""
     return 1 if transaction_version >= 1 else 0
-LOAD_READ_BYTES = 5 * 1024 * 1024  # Kafka: transaction.state.log.load.buffer.size
 
 
 def key_bytes(transactional_id: str) -> bytes:
@@ -111,85 +104,25 @@ def read_value(transactional_id: str, value: bytes | memoryview | None) -> Trans
     return md
 
 
-class TransactionLogStore:
-    """Appends to and loads __transaction_state through the broker's logs."""
+def topic_configs(segment_bytes: int, min_isr: int) -> dict[str, Any]:
+    """The configs __transaction_state is created with (TransactionStateManager.transactionTopicConfigs)."""
+    return {"cleanup.policy": ["compact"], "compression.type": "uncompressed", "segment.bytes": segment_bytes,
+            "min.insync.replicas": min_isr, "unclean.leader.election.enable": False}
 
-    def __init__(self, topics: TopicRegistry, replica_manager: ReplicaManager, num_partitions: int,
-                 segment_bytes: int, min_isr: int) -> None:
-        self.topics = topics
-        self.replica_manager = replica_manager
-        self.num_partitions = num_partitions
-        self.segment_bytes = segment_bytes
-        self.min_isr = min_isr
 
-    def _overrides(self) -> dict[str, Any]:
-        # TransactionStateManager.transactionTopicConfigs
-        return {"cleanup.policy": ["compact"], "compression.type": "uncompressed",
-                "segment.bytes": self.segment_bytes, "min.insync.replicas": self.min_isr,
-                "unclean.leader.election.enable": False}
+def read_records(store: CoordinatorStore) -> Iterator[tuple[int, str, TransactionMetadata | None]]:
+    """(partition, transactional id, metadata or None for a tombstone) of every partition, in log order."""
+    for partition in store.partitions():
+        yield from read_partition(store, partition)
 
-    def topic(self) -> Topic | None:
-        topic = self.topics.get(TOPIC)
-        if topic is not None:
-            self.num_partitions = len(topic.partitions)
-        return topic
 
-    def ensure_topic(self) -> Topic:
-        topic = self.topic()
-        if topic is None:
-            topic = self.topics.ensure_internal_topic(TOPIC, self.num_partitions, self._overrides())
-            self.num_partitions = len(topic.partitions)
-        return topic
-
-    async def ensure_topic_async(self) -> Topic:
-        """ensure_topic with the partition directories made off the loop."""
-        topic = self.topic()
-        if topic is not None:
-            return topic
-        # shielded: the creation outlives a request whose connection closes (see OffsetsStore)
-        topic = await asyncio.shield(self.topics.ensure_internal_topic_async(TOPIC, self.num_partitions,
-                                                                             self._overrides()))
-        self.num_partitions = len(topic.partitions)
-        return topic
-
-    def partition_for(self, transactional_id: str) -> int:
-        self.topic()
-        return partition_for(transactional_id, self.num_partitions)
-
-    def append(self, transactional_id: str, value: bytes | None, now: int) -> int:
-        """Write one record to the transactional id's partition; returns its offset."""
-        topic = self.ensure_topic()
-        partition = partition_for(transactional_id, len(topic.partitions))
-        lg = topic.partitions[partition]
-        batch = build_batch([Record(key=key_bytes(transactional_id), value=value)], base_timestamp=now)
-        return self.replica_manager.append(lg, batch, origin=AppendOrigin.COORDINATOR).first_offset
-
-    def load(self) -> Iterator[tuple[int, str, TransactionMetadata | None]]:
-        """(partition, transactional id, metadata or None for a tombstone) in log order."""
-        topic = self.topic()
-        if topic is None:
-            return
-        for partition in sorted(topic.partitions):
-            lg = topic.partitions[partition]
-            offset, end = lg.log_start_offset, lg.log_end_offset
-            while offset < end:
-                info = lg.read(offset, LOAD_READ_BYTES, max_offset=end)
-                if info.region is None:
-                    break
-                progressed = False
-                for batch in decode_batches(info.region.read_all()):
-                    progressed = True
-                    offset = batch.next_offset
-                    if batch.is_control:
-                        continue
-                    for rec in batch.records:
-                        if rec.key is None:
-                            raise ValueError(f"Transaction state log's key should not be null ({TOPIC}-{partition})")
-                        txn_id = read_key(rec.key)
-                        if txn_id is None:
-                            log.warning("Unknown message key while loading transaction state from %s-%d. "
-                                        "Ignoring it.", TOPIC, partition)
-                            continue
-                        yield partition, txn_id, read_value(txn_id, rec.value)
-                if not progressed:
-                    break
+def read_partition(store: CoordinatorStore, partition: int) -> Iterator[tuple[int, str, TransactionMetadata | None]]:
+    """(partition, transactional id, metadata or None for a tombstone) of one partition, in log order."""
+    for key, value in store.load_partition(partition):
+        if key is None:
+            raise ValueError(f"Transaction state log's key should not be null ({TOPIC}-{partition})")
+        txn_id = read_key(key)
+        if txn_id is None:
+            log.warning("Unknown message key while loading transaction state from %s-%d. Ignoring it.", TOPIC, partition)
+            continue
+        yield partition, txn_id, read_value(txn_id, value)

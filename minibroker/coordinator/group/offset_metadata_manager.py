@@ -18,17 +18,22 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from minibroker.coordinator.consumer_group_manager import ConsumerGroupManager
-from minibroker.coordinator.group import ClassicGroup, GroupState
-from minibroker.coordinator.group_membership import GroupConfig, GroupMetadataManager, write_records
-from minibroker.coordinator.offsets_store import CoordinatorRecord, OffsetsStore
-from minibroker.coordinator.records import (
+from minibroker.coordinator.group.classic_group import ClassicGroup, GroupState
+from minibroker.coordinator.group.consumer_group_manager import ConsumerGroupManager
+from minibroker.coordinator.group.group_metadata_manager import (
+    GroupConfig,
+    GroupMetadataManager,
+    write_records,
+)
+from minibroker.coordinator.group.records import (
     OffsetAndMetadata,
     OffsetCommitRecord,
     decode_record,
     offset_commit_record,
     offset_commit_tombstone,
 )
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock
 
@@ -40,7 +45,7 @@ TopicPartition = tuple[str, int]
 class OffsetMetadataManager:
     """Every group's committed offsets, and the transactional ones waiting for their marker."""
 
-    def __init__(self, config: GroupConfig, store: OffsetsStore, membership: GroupMetadataManager, *,
+    def __init__(self, config: GroupConfig, store: CoordinatorStore, membership: GroupMetadataManager, *,
                  now_ms: Clock) -> None:
         self.config = config
         self.store = store

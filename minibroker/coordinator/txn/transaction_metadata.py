@@ -25,6 +25,7 @@ the epoch changes at InitProducerId and fencing only.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -289,3 +290,32 @@ class TransactionMetadata:
         return (f"TransactionMetadata(transactionalId={self.transactional_id}, producerId={self.producer_id}, "
                 f"producerEpoch={self.producer_epoch}, state={self.state.display_name}, "
                 f"partitions={sorted(self.topic_partitions)})")
+
+
+def list_transaction_states(txns: Iterable[TransactionMetadata], states: Iterable[str], producer_ids: Iterable[int],
+                            duration_ms: int, now: int) -> tuple[list[str], list[TransactionMetadata]]:
+    """ListTransactions' filter (TransactionStateManager.listTransactionStates): the state names
+    it does not know, and the live transactions in one of `states`, of one of `producer_ids`,
+    open longer than `duration_ms` (each filter applies only when given)."""
+    wanted: set[TransactionState] = set()
+    unknown: list[str] = []
+    names = list(states)
+    for name in names:
+        state = TransactionState.from_name(name)
+        if state is None:
+            unknown.append(name)
+        else:
+            wanted.add(state)
+    pids = set(producer_ids)
+    out = []
+    for md in txns:
+        if md.state == TransactionState.DEAD:
+            continue
+        if pids and md.producer_id not in pids:
+            continue
+        if names and md.state not in wanted:
+            continue
+        if duration_ms >= 0 and now - md.txn_start_timestamp <= duration_ms:
+            continue
+        out.append(md)
+    return unknown, out

@@ -3,7 +3,7 @@
 
 Theory of operation:
 
-- JoinGroup parks the member (a future completed later) and moves the group to
+- JoinGroup (classic_group_join.py) parks the member (a future completed later) and moves the group to
   PreparingRebalance; the join phase completes when every member has rejoined, or when the
   rebalance timeout (the largest member rebalance.timeout.ms) fires and removes the members
   that did not. The first rebalance of an Empty group waits group.initial.rebalance.delay.ms,
@@ -15,7 +15,7 @@ Theory of operation:
 - Heartbeats push back each member's session deadline. A member that misses it is removed and
   the group rebalances; so are members that do not send SyncGroup within the rebalance timeout.
 
-Deadlines are loop timers keyed by group and member (coordinator/timer.py). Records are
+Deadlines are loop timers keyed by group and member (runtime/keyed_timer.py). Records are
 appended synchronously (`write_records`), so an operation and its write are never interleaved
 with another operation. The answers' shapes are built in group_responses.py.
 """
@@ -24,70 +24,34 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from typing import Any
 
-from minibroker.config import BrokerConfig
-from minibroker.coordinator.group import (
+from minibroker.coordinator.group.classic_group import (
     EMPTY_ASSIGNMENT,
     UNKNOWN_MEMBER_ID,
     ClassicGroup,
+    ClientInfo,
     GroupState,
     Member,
 )
-from minibroker.coordinator.group_events import GroupEvents
-from minibroker.coordinator.group_responses import (
-    JoinResponse,
+from minibroker.coordinator.group.classic_group_join import ClassicGroupJoin
+from minibroker.coordinator.group.group_coordinator_config import GroupConfig
+from minibroker.coordinator.group.group_events import GroupEvents
+from minibroker.coordinator.group.group_responses import (
     MemberResponse,
     join_error,
     join_response,
     sync_error,
     sync_response,
 )
-from minibroker.coordinator.group_responses import protocols as request_protocols
-from minibroker.coordinator.offsets_store import CoordinatorRecord, OffsetsStore
-from minibroker.coordinator.records import GroupMetadataRecord, group_metadata_record
-from minibroker.coordinator.timer import KeyedTimer
+from minibroker.coordinator.group.records import GroupMetadataRecord, group_metadata_record
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock
 
 log = logging.getLogger("minibroker.coordinator.group")
-
-
-@dataclass
-class GroupConfig:
-    """The broker settings the coordinator uses; defaults are Kafka's."""
-
-    initial_rebalance_delay_ms: int = 3000
-    min_session_timeout_ms: int = 6000
-    max_session_timeout_ms: int = 1_800_000
-    max_size: int = 2**31 - 1
-    # Kafka: GroupCoordinatorConfig.CLASSIC_GROUP_NEW_MEMBER_JOIN_TIMEOUT_MS (not a broker key).
-    new_member_join_timeout_ms: int = 5 * 60 * 1000
-    offsets_retention_ms: int = 7 * 24 * 60 * 60 * 1000
-    offsets_retention_check_interval_ms: int = 600_000
-    offset_metadata_max_bytes: int = 4096
-
-    @classmethod
-    def from_broker_config(cls, cfg: BrokerConfig) -> GroupConfig:
-        return cls(
-            initial_rebalance_delay_ms=cfg.get("group.initial.rebalance.delay.ms"),
-            min_session_timeout_ms=cfg.get("group.min.session.timeout.ms"),
-            max_session_timeout_ms=cfg.get("group.max.session.timeout.ms"),
-            max_size=cfg.get("group.max.size"),
-            offsets_retention_ms=cfg.get("offsets.retention.minutes") * 60_000,
-            offsets_retention_check_interval_ms=cfg.get("offsets.retention.check.interval.ms"),
-            offset_metadata_max_bytes=cfg.get("offset.metadata.max.bytes"),
-        )
-
-
-@dataclass(slots=True)
-class ClientInfo:
-    """Who sent a request: what members are described with (DescribeGroups)."""
-
-    client_id: str
-    client_host: str
-    api_version: int
 
 
 def append_error_to_response_error(code: int) -> int:
@@ -101,7 +65,7 @@ def append_error_to_response_error(code: int) -> int:
         return ErrorCode.UNKNOWN_SERVER_ERROR
     return code
 
-def write_records(store: OffsetsStore, group_id: str, records: list[CoordinatorRecord], producer_id: int = -1,
+def write_records(store: CoordinatorStore, group_id: str, records: list[CoordinatorRecord], producer_id: int = -1,
                   producer_epoch: int = -1) -> None:
     """Append records to the group's __consumer_offsets partition; KafkaError (with the code a
     client of the group APIs expects) on failure."""
@@ -119,10 +83,30 @@ def write_records(store: OffsetsStore, group_id: str, records: list[CoordinatorR
         raise KafkaError(ErrorCode.NOT_COORDINATOR, str(e)) from None
 
 
+def classic_group_of(group_id: str, v: Any) -> ClassicGroup:
+    """The classic group a GroupMetadataValue describes (Kafka: ClassicGroup.fromRecord): Stable
+    with its members and their assignments, or Empty."""
+    group = ClassicGroup(
+        group_id, generation_id=v.generation, protocol_type=v.protocol_type or None,
+        protocol_name=v.protocol, leader_id=v.leader,
+        current_state_timestamp=None if v.current_state_timestamp == -1 else v.current_state_timestamp,
+    )
+    for mm in v.members:
+        member = Member(mm.member_id, mm.group_instance_id, mm.client_id, mm.client_host,
+                        mm.rebalance_timeout if mm.rebalance_timeout != -1 else mm.session_timeout,
+                        mm.session_timeout, v.protocol_type, [(v.protocol, bytes(mm.subscription))],
+                        bytes(mm.assignment))
+        group.add(member)
+    group.leader_id = v.leader if v.leader in group.members else group.leader_id
+    group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+    group.subscribed_topics = group.compute_subscribed_topics()
+    return group
+
+
 class GroupMetadataManager:
     """Every classic group's membership, generations and member sessions."""
 
-    def __init__(self, config: GroupConfig, store: OffsetsStore, *, now_ms: Clock) -> None:
+    def __init__(self, config: GroupConfig, store: CoordinatorStore, *, now_ms: Clock) -> None:
         self.config = config
         self.store = store
         self.now_ms = now_ms
@@ -130,6 +114,7 @@ class GroupMetadataManager:
         self.timer = KeyedTimer()
         self.active = False
         self.events = GroupEvents(now_ms)  # the rebalance timeline; the coordinator shares one
+        self.joins = ClassicGroupJoin(self)
 
     def unload(self) -> None:
         """Stop every timer; members parked in JoinGroup/SyncGroup retry against the next
@@ -152,33 +137,19 @@ class GroupMetadataManager:
             if group is not None:
                 group.state = GroupState.DEAD
             return
-        v = rec.value
-        group = ClassicGroup(
-            rec.group, generation_id=v.generation, protocol_type=v.protocol_type or None,
-            protocol_name=v.protocol, leader_id=v.leader,
-            current_state_timestamp=None if v.current_state_timestamp == -1 else v.current_state_timestamp,
-        )
-        for mm in v.members:
-            member = Member(mm.member_id, mm.group_instance_id, mm.client_id, mm.client_host,
-                            mm.rebalance_timeout if mm.rebalance_timeout != -1 else mm.session_timeout,
-                            mm.session_timeout, v.protocol_type, [(v.protocol, bytes(mm.subscription))],
-                            bytes(mm.assignment))
-            group.add(member)
-        group.leader_id = v.leader if v.leader in group.members else group.leader_id
-        group.state = GroupState.STABLE if group.members else GroupState.EMPTY
-        group.subscribed_topics = group.compute_subscribed_topics()
+        group = classic_group_of(rec.group, rec.value)
         old = self.groups.get(rec.group)
         if old is not None:
             old.state = GroupState.DEAD
         self.groups[rec.group] = group
 
-    def _write_group_metadata(self, group: ClassicGroup, assignment: dict[str, bytes]) -> None:
+    def write_group_metadata(self, group: ClassicGroup, assignment: dict[str, bytes]) -> None:
         write_records(self.store, group.group_id, [group_metadata_record(group, assignment)])
 
     def drop_group(self, group: ClassicGroup) -> None:
         gid = group.group_id
         for mid in list(group.pending_join_members):
-            self._cancel_heartbeat(gid, mid)
+            self.cancel_heartbeat(gid, mid)
         self.timer.cancel(("join", gid))
         self.timer.cancel(("sync", gid))
         group.transition_to(GroupState.DEAD, self.now_ms())
@@ -192,7 +163,7 @@ class GroupMetadataManager:
         for member in list(group.members.values()):
             group.complete_join(member, join_error(member.member_id, ErrorCode.REBALANCE_IN_PROGRESS))
             group.complete_sync(member, sync_error(ErrorCode.REBALANCE_IN_PROGRESS))
-            self._cancel_heartbeat(group.group_id, member.member_id)
+            self.cancel_heartbeat(group.group_id, member.member_id)
         self.drop_group(group)
 
     def take_over(self, group: ClassicGroup, reason: str | None) -> None:
@@ -202,22 +173,22 @@ class GroupMetadataManager:
         for member in group.members.values():
             self.reschedule_heartbeat(group, member)
         if reason is not None:
-            self._prepare_rebalance(group, reason)
+            self.prepare_rebalance(group, reason)
 
     @staticmethod
-    def _heartbeat_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    def heartbeat_key(group_id: str, member_id: str) -> tuple[str, str, str]:
         return ("heartbeat", group_id, member_id)
 
     def reschedule_heartbeat(self, group: ClassicGroup, member: Member, timeout_ms: int | None = None) -> None:
         gid, mid = group.group_id, member.member_id
-        self.timer.schedule(self._heartbeat_key(gid, mid),
+        self.timer.schedule(self.heartbeat_key(gid, mid),
                             member.session_timeout_ms if timeout_ms is None else timeout_ms,
-                            lambda: self._expire_heartbeat(gid, mid))
+                            lambda: self.expire_heartbeat(gid, mid))
 
-    def _cancel_heartbeat(self, group_id: str, member_id: str) -> None:
-        self.timer.cancel(self._heartbeat_key(group_id, member_id))
+    def cancel_heartbeat(self, group_id: str, member_id: str) -> None:
+        self.timer.cancel(self.heartbeat_key(group_id, member_id))
 
-    def _expire_heartbeat(self, group_id: str, member_id: str) -> None:
+    def expire_heartbeat(self, group_id: str, member_id: str) -> None:
         group = self.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
             return
@@ -236,216 +207,22 @@ class GroupMetadataManager:
 
     # ----------------------------------------------------------------------------- JoinGroup
     def join_group(self, req: Any, client: ClientInfo) -> asyncio.Future[Any]:
-        """Handle JoinGroup; the future resolves to the JoinGroup response (maybe much later).
-
-        `req.rebalance_timeout_ms` must already be set (v0 has none: the handler uses the
-        session timeout, as Kafka does)."""
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        try:
-            self._join(req, client, fut)
-        except KafkaError as e:
-            if not fut.done():
-                fut.set_result(join_error(req.member_id, e.code))
-        return fut
-
-    def _join(self, req: Any, client: ClientInfo, fut: asyncio.Future[Any]) -> None:
-        if not self.active:
-            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if not req.group_id:
-            raise KafkaError(ErrorCode.INVALID_GROUP_ID)
-        if not (self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms):
-            raise KafkaError(ErrorCode.INVALID_SESSION_TIMEOUT)
-        is_unknown = req.member_id == UNKNOWN_MEMBER_ID
-        group = self.groups.get(req.group_id)
-        if group is None:
-            if not is_unknown:
-                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
-            group = ClassicGroup(req.group_id, current_state_timestamp=self.now_ms())
-            self.groups[req.group_id] = group
-            try:
-                # Kafka commits a new group to the log with an empty GroupMetadata record.
-                self._write_group_metadata(group, {})
-            except KafkaError:
-                del self.groups[req.group_id]
-                raise
-        if not self._accept_joining_member(group, req.member_id):
-            group.remove(req.member_id)
-            fut.set_result(join_error(UNKNOWN_MEMBER_ID, ErrorCode.GROUP_MAX_SIZE_REACHED))
-        elif is_unknown:
-            self._join_new_member(group, req, client, fut)
-        else:
-            self._join_existing_member(group, req, client, fut)
-
-    def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
-        if group.is_in(GroupState.EMPTY, GroupState.DEAD):
-            return True
-        if group.is_in(GroupState.PREPARING_REBALANCE):
-            # Counting the members already parked lets the last rejoining ones be refused when
-            # group.max.size was lowered (Kafka: acceptJoiningMember).
-            m = group.members.get(member_id)
-            return (m is not None and m.is_awaiting_join) or group.num_awaiting_join() < self.config.max_size
-        return member_id in group.members or len(group.members) < self.config.max_size
-
-    def _join_new_member(self, group: ClassicGroup, req: Any, client: ClientInfo,
-                         fut: asyncio.Future[Any]) -> None:
-        if group.is_in(GroupState.DEAD):
-            fut.set_result(join_error(UNKNOWN_MEMBER_ID, ErrorCode.COORDINATOR_NOT_AVAILABLE))
-            return
-        protocols = request_protocols(req)
-        if not group.supports_protocols(req.protocol_type, {n for n, _ in protocols}):
-            fut.set_result(join_error(UNKNOWN_MEMBER_ID, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-            return
-        new_member_id = group.generate_member_id(client.client_id, req.group_instance_id)
-        if req.group_instance_id is not None:
-            existing = group.static_member_id(req.group_instance_id)
-            if existing is not None:
-                log.info("Static member with groupInstanceId=%s and unknown member id joins group %s in %s "
-                         "state. Replacing previously mapped member %s with this groupInstanceId.",
-                         req.group_instance_id, group.group_id, group.state.value, existing)
-                self._update_static_member_and_rebalance(group, req, client, existing, new_member_id, fut)
-            else:
-                self._add_member_and_rebalance(group, req, client, new_member_id, fut)
-        elif client.api_version >= 4:
-            # KIP-394: hand out the member id first; the member rejoins with it. Until then it is
-            # pending, and it is forgotten if it does not come back within its session timeout.
-            group.add_pending_member(new_member_id)
-            gid = group.group_id
-            self.timer.schedule(self._heartbeat_key(gid, new_member_id), req.session_timeout_ms,
-                                lambda: self._expire_heartbeat(gid, new_member_id))
-            fut.set_result(join_error(new_member_id, ErrorCode.MEMBER_ID_REQUIRED))
-        else:
-            self._add_member_and_rebalance(group, req, client, new_member_id, fut)
-
-    def _join_existing_member(self, group: ClassicGroup, req: Any, client: ClientInfo,
-                              fut: asyncio.Future[Any]) -> None:
-        member_id = req.member_id
-        protocols = request_protocols(req)
-        if group.is_in(GroupState.DEAD):
-            fut.set_result(join_error(member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE))
-            return
-        if not group.supports_protocols(req.protocol_type, {n for n, _ in protocols}):
-            fut.set_result(join_error(member_id, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-            return
-        if group.is_pending_member(member_id):
-            if req.group_instance_id is not None:
-                raise KafkaError(ErrorCode.INVALID_REQUEST,
-                                 "a pending member id cannot be used by a static member")
-            log.info("Pending dynamic member with id %s joins group %s in %s state. Adding to the group now.",
-                     member_id, group.group_id, group.state.value)
-            self._add_member_and_rebalance(group, req, client, member_id, fut)
-            return
-        group.validate_member(member_id, req.group_instance_id)  # UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID
-        member = group.members[member_id]
-        if group.is_in(GroupState.PREPARING_REBALANCE):
-            self._update_member_and_rebalance(group, member, req, fut,
-                                              f"member {member_id} is joining group during PreparingRebalance")
-        elif group.is_in(GroupState.COMPLETING_REBALANCE):
-            if member.matches(protocols):
-                # The member missed its JoinGroup response: answer again for this generation.
-                fut.set_result(join_response(group, member_id, with_members=group.is_leader(member_id)))
-            else:
-                self._update_member_and_rebalance(group, member, req, fut,
-                                                  f"updating metadata for member {member_id}")
-        elif group.is_in(GroupState.STABLE):
-            if group.is_leader(member_id):
-                # The leader rejoins to trigger a rebalance (e.g. the topics' metadata changed).
-                self._update_member_and_rebalance(group, member, req, fut,
-                                                  f"leader {member_id} re-joining group during Stable")
-            elif not member.matches(protocols):
-                self._update_member_and_rebalance(group, member, req, fut,
-                                                  f"updating metadata for member {member_id}")
-            else:
-                fut.set_result(join_response(group, member_id, with_members=False))
-        else:
-            log.warning("Attempt to add rejoining member %s of group %s in unexpected group state %s",
-                        member_id, group.group_id, group.state.value)
-            fut.set_result(join_error(member_id, ErrorCode.UNKNOWN_MEMBER_ID))
-
-    def _add_member_and_rebalance(self, group: ClassicGroup, req: Any, client: ClientInfo, member_id: str,
-                                  fut: asyncio.Future[Any]) -> None:
-        member = Member(member_id, req.group_instance_id, client.client_id, client.client_host,
-                        req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type, request_protocols(req),
-                        is_new=True)
-        if group.is_in(GroupState.PREPARING_REBALANCE) and group.previous_state is GroupState.EMPTY:
-            group.new_member_added = True  # lets the initial rebalance wait a little longer
-        group.add(member, fut)
-        # A new member cannot heartbeat yet (it has no generation); bound its parked JoinGroup by
-        # the new-member join timeout so a client that went away does not stall rebalances forever.
-        self.reschedule_heartbeat(group, member, self.config.new_member_join_timeout_ms)
-        self.events.record(group.group_id, "MemberJoined", group.generation_id, "%s (client %s, %s)", member_id,
-                           client.client_id, client.client_host)
-        self._maybe_prepare_rebalance_or_complete_join(
-            group, f"adding new member {member_id} with group instance id {req.group_instance_id}")
-
-    def _update_member_and_rebalance(self, group: ClassicGroup, member: Member, req: Any,
-                                     fut: asyncio.Future[Any], reason: str) -> None:
-        if member.awaiting_join is not None and member.awaiting_join is not fut:
-            # A second JoinGroup from the same member replaces the first (its connection is gone).
-            group.complete_join(member, join_error(member.member_id, ErrorCode.REBALANCE_IN_PROGRESS))
-        group.update_member(member, request_protocols(req), req.rebalance_timeout_ms, req.session_timeout_ms, fut)
-        self._maybe_prepare_rebalance_or_complete_join(group, reason)
-
-    def _update_static_member_and_rebalance(self, group: ClassicGroup, req: Any, client: ClientInfo,
-                                            old_member_id: str, new_member_id: str,
-                                            fut: asyncio.Future[Any]) -> None:
-        current_leader = group.leader_id
-        fenced_join = JoinResponse(error_code=ErrorCode.FENCED_INSTANCE_ID, member_id=old_member_id,
-                                   protocol_name=None, leader="", members=[])
-        member = group.replace_static_member(req.group_instance_id, old_member_id, new_member_id,
-                                             fenced_join, sync_error(ErrorCode.FENCED_INSTANCE_ID))
-        self._cancel_heartbeat(group.group_id, old_member_id)
-        self.reschedule_heartbeat(group, member)
-        old_protocols = member.protocols
-        old_timeouts = (member.rebalance_timeout_ms, member.session_timeout_ms)
-        group.update_member(member, request_protocols(req), req.rebalance_timeout_ms, req.session_timeout_ms, fut)
-        if group.is_in(GroupState.STABLE):
-            if group.protocol_name == group.select_protocol():
-                # Same protocol: no rebalance (KIP-345); persist the new member id and answer
-                # with the current generation. A v9+ leader is told to skip the assignment.
-                try:
-                    self._write_group_metadata(group, group.assignments())
-                except KafkaError as e:
-                    group.update_member(member, old_protocols, old_timeouts[0], old_timeouts[1], None)
-                    old = group.replace_static_member(req.group_instance_id, new_member_id, old_member_id,
-                                                      None, None)
-                    self._cancel_heartbeat(group.group_id, new_member_id)
-                    self.reschedule_heartbeat(group, old)
-                    fut.set_result(JoinResponse(error_code=e.code, member_id=UNKNOWN_MEMBER_ID,
-                                                generation_id=group.generation_id,
-                                                protocol_type=group.protocol_type,
-                                                protocol_name=group.protocol_name, leader=current_leader or "",
-                                                members=[]))
-                    return
-                if client.api_version >= 9:
-                    is_leader = group.is_leader(new_member_id)
-                    group.complete_join(member, join_response(group, new_member_id, with_members=is_leader,
-                                                                    skip_assignment=is_leader))
-                else:
-                    resp = join_response(group, new_member_id, with_members=False)
-                    resp.leader = current_leader or ""
-                    group.complete_join(member, resp)
-            else:
-                self._maybe_prepare_rebalance_or_complete_join(
-                    group, f"static member {new_member_id} joined with a change of protocol")
-        elif group.is_in(GroupState.COMPLETING_REBALANCE):
-            # The leader may already be assigning to the old member id: rebalance again.
-            self._prepare_rebalance(group, f"updating metadata for static member {new_member_id}")
-        else:
-            self._maybe_complete_join_phase(group)
+        """Handle JoinGroup (classic_group_join.py); the future resolves to the JoinGroup response."""
+        return self.joins.join_group(req, client)
 
     # ------------------------------------------------------------------------- rebalancing
-    def _maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup, reason: str) -> None:
+    def maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup, reason: str) -> None:
         if group.can_rebalance():
-            self._prepare_rebalance(group, reason)
+            self.prepare_rebalance(group, reason)
         else:
-            self._maybe_complete_join_phase(group)
+            self.maybe_complete_join_phase(group)
 
-    def _maybe_complete_join_phase(self, group: ClassicGroup) -> None:
+    def maybe_complete_join_phase(self, group: ClassicGroup) -> None:
         if (group.is_in(GroupState.PREPARING_REBALANCE) and group.previous_state is not GroupState.EMPTY
                 and group.has_all_members_joined()):
             self._complete_join(group)
 
-    def _prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
+    def prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
         if group.is_in(GroupState.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
         self._remove_sync_expiration(group)
@@ -493,7 +270,7 @@ class GroupMetadataManager:
         gone = [m for m in group.not_yet_rejoined() if not m.is_static]
         for m in gone:
             group.remove(m.member_id)
-            self._cancel_heartbeat(gid, m.member_id)
+            self.cancel_heartbeat(gid, m.member_id)
         if gone:
             log.info("Group %s removed dynamic members who haven't joined: %s", gid, [m.member_id for m in gone])
         if not group.maybe_elect_new_joined_leader() and group.members:
@@ -508,7 +285,7 @@ class GroupMetadataManager:
         if group.is_in(GroupState.EMPTY):
             log.info("Group %s with generation %d is now empty.", gid, group.generation_id)
             try:
-                self._write_group_metadata(group, {})
+                self.write_group_metadata(group, {})
             except KafkaError as e:
                 # Safe to go on: an empty generation has nobody to confuse (Kafka: same choice).
                 log.warning("Failed to write empty metadata for group %s: %s", gid, e)
@@ -537,18 +314,18 @@ class GroupMetadataManager:
             missing = sorted(group.pending_sync_members)
             for member_id in missing:
                 group.remove(member_id)
-                self._cancel_heartbeat(group_id, member_id)
+                self.cancel_heartbeat(group_id, member_id)
             log.info("Group %s removed members who haven't sent their sync requests: %s", group_id, missing)
-            self._prepare_rebalance(group, f"removing {missing} on pending sync request expiration")
+            self.prepare_rebalance(group, f"removing {missing} on pending sync request expiration")
 
     def _remove_member_and_update_group(self, group: ClassicGroup, member: Member, reason: str) -> None:
         self.events.record(group.group_id, "MemberRemoved", group.generation_id, "%s", reason)
         # A member still parked in JoinGroup gets UNKNOWN_MEMBER_ID, so a live client rejoins.
         group.complete_join(member, join_error(UNKNOWN_MEMBER_ID, ErrorCode.UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
-        self._cancel_heartbeat(group.group_id, member.member_id)
+        self.cancel_heartbeat(group.group_id, member.member_id)
         if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-            self._maybe_prepare_rebalance_or_complete_join(group, reason)
+            self.maybe_prepare_rebalance_or_complete_join(group, reason)
         elif group.is_in(GroupState.PREPARING_REBALANCE) and group.has_all_members_joined():
             self._complete_join(group)
 
@@ -614,10 +391,10 @@ class GroupMetadataManager:
         log.info("Assignment received from leader %s for group %s for generation %d. The group has %d members.",
                  req.member_id, group.group_id, group.generation_id, len(group.members))
         try:
-            self._write_group_metadata(group, assignment)
+            self.write_group_metadata(group, assignment)
         except KafkaError as e:
             self._reset_and_propagate_assignment_error(group, e.code)
-            self._maybe_prepare_rebalance_or_complete_join(group, f"error {e} storing the group assignment")
+            self.maybe_prepare_rebalance_or_complete_join(group, f"error {e} storing the group assignment")
             return
         for m in group.members.values():
             m.assignment = assignment.get(m.member_id, EMPTY_ASSIGNMENT)
@@ -686,7 +463,7 @@ class GroupMetadataManager:
                     error = ErrorCode.UNKNOWN_MEMBER_ID
             elif group.is_pending_member(mid):
                 group.remove(mid)
-                self._cancel_heartbeat(group_id, mid)
+                self.cancel_heartbeat(group_id, mid)
                 log.info("Pending member %s has left group %s through explicit LeaveGroup; client reason: %s",
                          mid, group_id, reason)
             else:
@@ -699,15 +476,15 @@ class GroupMetadataManager:
             responses.append(MemberResponse(member_id=mid, group_instance_id=iid, error_code=error))
         if any(r.error_code == ErrorCode.NONE for r in responses):
             if group.is_in(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-                self._maybe_prepare_rebalance_or_complete_join(
+                self.maybe_prepare_rebalance_or_complete_join(
                     group, f"explicit LeaveGroup request for ({', '.join(left)}) members")
             elif group.is_in(GroupState.PREPARING_REBALANCE):
-                self._maybe_complete_join_phase(group)
+                self.maybe_complete_join_phase(group)
         return ErrorCode.NONE, responses
 
     def _remove_current_member(self, group: ClassicGroup, member_id: str, reason: str) -> None:
         member = group.members[member_id]
-        self._cancel_heartbeat(group.group_id, member_id)
+        self.cancel_heartbeat(group.group_id, member_id)
         log.info("Member %s has left group %s through explicit LeaveGroup request; client reason: %s",
                  member_id, group.group_id, reason)
         self.events.record(group.group_id, "MemberLeft", group.generation_id, "%s (LeaveGroup; reason: %s)",

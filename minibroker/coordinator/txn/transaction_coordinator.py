@@ -2,8 +2,8 @@
 TransactionMarkerChannelManager), for a single broker.
 
 Theory of operation. This broker coordinates every transactional id. Each id's state
-(coordinator/transaction_metadata.py) changes in two steps: the target state is prepared,
-written to __transaction_state (coordinator/transaction_log.py), and applied once written.
+(txn/transaction_metadata.py) changes in two steps: the target state is prepared,
+written to __transaction_state (txn/transaction_log.py), and applied once written.
 
 - InitProducerId: a new id gets a producer id (from the broker's ProducerIdManager) and epoch
   0; an existing one gets its epoch bumped (KIP-360 rules for a producer that names its old id
@@ -26,7 +26,8 @@ written to __transaction_state (coordinator/transaction_log.py), and applied onc
   ABORT control batch is appended to every partition of the transaction (Kafka sends
   WriteTxnMarkers to the partition leaders; here they are local appends), the group
   coordinator is told for __consumer_offsets partitions, and CompleteCommit/CompleteAbort is
-  written. Markers that cannot be written yet (a storage error) are retried by the periodic
+  written (txn/transaction_marker_channel_manager.py). Markers that cannot be written yet (a
+  storage error) are retried by the periodic
   task; meanwhile the transactional id answers CONCURRENT_TRANSACTIONS.
 - Transactions open longer than their transaction.timeout.ms are aborted by the periodic task
   (every transaction.abort.timed.out.transaction.cleanup.interval.ms), fencing the producer;
@@ -51,32 +52,38 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from minibroker.config import BrokerConfig
-from minibroker.coordinator.group_coordinator import GroupCoordinator
-from minibroker.coordinator.offsets_store import TOPIC as OFFSETS_TOPIC
-from minibroker.coordinator.transaction_log import TOPIC, TransactionLogStore, value_bytes, value_version
-from minibroker.coordinator.transaction_metadata import (
+from minibroker.coordinator.group.group_coordinator import GroupCoordinator
+from minibroker.coordinator.group.records import TOPIC as OFFSETS_TOPIC
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
+from minibroker.coordinator.txn.transaction_log import (
+    TOPIC,
+    key_bytes,
+    read_partition,
+    value_bytes,
+    value_version,
+)
+from minibroker.coordinator.txn.transaction_marker_channel_manager import TransactionMarkerChannelManager
+from minibroker.coordinator.txn.transaction_metadata import (
     SHORT_MAX,
     TopicPartition,
     TransactionMetadata,
     TransactionState,
     TxnTransitMetadata,
+    list_transaction_states,
     supports_epoch_bump,
 )
-from minibroker.coordinator.transaction_producer_ids import ProducerIdManager
 from minibroker.partition import Partition
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import Topic, TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, BatchView
-from protocol.records.v2 import ControlType, build_control_batch
 from storage.clock import Clock, wall_clock_ms
-from storage.log import AppendOrigin
 from storage.log_manager import LogManager
 
 log = logging.getLogger("minibroker.coordinator.transaction")
 
 S = TransactionState
-COORDINATOR_EPOCH = 0
 
 
 @dataclass(frozen=True)
@@ -139,7 +146,7 @@ def verification_error_for_produce(code: int, generic_error_supported: bool) -> 
 class TransactionCoordinator:
     """Every transactional id of the broker (one per broker)."""
 
-    def __init__(self, config: TransactionConfig, store: TransactionLogStore, producer_ids: ProducerIdManager,
+    def __init__(self, config: TransactionConfig, store: CoordinatorStore, producer_ids: ProducerIdManager,
                  topics: TopicRegistry, replica_manager: ReplicaManager, groups: GroupCoordinator,
                  log_manager: LogManager, *, now_ms: Clock = wall_clock_ms) -> None:
         self.config = config
@@ -152,7 +159,8 @@ class TransactionCoordinator:
         self.now_ms = now_ms
         self.txns: dict[str, TransactionMetadata] = {}
         self.active = False
-        self._incomplete: dict[str, tuple[bool, TxnTransitMetadata]] = {}  # markers still to write
+        self.markers = TransactionMarkerChannelManager(topics, replica_manager, groups, now_ms=now_ms,
+                                                       write_complete=self._append)
         self._tasks: list[asyncio.Task[None]] = []
 
     # ------------------------------------------------------------------------------ lifecycle
@@ -190,9 +198,15 @@ class TransactionCoordinator:
                 log.exception("%s failed", getattr(fn, "__name__", fn))
 
     def load(self) -> None:
-        """Replay __transaction_state: the last record of each transactional id wins."""
+        """Replay __transaction_state, every partition (one node leads them all)."""
+        for partition in self.store.partitions():
+            self.load_partition(partition)
+
+    def load_partition(self, partition: int) -> None:
+        """Replay one partition of __transaction_state (this broker became its leader): the last
+        record of each transactional id wins; once started, its decided transactions get their markers."""
         count = 0
-        for _, txn_id, md in self.store.load():
+        for _, txn_id, md in read_partition(self.store, partition):
             count += 1
             if md is None:
                 self.txns.pop(txn_id, None)
@@ -202,7 +216,16 @@ class TransactionCoordinator:
             self.producer_ids.ensure_above(max(max(md.producer_id, md.previous_producer_id)
                                                for md in self.txns.values()))
         if count:
-            log.info("Loaded %d transactional id(s) from %d record(s) of %s", len(self.txns), count, TOPIC)
+            log.info("Loaded %d transactional id(s) from %d record(s) of %s-%d", len(self.txns), count, TOPIC, partition)
+        if self.active:
+            self._complete_loaded_transactions()
+
+    def unload_partition(self, partition: int) -> None:
+        """Forget the transactional ids of `partition` (this broker no longer leads it); their
+        producers find the new coordinator (NOT_COORDINATOR) and retry there."""
+        for txn_id in [t for t in self.txns if self.store.partition_for(t) == partition]:
+            del self.txns[txn_id]
+            self.markers.forget(txn_id)
 
     def _complete_loaded_transactions(self) -> None:
         """Transactions decided before a restart get their markers (TransactionStateManager.loadTransactions...)."""
@@ -211,15 +234,15 @@ class TransactionCoordinator:
             if md.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 log.info("Completing %s of transactional id %s (producer %d, epoch %d) after loading",
                          md.state.display_name, txn_id, md.producer_id, md.producer_epoch)
-                self._send_markers(md, md.state == S.PREPARE_COMMIT, md.prepare_complete(now))
+                self.markers.send_markers(md, md.state == S.PREPARE_COMMIT, md.prepare_complete(now))
 
     # ------------------------------------------------------------------------------ writing
     def _append(self, md: TransactionMetadata, transit: TxnTransitMetadata) -> int:
         """Write a prepared transition and apply it; an error code (and the pending state
         cleared) if the write failed."""
         try:
-            self.store.append(md.transactional_id,
-                              value_bytes(transit, value_version(self.config.transaction_version)), self.now_ms())
+            value = value_bytes(transit, value_version(self.config.transaction_version))
+            self.store.append(md.transactional_id, [(key_bytes(md.transactional_id), value)], timestamp=self.now_ms())
         except KafkaError as e:
             md.pending_state = None
             log.info("Appending %s for transactional id %s failed: %s", transit.txn_state.display_name,
@@ -440,7 +463,7 @@ class TransactionCoordinator:
         answer = ((ErrorCode.NONE, next_producer_id, 0) if next_producer_id != NO_PRODUCER_ID
                   else (ErrorCode.NONE, md.producer_id, md.producer_epoch))
         # the decision is in the log: the client may be answered; the markers follow at once
-        self._send_markers(md, commit, md.prepare_complete(self.now_ms()))
+        self.markers.send_markers(md, commit, md.prepare_complete(self.now_ms()))
         return answer
 
     @staticmethod
@@ -449,67 +472,10 @@ class TransactionCoordinator:
                   md.transactional_id, md.state.display_name, "COMMIT" if commit else "ABORT")
         return ErrorCode.INVALID_TXN_STATE
 
-    # --------------------------------------------------------------------------- markers
-    def _send_markers(self, md: TransactionMetadata, commit: bool, complete: TxnTransitMetadata) -> None:
-        """Write the marker to every partition still in the transaction, then Complete*."""
-        kind = ControlType.COMMIT if commit else ControlType.ABORT
-        offsets_partitions: set[int] = set()
-        failed = False
-        for topic, partition in sorted(md.topic_partitions):
-            lg = self.topics.get_log(topic, partition)
-            if lg is not None:
-                # the transaction's producer id and epoch (PrepareCommit/PrepareAbort's): with
-                # transactions v2 the bumped epoch, and the old id when Complete* rotates it
-                batch = build_control_batch(kind, producer_id=md.producer_id, producer_epoch=md.producer_epoch,
-                                            coordinator_epoch=COORDINATOR_EPOCH, timestamp=self.now_ms())
-                try:
-                    # the marker moves the partition's LSO: appending wakes read_committed fetches
-                    self.replica_manager.append(lg, batch, origin=AppendOrigin.COORDINATOR)
-                except KafkaError as e:
-                    if e.code not in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED):
-                        log.warning("Writing the %s marker of %s to %s-%d failed, will retry: %s", kind.name,
-                                    md.transactional_id, topic, partition, e)
-                        failed = True
-                        continue
-                    # a newer producer epoch or coordinator owns this partition's state (Kafka
-                    # stops sending this marker then)
-                    log.error("The %s marker of %s was refused by %s-%d: %s", kind.name, md.transactional_id,
-                              topic, partition, e)
-                except OSError as e:
-                    log.warning("Writing the %s marker of %s to %s-%d failed, will retry: %s", kind.name,
-                                md.transactional_id, topic, partition, e)
-                    failed = True
-                    continue
-                if topic == OFFSETS_TOPIC:
-                    offsets_partitions.add(partition)
-            # a deleted partition needs no marker (Kafka: UNKNOWN_TOPIC_OR_PARTITION drops it)
-            md.topic_partitions.discard((topic, partition))
-        if offsets_partitions:
-            self.groups.complete_transaction(md.producer_id, offsets_partitions, commit)
-        if failed:
-            self._incomplete[md.transactional_id] = (commit, complete)
-            return
-        self._incomplete.pop(md.transactional_id, None)
-        code = self._append(md, complete)
-        if code:
-            # markers are in every partition; the Complete record is retried (its pending state kept)
-            md.pending_state = complete.txn_state
-            self._incomplete[md.transactional_id] = (commit, complete)
-            return
-        log.debug("Completed %s of transactional id %s", "commit" if commit else "abort", md.transactional_id)
-
-    def retry_incomplete(self) -> None:
-        for txn_id, (commit, complete) in list(self._incomplete.items()):
-            md = self.txns.get(txn_id)
-            if md is None:
-                self._incomplete.pop(txn_id, None)
-                continue
-            self._send_markers(md, commit, complete)
-
     # -------------------------------------------------------------------- periodic work
     def abort_timed_out_transactions(self) -> None:
         """Abort transactions open past their timeout, fencing their producer (abortTimedOutTransactions)."""
-        self.retry_incomplete()
+        self.markers.retry(self.txns)
         now = self.now_ms()
         for txn_id, md in list(self.txns.items()):
             if md.pending_transition_in_progress or md.state != S.ONGOING:
@@ -535,7 +501,7 @@ class TransactionCoordinator:
                 continue
             md.prepare_dead()
             try:
-                self.store.append(txn_id, None, now)
+                self.store.append(txn_id, [(key_bytes(txn_id), None)], timestamp=now)
             except (KafkaError, OSError) as e:
                 md.pending_state = None
                 log.warning("Failed to remove expired transactionalId %s: %s", txn_id, e)
@@ -565,28 +531,7 @@ class TransactionCoordinator:
         """(error, unknown state filters, matching transactions) (listTransactionStates)."""
         if not self.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, [], []
-        wanted: set[TransactionState] = set()
-        unknown: list[str] = []
-        names = list(states)
-        for name in names:
-            state = TransactionState.from_name(name)
-            if state is None:
-                unknown.append(name)
-            else:
-                wanted.add(state)
-        pids = set(producer_ids)
-        now = self.now_ms()
-        out = []
-        for md in self.txns.values():
-            if md.state == S.DEAD:
-                continue
-            if pids and md.producer_id not in pids:
-                continue
-            if names and md.state not in wanted:
-                continue
-            if duration_ms >= 0 and now - md.txn_start_timestamp <= duration_ms:
-                continue
-            out.append(md)
+        unknown, out = list_transaction_states(self.txns.values(), states, producer_ids, duration_ms, self.now_ms())
         return ErrorCode.NONE, unknown, out
 
 

@@ -18,7 +18,7 @@ its records diverge); the states on the wire and in `__share_group_state` are th
 persisted: the start offset and every non-done state batch (acquired is persisted as available:
 after a restart nothing is acquired, and an acquired record comes back to be delivered again).
 
-The clock is injected; nothing here does I/O: the caller (minibroker.coordinator.share_group)
+The clock is injected; nothing here does I/O: the caller (minibroker.coordinator.share.share_group)
 reads the log, persists the state and wakes waiting fetches.
 """
 
@@ -194,10 +194,6 @@ class SharePartition:
         if n:
             self._advance()
         return n
-
-    def next_lock_deadline(self) -> int | None:
-        deadlines = [r.lock_deadline_ms for r in self.records.values() if r.state is RecordState.ACQUIRED]
-        return min(deadlines) if deadlines else None
 
     def _release(self, r: InFlight) -> None:
         r.member_id = None

@@ -12,9 +12,8 @@ Value versions written (Kafka 4.x, MetadataVersion.offsetCommitValueVersion /
 groupMetadataValueVersion): OffsetCommitValue v3, or v1 when the commit carried an explicit
 retention (only v1 has expire_timestamp); GroupMetadataValue v3.
 
-A group lives in partition Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions, with
-Java's String.hashCode over UTF-16 code units; other tools (and Kafka itself, reading a data
-directory we wrote) must find the group in the same partition.
+A group lives in partition Utils.abs(groupId.hashCode()) % offsets.topic.num.partitions
+(runtime/coordinator_store.py `partition_for`).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from minibroker.coordinator.group import ClassicGroup
+from minibroker.coordinator.group.classic_group import ClassicGroup
 from protocol import coordinator_records as cr
 from protocol.codec import decode, encode
 from protocol.schema import Message, Schema
@@ -34,22 +33,13 @@ OFFSET_COMMIT_VALUE_VERSION = 3
 OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_METADATA_VALUE_VERSION = 3
 
-NO_PARTITION_LEADER_EPOCH = -1
+TOPIC = "__consumer_offsets"
 
 
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode: h = 31*h + c over UTF-16 code units, in int32 arithmetic."""
-    h = 0
-    units = s.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def partition_for(group_id: str, num_partitions: int) -> int:
-    """Kafka: Utils.abs(groupId.hashCode()) % numPartitions (Utils.abs maps MIN_VALUE to 0)."""
-    h = java_string_hash(group_id)
-    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+def topic_configs(segment_bytes: int) -> dict[str, Any]:
+    """The configs __consumer_offsets is created with: compacted, offsets.topic.segment.bytes
+    segments, the batches kept as written (GroupCoordinatorService.groupMetadataTopicConfigs)."""
+    return {"cleanup.policy": ["compact"], "segment.bytes": segment_bytes, "compression.type": "producer"}
 
 
 @dataclass(slots=True)

@@ -1,6 +1,6 @@
 """The group coordinator's answers on the wire (JoinGroup, SyncGroup, DescribeGroups, LeaveGroup).
 
-The state machine (group_membership.py) decides; this module only shapes what it decided into
+The state machine (group_metadata_manager.py) decides; this module only shapes what it decided into
 the response messages the handlers encode, so that the fields a version carries are chosen in
 one place (Kafka builds these in GroupMetadataManager and GroupCoordinatorService).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from minibroker.coordinator.group import EMPTY_ASSIGNMENT, ClassicGroup, GroupState
+from minibroker.coordinator.group.classic_group import EMPTY_ASSIGNMENT, ClassicGroup, GroupState
 from protocol.apis import describe_groups, join_group, leave_group, sync_group
 from protocol.errors import ErrorCode
 

@@ -1,0 +1,1 @@
+"""The coordinator runtime: partition writer, loader, store, leadership hooks and timer (see coordinator/__init__)."""
