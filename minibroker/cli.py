@@ -7,10 +7,18 @@ before the broker's own options are parsed.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
 import logging
+import signal
 import sys
 from pathlib import Path
+
+import uvloop
+
+# the config and the socket server come before the broker's modules: the listeners are bound first
+from minibroker.config import BrokerConfig
+from minibroker.network.socket_server import SocketServer
 
 TOOLS = {
     "dump-log": "minibroker.tools.dump_log",
@@ -45,12 +53,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 async def serve(args: argparse.Namespace) -> int:
-    import asyncio  # lazy: the tools (dump-log) need no event loop
-    import signal  # lazy: as above
-
-    from minibroker.config import BrokerConfig  # lazy: the tools need no broker
-    from minibroker.network.socket_server import SocketServer  # lazy: as above
-
     config = BrokerConfig.load(args.config, args.override, host=args.host, port=args.port,
                                data_dir=args.data_dir)
     # The listeners are bound before the broker's modules are imported (about 30 ms, issue 22): a
@@ -97,10 +99,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
-    import asyncio  # lazy: the tools (dump-log) need no event loop
-
     if args.loop == "uvloop":
-        import uvloop  # lazy: only with --loop uvloop
-
         return uvloop.run(serve(args))
     return asyncio.run(serve(args))
