@@ -1,5 +1,5 @@
 """Drive a `GroupCoordinator` directly: a `MemoryLog` store, request builders, and the join/sync
-dance that makes a stable group. Shared by test_group_coordinator.py and test_offsets_store.py.
+dance that makes a stable group. Shared by test_group_coordinator.py and test_coordinator_store.py.
 """
 
 from __future__ import annotations

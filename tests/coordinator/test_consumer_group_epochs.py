@@ -1,4 +1,4 @@
-"""KIP-848 consumer groups in-process (a Broker over tmp_path with a ManualClock, no network):
+"""KIP-848 consumer groups in-process (a BrokerServer built over tmp_path with a ManualClock, no network):
 per-partition assignment epochs and OffsetCommit at a member's previous epoch, a static member
 returning under a new member id, and the expiry of a consumer group's committed offsets.
 

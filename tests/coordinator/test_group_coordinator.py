@@ -2,7 +2,7 @@
 
 The coordinator writes to a `MemoryLog` here: it keeps the encoded (key, value) records in a list
 the way a partition keeps them, so that a second coordinator can load what the first wrote. The
-storage-backed store is exercised in test_offsets_store.py and by the client tests.
+storage-backed store is exercised in test_coordinator_store.py and by the client tests.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """__consumer_offsets through the real storage engine: placement, files, transactional loading.
 
-The coordinators run in a Broker over a LogManager in tmp_path (tests/coordinator/stack.py),
-as `Broker` start-up wires them.
+The coordinators run in a BrokerServer (built, no sockets) over a LogManager in tmp_path (tests/coordinator/stack.py),
+as `BrokerServer.build` wires them.
 """
 
 from __future__ import annotations
