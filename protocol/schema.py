@@ -9,7 +9,15 @@ data in protocol/apis/ is generated from Kafka's files by tools/gen_schemas.py.
 Messages do not know their version. A schema builds one plain class per struct (with __slots__),
 and protocol.codec compiles, per (schema, version), a reader and a writer for it. Code that builds
 a response writes `produce.RESPONSE(...)`, and nested structs are reached by their Kafka name:
-`produce.RESPONSE.PartitionProduceResponse(index=0)`.
+`produce.RESPONSE.PartitionProduceResponse(index=0)`. The message class is also the module's
+attribute by its Kafka name (`produce.ProduceResponse`), and each struct class an attribute of it
+(`produce.ProduceResponse.PartitionProduceResponse`), which is how code annotates them.
+
+Types: the classes are made at run time, so a type checker reads them from the stub generated
+beside each schema module (`protocol/apis/produce.pyi`, by `tools/gen_schemas.py --stubs`): one
+class per message with its fields typed and a keyword `__init__`, and the struct classes nested in
+it. tests/protocol/test_stubs.py regenerates the stubs and compares, so they cannot drift. Code
+that is generic over schemas (the codec, traces, the console) reads fields with `getattr`.
 """
 
 from __future__ import annotations
@@ -18,13 +26,30 @@ import builtins
 import keyword
 import threading
 import uuid
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 ZERO_UUID = uuid.UUID(int=0)
 _IMMUTABLE = (int, float, str, bytes, bool, type(None), uuid.UUID)
 _MISSING = object()
 _BUILD_LOCK = threading.Lock()
+
+
+
+class RecordsRegion(Protocol):
+    """Record data still in a file (storage.file_region.FileRegion): the writer leaves a hole of
+    `size` bytes that the connection fills with sendfile (Kafka: FileRecords)."""
+
+    @property
+    def size(self) -> int: ...
+
+    def read_all(self) -> bytes: ...
+
+
+# A `records` field: in a request the frame's bytes (Kafka: MemoryRecords); in a response bytes or
+# a file region (Kafka: BaseRecords, which FileRecords implements).
+MemoryRecords: TypeAlias = bytes | bytearray | memoryview
+BaseRecords: TypeAlias = MemoryRecords | RecordsRegion
 
 PRIMITIVES = frozenset(
     {"bool", "int8", "int16", "uint16", "int32", "int64", "float64", "string", "bytes", "records", "uuid"}
@@ -168,13 +193,7 @@ class Message:
     __slots__ = ("unknown_tags",)
     _fields: tuple[F, ...] = ()
     _names: tuple[str, ...] = ()
-
-    if TYPE_CHECKING:
-        # Fields are generated from Kafka's JSON at import time, so a type checker cannot see
-        # them: any field name reads and writes as Any (the schema tests check the names).
-        def __getattr__(self, name: str) -> Any: ...
-
-        def __setattr__(self, name: str, value: Any) -> None: ...
+    unknown_tags: dict[int, bytes] | None  # tagged fields this version does not know, kept as read
 
     def __init__(self, **kwargs: Any):
         # first construction of a class: compile its keyword __init__, then use it from now on
@@ -273,6 +292,9 @@ class Schema:
             if self._cls is None:
                 classes: dict[str, type[Message]] = {}
                 cls = self._build(self.name, self.fields, classes)
+                for name, struct in classes.items():
+                    if struct is not cls:  # produce.ProduceResponse.PartitionProduceResponse, as typed
+                        setattr(cls, name, struct)
                 self._classes = classes
                 self._cls = cls
             return self._cls
@@ -292,16 +314,33 @@ class Schema:
     def __call__(self, **kwargs: Any) -> Message:
         return self.cls(**kwargs)
 
-    def __getattr__(self, name: str) -> type[Message]:
-        if name.startswith("_"):  # not a struct name (and not one of ours before __init__ set it)
-            raise AttributeError(name)
-        try:
-            return self.classes[name]
-        except KeyError:
-            raise AttributeError(name) from None
+    if not TYPE_CHECKING:
+        # Hidden from type checkers: a schema's struct names are typed by its module's stub, and a
+        # name it does not declare must be an error there, not a `type[Message]`.
+        def __getattr__(self, name: str) -> type[Message]:
+            if name.startswith("_"):  # not a struct name (and not one of ours before __init__ set it)
+                raise AttributeError(name)
+            try:
+                return self.classes[name]
+            except KeyError:
+                raise AttributeError(name) from None
 
     def __repr__(self) -> str:
         return f"Schema({self.name} v{self.valid}, flexible {self.flexible})"
+
+
+def message_classes(*schemas: Schema) -> Callable[[str], type[Message]]:
+    """A module `__getattr__` (PEP 562) naming each schema's message class by its Kafka name
+    (`produce.ProduceRequest` is `produce.REQUEST.cls`), made on first use like the schema's."""
+    by_name = {s.name: s for s in schemas}
+
+    def __getattr__(name: str) -> type[Message]:
+        schema = by_name.get(name)
+        if schema is None:
+            raise AttributeError(name)
+        return schema.cls
+
+    return __getattr__
 
 
 class Api:
