@@ -155,6 +155,7 @@ class ShareStateStore:
         prev = self.states.get(key)
         snapshot = (prev is None or changed is None or prev.state_epoch != state_epoch
                     or prev.updates_since_snapshot + 1 >= SNAPSHOT_EVERY)
+        value: sr.ShareSnapshotValue | sr.ShareUpdateValue
         if snapshot:
             epoch = prev.snapshot_epoch + 1 if prev is not None else 0
             created = prev.create_timestamp if prev is not None and prev.create_timestamp >= 0 else now

@@ -39,6 +39,7 @@ from protocol.apis import APIS, api_versions, metadata, sasl_authenticate, sasl_
 from protocol.codec import decode_from
 from protocol.errors import ErrorCode
 from protocol.headers import decode_request_header, encode_response_frame
+from protocol.schema import Message
 from protocol.types import DecodeError
 
 log = logging.getLogger("minibroker.security")
@@ -301,6 +302,7 @@ def _illegal_sasl_state(header: Any, frame: bytes | bytearray, pos: int) -> list
     except DecodeError:
         return None
     code = ErrorCode.ILLEGAL_SASL_STATE
+    resp: Message
     if api.key == metadata.API.key:
         # MetadataRequest.getErrorResponse: each named topic with the error, no brokers
         R = metadata.RESPONSE

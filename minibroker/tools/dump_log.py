@@ -35,7 +35,7 @@ import uuid
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from protocol.records.batch import LOG_OVERHEAD, V2_HEADER_SIZE
 from protocol.records.dump import (
@@ -46,6 +46,9 @@ from protocol.records.dump import (
     format_record,
     iter_summaries,
 )
+
+if TYPE_CHECKING:
+    from protocol.schema import Schema
 
 _TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 _DELETE_HORIZON_FLAG = 0x40  # RecordBatch v2 attribute bit 6 (KIP-534): base timestamp is the delete horizon
@@ -489,6 +492,8 @@ def offsets_parser(r: RecordSummary) -> tuple[str | None, str | None]:
         key = bytes(r.key)
         (kv,) = struct.unpack_from(">h", key, 0)
         key_version = kv  # OffsetCommitKey and GroupMetadataKey: the type is the key's version
+        key_schema: Schema
+        value_schema: Schema
         if kv in (0, 1):
             key_schema, value_schema = cr.OFFSET_COMMIT_KEY, cr.OFFSET_COMMIT_VALUE
         elif kv == 2:
@@ -568,6 +573,8 @@ def share_group_state_parser(r: RecordSummary) -> tuple[str | None, str | None]:
     try:
         key = bytes(r.key)
         (kt,) = struct.unpack_from(">h", key, 0)
+        key_schema: Schema
+        value_schema: Schema
         if kt == 0:
             key_schema, value_schema = sr.SHARE_SNAPSHOT_KEY, sr.SHARE_SNAPSHOT_VALUE
         elif kt == 1:
