@@ -52,7 +52,7 @@ R = describe_acls.RESPONSE
 
 
 @handles(describe_acls.API, "1-3")
-async def handle_describe_acls(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_acls(ctx: RequestContext, req: describe_acls.DescribeAclsRequest) -> describe_acls.DescribeAclsResponse:
     auth = ctx.services.authorizer
     if not _cluster_allowed(ctx, AclOperation.DESCRIBE):
         return R(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=_CLUSTER_DENIED, resources=[])
@@ -76,7 +76,7 @@ C = create_acls.RESPONSE
 
 
 @handles(create_acls.API, "1-3")
-async def handle_create_acls(ctx: RequestContext, req: Any) -> Any:
+async def handle_create_acls(ctx: RequestContext, req: create_acls.CreateAclsRequest) -> create_acls.CreateAclsResponse:
     auth = ctx.services.authorizer
     if not _cluster_allowed(ctx, AclOperation.ALTER):
         return C(results=[C.AclCreationResult(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
@@ -105,7 +105,7 @@ D = delete_acls.RESPONSE
 
 
 @handles(delete_acls.API, "1-3")
-async def handle_delete_acls(ctx: RequestContext, req: Any) -> Any:
+async def handle_delete_acls(ctx: RequestContext, req: delete_acls.DeleteAclsRequest) -> delete_acls.DeleteAclsResponse:
     auth = ctx.services.authorizer
 
     def failed(code: int, msg: str) -> Any:

@@ -48,7 +48,7 @@ def advertised(served: Mapping[int, Versions]) -> list[Any]:
 
 
 @handles(api_versions.API, "0-4")
-async def handle_api_versions(ctx: RequestContext, req: Any) -> Any:
+async def handle_api_versions(ctx: RequestContext, req: api_versions.ApiVersionsRequest) -> api_versions.ApiVersionsResponse:
     if ctx.version >= 3 and not (_SOFTWARE.match(req.client_software_name)
                                  and _SOFTWARE.match(req.client_software_version)):
         return R(error_code=ErrorCode.INVALID_REQUEST)

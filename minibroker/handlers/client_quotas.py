@@ -39,7 +39,7 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 
 @handles(describe_client_quotas.API, "0-1")
-async def handle_describe_client_quotas(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_client_quotas(ctx: RequestContext, req: describe_client_quotas.DescribeClientQuotasRequest) -> describe_client_quotas.DescribeClientQuotasResponse:
     if code := authz.cluster_denied(ctx, authz.Op.DESCRIBE_CONFIGS):  # DESCRIBE_CONFIGS on the cluster
         return D(error_code=code, error_message=None, entries=None)  # no message, as Kafka 4.4
     filters: dict[str, tuple[int, str | None]] = {}
@@ -88,7 +88,7 @@ def _describe_error(message: str) -> Any:
 
 
 @handles(alter_client_quotas.API, "0-1")
-async def handle_alter_client_quotas(ctx: RequestContext, req: Any) -> Any:
+async def handle_alter_client_quotas(ctx: RequestContext, req: alter_client_quotas.AlterClientQuotasRequest) -> alter_client_quotas.AlterClientQuotasResponse:
     if code := authz.cluster_denied(ctx, authz.Op.ALTER_CONFIGS):  # ALTER_CONFIGS on the cluster, per entry
         return A(entries=[A.EntryData(error_code=code, error_message=authz.MESSAGES[code], entity=[
             A.EntityData(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity])

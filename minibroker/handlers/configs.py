@@ -141,7 +141,7 @@ def _entry(e: ConfigEntry, version: int, synonyms: bool, docs: bool) -> Any:
 
 
 @handles(describe_configs.API, "0-4")
-async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_configs(ctx: RequestContext, req: describe_configs.DescribeConfigsRequest) -> describe_configs.DescribeConfigsResponse:
     services = ctx.services
     dyn = services.dynamic_config
     synonyms = ctx.version >= 1 and bool(req.include_synonyms)
@@ -320,10 +320,10 @@ class _Refused(KafkaError):
 
 
 @handles(alter_configs.API, "0-2")
-async def handle_alter_configs(ctx: RequestContext, req: Any) -> Any:
+async def handle_alter_configs(ctx: RequestContext, req: alter_configs.AlterConfigsRequest) -> alter_configs.AlterConfigsResponse:
     return AC(responses=_alter(ctx, req.resources, False, req.validate_only, AC.AlterConfigsResourceResponse))
 
 
 @handles(incremental_alter_configs.API, "0-1")
-async def handle_incremental_alter_configs(ctx: RequestContext, req: Any) -> Any:
+async def handle_incremental_alter_configs(ctx: RequestContext, req: incremental_alter_configs.IncrementalAlterConfigsRequest) -> incremental_alter_configs.IncrementalAlterConfigsResponse:
     return IAC(responses=_alter(ctx, req.resources, True, req.validate_only, IAC.AlterConfigsResourceResponse))

@@ -33,7 +33,7 @@ from protocol.errors import ErrorCode, KafkaError
 
 
 @handles(consumer_group_heartbeat.API, "0-1")
-async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
+async def handle_consumer_group_heartbeat(ctx: RequestContext, req: consumer_group_heartbeat.ConsumerGroupHeartbeatRequest) -> consumer_group_heartbeat.ConsumerGroupHeartbeatResponse:
     # READ on the group, then DESCRIBE on every subscribed topic name (KafkaApis, Kafka 4.1+)
     if code := authz.group_denied(ctx, req.group_id):
         return consumer_group_heartbeat.RESPONSE(error_code=code)
@@ -52,7 +52,7 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 
 @handles(consumer_group_describe.API, "0-1")
-async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
+async def handle_consumer_group_describe(ctx: RequestContext, req: consumer_group_describe.ConsumerGroupDescribeRequest) -> consumer_group_describe.ConsumerGroupDescribeResponse:
     R = consumer_group_describe.RESPONSE
     coord = ctx.services.group_coordinator
     out, refused = [], []

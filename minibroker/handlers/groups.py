@@ -121,7 +121,7 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None
 
 
 @handles(find_coordinator.API, "0-6")
-async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
+async def handle_find_coordinator(ctx: RequestContext, req: find_coordinator.FindCoordinatorRequest) -> find_coordinator.FindCoordinatorResponse:
     R = find_coordinator.RESPONSE
     services = ctx.services
     coord = _coordinator(ctx)
@@ -158,7 +158,7 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
 
 # ------------------------------------------------------------------------------------ JoinGroup
 @handles(join_group.API, "0-9")
-async def handle_join_group(ctx: RequestContext, req: Any) -> Any:
+async def handle_join_group(ctx: RequestContext, req: join_group.JoinGroupRequest) -> join_group.JoinGroupResponse:
     if ctx.version == 0:
         req.rebalance_timeout_ms = req.session_timeout_ms
     coord = _coordinator(ctx)
@@ -175,7 +175,7 @@ async def handle_join_group(ctx: RequestContext, req: Any) -> Any:
 
 # ------------------------------------------------------------------------------------ SyncGroup
 @handles(sync_group.API, "0-5")
-async def handle_sync_group(ctx: RequestContext, req: Any) -> Any:
+async def handle_sync_group(ctx: RequestContext, req: sync_group.SyncGroupRequest) -> sync_group.SyncGroupResponse:
     R = sync_group.RESPONSE
     if ctx.version >= 5 and (req.protocol_type is None or req.protocol_name is None):
         return R(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)  # Kafka: both are mandatory from v5
@@ -189,7 +189,7 @@ async def handle_sync_group(ctx: RequestContext, req: Any) -> Any:
 
 # ------------------------------------------------------------------------------------ Heartbeat
 @handles(heartbeat.API, "0-4")
-async def handle_heartbeat(ctx: RequestContext, req: Any) -> Any:
+async def handle_heartbeat(ctx: RequestContext, req: heartbeat.HeartbeatRequest) -> heartbeat.HeartbeatResponse:
     coord = _coordinator(ctx)
     error = authz.group_denied(ctx, req.group_id) or (
         ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None else coord.heartbeat(req))
@@ -198,7 +198,7 @@ async def handle_heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 # ----------------------------------------------------------------------------------- LeaveGroup
 @handles(leave_group.API, "0-5")
-async def handle_leave_group(ctx: RequestContext, req: Any) -> Any:
+async def handle_leave_group(ctx: RequestContext, req: leave_group.LeaveGroupRequest) -> leave_group.LeaveGroupResponse:
     R = leave_group.RESPONSE
     if ctx.version < 3:
         members = [leave_group.REQUEST.MemberIdentity(member_id=req.member_id, group_instance_id=None)]
@@ -220,7 +220,7 @@ async def handle_leave_group(ctx: RequestContext, req: Any) -> Any:
 
 # --------------------------------------------------------------------------------- OffsetCommit
 @handles(offset_commit.API, "0-10")
-async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
+async def handle_offset_commit(ctx: RequestContext, req: offset_commit.OffsetCommitRequest) -> offset_commit.OffsetCommitResponse:
     R = offset_commit.RESPONSE
     services = ctx.services
     errors: dict[tuple[str, int], int] = {}
@@ -290,7 +290,7 @@ def _fetch_group(ctx: RequestContext, coord: GroupCoordinator | None, group_id: 
 
 
 @handles(offset_fetch.API, "0-10")
-async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
+async def handle_offset_fetch(ctx: RequestContext, req: offset_fetch.OffsetFetchRequest) -> offset_fetch.OffsetFetchResponse:
     R = offset_fetch.RESPONSE
     coord = _coordinator(ctx)
     v = ctx.version
@@ -391,7 +391,7 @@ def _unstable(coord: Any, group_id: str, topics: list[Any]) -> list[Any]:
 
 # ------------------------------------------------------------------------------------ ListGroups
 @handles(list_groups.API, "0-5")
-async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
+async def handle_list_groups(ctx: RequestContext, req: list_groups.ListGroupsRequest) -> list_groups.ListGroupsResponse:
     R = list_groups.RESPONSE
     coord = _coordinator(ctx)
     if coord is None:
@@ -408,7 +408,7 @@ async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
 
 # -------------------------------------------------------------------------------- DescribeGroups
 @handles(describe_groups.API, "0-6")
-async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_groups(ctx: RequestContext, req: describe_groups.DescribeGroupsRequest) -> describe_groups.DescribeGroupsResponse:
     from minibroker.coordinator.group import GroupState  # loaded with the group coordinator
 
     R = describe_groups.RESPONSE
@@ -444,7 +444,7 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
 
 # ---------------------------------------------------------------------------------- DeleteGroups
 @handles(delete_groups.API, "0-2")
-async def handle_delete_groups(ctx: RequestContext, req: Any) -> Any:
+async def handle_delete_groups(ctx: RequestContext, req: delete_groups.DeleteGroupsRequest) -> delete_groups.DeleteGroupsResponse:
     R = delete_groups.RESPONSE
     coord = _coordinator(ctx)
     # DELETE on each group; the refused ones are answered after the others (KafkaApis)
@@ -464,7 +464,7 @@ async def handle_delete_groups(ctx: RequestContext, req: Any) -> Any:
 
 # ---------------------------------------------------------------------------------- OffsetDelete
 @handles(offset_delete.API, "0")
-async def handle_offset_delete(ctx: RequestContext, req: Any) -> Any:
+async def handle_offset_delete(ctx: RequestContext, req: offset_delete.OffsetDeleteRequest) -> offset_delete.OffsetDeleteResponse:
     R = offset_delete.RESPONSE
     # DELETE on the group (a top-level error), then READ on each topic (per partition; KafkaApis)
     if code := authz.group_denied(ctx, req.group_id, authz.Op.DELETE):

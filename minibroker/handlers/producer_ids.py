@@ -36,7 +36,7 @@ def _error(code: int, version: int) -> Any:
 
 
 @handles(init_producer_id.API, "0-5")
-async def handle_init_producer_id(ctx: RequestContext, req: Any) -> Any:
+async def handle_init_producer_id(ctx: RequestContext, req: init_producer_id.InitProducerIdRequest) -> init_producer_id.InitProducerIdResponse:
     services = ctx.services
     v = ctx.version
     pid, epoch = (req.producer_id, req.producer_epoch) if v >= 3 else (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)

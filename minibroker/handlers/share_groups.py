@@ -75,7 +75,7 @@ def _unreadable_ids(ctx: RequestContext, ids: Any) -> set[uuid.UUID]:
 
 # --------------------------------------------------------------------------- ShareGroupHeartbeat
 @handles(share_group_heartbeat.API, "1")
-async def handle_share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
+async def handle_share_group_heartbeat(ctx: RequestContext, req: share_group_heartbeat.ShareGroupHeartbeatRequest) -> share_group_heartbeat.ShareGroupHeartbeatResponse:
     R = share_group_heartbeat.RESPONSE
     # READ on the group, then DESCRIBE on every subscribed topic (KafkaApis)
     code = authz.group_denied(ctx, req.group_id)
@@ -106,7 +106,7 @@ async def handle_share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 # --------------------------------------------------------------------------- ShareGroupDescribe
 @handles(share_group_describe.API, "1")
-async def handle_share_group_describe(ctx: RequestContext, req: Any) -> Any:
+async def handle_share_group_describe(ctx: RequestContext, req: share_group_describe.ShareGroupDescribeRequest) -> share_group_describe.ShareGroupDescribeResponse:
     R = share_group_describe.RESPONSE
     coord = _coord(ctx)
     topics = ctx.services.topics
@@ -165,7 +165,7 @@ def _apply_acks(coord: ShareGroupCoordinator, group: str, member: str, topics: A
 
 
 @handles(share_fetch.API, "1-2")
-async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
+async def handle_share_fetch(ctx: RequestContext, req: share_fetch.ShareFetchRequest) -> share_fetch.ShareFetchResponse:
     from minibroker.coordinator.share_group import (
         FINAL_SESSION_EPOCH,
         INITIAL_SESSION_EPOCH,
@@ -198,18 +198,18 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
         for t in req.topics:
             for p in t.partitions:
                 session.partitions[(t.topic_id, p.partition_index)] = None
-        for t in req.forgotten_topics_data:
-            for pi in t.partitions:
-                session.partitions.pop((t.topic_id, pi), None)
+        for forgotten in req.forgotten_topics_data:
+            for pi in forgotten.partitions:
+                session.partitions.pop((forgotten.topic_id, pi), None)
         # partitions of topics the client may not READ are answered, not fetched
-        results = [AcquiredPartition(tid, p, b"", [], _TOPIC_DENIED, None) for tid, p in session.partitions
+        results = [AcquiredPartition(tid, index, b"", [], _TOPIC_DENIED, None) for tid, index in session.partitions
                    if tid in unreadable]
         results += await _acquire(ctx, coord, group, member, {k: None for k in session.partitions
                                                               if k[0] not in unreadable}, req)
     by_topic: dict[uuid.UUID, dict[int, Any]] = {}
     leader = R.LeaderIdAndEpoch(leader_id=ctx.services.node_id, leader_epoch=0)
-    for (tid, p), code in acks.items():
-        by_topic.setdefault(tid, {})[p] = R.PartitionData(partition_index=p, error_code=0, acknowledge_error_code=code,
+    for (tid, index), code in acks.items():
+        by_topic.setdefault(tid, {})[index] = R.PartitionData(partition_index=index, error_code=0, acknowledge_error_code=code,
                                                           current_leader=leader, records=b"", acquired_records=[])
     for r in results:
         data = by_topic.setdefault(r.topic_id, {}).get(r.partition)
@@ -263,7 +263,7 @@ async def _acquire(ctx: RequestContext, coord: ShareGroupCoordinator, group: str
 
 # ----------------------------------------------------------------------------- ShareAcknowledge
 @handles(share_acknowledge.API, "1-2")
-async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
+async def handle_share_acknowledge(ctx: RequestContext, req: share_acknowledge.ShareAcknowledgeRequest) -> share_acknowledge.ShareAcknowledgeResponse:
     from minibroker.coordinator.share_group import FINAL_SESSION_EPOCH, INITIAL_SESSION_EPOCH
 
     R = share_acknowledge.RESPONSE
@@ -294,7 +294,7 @@ async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
 
 # --------------------------------------------------------------------- share-group offsets admin
 @handles(describe_share_group_offsets.API, "0-1")
-async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_share_group_offsets(ctx: RequestContext, req: describe_share_group_offsets.DescribeShareGroupOffsetsRequest) -> describe_share_group_offsets.DescribeShareGroupOffsetsResponse:
     R = describe_share_group_offsets.RESPONSE
     coord = _coord(ctx)
     topics = ctx.services.topics
@@ -363,7 +363,7 @@ def _require_empty(coord: ShareGroupCoordinator, group_id: str) -> None:
 
 
 @handles(alter_share_group_offsets.API, "0")
-async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
+async def handle_alter_share_group_offsets(ctx: RequestContext, req: alter_share_group_offsets.AlterShareGroupOffsetsRequest) -> alter_share_group_offsets.AlterShareGroupOffsetsResponse:
     R = alter_share_group_offsets.RESPONSE
     coord = _coord(ctx)
     if code := authz.group_denied(ctx, req.group_id):  # READ on the group, then READ on each topic
@@ -400,7 +400,7 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> Any
 
 
 @handles(delete_share_group_offsets.API, "0")
-async def handle_delete_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
+async def handle_delete_share_group_offsets(ctx: RequestContext, req: delete_share_group_offsets.DeleteShareGroupOffsetsRequest) -> delete_share_group_offsets.DeleteShareGroupOffsetsResponse:
     R = delete_share_group_offsets.RESPONSE
     coord = _coord(ctx)
     if code := authz.group_denied(ctx, req.group_id, authz.Op.DELETE):  # DELETE on the group

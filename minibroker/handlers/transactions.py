@@ -63,7 +63,7 @@ def _fenced_for_old_clients(code: int, version: int, first_version: int = 2) -> 
 
 # --------------------------------------------------------------------------- AddPartitionsToTxn
 @handles(add_partitions_to_txn.API, "0-5")
-async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
+async def handle_add_partitions_to_txn(ctx: RequestContext, req: add_partitions_to_txn.AddPartitionsToTxnRequest) -> add_partitions_to_txn.AddPartitionsToTxnResponse:
     R = add_partitions_to_txn.RESPONSE
     v = ctx.version
     services = ctx.services
@@ -125,7 +125,7 @@ def _txn_group_denied(ctx: RequestContext, transactional_id: str, group_id: str)
 
 # ----------------------------------------------------------------------------- AddOffsetsToTxn
 @handles(add_offsets_to_txn.API, "0-4")
-async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
+async def handle_add_offsets_to_txn(ctx: RequestContext, req: add_offsets_to_txn.AddOffsetsToTxnRequest) -> add_offsets_to_txn.AddOffsetsToTxnResponse:
     R = add_offsets_to_txn.RESPONSE
     if refused := _txn_group_denied(ctx, req.transactional_id, req.group_id):
         return R(throttle_time_ms=0, error_code=refused)
@@ -144,7 +144,7 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
 
 # ------------------------------------------------------------------------------------- EndTxn
 @handles(end_txn.API, "0-5")
-async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
+async def handle_end_txn(ctx: RequestContext, req: end_txn.EndTxnRequest) -> end_txn.EndTxnResponse:
     R = end_txn.RESPONSE
     if refused := authz.denied(ctx, authz.Op.WRITE, authz.ResourceType.TRANSACTIONAL_ID, req.transactional_id):
         return R(throttle_time_ms=0, error_code=refused, producer_id=-1, producer_epoch=-1)
@@ -160,7 +160,7 @@ async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
 
 # ----------------------------------------------------------------------------- TxnOffsetCommit
 @handles(txn_offset_commit.API, "0-5")
-async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
+async def handle_txn_offset_commit(ctx: RequestContext, req: txn_offset_commit.TxnOffsetCommitRequest) -> txn_offset_commit.TxnOffsetCommitResponse:
     R = txn_offset_commit.RESPONSE
     services = ctx.services
     if refused := _txn_group_denied(ctx, req.transactional_id, req.group_id):
@@ -196,10 +196,10 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
         else:
             results.update(services.group_coordinator.commit_transactional_offsets(req))
     by_topic: dict[str, list[Any]] = {}
-    for (name, p), code in results.items():
+    for (name, index), code in results.items():
         if ctx.version < 2 and code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             code = ErrorCode.COORDINATOR_NOT_AVAILABLE  # clients before 2.0 crash on it (KAFKA-7296)
-        by_topic.setdefault(name, []).append(R.TxnOffsetCommitResponsePartition(partition_index=p, error_code=code))
+        by_topic.setdefault(name, []).append(R.TxnOffsetCommitResponsePartition(partition_index=index, error_code=code))
     return R(throttle_time_ms=0, topics=[R.TxnOffsetCommitResponseTopic(name=t, partitions=ps)
                                          for t, ps in by_topic.items()])
 
@@ -234,7 +234,7 @@ def _verify_offsets_partition(ctx: RequestContext, req: Any) -> int:
 
 # ---------------------------------------------------------------------------- DescribeProducers
 @handles(describe_producers.API, "0")
-async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_producers(ctx: RequestContext, req: describe_producers.DescribeProducersRequest) -> describe_producers.DescribeProducersResponse:
     from minibroker.topics import validate_topic_name
 
     R = describe_producers.RESPONSE
@@ -270,7 +270,7 @@ async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
 
 # ------------------------------------------------------------------------- DescribeTransactions
 @handles(describe_transactions.API, "0")
-async def handle_describe_transactions(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_transactions(ctx: RequestContext, req: describe_transactions.DescribeTransactionsRequest) -> describe_transactions.DescribeTransactionsResponse:
     R = describe_transactions.RESPONSE
     coord = ctx.services.txn_coordinator
     states = []
@@ -298,7 +298,7 @@ async def handle_describe_transactions(ctx: RequestContext, req: Any) -> Any:
 
 # ---------------------------------------------------------------------------- ListTransactions
 @handles(list_transactions.API, "0-2")
-async def handle_list_transactions(ctx: RequestContext, req: Any) -> Any:
+async def handle_list_transactions(ctx: RequestContext, req: list_transactions.ListTransactionsRequest) -> list_transactions.ListTransactionsResponse:
     R = list_transactions.RESPONSE
     coord = ctx.services.txn_coordinator
     if coord is None:
