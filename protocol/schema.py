@@ -26,7 +26,7 @@ import builtins
 import keyword
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -77,7 +77,7 @@ class Versions:
     def __contains__(self, version: int) -> bool:
         return self.lo <= version <= self.hi
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(range(self.lo, self.hi + 1))
 
     def __repr__(self) -> str:

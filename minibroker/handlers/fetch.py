@@ -59,7 +59,8 @@ class _Part:
         self.sp = sp
 
 
-def _resolve_topic(services: BrokerServices, name: str | None, topic_id: uuid.UUID | None, version: int):
+def _resolve_topic(services: BrokerServices, name: str | None, topic_id: uuid.UUID | None,
+                   version: int) -> tuple[str | None, uuid.UUID | None]:
     """(name, topic_id) for a requested topic; unknown ones keep what the client sent."""
     if version >= 13:
         topic = services.topics.by_id(topic_id)
