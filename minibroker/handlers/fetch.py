@@ -60,8 +60,9 @@ class _Part:
 
 
 def _resolve_topic(services: BrokerServices, name: str | None, topic_id: uuid.UUID | None,
-                   version: int) -> tuple[str | None, uuid.UUID | None]:
+                   version: int) -> tuple[Any, uuid.UUID | None]:
     """(name, topic_id) for a requested topic; unknown ones keep what the client sent."""
+    # the name is str | None (None for an unknown topic id): Any until the fetch rewrite keys by it
     if version >= 13:
         topic = services.topics.by_id(topic_id)
         return (topic.name if topic else None), topic_id
