@@ -37,7 +37,8 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import uuid
+from typing import TYPE_CHECKING, TypeAlias
 
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
@@ -62,6 +63,13 @@ from protocol.schema import ZERO_UUID
 # imported by the functions that use them, not at start (issue 22).
 if TYPE_CHECKING:
     from minibroker.coordinator.group_coordinator import ClientInfo, GroupCoordinator
+    from minibroker.coordinator.records import OffsetAndMetadata
+
+    _Offset: TypeAlias = "OffsetAndMetadata | _Pending | None"  # _Pending: a placeholder, see below
+    # [(topic, [(partition, offset)])], as GroupCoordinator.fetch_offsets answers
+    _GroupOffsets = list[tuple[str, list[tuple[int, _Offset]]]]
+    _FetchTopics = list[offset_fetch.OffsetFetchRequest.OffsetFetchRequestTopics] | list[
+        offset_fetch.OffsetFetchRequest.OffsetFetchRequestTopic]
 
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 # Kafka's default text of INVALID_REQUEST (Errors.INVALID_REQUEST), which its unbatched
@@ -258,19 +266,19 @@ async def handle_offset_commit(ctx: RequestContext, req: offset_commit.OffsetCom
     ])
 
 
-def _name_of(services: BrokerServices, topic_id: Any) -> str | None:
+def _name_of(services: BrokerServices, topic_id: uuid.UUID) -> str | None:
     topic = services.topics.by_id(topic_id)
     return topic.name if topic is not None else None
 
 
-def _id_of(services: BrokerServices, name: str) -> Any:
+def _id_of(services: BrokerServices, name: str) -> uuid.UUID:
     topic = services.topics.get(name)
     return topic.topic_id if topic is not None else ZERO_UUID
 
 
 # ---------------------------------------------------------------------------------- OffsetFetch
 def _fetch_group(ctx: RequestContext, coord: GroupCoordinator | None, group_id: str,
-                 topics: Any) -> tuple[int, list[Any]]:
+                 topics: _FetchTopics | None) -> tuple[int, _GroupOffsets]:
     """The group's offsets of `topics` (None: all), as (error, [(topic, [(partition, offset)])]).
     Topics the client may not DESCRIBE are left out of an all-topics answer, and answered
     TOPIC_AUTHORIZATION_FAILED after the others when asked by name (KafkaApis.fetchOffsetsForGroup)."""
@@ -279,13 +287,13 @@ def _fetch_group(ctx: RequestContext, coord: GroupCoordinator | None, group_id: 
     if coord is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
     error, offsets = coord.fetch_offsets(group_id, wanted)
-    found: list[tuple[str, list[tuple[int, Any]]]] = list(offsets)
+    found: _GroupOffsets = [(name, list(parts)) for name, parts in offsets]
     if topics is None and authz.enabled(ctx):
         unseen = authz.denied_topics(ctx, (name for name, _ in found), authz.Op.DESCRIBE)
         found = [(name, parts) for name, parts in found if name not in unseen]
     elif hidden and not error:
         found += [(t.name, [(p, _REFUSED) for p in t.partition_indexes])
-                               for t in topics if t.name in hidden]
+                               for t in topics or () if t.name in hidden]
     return error, found
 
 
@@ -348,7 +356,10 @@ async def handle_offset_fetch(ctx: RequestContext, req: offset_fetch.OffsetFetch
         for name, parts in topics])
 
 
-def _in_request_order(R: Any, resolved: list[tuple[Any, str | None]], rows: list[Any]) -> list[Any]:
+def _in_request_order(R: offset_fetch._OffsetFetchResponseSchema,
+                      resolved: list[tuple[offset_fetch.OffsetFetchRequest.OffsetFetchRequestTopics, str | None]],
+                      rows: list[offset_fetch.OffsetFetchResponse.OffsetFetchResponseTopics]
+                      ) -> list[offset_fetch.OffsetFetchResponse.OffsetFetchResponseTopics]:
     """v10: the coordinator answered the known topics in request order; put an UNKNOWN_TOPIC_ID row
     for each unknown id back where it was asked."""
     known = iter(rows)
@@ -372,13 +383,13 @@ _PENDING = _Pending()
 _REFUSED = _Pending()  # a partition of a topic the client may not DESCRIBE
 
 
-def _partition_error(om: Any, default: int) -> int:
+def _partition_error(om: _Offset, default: int) -> int:
     if om is _PENDING:
         return _UNSTABLE
     return ErrorCode.TOPIC_AUTHORIZATION_FAILED if om is _REFUSED else default
 
 
-def _unstable(coord: Any, group_id: str, topics: list[Any]) -> list[Any]:
+def _unstable(coord: GroupCoordinator | None, group_id: str, topics: _GroupOffsets) -> _GroupOffsets:
     """require_stable (KIP-447): a partition with transactional offsets awaiting their marker
     answers UNSTABLE_OFFSET_COMMIT, so that the consumer waits instead of reading an offset
     the transaction is about to replace (OffsetMetadataManager.fetchOffsets)."""

@@ -31,7 +31,7 @@ Version notes:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
@@ -46,10 +46,13 @@ from protocol.apis import (
 )
 from protocol.errors import ErrorCode, KafkaError
 
+if TYPE_CHECKING:  # built when first needed (minibroker.coordinators)
+    from minibroker.coordinator.transaction_coordinator import TransactionCoordinator
+
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
-def _txn_coordinator(ctx: RequestContext) -> Any:
+def _txn_coordinator(ctx: RequestContext) -> TransactionCoordinator | None:
     coord = ctx.services.txn_coordinator
     return coord if coord is not None and coord.active else None
 
@@ -109,8 +112,9 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: add_partitions_
         for txn_id, topic_results in results])
 
 
-def _by_topic(R: Any, errors: dict[tuple[str, int], int]) -> list[Any]:
-    by_topic: dict[str, list[Any]] = {}
+def _by_topic(R: add_partitions_to_txn._AddPartitionsToTxnResponseSchema, errors: dict[tuple[str, int], int]
+              ) -> list[add_partitions_to_txn.AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]:
+    by_topic: dict[str, list[add_partitions_to_txn.AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult]] = {}
     for (topic, p), code in errors.items():
         by_topic.setdefault(topic, []).append(R.AddPartitionsToTxnPartitionResult(partition_index=p,
                                                                                    partition_error_code=code))
@@ -195,7 +199,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: txn_offset_commit.T
             results.update(dict.fromkeys(requested, code))
         else:
             results.update(services.group_coordinator.commit_transactional_offsets(req))
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[txn_offset_commit.TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]] = {}
     for (name, index), code in results.items():
         if ctx.version < 2 and code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             code = ErrorCode.COORDINATOR_NOT_AVAILABLE  # clients before 2.0 crash on it (KAFKA-7296)
@@ -204,7 +208,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: txn_offset_commit.T
                                          for t, ps in by_topic.items()])
 
 
-def _verify_offsets_partition(ctx: RequestContext, req: Any) -> int:
+def _verify_offsets_partition(ctx: RequestContext, req: txn_offset_commit.TxnOffsetCommitRequest) -> int:
     """The group's __consumer_offsets partition must be in the producer's transaction before its
     first transactional offsets go there (AddOffsetsToTxn first)."""
     group = ctx.services.group_coordinator
