@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
 from minibroker.handlers import authorized_ops, authz
@@ -59,7 +60,7 @@ def _coord(ctx: RequestContext) -> ShareGroupCoordinator:
 _TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
-def _unreadable_ids(ctx: RequestContext, ids: Any) -> set[uuid.UUID]:
+def _unreadable_ids(ctx: RequestContext, ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
     """The topic ids among `ids` whose topic the client may not READ (share consumers need READ on
     each topic they fetch or acknowledge: KafkaApis.handleShareFetchRequest)."""
     if not authz.enabled(ctx):
@@ -151,7 +152,9 @@ UNDESCRIBABLE_TOPICS = "The group has described topic(s) that the client is not 
 
 
 # ----------------------------------------------------------------------------------- ShareFetch
-def _apply_acks(coord: ShareGroupCoordinator, group: str, member: str, topics: Any,
+def _apply_acks(coord: ShareGroupCoordinator, group: str, member: str,
+                topics: list[share_fetch.ShareFetchRequest.FetchTopic] | list[
+                    share_acknowledge.ShareAcknowledgeRequest.AcknowledgeTopic],
                 unreadable: set[uuid.UUID]) -> dict[tuple[uuid.UUID, int], int]:
     outcomes: dict[tuple[uuid.UUID, int], int] = {}
     for t in topics:
@@ -206,7 +209,7 @@ async def handle_share_fetch(ctx: RequestContext, req: share_fetch.ShareFetchReq
                    if tid in unreadable]
         results += await _acquire(ctx, coord, group, member, {k: None for k in session.partitions
                                                               if k[0] not in unreadable}, req)
-    by_topic: dict[uuid.UUID, dict[int, Any]] = {}
+    by_topic: dict[uuid.UUID, dict[int, share_fetch.ShareFetchResponse.PartitionData]] = {}
     leader = R.LeaderIdAndEpoch(leader_id=ctx.services.node_id, leader_epoch=0)
     for (tid, index), code in acks.items():
         by_topic.setdefault(tid, {})[index] = R.PartitionData(partition_index=index, error_code=0, acknowledge_error_code=code,
@@ -235,7 +238,8 @@ def _bind_to_connection(coord: ShareGroupCoordinator, conn: Channel, group: str,
 
 
 async def _acquire(ctx: RequestContext, coord: ShareGroupCoordinator, group: str, member: str,
-                   partitions: dict[tuple[uuid.UUID, int], None], req: Any) -> list[AcquiredPartition]:
+                   partitions: dict[tuple[uuid.UUID, int], None],
+                   req: share_fetch.ShareFetchRequest) -> list[AcquiredPartition]:
     """Acquire across the session's partitions; park until something is available or the wait ends."""
     max_records = req.max_records if req.max_records > 0 else DEFAULT_MAX_RECORDS
     deadline = time.monotonic() + max(0, req.max_wait_ms) / 1000
@@ -284,7 +288,7 @@ async def handle_share_acknowledge(ctx: RequestContext, req: share_acknowledge.S
     if req.share_session_epoch == FINAL_SESSION_EPOCH:
         coord.close_session(group, member)
     leader = R.LeaderIdAndEpoch(leader_id=ctx.services.node_id, leader_epoch=0)
-    by_topic: dict[uuid.UUID, list[Any]] = {}
+    by_topic: dict[uuid.UUID, list[share_acknowledge.ShareAcknowledgeResponse.PartitionData]] = {}
     for (tid, p), code in acks.items():
         by_topic.setdefault(tid, []).append(R.PartitionData(partition_index=p, error_code=code, current_leader=leader))
     return R(error_code=0, acquisition_lock_timeout_ms=lock_ms, responses=[
