@@ -24,7 +24,8 @@ flexible. AlterConfigs v1 is v0, v2 is flexible. IncrementalAlterConfigs v1 is f
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from minibroker.config import (
     BROKER_CONFIGS,
@@ -96,6 +97,16 @@ def _alter_group(services: BrokerServices, name: str, new_text: dict[str, str | 
         mine = [op for op in given if op[0] in p.group_keys()]
         if mine or ops is None:
             p.alter_group(services, name, mine, ops is None, validate_only)
+if TYPE_CHECKING:
+    from minibroker.topics import Topic
+
+    # the two AlterConfigs forms share the resource fields, not the config entries
+    _AlterResource: TypeAlias = (alter_configs.AlterConfigsRequest.AlterConfigsResource
+                                 | incremental_alter_configs.IncrementalAlterConfigsRequest.AlterConfigsResource)
+
+_AlterResult = TypeVar("_AlterResult", "alter_configs.AlterConfigsResponse.AlterConfigsResourceResponse",
+                       "incremental_alter_configs.IncrementalAlterConfigsResponse.AlterConfigsResourceResponse")
+
 DC = describe_configs.RESPONSE
 AC = alter_configs.RESPONSE
 IAC = incremental_alter_configs.RESPONSE
@@ -115,7 +126,7 @@ def _broker_resource(services: BrokerServices, name: str | None) -> bool:
     return True
 
 
-def _topic(services: BrokerServices, name: str) -> Any:
+def _topic(services: BrokerServices, name: str) -> Topic:
     from minibroker.topics import validate_topic_name
 
     validate_topic_name(name)  # an illegal name is INVALID_TOPIC_EXCEPTION (Kafka: Topic.validate)
@@ -132,7 +143,8 @@ def _unsupported(resource_type: int) -> KafkaError:
 # --------------------------------------------------------------------------------- describe
 
 
-def _entry(e: ConfigEntry, version: int, synonyms: bool, docs: bool) -> Any:
+def _entry(e: ConfigEntry, version: int, synonyms: bool, docs: bool
+           ) -> describe_configs.DescribeConfigsResponse.DescribeConfigsResourceResult:
     return DC.DescribeConfigsResourceResult(
         name=e.name, value=e.value, read_only=e.read_only, is_default=e.is_default, config_source=e.source,
         is_sensitive=e.sensitive,
@@ -256,7 +268,8 @@ def _alter_broker(services: BrokerServices, name: str, new_text: dict[str, str |
         raise KafkaError(ErrorCode.INVALID_REQUEST, str(e)) from None
 
 
-def _alter(ctx: RequestContext, resources: Any, incremental: bool, validate_only: bool, result_cls: Any) -> list[Any]:
+def _alter(ctx: RequestContext, resources: Sequence[_AlterResource], incremental: bool, validate_only: bool,
+           result_cls: type[_AlterResult]) -> list[_AlterResult]:
     services = ctx.services
     results = []
     names_seen: dict[tuple[int, str], int] = {}
@@ -271,7 +284,7 @@ def _alter(ctx: RequestContext, resources: Any, incremental: bool, validate_only
                 # Kafka: AlterConfigsRequest / ConfigAdminManager refuse a resource listed twice
                 raise KafkaError(ErrorCode.INVALID_REQUEST,
                                  f"Error due to duplicate config keys or resources for {r.resource_name}")
-            if incremental:
+            if isinstance(r, incremental_alter_configs.IncrementalAlterConfigsRequest.AlterConfigsResource):
                 keys = [c.name for c in r.configs]
                 if len(keys) != len(set(keys)):
                     raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
@@ -300,7 +313,7 @@ def _alter(ctx: RequestContext, resources: Any, incremental: bool, validate_only
     return results
 
 
-def _authorize_alter(ctx: RequestContext, r: Any, incremental: bool) -> None:
+def _authorize_alter(ctx: RequestContext, r: _AlterResource, incremental: bool) -> None:
     """ALTER_CONFIGS on the resource, before its values are looked at (Kafka 4.4 refuses even an
     invalid BROKER change with CLUSTER_AUTHORIZATION_FAILED: tests/reference). Kafka answers a
     refused topic or group with the error's default text, a refused BROKER or BROKER_LOGGER
