@@ -16,8 +16,6 @@ Version notes: v1 is flexible.
 
 from __future__ import annotations
 
-from typing import Any
-
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.quotas.store import (
@@ -83,7 +81,7 @@ def _matches(entity: Entity, filters: dict[str, tuple[int, str | None]], strict:
     return True
 
 
-def _describe_error(message: str) -> Any:
+def _describe_error(message: str) -> describe_client_quotas.DescribeClientQuotasResponse:
     return D(error_code=ErrorCode.INVALID_REQUEST, error_message=message, entries=None)
 
 

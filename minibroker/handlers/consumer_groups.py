@@ -20,8 +20,6 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
-
 from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
 from minibroker.coordinator.consumer_group_configs import BROKER_KEYS, GROUP_KEYS, ConsumerGroupConfigs
 from minibroker.handlers import authorized_ops, authz
@@ -70,7 +68,9 @@ async def handle_consumer_group_describe(ctx: RequestContext, req: consumer_grou
     return R(groups=[_hide_undescribable(ctx, R, g) for g in refused + out])
 
 
-def _hide_undescribable(ctx: RequestContext, R: Any, g: Any) -> Any:
+def _hide_undescribable(ctx: RequestContext, R: consumer_group_describe._ConsumerGroupDescribeResponseSchema,
+                        g: consumer_group_describe.ConsumerGroupDescribeResponse.DescribedGroup
+                        ) -> consumer_group_describe.ConsumerGroupDescribeResponse.DescribedGroup:
     """A group whose members' assignments name a topic the client may not DESCRIBE is answered
     TOPIC_AUTHORIZATION_FAILED without members (KafkaApis.handleConsumerGroupDescribe, Kafka 4.1+)."""
     if not authz.enabled(ctx) or not g.members:

@@ -18,8 +18,6 @@ v5 only marks clients that can handle TRANSACTION_ABORTABLE.
 
 from __future__ import annotations
 
-from typing import Any
-
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import init_producer_id
@@ -29,7 +27,7 @@ from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 R = init_producer_id.RESPONSE
 
 
-def _error(code: int, version: int) -> Any:
+def _error(code: int, version: int) -> init_producer_id.InitProducerIdResponse:
     if code == ErrorCode.PRODUCER_FENCED and version < 4:
         code = ErrorCode.INVALID_PRODUCER_EPOCH  # older clients do not know PRODUCER_FENCED
     return R(error_code=code, producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH)
