@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from protocol import types as t
-from protocol.schema import F, Message, Schema
+from protocol.schema import F, M, Message, Schema
 from protocol.types import DecodeError
 
 Reader = Callable[[Any, int], tuple[Any, int]]
@@ -360,21 +360,22 @@ def _compiled(schema: Schema, version: int) -> tuple[Reader, Writer]:
     return c
 
 
-def decode(schema: Schema, version: int, buf: Any, pos: int = 0, *, exact: bool = True) -> Any:
+def decode(schema: Schema[M], version: int, buf: Any, pos: int = 0, *, exact: bool = True) -> M:
     """Decode one message at `pos`. With `exact`, trailing bytes are an error."""
     reader = _compiled(schema, version)[0]
+    obj: M
     obj, end = reader(buf, pos)
     if exact and end != len(buf):
         raise DecodeError(f"{schema.name} v{version}: {len(buf) - end} unexpected trailing bytes")
     return obj
 
 
-def decode_from(schema: Schema, version: int, buf: Any, pos: int = 0) -> tuple[Any, int]:
+def decode_from(schema: Schema[M], version: int, buf: Any, pos: int = 0) -> tuple[M, int]:
     """Decode one message at `pos` and return it with the position after it."""
     return _compiled(schema, version)[0](buf, pos)
 
 
-def encode(schema: Schema, version: int, obj: Any, out: Output | None = None) -> Output:
+def encode(schema: Schema[M], version: int, obj: M, out: Output | None = None) -> Output:
     """Encode `obj` at `version`, appending to `out` (a new Output if none)."""
     if out is None:
         out = Output()

@@ -12,7 +12,7 @@ class OffsetCommitKey(Message):
     partition: int
     def __init__(self, *, group: str = ..., topic: str = ..., partition: int = ...) -> None: ...
 
-class _OffsetCommitKeySchema(Schema):
+class _OffsetCommitKeySchema(Schema[OffsetCommitKey]):
     @property
     def cls(self) -> type[OffsetCommitKey]: ...
     def __call__(self, *, group: str = ..., topic: str = ..., partition: int = ...) -> OffsetCommitKey: ...  # type: ignore[override]
@@ -27,7 +27,7 @@ class OffsetCommitValue(Message):
     expire_timestamp: int
     def __init__(self, *, offset: int = ..., leader_epoch: int = ..., metadata: str = ..., commit_timestamp: int = ..., expire_timestamp: int = ...) -> None: ...
 
-class _OffsetCommitValueSchema(Schema):
+class _OffsetCommitValueSchema(Schema[OffsetCommitValue]):
     @property
     def cls(self) -> type[OffsetCommitValue]: ...
     def __call__(self, *, offset: int = ..., leader_epoch: int = ..., metadata: str = ..., commit_timestamp: int = ..., expire_timestamp: int = ...) -> OffsetCommitValue: ...  # type: ignore[override]
@@ -38,7 +38,7 @@ class GroupMetadataKey(Message):
     group: str
     def __init__(self, *, group: str = ...) -> None: ...
 
-class _GroupMetadataKeySchema(Schema):
+class _GroupMetadataKeySchema(Schema[GroupMetadataKey]):
     @property
     def cls(self) -> type[GroupMetadataKey]: ...
     def __call__(self, *, group: str = ...) -> GroupMetadataKey: ...  # type: ignore[override]
@@ -65,7 +65,7 @@ class GroupMetadataValue(Message):
     members: list[GroupMetadataValue.MemberMetadata]
     def __init__(self, *, protocol_type: str = ..., generation: int = ..., protocol: str | None = ..., leader: str | None = ..., current_state_timestamp: int = ..., members: list[GroupMetadataValue.MemberMetadata] = ...) -> None: ...
 
-class _GroupMetadataValueSchema(Schema):
+class _GroupMetadataValueSchema(Schema[GroupMetadataValue]):
     MemberMetadata: type[GroupMetadataValue.MemberMetadata]
     @property
     def cls(self) -> type[GroupMetadataValue]: ...
@@ -77,7 +77,7 @@ class TransactionLogKey(Message):
     transactional_id: str
     def __init__(self, *, transactional_id: str = ...) -> None: ...
 
-class _TransactionLogKeySchema(Schema):
+class _TransactionLogKeySchema(Schema[TransactionLogKey]):
     @property
     def cls(self) -> type[TransactionLogKey]: ...
     def __call__(self, *, transactional_id: str = ...) -> TransactionLogKey: ...  # type: ignore[override]
@@ -102,7 +102,7 @@ class TransactionLogValue(Message):
     client_transaction_version: int
     def __init__(self, *, producer_id: int = ..., previous_producer_id: int = ..., next_producer_id: int = ..., producer_epoch: int = ..., transaction_timeout_ms: int = ..., transaction_status: int = ..., transaction_partitions: list[TransactionLogValue.PartitionsSchema] | None = ..., transaction_last_update_timestamp_ms: int = ..., transaction_start_timestamp_ms: int = ..., client_transaction_version: int = ...) -> None: ...
 
-class _TransactionLogValueSchema(Schema):
+class _TransactionLogValueSchema(Schema[TransactionLogValue]):
     PartitionsSchema: type[TransactionLogValue.PartitionsSchema]
     @property
     def cls(self) -> type[TransactionLogValue]: ...
@@ -114,7 +114,7 @@ class ConsumerGroupMetadataKey(Message):
     group_id: str
     def __init__(self, *, group_id: str = ...) -> None: ...
 
-class _ConsumerGroupMetadataKeySchema(Schema):
+class _ConsumerGroupMetadataKeySchema(Schema[ConsumerGroupMetadataKey]):
     @property
     def cls(self) -> type[ConsumerGroupMetadataKey]: ...
     def __call__(self, *, group_id: str = ...) -> ConsumerGroupMetadataKey: ...  # type: ignore[override]
@@ -126,7 +126,7 @@ class ConsumerGroupMetadataValue(Message):
     metadata_hash: int
     def __init__(self, *, epoch: int = ..., metadata_hash: int = ...) -> None: ...
 
-class _ConsumerGroupMetadataValueSchema(Schema):
+class _ConsumerGroupMetadataValueSchema(Schema[ConsumerGroupMetadataValue]):
     @property
     def cls(self) -> type[ConsumerGroupMetadataValue]: ...
     def __call__(self, *, epoch: int = ..., metadata_hash: int = ...) -> ConsumerGroupMetadataValue: ...  # type: ignore[override]
@@ -137,7 +137,7 @@ class ConsumerGroupPartitionMetadataKey(Message):
     group_id: str
     def __init__(self, *, group_id: str = ...) -> None: ...
 
-class _ConsumerGroupPartitionMetadataKeySchema(Schema):
+class _ConsumerGroupPartitionMetadataKeySchema(Schema[ConsumerGroupPartitionMetadataKey]):
     @property
     def cls(self) -> type[ConsumerGroupPartitionMetadataKey]: ...
     def __call__(self, *, group_id: str = ...) -> ConsumerGroupPartitionMetadataKey: ...  # type: ignore[override]
@@ -160,7 +160,7 @@ class ConsumerGroupPartitionMetadataValue(Message):
     topics: list[ConsumerGroupPartitionMetadataValue.TopicMetadata]
     def __init__(self, *, topics: list[ConsumerGroupPartitionMetadataValue.TopicMetadata] = ...) -> None: ...
 
-class _ConsumerGroupPartitionMetadataValueSchema(Schema):
+class _ConsumerGroupPartitionMetadataValueSchema(Schema[ConsumerGroupPartitionMetadataValue]):
     PartitionMetadata: type[ConsumerGroupPartitionMetadataValue.PartitionMetadata]
     TopicMetadata: type[ConsumerGroupPartitionMetadataValue.TopicMetadata]
     @property
@@ -174,7 +174,7 @@ class ConsumerGroupMemberMetadataKey(Message):
     member_id: str
     def __init__(self, *, group_id: str = ..., member_id: str = ...) -> None: ...
 
-class _ConsumerGroupMemberMetadataKeySchema(Schema):
+class _ConsumerGroupMemberMetadataKeySchema(Schema[ConsumerGroupMemberMetadataKey]):
     @property
     def cls(self) -> type[ConsumerGroupMemberMetadataKey]: ...
     def __call__(self, *, group_id: str = ..., member_id: str = ...) -> ConsumerGroupMemberMetadataKey: ...  # type: ignore[override]
@@ -203,7 +203,7 @@ class ConsumerGroupMemberMetadataValue(Message):
     classic_member_metadata: ConsumerGroupMemberMetadataValue.ClassicMemberMetadata | None
     def __init__(self, *, instance_id: str | None = ..., rack_id: str | None = ..., client_id: str = ..., client_host: str = ..., subscribed_topic_names: list[str] = ..., subscribed_topic_regex: str | None = ..., rebalance_timeout_ms: int = ..., server_assignor: str | None = ..., classic_member_metadata: ConsumerGroupMemberMetadataValue.ClassicMemberMetadata | None = ...) -> None: ...
 
-class _ConsumerGroupMemberMetadataValueSchema(Schema):
+class _ConsumerGroupMemberMetadataValueSchema(Schema[ConsumerGroupMemberMetadataValue]):
     ClassicProtocol: type[ConsumerGroupMemberMetadataValue.ClassicProtocol]
     ClassicMemberMetadata: type[ConsumerGroupMemberMetadataValue.ClassicMemberMetadata]
     @property
@@ -216,7 +216,7 @@ class ConsumerGroupTargetAssignmentMetadataKey(Message):
     group_id: str
     def __init__(self, *, group_id: str = ...) -> None: ...
 
-class _ConsumerGroupTargetAssignmentMetadataKeySchema(Schema):
+class _ConsumerGroupTargetAssignmentMetadataKeySchema(Schema[ConsumerGroupTargetAssignmentMetadataKey]):
     @property
     def cls(self) -> type[ConsumerGroupTargetAssignmentMetadataKey]: ...
     def __call__(self, *, group_id: str = ...) -> ConsumerGroupTargetAssignmentMetadataKey: ...  # type: ignore[override]
@@ -228,7 +228,7 @@ class ConsumerGroupTargetAssignmentMetadataValue(Message):
     assignment_timestamp: int
     def __init__(self, *, assignment_epoch: int = ..., assignment_timestamp: int = ...) -> None: ...
 
-class _ConsumerGroupTargetAssignmentMetadataValueSchema(Schema):
+class _ConsumerGroupTargetAssignmentMetadataValueSchema(Schema[ConsumerGroupTargetAssignmentMetadataValue]):
     @property
     def cls(self) -> type[ConsumerGroupTargetAssignmentMetadataValue]: ...
     def __call__(self, *, assignment_epoch: int = ..., assignment_timestamp: int = ...) -> ConsumerGroupTargetAssignmentMetadataValue: ...  # type: ignore[override]
@@ -240,7 +240,7 @@ class ConsumerGroupTargetAssignmentMemberKey(Message):
     member_id: str
     def __init__(self, *, group_id: str = ..., member_id: str = ...) -> None: ...
 
-class _ConsumerGroupTargetAssignmentMemberKeySchema(Schema):
+class _ConsumerGroupTargetAssignmentMemberKeySchema(Schema[ConsumerGroupTargetAssignmentMemberKey]):
     @property
     def cls(self) -> type[ConsumerGroupTargetAssignmentMemberKey]: ...
     def __call__(self, *, group_id: str = ..., member_id: str = ...) -> ConsumerGroupTargetAssignmentMemberKey: ...  # type: ignore[override]
@@ -256,7 +256,7 @@ class ConsumerGroupTargetAssignmentMemberValue(Message):
     topic_partitions: list[ConsumerGroupTargetAssignmentMemberValue.TopicPartition]
     def __init__(self, *, topic_partitions: list[ConsumerGroupTargetAssignmentMemberValue.TopicPartition] = ...) -> None: ...
 
-class _ConsumerGroupTargetAssignmentMemberValueSchema(Schema):
+class _ConsumerGroupTargetAssignmentMemberValueSchema(Schema[ConsumerGroupTargetAssignmentMemberValue]):
     TopicPartition: type[ConsumerGroupTargetAssignmentMemberValue.TopicPartition]
     @property
     def cls(self) -> type[ConsumerGroupTargetAssignmentMemberValue]: ...
@@ -269,7 +269,7 @@ class ConsumerGroupCurrentMemberAssignmentKey(Message):
     member_id: str
     def __init__(self, *, group_id: str = ..., member_id: str = ...) -> None: ...
 
-class _ConsumerGroupCurrentMemberAssignmentKeySchema(Schema):
+class _ConsumerGroupCurrentMemberAssignmentKeySchema(Schema[ConsumerGroupCurrentMemberAssignmentKey]):
     @property
     def cls(self) -> type[ConsumerGroupCurrentMemberAssignmentKey]: ...
     def __call__(self, *, group_id: str = ..., member_id: str = ...) -> ConsumerGroupCurrentMemberAssignmentKey: ...  # type: ignore[override]
@@ -290,7 +290,7 @@ class ConsumerGroupCurrentMemberAssignmentValue(Message):
     partitions_pending_revocation: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]
     def __init__(self, *, member_epoch: int = ..., previous_member_epoch: int = ..., state: int = ..., assigned_partitions: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions] = ..., partitions_pending_revocation: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions] = ...) -> None: ...
 
-class _ConsumerGroupCurrentMemberAssignmentValueSchema(Schema):
+class _ConsumerGroupCurrentMemberAssignmentValueSchema(Schema[ConsumerGroupCurrentMemberAssignmentValue]):
     TopicPartitions: type[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]
     @property
     def cls(self) -> type[ConsumerGroupCurrentMemberAssignmentValue]: ...
@@ -303,7 +303,7 @@ class ConsumerGroupRegularExpressionKey(Message):
     regular_expression: str
     def __init__(self, *, group_id: str = ..., regular_expression: str = ...) -> None: ...
 
-class _ConsumerGroupRegularExpressionKeySchema(Schema):
+class _ConsumerGroupRegularExpressionKeySchema(Schema[ConsumerGroupRegularExpressionKey]):
     @property
     def cls(self) -> type[ConsumerGroupRegularExpressionKey]: ...
     def __call__(self, *, group_id: str = ..., regular_expression: str = ...) -> ConsumerGroupRegularExpressionKey: ...  # type: ignore[override]
@@ -316,7 +316,7 @@ class ConsumerGroupRegularExpressionValue(Message):
     timestamp: int
     def __init__(self, *, topics: list[str] = ..., version: int = ..., timestamp: int = ...) -> None: ...
 
-class _ConsumerGroupRegularExpressionValueSchema(Schema):
+class _ConsumerGroupRegularExpressionValueSchema(Schema[ConsumerGroupRegularExpressionValue]):
     @property
     def cls(self) -> type[ConsumerGroupRegularExpressionValue]: ...
     def __call__(self, *, topics: list[str] = ..., version: int = ..., timestamp: int = ...) -> ConsumerGroupRegularExpressionValue: ...  # type: ignore[override]

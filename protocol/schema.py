@@ -27,7 +27,7 @@ import keyword
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 ZERO_UUID = uuid.UUID(int=0)
 _IMMUTABLE = (int, float, str, bytes, bool, type(None), uuid.UUID)
@@ -259,13 +259,20 @@ def _make_class(name: str, fields: tuple[F, ...]) -> type[Message]:
     return type(name, (Message,), {"__slots__": names, "_fields": fields, "_names": names})
 
 
-class Schema:
+M = TypeVar("M", bound="Message")  # a message class, in the codec's signatures
+# covariant: a Schema[ShareSnapshotKey] is a Schema[ShareSnapshotKey | ShareUpdateKey], for code
+# that picks one of two schemas and decodes with it
+M_co = TypeVar("M_co", bound="Message", covariant=True)
+
+
+class Schema(Generic[M_co]):
     """A message (a request, a response, or a coordinator record) and all its versions.
 
     Its classes (one per struct) are made when first used (`cls`, `classes`, a struct's name as an
     attribute, a call, the codec): a broker imports every API's schema at start and uses a few of
     them before its first answer, and making the classes of all of them cost about 5 ms of the
-    start (issue 22)."""
+    start (issue 22). `M` is its message class, known to the type checker from the stubs (a bare
+    `Schema` is any schema: the codec decodes a `Schema[M]` to an `M`)."""
 
     def __init__(self, name: str, valid: str, *, flexible: str = "none", fields: Iterable[F] = ()):
         self.name = name
@@ -277,9 +284,9 @@ class Schema:
         self._codecs: dict[int, Any] = {}  # version -> (reader, writer), filled by protocol.codec
 
     @property
-    def cls(self) -> type[Message]:
+    def cls(self) -> type[M_co]:
         cls = self._cls
-        return cls if cls is not None else self._build_classes()
+        return cls if cls is not None else self._build_classes()  # type: ignore[return-value]
 
     @property
     def classes(self) -> dict[str, type[Message]]:
@@ -313,7 +320,7 @@ class Schema:
             cls = classes[name] = _make_class(name, fields)
         return cls
 
-    def __call__(self, **kwargs: Any) -> Message:
+    def __call__(self, **kwargs: Any) -> M_co:
         return self.cls(**kwargs)
 
     if not TYPE_CHECKING:

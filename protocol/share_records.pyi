@@ -12,7 +12,7 @@ class ShareSnapshotKey(Message):
     partition: int
     def __init__(self, *, group_id: str = ..., topic_id: uuid.UUID = ..., partition: int = ...) -> None: ...
 
-class _ShareSnapshotKeySchema(Schema):
+class _ShareSnapshotKeySchema(Schema[ShareSnapshotKey]):
     @property
     def cls(self) -> type[ShareSnapshotKey]: ...
     def __call__(self, *, group_id: str = ..., topic_id: uuid.UUID = ..., partition: int = ...) -> ShareSnapshotKey: ...  # type: ignore[override]
@@ -37,7 +37,7 @@ class ShareSnapshotValue(Message):
     state_batches: list[ShareSnapshotValue.StateBatch]
     def __init__(self, *, snapshot_epoch: int = ..., state_epoch: int = ..., leader_epoch: int = ..., start_offset: int = ..., delivery_complete_count: int = ..., create_timestamp: int = ..., write_timestamp: int = ..., state_batches: list[ShareSnapshotValue.StateBatch] = ...) -> None: ...
 
-class _ShareSnapshotValueSchema(Schema):
+class _ShareSnapshotValueSchema(Schema[ShareSnapshotValue]):
     StateBatch: type[ShareSnapshotValue.StateBatch]
     @property
     def cls(self) -> type[ShareSnapshotValue]: ...
@@ -51,7 +51,7 @@ class ShareUpdateKey(Message):
     partition: int
     def __init__(self, *, group_id: str = ..., topic_id: uuid.UUID = ..., partition: int = ...) -> None: ...
 
-class _ShareUpdateKeySchema(Schema):
+class _ShareUpdateKeySchema(Schema[ShareUpdateKey]):
     @property
     def cls(self) -> type[ShareUpdateKey]: ...
     def __call__(self, *, group_id: str = ..., topic_id: uuid.UUID = ..., partition: int = ...) -> ShareUpdateKey: ...  # type: ignore[override]
@@ -73,7 +73,7 @@ class ShareUpdateValue(Message):
     state_batches: list[ShareUpdateValue.StateBatch]
     def __init__(self, *, snapshot_epoch: int = ..., leader_epoch: int = ..., start_offset: int = ..., delivery_complete_count: int = ..., state_batches: list[ShareUpdateValue.StateBatch] = ...) -> None: ...
 
-class _ShareUpdateValueSchema(Schema):
+class _ShareUpdateValueSchema(Schema[ShareUpdateValue]):
     StateBatch: type[ShareUpdateValue.StateBatch]
     @property
     def cls(self) -> type[ShareUpdateValue]: ...

@@ -269,7 +269,7 @@ def render_stub(module: str, variables: list[str]) -> str:
         out.extend(body(typed[top], "    "))
         out.append("")
         view = f"_{top}Schema"
-        out.append(f"class {view}(Schema):")
+        out.append(f"class {view}(Schema[{top}]):")
         for name in classes:
             if name != top:
                 out.append(f"    {name}: type[{top}.{name}]")

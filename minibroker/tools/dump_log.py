@@ -48,7 +48,7 @@ from protocol.records.dump import (
 )
 
 if TYPE_CHECKING:
-    from protocol.schema import Schema
+    from protocol.schema import Message, Schema
 
 _TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 _DELETE_HORIZON_FLAG = 0x40  # RecordBatch v2 attribute bit 6 (KIP-534): base timestamp is the delete horizon
@@ -438,7 +438,7 @@ def consumer_protocol_schemas() -> tuple[Any, Any]:
     # message definitions, versions 0-3, never flexible): an int16 version, then the fields.
     from protocol.schema import F, Schema
 
-    sub = Schema("ConsumerProtocolSubscription", "0-3", fields=[
+    sub: Schema[Message] = Schema("ConsumerProtocolSubscription", "0-3", fields=[
         F("topics", "[]string", "0+"),
         F("user_data", "bytes", "0+", nullable="0+", default=None),
         F("owned_partitions", "[]TopicPartition", "1+", ignorable=True, fields=[
@@ -446,7 +446,7 @@ def consumer_protocol_schemas() -> tuple[Any, Any]:
         F("generation_id", "int32", "2+", default=-1, ignorable=True),
         F("rack_id", "string", "3+", nullable="3+", default=None, ignorable=True),
     ])
-    assign = Schema("ConsumerProtocolAssignment", "0-3", fields=[
+    assign: Schema[Message] = Schema("ConsumerProtocolAssignment", "0-3", fields=[
         F("assigned_partitions", "[]TopicPartition", "0+", fields=[
             F("topic", "string", "0+"), F("partitions", "[]int32", "0+")]),
         F("user_data", "bytes", "0+", nullable="0+", default=None),
@@ -492,8 +492,8 @@ def offsets_parser(r: RecordSummary) -> tuple[str | None, str | None]:
         key = bytes(r.key)
         (kv,) = struct.unpack_from(">h", key, 0)
         key_version = kv  # OffsetCommitKey and GroupMetadataKey: the type is the key's version
-        key_schema: Schema
-        value_schema: Schema
+        key_schema: Schema[Message]
+        value_schema: Schema[Message]
         if kv in (0, 1):
             key_schema, value_schema = cr.OFFSET_COMMIT_KEY, cr.OFFSET_COMMIT_VALUE
         elif kv == 2:
@@ -573,8 +573,8 @@ def share_group_state_parser(r: RecordSummary) -> tuple[str | None, str | None]:
     try:
         key = bytes(r.key)
         (kt,) = struct.unpack_from(">h", key, 0)
-        key_schema: Schema
-        value_schema: Schema
+        key_schema: Schema[Message]
+        value_schema: Schema[Message]
         if kt == 0:
             key_schema, value_schema = sr.SHARE_SNAPSHOT_KEY, sr.SHARE_SNAPSHOT_VALUE
         elif kt == 1:

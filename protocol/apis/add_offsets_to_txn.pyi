@@ -11,7 +11,7 @@ class AddOffsetsToTxnRequest(Message):
     group_id: str
     def __init__(self, *, transactional_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., group_id: str = ...) -> None: ...
 
-class _AddOffsetsToTxnRequestSchema(Schema):
+class _AddOffsetsToTxnRequestSchema(Schema[AddOffsetsToTxnRequest]):
     @property
     def cls(self) -> type[AddOffsetsToTxnRequest]: ...
     def __call__(self, *, transactional_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., group_id: str = ...) -> AddOffsetsToTxnRequest: ...  # type: ignore[override]
@@ -23,7 +23,7 @@ class AddOffsetsToTxnResponse(Message):
     error_code: int
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
 
-class _AddOffsetsToTxnResponseSchema(Schema):
+class _AddOffsetsToTxnResponseSchema(Schema[AddOffsetsToTxnResponse]):
     @property
     def cls(self) -> type[AddOffsetsToTxnResponse]: ...
     def __call__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> AddOffsetsToTxnResponse: ...  # type: ignore[override]

@@ -25,7 +25,7 @@ class AddPartitionsToTxnRequest(Message):
     v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
     def __init__(self, *, transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] = ..., v3_and_below_transactional_id: str = ..., v3_and_below_producer_id: int = ..., v3_and_below_producer_epoch: int = ..., v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = ...) -> None: ...
 
-class _AddPartitionsToTxnRequestSchema(Schema):
+class _AddPartitionsToTxnRequestSchema(Schema[AddPartitionsToTxnRequest]):
     AddPartitionsToTxnTopic: type[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
     AddPartitionsToTxnTransaction: type[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction]
     @property
@@ -56,7 +56,7 @@ class AddPartitionsToTxnResponse(Message):
     results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] = ..., results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = ...) -> None: ...
 
-class _AddPartitionsToTxnResponseSchema(Schema):
+class _AddPartitionsToTxnResponseSchema(Schema[AddPartitionsToTxnResponse]):
     AddPartitionsToTxnPartitionResult: type[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult]
     AddPartitionsToTxnTopicResult: type[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
     AddPartitionsToTxnResult: type[AddPartitionsToTxnResponse.AddPartitionsToTxnResult]

@@ -25,7 +25,7 @@ class AlterClientQuotasRequest(Message):
     validate_only: bool
     def __init__(self, *, entries: list[AlterClientQuotasRequest.EntryData] = ..., validate_only: bool = ...) -> None: ...
 
-class _AlterClientQuotasRequestSchema(Schema):
+class _AlterClientQuotasRequestSchema(Schema[AlterClientQuotasRequest]):
     EntityData: type[AlterClientQuotasRequest.EntityData]
     OpData: type[AlterClientQuotasRequest.OpData]
     EntryData: type[AlterClientQuotasRequest.EntryData]
@@ -51,7 +51,7 @@ class AlterClientQuotasResponse(Message):
     entries: list[AlterClientQuotasResponse.EntryData]
     def __init__(self, *, throttle_time_ms: int = ..., entries: list[AlterClientQuotasResponse.EntryData] = ...) -> None: ...
 
-class _AlterClientQuotasResponseSchema(Schema):
+class _AlterClientQuotasResponseSchema(Schema[AlterClientQuotasResponse]):
     EntityData: type[AlterClientQuotasResponse.EntityData]
     EntryData: type[AlterClientQuotasResponse.EntryData]
     @property

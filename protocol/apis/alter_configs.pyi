@@ -20,7 +20,7 @@ class AlterConfigsRequest(Message):
     validate_only: bool
     def __init__(self, *, resources: list[AlterConfigsRequest.AlterConfigsResource] = ..., validate_only: bool = ...) -> None: ...
 
-class _AlterConfigsRequestSchema(Schema):
+class _AlterConfigsRequestSchema(Schema[AlterConfigsRequest]):
     AlterableConfig: type[AlterConfigsRequest.AlterableConfig]
     AlterConfigsResource: type[AlterConfigsRequest.AlterConfigsResource]
     @property
@@ -41,7 +41,7 @@ class AlterConfigsResponse(Message):
     responses: list[AlterConfigsResponse.AlterConfigsResourceResponse]
     def __init__(self, *, throttle_time_ms: int = ..., responses: list[AlterConfigsResponse.AlterConfigsResourceResponse] = ...) -> None: ...
 
-class _AlterConfigsResponseSchema(Schema):
+class _AlterConfigsResponseSchema(Schema[AlterConfigsResponse]):
     AlterConfigsResourceResponse: type[AlterConfigsResponse.AlterConfigsResourceResponse]
     @property
     def cls(self) -> type[AlterConfigsResponse]: ...

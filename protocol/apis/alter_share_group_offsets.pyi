@@ -21,7 +21,7 @@ class AlterShareGroupOffsetsRequest(Message):
     topics: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic]
     def __init__(self, *, group_id: str = ..., topics: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic] = ...) -> None: ...
 
-class _AlterShareGroupOffsetsRequestSchema(Schema):
+class _AlterShareGroupOffsetsRequestSchema(Schema[AlterShareGroupOffsetsRequest]):
     AlterShareGroupOffsetsRequestPartition: type[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition]
     AlterShareGroupOffsetsRequestTopic: type[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic]
     @property
@@ -49,7 +49,7 @@ class AlterShareGroupOffsetsResponse(Message):
     responses: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., responses: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic] = ...) -> None: ...
 
-class _AlterShareGroupOffsetsResponseSchema(Schema):
+class _AlterShareGroupOffsetsResponseSchema(Schema[AlterShareGroupOffsetsResponse]):
     AlterShareGroupOffsetsResponsePartition: type[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition]
     AlterShareGroupOffsetsResponseTopic: type[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic]
     @property

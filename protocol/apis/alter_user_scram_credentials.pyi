@@ -22,7 +22,7 @@ class AlterUserScramCredentialsRequest(Message):
     upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion]
     def __init__(self, *, deletions: list[AlterUserScramCredentialsRequest.ScramCredentialDeletion] = ..., upsertions: list[AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = ...) -> None: ...
 
-class _AlterUserScramCredentialsRequestSchema(Schema):
+class _AlterUserScramCredentialsRequestSchema(Schema[AlterUserScramCredentialsRequest]):
     ScramCredentialDeletion: type[AlterUserScramCredentialsRequest.ScramCredentialDeletion]
     ScramCredentialUpsertion: type[AlterUserScramCredentialsRequest.ScramCredentialUpsertion]
     @property
@@ -42,7 +42,7 @@ class AlterUserScramCredentialsResponse(Message):
     results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult]
     def __init__(self, *, throttle_time_ms: int = ..., results: list[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult] = ...) -> None: ...
 
-class _AlterUserScramCredentialsResponseSchema(Schema):
+class _AlterUserScramCredentialsResponseSchema(Schema[AlterUserScramCredentialsResponse]):
     AlterUserScramCredentialsResult: type[AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult]
     @property
     def cls(self) -> type[AlterUserScramCredentialsResponse]: ...

@@ -9,7 +9,7 @@ class ApiVersionsRequest(Message):
     client_software_version: str
     def __init__(self, *, client_software_name: str = ..., client_software_version: str = ...) -> None: ...
 
-class _ApiVersionsRequestSchema(Schema):
+class _ApiVersionsRequestSchema(Schema[ApiVersionsRequest]):
     @property
     def cls(self) -> type[ApiVersionsRequest]: ...
     def __call__(self, *, client_software_name: str = ..., client_software_version: str = ...) -> ApiVersionsRequest: ...  # type: ignore[override]
@@ -44,7 +44,7 @@ class ApiVersionsResponse(Message):
     zk_migration_ready: bool
     def __init__(self, *, error_code: int = ..., api_keys: list[ApiVersionsResponse.ApiVersion] = ..., throttle_time_ms: int = ..., supported_features: list[ApiVersionsResponse.SupportedFeatureKey] = ..., finalized_features_epoch: int = ..., finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey] = ..., zk_migration_ready: bool = ...) -> None: ...
 
-class _ApiVersionsResponseSchema(Schema):
+class _ApiVersionsResponseSchema(Schema[ApiVersionsResponse]):
     ApiVersion: type[ApiVersionsResponse.ApiVersion]
     SupportedFeatureKey: type[ApiVersionsResponse.SupportedFeatureKey]
     FinalizedFeatureKey: type[ApiVersionsResponse.FinalizedFeatureKey]

@@ -11,7 +11,7 @@ class ConsumerGroupDescribeRequest(Message):
     include_authorized_operations: bool
     def __init__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ...) -> None: ...
 
-class _ConsumerGroupDescribeRequestSchema(Schema):
+class _ConsumerGroupDescribeRequestSchema(Schema[ConsumerGroupDescribeRequest]):
     @property
     def cls(self) -> type[ConsumerGroupDescribeRequest]: ...
     def __call__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ...) -> ConsumerGroupDescribeRequest: ...  # type: ignore[override]
@@ -59,7 +59,7 @@ class ConsumerGroupDescribeResponse(Message):
     groups: list[ConsumerGroupDescribeResponse.DescribedGroup]
     def __init__(self, *, throttle_time_ms: int = ..., groups: list[ConsumerGroupDescribeResponse.DescribedGroup] = ...) -> None: ...
 
-class _ConsumerGroupDescribeResponseSchema(Schema):
+class _ConsumerGroupDescribeResponseSchema(Schema[ConsumerGroupDescribeResponse]):
     TopicPartitions: type[ConsumerGroupDescribeResponse.TopicPartitions]
     Assignment: type[ConsumerGroupDescribeResponse.Assignment]
     Member: type[ConsumerGroupDescribeResponse.Member]

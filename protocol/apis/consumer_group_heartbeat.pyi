@@ -24,7 +24,7 @@ class ConsumerGroupHeartbeatRequest(Message):
     topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None
     def __init__(self, *, group_id: str = ..., member_id: str = ..., member_epoch: int = ..., instance_id: str | None = ..., rack_id: str | None = ..., rebalance_timeout_ms: int = ..., subscribed_topic_names: list[str] | None = ..., subscribed_topic_regex: str | None = ..., server_assignor: str | None = ..., topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = ...) -> None: ...
 
-class _ConsumerGroupHeartbeatRequestSchema(Schema):
+class _ConsumerGroupHeartbeatRequestSchema(Schema[ConsumerGroupHeartbeatRequest]):
     TopicPartitions: type[ConsumerGroupHeartbeatRequest.TopicPartitions]
     @property
     def cls(self) -> type[ConsumerGroupHeartbeatRequest]: ...
@@ -51,7 +51,7 @@ class ConsumerGroupHeartbeatResponse(Message):
     assignment: ConsumerGroupHeartbeatResponse.Assignment | None
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., member_id: str | None = ..., member_epoch: int = ..., heartbeat_interval_ms: int = ..., assignment: ConsumerGroupHeartbeatResponse.Assignment | None = ...) -> None: ...
 
-class _ConsumerGroupHeartbeatResponseSchema(Schema):
+class _ConsumerGroupHeartbeatResponseSchema(Schema[ConsumerGroupHeartbeatResponse]):
     TopicPartitions: type[ConsumerGroupHeartbeatResponse.TopicPartitions]
     Assignment: type[ConsumerGroupHeartbeatResponse.Assignment]
     @property

@@ -18,7 +18,7 @@ class CreateAclsRequest(Message):
     creations: list[CreateAclsRequest.AclCreation]
     def __init__(self, *, creations: list[CreateAclsRequest.AclCreation] = ...) -> None: ...
 
-class _CreateAclsRequestSchema(Schema):
+class _CreateAclsRequestSchema(Schema[CreateAclsRequest]):
     AclCreation: type[CreateAclsRequest.AclCreation]
     @property
     def cls(self) -> type[CreateAclsRequest]: ...
@@ -36,7 +36,7 @@ class CreateAclsResponse(Message):
     results: list[CreateAclsResponse.AclCreationResult]
     def __init__(self, *, throttle_time_ms: int = ..., results: list[CreateAclsResponse.AclCreationResult] = ...) -> None: ...
 
-class _CreateAclsResponseSchema(Schema):
+class _CreateAclsResponseSchema(Schema[CreateAclsResponse]):
     AclCreationResult: type[CreateAclsResponse.AclCreationResult]
     @property
     def cls(self) -> type[CreateAclsResponse]: ...

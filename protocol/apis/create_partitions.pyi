@@ -20,7 +20,7 @@ class CreatePartitionsRequest(Message):
     validate_only: bool
     def __init__(self, *, topics: list[CreatePartitionsRequest.CreatePartitionsTopic] = ..., timeout_ms: int = ..., validate_only: bool = ...) -> None: ...
 
-class _CreatePartitionsRequestSchema(Schema):
+class _CreatePartitionsRequestSchema(Schema[CreatePartitionsRequest]):
     CreatePartitionsAssignment: type[CreatePartitionsRequest.CreatePartitionsAssignment]
     CreatePartitionsTopic: type[CreatePartitionsRequest.CreatePartitionsTopic]
     @property
@@ -40,7 +40,7 @@ class CreatePartitionsResponse(Message):
     results: list[CreatePartitionsResponse.CreatePartitionsTopicResult]
     def __init__(self, *, throttle_time_ms: int = ..., results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = ...) -> None: ...
 
-class _CreatePartitionsResponseSchema(Schema):
+class _CreatePartitionsResponseSchema(Schema[CreatePartitionsResponse]):
     CreatePartitionsTopicResult: type[CreatePartitionsResponse.CreatePartitionsTopicResult]
     @property
     def cls(self) -> type[CreatePartitionsResponse]: ...

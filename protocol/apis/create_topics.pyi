@@ -30,7 +30,7 @@ class CreateTopicsRequest(Message):
     validate_only: bool
     def __init__(self, *, topics: list[CreateTopicsRequest.CreatableTopic] = ..., timeout_ms: int = ..., validate_only: bool = ...) -> None: ...
 
-class _CreateTopicsRequestSchema(Schema):
+class _CreateTopicsRequestSchema(Schema[CreateTopicsRequest]):
     CreatableReplicaAssignment: type[CreateTopicsRequest.CreatableReplicaAssignment]
     CreatableTopicConfig: type[CreateTopicsRequest.CreatableTopicConfig]
     CreatableTopic: type[CreateTopicsRequest.CreatableTopic]
@@ -64,7 +64,7 @@ class CreateTopicsResponse(Message):
     topics: list[CreateTopicsResponse.CreatableTopicResult]
     def __init__(self, *, throttle_time_ms: int = ..., topics: list[CreateTopicsResponse.CreatableTopicResult] = ...) -> None: ...
 
-class _CreateTopicsResponseSchema(Schema):
+class _CreateTopicsResponseSchema(Schema[CreateTopicsResponse]):
     CreatableTopicConfigs: type[CreateTopicsResponse.CreatableTopicConfigs]
     CreatableTopicResult: type[CreateTopicsResponse.CreatableTopicResult]
     @property

@@ -18,7 +18,7 @@ class DeleteAclsRequest(Message):
     filters: list[DeleteAclsRequest.DeleteAclsFilter]
     def __init__(self, *, filters: list[DeleteAclsRequest.DeleteAclsFilter] = ...) -> None: ...
 
-class _DeleteAclsRequestSchema(Schema):
+class _DeleteAclsRequestSchema(Schema[DeleteAclsRequest]):
     DeleteAclsFilter: type[DeleteAclsRequest.DeleteAclsFilter]
     @property
     def cls(self) -> type[DeleteAclsRequest]: ...
@@ -49,7 +49,7 @@ class DeleteAclsResponse(Message):
     filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult]
     def __init__(self, *, throttle_time_ms: int = ..., filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult] = ...) -> None: ...
 
-class _DeleteAclsResponseSchema(Schema):
+class _DeleteAclsResponseSchema(Schema[DeleteAclsResponse]):
     DeleteAclsMatchingAcl: type[DeleteAclsResponse.DeleteAclsMatchingAcl]
     DeleteAclsFilterResult: type[DeleteAclsResponse.DeleteAclsFilterResult]
     @property

@@ -8,7 +8,7 @@ class DeleteGroupsRequest(Message):
     groups_names: list[str]
     def __init__(self, *, groups_names: list[str] = ...) -> None: ...
 
-class _DeleteGroupsRequestSchema(Schema):
+class _DeleteGroupsRequestSchema(Schema[DeleteGroupsRequest]):
     @property
     def cls(self) -> type[DeleteGroupsRequest]: ...
     def __call__(self, *, groups_names: list[str] = ...) -> DeleteGroupsRequest: ...  # type: ignore[override]
@@ -25,7 +25,7 @@ class DeleteGroupsResponse(Message):
     results: list[DeleteGroupsResponse.DeletableGroupResult]
     def __init__(self, *, throttle_time_ms: int = ..., results: list[DeleteGroupsResponse.DeletableGroupResult] = ...) -> None: ...
 
-class _DeleteGroupsResponseSchema(Schema):
+class _DeleteGroupsResponseSchema(Schema[DeleteGroupsResponse]):
     DeletableGroupResult: type[DeleteGroupsResponse.DeletableGroupResult]
     @property
     def cls(self) -> type[DeleteGroupsResponse]: ...

@@ -19,7 +19,7 @@ class DeleteRecordsRequest(Message):
     timeout_ms: int
     def __init__(self, *, topics: list[DeleteRecordsRequest.DeleteRecordsTopic] = ..., timeout_ms: int = ...) -> None: ...
 
-class _DeleteRecordsRequestSchema(Schema):
+class _DeleteRecordsRequestSchema(Schema[DeleteRecordsRequest]):
     DeleteRecordsPartition: type[DeleteRecordsRequest.DeleteRecordsPartition]
     DeleteRecordsTopic: type[DeleteRecordsRequest.DeleteRecordsTopic]
     @property
@@ -44,7 +44,7 @@ class DeleteRecordsResponse(Message):
     topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult]
     def __init__(self, *, throttle_time_ms: int = ..., topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult] = ...) -> None: ...
 
-class _DeleteRecordsResponseSchema(Schema):
+class _DeleteRecordsResponseSchema(Schema[DeleteRecordsResponse]):
     DeleteRecordsPartitionResult: type[DeleteRecordsResponse.DeleteRecordsPartitionResult]
     DeleteRecordsTopicResult: type[DeleteRecordsResponse.DeleteRecordsTopicResult]
     @property

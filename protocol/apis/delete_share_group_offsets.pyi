@@ -15,7 +15,7 @@ class DeleteShareGroupOffsetsRequest(Message):
     topics: list[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic]
     def __init__(self, *, group_id: str = ..., topics: list[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic] = ...) -> None: ...
 
-class _DeleteShareGroupOffsetsRequestSchema(Schema):
+class _DeleteShareGroupOffsetsRequestSchema(Schema[DeleteShareGroupOffsetsRequest]):
     DeleteShareGroupOffsetsRequestTopic: type[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic]
     @property
     def cls(self) -> type[DeleteShareGroupOffsetsRequest]: ...
@@ -37,7 +37,7 @@ class DeleteShareGroupOffsetsResponse(Message):
     responses: list[DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., responses: list[DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic] = ...) -> None: ...
 
-class _DeleteShareGroupOffsetsResponseSchema(Schema):
+class _DeleteShareGroupOffsetsResponseSchema(Schema[DeleteShareGroupOffsetsResponse]):
     DeleteShareGroupOffsetsResponseTopic: type[DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic]
     @property
     def cls(self) -> type[DeleteShareGroupOffsetsResponse]: ...

@@ -17,7 +17,7 @@ class DeleteTopicsRequest(Message):
     timeout_ms: int
     def __init__(self, *, topics: list[DeleteTopicsRequest.DeleteTopicState] = ..., topic_names: list[str] = ..., timeout_ms: int = ...) -> None: ...
 
-class _DeleteTopicsRequestSchema(Schema):
+class _DeleteTopicsRequestSchema(Schema[DeleteTopicsRequest]):
     DeleteTopicState: type[DeleteTopicsRequest.DeleteTopicState]
     @property
     def cls(self) -> type[DeleteTopicsRequest]: ...
@@ -37,7 +37,7 @@ class DeleteTopicsResponse(Message):
     responses: list[DeleteTopicsResponse.DeletableTopicResult]
     def __init__(self, *, throttle_time_ms: int = ..., responses: list[DeleteTopicsResponse.DeletableTopicResult] = ...) -> None: ...
 
-class _DeleteTopicsResponseSchema(Schema):
+class _DeleteTopicsResponseSchema(Schema[DeleteTopicsResponse]):
     DeletableTopicResult: type[DeleteTopicsResponse.DeletableTopicResult]
     @property
     def cls(self) -> type[DeleteTopicsResponse]: ...

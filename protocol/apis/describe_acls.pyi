@@ -14,7 +14,7 @@ class DescribeAclsRequest(Message):
     permission_type: int
     def __init__(self, *, resource_type_filter: int = ..., resource_name_filter: str | None = ..., pattern_type_filter: int = ..., principal_filter: str | None = ..., host_filter: str | None = ..., operation: int = ..., permission_type: int = ...) -> None: ...
 
-class _DescribeAclsRequestSchema(Schema):
+class _DescribeAclsRequestSchema(Schema[DescribeAclsRequest]):
     @property
     def cls(self) -> type[DescribeAclsRequest]: ...
     def __call__(self, *, resource_type_filter: int = ..., resource_name_filter: str | None = ..., pattern_type_filter: int = ..., principal_filter: str | None = ..., host_filter: str | None = ..., operation: int = ..., permission_type: int = ...) -> DescribeAclsRequest: ...  # type: ignore[override]
@@ -42,7 +42,7 @@ class DescribeAclsResponse(Message):
     resources: list[DescribeAclsResponse.DescribeAclsResource]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., resources: list[DescribeAclsResponse.DescribeAclsResource] = ...) -> None: ...
 
-class _DescribeAclsResponseSchema(Schema):
+class _DescribeAclsResponseSchema(Schema[DescribeAclsResponse]):
     AclDescription: type[DescribeAclsResponse.AclDescription]
     DescribeAclsResource: type[DescribeAclsResponse.DescribeAclsResource]
     @property

@@ -15,7 +15,7 @@ class DescribeClientQuotasRequest(Message):
     strict: bool
     def __init__(self, *, components: list[DescribeClientQuotasRequest.ComponentData] = ..., strict: bool = ...) -> None: ...
 
-class _DescribeClientQuotasRequestSchema(Schema):
+class _DescribeClientQuotasRequestSchema(Schema[DescribeClientQuotasRequest]):
     ComponentData: type[DescribeClientQuotasRequest.ComponentData]
     @property
     def cls(self) -> type[DescribeClientQuotasRequest]: ...
@@ -45,7 +45,7 @@ class DescribeClientQuotasResponse(Message):
     entries: list[DescribeClientQuotasResponse.EntryData] | None
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., entries: list[DescribeClientQuotasResponse.EntryData] | None = ...) -> None: ...
 
-class _DescribeClientQuotasResponseSchema(Schema):
+class _DescribeClientQuotasResponseSchema(Schema[DescribeClientQuotasResponse]):
     EntityData: type[DescribeClientQuotasResponse.EntityData]
     ValueData: type[DescribeClientQuotasResponse.ValueData]
     EntryData: type[DescribeClientQuotasResponse.EntryData]

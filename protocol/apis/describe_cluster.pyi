@@ -10,7 +10,7 @@ class DescribeClusterRequest(Message):
     include_fenced_brokers: bool
     def __init__(self, *, include_cluster_authorized_operations: bool = ..., endpoint_type: int = ..., include_fenced_brokers: bool = ...) -> None: ...
 
-class _DescribeClusterRequestSchema(Schema):
+class _DescribeClusterRequestSchema(Schema[DescribeClusterRequest]):
     @property
     def cls(self) -> type[DescribeClusterRequest]: ...
     def __call__(self, *, include_cluster_authorized_operations: bool = ..., endpoint_type: int = ..., include_fenced_brokers: bool = ...) -> DescribeClusterRequest: ...  # type: ignore[override]
@@ -36,7 +36,7 @@ class DescribeClusterResponse(Message):
     cluster_authorized_operations: int
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., endpoint_type: int = ..., cluster_id: str = ..., controller_id: int = ..., brokers: list[DescribeClusterResponse.DescribeClusterBroker] = ..., cluster_authorized_operations: int = ...) -> None: ...
 
-class _DescribeClusterResponseSchema(Schema):
+class _DescribeClusterResponseSchema(Schema[DescribeClusterResponse]):
     DescribeClusterBroker: type[DescribeClusterResponse.DescribeClusterBroker]
     @property
     def cls(self) -> type[DescribeClusterResponse]: ...

@@ -16,7 +16,7 @@ class DescribeConfigsRequest(Message):
     include_documentation: bool
     def __init__(self, *, resources: list[DescribeConfigsRequest.DescribeConfigsResource] = ..., include_synonyms: bool = ..., include_documentation: bool = ...) -> None: ...
 
-class _DescribeConfigsRequestSchema(Schema):
+class _DescribeConfigsRequestSchema(Schema[DescribeConfigsRequest]):
     DescribeConfigsResource: type[DescribeConfigsRequest.DescribeConfigsResource]
     @property
     def cls(self) -> type[DescribeConfigsRequest]: ...
@@ -55,7 +55,7 @@ class DescribeConfigsResponse(Message):
     results: list[DescribeConfigsResponse.DescribeConfigsResult]
     def __init__(self, *, throttle_time_ms: int = ..., results: list[DescribeConfigsResponse.DescribeConfigsResult] = ...) -> None: ...
 
-class _DescribeConfigsResponseSchema(Schema):
+class _DescribeConfigsResponseSchema(Schema[DescribeConfigsResponse]):
     DescribeConfigsSynonym: type[DescribeConfigsResponse.DescribeConfigsSynonym]
     DescribeConfigsResourceResult: type[DescribeConfigsResponse.DescribeConfigsResourceResult]
     DescribeConfigsResult: type[DescribeConfigsResponse.DescribeConfigsResult]

@@ -9,7 +9,7 @@ class DescribeGroupsRequest(Message):
     include_authorized_operations: bool
     def __init__(self, *, groups: list[str] = ..., include_authorized_operations: bool = ...) -> None: ...
 
-class _DescribeGroupsRequestSchema(Schema):
+class _DescribeGroupsRequestSchema(Schema[DescribeGroupsRequest]):
     @property
     def cls(self) -> type[DescribeGroupsRequest]: ...
     def __call__(self, *, groups: list[str] = ..., include_authorized_operations: bool = ...) -> DescribeGroupsRequest: ...  # type: ignore[override]
@@ -41,7 +41,7 @@ class DescribeGroupsResponse(Message):
     groups: list[DescribeGroupsResponse.DescribedGroup]
     def __init__(self, *, throttle_time_ms: int = ..., groups: list[DescribeGroupsResponse.DescribedGroup] = ...) -> None: ...
 
-class _DescribeGroupsResponseSchema(Schema):
+class _DescribeGroupsResponseSchema(Schema[DescribeGroupsResponse]):
     DescribedGroupMember: type[DescribeGroupsResponse.DescribedGroupMember]
     DescribedGroup: type[DescribeGroupsResponse.DescribedGroup]
     @property

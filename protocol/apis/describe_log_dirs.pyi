@@ -13,7 +13,7 @@ class DescribeLogDirsRequest(Message):
     topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None
     def __init__(self, *, topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None = ...) -> None: ...
 
-class _DescribeLogDirsRequestSchema(Schema):
+class _DescribeLogDirsRequestSchema(Schema[DescribeLogDirsRequest]):
     DescribableLogDirTopic: type[DescribeLogDirsRequest.DescribableLogDirTopic]
     @property
     def cls(self) -> type[DescribeLogDirsRequest]: ...
@@ -47,7 +47,7 @@ class DescribeLogDirsResponse(Message):
     results: list[DescribeLogDirsResponse.DescribeLogDirsResult]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., results: list[DescribeLogDirsResponse.DescribeLogDirsResult] = ...) -> None: ...
 
-class _DescribeLogDirsResponseSchema(Schema):
+class _DescribeLogDirsResponseSchema(Schema[DescribeLogDirsResponse]):
     DescribeLogDirsPartition: type[DescribeLogDirsResponse.DescribeLogDirsPartition]
     DescribeLogDirsTopic: type[DescribeLogDirsResponse.DescribeLogDirsTopic]
     DescribeLogDirsResult: type[DescribeLogDirsResponse.DescribeLogDirsResult]

@@ -13,7 +13,7 @@ class DescribeProducersRequest(Message):
     topics: list[DescribeProducersRequest.TopicRequest]
     def __init__(self, *, topics: list[DescribeProducersRequest.TopicRequest] = ...) -> None: ...
 
-class _DescribeProducersRequestSchema(Schema):
+class _DescribeProducersRequestSchema(Schema[DescribeProducersRequest]):
     TopicRequest: type[DescribeProducersRequest.TopicRequest]
     @property
     def cls(self) -> type[DescribeProducersRequest]: ...
@@ -47,7 +47,7 @@ class DescribeProducersResponse(Message):
     topics: list[DescribeProducersResponse.TopicResponse]
     def __init__(self, *, throttle_time_ms: int = ..., topics: list[DescribeProducersResponse.TopicResponse] = ...) -> None: ...
 
-class _DescribeProducersResponseSchema(Schema):
+class _DescribeProducersResponseSchema(Schema[DescribeProducersResponse]):
     ProducerState: type[DescribeProducersResponse.ProducerState]
     PartitionResponse: type[DescribeProducersResponse.PartitionResponse]
     TopicResponse: type[DescribeProducersResponse.TopicResponse]

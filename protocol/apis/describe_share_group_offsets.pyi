@@ -20,7 +20,7 @@ class DescribeShareGroupOffsetsRequest(Message):
     groups: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup]
     def __init__(self, *, groups: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup] = ...) -> None: ...
 
-class _DescribeShareGroupOffsetsRequestSchema(Schema):
+class _DescribeShareGroupOffsetsRequestSchema(Schema[DescribeShareGroupOffsetsRequest]):
     DescribeShareGroupOffsetsRequestTopic: type[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic]
     DescribeShareGroupOffsetsRequestGroup: type[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup]
     @property
@@ -56,7 +56,7 @@ class DescribeShareGroupOffsetsResponse(Message):
     groups: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup]
     def __init__(self, *, throttle_time_ms: int = ..., groups: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup] = ...) -> None: ...
 
-class _DescribeShareGroupOffsetsResponseSchema(Schema):
+class _DescribeShareGroupOffsetsResponseSchema(Schema[DescribeShareGroupOffsetsResponse]):
     DescribeShareGroupOffsetsResponsePartition: type[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition]
     DescribeShareGroupOffsetsResponseTopic: type[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic]
     DescribeShareGroupOffsetsResponseGroup: type[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup]

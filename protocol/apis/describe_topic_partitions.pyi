@@ -21,7 +21,7 @@ class DescribeTopicPartitionsRequest(Message):
     cursor: DescribeTopicPartitionsRequest.Cursor | None
     def __init__(self, *, topics: list[DescribeTopicPartitionsRequest.TopicRequest] = ..., response_partition_limit: int = ..., cursor: DescribeTopicPartitionsRequest.Cursor | None = ...) -> None: ...
 
-class _DescribeTopicPartitionsRequestSchema(Schema):
+class _DescribeTopicPartitionsRequestSchema(Schema[DescribeTopicPartitionsRequest]):
     TopicRequest: type[DescribeTopicPartitionsRequest.TopicRequest]
     Cursor: type[DescribeTopicPartitionsRequest.Cursor]
     @property
@@ -62,7 +62,7 @@ class DescribeTopicPartitionsResponse(Message):
     next_cursor: DescribeTopicPartitionsResponse.Cursor | None
     def __init__(self, *, throttle_time_ms: int = ..., topics: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic] = ..., next_cursor: DescribeTopicPartitionsResponse.Cursor | None = ...) -> None: ...
 
-class _DescribeTopicPartitionsResponseSchema(Schema):
+class _DescribeTopicPartitionsResponseSchema(Schema[DescribeTopicPartitionsResponse]):
     DescribeTopicPartitionsResponsePartition: type[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition]
     DescribeTopicPartitionsResponseTopic: type[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic]
     Cursor: type[DescribeTopicPartitionsResponse.Cursor]

@@ -8,7 +8,7 @@ class DescribeTransactionsRequest(Message):
     transactional_ids: list[str]
     def __init__(self, *, transactional_ids: list[str] = ...) -> None: ...
 
-class _DescribeTransactionsRequestSchema(Schema):
+class _DescribeTransactionsRequestSchema(Schema[DescribeTransactionsRequest]):
     @property
     def cls(self) -> type[DescribeTransactionsRequest]: ...
     def __call__(self, *, transactional_ids: list[str] = ...) -> DescribeTransactionsRequest: ...  # type: ignore[override]
@@ -36,7 +36,7 @@ class DescribeTransactionsResponse(Message):
     transaction_states: list[DescribeTransactionsResponse.TransactionState]
     def __init__(self, *, throttle_time_ms: int = ..., transaction_states: list[DescribeTransactionsResponse.TransactionState] = ...) -> None: ...
 
-class _DescribeTransactionsResponseSchema(Schema):
+class _DescribeTransactionsResponseSchema(Schema[DescribeTransactionsResponse]):
     TopicData: type[DescribeTransactionsResponse.TopicData]
     TransactionState: type[DescribeTransactionsResponse.TransactionState]
     @property

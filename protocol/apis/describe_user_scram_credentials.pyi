@@ -12,7 +12,7 @@ class DescribeUserScramCredentialsRequest(Message):
     users: list[DescribeUserScramCredentialsRequest.UserName] | None
     def __init__(self, *, users: list[DescribeUserScramCredentialsRequest.UserName] | None = ...) -> None: ...
 
-class _DescribeUserScramCredentialsRequestSchema(Schema):
+class _DescribeUserScramCredentialsRequestSchema(Schema[DescribeUserScramCredentialsRequest]):
     UserName: type[DescribeUserScramCredentialsRequest.UserName]
     @property
     def cls(self) -> type[DescribeUserScramCredentialsRequest]: ...
@@ -39,7 +39,7 @@ class DescribeUserScramCredentialsResponse(Message):
     results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult] = ...) -> None: ...
 
-class _DescribeUserScramCredentialsResponseSchema(Schema):
+class _DescribeUserScramCredentialsResponseSchema(Schema[DescribeUserScramCredentialsResponse]):
     CredentialInfo: type[DescribeUserScramCredentialsResponse.CredentialInfo]
     DescribeUserScramCredentialsResult: type[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult]
     @property

@@ -11,7 +11,7 @@ class EndTxnRequest(Message):
     committed: bool
     def __init__(self, *, transactional_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., committed: bool = ...) -> None: ...
 
-class _EndTxnRequestSchema(Schema):
+class _EndTxnRequestSchema(Schema[EndTxnRequest]):
     @property
     def cls(self) -> type[EndTxnRequest]: ...
     def __call__(self, *, transactional_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., committed: bool = ...) -> EndTxnRequest: ...  # type: ignore[override]
@@ -25,7 +25,7 @@ class EndTxnResponse(Message):
     producer_epoch: int
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., producer_id: int = ..., producer_epoch: int = ...) -> None: ...
 
-class _EndTxnResponseSchema(Schema):
+class _EndTxnResponseSchema(Schema[EndTxnResponse]):
     @property
     def cls(self) -> type[EndTxnResponse]: ...
     def __call__(self, *, throttle_time_ms: int = ..., error_code: int = ..., producer_id: int = ..., producer_epoch: int = ...) -> EndTxnResponse: ...  # type: ignore[override]

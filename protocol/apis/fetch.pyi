@@ -49,7 +49,7 @@ class FetchRequest(Message):
     rack_id: str
     def __init__(self, *, cluster_id: str | None = ..., replica_id: int = ..., replica_state: FetchRequest.ReplicaState = ..., max_wait_ms: int = ..., min_bytes: int = ..., max_bytes: int = ..., isolation_level: int = ..., session_id: int = ..., session_epoch: int = ..., topics: list[FetchRequest.FetchTopic] = ..., forgotten_topics_data: list[FetchRequest.ForgottenTopic] = ..., rack_id: str = ...) -> None: ...
 
-class _FetchRequestSchema(Schema):
+class _FetchRequestSchema(Schema[FetchRequest]):
     ReplicaState: type[FetchRequest.ReplicaState]
     FetchPartition: type[FetchRequest.FetchPartition]
     FetchTopic: type[FetchRequest.FetchTopic]
@@ -115,7 +115,7 @@ class FetchResponse(Message):
     node_endpoints: list[FetchResponse.NodeEndpoint]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., session_id: int = ..., responses: list[FetchResponse.FetchableTopicResponse] = ..., node_endpoints: list[FetchResponse.NodeEndpoint] = ...) -> None: ...
 
-class _FetchResponseSchema(Schema):
+class _FetchResponseSchema(Schema[FetchResponse]):
     EpochEndOffset: type[FetchResponse.EpochEndOffset]
     LeaderIdAndEpoch: type[FetchResponse.LeaderIdAndEpoch]
     SnapshotId: type[FetchResponse.SnapshotId]

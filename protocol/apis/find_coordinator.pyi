@@ -10,7 +10,7 @@ class FindCoordinatorRequest(Message):
     coordinator_keys: list[str]
     def __init__(self, *, key: str = ..., key_type: int = ..., coordinator_keys: list[str] = ...) -> None: ...
 
-class _FindCoordinatorRequestSchema(Schema):
+class _FindCoordinatorRequestSchema(Schema[FindCoordinatorRequest]):
     @property
     def cls(self) -> type[FindCoordinatorRequest]: ...
     def __call__(self, *, key: str = ..., key_type: int = ..., coordinator_keys: list[str] = ...) -> FindCoordinatorRequest: ...  # type: ignore[override]
@@ -36,7 +36,7 @@ class FindCoordinatorResponse(Message):
     coordinators: list[FindCoordinatorResponse.Coordinator]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., node_id: int = ..., host: str = ..., port: int = ..., coordinators: list[FindCoordinatorResponse.Coordinator] = ...) -> None: ...
 
-class _FindCoordinatorResponseSchema(Schema):
+class _FindCoordinatorResponseSchema(Schema[FindCoordinatorResponse]):
     Coordinator: type[FindCoordinatorResponse.Coordinator]
     @property
     def cls(self) -> type[FindCoordinatorResponse]: ...

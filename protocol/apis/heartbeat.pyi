@@ -11,7 +11,7 @@ class HeartbeatRequest(Message):
     group_instance_id: str | None
     def __init__(self, *, group_id: str = ..., generation_id: int = ..., member_id: str = ..., group_instance_id: str | None = ...) -> None: ...
 
-class _HeartbeatRequestSchema(Schema):
+class _HeartbeatRequestSchema(Schema[HeartbeatRequest]):
     @property
     def cls(self) -> type[HeartbeatRequest]: ...
     def __call__(self, *, group_id: str = ..., generation_id: int = ..., member_id: str = ..., group_instance_id: str | None = ...) -> HeartbeatRequest: ...  # type: ignore[override]
@@ -23,7 +23,7 @@ class HeartbeatResponse(Message):
     error_code: int
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
 
-class _HeartbeatResponseSchema(Schema):
+class _HeartbeatResponseSchema(Schema[HeartbeatResponse]):
     @property
     def cls(self) -> type[HeartbeatResponse]: ...
     def __call__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> HeartbeatResponse: ...  # type: ignore[override]

@@ -21,7 +21,7 @@ class IncrementalAlterConfigsRequest(Message):
     validate_only: bool
     def __init__(self, *, resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource] = ..., validate_only: bool = ...) -> None: ...
 
-class _IncrementalAlterConfigsRequestSchema(Schema):
+class _IncrementalAlterConfigsRequestSchema(Schema[IncrementalAlterConfigsRequest]):
     AlterableConfig: type[IncrementalAlterConfigsRequest.AlterableConfig]
     AlterConfigsResource: type[IncrementalAlterConfigsRequest.AlterConfigsResource]
     @property
@@ -42,7 +42,7 @@ class IncrementalAlterConfigsResponse(Message):
     responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
     def __init__(self, *, throttle_time_ms: int = ..., responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = ...) -> None: ...
 
-class _IncrementalAlterConfigsResponseSchema(Schema):
+class _IncrementalAlterConfigsResponseSchema(Schema[IncrementalAlterConfigsResponse]):
     AlterConfigsResourceResponse: type[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
     @property
     def cls(self) -> type[IncrementalAlterConfigsResponse]: ...

@@ -11,7 +11,7 @@ class InitProducerIdRequest(Message):
     producer_epoch: int
     def __init__(self, *, transactional_id: str | None = ..., transaction_timeout_ms: int = ..., producer_id: int = ..., producer_epoch: int = ...) -> None: ...
 
-class _InitProducerIdRequestSchema(Schema):
+class _InitProducerIdRequestSchema(Schema[InitProducerIdRequest]):
     @property
     def cls(self) -> type[InitProducerIdRequest]: ...
     def __call__(self, *, transactional_id: str | None = ..., transaction_timeout_ms: int = ..., producer_id: int = ..., producer_epoch: int = ...) -> InitProducerIdRequest: ...  # type: ignore[override]
@@ -25,7 +25,7 @@ class InitProducerIdResponse(Message):
     producer_epoch: int
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., producer_id: int = ..., producer_epoch: int = ...) -> None: ...
 
-class _InitProducerIdResponseSchema(Schema):
+class _InitProducerIdResponseSchema(Schema[InitProducerIdResponse]):
     @property
     def cls(self) -> type[InitProducerIdResponse]: ...
     def __call__(self, *, throttle_time_ms: int = ..., error_code: int = ..., producer_id: int = ..., producer_epoch: int = ...) -> InitProducerIdResponse: ...  # type: ignore[override]

@@ -20,7 +20,7 @@ class JoinGroupRequest(Message):
     reason: str | None
     def __init__(self, *, group_id: str = ..., session_timeout_ms: int = ..., rebalance_timeout_ms: int = ..., member_id: str = ..., group_instance_id: str | None = ..., protocol_type: str = ..., protocols: list[JoinGroupRequest.JoinGroupRequestProtocol] = ..., reason: str | None = ...) -> None: ...
 
-class _JoinGroupRequestSchema(Schema):
+class _JoinGroupRequestSchema(Schema[JoinGroupRequest]):
     JoinGroupRequestProtocol: type[JoinGroupRequest.JoinGroupRequestProtocol]
     @property
     def cls(self) -> type[JoinGroupRequest]: ...
@@ -46,7 +46,7 @@ class JoinGroupResponse(Message):
     members: list[JoinGroupResponse.JoinGroupResponseMember]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., generation_id: int = ..., protocol_type: str | None = ..., protocol_name: str | None = ..., leader: str = ..., skip_assignment: bool = ..., member_id: str = ..., members: list[JoinGroupResponse.JoinGroupResponseMember] = ...) -> None: ...
 
-class _JoinGroupResponseSchema(Schema):
+class _JoinGroupResponseSchema(Schema[JoinGroupResponse]):
     JoinGroupResponseMember: type[JoinGroupResponse.JoinGroupResponseMember]
     @property
     def cls(self) -> type[JoinGroupResponse]: ...

@@ -16,7 +16,7 @@ class LeaveGroupRequest(Message):
     members: list[LeaveGroupRequest.MemberIdentity]
     def __init__(self, *, group_id: str = ..., member_id: str = ..., members: list[LeaveGroupRequest.MemberIdentity] = ...) -> None: ...
 
-class _LeaveGroupRequestSchema(Schema):
+class _LeaveGroupRequestSchema(Schema[LeaveGroupRequest]):
     MemberIdentity: type[LeaveGroupRequest.MemberIdentity]
     @property
     def cls(self) -> type[LeaveGroupRequest]: ...
@@ -36,7 +36,7 @@ class LeaveGroupResponse(Message):
     members: list[LeaveGroupResponse.MemberResponse]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., members: list[LeaveGroupResponse.MemberResponse] = ...) -> None: ...
 
-class _LeaveGroupResponseSchema(Schema):
+class _LeaveGroupResponseSchema(Schema[LeaveGroupResponse]):
     MemberResponse: type[LeaveGroupResponse.MemberResponse]
     @property
     def cls(self) -> type[LeaveGroupResponse]: ...

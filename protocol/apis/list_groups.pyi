@@ -9,7 +9,7 @@ class ListGroupsRequest(Message):
     types_filter: list[str]
     def __init__(self, *, states_filter: list[str] = ..., types_filter: list[str] = ...) -> None: ...
 
-class _ListGroupsRequestSchema(Schema):
+class _ListGroupsRequestSchema(Schema[ListGroupsRequest]):
     @property
     def cls(self) -> type[ListGroupsRequest]: ...
     def __call__(self, *, states_filter: list[str] = ..., types_filter: list[str] = ...) -> ListGroupsRequest: ...  # type: ignore[override]
@@ -29,7 +29,7 @@ class ListGroupsResponse(Message):
     groups: list[ListGroupsResponse.ListedGroup]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., groups: list[ListGroupsResponse.ListedGroup] = ...) -> None: ...
 
-class _ListGroupsResponseSchema(Schema):
+class _ListGroupsResponseSchema(Schema[ListGroupsResponse]):
     ListedGroup: type[ListGroupsResponse.ListedGroup]
     @property
     def cls(self) -> type[ListGroupsResponse]: ...

@@ -23,7 +23,7 @@ class ListOffsetsRequest(Message):
     timeout_ms: int
     def __init__(self, *, replica_id: int = ..., isolation_level: int = ..., topics: list[ListOffsetsRequest.ListOffsetsTopic] = ..., timeout_ms: int = ...) -> None: ...
 
-class _ListOffsetsRequestSchema(Schema):
+class _ListOffsetsRequestSchema(Schema[ListOffsetsRequest]):
     ListOffsetsPartition: type[ListOffsetsRequest.ListOffsetsPartition]
     ListOffsetsTopic: type[ListOffsetsRequest.ListOffsetsTopic]
     @property
@@ -51,7 +51,7 @@ class ListOffsetsResponse(Message):
     topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
     def __init__(self, *, throttle_time_ms: int = ..., topics: list[ListOffsetsResponse.ListOffsetsTopicResponse] = ...) -> None: ...
 
-class _ListOffsetsResponseSchema(Schema):
+class _ListOffsetsResponseSchema(Schema[ListOffsetsResponse]):
     ListOffsetsPartitionResponse: type[ListOffsetsResponse.ListOffsetsPartitionResponse]
     ListOffsetsTopicResponse: type[ListOffsetsResponse.ListOffsetsTopicResponse]
     @property

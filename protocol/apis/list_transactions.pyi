@@ -11,7 +11,7 @@ class ListTransactionsRequest(Message):
     transactional_id_pattern: str | None
     def __init__(self, *, state_filters: list[str] = ..., producer_id_filters: list[int] = ..., duration_filter: int = ..., transactional_id_pattern: str | None = ...) -> None: ...
 
-class _ListTransactionsRequestSchema(Schema):
+class _ListTransactionsRequestSchema(Schema[ListTransactionsRequest]):
     @property
     def cls(self) -> type[ListTransactionsRequest]: ...
     def __call__(self, *, state_filters: list[str] = ..., producer_id_filters: list[int] = ..., duration_filter: int = ..., transactional_id_pattern: str | None = ...) -> ListTransactionsRequest: ...  # type: ignore[override]
@@ -31,7 +31,7 @@ class ListTransactionsResponse(Message):
     transaction_states: list[ListTransactionsResponse.TransactionState]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., unknown_state_filters: list[str] = ..., transaction_states: list[ListTransactionsResponse.TransactionState] = ...) -> None: ...
 
-class _ListTransactionsResponseSchema(Schema):
+class _ListTransactionsResponseSchema(Schema[ListTransactionsResponse]):
     TransactionState: type[ListTransactionsResponse.TransactionState]
     @property
     def cls(self) -> type[ListTransactionsResponse]: ...

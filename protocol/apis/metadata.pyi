@@ -18,7 +18,7 @@ class MetadataRequest(Message):
     include_topic_authorized_operations: bool
     def __init__(self, *, topics: list[MetadataRequest.MetadataRequestTopic] | None = ..., allow_auto_topic_creation: bool = ..., include_cluster_authorized_operations: bool = ..., include_topic_authorized_operations: bool = ...) -> None: ...
 
-class _MetadataRequestSchema(Schema):
+class _MetadataRequestSchema(Schema[MetadataRequest]):
     MetadataRequestTopic: type[MetadataRequest.MetadataRequestTopic]
     @property
     def cls(self) -> type[MetadataRequest]: ...
@@ -62,7 +62,7 @@ class MetadataResponse(Message):
     error_code: int
     def __init__(self, *, throttle_time_ms: int = ..., brokers: list[MetadataResponse.MetadataResponseBroker] = ..., cluster_id: str | None = ..., controller_id: int = ..., topics: list[MetadataResponse.MetadataResponseTopic] = ..., cluster_authorized_operations: int = ..., error_code: int = ...) -> None: ...
 
-class _MetadataResponseSchema(Schema):
+class _MetadataResponseSchema(Schema[MetadataResponse]):
     MetadataResponseBroker: type[MetadataResponse.MetadataResponseBroker]
     MetadataResponsePartition: type[MetadataResponse.MetadataResponsePartition]
     MetadataResponseTopic: type[MetadataResponse.MetadataResponseTopic]

@@ -29,7 +29,7 @@ class OffsetCommitRequest(Message):
     topics: list[OffsetCommitRequest.OffsetCommitRequestTopic]
     def __init__(self, *, group_id: str = ..., generation_id_or_member_epoch: int = ..., member_id: str = ..., group_instance_id: str | None = ..., retention_time_ms: int = ..., topics: list[OffsetCommitRequest.OffsetCommitRequestTopic] = ...) -> None: ...
 
-class _OffsetCommitRequestSchema(Schema):
+class _OffsetCommitRequestSchema(Schema[OffsetCommitRequest]):
     OffsetCommitRequestPartition: type[OffsetCommitRequest.OffsetCommitRequestPartition]
     OffsetCommitRequestTopic: type[OffsetCommitRequest.OffsetCommitRequestTopic]
     @property
@@ -54,7 +54,7 @@ class OffsetCommitResponse(Message):
     topics: list[OffsetCommitResponse.OffsetCommitResponseTopic]
     def __init__(self, *, throttle_time_ms: int = ..., topics: list[OffsetCommitResponse.OffsetCommitResponseTopic] = ...) -> None: ...
 
-class _OffsetCommitResponseSchema(Schema):
+class _OffsetCommitResponseSchema(Schema[OffsetCommitResponse]):
     OffsetCommitResponsePartition: type[OffsetCommitResponse.OffsetCommitResponsePartition]
     OffsetCommitResponseTopic: type[OffsetCommitResponse.OffsetCommitResponseTopic]
     @property

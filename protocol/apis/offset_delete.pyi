@@ -18,7 +18,7 @@ class OffsetDeleteRequest(Message):
     topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic]
     def __init__(self, *, group_id: str = ..., topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] = ...) -> None: ...
 
-class _OffsetDeleteRequestSchema(Schema):
+class _OffsetDeleteRequestSchema(Schema[OffsetDeleteRequest]):
     OffsetDeleteRequestPartition: type[OffsetDeleteRequest.OffsetDeleteRequestPartition]
     OffsetDeleteRequestTopic: type[OffsetDeleteRequest.OffsetDeleteRequestTopic]
     @property
@@ -43,7 +43,7 @@ class OffsetDeleteResponse(Message):
     topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic]
     def __init__(self, *, error_code: int = ..., throttle_time_ms: int = ..., topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic] = ...) -> None: ...
 
-class _OffsetDeleteResponseSchema(Schema):
+class _OffsetDeleteResponseSchema(Schema[OffsetDeleteResponse]):
     OffsetDeleteResponsePartition: type[OffsetDeleteResponse.OffsetDeleteResponsePartition]
     OffsetDeleteResponseTopic: type[OffsetDeleteResponse.OffsetDeleteResponseTopic]
     @property

@@ -31,7 +31,7 @@ class OffsetFetchRequest(Message):
     require_stable: bool
     def __init__(self, *, group_id: str = ..., topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None = ..., groups: list[OffsetFetchRequest.OffsetFetchRequestGroup] = ..., require_stable: bool = ...) -> None: ...
 
-class _OffsetFetchRequestSchema(Schema):
+class _OffsetFetchRequestSchema(Schema[OffsetFetchRequest]):
     OffsetFetchRequestTopic: type[OffsetFetchRequest.OffsetFetchRequestTopic]
     OffsetFetchRequestTopics: type[OffsetFetchRequest.OffsetFetchRequestTopics]
     OffsetFetchRequestGroup: type[OffsetFetchRequest.OffsetFetchRequestGroup]
@@ -81,7 +81,7 @@ class OffsetFetchResponse(Message):
     groups: list[OffsetFetchResponse.OffsetFetchResponseGroup]
     def __init__(self, *, throttle_time_ms: int = ..., topics: list[OffsetFetchResponse.OffsetFetchResponseTopic] = ..., error_code: int = ..., groups: list[OffsetFetchResponse.OffsetFetchResponseGroup] = ...) -> None: ...
 
-class _OffsetFetchResponseSchema(Schema):
+class _OffsetFetchResponseSchema(Schema[OffsetFetchResponse]):
     OffsetFetchResponsePartition: type[OffsetFetchResponse.OffsetFetchResponsePartition]
     OffsetFetchResponseTopic: type[OffsetFetchResponse.OffsetFetchResponseTopic]
     OffsetFetchResponsePartitions: type[OffsetFetchResponse.OffsetFetchResponsePartitions]

@@ -20,7 +20,7 @@ class OffsetForLeaderEpochRequest(Message):
     topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
     def __init__(self, *, replica_id: int = ..., topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic] = ...) -> None: ...
 
-class _OffsetForLeaderEpochRequestSchema(Schema):
+class _OffsetForLeaderEpochRequestSchema(Schema[OffsetForLeaderEpochRequest]):
     OffsetForLeaderPartition: type[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]
     OffsetForLeaderTopic: type[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
     @property
@@ -46,7 +46,7 @@ class OffsetForLeaderEpochResponse(Message):
     topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult]
     def __init__(self, *, throttle_time_ms: int = ..., topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult] = ...) -> None: ...
 
-class _OffsetForLeaderEpochResponseSchema(Schema):
+class _OffsetForLeaderEpochResponseSchema(Schema[OffsetForLeaderEpochResponse]):
     EpochEndOffset: type[OffsetForLeaderEpochResponse.EpochEndOffset]
     OffsetForLeaderTopicResult: type[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult]
     @property

@@ -24,7 +24,7 @@ class ProduceRequest(Message):
     topic_data: list[ProduceRequest.TopicProduceData]
     def __init__(self, *, transactional_id: str | None = ..., acks: int = ..., timeout_ms: int = ..., topic_data: list[ProduceRequest.TopicProduceData] = ...) -> None: ...
 
-class _ProduceRequestSchema(Schema):
+class _ProduceRequestSchema(Schema[ProduceRequest]):
     PartitionProduceData: type[ProduceRequest.PartitionProduceData]
     TopicProduceData: type[ProduceRequest.TopicProduceData]
     @property
@@ -73,7 +73,7 @@ class ProduceResponse(Message):
     node_endpoints: list[ProduceResponse.NodeEndpoint]
     def __init__(self, *, responses: list[ProduceResponse.TopicProduceResponse] = ..., throttle_time_ms: int = ..., node_endpoints: list[ProduceResponse.NodeEndpoint] = ...) -> None: ...
 
-class _ProduceResponseSchema(Schema):
+class _ProduceResponseSchema(Schema[ProduceResponse]):
     BatchIndexAndErrorMessage: type[ProduceResponse.BatchIndexAndErrorMessage]
     LeaderIdAndEpoch: type[ProduceResponse.LeaderIdAndEpoch]
     PartitionProduceResponse: type[ProduceResponse.PartitionProduceResponse]

@@ -8,7 +8,7 @@ class SaslAuthenticateRequest(Message):
     auth_bytes: bytes
     def __init__(self, *, auth_bytes: bytes = ...) -> None: ...
 
-class _SaslAuthenticateRequestSchema(Schema):
+class _SaslAuthenticateRequestSchema(Schema[SaslAuthenticateRequest]):
     @property
     def cls(self) -> type[SaslAuthenticateRequest]: ...
     def __call__(self, *, auth_bytes: bytes = ...) -> SaslAuthenticateRequest: ...  # type: ignore[override]
@@ -22,7 +22,7 @@ class SaslAuthenticateResponse(Message):
     session_lifetime_ms: int
     def __init__(self, *, error_code: int = ..., error_message: str | None = ..., auth_bytes: bytes = ..., session_lifetime_ms: int = ...) -> None: ...
 
-class _SaslAuthenticateResponseSchema(Schema):
+class _SaslAuthenticateResponseSchema(Schema[SaslAuthenticateResponse]):
     @property
     def cls(self) -> type[SaslAuthenticateResponse]: ...
     def __call__(self, *, error_code: int = ..., error_message: str | None = ..., auth_bytes: bytes = ..., session_lifetime_ms: int = ...) -> SaslAuthenticateResponse: ...  # type: ignore[override]

@@ -8,7 +8,7 @@ class SaslHandshakeRequest(Message):
     mechanism: str
     def __init__(self, *, mechanism: str = ...) -> None: ...
 
-class _SaslHandshakeRequestSchema(Schema):
+class _SaslHandshakeRequestSchema(Schema[SaslHandshakeRequest]):
     @property
     def cls(self) -> type[SaslHandshakeRequest]: ...
     def __call__(self, *, mechanism: str = ...) -> SaslHandshakeRequest: ...  # type: ignore[override]
@@ -20,7 +20,7 @@ class SaslHandshakeResponse(Message):
     mechanisms: list[str]
     def __init__(self, *, error_code: int = ..., mechanisms: list[str] = ...) -> None: ...
 
-class _SaslHandshakeResponseSchema(Schema):
+class _SaslHandshakeResponseSchema(Schema[SaslHandshakeResponse]):
     @property
     def cls(self) -> type[SaslHandshakeResponse]: ...
     def __call__(self, *, error_code: int = ..., mechanisms: list[str] = ...) -> SaslHandshakeResponse: ...  # type: ignore[override]

@@ -30,7 +30,7 @@ class ShareAcknowledgeRequest(Message):
     topics: list[ShareAcknowledgeRequest.AcknowledgeTopic]
     def __init__(self, *, group_id: str | None = ..., member_id: str | None = ..., share_session_epoch: int = ..., is_renew_ack: bool = ..., topics: list[ShareAcknowledgeRequest.AcknowledgeTopic] = ...) -> None: ...
 
-class _ShareAcknowledgeRequestSchema(Schema):
+class _ShareAcknowledgeRequestSchema(Schema[ShareAcknowledgeRequest]):
     AcknowledgementBatch: type[ShareAcknowledgeRequest.AcknowledgementBatch]
     AcknowledgePartition: type[ShareAcknowledgeRequest.AcknowledgePartition]
     AcknowledgeTopic: type[ShareAcknowledgeRequest.AcknowledgeTopic]
@@ -73,7 +73,7 @@ class ShareAcknowledgeResponse(Message):
     node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., acquisition_lock_timeout_ms: int = ..., responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse] = ..., node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = ...) -> None: ...
 
-class _ShareAcknowledgeResponseSchema(Schema):
+class _ShareAcknowledgeResponseSchema(Schema[ShareAcknowledgeResponse]):
     LeaderIdAndEpoch: type[ShareAcknowledgeResponse.LeaderIdAndEpoch]
     PartitionData: type[ShareAcknowledgeResponse.PartitionData]
     ShareAcknowledgeTopicResponse: type[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse]

@@ -43,7 +43,7 @@ class ShareFetchRequest(Message):
     forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic]
     def __init__(self, *, group_id: str | None = ..., member_id: str | None = ..., share_session_epoch: int = ..., max_wait_ms: int = ..., min_bytes: int = ..., max_bytes: int = ..., max_records: int = ..., batch_size: int = ..., share_acquire_mode: int = ..., is_renew_ack: bool = ..., topics: list[ShareFetchRequest.FetchTopic] = ..., forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = ...) -> None: ...
 
-class _ShareFetchRequestSchema(Schema):
+class _ShareFetchRequestSchema(Schema[ShareFetchRequest]):
     AcknowledgementBatch: type[ShareFetchRequest.AcknowledgementBatch]
     FetchPartition: type[ShareFetchRequest.FetchPartition]
     FetchTopic: type[ShareFetchRequest.FetchTopic]
@@ -97,7 +97,7 @@ class ShareFetchResponse(Message):
     node_endpoints: list[ShareFetchResponse.NodeEndpoint]
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., acquisition_lock_timeout_ms: int = ..., responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = ..., node_endpoints: list[ShareFetchResponse.NodeEndpoint] = ...) -> None: ...
 
-class _ShareFetchResponseSchema(Schema):
+class _ShareFetchResponseSchema(Schema[ShareFetchResponse]):
     LeaderIdAndEpoch: type[ShareFetchResponse.LeaderIdAndEpoch]
     AcquiredRecords: type[ShareFetchResponse.AcquiredRecords]
     PartitionData: type[ShareFetchResponse.PartitionData]

@@ -11,7 +11,7 @@ class ShareGroupDescribeRequest(Message):
     include_authorized_operations: bool
     def __init__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ...) -> None: ...
 
-class _ShareGroupDescribeRequestSchema(Schema):
+class _ShareGroupDescribeRequestSchema(Schema[ShareGroupDescribeRequest]):
     @property
     def cls(self) -> type[ShareGroupDescribeRequest]: ...
     def __call__(self, *, group_ids: list[str] = ..., include_authorized_operations: bool = ...) -> ShareGroupDescribeRequest: ...  # type: ignore[override]
@@ -55,7 +55,7 @@ class ShareGroupDescribeResponse(Message):
     groups: list[ShareGroupDescribeResponse.DescribedGroup]
     def __init__(self, *, throttle_time_ms: int = ..., groups: list[ShareGroupDescribeResponse.DescribedGroup] = ...) -> None: ...
 
-class _ShareGroupDescribeResponseSchema(Schema):
+class _ShareGroupDescribeResponseSchema(Schema[ShareGroupDescribeResponse]):
     TopicPartitions: type[ShareGroupDescribeResponse.TopicPartitions]
     Assignment: type[ShareGroupDescribeResponse.Assignment]
     Member: type[ShareGroupDescribeResponse.Member]

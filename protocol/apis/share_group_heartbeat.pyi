@@ -14,7 +14,7 @@ class ShareGroupHeartbeatRequest(Message):
     subscribed_topic_names: list[str] | None
     def __init__(self, *, group_id: str = ..., member_id: str = ..., member_epoch: int = ..., rack_id: str | None = ..., subscribed_topic_names: list[str] | None = ...) -> None: ...
 
-class _ShareGroupHeartbeatRequestSchema(Schema):
+class _ShareGroupHeartbeatRequestSchema(Schema[ShareGroupHeartbeatRequest]):
     @property
     def cls(self) -> type[ShareGroupHeartbeatRequest]: ...
     def __call__(self, *, group_id: str = ..., member_id: str = ..., member_epoch: int = ..., rack_id: str | None = ..., subscribed_topic_names: list[str] | None = ...) -> ShareGroupHeartbeatRequest: ...  # type: ignore[override]
@@ -40,7 +40,7 @@ class ShareGroupHeartbeatResponse(Message):
     assignment: ShareGroupHeartbeatResponse.Assignment | None
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., member_id: str | None = ..., member_epoch: int = ..., heartbeat_interval_ms: int = ..., assignment: ShareGroupHeartbeatResponse.Assignment | None = ...) -> None: ...
 
-class _ShareGroupHeartbeatResponseSchema(Schema):
+class _ShareGroupHeartbeatResponseSchema(Schema[ShareGroupHeartbeatResponse]):
     TopicPartitions: type[ShareGroupHeartbeatResponse.TopicPartitions]
     Assignment: type[ShareGroupHeartbeatResponse.Assignment]
     @property

@@ -19,7 +19,7 @@ class SyncGroupRequest(Message):
     assignments: list[SyncGroupRequest.SyncGroupRequestAssignment]
     def __init__(self, *, group_id: str = ..., generation_id: int = ..., member_id: str = ..., group_instance_id: str | None = ..., protocol_type: str | None = ..., protocol_name: str | None = ..., assignments: list[SyncGroupRequest.SyncGroupRequestAssignment] = ...) -> None: ...
 
-class _SyncGroupRequestSchema(Schema):
+class _SyncGroupRequestSchema(Schema[SyncGroupRequest]):
     SyncGroupRequestAssignment: type[SyncGroupRequest.SyncGroupRequestAssignment]
     @property
     def cls(self) -> type[SyncGroupRequest]: ...
@@ -35,7 +35,7 @@ class SyncGroupResponse(Message):
     assignment: bytes
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ..., protocol_type: str | None = ..., protocol_name: str | None = ..., assignment: bytes = ...) -> None: ...
 
-class _SyncGroupResponseSchema(Schema):
+class _SyncGroupResponseSchema(Schema[SyncGroupResponse]):
     @property
     def cls(self) -> type[SyncGroupResponse]: ...
     def __call__(self, *, throttle_time_ms: int = ..., error_code: int = ..., protocol_type: str | None = ..., protocol_name: str | None = ..., assignment: bytes = ...) -> SyncGroupResponse: ...  # type: ignore[override]

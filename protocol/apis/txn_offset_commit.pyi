@@ -27,7 +27,7 @@ class TxnOffsetCommitRequest(Message):
     topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic]
     def __init__(self, *, transactional_id: str = ..., group_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., generation_id: int = ..., member_id: str = ..., group_instance_id: str | None = ..., topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = ...) -> None: ...
 
-class _TxnOffsetCommitRequestSchema(Schema):
+class _TxnOffsetCommitRequestSchema(Schema[TxnOffsetCommitRequest]):
     TxnOffsetCommitRequestPartition: type[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition]
     TxnOffsetCommitRequestTopic: type[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic]
     @property
@@ -51,7 +51,7 @@ class TxnOffsetCommitResponse(Message):
     topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic]
     def __init__(self, *, throttle_time_ms: int = ..., topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] = ...) -> None: ...
 
-class _TxnOffsetCommitResponseSchema(Schema):
+class _TxnOffsetCommitResponseSchema(Schema[TxnOffsetCommitResponse]):
     TxnOffsetCommitResponsePartition: type[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]
     TxnOffsetCommitResponseTopic: type[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic]
     @property
