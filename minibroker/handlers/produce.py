@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any
 
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
@@ -58,7 +57,7 @@ _TopicResponse = R.TopicProduceResponse
 
 
 @handles(produce.API, "0-13")
-async def handle_produce(ctx: RequestContext, req: Any) -> Any:
+async def handle_produce(ctx: RequestContext, req: produce.ProduceRequest) -> produce.ProduceResponse | None:
     services = ctx.services
     acks = req.acks
     responses = []
