@@ -16,22 +16,24 @@ from __future__ import annotations
 
 import keyword
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 from protocol import types as t
-from protocol.schema import F, M, Message, Schema
+from protocol.schema import BaseRecords, F, M, Message, RecordsRegion, Schema
 from protocol.types import DecodeError
 
 Reader = Callable[[Any, int], tuple[Any, int]]
 Writer = Callable[[bytearray, Any], None]
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
+# One piece of an encoded message in wire order: bytes, or a file region the connection sendfiles.
+Chunk: TypeAlias = BaseRecords
 
 
 class Output(bytearray):
     """Encoded bytes, plus (offset, region) pairs for record data to be sent from files."""
 
-    regions: list[tuple[int, Any]]
+    regions: list[tuple[int, RecordsRegion]]
 
     def __init__(self, *args: Any):
         super().__init__(*args)
@@ -41,12 +43,12 @@ class Output(bytearray):
     def total_size(self) -> int:
         return len(self) + sum(r.size for _, r in self.regions)
 
-    def chunks(self) -> list[Any]:
+    def chunks(self) -> list[Chunk]:
         """The bytes and regions in wire order."""
         if not self.regions:
             return [self]
         view = memoryview(self)
-        out: list[Any] = []
+        out: list[Chunk] = []
         start = 0
         for at, region in self.regions:
             if at > start:
