@@ -389,7 +389,7 @@ def _camel(name: str) -> str:
     return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
-def message_json(msg: Any, version: int, extra_tags: dict[int, tuple[str, str]] | None = None) -> dict[str, Any]:
+def message_json(msg: Message, version: int, extra_tags: dict[int, tuple[str, str]] | None = None) -> dict[str, Any]:
     """A decoded message as Kafka's generated JsonConverter writes it: camelCase names, only the
     fields present at `version`, tagged fields only when they differ from their default, bytes
     as base64. `extra_tags` names tagged fields our schema does not declare ({tag: (jsonName,
@@ -432,7 +432,7 @@ def _json_value(v: Any, version: int) -> Any:
     return v
 
 
-def consumer_protocol_schemas() -> tuple[Any, Any]:
+def consumer_protocol_schemas() -> tuple[Schema[Message], Schema[Message]]:
     """(ConsumerProtocolSubscription, ConsumerProtocolAssignment) schemas."""
     # The consumer's embedded protocol (ConsumerProtocolSubscription / ConsumerProtocolAssignment
     # message definitions, versions 0-3, never flexible): an int16 version, then the fields.
@@ -454,7 +454,7 @@ def consumer_protocol_schemas() -> tuple[Any, Any]:
     return sub, assign
 
 
-def decode_embedded(schema: Any, raw: bytes) -> Any:
+def decode_embedded(schema: Schema[Message], raw: bytes) -> dict[str, Any]:
     """JSON-ready fields of a version-prefixed embedded message (a subscription or assignment)."""
     from protocol.codec import decode
 
@@ -463,7 +463,7 @@ def decode_embedded(schema: Any, raw: bytes) -> Any:
     return message_json(decode(schema, version, raw, 2, exact=False), version)
 
 
-def _consumer_group_records() -> dict[int, tuple[Any, Any]]:
+def _consumer_group_records() -> dict[int, tuple[Schema[Message], Schema[Message]]]:
     from protocol import coordinator_records as cr
 
     return {

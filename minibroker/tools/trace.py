@@ -199,7 +199,7 @@ def batch_field_spans(data: bytes) -> list[tuple[int, int, str]]:
     return list(_batch_spans(data, 0, data))
 
 
-def _records_fields(msg: Any) -> Iterator[bytes]:
+def _records_fields(msg: object) -> Iterator[bytes]:
     if isinstance(msg, Message):
         for f in msg._fields:
             v = getattr(msg, f.name)
