@@ -212,6 +212,10 @@ _SCALAR = {
 }
 
 
+_STUB_NAMES = {"bool", "int", "float", "str", "bytes", "list", "type", "uuid", "None", "MemoryRecords",
+               "BaseRecords", "Message", "Schema", "Api"}
+
+
 def stub_modules() -> dict[str, list[str]]:
     """Module (dotted) -> the names of its schema variables, for every module that gets a stub."""
     mods = {f"protocol.apis.{module_name(a)}": ["REQUEST", "RESPONSE"] for a in APIS}
@@ -250,6 +254,9 @@ def render_stub(module: str, variables: list[str]) -> str:
         top = schema.name
         request = top.endswith("Request")
         classes = schema.classes
+        # a field named like a type the stub spells would shadow it inside the class body
+        shadowing = {f.name for cls in classes.values() for f in cls._fields} & _STUB_NAMES
+        assert not shadowing, f"{module}: fields shadow names the stub uses: {shadowing}"
         typed: dict[str, list[tuple[str, str]]] = {
             name: [(f.name, field_type(f, top, request)) for f in cls._fields] for name, cls in classes.items()
         }
