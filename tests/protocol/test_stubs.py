@@ -74,3 +74,24 @@ def test_field_types_in_a_stub() -> None:
     assert "        records: MemoryRecords | None\n" in req
     assert "    transactional_id: str | None\n" in req  # nullable
     assert "    acks: int\n" in req
+
+
+def test_mypy_refuses_a_wrong_field_through_the_stubs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the point of the stubs: a handler's wrong field name or type is a type error, not an Any
+    api = pytest.importorskip("mypy.api")
+    monkeypatch.chdir(ROOT)  # mypy finds `protocol` (and its stubs) from the working directory
+    snippet = tmp_path / "snippet.py"
+    snippet.write_text(
+        "from protocol.apis import produce\n"
+        "from protocol.codec import decode\n"
+        "def answer(req: produce.ProduceRequest) -> produce.ProduceResponse:\n"
+        "    R = produce.RESPONSE\n"
+        "    part = R.PartitionProduceResponse(index='0', error_kode=0)\n"  # 2 errors
+        "    req.acks.upper()\n"  # int has no upper
+        "    decode(produce.REQUEST, 9, b'').timeout\n"  # no such field
+        "    return R(responses=[R.TopicProduceResponse(name='t', partition_responses=[part])])\n")
+    out, _, status = api.run([str(snippet), "--no-incremental", "--cache-dir=/dev/null", "--config-file=",
+                              "--python-version=3.11", "--no-error-summary"])
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert status == 1 and len(errors) == 4, out
+    assert 'Argument "index"' in out and "error_kode" in out and "upper" in out and "timeout" in out, out
