@@ -36,9 +36,9 @@ from minibroker.security.plain import PlainAuthFailed, PlainMalformed, PlainServ
 from minibroker.security.scram import ScramError, ScramServer
 from minibroker.security.settings import SaslSettings
 from protocol.apis import APIS, api_versions, metadata, sasl_authenticate, sasl_handshake
-from protocol.codec import decode_from
+from protocol.codec import Chunk, decode_from
 from protocol.errors import ErrorCode
-from protocol.headers import decode_request_header, encode_response_frame
+from protocol.headers import RequestHeader, decode_request_header, encode_response_frame
 from protocol.schema import Message
 from protocol.types import DecodeError
 
@@ -58,7 +58,7 @@ class SecureChannel(Protocol):
     def close_when_sent(self, reason: str) -> None: ...
 
 
-Dispatch = Callable[[Any, bytes | bytearray], Coroutine[Any, Any, list[Any] | None]]
+Dispatch = Callable[[Any, bytes | bytearray], Coroutine[Any, Any, list[Chunk] | None]]
 
 
 class SaslAuthenticator:
@@ -76,7 +76,7 @@ class SaslAuthenticator:
         self._reauth_capable = False  # the client sent SaslAuthenticate v1+ (KIP-368)
         self._reauthenticating = False
 
-    async def handle(self, conn: SecureChannel, frame: bytes | bytearray) -> list[Any] | None:
+    async def handle(self, conn: SecureChannel, frame: bytes | bytearray) -> list[Chunk] | None:
         state = self.state
         if state == "AUTHENTICATED":
             return await self._authenticated(conn, frame)
@@ -112,7 +112,7 @@ class SaslAuthenticator:
         return self._refuse(conn, f"unexpected request (api key {key}) during {during}")
 
     # -- after authentication ---------------------------------------------------------------
-    async def _authenticated(self, conn: SecureChannel, frame: bytes | bytearray) -> list[Any] | None:
+    async def _authenticated(self, conn: SecureChannel, frame: bytes | bytearray) -> list[Chunk] | None:
         key = int.from_bytes(frame[0:2], "big", signed=True) if len(frame) >= 2 else -1
         if key == sasl_handshake.API.key and self._session_end is not None and self._reauth_capable:
             self.state = "REAUTH"
@@ -128,8 +128,8 @@ class SaslAuthenticator:
         return await self._dispatch(conn, frame)
 
     # -- SaslHandshake ----------------------------------------------------------------------
-    async def _handshake(self, conn: SecureChannel, header: Any, frame: bytes | bytearray,
-                         pos: int) -> list[Any] | None:
+    async def _handshake(self, conn: SecureChannel, header: RequestHeader, frame: bytes | bytearray,
+                         pos: int) -> list[Chunk] | None:
         version = header.api_version
         if version not in (0, 1):
             return self._refuse(conn, f"SaslHandshake v{version} is not supported")
@@ -163,8 +163,8 @@ class SaslAuthenticator:
         return ScramServer(mechanism, lambda user: self._scram.get(user, mechanism))
 
     # -- SaslAuthenticate (framed) -----------------------------------------------------------
-    async def _authenticate(self, conn: SecureChannel, header: Any, frame: bytes | bytearray,
-                            pos: int) -> list[Any] | None:
+    async def _authenticate(self, conn: SecureChannel, header: RequestHeader, frame: bytes | bytearray,
+                            pos: int) -> list[Chunk] | None:
         version = header.api_version
         if version not in sasl_authenticate.API.versions:
             return self._refuse(conn, f"SaslAuthenticate v{version} is not supported")
@@ -193,7 +193,7 @@ class SaslAuthenticator:
         return encode_response_frame(sasl_authenticate.API, version, header.correlation_id, resp)
 
     # -- raw tokens after a v0 handshake ------------------------------------------------------
-    async def _raw_token(self, conn: SecureChannel, token: bytes) -> list[Any] | None:
+    async def _raw_token(self, conn: SecureChannel, token: bytes) -> list[Chunk] | None:
         try:
             ok, response, message = await self._evaluate(conn, token)
         except OAuthBearerClose as e:
@@ -275,21 +275,21 @@ class SaslAuthenticator:
         self._session_end = time.monotonic() + lifetime / 1000
         return lifetime if self._reauth_capable else 0
 
-    async def _fail(self, conn: SecureChannel, response: list[Any], reason: str) -> list[Any]:
+    async def _fail(self, conn: SecureChannel, response: list[Chunk], reason: str) -> list[Chunk]:
         """Kafka's delayed failure: the response goes out after the delay, then the close."""
         self.state = "FAILED"
         await asyncio.sleep(self.settings.failed_auth_delay_ms / 1000)
         conn.close_when_sent(reason)
         return response
 
-    def _refuse(self, conn: SecureChannel, why: str) -> list[Any] | None:
+    def _refuse(self, conn: SecureChannel, why: str) -> list[Chunk] | None:
         log.warning("closing connection from %s on listener %s: %s", conn.peer, self.settings.listener, why)
         self.state = "FAILED"
         conn.close(why)
         return None
 
 
-def _illegal_sasl_state(header: Any, frame: bytes | bytearray, pos: int) -> list[Any] | None:
+def _illegal_sasl_state(header: RequestHeader, frame: bytes | bytearray, pos: int) -> list[Chunk] | None:
     """Kafka's error response for a request that came instead of SaslAuthenticate (its
     AbstractRequest.getErrorResponse with ILLEGAL_SASL_STATE), or None where we build none: an
     unknown or unreadable request, or an API without a top-level error code other than Metadata
