@@ -34,7 +34,7 @@ from protocol.apis import APIS
 from protocol.errors import ErrorCode
 from protocol.headers import RequestHeader, encode_response_frame
 from protocol.records.batch import BatchView, InvalidBatch, iter_batches
-from protocol.schema import Message
+from protocol.schema import BaseRecords, Message
 
 log = logging.getLogger("minibroker.trace")
 
@@ -42,7 +42,7 @@ CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _MAX_LIST = 8
 
 
-def summarize_records(data: Any) -> Any:
+def summarize_records(data: BaseRecords | None) -> dict[str, Any] | None:
     """Batches in a records field, without decoding records."""
     if data is None:
         return None
@@ -62,7 +62,7 @@ def _batch(view: BatchView) -> dict[str, Any]:
             "codec": CODECS.get(view.compression, view.compression), "bytes": view.size}
 
 
-def to_plain(value: Any, version: int | None = None) -> Any:
+def to_plain(value: object, version: int | None = None) -> Any:
     """A message as dicts and lists, keeping the fields of `version` (all fields if None)."""
     if isinstance(value, Message):
         out = {}
@@ -91,7 +91,7 @@ def _error_name(code: Any) -> str:
         return repr(code)
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {_error_name(v) if k == 'error_code' else _short(v)}"
                                for k, v in value.items()) + "}"
