@@ -35,7 +35,6 @@ _MISSING = object()
 _BUILD_LOCK = threading.Lock()
 
 
-
 class RecordsRegion(Protocol):
     """Record data still in a file (storage.file_region.FileRegion): the writer leaves a hole of
     `size` bytes that the connection fills with sendfile (Kafka: FileRecords)."""
@@ -271,8 +270,8 @@ class Schema(Generic[M_co]):
     Its classes (one per struct) are made when first used (`cls`, `classes`, a struct's name as an
     attribute, a call, the codec): a broker imports every API's schema at start and uses a few of
     them before its first answer, and making the classes of all of them cost about 5 ms of the
-    start (issue 22). `M` is its message class, known to the type checker from the stubs (a bare
-    `Schema` is any schema: the codec decodes a `Schema[M]` to an `M`)."""
+    start (issue 22). Its type parameter is its message class, known to the type checker from the
+    stubs (a bare `Schema` is any schema: the codec decodes a `Schema[M]` to an `M`)."""
 
     def __init__(self, name: str, valid: str, *, flexible: str = "none", fields: Iterable[F] = ()):
         self.name = name
@@ -286,6 +285,7 @@ class Schema(Generic[M_co]):
     @property
     def cls(self) -> type[M_co]:
         cls = self._cls
+        # the class is made at run time; the stub says which it is
         return cls if cls is not None else self._build_classes()  # type: ignore[return-value]
 
     @property
