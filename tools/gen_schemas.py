@@ -210,8 +210,6 @@ _SCALAR = {
     "bool": "bool", "int8": "int", "int16": "int", "uint16": "int", "int32": "int", "int64": "int",
     "float64": "float", "string": "str", "bytes": "bytes", "uuid": "uuid.UUID",
 }
-
-
 _STUB_NAMES = {"bool", "int", "float", "str", "bytes", "list", "type", "uuid", "None", "MemoryRecords",
                "BaseRecords", "Message", "Schema", "Api"}
 
@@ -254,8 +252,8 @@ def render_stub(module: str, variables: list[str]) -> str:
         top = schema.name
         request = top.endswith("Request")
         classes = schema.classes
-        # a field named like a type the stub spells would shadow it inside the class body
-        shadowing = {f.name for cls in classes.values() for f in cls._fields} & _STUB_NAMES
+        # a field or struct named like a type the stub spells would shadow it inside the class body
+        shadowing = ({f.name for cls in classes.values() for f in cls._fields} | set(classes)) & _STUB_NAMES
         assert not shadowing, f"{module}: fields shadow names the stub uses: {shadowing}"
         typed: dict[str, list[tuple[str, str]]] = {
             name: [(f.name, field_type(f, top, request)) for f in cls._fields] for name, cls in classes.items()
