@@ -50,7 +50,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import uvloop
 
@@ -61,16 +61,20 @@ from minibroker.tools.dump_log import consumer_protocol_schemas, decode_embedded
 from protocol.records import v2
 from protocol.records.dump import Trailing, iter_summaries
 
+if TYPE_CHECKING:
+    from storage.log import Log
+
+T = TypeVar("T")
 DEFAULT_TIMEOUT = 10.0
 _POLL_S = 0.005
 
 
-def _config(data_dir: Path, host: str, port: int, overrides: dict[str, Any] | None) -> Any:
+def _config(data_dir: Path, host: str, port: int, overrides: dict[str, Any] | None) -> BrokerConfig:
     items = [f"{k}={_fmt(v)}" for k, v in (overrides or {}).items()]
     return BrokerConfig.load(None, items, host=host, port=port, data_dir=str(data_dir))
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (list, tuple)):
@@ -107,7 +111,7 @@ class StoredRecord:
     headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
-def _require_log(broker: BrokerServer, topic: str, partition: int) -> Any:
+def _require_log(broker: BrokerServer, topic: str, partition: int) -> Log:
     lg = broker.get_log(topic, partition)
     if lg is None:
         raise KeyError(f"no partition {topic}-{partition} on this broker")
@@ -242,7 +246,7 @@ class _Inspect(ABC):
     """Helpers that read state on the broker's loop; `_on_loop(fn)` returns fn(broker) there."""
 
     @abstractmethod
-    def _on_loop(self, fn: Callable[[BrokerServer], Any]) -> Any:
+    def _on_loop(self, fn: Callable[[BrokerServer], T]) -> T:
         """Run fn(broker) on the broker's loop and return its result."""
 
     bootstrap: str
@@ -300,7 +304,7 @@ class _Inspect(ABC):
         return self._on_loop(lambda b: _end_offsets(b, topic) if topic in b.topics else {})
 
     def _new_since(self, topic: str, start: dict[int, int], partition: int | None) -> list[StoredRecord]:
-        def read(b: Any) -> list[StoredRecord]:
+        def read(b: BrokerServer) -> list[StoredRecord]:
             if topic not in b.topics:
                 return []
             return _read_records(b, topic, partition, start)
@@ -338,19 +342,19 @@ class ProducesCheck:
             raise TypeError("the broker runs on this thread's loop: use `async with b.assert_produces(...)`")
         return self._begin()
 
-    def __exit__(self, exc_type: Any, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         if exc_type is None and not _poll_sync(self._poll, self.timeout):
             raise self._fail()
 
     async def __aenter__(self) -> list[StoredRecord]:
         return self._begin()
 
-    async def __aexit__(self, exc_type: Any, *exc: object) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         if exc_type is None and not await _poll_async(self._poll, self.timeout):
             raise self._fail()
 
 
-def _poll_sync(check: Callable[[], Any], timeout: float) -> Any:
+def _poll_sync(check: Callable[[], T | None], timeout: float) -> T | None:
     deadline = time.monotonic() + timeout
     while True:
         r = check()
@@ -359,7 +363,7 @@ def _poll_sync(check: Callable[[], Any], timeout: float) -> Any:
         time.sleep(_POLL_S)
 
 
-async def _poll_async(check: Callable[[], Any], timeout: float) -> Any:
+async def _poll_async(check: Callable[[], T | None], timeout: float) -> T | None:
     deadline = time.monotonic() + timeout
     while True:
         r = check()
@@ -486,7 +490,7 @@ class AsyncBroker(_Inspect):
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
 
-    def _on_loop(self, fn: Callable[[BrokerServer], Any]) -> Any:
+    def _on_loop(self, fn: Callable[[BrokerServer], T]) -> T:
         return fn(self.broker)
 
     def assert_produces(self, topic: str, count: int = 1, *, partition: int | None = None,
@@ -494,8 +498,8 @@ class AsyncBroker(_Inspect):
         """`async with b.assert_produces("t") as got:` ... `got` holds the new records after."""
         return ProducesCheck(self, topic, count, partition, timeout, allow_sync=False)
 
-    async def wait_for(self, condition: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT,
-                       what: str = "condition") -> Any:
+    async def wait_for(self, condition: Callable[[], T | None], timeout: float = DEFAULT_TIMEOUT,
+                       what: str = "condition") -> T:
         """Poll `condition()` until it returns something truthy (returned) or time runs out."""
         r = await _poll_async(condition, timeout)
         if not r:
@@ -595,7 +599,7 @@ class BrokerThread(_Inspect):
 
         return asyncio.run_coroutine_threadsafe(invoke(), self._loop).result(timeout)
 
-    def _on_loop(self, fn: Callable[[BrokerServer], Any]) -> Any:
+    def _on_loop(self, fn: Callable[[BrokerServer], T]) -> T:
         return self.call(fn)
 
     def stop(self, timeout: float = 30.0) -> None:
@@ -617,28 +621,29 @@ class BrokerThread(_Inspect):
         """`with b.assert_produces("t") as got:` (or `async with`) ... `got` holds the new records."""
         return ProducesCheck(self, topic, count, partition, timeout, allow_sync=True)
 
-    def wait_for(self, condition: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT,
-                 what: str = "condition") -> Any:
+    def wait_for(self, condition: Callable[[], T | None], timeout: float = DEFAULT_TIMEOUT,
+                 what: str = "condition") -> T:
         """Poll `condition()` until it returns something truthy (returned) or time runs out."""
         r = _poll_sync(condition, timeout)
         if not r:
             raise _timeout_error(what, timeout)
         return r
 
-    async def wait_for_async(self, condition: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT,
-                             what: str = "condition") -> Any:
+    async def wait_for_async(self, condition: Callable[[], T | None], timeout: float = DEFAULT_TIMEOUT,
+                             what: str = "condition") -> T:
         r = await _poll_async(condition, timeout)
         if not r:
             raise _timeout_error(what, timeout)
         return r
 
-    def _records_check(self, topic: str, count: int, partition: int | None) -> Callable[[], Any]:
+    def _records_check(self, topic: str, count: int, partition: int | None) -> Callable[[], list[StoredRecord] | None]:
         def check() -> list[StoredRecord] | None:
             recs = self._new_since(topic, {}, partition)
             return recs if len(recs) >= count else None
         return check
 
-    def _committed_check(self, group: str, topic: str, partition: int, offset: int | None) -> Callable[[], Any]:
+    def _committed_check(self, group: str, topic: str, partition: int, offset: int | None
+                         ) -> Callable[[], int | None]:
         def check() -> int | None:
             c = self.committed(group, topic, partition)
             return c if c is not None and (offset is None or c >= offset) else None

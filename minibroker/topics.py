@@ -20,7 +20,7 @@ import asyncio
 import logging
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from minibroker.config import BrokerConfig, effective_topic_config, to_log_config, validate_topic_config
@@ -200,7 +200,7 @@ class TopicRegistry:
 
     # -- creating ---------------------------------------------------------------------------
     def check_new_topic(self, name: str, num_partitions: int, replication_factor: int,
-                        configs: dict[str, str]) -> dict[str, Any]:
+                        configs: Mapping[str, str | None]) -> dict[str, Any]:
         """Validate a topic creation as Kafka does; return the parsed config overrides."""
         validate_topic_name(name)
         if name in self._by_name:

@@ -16,22 +16,24 @@ from __future__ import annotations
 
 import keyword
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 from protocol import types as t
-from protocol.schema import F, Message, Schema
+from protocol.schema import BaseRecords, F, M, Message, RecordsRegion, Schema
 from protocol.types import DecodeError
 
 Reader = Callable[[Any, int], tuple[Any, int]]
 Writer = Callable[[bytearray, Any], None]
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
+# One piece of an encoded message in wire order: bytes, or a file region the connection sendfiles.
+Chunk: TypeAlias = BaseRecords
 
 
 class Output(bytearray):
     """Encoded bytes, plus (offset, region) pairs for record data to be sent from files."""
 
-    regions: list[tuple[int, Any]]
+    regions: list[tuple[int, RecordsRegion]]
 
     def __init__(self, *args: Any):
         super().__init__(*args)
@@ -41,12 +43,12 @@ class Output(bytearray):
     def total_size(self) -> int:
         return len(self) + sum(r.size for _, r in self.regions)
 
-    def chunks(self) -> list[Any]:
+    def chunks(self) -> list[Chunk]:
         """The bytes and regions in wire order."""
         if not self.regions:
             return [self]
         view = memoryview(self)
-        out: list[Any] = []
+        out: list[Chunk] = []
         start = 0
         for at, region in self.regions:
             if at > start:
@@ -360,21 +362,22 @@ def _compiled(schema: Schema, version: int) -> tuple[Reader, Writer]:
     return c
 
 
-def decode(schema: Schema, version: int, buf: Any, pos: int = 0, *, exact: bool = True) -> Any:
+def decode(schema: Schema[M], version: int, buf: Any, pos: int = 0, *, exact: bool = True) -> M:
     """Decode one message at `pos`. With `exact`, trailing bytes are an error."""
     reader = _compiled(schema, version)[0]
+    obj: M
     obj, end = reader(buf, pos)
     if exact and end != len(buf):
         raise DecodeError(f"{schema.name} v{version}: {len(buf) - end} unexpected trailing bytes")
     return obj
 
 
-def decode_from(schema: Schema, version: int, buf: Any, pos: int = 0) -> tuple[Any, int]:
+def decode_from(schema: Schema[M], version: int, buf: Any, pos: int = 0) -> tuple[M, int]:
     """Decode one message at `pos` and return it with the position after it."""
     return _compiled(schema, version)[0](buf, pos)
 
 
-def encode(schema: Schema, version: int, obj: Any, out: Output | None = None) -> Output:
+def encode(schema: Schema[M], version: int, obj: M, out: Output | None = None) -> Output:
     """Encode `obj` at `version`, appending to `out` (a new Output if none)."""
     if out is None:
         out = Output()

@@ -10,13 +10,12 @@ sent an unsupported version must still be able to read the answer (KIP-511).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from protocol import types as t
 from protocol.apis import LOADED
 from protocol.apis import api as load_api
-from protocol.codec import Output, encode
-from protocol.schema import Api
+from protocol.codec import Chunk, Output, encode
+from protocol.schema import Api, Message
 from protocol.types import DecodeError
 
 API_VERSIONS_KEY = 18
@@ -86,7 +85,7 @@ def encode_response_header(out: bytearray, correlation_id: int, header_version: 
         out.append(0)
 
 
-def encode_response_frame(api: Api, version: int, correlation_id: int, response: Any) -> list[Any]:
+def encode_response_frame(api: Api, version: int, correlation_id: int, response: Message) -> list[Chunk]:
     """A whole response frame: size, header and body. Record fields stay the file regions the
     body holds, as separate chunks after the bytes before them (the zero-copy path)."""
     out = Output(b"\0\0\0\0")

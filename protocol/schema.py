@@ -9,7 +9,15 @@ data in protocol/apis/ is generated from Kafka's files by tools/gen_schemas.py.
 Messages do not know their version. A schema builds one plain class per struct (with __slots__),
 and protocol.codec compiles, per (schema, version), a reader and a writer for it. Code that builds
 a response writes `produce.RESPONSE(...)`, and nested structs are reached by their Kafka name:
-`produce.RESPONSE.PartitionProduceResponse(index=0)`.
+`produce.RESPONSE.PartitionProduceResponse(index=0)`. The message class is also the module's
+attribute by its Kafka name (`produce.ProduceResponse`), and each struct class an attribute of it
+(`produce.ProduceResponse.PartitionProduceResponse`), which is how code annotates them.
+
+Types: the classes are made at run time, so a type checker reads them from the stub generated
+beside each schema module (`protocol/apis/produce.pyi`, by `tools/gen_schemas.py --stubs`): one
+class per message with its fields typed and a keyword `__init__`, and the struct classes nested in
+it. tests/protocol/test_stubs.py regenerates the stubs and compares, so they cannot drift. Code
+that is generic over schemas (the codec, traces, the console) reads fields with `getattr`.
 """
 
 from __future__ import annotations
@@ -18,13 +26,31 @@ import builtins
 import keyword
 import threading
 import uuid
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 ZERO_UUID = uuid.UUID(int=0)
 _IMMUTABLE = (int, float, str, bytes, bool, type(None), uuid.UUID)
 _MISSING = object()
 _BUILD_LOCK = threading.Lock()
+
+
+class RecordsRegion(Protocol):
+    """Record data still in a file (storage.file_region.FileRegion): the writer leaves a hole of
+    `size` bytes that the connection fills with sendfile (Kafka: FileRecords)."""
+
+    @property
+    def size(self) -> int: ...
+
+    def __len__(self) -> int: ...
+
+    def read_all(self) -> bytes: ...
+
+
+# A `records` field: in a request the frame's bytes (Kafka: MemoryRecords); in a response bytes or
+# a file region (Kafka: BaseRecords, which FileRecords implements).
+MemoryRecords: TypeAlias = bytes | bytearray | memoryview
+BaseRecords: TypeAlias = MemoryRecords | RecordsRegion
 
 PRIMITIVES = frozenset(
     {"bool", "int8", "int16", "uint16", "int32", "int64", "float64", "string", "bytes", "records", "uuid"}
@@ -50,7 +76,7 @@ class Versions:
     def __contains__(self, version: int) -> bool:
         return self.lo <= version <= self.hi
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(range(self.lo, self.hi + 1))
 
     def __repr__(self) -> str:
@@ -168,13 +194,7 @@ class Message:
     __slots__ = ("unknown_tags",)
     _fields: tuple[F, ...] = ()
     _names: tuple[str, ...] = ()
-
-    if TYPE_CHECKING:
-        # Fields are generated from Kafka's JSON at import time, so a type checker cannot see
-        # them: any field name reads and writes as Any (the schema tests check the names).
-        def __getattr__(self, name: str) -> Any: ...
-
-        def __setattr__(self, name: str, value: Any) -> None: ...
+    unknown_tags: dict[int, bytes] | None  # tagged fields this version does not know, kept as read
 
     def __init__(self, **kwargs: Any):
         # first construction of a class: compile its keyword __init__, then use it from now on
@@ -238,13 +258,20 @@ def _make_class(name: str, fields: tuple[F, ...]) -> type[Message]:
     return type(name, (Message,), {"__slots__": names, "_fields": fields, "_names": names})
 
 
-class Schema:
+M = TypeVar("M", bound="Message")  # a message class, in the codec's signatures
+# covariant: a Schema[ShareSnapshotKey] is a Schema[ShareSnapshotKey | ShareUpdateKey], for code
+# that picks one of two schemas and decodes with it
+M_co = TypeVar("M_co", bound="Message", covariant=True)
+
+
+class Schema(Generic[M_co]):
     """A message (a request, a response, or a coordinator record) and all its versions.
 
     Its classes (one per struct) are made when first used (`cls`, `classes`, a struct's name as an
     attribute, a call, the codec): a broker imports every API's schema at start and uses a few of
     them before its first answer, and making the classes of all of them cost about 5 ms of the
-    start (issue 22)."""
+    start (issue 22). Its type parameter is its message class, known to the type checker from the
+    stubs (a bare `Schema` is any schema: the codec decodes a `Schema[M]` to an `M`)."""
 
     def __init__(self, name: str, valid: str, *, flexible: str = "none", fields: Iterable[F] = ()):
         self.name = name
@@ -256,9 +283,10 @@ class Schema:
         self._codecs: dict[int, Any] = {}  # version -> (reader, writer), filled by protocol.codec
 
     @property
-    def cls(self) -> type[Message]:
+    def cls(self) -> type[M_co]:
         cls = self._cls
-        return cls if cls is not None else self._build_classes()
+        # the class is made at run time; the stub says which it is
+        return cls if cls is not None else self._build_classes()  # type: ignore[return-value]
 
     @property
     def classes(self) -> dict[str, type[Message]]:
@@ -273,6 +301,9 @@ class Schema:
             if self._cls is None:
                 classes: dict[str, type[Message]] = {}
                 cls = self._build(self.name, self.fields, classes)
+                for name, struct in classes.items():
+                    if struct is not cls:  # produce.ProduceResponse.PartitionProduceResponse, as typed
+                        setattr(cls, name, struct)
                 self._classes = classes
                 self._cls = cls
             return self._cls
@@ -289,19 +320,36 @@ class Schema:
             cls = classes[name] = _make_class(name, fields)
         return cls
 
-    def __call__(self, **kwargs: Any) -> Message:
+    def __call__(self, **kwargs: Any) -> M_co:
         return self.cls(**kwargs)
 
-    def __getattr__(self, name: str) -> type[Message]:
-        if name.startswith("_"):  # not a struct name (and not one of ours before __init__ set it)
-            raise AttributeError(name)
-        try:
-            return self.classes[name]
-        except KeyError:
-            raise AttributeError(name) from None
+    if not TYPE_CHECKING:
+        # Hidden from type checkers: a schema's struct names are typed by its module's stub, and a
+        # name it does not declare must be an error there, not a `type[Message]`.
+        def __getattr__(self, name: str) -> type[Message]:
+            if name.startswith("_"):  # not a struct name (and not one of ours before __init__ set it)
+                raise AttributeError(name)
+            try:
+                return self.classes[name]
+            except KeyError:
+                raise AttributeError(name) from None
 
     def __repr__(self) -> str:
         return f"Schema({self.name} v{self.valid}, flexible {self.flexible})"
+
+
+def message_classes(*schemas: Schema) -> Callable[[str], type[Message]]:
+    """A module `__getattr__` (PEP 562) naming each schema's message class by its Kafka name
+    (`produce.ProduceRequest` is `produce.REQUEST.cls`), made on first use like the schema's."""
+    by_name = {s.name: s for s in schemas}
+
+    def __getattr__(name: str) -> type[Message]:
+        schema = by_name.get(name)
+        if schema is None:
+            raise AttributeError(name)
+        return schema.cls
+
+    return __getattr__
 
 
 class Api:

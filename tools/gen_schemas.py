@@ -1,21 +1,33 @@
-"""Regenerate protocol/apis/*.py from Apache Kafka's message definitions.
+"""Regenerate protocol/apis/*.py from Apache Kafka's message definitions, and their typed stubs.
 
     python tools/gen_schemas.py /path/to/kafka/clients/src/main/resources/common/message \
         [/path/to/kafka/group-coordinator/src/main/resources/common/message ...]
+    python tools/gen_schemas.py --stubs     # only the .pyi stubs, from the checked-in schemas
 
 Kafka's JSON (clients/src/main/resources/common/message/*.json) is the source of the *facts*:
 field names, types, version ranges, nullability, tags and defaults. We emit them in our own
 compact form (see protocol/schema.py); documentation strings are not copied. Kafka marks a
 version still under development with "latestVersionUnstable"; like a Kafka broker with
 unstable.api.versions.enable=false we leave that version out.
+
+Stubs: the message classes are made at run time (protocol/schema.py), so beside each schema module
+we write a `.pyi` a type checker reads instead: per schema a `Message` subclass named as Kafka names
+it (ProduceRequest), its fields typed and a keyword `__init__`, every struct class of the schema
+nested in it (ProduceRequest.PartitionProduceData, as the run time sets them), and the module's
+`REQUEST`/`RESPONSE` typed as a `Schema` whose call returns that class and whose struct attributes
+are the nested classes. They are rendered from the imported schemas, not the JSON, so they describe
+exactly what runs; tests/protocol/test_stubs.py renders them again and compares.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # The APIs minibroker defines schemas for: (Kafka file stem, our module name).
 APIS = [
@@ -150,7 +162,7 @@ def main() -> None:
             f'"""{api} (api key {req["apiKey"]}): schema data generated from Kafka\'s message definitions',
             "by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",
             "",
-            "from protocol.schema import Api, F, Schema",
+            "from protocol.schema import Api, F, Schema, message_classes",
             "",
         ]
         emit_struct(api + "Request", req, "REQUEST", out)
@@ -158,33 +170,146 @@ def main() -> None:
         emit_struct(api + "Response", resp, "RESPONSE", out)
         out.append("")
         out.append(f"API = Api({req['apiKey']}, {api!r}, REQUEST, RESPONSE)")
+        out.append("__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi")
         (outdir / f"{module_name(api)}.py").write_text("\n".join(out) + "\n")
     rec = [
         '"""Coordinator records (__consumer_offsets, __transaction_state): schema data generated from',
         "Kafka's definitions by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",
         "",
-        "from protocol.schema import F, Schema",
+        "from protocol.schema import F, Schema, message_classes",
         "",
     ]
     for name in RECORDS:
         d = load(files[name])
         emit_struct(name, d, snake(name).upper(), rec)
         rec.append("")
+    rec.append(f"__getattr__ = message_classes({', '.join(snake(n).upper() for n in RECORDS)})")
+    rec.append("")
     (outdir.parent / "coordinator_records.py").write_text("\n".join(rec))
     share = [
         '"""Share-coordinator records (__share_group_state, KIP-932): schema data generated from',
         "Kafka's definitions by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",
         "",
-        "from protocol.schema import F, Schema",
+        "from protocol.schema import F, Schema, message_classes",
         "",
     ]
     for name in SHARE_RECORDS:
         emit_struct(name, load(files[name]), snake(name).upper(), share)
         share.append("")
+    share.append(f"__getattr__ = message_classes({', '.join(snake(n).upper() for n in SHARE_RECORDS)})")
+    share.append("")
     (outdir.parent / "share_records.py").write_text("\n".join(share))
     names = ", ".join(module_name(a) for a in APIS)
     print(f"wrote {len(APIS)} API modules: {names}")
+    write_stubs()
+
+
+# ------------------------------------------------------------------------------------ stubs
+
+_SCALAR = {
+    "bool": "bool", "int8": "int", "int16": "int", "uint16": "int", "int32": "int", "int64": "int",
+    "float64": "float", "string": "str", "bytes": "bytes", "uuid": "uuid.UUID",
+}
+_STUB_NAMES = {"bool", "int", "float", "str", "bytes", "list", "type", "uuid", "None", "MemoryRecords",
+               "BaseRecords", "Message", "Schema", "Api"}
+
+
+def stub_modules() -> dict[str, list[str]]:
+    """Module (dotted) -> the names of its schema variables, for every module that gets a stub."""
+    mods = {f"protocol.apis.{module_name(a)}": ["REQUEST", "RESPONSE"] for a in APIS}
+    mods["protocol.coordinator_records"] = [snake(n).upper() for n in RECORDS]
+    mods["protocol.share_records"] = [snake(n).upper() for n in SHARE_RECORDS]
+    return mods
+
+
+def field_type(f, top: str, request: bool) -> str:  # f: protocol.schema.F
+    if f.is_struct:
+        assert f.struct is not None
+        t = f"{top}.{f.struct.__name__}"
+    elif f.base == "records":
+        t = "MemoryRecords" if request else "BaseRecords"  # Kafka: MemoryRecords in, BaseRecords out
+    else:
+        t = _SCALAR[f.base]
+    if f.is_array:
+        t = f"list[{t}]"
+    if f.nullable.lo <= f.nullable.hi or f._default is None:
+        t += " | None"
+    return t
+
+
+def render_stub(module: str, variables: list[str]) -> str:
+    """The .pyi text describing `module`'s schemas as the run time builds them."""
+    mod = importlib.import_module(module)
+    out = [
+        f'"""Types of {module}: generated by tools/gen_schemas.py --stubs. Edit the generator, not',
+        'this file. The classes exist at run time (protocol/schema.py makes them); `_...Schema` are',
+        'type-only views of the module\'s Schema objects."""',
+        "",
+    ]
+    header = len(out)
+    for var in variables:
+        schema = getattr(mod, var)
+        top = schema.name
+        request = top.endswith("Request")
+        classes = schema.classes
+        # a field or struct named like a type the stub spells would shadow it inside the class body
+        shadowing = ({f.name for cls in classes.values() for f in cls._fields} | set(classes)) & _STUB_NAMES
+        assert not shadowing, f"{module}: fields shadow names the stub uses: {shadowing}"
+        typed: dict[str, list[tuple[str, str]]] = {
+            name: [(f.name, field_type(f, top, request)) for f in cls._fields] for name, cls in classes.items()
+        }
+
+        def body(fields: list[tuple[str, str]], pad: str) -> list[str]:
+            lines = [f"{pad}{n}: {t}" for n, t in fields]
+            params = "".join(f", {n}: {t} = ..." for n, t in fields)
+            lines.append(f"{pad}def __init__(self{', *' if fields else ''}{params}) -> None: ...")
+            return lines
+
+        out.append(f"class {top}(Message):")
+        for name in classes:
+            if name != top:
+                out.append(f"    class {name}(Message):")
+                out.extend(body(typed[name], " " * 8))
+                out.append("")
+        out.extend(body(typed[top], "    "))
+        out.append("")
+        view = f"_{top}Schema"
+        out.append(f"class {view}(Schema[{top}]):")
+        for name in classes:
+            if name != top:
+                out.append(f"    {name}: type[{top}.{name}]")
+        out.append("    @property")
+        out.append(f"    def cls(self) -> type[{top}]: ...")
+        params = "".join(f", {n}: {t} = ..." for n, t in typed[top])
+        # narrower than Schema.__call__(**kwargs: Any) on purpose: this is the typed view of it
+        out.append(f"    def __call__(self{', *' if typed[top] else ''}{params}) -> {top}: ...  # type: ignore[override]")
+        out.append("")
+        out.append(f"{var}: {view}")
+        out.append("")
+    if hasattr(mod, "API"):
+        out.append("API: Api")
+        out.append("")
+    text = "\n".join(out[header:])
+    used = [n for n in ("Api", "BaseRecords", "MemoryRecords", "Message", "Schema") if re.search(rf"\b{n}\b", text)]
+    imports = ["import uuid", ""] if "uuid.UUID" in text else []
+    imports += [f"from protocol.schema import {', '.join(used)}", "", ""]
+    return "\n".join(out[:header] + imports) + text
+
+
+def stub_path(module: str) -> Path:
+    return ROOT.joinpath(*module.split(".")).with_suffix(".pyi")
+
+
+def write_stubs() -> None:
+    sys.path.insert(0, str(ROOT))
+    mods = stub_modules()
+    for module, variables in mods.items():
+        stub_path(module).write_text(render_stub(module, variables))
+    print(f"wrote {len(mods)} stubs")
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--stubs"]:
+        write_stubs()
+    else:
+        main()

@@ -15,7 +15,8 @@ import json
 import logging
 from typing import Any
 
-from minibroker.tools.trace import TraceListeners, trace_entry
+from minibroker.tools.trace import Traced, TraceListeners, trace_entry
+from protocol.schema import Message
 
 log = logging.getLogger("minibroker.console")
 
@@ -61,7 +62,7 @@ class LiveTrace:
         self._subs.clear()
         self._listeners.remove(self)
 
-    def request(self, ctx: Any, request: Any, response: Any, frame: bytes | bytearray, started: float) -> None:
+    def request(self, ctx: Traced, request: Message, response: Message | None, frame: bytes | bytearray, started: float) -> None:
         entry = trace_entry(ctx, request, response, frame, started)
         self._seq += 1
         entry["seq"] = self._seq

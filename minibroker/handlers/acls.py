@@ -9,7 +9,8 @@ is needed is INVALID_REQUEST with the controller's message (minibroker.security.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from enum import IntEnum
+from typing import TypeVar
 
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.security.authorizer import (
@@ -31,14 +32,17 @@ _NO_AUTHORIZER = "No Authorizer is configured."
 _CLUSTER_DENIED = "Cluster authorization failed."
 
 
-def _enum(cls: Any, v: int) -> Any:
+_E = TypeVar("_E", bound=IntEnum)
+
+
+def _enum(cls: type[_E], v: int) -> _E:
     try:
         return cls(v)
     except ValueError:
         return cls(0)  # UNKNOWN
 
 
-def _filter(r: Any) -> AclBindingFilter:
+def _filter(r: describe_acls.DescribeAclsRequest | delete_acls.DeleteAclsRequest.DeleteAclsFilter) -> AclBindingFilter:
     return AclBindingFilter(_enum(ResourceType, r.resource_type_filter), r.resource_name_filter,
                             _enum(PatternType, r.pattern_type_filter), r.principal_filter, r.host_filter,
                             _enum(AclOperation, r.operation), _enum(AclPermissionType, r.permission_type))
@@ -52,7 +56,7 @@ R = describe_acls.RESPONSE
 
 
 @handles(describe_acls.API, "1-3")
-async def handle_describe_acls(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_acls(ctx: RequestContext, req: describe_acls.DescribeAclsRequest) -> describe_acls.DescribeAclsResponse:
     auth = ctx.services.authorizer
     if not _cluster_allowed(ctx, AclOperation.DESCRIBE):
         return R(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=_CLUSTER_DENIED, resources=[])
@@ -62,7 +66,7 @@ async def handle_describe_acls(ctx: RequestContext, req: Any) -> Any:
     why = f.invalid_reason()
     if why is not None:
         return R(error_code=ErrorCode.INVALID_REQUEST, error_message=why, resources=[])
-    by_pattern: dict[tuple[int, str, int], list[Any]] = {}
+    by_pattern: dict[tuple[int, str, int], list[describe_acls.DescribeAclsResponse.AclDescription]] = {}
     for a in auth.describe(f):
         by_pattern.setdefault((a.resource_type, a.resource_name, a.pattern_type), []).append(
             R.AclDescription(principal=a.principal, host=a.host, operation=a.operation,
@@ -76,7 +80,7 @@ C = create_acls.RESPONSE
 
 
 @handles(create_acls.API, "1-3")
-async def handle_create_acls(ctx: RequestContext, req: Any) -> Any:
+async def handle_create_acls(ctx: RequestContext, req: create_acls.CreateAclsRequest) -> create_acls.CreateAclsResponse:
     auth = ctx.services.authorizer
     if not _cluster_allowed(ctx, AclOperation.ALTER):
         return C(results=[C.AclCreationResult(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
@@ -105,10 +109,10 @@ D = delete_acls.RESPONSE
 
 
 @handles(delete_acls.API, "1-3")
-async def handle_delete_acls(ctx: RequestContext, req: Any) -> Any:
+async def handle_delete_acls(ctx: RequestContext, req: delete_acls.DeleteAclsRequest) -> delete_acls.DeleteAclsResponse:
     auth = ctx.services.authorizer
 
-    def failed(code: int, msg: str) -> Any:
+    def failed(code: int, msg: str) -> delete_acls.DeleteAclsResponse:
         return D(filter_results=[D.DeleteAclsFilterResult(error_code=code, error_message=msg, matching_acls=[])
                                  for _ in req.filters])
 

@@ -56,7 +56,7 @@ BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
 
 
 @handles(delete_records.API, "0-2")
-async def handle_delete_records(ctx: RequestContext, req: Any) -> Any:
+async def handle_delete_records(ctx: RequestContext, req: delete_records.DeleteRecordsRequest) -> delete_records.DeleteRecordsResponse:
     services = ctx.services
     topics = []
     undeletable = authz.denied_topics(ctx, (t.name for t in req.topics), authz.Op.DELETE)  # DELETE on the topic
@@ -77,7 +77,7 @@ async def handle_delete_records(ctx: RequestContext, req: Any) -> Any:
 
 
 @handles(describe_cluster.API, "0-2")
-async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_cluster(ctx: RequestContext, req: describe_cluster.DescribeClusterRequest) -> describe_cluster.DescribeClusterResponse:
     services = ctx.services
     endpoint_type = req.endpoint_type if ctx.version >= 1 else BROKER_ENDPOINT
     host, port = ctx.advertised
@@ -98,7 +98,7 @@ async def handle_describe_cluster(ctx: RequestContext, req: Any) -> Any:
 
 
 @handles(describe_log_dirs.API, "0-4")
-async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_log_dirs(ctx: RequestContext, req: describe_log_dirs.DescribeLogDirsRequest) -> describe_log_dirs.DescribeLogDirsResponse:
     services = ctx.services
     if code := authz.cluster_denied(ctx, authz.Op.DESCRIBE):  # DESCRIBE on the cluster (KafkaApis)
         return DLD(error_code=code, results=[])
@@ -129,7 +129,7 @@ async def handle_describe_log_dirs(ctx: RequestContext, req: Any) -> Any:
 
 
 @handles(offset_for_leader_epoch.API, "0-4")
-async def handle_offset_for_leader_epoch(ctx: RequestContext, req: Any) -> Any:
+async def handle_offset_for_leader_epoch(ctx: RequestContext, req: offset_for_leader_epoch.OffsetForLeaderEpochRequest) -> offset_for_leader_epoch.OffsetForLeaderEpochResponse:
     services = ctx.services
     topics = []
     # KIP-320: CLUSTER_ACTION (a follower) or DESCRIBE on the topic (a consumer; KafkaApis)
@@ -158,7 +158,7 @@ async def handle_offset_for_leader_epoch(ctx: RequestContext, req: Any) -> Any:
 
 
 @handles(describe_topic_partitions.API, "0")
-async def handle_describe_topic_partitions(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_topic_partitions(ctx: RequestContext, req: describe_topic_partitions.DescribeTopicPartitionsRequest) -> describe_topic_partitions.DescribeTopicPartitionsResponse:
     services = ctx.services
     names = sorted({t.name for t in req.topics}) if req.topics else sorted(services.metadata_cache.topic_names())
     cursor = req.cursor

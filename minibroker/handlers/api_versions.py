@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from minibroker import features
 from minibroker.handlers.registry import RequestContext, handles
@@ -32,7 +31,7 @@ R = api_versions.RESPONSE
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-def advertised(served: Mapping[int, Versions]) -> list[Any]:
+def advertised(served: Mapping[int, Versions]) -> list[api_versions.ApiVersionsResponse.ApiVersion]:
     """The ApiVersion entries for the served versions by api key, in api key order."""
     out = []
     for key in sorted(served):
@@ -42,22 +41,17 @@ def advertised(served: Mapping[int, Versions]) -> list[Any]:
 
 
 @handles(api_versions.API, "0-4")
-async def handle_api_versions(ctx: RequestContext, req: Any) -> Any:
+async def handle_api_versions(ctx: RequestContext, req: api_versions.ApiVersionsRequest) -> api_versions.ApiVersionsResponse:
     if ctx.version >= 3 and not (_SOFTWARE.match(req.client_software_name)
                                  and _SOFTWARE.match(req.client_software_version)):
         return R(error_code=ErrorCode.INVALID_REQUEST)
     if ctx.version < 3:
         return R(error_code=0, api_keys=advertised(ctx.services.served_versions))
-    return R(error_code=0, api_keys=advertised(ctx.services.served_versions), **feature_fields())
-
-
-def feature_fields() -> dict[str, Any]:
-    """The KIP-584 tagged fields: every supported feature; the finalized ones (level > 0)."""
+    # the KIP-584 tagged fields: every supported feature; the finalized ones (level > 0)
     fs = list(features.FEATURES.values())
-    return {
-        "supported_features": [R.SupportedFeatureKey(name=f.name, min_version=f.min_version,
-                                                     max_version=f.max_version) for f in fs],
-        "finalized_features_epoch": features.FINALIZED_FEATURES_EPOCH,
-        "finalized_features": [R.FinalizedFeatureKey(name=f.name, max_version_level=f.level,
-                                                     min_version_level=f.level) for f in fs if f.level > 0],
-    }
+    return R(error_code=0, api_keys=advertised(ctx.services.served_versions),
+             supported_features=[R.SupportedFeatureKey(name=f.name, min_version=f.min_version,
+                                                       max_version=f.max_version) for f in fs],
+             finalized_features_epoch=features.FINALIZED_FEATURES_EPOCH,
+             finalized_features=[R.FinalizedFeatureKey(name=f.name, max_version_level=f.level,
+                                                       min_version_level=f.level) for f in fs if f.level > 0])

@@ -16,11 +16,14 @@ calls it in one line.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from minibroker.handlers.registry import RequestContext
 from minibroker.security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from protocol.apis import consumer_group_describe, describe_groups, metadata
 
 OMITTED = -(1 << 31)  # Integer.MIN_VALUE: the schema default, "not asked for"
 # entries Kafka answers without describing the resource, so without operations
@@ -45,15 +48,15 @@ def topic(ctx: RequestContext, name: str) -> int:
     return operations(ctx, ResourceType.TOPIC, name)
 
 
-def fill_topics(ctx: RequestContext, topics: list[Any]) -> None:
+def fill_topics(ctx: RequestContext, topics: list[metadata.MetadataResponse.MetadataResponseTopic]) -> None:
     """Set `topic_authorized_operations` on each described topic entry (Metadata's
-    MetadataResponseTopic, DescribeTopicPartitions' DescribeTopicPartitionsResponseTopic)."""
+    MetadataResponseTopic)."""
     for t in topics:
         if t.name is not None and t.error_code not in _NOT_DESCRIBED:
             t.topic_authorized_operations = operations(ctx, ResourceType.TOPIC, t.name)
 
 
-def fill_metadata(ctx: RequestContext, req: Any, resp: Any) -> None:
+def fill_metadata(ctx: RequestContext, req: metadata.MetadataRequest, resp: metadata.MetadataResponse) -> None:
     """Metadata v8+: topic operations when asked; v8-10 also the cluster's, which are 0 for a
     principal that may not DESCRIBE the cluster (Kafka: KafkaApis.handleTopicMetadataRequest)."""
     if ctx.version < 8:
@@ -65,7 +68,8 @@ def fill_metadata(ctx: RequestContext, req: Any, resp: Any) -> None:
             cluster(ctx) if ctx.authorized(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME) else 0)
 
 
-def group_field(ctx: RequestContext, asked: bool, described: Any) -> int:
+def group_field(ctx: RequestContext, asked: bool, described: describe_groups.DescribeGroupsResponse.DescribedGroup
+                | consumer_group_describe.ConsumerGroupDescribeResponse.DescribedGroup) -> int:
     """DescribeGroups v3+, ConsumerGroupDescribe, ShareGroupDescribe: the `authorized_operations`
     of one group entry -- its operations when asked and the group was described without error,
     the default otherwise (Kafka sets them on the entries whose error code is NONE)."""

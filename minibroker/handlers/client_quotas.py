@@ -16,8 +16,6 @@ Version notes: v1 is flexible.
 
 from __future__ import annotations
 
-from typing import Any
-
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.quotas.store import (
@@ -39,7 +37,7 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 
 @handles(describe_client_quotas.API, "0-1")
-async def handle_describe_client_quotas(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_client_quotas(ctx: RequestContext, req: describe_client_quotas.DescribeClientQuotasRequest) -> describe_client_quotas.DescribeClientQuotasResponse:
     if code := authz.cluster_denied(ctx, authz.Op.DESCRIBE_CONFIGS):  # DESCRIBE_CONFIGS on the cluster
         return D(error_code=code, error_message=None, entries=None)  # no message, as Kafka 4.4
     filters: dict[str, tuple[int, str | None]] = {}
@@ -83,12 +81,12 @@ def _matches(entity: Entity, filters: dict[str, tuple[int, str | None]], strict:
     return True
 
 
-def _describe_error(message: str) -> Any:
+def _describe_error(message: str) -> describe_client_quotas.DescribeClientQuotasResponse:
     return D(error_code=ErrorCode.INVALID_REQUEST, error_message=message, entries=None)
 
 
 @handles(alter_client_quotas.API, "0-1")
-async def handle_alter_client_quotas(ctx: RequestContext, req: Any) -> Any:
+async def handle_alter_client_quotas(ctx: RequestContext, req: alter_client_quotas.AlterClientQuotasRequest) -> alter_client_quotas.AlterClientQuotasResponse:
     if code := authz.cluster_denied(ctx, authz.Op.ALTER_CONFIGS):  # ALTER_CONFIGS on the cluster, per entry
         return A(entries=[A.EntryData(error_code=code, error_message=authz.MESSAGES[code], entity=[
             A.EntityData(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity])

@@ -24,7 +24,8 @@ flexible. AlterConfigs v1 is v0, v2 is flexible. IncrementalAlterConfigs v1 is f
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from minibroker.config import (
     BROKER_CONFIGS,
@@ -99,6 +100,15 @@ def _alter_group(services: BrokerServices, name: str, new_text: dict[str, str | 
         mine = [op for op in given if op[0] in p.group_keys()]
         if mine or ops is None:
             p.alter_group(services, name, mine, ops is None, validate_only)
+if TYPE_CHECKING:
+
+    # the two AlterConfigs forms share the resource fields, not the config entries
+    _AlterResource: TypeAlias = (alter_configs.AlterConfigsRequest.AlterConfigsResource
+                                 | incremental_alter_configs.IncrementalAlterConfigsRequest.AlterConfigsResource)
+
+_AlterResult = TypeVar("_AlterResult", "alter_configs.AlterConfigsResponse.AlterConfigsResourceResponse",
+                       "incremental_alter_configs.IncrementalAlterConfigsResponse.AlterConfigsResourceResponse")
+
 DC = describe_configs.RESPONSE
 AC = alter_configs.RESPONSE
 IAC = incremental_alter_configs.RESPONSE
@@ -133,7 +143,8 @@ def _unsupported(resource_type: int) -> KafkaError:
 # --------------------------------------------------------------------------------- describe
 
 
-def _entry(e: ConfigEntry, version: int, synonyms: bool, docs: bool) -> Any:
+def _entry(e: ConfigEntry, version: int, synonyms: bool, docs: bool
+           ) -> describe_configs.DescribeConfigsResponse.DescribeConfigsResourceResult:
     return DC.DescribeConfigsResourceResult(
         name=e.name, value=e.value, read_only=e.read_only, is_default=e.is_default, config_source=e.source,
         is_sensitive=e.sensitive,
@@ -142,7 +153,7 @@ def _entry(e: ConfigEntry, version: int, synonyms: bool, docs: bool) -> Any:
 
 
 @handles(describe_configs.API, "0-4")
-async def handle_describe_configs(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_configs(ctx: RequestContext, req: describe_configs.DescribeConfigsRequest) -> describe_configs.DescribeConfigsResponse:
     services = ctx.services
     dyn = services.dynamic_config
     synonyms = ctx.version >= 1 and bool(req.include_synonyms)
@@ -255,7 +266,8 @@ def _alter_broker(services: BrokerServices, name: str, new_text: dict[str, str |
         raise KafkaError(ErrorCode.INVALID_REQUEST, str(e)) from None
 
 
-def _alter(ctx: RequestContext, resources: Any, incremental: bool, validate_only: bool, result_cls: Any) -> list[Any]:
+def _alter(ctx: RequestContext, resources: Sequence[_AlterResource], incremental: bool, validate_only: bool,
+           result_cls: type[_AlterResult]) -> list[_AlterResult]:
     services = ctx.services
     results = []
     names_seen: dict[tuple[int, str], int] = {}
@@ -270,7 +282,7 @@ def _alter(ctx: RequestContext, resources: Any, incremental: bool, validate_only
                 # Kafka: AlterConfigsRequest / ConfigAdminManager refuse a resource listed twice
                 raise KafkaError(ErrorCode.INVALID_REQUEST,
                                  f"Error due to duplicate config keys or resources for {r.resource_name}")
-            if incremental:
+            if isinstance(r, incremental_alter_configs.IncrementalAlterConfigsRequest.AlterConfigsResource):
                 keys = [c.name for c in r.configs]
                 if len(keys) != len(set(keys)):
                     raise KafkaError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
@@ -299,7 +311,7 @@ def _alter(ctx: RequestContext, resources: Any, incremental: bool, validate_only
     return results
 
 
-def _authorize_alter(ctx: RequestContext, r: Any, incremental: bool) -> None:
+def _authorize_alter(ctx: RequestContext, r: _AlterResource, incremental: bool) -> None:
     """ALTER_CONFIGS on the resource, before its values are looked at (Kafka 4.4 refuses even an
     invalid BROKER change with CLUSTER_AUTHORIZATION_FAILED: tests/reference). Kafka answers a
     refused topic or group with the error's default text, a refused BROKER or BROKER_LOGGER
@@ -319,10 +331,10 @@ class _Refused(KafkaError):
 
 
 @handles(alter_configs.API, "0-2")
-async def handle_alter_configs(ctx: RequestContext, req: Any) -> Any:
+async def handle_alter_configs(ctx: RequestContext, req: alter_configs.AlterConfigsRequest) -> alter_configs.AlterConfigsResponse:
     return AC(responses=_alter(ctx, req.resources, False, req.validate_only, AC.AlterConfigsResourceResponse))
 
 
 @handles(incremental_alter_configs.API, "0-1")
-async def handle_incremental_alter_configs(ctx: RequestContext, req: Any) -> Any:
+async def handle_incremental_alter_configs(ctx: RequestContext, req: incremental_alter_configs.IncrementalAlterConfigsRequest) -> incremental_alter_configs.IncrementalAlterConfigsResponse:
     return IAC(responses=_alter(ctx, req.resources, True, req.validate_only, IAC.AlterConfigsResourceResponse))

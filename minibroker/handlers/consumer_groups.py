@@ -20,8 +20,6 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import Any
-
 from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
 from minibroker.coordinator.group.consumer_group_configs import BROKER_KEYS, GROUP_KEYS, ConsumerGroupConfigs
 from minibroker.handlers import authorized_ops, authz
@@ -32,7 +30,7 @@ from protocol.errors import ErrorCode, KafkaError
 
 
 @handles(consumer_group_heartbeat.API, "0-1")
-async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
+async def handle_consumer_group_heartbeat(ctx: RequestContext, req: consumer_group_heartbeat.ConsumerGroupHeartbeatRequest) -> consumer_group_heartbeat.ConsumerGroupHeartbeatResponse:
     # READ on the group, then DESCRIBE on every subscribed topic name (KafkaApis, Kafka 4.1+)
     if code := authz.group_denied(ctx, req.group_id):
         return consumer_group_heartbeat.RESPONSE(error_code=code)
@@ -51,7 +49,7 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 
 @handles(consumer_group_describe.API, "0-1")
-async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
+async def handle_consumer_group_describe(ctx: RequestContext, req: consumer_group_describe.ConsumerGroupDescribeRequest) -> consumer_group_describe.ConsumerGroupDescribeResponse:
     R = consumer_group_describe.RESPONSE
     coord = ctx.services.group_coordinator
     out, refused = [], []
@@ -69,7 +67,9 @@ async def handle_consumer_group_describe(ctx: RequestContext, req: Any) -> Any:
     return R(groups=[_hide_undescribable(ctx, R, g) for g in refused + out])
 
 
-def _hide_undescribable(ctx: RequestContext, R: Any, g: Any) -> Any:
+def _hide_undescribable(ctx: RequestContext, R: consumer_group_describe._ConsumerGroupDescribeResponseSchema,
+                        g: consumer_group_describe.ConsumerGroupDescribeResponse.DescribedGroup
+                        ) -> consumer_group_describe.ConsumerGroupDescribeResponse.DescribedGroup:
     """A group whose members' assignments name a topic the client may not DESCRIBE is answered
     TOPIC_AUTHORIZATION_FAILED without members (KafkaApis.handleConsumerGroupDescribe, Kafka 4.1+)."""
     if not authz.enabled(ctx) or not g.members:

@@ -68,7 +68,7 @@ def _resolve_topic(services: BrokerServices, name: str | None, topic_id: uuid.UU
 
 
 @handles(fetch.API, "0-18")
-async def handle_fetch(ctx: RequestContext, req: Any) -> Any:
+async def handle_fetch(ctx: RequestContext, req: fetch.FetchRequest) -> fetch.FetchResponse:
     services = ctx.services
     v = ctx.version
     cache = services.fetch_sessions

@@ -37,8 +37,13 @@ Version notes:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import uuid
+from typing import TYPE_CHECKING, TypeAlias
 
+# The group modules come with this handler module (loaded by the first group request, not at start:
+# issue 22); the coordinator itself is built when first needed (minibroker.coordinators).
+from minibroker.coordinator.group.classic_group import ClientInfo, GroupState
+from minibroker.coordinator.share.share_coordinator_shard import parse_coordinator_key
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
@@ -58,10 +63,15 @@ from protocol.apis import (
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
-# The coordinators are built when first needed (minibroker.coordinators): their modules are
-# imported by the functions that use them, not at start (issue 22).
 if TYPE_CHECKING:
-    from minibroker.coordinator.group.group_coordinator import ClientInfo, GroupCoordinator
+    from minibroker.coordinator.group.group_coordinator import GroupCoordinator
+    from minibroker.coordinator.group.records import OffsetAndMetadata
+
+    _Offset: TypeAlias = "OffsetAndMetadata | _Pending | None"  # _Pending: a placeholder, see below
+    # [(topic, [(partition, offset)])], as GroupCoordinator.fetch_offsets answers
+    _GroupOffsets = list[tuple[str, list[tuple[int, _Offset]]]]
+    _FetchTopics = list[offset_fetch.OffsetFetchRequest.OffsetFetchRequestTopics] | list[
+        offset_fetch.OffsetFetchRequest.OffsetFetchRequestTopic]
 
 GROUP_KEY, TRANSACTION_KEY, SHARE_KEY = 0, 1, 2
 # Kafka's default text of INVALID_REQUEST (Errors.INVALID_REQUEST), which its unbatched
@@ -76,10 +86,6 @@ def _coordinator(ctx: RequestContext) -> GroupCoordinator | None:
 
 
 def _client(ctx: RequestContext) -> ClientInfo:
-    from minibroker.coordinator.group.group_metadata_manager import (
-        ClientInfo,  # loaded with the group coordinator
-    )
-
     return ClientInfo(client_id=ctx.client_id or "", client_host=ctx.client_host, api_version=ctx.version)
 
 
@@ -110,8 +116,6 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None
     if key_type == SHARE_KEY:
         # KIP-932: share-state keys ("group:topicId:partition") are valid from v6 on; Kafka answers
         # an older version or a malformed key with INVALID_REQUEST and an empty message.
-        from minibroker.coordinator.share.share_coordinator_shard import parse_coordinator_key
-
         if ctx.version < 6 or parse_coordinator_key(key) is None:
             return ErrorCode.INVALID_REQUEST, "" if ctx.version >= 4 else _INVALID_REQUEST_TEXT
         try:
@@ -123,7 +127,7 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> tuple[int, str | None
 
 
 @handles(find_coordinator.API, "0-6")
-async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
+async def handle_find_coordinator(ctx: RequestContext, req: find_coordinator.FindCoordinatorRequest) -> find_coordinator.FindCoordinatorResponse:
     R = find_coordinator.RESPONSE
     services = ctx.services
     coord = _coordinator(ctx)
@@ -160,7 +164,7 @@ async def handle_find_coordinator(ctx: RequestContext, req: Any) -> Any:
 
 # ------------------------------------------------------------------------------------ JoinGroup
 @handles(join_group.API, "0-9")
-async def handle_join_group(ctx: RequestContext, req: Any) -> Any:
+async def handle_join_group(ctx: RequestContext, req: join_group.JoinGroupRequest) -> join_group.JoinGroupResponse:
     if ctx.version == 0:
         req.rebalance_timeout_ms = req.session_timeout_ms
     coord = _coordinator(ctx)
@@ -177,7 +181,7 @@ async def handle_join_group(ctx: RequestContext, req: Any) -> Any:
 
 # ------------------------------------------------------------------------------------ SyncGroup
 @handles(sync_group.API, "0-5")
-async def handle_sync_group(ctx: RequestContext, req: Any) -> Any:
+async def handle_sync_group(ctx: RequestContext, req: sync_group.SyncGroupRequest) -> sync_group.SyncGroupResponse:
     R = sync_group.RESPONSE
     if ctx.version >= 5 and (req.protocol_type is None or req.protocol_name is None):
         return R(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)  # Kafka: both are mandatory from v5
@@ -191,7 +195,7 @@ async def handle_sync_group(ctx: RequestContext, req: Any) -> Any:
 
 # ------------------------------------------------------------------------------------ Heartbeat
 @handles(heartbeat.API, "0-4")
-async def handle_heartbeat(ctx: RequestContext, req: Any) -> Any:
+async def handle_heartbeat(ctx: RequestContext, req: heartbeat.HeartbeatRequest) -> heartbeat.HeartbeatResponse:
     coord = _coordinator(ctx)
     error = authz.group_denied(ctx, req.group_id) or (
         ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None else coord.heartbeat(req))
@@ -200,7 +204,7 @@ async def handle_heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 # ----------------------------------------------------------------------------------- LeaveGroup
 @handles(leave_group.API, "0-5")
-async def handle_leave_group(ctx: RequestContext, req: Any) -> Any:
+async def handle_leave_group(ctx: RequestContext, req: leave_group.LeaveGroupRequest) -> leave_group.LeaveGroupResponse:
     R = leave_group.RESPONSE
     if ctx.version < 3:
         members = [leave_group.REQUEST.MemberIdentity(member_id=req.member_id, group_instance_id=None)]
@@ -222,7 +226,7 @@ async def handle_leave_group(ctx: RequestContext, req: Any) -> Any:
 
 # --------------------------------------------------------------------------------- OffsetCommit
 @handles(offset_commit.API, "0-10")
-async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
+async def handle_offset_commit(ctx: RequestContext, req: offset_commit.OffsetCommitRequest) -> offset_commit.OffsetCommitResponse:
     R = offset_commit.RESPONSE
     services = ctx.services
     errors: dict[tuple[str, int], int] = {}
@@ -260,17 +264,17 @@ async def handle_offset_commit(ctx: RequestContext, req: Any) -> Any:
     ])
 
 
-def _name_of(services: BrokerServices, topic_id: Any) -> str | None:
+def _name_of(services: BrokerServices, topic_id: uuid.UUID) -> str | None:
     return services.metadata_cache.topic_name(topic_id)
 
 
-def _id_of(services: BrokerServices, name: str) -> Any:
+def _id_of(services: BrokerServices, name: str) -> uuid.UUID:
     return services.metadata_cache.topic_id(name) or ZERO_UUID
 
 
 # ---------------------------------------------------------------------------------- OffsetFetch
 def _fetch_group(ctx: RequestContext, coord: GroupCoordinator | None, group_id: str,
-                 topics: Any) -> tuple[int, list[Any]]:
+                 topics: _FetchTopics | None) -> tuple[int, _GroupOffsets]:
     """The group's offsets of `topics` (None: all), as (error, [(topic, [(partition, offset)])]).
     Topics the client may not DESCRIBE are left out of an all-topics answer, and answered
     TOPIC_AUTHORIZATION_FAILED after the others when asked by name (KafkaApis.fetchOffsetsForGroup)."""
@@ -279,18 +283,18 @@ def _fetch_group(ctx: RequestContext, coord: GroupCoordinator | None, group_id: 
     if coord is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
     error, offsets = coord.fetch_offsets(group_id, wanted)
-    found: list[tuple[str, list[tuple[int, Any]]]] = list(offsets)
+    found: _GroupOffsets = [(name, list(parts)) for name, parts in offsets]
     if topics is None and authz.enabled(ctx):
         unseen = authz.denied_topics(ctx, (name for name, _ in found), authz.Op.DESCRIBE)
         found = [(name, parts) for name, parts in found if name not in unseen]
     elif hidden and not error:
         found += [(t.name, [(p, _REFUSED) for p in t.partition_indexes])
-                               for t in topics if t.name in hidden]
+                               for t in topics or () if t.name in hidden]
     return error, found
 
 
 @handles(offset_fetch.API, "0-10")
-async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
+async def handle_offset_fetch(ctx: RequestContext, req: offset_fetch.OffsetFetchRequest) -> offset_fetch.OffsetFetchResponse:
     R = offset_fetch.RESPONSE
     coord = _coordinator(ctx)
     v = ctx.version
@@ -348,7 +352,10 @@ async def handle_offset_fetch(ctx: RequestContext, req: Any) -> Any:
         for name, parts in topics])
 
 
-def _in_request_order(R: Any, resolved: list[tuple[Any, str | None]], rows: list[Any]) -> list[Any]:
+def _in_request_order(R: offset_fetch._OffsetFetchResponseSchema,
+                      resolved: list[tuple[offset_fetch.OffsetFetchRequest.OffsetFetchRequestTopics, str | None]],
+                      rows: list[offset_fetch.OffsetFetchResponse.OffsetFetchResponseTopics]
+                      ) -> list[offset_fetch.OffsetFetchResponse.OffsetFetchResponseTopics]:
     """v10: the coordinator answered the known topics in request order; put an UNKNOWN_TOPIC_ID row
     for each unknown id back where it was asked."""
     known = iter(rows)
@@ -372,13 +379,13 @@ _PENDING = _Pending()
 _REFUSED = _Pending()  # a partition of a topic the client may not DESCRIBE
 
 
-def _partition_error(om: Any, default: int) -> int:
+def _partition_error(om: _Offset, default: int) -> int:
     if om is _PENDING:
         return _UNSTABLE
     return ErrorCode.TOPIC_AUTHORIZATION_FAILED if om is _REFUSED else default
 
 
-def _unstable(coord: Any, group_id: str, topics: list[Any]) -> list[Any]:
+def _unstable(coord: GroupCoordinator | None, group_id: str, topics: _GroupOffsets) -> _GroupOffsets:
     """require_stable (KIP-447): a partition with transactional offsets awaiting their marker
     answers UNSTABLE_OFFSET_COMMIT, so that the consumer waits instead of reading an offset
     the transaction is about to replace (OffsetMetadataManager.fetchOffsets)."""
@@ -391,7 +398,7 @@ def _unstable(coord: Any, group_id: str, topics: list[Any]) -> list[Any]:
 
 # ------------------------------------------------------------------------------------ ListGroups
 @handles(list_groups.API, "0-5")
-async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
+async def handle_list_groups(ctx: RequestContext, req: list_groups.ListGroupsRequest) -> list_groups.ListGroupsResponse:
     R = list_groups.RESPONSE
     coord = _coordinator(ctx)
     if coord is None:
@@ -408,9 +415,7 @@ async def handle_list_groups(ctx: RequestContext, req: Any) -> Any:
 
 # -------------------------------------------------------------------------------- DescribeGroups
 @handles(describe_groups.API, "0-6")
-async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
-    from minibroker.coordinator.group.classic_group import GroupState  # loaded with the group coordinator
-
+async def handle_describe_groups(ctx: RequestContext, req: describe_groups.DescribeGroupsRequest) -> describe_groups.DescribeGroupsResponse:
     R = describe_groups.RESPONSE
     coord = _coordinator(ctx)
     include_ops = bool(req.include_authorized_operations)
@@ -444,7 +449,7 @@ async def handle_describe_groups(ctx: RequestContext, req: Any) -> Any:
 
 # ---------------------------------------------------------------------------------- DeleteGroups
 @handles(delete_groups.API, "0-2")
-async def handle_delete_groups(ctx: RequestContext, req: Any) -> Any:
+async def handle_delete_groups(ctx: RequestContext, req: delete_groups.DeleteGroupsRequest) -> delete_groups.DeleteGroupsResponse:
     R = delete_groups.RESPONSE
     coord = _coordinator(ctx)
     # DELETE on each group; the refused ones are answered after the others (KafkaApis)
@@ -464,7 +469,7 @@ async def handle_delete_groups(ctx: RequestContext, req: Any) -> Any:
 
 # ---------------------------------------------------------------------------------- OffsetDelete
 @handles(offset_delete.API, "0")
-async def handle_offset_delete(ctx: RequestContext, req: Any) -> Any:
+async def handle_offset_delete(ctx: RequestContext, req: offset_delete.OffsetDeleteRequest) -> offset_delete.OffsetDeleteResponse:
     R = offset_delete.RESPONSE
     # DELETE on the group (a top-level error), then READ on each topic (per partition; KafkaApis)
     if code := authz.group_denied(ctx, req.group_id, authz.Op.DELETE):

@@ -26,15 +26,19 @@ so that the seeds' formats can be seen working and old clients keep working.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from minibroker.config import record_version_for
 from protocol.records.convert import down_convert
 
+if TYPE_CHECKING:
+    from minibroker.metadata_cache import TopicImage
+    from storage.file_region import FileRegion
+
 DEFAULT_FORMAT_VERSION = "3.0-IV1"
 
 
-def stored_magic(topic: Any) -> int:
+def stored_magic(topic: TopicImage) -> int:
     """The magic a topic's segments hold (its message.format.version)."""
     return record_version_for(str(topic.config.get("message.format.version", DEFAULT_FORMAT_VERSION)))
 
@@ -44,7 +48,7 @@ def fetch_magic(version: int) -> int:
     return 0 if version <= 1 else 1 if version <= 3 else 2
 
 
-def fetch_records(region: Any, *, stored: int, version: int, fetch_offset: int) -> Any:
+def fetch_records(region: FileRegion, *, stored: int, version: int, fetch_offset: int) -> FileRegion | bytes:
     """What a Fetch of `version` returns for `region` of a topic storing magic `stored`: the
     region itself (zero-copy) when the reader understands that magic, else down-converted bytes."""
     to_magic = fetch_magic(version)

@@ -38,7 +38,7 @@ CONSUMER_REPLICA_ID = -1
 
 
 @handles(list_offsets.API, "0-11")
-async def handle_list_offsets(ctx: RequestContext, req: Any) -> Any:
+async def handle_list_offsets(ctx: RequestContext, req: list_offsets.ListOffsetsRequest) -> list_offsets.ListOffsetsResponse:
     services = ctx.services
     topics = []
     for rt in req.topics:

@@ -42,7 +42,7 @@ def topic_metadata(services: BrokerServices, topic: TopicImage, error: int = 0) 
 
 
 @handles(metadata.API, "0-13")
-async def handle_metadata(ctx: RequestContext, req: Any) -> Any:
+async def handle_metadata(ctx: RequestContext, req: metadata.MetadataRequest) -> metadata.MetadataResponse:
     services = ctx.services
     v = ctx.version
     topics = []

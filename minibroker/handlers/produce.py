@@ -59,7 +59,7 @@ _TopicResponse = R.TopicProduceResponse
 
 
 @handles(produce.API, "0-13")
-async def handle_produce(ctx: RequestContext, req: Any) -> Any:
+async def handle_produce(ctx: RequestContext, req: produce.ProduceRequest) -> produce.ProduceResponse | None:
     services = ctx.services
     acks = req.acks
     transactional_id = req.transactional_id if ctx.version >= 3 else None

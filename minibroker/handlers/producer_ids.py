@@ -18,8 +18,6 @@ v5 only marks clients that can handle TRANSACTION_ABORTABLE.
 
 from __future__ import annotations
 
-from typing import Any
-
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import init_producer_id
@@ -29,14 +27,14 @@ from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 R = init_producer_id.RESPONSE
 
 
-def _error(code: int, version: int) -> Any:
+def _error(code: int, version: int) -> init_producer_id.InitProducerIdResponse:
     if code == ErrorCode.PRODUCER_FENCED and version < 4:
         code = ErrorCode.INVALID_PRODUCER_EPOCH  # older clients do not know PRODUCER_FENCED
     return R(error_code=code, producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH)
 
 
 @handles(init_producer_id.API, "0-5")
-async def handle_init_producer_id(ctx: RequestContext, req: Any) -> Any:
+async def handle_init_producer_id(ctx: RequestContext, req: init_producer_id.InitProducerIdRequest) -> init_producer_id.InitProducerIdResponse:
     services = ctx.services
     v = ctx.version
     pid, epoch = (req.producer_id, req.producer_epoch) if v >= 3 else (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)

@@ -16,7 +16,6 @@ credential that does not exist RESOURCE_NOT_FOUND.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
@@ -38,12 +37,12 @@ from protocol.errors import ErrorCode
 
 
 @handles(sasl_handshake.API, "0-1")
-async def handle_sasl_handshake(ctx: RequestContext, req: Any) -> Any:
+async def handle_sasl_handshake(ctx: RequestContext, req: sasl_handshake.SaslHandshakeRequest) -> sasl_handshake.SaslHandshakeResponse:
     return sasl_handshake.RESPONSE(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
 
 
 @handles(sasl_authenticate.API, "0-2")
-async def handle_sasl_authenticate(ctx: RequestContext, req: Any) -> Any:
+async def handle_sasl_authenticate(ctx: RequestContext, req: sasl_authenticate.SaslAuthenticateRequest) -> sasl_authenticate.SaslAuthenticateResponse:
     return sasl_authenticate.RESPONSE(
         error_code=ErrorCode.ILLEGAL_SASL_STATE, auth_bytes=b"", session_lifetime_ms=0,
         error_message="SaslAuthenticate request received after successful authentication")
@@ -53,7 +52,7 @@ DR = describe_user_scram_credentials.RESPONSE
 
 
 @handles(describe_user_scram_credentials.API, "0")
-async def handle_describe_user_scram_credentials(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_user_scram_credentials(ctx: RequestContext, req: describe_user_scram_credentials.DescribeUserScramCredentialsRequest) -> describe_user_scram_credentials.DescribeUserScramCredentialsResponse:
     if code := authz.cluster_denied(ctx, authz.Op.DESCRIBE):  # DESCRIBE on the cluster (KafkaApis)
         # Kafka 4.4 answers without a message (tests/reference)
         return DR(error_code=code, error_message=None, results=[
@@ -95,7 +94,7 @@ AR = alter_user_scram_credentials.RESPONSE
 
 
 @handles(alter_user_scram_credentials.API, "0")
-async def handle_alter_user_scram_credentials(ctx: RequestContext, req: Any) -> Any:
+async def handle_alter_user_scram_credentials(ctx: RequestContext, req: alter_user_scram_credentials.AlterUserScramCredentialsRequest) -> alter_user_scram_credentials.AlterUserScramCredentialsResponse:
     if code := authz.cluster_denied(ctx, authz.Op.ALTER):
         # ALTER on the cluster, checked by Kafka's controller: every user gets the error, with the
         # shape of the controller's text (Kafka's names its internal request object)

@@ -23,9 +23,20 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
+
+# the share coordinator's module comes with this handler module (the first share-group request, or
+# a GROUP config resource through handlers/configs.py; not at start: issue 22)
+from minibroker.coordinator.share.share_group import (
+    FINAL_SESSION_EPOCH,
+    GROUP_KEYS,
+    INITIAL_SESSION_EPOCH,
+    AcquiredPartition,
+    validate_group_config,
+)
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import Channel, RequestContext, handles
 from minibroker.services import BrokerServices
@@ -42,11 +53,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
 if TYPE_CHECKING:
-    from minibroker.coordinator.share.share_group import (
-        AcquiredPartition,
-        ShareGroupCoordinator,
-        ShareSession,
-    )
+    from minibroker.coordinator.share.share_group import ShareGroupCoordinator, ShareSession
 
 # The share-group coordinator is built when first needed and its module imported by the functions
 # that use it, not at start-up (issue 22: about 7 ms of a broker's start).
@@ -62,7 +69,7 @@ def _coord(ctx: RequestContext) -> ShareGroupCoordinator:
 _TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
-def _unreadable_ids(ctx: RequestContext, ids: Any) -> set[uuid.UUID]:
+def _unreadable_ids(ctx: RequestContext, ids: Iterable[uuid.UUID]) -> set[uuid.UUID]:
     """The topic ids among `ids` whose topic the client may not READ (share consumers need READ on
     each topic they fetch or acknowledge: KafkaApis.handleShareFetchRequest)."""
     if not authz.enabled(ctx):
@@ -78,7 +85,7 @@ def _unreadable_ids(ctx: RequestContext, ids: Any) -> set[uuid.UUID]:
 
 # --------------------------------------------------------------------------- ShareGroupHeartbeat
 @handles(share_group_heartbeat.API, "1")
-async def handle_share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
+async def handle_share_group_heartbeat(ctx: RequestContext, req: share_group_heartbeat.ShareGroupHeartbeatRequest) -> share_group_heartbeat.ShareGroupHeartbeatResponse:
     R = share_group_heartbeat.RESPONSE
     # READ on the group, then DESCRIBE on every subscribed topic (KafkaApis)
     code = authz.group_denied(ctx, req.group_id)
@@ -109,7 +116,7 @@ async def handle_share_group_heartbeat(ctx: RequestContext, req: Any) -> Any:
 
 # --------------------------------------------------------------------------- ShareGroupDescribe
 @handles(share_group_describe.API, "1")
-async def handle_share_group_describe(ctx: RequestContext, req: Any) -> Any:
+async def handle_share_group_describe(ctx: RequestContext, req: share_group_describe.ShareGroupDescribeRequest) -> share_group_describe.ShareGroupDescribeResponse:
     R = share_group_describe.RESPONSE
     coord = _coord(ctx)
     topics = ctx.services.metadata_cache
@@ -154,7 +161,9 @@ UNDESCRIBABLE_TOPICS = "The group has described topic(s) that the client is not 
 
 
 # ----------------------------------------------------------------------------------- ShareFetch
-def _apply_acks(coord: ShareGroupCoordinator, group: str, member: str, topics: Any,
+def _apply_acks(coord: ShareGroupCoordinator, group: str, member: str,
+                topics: list[share_fetch.ShareFetchRequest.FetchTopic] | list[
+                    share_acknowledge.ShareAcknowledgeRequest.AcknowledgeTopic],
                 unreadable: set[uuid.UUID]) -> dict[tuple[uuid.UUID, int], int]:
     outcomes: dict[tuple[uuid.UUID, int], int] = {}
     for t in topics:
@@ -168,13 +177,7 @@ def _apply_acks(coord: ShareGroupCoordinator, group: str, member: str, topics: A
 
 
 @handles(share_fetch.API, "1-2")
-async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
-    from minibroker.coordinator.share.share_group import (
-        FINAL_SESSION_EPOCH,
-        INITIAL_SESSION_EPOCH,
-        AcquiredPartition,
-    )
-
+async def handle_share_fetch(ctx: RequestContext, req: share_fetch.ShareFetchRequest) -> share_fetch.ShareFetchResponse:
     R = share_fetch.RESPONSE
     coord = _coord(ctx)
     group, member = req.group_id or "", req.member_id or ""
@@ -201,18 +204,18 @@ async def handle_share_fetch(ctx: RequestContext, req: Any) -> Any:
         for t in req.topics:
             for p in t.partitions:
                 session.partitions[(t.topic_id, p.partition_index)] = None
-        for t in req.forgotten_topics_data:
-            for pi in t.partitions:
-                session.partitions.pop((t.topic_id, pi), None)
+        for forgotten in req.forgotten_topics_data:
+            for pi in forgotten.partitions:
+                session.partitions.pop((forgotten.topic_id, pi), None)
         # partitions of topics the client may not READ are answered, not fetched
-        results = [AcquiredPartition(tid, p, b"", [], _TOPIC_DENIED, None) for tid, p in session.partitions
+        results = [AcquiredPartition(tid, index, b"", [], _TOPIC_DENIED, None) for tid, index in session.partitions
                    if tid in unreadable]
         results += await _acquire(ctx, coord, group, member, {k: None for k in session.partitions
                                                               if k[0] not in unreadable}, req)
-    by_topic: dict[uuid.UUID, dict[int, Any]] = {}
+    by_topic: dict[uuid.UUID, dict[int, share_fetch.ShareFetchResponse.PartitionData]] = {}
     leader = R.LeaderIdAndEpoch(leader_id=ctx.services.node_id, leader_epoch=0)
-    for (tid, p), code in acks.items():
-        by_topic.setdefault(tid, {})[p] = R.PartitionData(partition_index=p, error_code=0, acknowledge_error_code=code,
+    for (tid, index), code in acks.items():
+        by_topic.setdefault(tid, {})[index] = R.PartitionData(partition_index=index, error_code=0, acknowledge_error_code=code,
                                                           current_leader=leader, records=b"", acquired_records=[])
     for r in results:
         data = by_topic.setdefault(r.topic_id, {}).get(r.partition)
@@ -238,7 +241,8 @@ def _bind_to_connection(coord: ShareGroupCoordinator, conn: Channel, group: str,
 
 
 async def _acquire(ctx: RequestContext, coord: ShareGroupCoordinator, group: str, member: str,
-                   partitions: dict[tuple[uuid.UUID, int], None], req: Any) -> list[AcquiredPartition]:
+                   partitions: dict[tuple[uuid.UUID, int], None],
+                   req: share_fetch.ShareFetchRequest) -> list[AcquiredPartition]:
     """Acquire across the session's partitions; park until something is available or the wait ends."""
     max_records = req.max_records if req.max_records > 0 else DEFAULT_MAX_RECORDS
     deadline = time.monotonic() + max(0, req.max_wait_ms) / 1000
@@ -266,9 +270,7 @@ async def _acquire(ctx: RequestContext, coord: ShareGroupCoordinator, group: str
 
 # ----------------------------------------------------------------------------- ShareAcknowledge
 @handles(share_acknowledge.API, "1-2")
-async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
-    from minibroker.coordinator.share.share_group import FINAL_SESSION_EPOCH, INITIAL_SESSION_EPOCH
-
+async def handle_share_acknowledge(ctx: RequestContext, req: share_acknowledge.ShareAcknowledgeRequest) -> share_acknowledge.ShareAcknowledgeResponse:
     R = share_acknowledge.RESPONSE
     coord = _coord(ctx)
     group, member = req.group_id or "", req.member_id or ""
@@ -287,7 +289,7 @@ async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
     if req.share_session_epoch == FINAL_SESSION_EPOCH:
         coord.close_session(group, member)
     leader = R.LeaderIdAndEpoch(leader_id=ctx.services.node_id, leader_epoch=0)
-    by_topic: dict[uuid.UUID, list[Any]] = {}
+    by_topic: dict[uuid.UUID, list[share_acknowledge.ShareAcknowledgeResponse.PartitionData]] = {}
     for (tid, p), code in acks.items():
         by_topic.setdefault(tid, []).append(R.PartitionData(partition_index=p, error_code=code, current_leader=leader))
     return R(error_code=0, acquisition_lock_timeout_ms=lock_ms, responses=[
@@ -297,7 +299,7 @@ async def handle_share_acknowledge(ctx: RequestContext, req: Any) -> Any:
 
 # --------------------------------------------------------------------- share-group offsets admin
 @handles(describe_share_group_offsets.API, "0-1")
-async def handle_describe_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_share_group_offsets(ctx: RequestContext, req: describe_share_group_offsets.DescribeShareGroupOffsetsRequest) -> describe_share_group_offsets.DescribeShareGroupOffsetsResponse:
     R = describe_share_group_offsets.RESPONSE
     coord = _coord(ctx)
     topics = ctx.services.metadata_cache
@@ -366,7 +368,7 @@ def _require_empty(coord: ShareGroupCoordinator, group_id: str) -> None:
 
 
 @handles(alter_share_group_offsets.API, "0")
-async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
+async def handle_alter_share_group_offsets(ctx: RequestContext, req: alter_share_group_offsets.AlterShareGroupOffsetsRequest) -> alter_share_group_offsets.AlterShareGroupOffsetsResponse:
     R = alter_share_group_offsets.RESPONSE
     coord = _coord(ctx)
     if code := authz.group_denied(ctx, req.group_id):  # READ on the group, then READ on each topic
@@ -403,7 +405,7 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: Any) -> Any
 
 
 @handles(delete_share_group_offsets.API, "0")
-async def handle_delete_share_group_offsets(ctx: RequestContext, req: Any) -> Any:
+async def handle_delete_share_group_offsets(ctx: RequestContext, req: delete_share_group_offsets.DeleteShareGroupOffsetsRequest) -> delete_share_group_offsets.DeleteShareGroupOffsetsResponse:
     R = delete_share_group_offsets.RESPONSE
     coord = _coord(ctx)
     if code := authz.group_denied(ctx, req.group_id, authz.Op.DELETE):  # DELETE on the group
@@ -439,15 +441,11 @@ class _ShareGroupConfigs:
     """share.* keys of GROUP resources (Kafka's GroupConfig), for handlers/configs.py."""
 
     def group_keys(self) -> frozenset[str]:
-        from minibroker.coordinator.share.share_group import GROUP_KEYS
-
         return frozenset(GROUP_KEYS)
 
     def describe_group(self, services: BrokerServices, group: str) -> list[ConfigEntry]:
         coord = services.share_groups
         own = coord.group_configs.get(group, {})
-        from minibroker.coordinator.share.share_group import GROUP_KEYS
-
         out = []
         for name in sorted(GROUP_KEYS):
             ctype = ConfigType.STRING if name in ("share.auto.offset.reset", "share.isolation.level") else ConfigType.INT
@@ -459,8 +457,6 @@ class _ShareGroupConfigs:
 
     def alter_group(self, services: BrokerServices, group: str, ops: list[tuple[str, int, str | None]],
                     replace: bool, validate_only: bool) -> None:
-        from minibroker.coordinator.share.share_group import validate_group_config
-
         coord = services.share_groups
         configs = {} if replace else dict(coord.group_configs.get(group, {}))
         for name, op, value in ops:

@@ -36,7 +36,7 @@ def _fail(result: Any, e: KafkaError) -> None:
 
 
 @handles(create_topics.API, "0-7")
-async def handle_create_topics(ctx: RequestContext, req: Any) -> Any:
+async def handle_create_topics(ctx: RequestContext, req: create_topics.CreateTopicsRequest) -> create_topics.CreateTopicsResponse:
     services = ctx.services
     results = []
     # A name listed twice is answered once, with INVALID_REQUEST, and neither entry is created
@@ -142,7 +142,7 @@ async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
 
 
 @handles(create_partitions.API, "0-3")
-async def handle_create_partitions(ctx: RequestContext, req: Any) -> Any:
+async def handle_create_partitions(ctx: RequestContext, req: create_partitions.CreatePartitionsRequest) -> create_partitions.CreatePartitionsResponse:
     services = ctx.services
     results = []
     for t in req.topics:

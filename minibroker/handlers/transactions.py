@@ -31,8 +31,11 @@ Version notes:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
+# the coordinator's module comes with this handler module (the first transactional request); the
+# coordinator itself is built when first needed (minibroker.coordinators)
+from minibroker.coordinator.txn.transaction_coordinator import verification_error_for_produce
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.topics import validate_topic_name
@@ -47,10 +50,13 @@ from protocol.apis import (
 )
 from protocol.errors import ErrorCode, KafkaError
 
+if TYPE_CHECKING:
+    from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator
+
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
-def _txn_coordinator(ctx: RequestContext) -> Any:
+def _txn_coordinator(ctx: RequestContext) -> TransactionCoordinator | None:
     coord = ctx.services.txn_coordinator
     return coord if coord is not None and coord.active else None
 
@@ -64,7 +70,7 @@ def _fenced_for_old_clients(code: int, version: int, first_version: int = 2) -> 
 
 # --------------------------------------------------------------------------- AddPartitionsToTxn
 @handles(add_partitions_to_txn.API, "0-5")
-async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
+async def handle_add_partitions_to_txn(ctx: RequestContext, req: add_partitions_to_txn.AddPartitionsToTxnRequest) -> add_partitions_to_txn.AddPartitionsToTxnResponse:
     R = add_partitions_to_txn.RESPONSE
     v = ctx.version
     services = ctx.services
@@ -110,8 +116,9 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: Any) -> Any:
         for txn_id, topic_results in results])
 
 
-def _by_topic(R: Any, errors: dict[tuple[str, int], int]) -> list[Any]:
-    by_topic: dict[str, list[Any]] = {}
+def _by_topic(R: add_partitions_to_txn._AddPartitionsToTxnResponseSchema, errors: dict[tuple[str, int], int]
+              ) -> list[add_partitions_to_txn.AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]:
+    by_topic: dict[str, list[add_partitions_to_txn.AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult]] = {}
     for (topic, p), code in errors.items():
         by_topic.setdefault(topic, []).append(R.AddPartitionsToTxnPartitionResult(partition_index=p,
                                                                                    partition_error_code=code))
@@ -126,7 +133,7 @@ def _txn_group_denied(ctx: RequestContext, transactional_id: str, group_id: str)
 
 # ----------------------------------------------------------------------------- AddOffsetsToTxn
 @handles(add_offsets_to_txn.API, "0-4")
-async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
+async def handle_add_offsets_to_txn(ctx: RequestContext, req: add_offsets_to_txn.AddOffsetsToTxnRequest) -> add_offsets_to_txn.AddOffsetsToTxnResponse:
     R = add_offsets_to_txn.RESPONSE
     if refused := _txn_group_denied(ctx, req.transactional_id, req.group_id):
         return R(throttle_time_ms=0, error_code=refused)
@@ -145,7 +152,7 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, req: Any) -> Any:
 
 # ------------------------------------------------------------------------------------- EndTxn
 @handles(end_txn.API, "0-5")
-async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
+async def handle_end_txn(ctx: RequestContext, req: end_txn.EndTxnRequest) -> end_txn.EndTxnResponse:
     R = end_txn.RESPONSE
     if refused := authz.denied(ctx, authz.Op.WRITE, authz.ResourceType.TRANSACTIONAL_ID, req.transactional_id):
         return R(throttle_time_ms=0, error_code=refused, producer_id=-1, producer_epoch=-1)
@@ -161,7 +168,7 @@ async def handle_end_txn(ctx: RequestContext, req: Any) -> Any:
 
 # ----------------------------------------------------------------------------- TxnOffsetCommit
 @handles(txn_offset_commit.API, "0-5")
-async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
+async def handle_txn_offset_commit(ctx: RequestContext, req: txn_offset_commit.TxnOffsetCommitRequest) -> txn_offset_commit.TxnOffsetCommitResponse:
     R = txn_offset_commit.RESPONSE
     services = ctx.services
     if refused := _txn_group_denied(ctx, req.transactional_id, req.group_id):
@@ -196,16 +203,16 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: Any) -> Any:
             results.update(dict.fromkeys(requested, code))
         else:
             results.update(services.group_coordinator.commit_transactional_offsets(req))
-    by_topic: dict[str, list[Any]] = {}
-    for (name, p), code in results.items():
+    by_topic: dict[str, list[txn_offset_commit.TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]] = {}
+    for (name, index), code in results.items():
         if ctx.version < 2 and code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             code = ErrorCode.COORDINATOR_NOT_AVAILABLE  # clients before 2.0 crash on it (KAFKA-7296)
-        by_topic.setdefault(name, []).append(R.TxnOffsetCommitResponsePartition(partition_index=p, error_code=code))
+        by_topic.setdefault(name, []).append(R.TxnOffsetCommitResponsePartition(partition_index=index, error_code=code))
     return R(throttle_time_ms=0, topics=[R.TxnOffsetCommitResponseTopic(name=t, partitions=ps)
                                          for t, ps in by_topic.items()])
 
 
-def _verify_offsets_partition(ctx: RequestContext, req: Any) -> int:
+def _verify_offsets_partition(ctx: RequestContext, req: txn_offset_commit.TxnOffsetCommitRequest) -> int:
     """The group's __consumer_offsets partition must be in the producer's transaction before its
     first transactional offsets go there (AddOffsetsToTxn first)."""
     group = ctx.services.group_coordinator
@@ -225,9 +232,6 @@ def _verify_offsets_partition(ctx: RequestContext, req: Any) -> int:
                                        [(topic, partition)])[(topic, partition)]
     if not code:
         return ErrorCode.NONE
-    # here, not at the top: the transaction coordinator is not imported at start (issue 22)
-    from minibroker.coordinator.txn.transaction_coordinator import verification_error_for_produce
-
     code = verification_error_for_produce(code, generic_error_supported=ctx.version >= 5)
     # the group coordinator's translation of write errors (NOT_ENOUGH_REPLICAS: retry later)
     return ErrorCode.COORDINATOR_NOT_AVAILABLE if code == ErrorCode.NOT_ENOUGH_REPLICAS else code
@@ -235,7 +239,7 @@ def _verify_offsets_partition(ctx: RequestContext, req: Any) -> int:
 
 # ---------------------------------------------------------------------------- DescribeProducers
 @handles(describe_producers.API, "0")
-async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_producers(ctx: RequestContext, req: describe_producers.DescribeProducersRequest) -> describe_producers.DescribeProducersResponse:
     R = describe_producers.RESPONSE
     services = ctx.services
     topics = []
@@ -269,7 +273,7 @@ async def handle_describe_producers(ctx: RequestContext, req: Any) -> Any:
 
 # ------------------------------------------------------------------------- DescribeTransactions
 @handles(describe_transactions.API, "0")
-async def handle_describe_transactions(ctx: RequestContext, req: Any) -> Any:
+async def handle_describe_transactions(ctx: RequestContext, req: describe_transactions.DescribeTransactionsRequest) -> describe_transactions.DescribeTransactionsResponse:
     R = describe_transactions.RESPONSE
     coord = ctx.services.txn_coordinator
     states = []
@@ -297,7 +301,7 @@ async def handle_describe_transactions(ctx: RequestContext, req: Any) -> Any:
 
 # ---------------------------------------------------------------------------- ListTransactions
 @handles(list_transactions.API, "0-2")
-async def handle_list_transactions(ctx: RequestContext, req: Any) -> Any:
+async def handle_list_transactions(ctx: RequestContext, req: list_transactions.ListTransactionsRequest) -> list_transactions.ListTransactionsResponse:
     R = list_transactions.RESPONSE
     coord = ctx.services.txn_coordinator
     if coord is None:

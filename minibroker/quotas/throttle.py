@@ -12,21 +12,24 @@ for it (the dispatcher does that).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from minibroker.quotas.manager import ANONYMOUS, ClientQuotaManager
 from minibroker.quotas.store import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
+
+if TYPE_CHECKING:
+    from protocol.codec import Chunk
 
 PRODUCE, FETCH = 0, 1
 _BYTES_LIKE = (bytes, bytearray, memoryview)
 
 
-def response_size(chunks: list[Any] | None) -> int:
+def response_size(chunks: list[Chunk] | None) -> int:
     return sum(len(c) if isinstance(c, _BYTES_LIKE) else c.size for c in chunks or ())
 
 
 def request_throttle_ms(quotas: ClientQuotaManager, api_key: int, client_id: str, request_bytes: int,
-                        response: Any, chunks: list[Any] | None, handler_seconds: float,
+                        response: Any, chunks: list[Chunk] | None, handler_seconds: float,
                         user: str = ANONYMOUS) -> int:
     """Record this request; the throttle time (0: none). Empties a throttled fetch's records."""
     throttle = quotas.record(REQUEST_PERCENTAGE, user, client_id, handler_seconds * 100)

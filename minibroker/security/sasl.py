@@ -26,7 +26,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable
-from typing import Any
 
 from minibroker.network.channel import Answer, Channel
 from minibroker.security.credentials import ScramCredentialStore
@@ -40,9 +39,10 @@ from minibroker.security.plain import PlainAuthFailed, PlainMalformed, PlainServ
 from minibroker.security.scram import ScramError, ScramServer
 from minibroker.security.settings import SaslSettings
 from protocol.apis import APIS, api_versions, metadata, sasl_authenticate, sasl_handshake
-from protocol.codec import decode_from
+from protocol.codec import Chunk, decode_from
 from protocol.errors import ErrorCode
 from protocol.headers import RequestHeader, encode_response_frame
+from protocol.schema import Message
 from protocol.types import DecodeError
 
 log = logging.getLogger("minibroker.security")
@@ -135,7 +135,7 @@ class SaslAuthenticator:
 
     # -- SaslHandshake ----------------------------------------------------------------------
     async def _handshake(self, conn: Channel, header: RequestHeader, frame: bytes | bytearray,
-                         pos: int) -> list[Any] | None:
+                         pos: int) -> list[Chunk] | None:
         version = header.api_version
         if version not in (0, 1):
             return self._refuse(conn, f"SaslHandshake v{version} is not supported")
@@ -170,7 +170,7 @@ class SaslAuthenticator:
 
     # -- SaslAuthenticate (framed) -----------------------------------------------------------
     async def _authenticate(self, conn: Channel, header: RequestHeader, frame: bytes | bytearray,
-                            pos: int) -> list[Any] | None:
+                            pos: int) -> list[Chunk] | None:
         version = header.api_version
         if version not in sasl_authenticate.API.versions:
             return self._refuse(conn, f"SaslAuthenticate v{version} is not supported")
@@ -199,7 +199,7 @@ class SaslAuthenticator:
         return encode_response_frame(sasl_authenticate.API, version, header.correlation_id, resp)
 
     # -- raw tokens after a v0 handshake ------------------------------------------------------
-    async def _raw_token(self, conn: Channel, token: bytes) -> list[Any] | None:
+    async def _raw_token(self, conn: Channel, token: bytes) -> list[Chunk] | None:
         try:
             ok, response, message = await self._evaluate(conn, token)
         except OAuthBearerClose as e:
@@ -281,21 +281,21 @@ class SaslAuthenticator:
         self._session_end = time.monotonic() + lifetime / 1000
         return lifetime if self._reauth_capable else 0
 
-    async def _fail(self, conn: Channel, response: list[Any], reason: str) -> list[Any]:
+    async def _fail(self, conn: Channel, response: list[Chunk], reason: str) -> list[Chunk]:
         """Kafka's delayed failure: the response goes out after the delay, then the close."""
         self.state = "FAILED"
         await asyncio.sleep(self.settings.failed_auth_delay_ms / 1000)
         conn.close_when_sent(reason)
         return response
 
-    def _refuse(self, conn: Channel, why: str) -> list[Any] | None:
+    def _refuse(self, conn: Channel, why: str) -> list[Chunk] | None:
         log.warning("closing connection from %s on listener %s: %s", conn.peer, self.settings.listener, why)
         self.state = "FAILED"
         conn.close(why)
         return None
 
 
-def _illegal_sasl_state(header: RequestHeader, frame: bytes | bytearray, pos: int) -> list[Any] | None:
+def _illegal_sasl_state(header: RequestHeader, frame: bytes | bytearray, pos: int) -> list[Chunk] | None:
     """Kafka's error response for a request that came instead of SaslAuthenticate (its
     AbstractRequest.getErrorResponse with ILLEGAL_SASL_STATE), or None where we build none: an
     unknown or unreadable request, or an API without a top-level error code other than Metadata
@@ -308,6 +308,7 @@ def _illegal_sasl_state(header: RequestHeader, frame: bytes | bytearray, pos: in
     except DecodeError:
         return None
     code = ErrorCode.ILLEGAL_SASL_STATE
+    resp: Message
     if api.key == metadata.API.key:
         # MetadataRequest.getErrorResponse: each named topic with the error, no brokers
         R = metadata.RESPONSE

@@ -35,7 +35,7 @@ import uuid
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from protocol import coordinator_records as cr
 from protocol import share_records as sr
@@ -54,6 +54,9 @@ from protocol.records.dump import (
 from protocol.schema import F, Schema
 from storage.producer_state import CorruptSnapshot, read_snapshot
 from storage.txn_index import TransactionIndex
+
+if TYPE_CHECKING:
+    from protocol.schema import Message, Schema
 
 _TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 _DELETE_HORIZON_FLAG = 0x40  # RecordBatch v2 attribute bit 6 (KIP-534): base timestamp is the delete horizon
@@ -388,7 +391,7 @@ def _camel(name: str) -> str:
     return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
-def message_json(msg: Any, version: int, extra_tags: dict[int, tuple[str, str]] | None = None) -> dict[str, Any]:
+def message_json(msg: Message, version: int, extra_tags: dict[int, tuple[str, str]] | None = None) -> dict[str, Any]:
     """A decoded message as Kafka's generated JsonConverter writes it: camelCase names, only the
     fields present at `version`, tagged fields only when they differ from their default, bytes
     as base64. `extra_tags` names tagged fields our schema does not declare ({tag: (jsonName,
@@ -431,12 +434,12 @@ def _json_value(v: Any, version: int) -> Any:
     return v
 
 
-def consumer_protocol_schemas() -> tuple[Any, Any]:
+def consumer_protocol_schemas() -> tuple[Schema[Message], Schema[Message]]:
     """(ConsumerProtocolSubscription, ConsumerProtocolAssignment) schemas."""
     # The consumer's embedded protocol (ConsumerProtocolSubscription / ConsumerProtocolAssignment
     # message definitions, versions 0-3, never flexible): an int16 version, then the fields.
 
-    sub = Schema("ConsumerProtocolSubscription", "0-3", fields=[
+    sub: Schema[Message] = Schema("ConsumerProtocolSubscription", "0-3", fields=[
         F("topics", "[]string", "0+"),
         F("user_data", "bytes", "0+", nullable="0+", default=None),
         F("owned_partitions", "[]TopicPartition", "1+", ignorable=True, fields=[
@@ -444,7 +447,7 @@ def consumer_protocol_schemas() -> tuple[Any, Any]:
         F("generation_id", "int32", "2+", default=-1, ignorable=True),
         F("rack_id", "string", "3+", nullable="3+", default=None, ignorable=True),
     ])
-    assign = Schema("ConsumerProtocolAssignment", "0-3", fields=[
+    assign: Schema[Message] = Schema("ConsumerProtocolAssignment", "0-3", fields=[
         F("assigned_partitions", "[]TopicPartition", "0+", fields=[
             F("topic", "string", "0+"), F("partitions", "[]int32", "0+")]),
         F("user_data", "bytes", "0+", nullable="0+", default=None),
@@ -452,14 +455,14 @@ def consumer_protocol_schemas() -> tuple[Any, Any]:
     return sub, assign
 
 
-def decode_embedded(schema: Any, raw: bytes) -> Any:
+def decode_embedded(schema: Schema[Message], raw: bytes) -> dict[str, Any]:
     """JSON-ready fields of a version-prefixed embedded message (a subscription or assignment)."""
     (version,) = struct.unpack_from(">h", raw, 0)
     version = min(version, 3)  # a newer version starts with the fields of the latest we know
     return message_json(decode(schema, version, raw, 2, exact=False), version)
 
 
-def _consumer_group_records() -> dict[int, tuple[Any, Any]]:
+def _consumer_group_records() -> dict[int, tuple[Schema[Message], Schema[Message]]]:
     return {
         3: (cr.CONSUMER_GROUP_METADATA_KEY, cr.CONSUMER_GROUP_METADATA_VALUE),
         4: (cr.CONSUMER_GROUP_PARTITION_METADATA_KEY, cr.CONSUMER_GROUP_PARTITION_METADATA_VALUE),
@@ -483,6 +486,8 @@ def offsets_parser(r: RecordSummary) -> tuple[str | None, str | None]:
         key = bytes(r.key)
         (kv,) = struct.unpack_from(">h", key, 0)
         key_version = kv  # OffsetCommitKey and GroupMetadataKey: the type is the key's version
+        key_schema: Schema[Message]
+        value_schema: Schema[Message]
         if kv in (0, 1):
             key_schema, value_schema = cr.OFFSET_COMMIT_KEY, cr.OFFSET_COMMIT_VALUE
         elif kv == 2:
@@ -558,6 +563,8 @@ def share_group_state_parser(r: RecordSummary) -> tuple[str | None, str | None]:
     try:
         key = bytes(r.key)
         (kt,) = struct.unpack_from(">h", key, 0)
+        key_schema: Schema[Message]
+        value_schema: Schema[Message]
         if kt == 0:
             key_schema, value_schema = sr.SHARE_SNAPSHOT_KEY, sr.SHARE_SNAPSHOT_VALUE
         elif kt == 1:

@@ -32,9 +32,9 @@ from typing import Any, Protocol, TextIO
 
 from protocol.apis import APIS
 from protocol.errors import ErrorCode
-from protocol.headers import decode_request_header, encode_response_frame
+from protocol.headers import RequestHeader, decode_request_header, encode_response_frame
 from protocol.records.batch import BatchView, InvalidBatch, iter_batches
-from protocol.schema import Message
+from protocol.schema import BaseRecords, Message
 
 log = logging.getLogger("minibroker.trace")
 
@@ -42,7 +42,7 @@ CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _MAX_LIST = 8
 
 
-def summarize_records(data: Any) -> Any:
+def summarize_records(data: BaseRecords | None) -> dict[str, Any] | None:
     """Batches in a records field, without decoding records."""
     if data is None:
         return None
@@ -62,7 +62,7 @@ def _batch(view: BatchView) -> dict[str, Any]:
             "codec": CODECS.get(view.compression, view.compression), "bytes": view.size}
 
 
-def to_plain(value: Any, version: int | None = None) -> Any:
+def to_plain(value: object, version: int | None = None) -> Any:
     """A message as dicts and lists, keeping the fields of `version` (all fields if None)."""
     if isinstance(value, Message):
         out = {}
@@ -91,7 +91,7 @@ def _error_name(code: Any) -> str:
         return repr(code)
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {_error_name(v) if k == 'error_code' else _short(v)}"
                                for k, v in value.items()) + "}"
@@ -199,7 +199,7 @@ def batch_field_spans(data: bytes) -> list[tuple[int, int, str]]:
     return list(_batch_spans(data, 0, data))
 
 
-def _records_fields(msg: Any) -> Iterator[bytes]:
+def _records_fields(msg: object) -> Iterator[bytes]:
     if isinstance(msg, Message):
         for f in msg._fields:
             v = getattr(msg, f.name)
@@ -227,7 +227,8 @@ def _length_prefix(full: bytes, at: int, size: int) -> tuple[int, int] | None:
     return None
 
 
-def annotated_hex(frame: bytes, header: Any, header_end: int, request: Any = None, api_name: str = "") -> str:
+def annotated_hex(frame: bytes, header: RequestHeader, header_end: int, request: Message | None = None,
+                  api_name: str = "") -> str:
     """The request frame (with its size prefix) as labelled byte spans; bytes no label covers are
     shown as plain body bytes."""
     full = len(frame).to_bytes(4, "big") + bytes(frame)
@@ -279,10 +280,17 @@ def _hex_line(buf: bytes, s: int, e: int, label: str) -> str:
 
 
 # -- listeners ----------------------------------------------------------------------------------------
+class Traced(Protocol):
+    """What a trace reads of a request's context (minibroker.handlers.registry.RequestContext)."""
+
+    @property
+    def header(self) -> RequestHeader: ...
+
+
 class TraceListener(Protocol):
     """Called for each answered request (acks=0 produces: `response` is None)."""
 
-    def request(self, ctx: Any, request: Any, response: Any, frame: bytes | bytearray, started: float) -> None: ...
+    def request(self, ctx: Traced, request: Message, response: Message | None, frame: bytes | bytearray, started: float) -> None: ...
 
 
 class TraceHook(Protocol):
@@ -311,7 +319,7 @@ class TraceListeners:
         if not self._listeners and self._hook.tracer is self:
             self._hook.tracer = None
 
-    def request(self, ctx: Any, request: Any, response: Any, frame: bytes | bytearray, started: float) -> None:
+    def request(self, ctx: Traced, request: Message, response: Message | None, frame: bytes | bytearray, started: float) -> None:
         for listener in list(self._listeners):
             try:
                 listener.request(ctx, request, response, frame, started)
@@ -319,7 +327,7 @@ class TraceListeners:
                 log.exception("trace listener failed")
 
 
-def trace_entry(ctx: Any, request: Any, response: Any, frame: bytes | bytearray, started: float,
+def trace_entry(ctx: Traced, request: Message, response: Message | None, frame: bytes | bytearray, started: float,
                 *, with_hex: bool = False) -> dict[str, Any]:
     """One request and its response, decoded to the fields of the version on the wire."""
     h = ctx.header
@@ -347,13 +355,13 @@ class Tracer:
         self.fmt = fmt
         self.with_bytes = with_bytes
 
-    def request(self, ctx: Any, request: Any, response: Any, frame: bytes | bytearray, started: float) -> None:
+    def request(self, ctx: Traced, request: Message, response: Message | None, frame: bytes | bytearray, started: float) -> None:
         try:
             self._request(ctx, request, response, frame, started)
         except Exception:  # noqa: BLE001 - tracing must never fail a request
             log.exception("trace failed")
 
-    def _request(self, ctx: Any, request: Any, response: Any, frame: bytes | bytearray, started: float) -> None:
+    def _request(self, ctx: Traced, request: Message, response: Message | None, frame: bytes | bytearray, started: float) -> None:
         h = ctx.header
         entry = trace_entry(ctx, request, response, frame, started, with_hex=self.with_bytes and self.fmt == "json")
         req, resp, resp_bytes, ms = entry["request"], entry["response"], entry["response_bytes"], entry["latency_ms"]

@@ -1,7 +1,7 @@
 """AddOffsetsToTxn (api key 25): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'AddOffsetsToTxnRequest', '0-4', flexible='3+',
@@ -22,3 +22,4 @@ RESPONSE = Schema(
 )
 
 API = Api(25, 'AddOffsetsToTxn', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """AlterConfigs (api key 33): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'AlterConfigsRequest', '0-2', flexible='2+',
@@ -32,3 +32,4 @@ RESPONSE = Schema(
 )
 
 API = Api(33, 'AlterConfigs', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

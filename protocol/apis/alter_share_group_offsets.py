@@ -1,7 +1,7 @@
 """AlterShareGroupOffsets (api key 91): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'AlterShareGroupOffsetsRequest', '0', flexible='0+',
@@ -36,3 +36,4 @@ RESPONSE = Schema(
 )
 
 API = Api(91, 'AlterShareGroupOffsets', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """ApiVersions (api key 18): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'ApiVersionsRequest', '0-4', flexible='3+',
@@ -37,3 +37,4 @@ RESPONSE = Schema(
 )
 
 API = Api(18, 'ApiVersions', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

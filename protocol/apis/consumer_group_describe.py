@@ -1,7 +1,7 @@
 """ConsumerGroupDescribe (api key 69): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'ConsumerGroupDescribeRequest', '0-1', flexible='0+',
@@ -54,3 +54,4 @@ RESPONSE = Schema(
 )
 
 API = Api(69, 'ConsumerGroupDescribe', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

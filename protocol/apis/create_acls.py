@@ -1,7 +1,7 @@
 """CreateAcls (api key 30): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'CreateAclsRequest', '1-3', flexible='2+',
@@ -30,3 +30,4 @@ RESPONSE = Schema(
 )
 
 API = Api(30, 'CreateAcls', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

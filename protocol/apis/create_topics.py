@@ -1,7 +1,7 @@
 """CreateTopics (api key 19): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'CreateTopicsRequest', '0-7', flexible='5+',
@@ -48,3 +48,4 @@ RESPONSE = Schema(
 )
 
 API = Api(19, 'CreateTopics', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

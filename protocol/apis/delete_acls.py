@@ -1,7 +1,7 @@
 """DeleteAcls (api key 31): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'DeleteAclsRequest', '1-3', flexible='2+',
@@ -41,3 +41,4 @@ RESPONSE = Schema(
 )
 
 API = Api(31, 'DeleteAcls', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

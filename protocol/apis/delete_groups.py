@@ -1,7 +1,7 @@
 """DeleteGroups (api key 42): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'DeleteGroupsRequest', '0-2', flexible='2+',
@@ -22,3 +22,4 @@ RESPONSE = Schema(
 )
 
 API = Api(42, 'DeleteGroups', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

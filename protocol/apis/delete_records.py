@@ -1,7 +1,7 @@
 """DeleteRecords (api key 21): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'DeleteRecordsRequest', '0-2', flexible='2+',
@@ -33,3 +33,4 @@ RESPONSE = Schema(
 )
 
 API = Api(21, 'DeleteRecords', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """DeleteShareGroupOffsets (api key 92): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'DeleteShareGroupOffsetsRequest', '0', flexible='0+',
@@ -29,3 +29,4 @@ RESPONSE = Schema(
 )
 
 API = Api(92, 'DeleteShareGroupOffsets', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """DeleteTopics (api key 20): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'DeleteTopicsRequest', '0-6', flexible='4+',
@@ -29,3 +29,4 @@ RESPONSE = Schema(
 )
 
 API = Api(20, 'DeleteTopics', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """DescribeProducers (api key 61): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'DescribeProducersRequest', '0', flexible='0+',
@@ -37,3 +37,4 @@ RESPONSE = Schema(
 )
 
 API = Api(61, 'DescribeProducers', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

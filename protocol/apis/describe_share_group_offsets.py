@@ -1,7 +1,7 @@
 """DescribeShareGroupOffsets (api key 90): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'DescribeShareGroupOffsetsRequest', '0-1', flexible='0+',
@@ -41,3 +41,4 @@ RESPONSE = Schema(
 )
 
 API = Api(90, 'DescribeShareGroupOffsets', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

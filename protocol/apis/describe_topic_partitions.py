@@ -1,7 +1,7 @@
 """DescribeTopicPartitions (api key 75): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'DescribeTopicPartitionsRequest', '0', flexible='0+',
@@ -47,3 +47,4 @@ RESPONSE = Schema(
 )
 
 API = Api(75, 'DescribeTopicPartitions', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """DescribeUserScramCredentials (api key 50): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'DescribeUserScramCredentialsRequest', '0', flexible='0+',
@@ -31,3 +31,4 @@ RESPONSE = Schema(
 )
 
 API = Api(50, 'DescribeUserScramCredentials', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """FindCoordinator (api key 10): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'FindCoordinatorRequest', '0-6', flexible='3+',
@@ -33,3 +33,4 @@ RESPONSE = Schema(
 )
 
 API = Api(10, 'FindCoordinator', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """JoinGroup (api key 11): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'JoinGroupRequest', '0-9', flexible='6+',
@@ -40,3 +40,4 @@ RESPONSE = Schema(
 )
 
 API = Api(11, 'JoinGroup', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """ListTransactions (api key 66): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'ListTransactionsRequest', '0-2', flexible='0+',
@@ -28,3 +28,4 @@ RESPONSE = Schema(
 )
 
 API = Api(66, 'ListTransactions', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

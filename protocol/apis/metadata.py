@@ -1,7 +1,7 @@
 """Metadata (api key 3): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'MetadataRequest', '0-13', flexible='9+',
@@ -50,3 +50,4 @@ RESPONSE = Schema(
 )
 
 API = Api(3, 'Metadata', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """OffsetCommit (api key 8): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'OffsetCommitRequest', '0-10', flexible='8+',
@@ -41,3 +41,4 @@ RESPONSE = Schema(
 )
 
 API = Api(8, 'OffsetCommit', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """OffsetDelete (api key 47): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'OffsetDeleteRequest', '0', flexible='none',
@@ -32,3 +32,4 @@ RESPONSE = Schema(
 )
 
 API = Api(47, 'OffsetDelete', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

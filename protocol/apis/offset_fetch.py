@@ -1,7 +1,7 @@
 """OffsetFetch (api key 9): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'OffsetFetchRequest', '0-10', flexible='6+',
@@ -59,3 +59,4 @@ RESPONSE = Schema(
 )
 
 API = Api(9, 'OffsetFetch', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

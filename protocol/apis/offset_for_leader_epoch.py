@@ -1,7 +1,7 @@
 """OffsetForLeaderEpoch (api key 23): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'OffsetForLeaderEpochRequest', '0-4', flexible='4+',
@@ -35,3 +35,4 @@ RESPONSE = Schema(
 )
 
 API = Api(23, 'OffsetForLeaderEpoch', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

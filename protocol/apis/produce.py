@@ -1,7 +1,7 @@
 """Produce (api key 0): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'ProduceRequest', '0-13', flexible='9+',
@@ -54,3 +54,4 @@ RESPONSE = Schema(
 )
 
 API = Api(0, 'Produce', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """SaslAuthenticate (api key 36): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'SaslAuthenticateRequest', '0-2', flexible='2+',
@@ -21,3 +21,4 @@ RESPONSE = Schema(
 )
 
 API = Api(36, 'SaslAuthenticate', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

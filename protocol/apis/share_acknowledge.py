@@ -1,7 +1,7 @@
 """ShareAcknowledge (api key 79): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'ShareAcknowledgeRequest', '1-2', flexible='0+',
@@ -53,3 +53,4 @@ RESPONSE = Schema(
 )
 
 API = Api(79, 'ShareAcknowledge', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """ShareFetch (api key 78): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'ShareFetchRequest', '1-2', flexible='0+',
@@ -72,3 +72,4 @@ RESPONSE = Schema(
 )
 
 API = Api(78, 'ShareFetch', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """ShareGroupDescribe (api key 77): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'ShareGroupDescribeRequest', '1', flexible='0+',
@@ -44,3 +44,4 @@ RESPONSE = Schema(
 )
 
 API = Api(77, 'ShareGroupDescribe', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -1,7 +1,7 @@
 """TxnOffsetCommit (api key 28): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema
+from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'TxnOffsetCommitRequest', '0-5', flexible='3+',
@@ -40,3 +40,4 @@ RESPONSE = Schema(
 )
 
 API = Api(28, 'TxnOffsetCommit', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi

@@ -90,7 +90,7 @@ def test_a_handler_marked_with_other_versions_than_the_table_fails_to_load(monke
     monkeypatch.setitem(API_TABLE, 18, API_TABLE[18]._replace(versions="0-3"))
     with pytest.raises(RuntimeError, match="api 18 v0-3"):
         load_handler(18)
-    monkeypatch.setitem(API_TABLE, 18, ServedApi("0-4", "api_versions", "feature_fields", False))
+    monkeypatch.setitem(API_TABLE, 18, ServedApi("0-4", "api_versions", "advertised", False))
     with pytest.raises(RuntimeError, match="states nothing"):
         load_handler(18)
 

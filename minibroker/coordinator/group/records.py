@@ -141,11 +141,11 @@ def decode_record(key: bytes | memoryview | None,
             return OffsetCommitRecord(k.group, k.topic, k.partition, OffsetAndMetadata(
                 v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, expire))
         if kv == 2:
-            k = decode(cr.GROUP_METADATA_KEY, kv, key, 2)
+            gk = decode(cr.GROUP_METADATA_KEY, kv, key, 2)
             if value is None:
-                return GroupMetadataRecord(k.group, None)
-            v, _ = _value(cr.GROUP_METADATA_VALUE, value)
-            return GroupMetadataRecord(k.group, v)
+                return GroupMetadataRecord(gk.group, None)
+            gv, _ = _value(cr.GROUP_METADATA_VALUE, value)
+            return GroupMetadataRecord(gk.group, gv)
     except Exception as e:  # DecodeError, unknown value version
         raise ValueError(f"unreadable __consumer_offsets record (key version {kv}): {e}") from None
     return None

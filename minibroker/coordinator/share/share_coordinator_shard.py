@@ -31,6 +31,7 @@ from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.share.share_partition import StateBatch
 from protocol import share_records as sr
 from protocol.codec import decode, encode
+from protocol.schema import Schema
 
 log = logging.getLogger("minibroker.coordinator.share_state")
 
@@ -79,7 +80,8 @@ def parse_coordinator_key(text: str) -> ShareKey | None:
 
 
 def encode_key(key_type: int, key: ShareKey) -> bytes:
-    schema = sr.SHARE_SNAPSHOT_KEY if key_type == SNAPSHOT_KEY_TYPE else sr.SHARE_UPDATE_KEY
+    schema: Schema[sr.ShareSnapshotKey | sr.ShareUpdateKey] = (
+        sr.SHARE_SNAPSHOT_KEY if key_type == SNAPSHOT_KEY_TYPE else sr.SHARE_UPDATE_KEY)
     out = bytearray(struct.pack(">h", key_type))
     out += encode(schema, 0, schema(group_id=key[0], topic_id=key[1], partition=key[2]))
     return bytes(out)
@@ -95,12 +97,14 @@ def decode_record(key: bytes, value: bytes | None) -> tuple[int, ShareKey, Any] 
     (key_type,) = struct.unpack_from(">h", key)
     if key_type not in (SNAPSHOT_KEY_TYPE, UPDATE_KEY_TYPE):
         return None
-    kschema = sr.SHARE_SNAPSHOT_KEY if key_type == SNAPSHOT_KEY_TYPE else sr.SHARE_UPDATE_KEY
+    kschema: Schema[sr.ShareSnapshotKey | sr.ShareUpdateKey] = (
+        sr.SHARE_SNAPSHOT_KEY if key_type == SNAPSHOT_KEY_TYPE else sr.SHARE_UPDATE_KEY)
     k = decode(kschema, 0, key, 2)
     skey = (k.group_id, k.topic_id, k.partition)
     if value is None:
         return key_type, skey, None
-    vschema = sr.SHARE_SNAPSHOT_VALUE if key_type == SNAPSHOT_KEY_TYPE else sr.SHARE_UPDATE_VALUE
+    vschema: Schema[sr.ShareSnapshotValue | sr.ShareUpdateValue] = (
+        sr.SHARE_SNAPSHOT_VALUE if key_type == SNAPSHOT_KEY_TYPE else sr.SHARE_UPDATE_VALUE)
     return key_type, skey, decode(vschema, VALUE_VERSION, value, 2)
 
 
@@ -126,6 +130,7 @@ class ShareCoordinatorShard:
         prev = self.states.get(key)
         snapshot = (prev is None or changed is None or prev.state_epoch != state_epoch
                     or prev.updates_since_snapshot + 1 >= SNAPSHOT_EVERY)
+        value: sr.ShareSnapshotValue | sr.ShareUpdateValue
         if snapshot:
             epoch = prev.snapshot_epoch + 1 if prev is not None else 0
             created = prev.create_timestamp if prev is not None and prev.create_timestamp >= 0 else now
