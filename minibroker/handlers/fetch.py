@@ -191,8 +191,10 @@ def _partition_data(services: BrokerServices, part: _Part, read: LogReadResult, 
                            last_stable_offset=read.last_stable_offset, log_start_offset=read.log_start_offset,
                            records=EMPTY)
     if read.error:
-        # Kafka: unknown offsets and null aborted transactions on a failed read (createLogReadResult)
-        data.aborted_transactions = None
+        # Kafka: unknown offsets and null aborted transactions on a failed read (createLogReadResult);
+        # a partition that is not here was never read: its aborted transactions stay the empty list
+        if read.error not in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID):
+            data.aborted_transactions = None
         return data
     region = read.records
     if region is not None:
