@@ -108,8 +108,11 @@ async def handle_create_topics(ctx: RequestContext, req: create_topics.CreateTop
 
 
 @handles(delete_topics.API, "0-6")
-async def handle_delete_topics(ctx: RequestContext, req: Any) -> Any:
+async def handle_delete_topics(ctx: RequestContext, req: delete_topics.DeleteTopicsRequest
+                               ) -> delete_topics.DeleteTopicsResponse:
     services = ctx.services
+    # (name, id): v6+ names a topic by either (the other null / zero), older versions by name only
+    wanted: list[tuple[str | None, uuid.UUID | None]]
     if ctx.version >= 6:
         wanted = [(t.name, t.topic_id) for t in req.topics]
     else:
