@@ -146,6 +146,23 @@ def scenarios(small: int, large: int) -> list[Scenario]:
     ]
 
 
+def select(every: list[Scenario], only: str) -> list[Scenario]:
+    """The scenarios named by --only, with the producing scenario each chosen consumer reads from.
+
+    A consume scenario (fresh=False) reads the topic an earlier producing scenario of the same
+    topic key filled; chosen alone it would find the topic empty ("consumed only 0 of ...")."""
+    if not only:
+        return every
+    wanted = {i for i, sc in enumerate(every) if any(o.strip().lower() in sc.name.lower() for o in only.split(";"))}
+    for i in sorted(wanted):
+        sc = every[i]
+        if not sc.fresh and not any(every[j].fresh and every[j].topic == sc.topic for j in wanted if j < i):
+            fill = next((j for j in range(i) if every[j].fresh and every[j].topic == sc.topic), None)
+            if fill is not None:
+                wanted.add(fill)
+    return [sc for i, sc in enumerate(every) if i in wanted]
+
+
 def run(brokers: dict[str, object], rounds: int, todo: list[Scenario], log: list[dict]) -> None:
     bootstraps = {name: b.start() for name, b in brokers.items()}  # type: ignore[attr-defined]
     print(f"brokers: {bootstraps}", file=sys.stderr)
@@ -250,8 +267,7 @@ def main() -> None:
               "baseline": lambda: Minibroker(a.loop, tuple(a.mb_override), cwd=a.baseline, name="baseline")}
     names = a.brokers.split(",") + (["baseline"] if a.baseline else [])
     brokers = {n: makers[n]() for n in names}
-    todo = [sc for sc in scenarios(a.small, a.large)
-            if not a.only or any(o.strip().lower() in sc.name.lower() for o in a.only.split(";"))]
+    todo = select(scenarios(a.small, a.large), a.only)
     if any("Java consumer" in sc.name for sc in todo):
         javabench.classes_dir()  # compile before the clock matters
     doc = {"date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count(), "brokers": list(brokers),
