@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import itertools
 import random
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias
 
 from protocol.errors import ErrorCode, KafkaError
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
+
+# A session's partition: (topic name, topic id, partition); unknown topics keep what the client sent
+# (a name with no id before v13, an id with no name from v13 on).
+PartitionKey: TypeAlias = tuple[str | None, uuid.UUID | None, int]
 
 
 @dataclass(slots=True)
@@ -36,8 +41,8 @@ class SessionPartition:
 class FetchSession:
     session_id: int
     epoch: int
-    # key: (topic name, topic id, partition); ordered as the client added them
-    partitions: OrderedDict[tuple[str | None, Any, int], SessionPartition] = field(default_factory=OrderedDict)
+    # ordered as the client added them
+    partitions: OrderedDict[PartitionKey, SessionPartition] = field(default_factory=OrderedDict)
 
 
 class FetchSessionCache:

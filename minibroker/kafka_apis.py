@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 from minibroker.handlers.api_versions import advertised
 from minibroker.handlers.registry import Handler, RequestContext, ServedHandlers
-from minibroker.network.channel import Channel
+from minibroker.network.channel import Answer, Channel
 from minibroker.quotas.manager import quota_user
 from minibroker.quotas.throttle import request_throttle_ms
 from minibroker.services import BrokerServices
@@ -35,7 +35,7 @@ from protocol.apis import api_versions
 from protocol.codec import Output, decode_from, encode
 from protocol.errors import ErrorCode, KafkaError
 from protocol.headers import decode_request_header, encode_response_frame
-from protocol.schema import Api
+from protocol.schema import Api, Message
 from protocol.types import DecodeError
 
 log = logging.getLogger("minibroker.kafka_apis")
@@ -44,7 +44,7 @@ log = logging.getLogger("minibroker.kafka_apis")
 class RequestTracer(Protocol):
     """The trace hook (minibroker.tools.trace.TraceListeners)."""
 
-    def request(self, ctx: RequestContext, request: Any, response: Any, frame: bytes | bytearray,
+    def request(self, ctx: RequestContext, request: Message, response: Message | None, frame: bytes | bytearray,
                 started: float) -> None: ...
 
 
@@ -54,7 +54,7 @@ class KafkaApis:
         self.handlers = handlers
         self.tracer: RequestTracer | None = None  # set while a trace listener is attached
 
-    async def handle(self, channel: Channel, frame: bytes | bytearray) -> list[Any] | None:
+    async def handle(self, channel: Channel, frame: bytes | bytearray) -> Answer:
         """The response's chunks for one request frame, or None for no response."""
         started = time.perf_counter()
         sasl = channel.authenticator
@@ -128,7 +128,7 @@ class KafkaApis:
                     chunks = encode_response_frame(handler.api, version, header.correlation_id, response)
         return chunks
 
-    def _unsupported_version(self, ctx: RequestContext, channel: Channel, handler: Handler) -> list[Any] | None:
+    def _unsupported_version(self, ctx: RequestContext, channel: Channel, handler: Handler) -> Answer:
         header = ctx.header
         if header.api_key == api_versions.API.key:
             # KIP-511: answer in ApiVersions v0 with our ranges so the client can pick a version.
@@ -145,7 +145,7 @@ class KafkaApis:
         return None
 
 
-def _error_response(api: Api, code: int) -> Any:
+def _error_response(api: Api, code: int) -> Message | None:
     """A response carrying `code` in its top-level error field, for APIs that have one."""
     if any(f.name == "error_code" for f in api.response.fields):
         return api.response(error_code=code)

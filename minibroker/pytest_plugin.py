@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:  # imported on first use: a test session that uses no fixture imports no broker
-    from minibroker.testing import BrokerThread, Namespace
+    from minibroker.testing import BrokerThread, ConfigValue, Namespace
 
 # Tests want rebalances now, not after Kafka's 3 s production default (KIP-134).
 _DEFAULTS = {"group.initial.rebalance.delay.ms": 0}
@@ -43,8 +43,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "minibroker(overrides=None): config keys for kafka_broker_isolated")
 
 
-def _ini_overrides(config: pytest.Config) -> dict[str, Any]:
-    out: dict[str, Any] = dict(_DEFAULTS)
+def _ini_overrides(config: pytest.Config) -> dict[str, ConfigValue]:
+    out: dict[str, ConfigValue] = dict(_DEFAULTS)
     for line in config.getini("minibroker_overrides"):
         key, eq, value = line.partition("=")
         if not eq:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import importlib
+import inspect
 import itertools
 import re
 import shutil
@@ -47,10 +48,10 @@ import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 
 import uvloop
 
@@ -65,11 +66,15 @@ if TYPE_CHECKING:
     from storage.log import Log
 
 T = TypeVar("T")
+# A config value as tests write it (`_fmt` turns it into Kafka's text: true/false, a,b,c lists).
+ConfigValue: TypeAlias = str | int | float | bool | Sequence[str | int]
+# A librdkafka (confluent-kafka) setting: its config dict takes text, numbers and booleans.
+ClientConfig: TypeAlias = dict[str, str | int | bool]
 DEFAULT_TIMEOUT = 10.0
 _POLL_S = 0.005
 
 
-def _config(data_dir: Path, host: str, port: int, overrides: dict[str, Any] | None) -> BrokerConfig:
+def _config(data_dir: Path, host: str, port: int, overrides: dict[str, ConfigValue] | None) -> BrokerConfig:
     items = [f"{k}={_fmt(v)}" for k, v in (overrides or {}).items()]
     return BrokerConfig.load(None, items, host=host, port=port, data_dir=str(data_dir))
 
@@ -215,7 +220,7 @@ def _lag(broker: BrokerServer, group: str, topic: str) -> dict[int, int]:
     return out
 
 
-def _create_topic(broker: BrokerServer, name: str, partitions: int, config: dict[str, Any] | None,
+def _create_topic(broker: BrokerServer, name: str, partitions: int, config: dict[str, ConfigValue] | None,
                   exist_ok: bool) -> str:
     if name in broker.topics:
         if exist_ok:
@@ -251,7 +256,7 @@ class _Inspect(ABC):
 
     bootstrap: str
 
-    def create_topic(self, name: str, partitions: int = 1, config: dict[str, Any] | None = None, *,
+    def create_topic(self, name: str, partitions: int = 1, config: dict[str, ConfigValue] | None = None, *,
                      exist_ok: bool = False) -> str:
         """Create `name` (Kafka's name and config rules apply) and return the name."""
         return self._on_loop(lambda b: _create_topic(b, name, partitions, config, exist_ok))
@@ -391,7 +396,7 @@ class _Security:
         self.users = dict(users or {"alice": "alice-secret"})
         self.dir = Path(tempfile.mkdtemp(prefix="minibroker-certs-"))
         self.ca_file: Path | None = None
-        props: dict[str, Any] = {"listeners": f"PLAINTEXT://{host}:0,{protocol}://{host}:0"}
+        props: dict[str, ConfigValue] = {"listeners": f"PLAINTEXT://{host}:0,{protocol}://{host}:0"}
         if protocol.endswith("SSL"):
             from minibroker.security.certs import write_certs  # lazy: cryptography, for TLS brokers only
 
@@ -417,7 +422,7 @@ class AsyncBroker(_Inspect):
     stop the broker it waits for)."""
 
     def __init__(self, data_dir: str | Path | None = None, *, host: str = "127.0.0.1", port: int = 0,
-                 overrides: dict[str, Any] | None = None, security: str | None = None,
+                 overrides: dict[str, ConfigValue] | None = None, security: str | None = None,
                  users: dict[str, str] | None = None):
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="minibroker-"))
@@ -432,14 +437,14 @@ class AsyncBroker(_Inspect):
         """The test CA's certificate (PEM) that clients of a TLS listener trust."""
         return self.security.ca_file if self.security is not None else None
 
-    def client_config(self, mechanism: str = "PLAIN", user: str | None = None) -> dict[str, Any]:
+    def client_config(self, mechanism: str = "PLAIN", user: str | None = None) -> ClientConfig:
         """confluent-kafka (librdkafka) settings for the `security=` listener: bootstrap.servers,
         security.protocol, ssl.ca.location with host name verification, and for SASL the mechanism
         and the first user's (or `user`'s) credentials; for OAUTHBEARER librdkafka's own unsecured
         token for that user (Kafka's unsecured validator takes it)."""
         sec = self.security
         assert sec is not None, "the broker was started without security="
-        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap_for(sec.protocol),
+        conf: ClientConfig = {"bootstrap.servers": self.bootstrap_for(sec.protocol),
                                 "security.protocol": sec.protocol}
         if sec.ca_file is not None:
             conf.update({"ssl.ca.location": str(sec.ca_file), "ssl.endpoint.identification.algorithm": "https"})
@@ -531,7 +536,7 @@ class BrokerThread(_Inspect):
     twins poll with asyncio.sleep, for tests running on an event loop of their own."""
 
     def __init__(self, data_dir: str | Path | None = None, *, host: str = "127.0.0.1", port: int = 0,
-                 overrides: dict[str, Any] | None = None, loop: str = "uvloop", security: str | None = None,
+                 overrides: dict[str, ConfigValue] | None = None, loop: str = "uvloop", security: str | None = None,
                  users: dict[str, str] | None = None):
         self._inner = AsyncBroker(data_dir, host=host, port=port, overrides=overrides, security=security,
                                   users=users)
@@ -551,7 +556,7 @@ class BrokerThread(_Inspect):
     def ca_file(self) -> Path | None:
         return self._inner.ca_file
 
-    def client_config(self, mechanism: str = "PLAIN", user: str | None = None) -> dict[str, Any]:
+    def client_config(self, mechanism: str = "PLAIN", user: str | None = None) -> ClientConfig:
         """See AsyncBroker.client_config."""
         return self._inner.client_config(mechanism, user)
 
@@ -587,14 +592,20 @@ class BrokerThread(_Inspect):
         self._thread.start()
         return ready.result(timeout)
 
-    def call(self, fn: Callable[[BrokerServer], Any], timeout: float = 30.0) -> Any:
+    @overload
+    def call(self, fn: Callable[[BrokerServer], Awaitable[T]], timeout: float = 30.0) -> T: ...
+
+    @overload
+    def call(self, fn: Callable[[BrokerServer], T], timeout: float = 30.0) -> T: ...
+
+    def call(self, fn: Callable[[BrokerServer], Awaitable[T] | T], timeout: float = 30.0) -> T:
         """Run fn(broker) on the broker's loop (awaiting it if it is a coroutine)."""
         assert self._loop is not None, "the broker is not running"
 
-        async def invoke() -> Any:
+        async def invoke() -> T:
             r = fn(self.broker)
-            if asyncio.iscoroutine(r):
-                r = await r
+            if inspect.isawaitable(r):
+                return await r
             return r
 
         return asyncio.run_coroutine_threadsafe(invoke(), self._loop).result(timeout)
@@ -700,7 +711,7 @@ class Namespace:
     def group(self, name: str) -> str:
         return self.prefix + name
 
-    def new_topic(self, name: str = "topic", partitions: int = 1, config: dict[str, Any] | None = None) -> str:
+    def new_topic(self, name: str = "topic", partitions: int = 1, config: dict[str, ConfigValue] | None = None) -> str:
         """Create this test's topic `name`; returns the full name to give clients."""
         return self._broker.create_topic(self.topic(name), partitions, config)
 

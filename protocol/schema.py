@@ -40,6 +40,12 @@ class RecordsRegion(Protocol):
     `size` bytes that the connection fills with sendfile (Kafka: FileRecords)."""
 
     @property
+    def fd(self) -> int: ...  # the open file sendfile reads from
+
+    @property
+    def position(self) -> int: ...  # where the region starts in it
+
+    @property
     def size(self) -> int: ...
 
     def __len__(self) -> int: ...

@@ -29,7 +29,6 @@ replica_id, v4 flexible. DescribeTopicPartitions has only v0.
 from __future__ import annotations
 
 import shutil
-from typing import Any
 
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
@@ -103,15 +102,15 @@ async def handle_describe_log_dirs(ctx: RequestContext, req: describe_log_dirs.D
     if code := authz.cluster_denied(ctx, authz.Op.DESCRIBE):  # DESCRIBE on the cluster (KafkaApis)
         return DLD(error_code=code, results=[])
     if req.topics is None:
-        wanted: dict[str, set[int] | None] | None = None
+        wanted: dict[str, set[int]] | None = None
     else:
         wanted = {}
         for t in req.topics:
-            wanted.setdefault(t.topic, set()).update(t.partitions)  # type: ignore[union-attr]
-    by_topic: dict[str, list[Any]] = {}
+            wanted.setdefault(t.topic, set()).update(t.partitions)
+    by_topic: dict[str, list[describe_log_dirs.DescribeLogDirsResponse.DescribeLogDirsPartition]] = {}
     for part in services.replica_manager.all_partitions():
         name, p = part.topic, part.partition
-        if wanted is not None and (name not in wanted or p not in wanted[name]):  # type: ignore[operator]
+        if wanted is not None and (name not in wanted or p not in wanted[name]):
             continue
         by_topic.setdefault(name, []).append(DLD.DescribeLogDirsPartition(
             partition_index=p, partition_size=part.size_in_bytes(),
@@ -201,7 +200,8 @@ async def handle_describe_topic_partitions(ctx: RequestContext, req: describe_to
 
 
 
-def _describe_partition(services: BrokerServices, name: str, image: PartitionImage) -> Any:
+def _describe_partition(services: BrokerServices, name: str, image: PartitionImage
+                        ) -> describe_topic_partitions.DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition:
     """A partition's leadership from the metadata; its leader epoch as the partition's log last
     recorded one (this broker has led every partition since its log began)."""
     part = services.replica_manager.get_partition(name, image.partition)

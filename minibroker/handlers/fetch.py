@@ -29,9 +29,9 @@ UNSUPPORTED_VERSION instead. v1 throttle time; v3 the request's max bytes (KIP-7
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING
 
-from minibroker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
+from minibroker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, PartitionKey, SessionPartition
 from minibroker.handlers import authz, legacy
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.partition import LogReadResult
@@ -43,6 +43,9 @@ from protocol.apis import fetch
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
+if TYPE_CHECKING:
+    from storage.file_region import FileRegion
+
 EMPTY = b""  # a partition with no data gets empty records, not null, as Kafka sends
 R = fetch.RESPONSE
 
@@ -50,7 +53,7 @@ R = fetch.RESPONSE
 class _Part:
     __slots__ = ("key", "fetch_offset", "max_bytes", "sp")
 
-    def __init__(self, key: tuple[str | None, Any, int], fetch_offset: int, max_bytes: int,
+    def __init__(self, key: PartitionKey, fetch_offset: int, max_bytes: int,
                  sp: SessionPartition | None = None):
         self.key = key
         self.fetch_offset = fetch_offset
@@ -77,7 +80,7 @@ async def handle_fetch(ctx: RequestContext, req: fetch.FetchRequest) -> fetch.Fe
     incremental = False
 
     # The high watermark each partition's fetcher knows (v18); -1 is "unknown", so behind any.
-    known_hw: dict[tuple[str | None, Any, int], int] = {}
+    known_hw: dict[PartitionKey, int] = {}
 
     def requested() -> list[_Part]:
         parts = []
@@ -140,14 +143,15 @@ async def handle_fetch(ctx: RequestContext, req: fetch.FetchRequest) -> fetch.Fe
         fetches, max_bytes=max_bytes, min_bytes=req.min_bytes, max_wait_ms=req.max_wait_ms, isolation_level=isolation)
     results = [(part, _partition_data(services, part, read, v)) for part, read in zip(parts, reads, strict=True)]
 
-    by_topic: dict[tuple[str | None, Any], list[Any]] = {}
+    by_topic: dict[tuple[str | None, uuid.UUID | None], list[fetch.FetchResponse.PartitionData]] = {}
     metrics = services.metrics
     for part, data in results:
         if incremental and not _changed(part, data.error_code, data):
             continue
         name, tid, p = part.key
-        if data.records is not EMPTY and name is not None:
-            metrics.fetched(name, len(data.records))  # Kafka: BytesOutPerSec, per topic
+        records = data.records  # never None here: _partition_data sets EMPTY, a region or bytes
+        if records is not EMPTY and records is not None and name is not None:
+            metrics.fetched(name, len(records))  # Kafka: BytesOutPerSec, per topic
         by_topic.setdefault((name, tid), []).append(data)
         if part.sp is not None:
             part.sp.sent_hw, part.sp.sent_lso, part.sp.sent_log_start = (
@@ -161,7 +165,7 @@ async def handle_fetch(ctx: RequestContext, req: fetch.FetchRequest) -> fetch.Fe
     return R(error_code=0, session_id=response_session_id, responses=responses)
 
 
-def _changed(part: _Part, err: int, data: Any) -> bool:
+def _changed(part: _Part, err: int, data: fetch.FetchResponse.PartitionData) -> bool:
     sp = part.sp
     if err or sp is None or data.records is not EMPTY:
         return True
@@ -169,7 +173,7 @@ def _changed(part: _Part, err: int, data: Any) -> bool:
         sp.sent_hw, sp.sent_lso, sp.sent_log_start)
 
 
-def _fetch_partition(services: BrokerServices, part: _Part, v: int, known_hw: dict[tuple[str | None, Any, int], int]
+def _fetch_partition(services: BrokerServices, part: _Part, v: int, known_hw: dict[PartitionKey, int]
                      ) -> FetchPartition:
     name, _, p = part.key
     fp = FetchPartition(name, p, part.fetch_offset, part.max_bytes,
@@ -184,7 +188,8 @@ def _fetch_partition(services: BrokerServices, part: _Part, v: int, known_hw: di
     return fp
 
 
-def _partition_data(services: BrokerServices, part: _Part, read: LogReadResult, v: int) -> Any:
+def _partition_data(services: BrokerServices, part: _Part, read: LogReadResult, v: int
+                    ) -> fetch.FetchResponse.PartitionData:
     """The wire form of one partition's read; v0-3 readers get the records down-converted."""
     name, _, p = part.key
     data = R.PartitionData(partition_index=p, error_code=read.error, high_watermark=read.high_watermark,
@@ -219,7 +224,8 @@ def _check_down_conversion(services: BrokerServices, name: str, v: int) -> None:
                          f"Conversion to message format {legacy.fetch_magic(v)} is disabled for {name}")
 
 
-def _old_format(services: BrokerServices, name: str, region: Any, v: int, fetch_offset: int) -> Any:
+def _old_format(services: BrokerServices, name: str, region: FileRegion, v: int, fetch_offset: int
+                ) -> FileRegion | bytes:
     """Fetch v0-3: the region, or its bytes down-converted for a reader of an older magic."""
     topic = services.metadata_cache.topic(name)
     stored = legacy.stored_magic(topic) if topic is not None else 2

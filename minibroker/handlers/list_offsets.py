@@ -22,8 +22,6 @@ v9 LATEST_TIERED; v10 timeout; v11 EARLIEST_PENDING_UPLOAD (no layout change).
 
 from __future__ import annotations
 
-from typing import Any
-
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.partition import Partition
@@ -83,7 +81,8 @@ async def handle_list_offsets(ctx: RequestContext, req: list_offsets.ListOffsets
     return R(topics=topics)
 
 
-def _answer_v0(lg: Partition, rp: Any, pr: Any, *, from_consumer: bool) -> None:
+def _answer_v0(lg: Partition, rp: list_offsets.ListOffsetsRequest.ListOffsetsPartition,
+               pr: list_offsets.ListOffsetsResponse.ListOffsetsPartitionResponse, *, from_consumer: bool) -> None:
     """ListOffsets v0 for one partition (Kafka: KafkaApis.handleListOffsetRequestV0 and
     Partition.legacyFetchOffsetsForTimestamp)."""
     pr.old_style_offsets = []

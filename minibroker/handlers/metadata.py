@@ -16,8 +16,6 @@ its bootstrap list is stale; one broker that answers is never stale, so it is al
 
 from __future__ import annotations
 
-from typing import Any
-
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.metadata_cache import TopicImage
@@ -30,7 +28,8 @@ from protocol.schema import ZERO_UUID
 R = metadata.RESPONSE
 
 
-def topic_metadata(services: BrokerServices, topic: TopicImage, error: int = 0) -> Any:
+def topic_metadata(services: BrokerServices, topic: TopicImage, error: int = 0
+                   ) -> metadata.MetadataResponse.MetadataResponseTopic:
     parts = [
         R.MetadataResponsePartition(error_code=0, partition_index=p.partition, leader_id=p.leader_id,
                                     leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),

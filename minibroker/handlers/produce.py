@@ -42,7 +42,6 @@ Kafka never checked which magic a v0-2 request carries, and neither do we.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from minibroker.coordinator.txn.transaction_coordinator import check_transactional_produce
 from minibroker.handlers import authz
@@ -52,6 +51,7 @@ from protocol.apis import produce
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records.batch import BatchView
 from protocol.records.validate import RecordValidationError
+from protocol.schema import MemoryRecords
 
 R = produce.RESPONSE
 _PartitionResponse = R.PartitionProduceResponse  # looked up once: built per partition
@@ -67,8 +67,8 @@ async def handle_produce(ctx: RequestContext, req: produce.ProduceRequest) -> pr
     # and the acks=all wait in the ReplicaManager (Kafka: KafkaApis.handleProduceRequest ->
     # ReplicaManager.handleProduceAppend)
     responses = []
-    entries: list[tuple[tuple[str, int], Any]] = []
-    waiting: list[Any] = []  # the partition responses whose entry went to the ReplicaManager
+    entries: list[tuple[tuple[str, int], MemoryRecords | None]] = []
+    waiting: list[produce.ProduceResponse.PartitionProduceResponse] = []  # the partition responses whose entry went to the ReplicaManager
     failed = False
     for td in req.topic_data:
         parts = []

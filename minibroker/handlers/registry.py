@@ -25,7 +25,7 @@ from minibroker.network.channel import Channel
 from minibroker.security.authorizer import AclOperation, ResourceType
 from minibroker.services import BrokerServices
 from protocol.headers import RequestHeader
-from protocol.schema import Api, Versions
+from protocol.schema import Api, Message, Versions
 
 
 @dataclass(slots=True)
@@ -65,7 +65,9 @@ class RequestContext:
         return self.services.authorizer.authorize(principal, host, op, rtype, name)
 
 
-HandlerFn = Callable[[RequestContext, Any], Awaitable[Any]]
+# The request is whatever api.request decoded for this handler's API: the pairing is the table's, not
+# the type checker's, so the request stays Any here (each handler states its own message type).
+HandlerFn = Callable[[RequestContext, Any], Awaitable[Message | None]]
 F = TypeVar("F", bound=HandlerFn)
 # the attribute `handles` marks a handler function with: (its API, the versions it serves)
 MARK = "__kafka_api__"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING
 
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
@@ -25,12 +25,16 @@ from protocol.apis import create_partitions, create_topics, delete_topics
 from protocol.errors import ErrorCode, KafkaError, error_name
 from protocol.schema import ZERO_UUID
 
+if TYPE_CHECKING:
+    from minibroker.topics import Topic
+
 CT = create_topics.RESPONSE
 DT = delete_topics.RESPONSE
 CP = create_partitions.RESPONSE
 
 
-def _fail(result: Any, e: KafkaError) -> None:
+def _fail(result: create_topics.CreateTopicsResponse.CreatableTopicResult
+          | create_partitions.CreatePartitionsResponse.CreatePartitionsTopicResult, e: KafkaError) -> None:
     result.error_code = e.code
     result.error_message = e.message or error_name(e.code)
 
@@ -46,7 +50,7 @@ async def handle_create_topics(ctx: RequestContext, req: create_topics.CreateTop
     # The topics of one request are created concurrently: each partition's directory costs a few
     # fsyncs on an executor thread, and one after another 1,000 topics took 14 ms each where
     # Kafka answers in 3 (bench/growth.py, issue 22); together the file system batches them.
-    creating: list[tuple[Any, asyncio.Future[Any]]] = []
+    creating: list[tuple[create_topics.CreateTopicsResponse.CreatableTopicResult, asyncio.Future[Topic]]] = []
     for t in req.topics:
         if t.name in answered:
             continue

@@ -9,12 +9,13 @@ in any object with these members.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 if TYPE_CHECKING:  # kept out of what minibroker.cli imports before binding the listeners
+    from protocol.codec import Chunk
     from protocol.headers import RequestHeader
 
-Answer = list[Any] | None  # a response's chunks, or None for no response
+Answer: TypeAlias = "list[Chunk] | None"  # a response's chunks, or None for no response
 
 
 class Authenticator(Protocol):

@@ -30,9 +30,9 @@ import logging
 import socket
 import time
 from collections.abc import Callable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from minibroker.network.channel import Authenticator
+from minibroker.network.channel import Answer, Authenticator
 from minibroker.network.memory_pool import MemoryPool
 from minibroker.network.request_reader import RequestReader
 from minibroker.network.transport import Transport
@@ -40,13 +40,15 @@ from protocol.framing import FrameError
 
 if TYPE_CHECKING:
     from minibroker.security.tls import TlsSession
+    from protocol.codec import Chunk
 
 log = logging.getLogger("minibroker.network.processor")
 
 _EAGER_BATCH = 16  # requests answered per loop callback before yielding to other connections
 
-# handle(connection, frame) -> the response's chunks, or None for no response
-RequestHandler = Callable[["Connection", bytes | bytearray], Coroutine[Any, Any, list[Any] | None]]
+# handle(connection, frame) -> the response's chunks, or None for no response. What the coroutine
+# yields (a future, or None) is its task's business: we only pass it through, so it stays `object`.
+RequestHandler = Callable[["Connection", bytes | bytearray], Coroutine[object, None, Answer]]
 
 
 class _Resume:
@@ -56,10 +58,10 @@ class _Resume:
 
     __slots__ = ("coro", "pending")
 
-    def __init__(self, coro: Coroutine[Any, Any, list[Any] | None], pending: Any):
+    def __init__(self, coro: Coroutine[object, None, Answer], pending: object):
         self.coro, self.pending = coro, pending
 
-    def __await__(self) -> Generator[Any, Any, list[Any] | None]:
+    def __await__(self) -> Generator[object, None, Answer]:
         coro, to_yield = self.coro, self.pending
         while True:
             try:
@@ -305,7 +307,7 @@ class Connection:
         if not self._closed:  # close() gave back everything
             self.reader.frame_done(size)
 
-    def _answer(self, chunks: list[Any] | None) -> None:
+    def _answer(self, chunks: Answer) -> None:
         if self._closed:
             return
         if chunks:
@@ -313,7 +315,7 @@ class Connection:
         self._maybe_resume_reading()
 
     # -- writing ---------------------------------------------------------------------------
-    def write(self, chunks: list[Any]) -> None:
+    def write(self, chunks: list[Chunk]) -> None:
         self.transport.write(chunks)
 
     def _sent_all(self) -> None:

@@ -16,11 +16,14 @@ import logging
 import os
 import socket
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from minibroker.network.memory_pool import MemoryPool
 from minibroker.network.transport import BYTES_LIKE, Transport
 from minibroker.security.tls import TlsError, TlsSession
+
+if TYPE_CHECKING:
+    from protocol.codec import Chunk
 
 log = logging.getLogger("minibroker.network.tls_transport")
 
@@ -84,7 +87,7 @@ class TlsTransport(Transport):
                 self.on_writable()
         return plain
 
-    def write(self, chunks: list[Any]) -> None:
+    def write(self, chunks: list[Chunk]) -> None:
         self.enqueue(chunks)  # no TCP_CORK: TLS records are built in memory anyway
 
     def on_writable(self) -> None:

@@ -23,9 +23,12 @@ import collections
 import os
 import socket
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from minibroker.network.memory_pool import MemoryPool
+
+if TYPE_CHECKING:
+    from protocol.codec import Chunk
 
 BYTES_LIKE = (bytes, bytearray, memoryview)
 _SENDFILE_CHUNK = 8 * 1024 * 1024
@@ -48,7 +51,7 @@ class Transport:
         self._pool = pool
         self._on_drained = on_drained
         self._close = close
-        self.out: collections.deque[Any] = collections.deque()  # bytes-like or regions, with progress
+        self.out: collections.deque[Chunk] = collections.deque()  # bytes-like or regions, with progress
         self.out_offset = 0  # progress into the first chunk
         self.out_bytes = 0  # bytes queued and not yet taken by the socket
         self.out_mem = 0  # response bytes (not file regions) charged to the pool
@@ -66,13 +69,13 @@ class Transport:
         return False
 
     # -- writing ------------------------------------------------------------------------------
-    def write(self, chunks: list[Any]) -> None:
+    def write(self, chunks: list[Chunk]) -> None:
         if (_TCP_CORK is not None and not self._corked and len(chunks) > 1
                 and not all(isinstance(c, BYTES_LIKE) for c in chunks)):
             self._cork(True)
         self.enqueue(chunks)
 
-    def enqueue(self, chunks: list[Any]) -> None:
+    def enqueue(self, chunks: list[Chunk]) -> None:
         pool = self._pool
         for c in chunks:
             if isinstance(c, BYTES_LIKE):

@@ -12,13 +12,14 @@ for it (the dispatcher does that).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from minibroker.quotas.manager import ANONYMOUS, ClientQuotaManager
 from minibroker.quotas.store import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 
 if TYPE_CHECKING:
     from protocol.codec import Chunk
+    from protocol.schema import Message
 
 PRODUCE, FETCH = 0, 1
 _BYTES_LIKE = (bytes, bytearray, memoryview)
@@ -29,13 +30,13 @@ def response_size(chunks: list[Chunk] | None) -> int:
 
 
 def request_throttle_ms(quotas: ClientQuotaManager, api_key: int, client_id: str, request_bytes: int,
-                        response: Any, chunks: list[Chunk] | None, handler_seconds: float,
+                        response: Message | None, chunks: list[Chunk] | None, handler_seconds: float,
                         user: str = ANONYMOUS) -> int:
     """Record this request; the throttle time (0: none). Empties a throttled fetch's records."""
     throttle = quotas.record(REQUEST_PERCENTAGE, user, client_id, handler_seconds * 100)
     if api_key == PRODUCE:
         throttle = max(throttle, quotas.record(PRODUCER_BYTE_RATE, user, client_id, request_bytes))
-    elif api_key == FETCH and response is not None and getattr(response, "responses", None) is not None:
+    elif api_key == FETCH and response is not None and hasattr(response, "responses"):  # never null there
         # a single-node broker has no followers: every fetch is a consumer's
         size = response_size(chunks)
         fetch_throttle = quotas.record(CONSUMER_BYTE_RATE, user, client_id, size)

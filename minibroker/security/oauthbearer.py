@@ -46,9 +46,15 @@ import json
 import math
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
+
+# A JSON value, read-only (so that narrower values, such as a list of strings, are JSON values too).
+JsonValue: TypeAlias = "str | int | float | bool | None | Sequence[JsonValue] | Mapping[str, JsonValue]"
+# A claim or header value of an unsecured JWS as Kafka's OAuthBearerUnsecuredJws.toMap leaves it:
+# a number, a list of strings, or anything else as its text.
+Claim: TypeAlias = str | int | float | list[str]
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,7 @@ class OAuthBearerToken:
     lifetime_ms: int  # when it expires, ms since the epoch
     scope: frozenset[str] = frozenset()
     start_ms: int | None = None
-    claims: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    claims: Mapping[str, JsonValue] = field(default_factory=dict, repr=False)
 
 
 class InvalidToken(Exception):
@@ -171,7 +177,7 @@ class OAuthBearerServer:
 
 
 # -- Kafka's unsecured JWS validator ---------------------------------------------------------------
-def _text(value: Any) -> str:
+def _text(value: JsonValue) -> str:
     """A JSON value as Jackson's asText() gives it (Kafka reads the claims that way)."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -182,7 +188,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _part(split: str) -> dict[str, Any]:
+def _part(split: str) -> dict[str, Claim]:
     """One base64url JSON part of a compact serialization, as Kafka's OAuthBearerUnsecuredJws.toMap:
     numbers stay numbers, arrays become lists of strings, anything else a string; a JSON value that
     is not an object is an empty map."""
@@ -200,7 +206,7 @@ def _part(split: str) -> dict[str, Any]:
         raise InvalidToken("malformed JSON") from None
     if not isinstance(data, dict):
         return {}
-    out: dict[str, Any] = {}
+    out: dict[str, Claim] = {}
     for k, v in data.items():
         if isinstance(v, list):
             out[k] = [_text(e) for e in v]
@@ -211,7 +217,7 @@ def _part(split: str) -> dict[str, Any]:
     return out
 
 
-def _number(claims: Mapping[str, Any], name: str) -> int | float | None:
+def _number(claims: Mapping[str, Claim], name: str) -> int | float | None:
     v = claims.get(name)
     if v is not None and not isinstance(v, (int, float)):
         raise InvalidToken(f"The '{name}' claim was not of type Number: {type(v).__name__}")
@@ -285,7 +291,7 @@ class UnsecuredJwsValidator:
         return OAuthBearerToken(token, principal, _ms(exp), frozenset(scope),
                                 _ms(iat) if iat is not None else None, claims)
 
-    def _scope(self, claims: Mapping[str, Any]) -> set[str]:
+    def _scope(self, claims: Mapping[str, Claim]) -> set[str]:
         value = claims.get(self.scope_claim)
         if value is None:
             return set()
@@ -302,7 +308,7 @@ def load_validator(name: str, options: Mapping[str, str]) -> Validator:
     if not sep or not module_name or not attr:
         raise ValueError(f"{name!r} is not 'package.module:callable'")
     try:
-        obj: Any = importlib.import_module(module_name)
+        obj: Any = importlib.import_module(module_name)  # whatever the configured name resolves to
     except ImportError as e:
         raise ValueError(f"cannot import {module_name}: {e}") from None
     for part in attr.split("."):
@@ -319,15 +325,15 @@ def load_validator(name: str, options: Mapping[str, str]) -> Validator:
 
 
 def unsecured_jwt(principal: str, lifetime_s: float = 3600, scope: list[str] | str | None = None,
-                  now: float | None = None, **claims: Any) -> str:
+                  now: float | None = None, **claims: JsonValue) -> str:
     """An unsecured JWT (`alg: none`) as Kafka's unsecured login module makes them: for tests and
     for clients that take a token (kafka-python, aiokafka, kafkajs)."""
     now = time.time() if now is None else now
-    body: dict[str, Any] = {"sub": principal, "iat": int(now), "exp": int(now + lifetime_s), **claims}
+    body: dict[str, JsonValue] = {"sub": principal, "iat": int(now), "exp": int(now + lifetime_s), **claims}
     if scope is not None:
         body["scope"] = scope
 
-    def enc(obj: Mapping[str, Any]) -> str:
+    def enc(obj: Mapping[str, JsonValue]) -> str:
         return base64.urlsafe_b64encode(json.dumps(obj, separators=(",", ":")).encode()).rstrip(b"=").decode()
 
     return f"{enc({'alg': 'none'})}.{enc(body)}."
