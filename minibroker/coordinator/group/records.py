@@ -25,7 +25,7 @@ from typing import Any
 from minibroker.coordinator.group.classic_group import ClassicGroup
 from protocol import coordinator_records as cr
 from protocol.codec import decode, encode
-from protocol.schema import Message, Schema
+from protocol.schema import M, Message, Schema
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
@@ -64,7 +64,7 @@ class OffsetCommitRecord:
 @dataclass(slots=True)
 class GroupMetadataRecord:
     group: str
-    value: Any  # a GroupMetadataValue message, or None for a tombstone
+    value: cr.GroupMetadataValue | None  # None: tombstone
 
 
 def _prefixed(version: int, schema: Schema, obj: Message) -> bytes:
@@ -151,7 +151,7 @@ def decode_record(key: bytes | memoryview | None,
     return None
 
 
-def _value(schema: Schema, value: bytes | memoryview) -> tuple[Any, int]:
+def _value(schema: Schema[M], value: bytes | memoryview) -> tuple[M, int]:
     buf = bytes(value)
     (version,) = struct.unpack_from(">h", buf, 0)
     return decode(schema, version, buf, 2, exact=False), version
