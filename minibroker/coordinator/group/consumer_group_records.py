@@ -23,7 +23,7 @@ import struct
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from protocol import coordinator_records as cr
 from protocol.codec import decode, encode
@@ -56,6 +56,13 @@ _VALUES: dict[int, Schema] = {
     REGULAR_EXPRESSION: cr.CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE,
 }
 
+if TYPE_CHECKING:
+    # the value struct of each record type above
+    ConsumerGroupValue = (cr.ConsumerGroupMetadataValue | cr.ConsumerGroupPartitionMetadataValue
+                          | cr.ConsumerGroupMemberMetadataValue | cr.ConsumerGroupTargetAssignmentMetadataValue
+                          | cr.ConsumerGroupTargetAssignmentMemberValue | cr.ConsumerGroupCurrentMemberAssignmentValue
+                          | cr.ConsumerGroupRegularExpressionValue)
+
 Record = tuple[bytes, "bytes | None"]
 Assignment = dict[uuid.UUID, set[int]]
 PartitionEpochs = dict[tuple[uuid.UUID, int], int]
@@ -77,7 +84,7 @@ class ConsumerGroupRecord:
     type: int
     group: str
     sub_key: str | None
-    value: Any
+    value: ConsumerGroupValue | None
 
 
 def _key(rtype: int, **fields: str | None) -> bytes:
