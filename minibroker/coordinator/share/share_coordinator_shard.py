@@ -43,6 +43,7 @@ VALUE_VERSION = 0
 SNAPSHOT_EVERY = 500  # Kafka: share.coordinator.snapshot.update.records.per.snapshot
 
 ShareKey = tuple[str, uuid.UUID, int]  # (group, topic id, partition)
+
 if TYPE_CHECKING:
     ShareValue = sr.ShareSnapshotValue | sr.ShareUpdateValue  # what the two record types hold
 _B = TypeVar("_B", "sr.ShareSnapshotValue.StateBatch", "sr.ShareUpdateValue.StateBatch")
@@ -93,7 +94,7 @@ def encode_key(key_type: int, key: ShareKey) -> bytes:
 
 def _batches(make: Callable[..., _B], batches: list[StateBatch]) -> list[_B]:
     return [make(first_offset=b.first_offset, last_offset=b.last_offset,
-                              delivery_state=b.state, delivery_count=b.delivery_count) for b in batches]
+                 delivery_state=b.state, delivery_count=b.delivery_count) for b in batches]
 
 
 def decode_record(key: bytes, value: bytes | None) -> tuple[int, ShareKey, ShareValue | None] | None:
