@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from minibroker.config import BrokerConfig
 from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupConfigs
@@ -56,7 +56,7 @@ SHARE_STATE_TOPIC = "__share_group_state"  # minibroker.coordinator.share.share_
 SHARE_CONFIGS_FILE = "share_group_configs.json"  # minibroker.coordinator.share.share_group
 
 
-def _run_now(start: Coroutine[Any, Any, None]) -> None:
+def _run_now(start: Coroutine[object, None, None]) -> None:
     """Run a coordinator's `start()` to its end on the caller's turn of the loop. The three
     `start()`s await nothing (they replay their log and create their timer tasks), so a request
     that needs a coordinator gets it started before it goes on."""
@@ -88,7 +88,8 @@ class Coordinators:
         self._group: GroupCoordinator | None = None
         self._txn: TransactionCoordinator | None = None
         self._share: ShareGroupCoordinator | None = None
-        self._started: list[Any] = []  # in start order; stopped in reverse
+        # in start order; stopped in reverse
+        self._started: list[GroupCoordinator | TransactionCoordinator | ShareGroupCoordinator] = []
         # the broker's loop once `start` ran: from then on a coordinator is started when built
         self._loop: asyncio.AbstractEventLoop | None = None
 

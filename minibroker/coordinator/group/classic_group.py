@@ -23,10 +23,16 @@ import enum
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from minibroker.coordinator.group.consumer_protocol import subscription_topics
 from protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from protocol.apis.join_group import JoinGroupResponse
+    from protocol.apis.sync_group import SyncGroupResponse
+
+_T = TypeVar("_T")
 
 CONSUMER_PROTOCOL_TYPE = "consumer"  # Kafka: ConsumerProtocol.PROTOCOL_TYPE
 UNKNOWN_MEMBER_ID = ""  # Kafka: JoinGroupRequest.UNKNOWN_MEMBER_ID
@@ -75,8 +81,8 @@ class Member:
     protocol_type: str
     protocols: list[tuple[str, bytes]]  # (name, metadata) in the member's preference order
     assignment: bytes = EMPTY_ASSIGNMENT
-    awaiting_join: asyncio.Future[Any] | None = None
-    awaiting_sync: asyncio.Future[Any] | None = None
+    awaiting_join: asyncio.Future[JoinGroupResponse] | None = None
+    awaiting_sync: asyncio.Future[SyncGroupResponse] | None = None
     # A member that has not yet received its first JoinGroup response; its session timer is
     # the new-member join timeout, and it may expire even while parked in JoinGroup.
     is_new: bool = False
@@ -118,7 +124,7 @@ class Member:
         raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
 
 
-def _complete(fut: asyncio.Future[Any] | None, value: Any) -> bool:
+def _complete(fut: asyncio.Future[_T] | None, value: _T) -> bool:
     if fut is None:
         return False
     if not fut.done():
@@ -189,7 +195,7 @@ class ClassicGroup:
         prefix = group_instance_id if group_instance_id is not None else (client_id or "")
         return f"{prefix}-{uuid.uuid4()}"
 
-    def add(self, member: Member, awaiting_join: asyncio.Future[Any] | None = None) -> None:
+    def add(self, member: Member, awaiting_join: asyncio.Future[JoinGroupResponse] | None = None) -> None:
         if member.group_instance_id is not None:
             if member.group_instance_id in self.static_members:
                 raise ValueError(f"static member {member.group_instance_id} is already in group {self.group_id}")
@@ -220,7 +226,7 @@ class ClassicGroup:
         return member
 
     def update_member(self, member: Member, protocols: list[tuple[str, bytes]], rebalance_timeout_ms: int,
-                      session_timeout_ms: int, awaiting_join: asyncio.Future[Any] | None) -> None:
+                      session_timeout_ms: int, awaiting_join: asyncio.Future[JoinGroupResponse] | None) -> None:
         self._count_protocols(member, -1)
         member.protocols = protocols
         self._count_protocols(member, +1)
@@ -229,14 +235,18 @@ class ClassicGroup:
         member.awaiting_join = awaiting_join
 
     def replace_static_member(self, group_instance_id: str, old_member_id: str, new_member_id: str,
-                              fenced_join: Any, fenced_sync: Any) -> Member:
+                              fenced_join: JoinGroupResponse | None,
+                              fenced_sync: SyncGroupResponse | None) -> Member:
         """A static member rejoined with an unknown member id: it takes over the old member's slot,
         and whoever still waits under the old id is fenced (FENCED_INSTANCE_ID)."""
         old = self.members.pop(old_member_id, None)
         if old is None:
             raise ValueError(f"cannot replace non-existing member id {old_member_id}")
-        self.complete_join(old, fenced_join)
-        self.complete_sync(old, fenced_sync)
+        # None only when undoing a replacement (classic_group_join.py), whose member waits on nothing
+        if fenced_join is not None:
+            self.complete_join(old, fenced_join)
+        if fenced_sync is not None:
+            self.complete_sync(old, fenced_sync)
         new = Member(new_member_id, old.group_instance_id, old.client_id, old.client_host,
                      old.rebalance_timeout_ms, old.session_timeout_ms, old.protocol_type,
                      list(old.protocols), old.assignment)
@@ -279,11 +289,11 @@ class ClassicGroup:
                 return True
         return False
 
-    def complete_join(self, member: Member, response: Any) -> bool:
+    def complete_join(self, member: Member, response: JoinGroupResponse) -> bool:
         fut, member.awaiting_join = member.awaiting_join, None
         return _complete(fut, response)
 
-    def complete_sync(self, member: Member, response: Any) -> bool:
+    def complete_sync(self, member: Member, response: SyncGroupResponse) -> bool:
         fut, member.awaiting_sync = member.awaiting_sync, None
         return _complete(fut, response)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from minibroker.coordinator.group.classic_group import (
     UNKNOWN_MEMBER_ID,
@@ -30,6 +30,11 @@ from minibroker.coordinator.group.group_responses import protocols as request_pr
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock
+
+if TYPE_CHECKING:
+    from protocol.apis.join_group import JoinGroupRequest, JoinGroupResponse
+
+    JoinFuture = asyncio.Future[JoinGroupResponse]
 
 log = logging.getLogger("minibroker.coordinator.group")
 
@@ -61,12 +66,12 @@ class ClassicGroupJoin:
     def __init__(self, manager: ClassicGroupRebalancing) -> None:
         self.manager = manager
 
-    def join_group(self, req: Any, client: ClientInfo) -> asyncio.Future[Any]:
+    def join_group(self, req: JoinGroupRequest, client: ClientInfo) -> JoinFuture:
         """Handle JoinGroup; the future resolves to the JoinGroup response (maybe much later).
 
         `req.rebalance_timeout_ms` must already be set (v0 has none: the handler uses the
         session timeout, as Kafka does)."""
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut: JoinFuture = asyncio.get_running_loop().create_future()
         try:
             self._join(req, client, fut)
         except KafkaError as e:
@@ -74,7 +79,7 @@ class ClassicGroupJoin:
                 fut.set_result(join_error(req.member_id, e.code))
         return fut
 
-    def _join(self, req: Any, client: ClientInfo, fut: asyncio.Future[Any]) -> None:
+    def _join(self, req: JoinGroupRequest, client: ClientInfo, fut: JoinFuture) -> None:
         if not self.manager.active:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if not req.group_id:
@@ -112,8 +117,8 @@ class ClassicGroupJoin:
             return (m is not None and m.is_awaiting_join) or group.num_awaiting_join() < self.manager.config.max_size
         return member_id in group.members or len(group.members) < self.manager.config.max_size
 
-    def _join_new_member(self, group: ClassicGroup, req: Any, client: ClientInfo,
-                         fut: asyncio.Future[Any]) -> None:
+    def _join_new_member(self, group: ClassicGroup, req: JoinGroupRequest, client: ClientInfo,
+                         fut: JoinFuture) -> None:
         if group.is_in(GroupState.DEAD):
             fut.set_result(join_error(UNKNOWN_MEMBER_ID, ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
@@ -121,14 +126,16 @@ class ClassicGroupJoin:
         if not group.supports_protocols(req.protocol_type, {n for n, _ in protocols}):
             fut.set_result(join_error(UNKNOWN_MEMBER_ID, ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
-        new_member_id = group.generate_member_id(client.client_id, req.group_instance_id)
-        if req.group_instance_id is not None:
-            existing = group.static_member_id(req.group_instance_id)
+        instance_id = req.group_instance_id
+        new_member_id = group.generate_member_id(client.client_id, instance_id)
+        if instance_id is not None:
+            existing = group.static_member_id(instance_id)
             if existing is not None:
                 log.info("Static member with groupInstanceId=%s and unknown member id joins group %s in %s "
                          "state. Replacing previously mapped member %s with this groupInstanceId.",
-                         req.group_instance_id, group.group_id, group.state.value, existing)
-                self._update_static_member_and_rebalance(group, req, client, existing, new_member_id, fut)
+                         instance_id, group.group_id, group.state.value, existing)
+                self._update_static_member_and_rebalance(group, req, client, instance_id, existing, new_member_id,
+                                                         fut)
             else:
                 self._add_member_and_rebalance(group, req, client, new_member_id, fut)
         elif client.api_version >= 4:
@@ -142,8 +149,8 @@ class ClassicGroupJoin:
         else:
             self._add_member_and_rebalance(group, req, client, new_member_id, fut)
 
-    def _join_existing_member(self, group: ClassicGroup, req: Any, client: ClientInfo,
-                              fut: asyncio.Future[Any]) -> None:
+    def _join_existing_member(self, group: ClassicGroup, req: JoinGroupRequest, client: ClientInfo,
+                              fut: JoinFuture) -> None:
         member_id = req.member_id
         protocols = request_protocols(req)
         if group.is_in(GroupState.DEAD):
@@ -187,8 +194,8 @@ class ClassicGroupJoin:
                         member_id, group.group_id, group.state.value)
             fut.set_result(join_error(member_id, ErrorCode.UNKNOWN_MEMBER_ID))
 
-    def _add_member_and_rebalance(self, group: ClassicGroup, req: Any, client: ClientInfo, member_id: str,
-                                  fut: asyncio.Future[Any]) -> None:
+    def _add_member_and_rebalance(self, group: ClassicGroup, req: JoinGroupRequest, client: ClientInfo, member_id: str,
+                                  fut: JoinFuture) -> None:
         member = Member(member_id, req.group_instance_id, client.client_id, client.client_host,
                         req.rebalance_timeout_ms, req.session_timeout_ms, req.protocol_type, request_protocols(req),
                         is_new=True)
@@ -203,21 +210,21 @@ class ClassicGroupJoin:
         self.manager.maybe_prepare_rebalance_or_complete_join(
             group, f"adding new member {member_id} with group instance id {req.group_instance_id}")
 
-    def _update_member_and_rebalance(self, group: ClassicGroup, member: Member, req: Any,
-                                     fut: asyncio.Future[Any], reason: str) -> None:
+    def _update_member_and_rebalance(self, group: ClassicGroup, member: Member, req: JoinGroupRequest,
+                                     fut: JoinFuture, reason: str) -> None:
         if member.awaiting_join is not None and member.awaiting_join is not fut:
             # A second JoinGroup from the same member replaces the first (its connection is gone).
             group.complete_join(member, join_error(member.member_id, ErrorCode.REBALANCE_IN_PROGRESS))
         group.update_member(member, request_protocols(req), req.rebalance_timeout_ms, req.session_timeout_ms, fut)
         self.manager.maybe_prepare_rebalance_or_complete_join(group, reason)
 
-    def _update_static_member_and_rebalance(self, group: ClassicGroup, req: Any, client: ClientInfo,
-                                            old_member_id: str, new_member_id: str,
-                                            fut: asyncio.Future[Any]) -> None:
+    def _update_static_member_and_rebalance(self, group: ClassicGroup, req: JoinGroupRequest, client: ClientInfo,
+                                            instance_id: str, old_member_id: str, new_member_id: str,
+                                            fut: JoinFuture) -> None:
         current_leader = group.leader_id
         fenced_join = JoinResponse(error_code=ErrorCode.FENCED_INSTANCE_ID, member_id=old_member_id,
                                    protocol_name=None, leader="", members=[])
-        member = group.replace_static_member(req.group_instance_id, old_member_id, new_member_id,
+        member = group.replace_static_member(instance_id, old_member_id, new_member_id,
                                              fenced_join, sync_error(ErrorCode.FENCED_INSTANCE_ID))
         self.manager.cancel_heartbeat(group.group_id, old_member_id)
         self.manager.reschedule_heartbeat(group, member)
@@ -232,7 +239,7 @@ class ClassicGroupJoin:
                     self.manager.write_group_metadata(group, group.assignments())
                 except KafkaError as e:
                     group.update_member(member, old_protocols, old_timeouts[0], old_timeouts[1], None)
-                    old = group.replace_static_member(req.group_instance_id, new_member_id, old_member_id,
+                    old = group.replace_static_member(instance_id, new_member_id, old_member_id,
                                                       None, None)
                     self.manager.cancel_heartbeat(group.group_id, new_member_id)
                     self.manager.reschedule_heartbeat(group, old)

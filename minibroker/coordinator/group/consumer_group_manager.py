@@ -32,7 +32,6 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from minibroker.config import BrokerConfig
 from minibroker.coordinator.group import consumer_group_records as rec
@@ -73,8 +72,8 @@ from storage.clock import Clock
 
 log = logging.getLogger("minibroker.coordinator.consumer_group")
 
-HB: Any = consumer_group_heartbeat.RESPONSE
-CGD: Any = consumer_group_describe.RESPONSE
+HB = consumer_group_heartbeat.RESPONSE
+CGD = consumer_group_describe.RESPONSE
 CONSUMER_MEMBER_TYPE = 1  # ConsumerGroupDescribe v1 member_type (Kafka: MemberType.CONSUMER)
 CLASSIC_MEMBER_TYPE = 0  # a classic-protocol member of a consumer group (Kafka: MemberType.CLASSIC)
 
@@ -213,8 +212,9 @@ class ConsumerGroupManager:
             self.timer.cancel((kind, group_id, member_id))
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------------------
-    def heartbeat(self, req: Any, version: int, client_id: str, client_host: str,
-                  may_describe: Callable[[str], bool] | None = None) -> Any:
+    def heartbeat(self, req: consumer_group_heartbeat.ConsumerGroupHeartbeatRequest, version: int, client_id: str,
+                  client_host: str, may_describe: Callable[[str], bool] | None = None
+                  ) -> consumer_group_heartbeat.ConsumerGroupHeartbeatResponse:
         if may_describe is not None and req.group_id:
             self.assignments.regex_topic_filters[req.group_id] = may_describe
         try:
@@ -222,7 +222,8 @@ class ConsumerGroupManager:
         except KafkaError as e:
             return HB(error_code=e.code, error_message=e.message or None, member_epoch=0, heartbeat_interval_ms=0)
 
-    def _heartbeat(self, req: Any, version: int, client_id: str, client_host: str) -> Any:
+    def _heartbeat(self, req: consumer_group_heartbeat.ConsumerGroupHeartbeatRequest, version: int, client_id: str,
+                   client_host: str) -> consumer_group_heartbeat.ConsumerGroupHeartbeatResponse:
         validate_heartbeat(req, version, self.config.assignors)
         gid = req.group_id
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -344,7 +345,7 @@ class ConsumerGroupManager:
     def expire(self, group_id: str, member_id: str, why: str) -> None:
         self._expire(group_id, member_id, why)
 
-    def _join(self, g: ConsumerGroup, req: Any, member_id: str, records: list[CoordinatorRecord]
+    def _join(self, g: ConsumerGroup, req: consumer_group_heartbeat.ConsumerGroupHeartbeatRequest, member_id: str, records: list[CoordinatorRecord]
               ) -> ConsumerGroupMember:
         if req.instance_id is not None:
             old_id = g.static_members.get(req.instance_id)
@@ -381,7 +382,8 @@ class ConsumerGroupManager:
             return existing
         return ConsumerGroupMember(member_id, instance_id=req.instance_id)
 
-    def _leave(self, req: Any) -> Any:
+    def _leave(self, req: consumer_group_heartbeat.ConsumerGroupHeartbeatRequest
+               ) -> consumer_group_heartbeat.ConsumerGroupHeartbeatResponse:
         g = self.groups.get(req.group_id)
         m = g.members.get(req.member_id) if g is not None else None
         if g is None or m is None:
@@ -428,7 +430,7 @@ class ConsumerGroupManager:
         return any(topic in self.assignments.subscribed_names(g, m) for m in g.members.values())
 
     # -- Describe / List / Delete ------------------------------------------------------------------
-    def describe(self, group_id: str, version: int) -> Any:
+    def describe(self, group_id: str, version: int) -> consumer_group_describe.ConsumerGroupDescribeResponse.DescribedGroup:
         g = self.groups.get(group_id)
         if g is None:
             classic = self._classic_exists(group_id)
@@ -436,7 +438,7 @@ class ConsumerGroupManager:
             return CGD.DescribedGroup(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=msg, group_id=group_id,
                                       group_state="", members=[])
 
-        def named(a: Assignment) -> Any:
+        def named(a: Assignment) -> consumer_group_describe.ConsumerGroupDescribeResponse.Assignment:
             out = []
             for tid, ps in sorted(a.items(), key=lambda kv: str(kv[0])):
                 t = self.assignments.topics.by_id(tid)

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from protocol import coordinator_records as cr
 from protocol.codec import decode, encode
-from protocol.schema import Schema
+from protocol.schema import Message, Schema
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4
@@ -55,9 +56,25 @@ _VALUES: dict[int, Schema] = {
     REGULAR_EXPRESSION: cr.CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE,
 }
 
+if TYPE_CHECKING:
+    # the value struct of each record type above
+    ConsumerGroupValue = (cr.ConsumerGroupMetadataValue | cr.ConsumerGroupPartitionMetadataValue
+                          | cr.ConsumerGroupMemberMetadataValue | cr.ConsumerGroupTargetAssignmentMetadataValue
+                          | cr.ConsumerGroupTargetAssignmentMemberValue | cr.ConsumerGroupCurrentMemberAssignmentValue
+                          | cr.ConsumerGroupRegularExpressionValue)
+
 Record = tuple[bytes, "bytes | None"]
 Assignment = dict[uuid.UUID, set[int]]
 PartitionEpochs = dict[tuple[uuid.UUID, int], int]
+
+
+class TopicPartitions(Protocol):
+    """A topic's partitions in a target or current assignment record (both structs have these)."""
+
+    @property
+    def topic_id(self) -> uuid.UUID: ...
+    @property
+    def partitions(self) -> list[int]: ...
 
 
 @dataclass(slots=True)
@@ -67,20 +84,21 @@ class ConsumerGroupRecord:
     type: int
     group: str
     sub_key: str | None
-    value: Any
+    value: ConsumerGroupValue | None
 
 
-def _key(rtype: int, **fields: Any) -> bytes:
+def _key(rtype: int, **fields: str | None) -> bytes:
     schema = _KEYS[rtype]
     return struct.pack(">h", rtype) + bytes(encode(schema, 0, schema(**fields)))
 
 
-def _value(rtype: int, obj: Any) -> bytes:
+def _value(rtype: int, obj: Message) -> bytes:
     return struct.pack(">h", 0) + bytes(encode(_VALUES[rtype], 0, obj))
 
 
-def topic_partitions(schema_item: Any, assignment: Assignment) -> list[Any]:
-    return [schema_item(topic_id=tid, partitions=sorted(ps)) for tid, ps in sorted(assignment.items(), key=lambda kv: str(kv[0])) if ps]
+def topic_partitions(assignment: Assignment) -> list[cr.ConsumerGroupTargetAssignmentMemberValue.TopicPartition]:
+    T = cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE.TopicPartition
+    return [T(topic_id=tid, partitions=sorted(ps)) for tid, ps in sorted(assignment.items(), key=lambda kv: str(kv[0])) if ps]
 
 
 def group_metadata(group: str, epoch: int, metadata_hash: int) -> Record:
@@ -106,7 +124,7 @@ def member_metadata(group: str, member_id: str, *, instance_id: str | None, rack
 
 def target_assignment_member(group: str, member_id: str, assignment: Assignment) -> Record:
     V = cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE
-    v = V(topic_partitions=topic_partitions(V.TopicPartition, assignment))
+    v = V(topic_partitions=topic_partitions(assignment))
     return _key(TARGET_ASSIGNMENT_MEMBER, group_id=group, member_id=member_id), _value(TARGET_ASSIGNMENT_MEMBER, v)
 
 
@@ -115,7 +133,8 @@ def target_assignment_metadata(group: str, epoch: int, timestamp_ms: int) -> Rec
     return _key(TARGET_ASSIGNMENT_METADATA, group_id=group), _value(TARGET_ASSIGNMENT_METADATA, v)
 
 
-def _partitions_with_epochs(assignment: Assignment, epochs: PartitionEpochs, default: int) -> list[Any]:
+def _partitions_with_epochs(assignment: Assignment, epochs: PartitionEpochs, default: int
+                            ) -> list[cr.ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]:
     """TopicPartitions with the tagged AssignmentEpochs (Kafka 4.3+ writes them, same length and
     order as Partitions)."""
     T = cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE.TopicPartitions
@@ -189,18 +208,19 @@ def decode_consumer_group_record(key: bytes | memoryview, value: bytes | memoryv
     return ConsumerGroupRecord(rtype, k.group_id, sub, v)
 
 
-def assignment_of(items: list[Any] | None) -> Assignment:
+def assignment_of(items: Sequence[TopicPartitions] | None) -> Assignment:
     return {tp.topic_id: set(tp.partitions) for tp in (items or [])}
 
 
-def assignment_epochs_of(items: list[Any] | None, member_epoch: int) -> PartitionEpochs:
+def assignment_epochs_of(items: list[cr.ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions] | None,
+                         member_epoch: int) -> PartitionEpochs:
     """The assignment epoch of each partition of a CurrentMemberAssignment list; a record without
     them (written before Kafka 4.3) or with a list of the wrong length gives every partition the
     member epoch, never below 0 (Kafka: Utils.assignmentFromTopicPartitions)."""
     out: PartitionEpochs = {}
     default = max(member_epoch, 0)
     for tp in items or []:
-        epochs = getattr(tp, "assignment_epochs", None)
+        epochs = tp.assignment_epochs
         if epochs is not None and len(epochs) == len(tp.partitions):
             out.update({(tp.topic_id, p): e for p, e in zip(tp.partitions, epochs, strict=True)})
         else:

@@ -19,6 +19,7 @@ from minibroker.coordinator.group.consumer_group import (
     MemberState,
 )
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
+from protocol import coordinator_records as cr
 
 
 def member_metadata_record(g: ConsumerGroup, m: ConsumerGroupMember) -> CoordinatorRecord:
@@ -47,17 +48,19 @@ def replay(groups: dict[str, ConsumerGroup], key: bytes, value: bytes | None) ->
         if r.value is None:
             return
         g = groups[r.group] = ConsumerGroup(r.group)
-    v = r.value
+    v = r.value  # the value struct of the record's type (decode_consumer_group_record picks it by type)
     if r.type == rec.GROUP_METADATA:
         if v is None:
             del groups[r.group]
         else:
+            assert isinstance(v, cr.ConsumerGroupMetadataValue)
             g.group_epoch, g.metadata_hash = v.epoch, v.metadata_hash
     elif r.type == rec.MEMBER_METADATA:
         assert r.sub_key is not None
         if v is None:
             g.remove_member(r.sub_key)
             return
+        assert isinstance(v, cr.ConsumerGroupMemberMetadataValue)
         m = g.members.get(r.sub_key)
         if m is None:
             m = ConsumerGroupMember(r.sub_key)
@@ -76,14 +79,17 @@ def replay(groups: dict[str, ConsumerGroup], key: bytes, value: bytes | None) ->
         if v is None:
             g.target.pop(r.sub_key, None)
         else:
+            assert isinstance(v, cr.ConsumerGroupTargetAssignmentMemberValue)
             g.target[r.sub_key] = rec.assignment_of(v.topic_partitions)
     elif r.type == rec.TARGET_ASSIGNMENT_METADATA:
+        assert v is None or isinstance(v, cr.ConsumerGroupTargetAssignmentMetadataValue)
         g.assignment_epoch = 0 if v is None else v.assignment_epoch
     elif r.type == rec.CURRENT_MEMBER_ASSIGNMENT:
         assert r.sub_key is not None
         m = g.members.get(r.sub_key)
         if v is None or m is None:
             return
+        assert isinstance(v, cr.ConsumerGroupCurrentMemberAssignmentValue)
         epochs = rec.assignment_epochs_of(v.assigned_partitions, v.member_epoch)
         epochs.update(rec.assignment_epochs_of(v.partitions_pending_revocation, v.member_epoch))
         g.update_current(m, epoch=v.member_epoch, state=MemberState(v.state),
@@ -95,4 +101,5 @@ def replay(groups: dict[str, ConsumerGroup], key: bytes, value: bytes | None) ->
         if v is None:
             g.regex_topics.pop(r.sub_key, None)
         else:
+            assert isinstance(v, cr.ConsumerGroupRegularExpressionValue)
             g.regex_topics[r.sub_key] = set(v.topics)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from minibroker.coordinator.group.consumer_group import (
     JOIN_GROUP_MEMBER_EPOCH,
@@ -24,13 +24,16 @@ from minibroker.coordinator.group.consumer_group import (
 from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
 
+if TYPE_CHECKING:
+    from protocol.apis.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+
 
 class InvalidRequest(KafkaError):
     def __init__(self, message: str) -> None:
         super().__init__(ErrorCode.INVALID_REQUEST, message)
 
 
-def validate_heartbeat(req: Any, version: int, assignors: tuple[str, ...]) -> None:
+def validate_heartbeat(req: ConsumerGroupHeartbeatRequest, version: int, assignors: tuple[str, ...]) -> None:
     """Kafka: throwIfConsumerGroupHeartbeatRequestIsInvalid."""
     if version >= 1 and not req.member_id:
         raise InvalidRequest("MemberId can't be empty.")

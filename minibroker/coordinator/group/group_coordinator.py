@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Hashable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from minibroker.coordinator.group.classic_group import ClassicGroup, GroupState
 from minibroker.coordinator.group.consumer_group_manager import ConsumerGroupConfig, ConsumerGroupManager
@@ -57,6 +57,15 @@ from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock, wall_clock_ms
+
+if TYPE_CHECKING:
+    from protocol.apis.describe_groups import DescribeGroupsResponse
+    from protocol.apis.heartbeat import HeartbeatRequest
+    from protocol.apis.join_group import JoinGroupRequest, JoinGroupResponse
+    from protocol.apis.leave_group import LeaveGroupRequest, LeaveGroupResponse
+    from protocol.apis.offset_commit import OffsetCommitRequest
+    from protocol.apis.sync_group import SyncGroupRequest, SyncGroupResponse
+    from protocol.apis.txn_offset_commit import TxnOffsetCommitRequest
 
 __all__ = ["ClientInfo", "GroupConfig", "GroupCoordinator", "append_error_to_response_error"]
 
@@ -210,7 +219,7 @@ class GroupCoordinator:
                 del by_group[gid]
 
     # ------------------------------------------------------------------ membership (delegated)
-    def join_group(self, req: Any, client: ClientInfo) -> asyncio.Future[Any]:
+    def join_group(self, req: JoinGroupRequest, client: ClientInfo) -> asyncio.Future[JoinGroupResponse]:
         """Handle JoinGroup; the future resolves to the JoinGroup response (maybe much later).
 
         `req.rebalance_timeout_ms` must already be set (v0 has none: the handler uses the
@@ -219,7 +228,7 @@ class GroupCoordinator:
         if cg is not None:
             if cg.members:
                 # a classic member of a consumer group (group_migration.py)
-                fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+                fut: asyncio.Future[JoinGroupResponse] = asyncio.get_running_loop().create_future()
                 fut.set_result(self.migration.join(cg, req, client) if self.active
                                else join_error(req.member_id, ErrorCode.COORDINATOR_NOT_AVAILABLE))
                 return fut
@@ -228,23 +237,24 @@ class GroupCoordinator:
             self.consumer_groups.delete(req.group_id, tombstones)
         return self.membership.join_group(req, client)
 
-    def sync_group(self, req: Any) -> asyncio.Future[Any]:
+    def sync_group(self, req: SyncGroupRequest) -> asyncio.Future[SyncGroupResponse]:
         """Handle SyncGroup; followers wait for the leader's assignment."""
         cg = self.consumer_groups.groups.get(req.group_id)
         if cg is not None and self.active:
-            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            fut: asyncio.Future[SyncGroupResponse] = asyncio.get_running_loop().create_future()
             fut.set_result(self.migration.sync(cg, req))
             return fut
         return self.membership.sync_group(req)
 
-    def heartbeat(self, req: Any) -> int:
+    def heartbeat(self, req: HeartbeatRequest) -> int:
         """Handle Heartbeat; returns the error code."""
         cg = self.consumer_groups.groups.get(req.group_id)
         if cg is not None and self.active:
             return self.migration.heartbeat(cg, req)
         return self.membership.heartbeat(req)
 
-    def leave_group(self, group_id: str, members: list[Any]) -> tuple[int, list[Any]]:
+    def leave_group(self, group_id: str, members: list[LeaveGroupRequest.MemberIdentity]
+                    ) -> tuple[int, list[LeaveGroupResponse.MemberResponse]]:
         """Handle LeaveGroup (see GroupMetadataManager.leave_group)."""
         cg = self.consumer_groups.groups.get(group_id)
         if cg is not None and self.active:
@@ -252,12 +262,13 @@ class GroupCoordinator:
         return self.membership.leave_group(group_id, members)
 
     # --------------------------------------------------------------------- offsets (delegated)
-    def commit_offsets(self, req: Any, api_version: int, topics: list[Any] | None = None
+    def commit_offsets(self, req: OffsetCommitRequest, api_version: int,
+                       topics: list[OffsetCommitRequest.OffsetCommitRequestTopic] | None = None
                        ) -> dict[TopicPartition, int]:
         """Handle OffsetCommit for `topics` (default: all of the request's)."""
         return self.offset_manager.commit_offsets(req, api_version, topics)
 
-    def commit_transactional_offsets(self, req: Any) -> dict[TopicPartition, int]:
+    def commit_transactional_offsets(self, req: TxnOffsetCommitRequest) -> dict[TopicPartition, int]:
         """Handle TxnOffsetCommit (the offsets count once the transaction commits)."""
         return self.offset_manager.commit_transactional_offsets(req)
 
@@ -307,7 +318,8 @@ class GroupCoordinator:
             out.append((g.group_id, g.protocol_type or "", g.state.value, "classic"))
         return out
 
-    def describe_group(self, group_id: str, include_authorized_operations: bool = False) -> Any:
+    def describe_group(self, group_id: str, include_authorized_operations: bool = False
+                       ) -> DescribeGroupsResponse.DescribedGroup:
         """One DescribeGroups entry."""
         return described_group(group_id, self.groups.get(group_id), active=self.active,
                                include_authorized_operations=include_authorized_operations)

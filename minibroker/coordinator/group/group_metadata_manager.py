@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from minibroker.coordinator.group.classic_group import (
     EMPTY_ASSIGNMENT,
@@ -50,6 +50,13 @@ from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock
+
+if TYPE_CHECKING:
+    from protocol.apis.heartbeat import HeartbeatRequest
+    from protocol.apis.join_group import JoinGroupRequest, JoinGroupResponse
+    from protocol.apis.leave_group import LeaveGroupRequest, LeaveGroupResponse
+    from protocol.apis.sync_group import SyncGroupRequest, SyncGroupResponse
+    from protocol.coordinator_records import GroupMetadataValue
 
 log = logging.getLogger("minibroker.coordinator.group")
 
@@ -83,7 +90,7 @@ def write_records(store: CoordinatorStore, group_id: str, records: list[Coordina
         raise KafkaError(ErrorCode.NOT_COORDINATOR, str(e)) from None
 
 
-def classic_group_of(group_id: str, v: Any) -> ClassicGroup:
+def classic_group_of(group_id: str, v: GroupMetadataValue) -> ClassicGroup:
     """The classic group a GroupMetadataValue describes (Kafka: ClassicGroup.fromRecord): Stable
     with its members and their assignments, or Empty."""
     group = ClassicGroup(
@@ -91,10 +98,13 @@ def classic_group_of(group_id: str, v: Any) -> ClassicGroup:
         protocol_name=v.protocol, leader_id=v.leader,
         current_state_timestamp=None if v.current_state_timestamp == -1 else v.current_state_timestamp,
     )
+    # A record with members always names the chosen protocol (it is written once one is); the
+    # null protocol belongs to an empty group, which has no member to give it to.
+    protocol = v.protocol or ""
     for mm in v.members:
         member = Member(mm.member_id, mm.group_instance_id, mm.client_id, mm.client_host,
                         mm.rebalance_timeout if mm.rebalance_timeout != -1 else mm.session_timeout,
-                        mm.session_timeout, v.protocol_type, [(v.protocol, bytes(mm.subscription))],
+                        mm.session_timeout, v.protocol_type, [(protocol, bytes(mm.subscription))],
                         bytes(mm.assignment))
         group.add(member)
     group.leader_id = v.leader if v.leader in group.members else group.leader_id
@@ -206,7 +216,7 @@ class GroupMetadataManager:
                                                  f"removing member {member_id} on heartbeat expiration")
 
     # ----------------------------------------------------------------------------- JoinGroup
-    def join_group(self, req: Any, client: ClientInfo) -> asyncio.Future[Any]:
+    def join_group(self, req: JoinGroupRequest, client: ClientInfo) -> asyncio.Future[JoinGroupResponse]:
         """Handle JoinGroup (classic_group_join.py); the future resolves to the JoinGroup response."""
         return self.joins.join_group(req, client)
 
@@ -341,9 +351,9 @@ class GroupMetadataManager:
                 self.reschedule_heartbeat(group, member)
 
     # ----------------------------------------------------------------------------- SyncGroup
-    def sync_group(self, req: Any) -> asyncio.Future[Any]:
+    def sync_group(self, req: SyncGroupRequest) -> asyncio.Future[SyncGroupResponse]:
         """Handle SyncGroup; followers wait for the leader's assignment."""
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[SyncGroupResponse] = asyncio.get_running_loop().create_future()
         try:
             self._sync(req, fut)
         except KafkaError as e:
@@ -351,7 +361,7 @@ class GroupMetadataManager:
                 fut.set_result(sync_error(e.code))
         return fut
 
-    def _sync(self, req: Any, fut: asyncio.Future[Any]) -> None:
+    def _sync(self, req: SyncGroupRequest, fut: asyncio.Future[SyncGroupResponse]) -> None:
         if not self.active:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if not req.group_id:
@@ -409,7 +419,7 @@ class GroupMetadataManager:
             self.timer.cancel(("sync", group.group_id))
 
     # ----------------------------------------------------------------------------- Heartbeat
-    def heartbeat(self, req: Any) -> int:
+    def heartbeat(self, req: HeartbeatRequest) -> int:
         """Handle Heartbeat; returns the error code."""
         if not self.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -434,7 +444,8 @@ class GroupMetadataManager:
         return ErrorCode.NONE
 
     # ---------------------------------------------------------------------------- LeaveGroup
-    def leave_group(self, group_id: str, members: list[Any]) -> tuple[int, list[Any]]:
+    def leave_group(self, group_id: str, members: list[LeaveGroupRequest.MemberIdentity]
+                    ) -> tuple[int, list[LeaveGroupResponse.MemberResponse]]:
         """Handle LeaveGroup for `members` (MemberIdentity objects: member_id, group_instance_id,
         reason); returns (top-level error, per-member responses)."""
         if not self.active:
@@ -451,7 +462,7 @@ class GroupMetadataManager:
         left = []
         for ident in members:
             mid, iid = ident.member_id, ident.group_instance_id
-            reason = getattr(ident, "reason", None) or "not provided"
+            reason = ident.reason or "not provided"
             error = ErrorCode.NONE
             if mid == UNKNOWN_MEMBER_ID:
                 # Administrative removal of a static member by its instance id (KIP-345).

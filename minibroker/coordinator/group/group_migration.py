@@ -32,7 +32,7 @@ from __future__ import annotations
 import enum
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING
 
 from minibroker.coordinator.group import consumer_group_records as rec
 from minibroker.coordinator.group.classic_group import (
@@ -69,6 +69,12 @@ from minibroker.coordinator.group.records import group_metadata_record, group_me
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from protocol.apis.heartbeat import HeartbeatRequest
+    from protocol.apis.join_group import JoinGroupRequest, JoinGroupResponse
+    from protocol.apis.leave_group import LeaveGroupRequest, LeaveGroupResponse
+    from protocol.apis.sync_group import SyncGroupRequest, SyncGroupResponse
 
 log = logging.getLogger("minibroker.coordinator.group")
 
@@ -253,14 +259,14 @@ class GroupMigration:
                                if rebalance else None)
 
     # -- classic members in a consumer group ----------------------------------------------------
-    def join(self, g: ConsumerGroup, req: Any, client: ClientInfo) -> Any:
+    def join(self, g: ConsumerGroup, req: JoinGroupRequest, client: ClientInfo) -> JoinGroupResponse:
         """A classic JoinGroup to a consumer group with members (Kafka: classicGroupJoinToConsumerGroup)."""
         try:
             return self._join(g, req, client)
         except KafkaError as e:
             return join_error(req.member_id, e.code)
 
-    def _join(self, g: ConsumerGroup, req: Any, client: ClientInfo) -> Any:
+    def _join(self, g: ConsumerGroup, req: JoinGroupRequest, client: ClientInfo) -> JoinGroupResponse:
         gid = g.group_id
         if self.policy is MigrationPolicy.DISABLED:
             log.info("Cannot join the consumer group %s with the classic protocol because the group migration "
@@ -390,7 +396,7 @@ class GroupMigration:
             self.consumer.timer.schedule(key, max(m.rebalance_timeout_ms, 0),
                                          lambda: self.consumer.expire(gid, mid, "join timeout"))
 
-    def sync(self, g: ConsumerGroup, req: Any) -> Any:
+    def sync(self, g: ConsumerGroup, req: SyncGroupRequest) -> SyncGroupResponse:
         """Kafka: classicGroupSyncToConsumerGroup."""
         try:
             m = self._member(g, req.member_id, req.group_instance_id)
@@ -412,7 +418,7 @@ class GroupMigration:
         except KafkaError as e:
             return sync_error(e.code)
 
-    def heartbeat(self, g: ConsumerGroup, req: Any) -> int:
+    def heartbeat(self, g: ConsumerGroup, req: HeartbeatRequest) -> int:
         """Kafka: classicGroupHeartbeatToConsumerGroup."""
         try:
             m = self._member(g, req.member_id, req.group_instance_id)
@@ -436,7 +442,8 @@ class GroupMigration:
                     return True
         return False
 
-    def leave(self, g: ConsumerGroup, members: list[Any]) -> tuple[int, list[Any]]:
+    def leave(self, g: ConsumerGroup, members: list[LeaveGroupRequest.MemberIdentity]
+              ) -> tuple[int, list[LeaveGroupResponse.MemberResponse]]:
         """Kafka: classicGroupLeaveToConsumerGroup (the downgrade check included)."""
         responses, leaving = [], []
         for ident in members:
@@ -457,7 +464,7 @@ class GroupMigration:
                         raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
                     mid = sid
                 log.info("[Group %s] Member %s has left group through explicit `LeaveGroup` request; client "
-                         "reason: %s", g.group_id, mid, getattr(ident, "reason", None) or "not provided")
+                         "reason: %s", g.group_id, mid, ident.reason or "not provided")
                 leaving.append(mid)
                 responses.append(MemberResponse(member_id=mid, group_instance_id=iid, error_code=ErrorCode.NONE))
             except KafkaError as e:

@@ -7,14 +7,12 @@ one place (Kafka builds these in GroupMetadataManager and GroupCoordinatorServic
 
 from __future__ import annotations
 
-from typing import Any
-
 from minibroker.coordinator.group.classic_group import EMPTY_ASSIGNMENT, ClassicGroup, GroupState
 from protocol.apis import describe_groups, join_group, leave_group, sync_group
 from protocol.errors import ErrorCode
 
-# The generated message classes carry their fields at run time only, so requests and responses
-# are typed `Any` here (protocol/schema.py builds them from the schema data).
+# The message classes are built at run time from the schema data (protocol/schema.py); their
+# fields are typed by the generated stubs (protocol/apis/*.pyi).
 JoinResponse = join_group.RESPONSE
 SyncResponse = sync_group.RESPONSE
 MemberResponse = leave_group.RESPONSE.MemberResponse
@@ -26,16 +24,16 @@ GROUP_AUTHORIZED_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))
 AUTHORIZED_OPERATIONS_OMITTED = -(1 << 31)
 
 
-def join_error(member_id: str, code: int) -> Any:
+def join_error(member_id: str, code: int) -> join_group.JoinGroupResponse:
     return JoinResponse(error_code=code, member_id=member_id, generation_id=-1, protocol_name=None,
                         leader="", members=[])
 
 
-def sync_error(code: int) -> Any:
+def sync_error(code: int) -> sync_group.SyncGroupResponse:
     return SyncResponse(error_code=code, assignment=EMPTY_ASSIGNMENT)
 
 
-def sync_response(group: ClassicGroup, assignment: bytes, error: int = ErrorCode.NONE) -> Any:
+def sync_response(group: ClassicGroup, assignment: bytes, error: int = ErrorCode.NONE) -> sync_group.SyncGroupResponse:
     """What a member parked in SyncGroup gets: its assignment, with the protocol on success."""
     ok = error == ErrorCode.NONE
     return SyncResponse(error_code=error, assignment=assignment,
@@ -43,12 +41,13 @@ def sync_response(group: ClassicGroup, assignment: bytes, error: int = ErrorCode
                         protocol_name=group.protocol_name if ok else None)
 
 
-def protocols(req: Any) -> list[tuple[str, bytes]]:
+def protocols(req: join_group.JoinGroupRequest) -> list[tuple[str, bytes]]:
     """The (name, metadata) pairs of a JoinGroup request."""
     return [(p.name, bytes(p.metadata)) for p in req.protocols]
 
 
-def join_response(group: ClassicGroup, member_id: str, *, with_members: bool, skip_assignment: bool = False) -> Any:
+def join_response(group: ClassicGroup, member_id: str, *, with_members: bool,
+                  skip_assignment: bool = False) -> join_group.JoinGroupResponse:
     """A JoinGroup answer for the current generation; only the leader gets the members."""
     members = []
     if with_members:
@@ -61,7 +60,7 @@ def join_response(group: ClassicGroup, member_id: str, *, with_members: bool, sk
 
 
 def described_group(group_id: str, group: ClassicGroup | None, *, active: bool,
-                    include_authorized_operations: bool) -> Any:
+                    include_authorized_operations: bool) -> describe_groups.DescribeGroupsResponse.DescribedGroup:
     """One DescribeGroups entry: Dead for an unknown group, metadata only once a protocol is chosen."""
     DG = describe_groups.RESPONSE.DescribedGroup
     DM = describe_groups.RESPONSE.DescribedGroupMember

@@ -15,8 +15,8 @@ GroupMetadataManager); membership never reads offsets.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from minibroker.coordinator.group.classic_group import ClassicGroup, GroupState
 from minibroker.coordinator.group.consumer_group_manager import ConsumerGroupManager
@@ -37,9 +37,29 @@ from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from protocol.errors import ErrorCode, KafkaError
 from storage.clock import Clock
 
+if TYPE_CHECKING:
+    from protocol.apis.offset_commit import OffsetCommitRequest
+    from protocol.apis.txn_offset_commit import TxnOffsetCommitRequest
+
 log = logging.getLogger("minibroker.coordinator.group")
 
 TopicPartition = tuple[str, int]
+
+
+class _CommittedPartition(Protocol):
+    """A partition of an OffsetCommit or TxnOffsetCommit request, as far as validation reads it."""
+
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def committed_metadata(self) -> str | None: ...
+
+
+class _CommittedTopic(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[_CommittedPartition]: ...
 
 
 class OffsetMetadataManager:
@@ -100,7 +120,8 @@ class OffsetMetadataManager:
                     self.pending_txn_offsets.setdefault(pid, {}).setdefault(rec.group, {})[
                         (rec.topic, rec.partition)] = rec.value
 
-    def commit_offsets(self, req: Any, api_version: int, topics: list[Any] | None = None
+    def commit_offsets(self, req: OffsetCommitRequest, api_version: int,
+                       topics: list[OffsetCommitRequest.OffsetCommitRequestTopic] | None = None
                        ) -> dict[tuple[str, int], int]:
         """Handle OffsetCommit for `topics` (default: all of the request's); returns the error
         code of every partition."""
@@ -140,18 +161,19 @@ class OffsetMetadataManager:
             self.membership.reschedule_heartbeat(group, group.members[req.member_id])
         return self._store_commits(req, topics, created, group)
 
-    def _checked_partitions(self, topics: list[Any]) -> list[tuple[str, int]]:
+    def _checked_partitions(self, topics: Sequence[_CommittedTopic]) -> list[tuple[str, int]]:
         """The partitions a consumer group's member epoch is checked against: those whose metadata
         is not too large (Kafka answers those OFFSET_METADATA_TOO_LARGE before validating them)."""
         limit = self.config.offset_metadata_max_bytes
         return [(t.name, p.partition_index) for t in topics for p in t.partitions
                 if p.committed_metadata is None or len(p.committed_metadata) <= limit]
 
-    def _store_commits(self, req: Any, topics: list[Any], created: bool, group: ClassicGroup | None
+    def _store_commits(self, req: OffsetCommitRequest, topics: list[OffsetCommitRequest.OffsetCommitRequestTopic],
+                       created: bool, group: ClassicGroup | None
                        ) -> dict[tuple[str, int], int]:
         requested = [(t.name, p.partition_index) for t in topics for p in t.partitions]
         now = self.now_ms()
-        retention = getattr(req, "retention_time_ms", -1)
+        retention = req.retention_time_ms  # -1 (the default) outside v2-4
         expire = None if retention == -1 else now + retention
         results: dict[tuple[str, int], int] = {}
         records: list[CoordinatorRecord] = []
@@ -198,7 +220,7 @@ class OffsetMetadataManager:
             raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS)
 
     # ---------------------------------------------------------------- TxnOffsetCommit (KIP-98)
-    def commit_transactional_offsets(self, req: Any) -> dict[tuple[str, int], int]:
+    def commit_transactional_offsets(self, req: TxnOffsetCommitRequest) -> dict[tuple[str, int], int]:
         """TxnOffsetCommit (OffsetMetadataManager.commitTransactionalOffset): the offsets are
         written in a transactional batch of the producer and take effect when the transaction
         coordinator writes the COMMIT marker (`complete_transaction`)."""
@@ -300,7 +322,7 @@ class OffsetMetadataManager:
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, []
         group = self.groups.get(group_id)
-        subscribed: Any
+        subscribed: Callable[[str], bool]
         if self._is_consumer_group(group_id):
             assert self.consumer_groups is not None
             cgm = self.consumer_groups

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from minibroker.coordinator.group.classic_group import ClassicGroup
 from protocol import coordinator_records as cr
 from protocol.codec import decode, encode
-from protocol.schema import Message, Schema
+from protocol.schema import M, Message, Schema
+
+if TYPE_CHECKING:
+    from minibroker.coordinator.runtime.coordinator_store import TopicConfigs
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
@@ -36,7 +39,7 @@ GROUP_METADATA_VALUE_VERSION = 3
 TOPIC = "__consumer_offsets"
 
 
-def topic_configs(segment_bytes: int) -> dict[str, Any]:
+def topic_configs(segment_bytes: int) -> TopicConfigs:
     """The configs __consumer_offsets is created with: compacted, offsets.topic.segment.bytes
     segments, the batches kept as written (GroupCoordinatorService.groupMetadataTopicConfigs)."""
     return {"cleanup.policy": ["compact"], "segment.bytes": segment_bytes, "compression.type": "producer"}
@@ -64,7 +67,7 @@ class OffsetCommitRecord:
 @dataclass(slots=True)
 class GroupMetadataRecord:
     group: str
-    value: Any  # a GroupMetadataValue message, or None for a tombstone
+    value: cr.GroupMetadataValue | None  # None: tombstone
 
 
 def _prefixed(version: int, schema: Schema, obj: Message) -> bytes:
@@ -151,7 +154,7 @@ def decode_record(key: bytes | memoryview | None,
     return None
 
 
-def _value(schema: Schema, value: bytes | memoryview) -> tuple[Any, int]:
+def _value(schema: Schema[M], value: bytes | memoryview) -> tuple[M, int]:
     buf = bytes(value)
     (version,) = struct.unpack_from(">h", buf, 0)
     return decode(schema, version, buf, 2, exact=False), version

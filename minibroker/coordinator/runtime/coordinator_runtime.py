@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 from minibroker.coordinator.runtime.coordinator_loader import CoordinatorLoader
-from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore, TopicConfigs
 from minibroker.coordinator.runtime.partition_writer import CoordinatorPartitionWriter
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
@@ -55,7 +55,7 @@ class CoordinatorRuntime:
         self._shards: dict[str, CoordinatorShard] = {}
         self._loaded: dict[str, set[int]] = {}
 
-    def store(self, name: str, num_partitions: int, overrides: dict[str, Any]) -> CoordinatorStore:
+    def store(self, name: str, num_partitions: int, overrides: TopicConfigs) -> CoordinatorStore:
         """The store of internal topic `name` (created on first use with `num_partitions` and `overrides`)."""
         return CoordinatorStore(name, num_partitions, overrides, self.writer, self.loader, now_ms=self.now_ms)
 

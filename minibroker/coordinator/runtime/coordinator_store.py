@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from typing import Any
+from typing import TypeAlias
 
 from minibroker.coordinator.runtime.coordinator_loader import CoordinatorLoader, LoadedRecord
 from minibroker.coordinator.runtime.partition_writer import CoordinatorPartitionWriter, CoordinatorRecord
 from minibroker.topics import Topic
 from storage.clock import Clock, wall_clock_ms
+
+# The configs an internal topic is created with, as Kafka states them (cleanup.policy a list,
+# sizes ints, flags bools; e.g. GroupCoordinatorService.groupMetadataTopicConfigs).
+TopicConfigs: TypeAlias = dict[str, str | int | bool | list[str]]
 
 
 def java_string_hash(s: str) -> int:
@@ -41,7 +45,7 @@ def partition_for(key: str, num_partitions: int) -> int:
 class CoordinatorStore:
     """An internal topic of one coordinator: its topic, its key -> partition mapping, appends and loads."""
 
-    def __init__(self, name: str, num_partitions: int, overrides: dict[str, Any], writer: CoordinatorPartitionWriter,
+    def __init__(self, name: str, num_partitions: int, overrides: TopicConfigs, writer: CoordinatorPartitionWriter,
                  loader: CoordinatorLoader, *, now_ms: Clock = wall_clock_ms) -> None:
         self.name = name
         self.num_partitions = num_partitions

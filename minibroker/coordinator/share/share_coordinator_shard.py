@@ -24,14 +24,15 @@ import binascii
 import logging
 import struct
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
-from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore, TopicConfigs
 from minibroker.coordinator.share.share_partition import StateBatch
 from protocol import share_records as sr
 from protocol.codec import decode, encode
-from protocol.schema import Schema
+from protocol.schema import M, Schema
 
 log = logging.getLogger("minibroker.coordinator.share_state")
 
@@ -42,6 +43,10 @@ VALUE_VERSION = 0
 SNAPSHOT_EVERY = 500  # Kafka: share.coordinator.snapshot.update.records.per.snapshot
 
 ShareKey = tuple[str, uuid.UUID, int]  # (group, topic id, partition)
+
+if TYPE_CHECKING:
+    ShareValue = sr.ShareSnapshotValue | sr.ShareUpdateValue  # what the two record types hold
+_B = TypeVar("_B", "sr.ShareSnapshotValue.StateBatch", "sr.ShareUpdateValue.StateBatch")
 
 
 @dataclass(slots=True)
@@ -87,12 +92,12 @@ def encode_key(key_type: int, key: ShareKey) -> bytes:
     return bytes(out)
 
 
-def _batches(schema: Any, batches: list[StateBatch]) -> list[Any]:
-    return [schema.StateBatch(first_offset=b.first_offset, last_offset=b.last_offset,
-                              delivery_state=b.state, delivery_count=b.delivery_count) for b in batches]
+def _batches(make: Callable[..., _B], batches: list[StateBatch]) -> list[_B]:
+    return [make(first_offset=b.first_offset, last_offset=b.last_offset,
+                 delivery_state=b.state, delivery_count=b.delivery_count) for b in batches]
 
 
-def decode_record(key: bytes, value: bytes | None) -> tuple[int, ShareKey, Any] | None:
+def decode_record(key: bytes, value: bytes | None) -> tuple[int, ShareKey, ShareValue | None] | None:
     """(record type, share key, value message or None for a tombstone), or None if not ours."""
     (key_type,) = struct.unpack_from(">h", key)
     if key_type not in (SNAPSHOT_KEY_TYPE, UPDATE_KEY_TYPE):
@@ -108,7 +113,7 @@ def decode_record(key: bytes, value: bytes | None) -> tuple[int, ShareKey, Any] 
     return key_type, skey, decode(vschema, VALUE_VERSION, value, 2)
 
 
-def topic_configs(segment_bytes: int) -> dict[str, Any]:
+def topic_configs(segment_bytes: int) -> TopicConfigs:
     """The configs __share_group_state is created with (compacted, share.coordinator.state.topic.segment.bytes)."""
     return {"cleanup.policy": ["compact"], "segment.bytes": segment_bytes, "compression.type": "producer"}
 
@@ -136,14 +141,14 @@ class ShareCoordinatorShard:
             created = prev.create_timestamp if prev is not None and prev.create_timestamp >= 0 else now
             v = sr.SHARE_SNAPSHOT_VALUE
             value = v(snapshot_epoch=epoch, state_epoch=state_epoch, leader_epoch=0, start_offset=start_offset,
-                      create_timestamp=created, write_timestamp=now, state_batches=_batches(v, batches))
+                      create_timestamp=created, write_timestamp=now, state_batches=_batches(v.StateBatch, batches))
             self._append(key, encode_key(SNAPSHOT_KEY_TYPE, key), v, value)
             self.states[key] = PersistedState(start_offset, state_epoch, list(batches), created, epoch, 0)
         else:
             assert prev is not None and changed is not None
             u = sr.SHARE_UPDATE_VALUE
             value = u(snapshot_epoch=prev.snapshot_epoch, leader_epoch=0, start_offset=start_offset,
-                      state_batches=_batches(u, changed))
+                      state_batches=_batches(u.StateBatch, changed))
             self._append(key, encode_key(UPDATE_KEY_TYPE, key), u, value)
             prev.start_offset, prev.batches = start_offset, list(batches)
             prev.updates_since_snapshot += 1
@@ -155,7 +160,7 @@ class ShareCoordinatorShard:
             return
         self.store.append(coordinator_key(key), [(encode_key(t, key), None) for t in (SNAPSHOT_KEY_TYPE, UPDATE_KEY_TYPE)])
 
-    def _append(self, key: ShareKey, kbytes: bytes, schema: Any, value: Any) -> None:
+    def _append(self, key: ShareKey, kbytes: bytes, schema: Schema[M], value: M) -> None:
         vbytes = struct.pack(">h", VALUE_VERSION) + bytes(encode(schema, VALUE_VERSION, value))
         self.store.append(coordinator_key(key), [(kbytes, vbytes)])
 
@@ -179,14 +184,14 @@ class ShareCoordinatorShard:
         for key in [k for k in self.states if self.store.partition_for(coordinator_key(k)) == partition]:
             del self.states[key]
 
-    def _apply(self, key_type: int, key: ShareKey, value: Any) -> None:
+    def _apply(self, key_type: int, key: ShareKey, value: ShareValue | None) -> None:
         if value is None:
             if key_type == SNAPSHOT_KEY_TYPE:
                 self.states.pop(key, None)
             return
         batches = [StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                    for b in value.state_batches]
-        if key_type == SNAPSHOT_KEY_TYPE:
+        if isinstance(value, sr.ShareSnapshotValue):  # the value of a SNAPSHOT_KEY_TYPE record
             self.states[key] = PersistedState(value.start_offset, value.state_epoch, batches,
                                               value.create_timestamp, value.snapshot_epoch, 0)
             return

@@ -40,10 +40,10 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from minibroker.config import BrokerConfig
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
@@ -52,11 +52,23 @@ from minibroker.coordinator.share.share_partition import BatchInfo, SharePartiti
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import iter_batches
+from protocol.records.batch import BatchView, iter_batches
 from storage.clock import Clock, wall_clock_ms
 from storage.log import Log
 
 log = logging.getLogger("minibroker.coordinator.share_group")
+
+
+class AcknowledgementBatch(Protocol):
+    """An acknowledged range of a ShareAcknowledge or ShareFetch request (both carry this struct)."""
+
+    @property
+    def first_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def acknowledge_types(self) -> Sequence[int]: ...
+
 
 LEAVE_EPOCH = -1
 INITIAL_SESSION_EPOCH = 0
@@ -506,7 +518,7 @@ class ShareGroupCoordinator:
 
     # -- acknowledgements and acquisition ----------------------------------------------------
     def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, partition: int,
-                    batches: Iterable[Any]) -> int:
+                    batches: Iterable[AcknowledgementBatch]) -> int:
         key = (group_id, topic_id, partition)
         sp = self.partitions.get(key)
         if sp is None:
@@ -560,7 +572,7 @@ class ShareGroupCoordinator:
         return sp is not None and sp.has_available()
 
 
-def _skipped(lg: Log, views: list[Any], offset: int, limit: int) -> set[int]:
+def _skipped(lg: Log, views: list[BatchView], offset: int, limit: int) -> set[int]:
     """Positions of the batches of aborted transactions among `views` (read_committed: never
     delivered), found the way a read_committed consumer finds them: the aborted-transaction
     index gives each aborted producer's first offset; its batches from there up to its abort

@@ -24,9 +24,8 @@ from __future__ import annotations
 import logging
 import struct
 from collections.abc import Iterator
-from typing import Any
 
-from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore, TopicConfigs
 from minibroker.coordinator.txn.transaction_metadata import (
     TransactionMetadata,
     TransactionState,
@@ -104,7 +103,7 @@ def read_value(transactional_id: str, value: bytes | memoryview | None) -> Trans
     return md
 
 
-def topic_configs(segment_bytes: int, min_isr: int) -> dict[str, Any]:
+def topic_configs(segment_bytes: int, min_isr: int) -> TopicConfigs:
     """The configs __transaction_state is created with (TransactionStateManager.transactionTopicConfigs)."""
     return {"cleanup.policy": ["compact"], "compression.type": "uncompressed", "segment.bytes": segment_bytes,
             "min.insync.replicas": min_isr, "unclean.leader.election.enable": False}
