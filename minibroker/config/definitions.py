@@ -156,9 +156,9 @@ def as_bool(name: str, value: ConfigValue) -> bool:
 
 
 def as_float(name: str, value: ConfigValue) -> float:
-    """A double key."""
-    if isinstance(value, float):
-        return value
+    """A double key (an int is widened, as Java widens a long to a double)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
     raise _mismatch(name, value, "a float")
 
 
