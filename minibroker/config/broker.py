@@ -208,7 +208,6 @@ class BrokerConfig:
     # ---- checks across keys (KafkaConfig.validateValues and our single-node limits)
 
     def _check(self) -> None:
-        v = self._values
         roll_ms = self.get_optional_int("log.roll.ms")
         if roll_ms is None:
             roll_ms = self.get_int("log.roll.hours") * 3600 * 1000
@@ -236,7 +235,7 @@ class BrokerConfig:
                 raise ConfigError(f"Listener {endpoint} uses {endpoint.security_protocol}; minibroker serves "
                                   + ", ".join(SERVED_SECURITY_PROTOCOLS) + " only")
         if len({e.port for e in self.listener_endpoints if e.port}) != len([e for e in self.listener_endpoints if e.port]):
-            raise ConfigError.invalid("listeners", v["listeners"], "Each listener must have a different port")
+            raise ConfigError.invalid("listeners", self.get_str("listeners"), "Each listener must have a different port")
         advertised_text = self.get_optional_str("advertised.listeners")
         if advertised_text:
             advertised = parse_listeners(advertised_text, protocol_map, key="advertised.listeners")
