@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from minibroker.config import (
     ConfigEntry,
     ConfigError,
     ConfigSource,
+    ConfigValue,
     describe_broker_config,
     describe_topic_config,
     format_value,
@@ -51,8 +52,8 @@ class DynamicBrokerConfig:
     def __init__(self, static: BrokerConfig, data_dir: Path):
         self.static = static
         self.path = Path(data_dir) / DYNAMIC_CONFIG_FILE
-        self.per_broker: dict[str, Any] = {}  # key -> parsed value
-        self.cluster_default: dict[str, Any] = {}
+        self.per_broker: dict[str, ConfigValue] = {}  # key -> parsed value
+        self.cluster_default: dict[str, ConfigValue] = {}
         self.current = static  # static < cluster default < per broker, recombined on every change
         self._listeners: list[Callable[[BrokerConfig], None]] = []
 
@@ -60,7 +61,11 @@ class DynamicBrokerConfig:
         """Call `listener(new_config)` after every accepted change (Kafka: Reconfigurable)."""
         self._listeners.append(listener)
 
+    def value(self, key: str) -> ConfigValue:
+        return self.current.value(key)
+
     def get(self, key: str) -> Any:
+        """`value`, untyped as BrokerConfig.get is (minibroker.cleaner uses it as a number)."""
         return self.current.get(key)
 
     # -- persistence -------------------------------------------------------------------------
@@ -82,7 +87,7 @@ class DynamicBrokerConfig:
         replicas, KIP-966) records `min.insync.replicas` as a cluster-wide dynamic default then,
         from the static config, so every topic and the broker default describe it with source
         DYNAMIC_DEFAULT_BROKER_CONFIG (docs/differences.md#cluster-min-isr)."""
-        self.cluster_default = {"min.insync.replicas": self.static.get("min.insync.replicas")}
+        self.cluster_default = {"min.insync.replicas": self.static.value("min.insync.replicas")}
         self.current = self.combined()
         try:
             self._store()
@@ -90,7 +95,7 @@ class DynamicBrokerConfig:
             log.warning("Cannot write %s: %s", self.path, e)
 
     def _store(self) -> None:
-        def text(layer: dict[str, Any]) -> dict[str, str | None]:
+        def text(layer: dict[str, ConfigValue]) -> dict[str, str | None]:
             return {k: format_value(BROKER_CONFIGS[k], v) for k, v in sorted(layer.items())}
         data = {"version": 0, "broker": text(self.per_broker), "default": text(self.cluster_default)}
         atomic_write(self.path, json.dumps(data, indent=1).encode("utf-8"))
@@ -98,7 +103,7 @@ class DynamicBrokerConfig:
     # -- the combined config ------------------------------------------------------------------
     def combined(self) -> BrokerConfig:
         """static < cluster default < per broker, as one BrokerConfig."""
-        props = {k: self.static.get(k) for k in BROKER_CONFIGS if self.static.is_set(k)}
+        props = {k: self.static.value(k) for k in BROKER_CONFIGS if self.static.is_set(k)}
         props.update(self.cluster_default)
         props.update(self.per_broker)
         if not self.per_broker and not self.cluster_default:
@@ -107,11 +112,11 @@ class DynamicBrokerConfig:
         cfg.cluster_id = self.static.cluster_id
         return cfg
 
-    def layer(self, per_broker: bool) -> dict[str, Any]:
+    def layer(self, per_broker: bool) -> dict[str, ConfigValue]:
         return self.per_broker if per_broker else self.cluster_default
 
     @staticmethod
-    def validate(new_layer: dict[str, str | None], per_broker: bool) -> dict[str, Any]:
+    def validate(new_layer: dict[str, str | None], per_broker: bool) -> dict[str, ConfigValue]:
         """Parse a whole new layer (key -> text); ConfigError for keys that cannot change live."""
         fixed = sorted(k for k in new_layer if k in BROKER_CONFIGS and (BROKER_CONFIGS[k].read_only or k in _NOT_HERE))
         if fixed:
@@ -121,7 +126,7 @@ class DynamicBrokerConfig:
             raise ConfigError(f"Unknown broker configs: {', '.join(unknown)}")
         return _parse_all(new_layer)
 
-    def replace_layer(self, per_broker: bool, parsed: dict[str, Any]) -> BrokerConfig:
+    def replace_layer(self, per_broker: bool, parsed: dict[str, ConfigValue]) -> BrokerConfig:
         """Check the combined result (cross-key rules) and make `parsed` the layer; returns the
         new combined config. Nothing changes if the combination is invalid."""
         old = dict(self.layer(per_broker))
@@ -157,7 +162,7 @@ class DynamicBrokerConfig:
                 if name in layer:
                     out.append((name, None if key.sensitive else format_value(key, layer[name]), int(src)))
             if self.static.is_set(name):
-                out.append((name, None if key.sensitive else format_value(key, self.static.get(name)),
+                out.append((name, None if key.sensitive else format_value(key, self.static.value(name)),
                             int(ConfigSource.STATIC_BROKER_CONFIG)))
         out.sort(key=lambda s: _SOURCE_ORDER.get(s[2], 0 if s[2] == ConfigSource.DYNAMIC_TOPIC_CONFIG else 9))
         return out
@@ -186,12 +191,13 @@ class DynamicBrokerConfig:
                                        type=int(key.config_type), doc=key.doc))
         return entries
 
-    def describe_topic(self, config: BrokerConfig, overrides: dict[str, Any]) -> list[ConfigEntry]:
+    def describe_topic(self, config: BrokerConfig, overrides: Mapping[str, ConfigValue]) -> list[ConfigEntry]:
         return self._fix(describe_topic_config(config, overrides))
 
 
-def _parse_all(layer: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _parse_all(layer: Mapping[str, object]) -> dict[str, ConfigValue]:
+    """Parse a layer: request text, or what the overrides file holds (any JSON: parse_value narrows it)."""
+    out: dict[str, ConfigValue] = {}
     for name, raw in layer.items():
         key = BROKER_CONFIGS.get(name)
         if key is None:

@@ -21,9 +21,15 @@ import logging
 import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from minibroker.config import BrokerConfig, effective_topic_config, to_log_config, validate_topic_config
+from minibroker.config import (
+    BrokerConfig,
+    ConfigValue,
+    effective_topic_config,
+    to_log_config,
+    validate_topic_config,
+)
 from minibroker.metadata_cache import MetadataPublisher, PartitionImage, TopicImage
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import LogConfig
@@ -71,7 +77,7 @@ class Topic:
     __slots__ = ("name", "topic_id", "partitions", "overrides", "config")
 
     def __init__(self, name: str, topic_id: uuid.UUID, partitions: dict[int, Log],
-                 overrides: dict[str, Any], config: dict[str, Any]):
+                 overrides: dict[str, ConfigValue], config: dict[str, ConfigValue]):
         self.name = name
         self.topic_id = topic_id
         self.partitions = partitions
@@ -191,7 +197,7 @@ class TopicRegistry:
                 lg.config = log_config
             self._publish(topic)
 
-    def alter_config(self, topic: Topic, overrides: dict[str, Any], effective: dict[str, Any]) -> None:
+    def alter_config(self, topic: Topic, overrides: dict[str, ConfigValue], effective: dict[str, ConfigValue]) -> None:
         """A topic's config overrides changed (AlterConfigs): stored, then published."""
         self.log_manager.set_topic_overrides(topic.name, overrides)
         topic.overrides = overrides
@@ -200,7 +206,7 @@ class TopicRegistry:
 
     # -- creating ---------------------------------------------------------------------------
     def check_new_topic(self, name: str, num_partitions: int, replication_factor: int,
-                        configs: Mapping[str, str | None]) -> dict[str, Any]:
+                        configs: Mapping[str, str | None]) -> dict[str, ConfigValue]:
         """Validate a topic creation as Kafka does; return the parsed config overrides."""
         validate_topic_name(name)
         if name in self._by_name:
@@ -227,11 +233,11 @@ class TopicRegistry:
         except Exception as e:  # ConfigError
             raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
 
-    def log_config(self, effective: dict[str, Any]) -> LogConfig:
+    def log_config(self, effective: dict[str, ConfigValue]) -> LogConfig:
         return to_log_config(effective)
 
-    def _prepare(self, name: str, overrides: dict[str, Any] | None
-                 ) -> tuple[uuid.UUID, dict[str, Any], dict[str, Any], LogConfig]:
+    def _prepare(self, name: str, overrides: dict[str, ConfigValue] | None
+                 ) -> tuple[uuid.UUID, dict[str, ConfigValue], dict[str, ConfigValue], LogConfig]:
         overrides = dict(overrides or {})
         effective = effective_topic_config(self.config, overrides)
         self.log_manager.set_topic_overrides(name, overrides, new_topic=True)
@@ -240,20 +246,20 @@ class TopicRegistry:
     def _make_logs(self, name: str, topic_id: uuid.UUID, partitions: range, log_config: LogConfig) -> dict[int, Log]:
         return {p: self.log_manager.create_log(name, p, topic_id, log_config) for p in partitions}
 
-    def _finish(self, name: str, topic_id: uuid.UUID, parts: dict[int, Log], overrides: dict[str, Any],
-                effective: dict[str, Any]) -> Topic:
+    def _finish(self, name: str, topic_id: uuid.UUID, parts: dict[int, Log], overrides: dict[str, ConfigValue],
+                effective: dict[str, ConfigValue]) -> Topic:
         topic = Topic(name, topic_id, parts, overrides, effective)
         self._register(topic)
         log.info("Created topic %s with %d partition(s), id %s", name, len(parts), topic_id)
         return topic
 
-    def create(self, name: str, num_partitions: int, overrides: dict[str, Any] | None = None) -> Topic:
+    def create(self, name: str, num_partitions: int, overrides: dict[str, ConfigValue] | None = None) -> Topic:
         """Create a topic now, on the calling thread (each partition costs a few fsyncs)."""
         topic_id, overrides, effective, log_config = self._prepare(name, overrides)
         parts = self._make_logs(name, topic_id, range(num_partitions), log_config)
         return self._finish(name, topic_id, parts, overrides, effective)
 
-    async def create_async(self, name: str, num_partitions: int, overrides: dict[str, Any] | None = None
+    async def create_async(self, name: str, num_partitions: int, overrides: dict[str, ConfigValue] | None = None
                            ) -> Topic:
         """`create` with the partition directories made off the event loop.
 
@@ -274,25 +280,25 @@ class TopicRegistry:
             pending.add_done_callback(lambda _f: self._creating.pop(name, None))
         return await asyncio.shield(pending)
 
-    async def _create_off_loop(self, name: str, num_partitions: int, overrides: dict[str, Any] | None) -> Topic:
+    async def _create_off_loop(self, name: str, num_partitions: int, overrides: dict[str, ConfigValue] | None) -> Topic:
         topic_id, overrides, effective, log_config = self._prepare(name, overrides)
         parts = await asyncio.get_running_loop().run_in_executor(
             None, self._make_logs, name, topic_id, range(num_partitions), log_config)
         return self._finish(name, topic_id, parts, overrides, effective)
 
-    def ensure_internal_topic(self, name: str, partitions: int, overrides: dict[str, Any]) -> Topic:
+    def ensure_internal_topic(self, name: str, partitions: int, overrides: dict[str, ConfigValue]) -> Topic:
         topic = self._by_name.get(name)
         return topic if topic is not None else self.create(name, partitions, overrides)
 
-    async def ensure_internal_topic_async(self, name: str, partitions: int, overrides: dict[str, Any]) -> Topic:
+    async def ensure_internal_topic_async(self, name: str, partitions: int, overrides: dict[str, ConfigValue]) -> Topic:
         topic = self._by_name.get(name)
         return topic if topic is not None else await self.create_async(name, partitions, overrides)
 
     def _auto_create_partitions(self, name: str) -> int | None:
-        if not self.config.get("auto.create.topics.enable"):
+        if not self.config.get_bool("auto.create.topics.enable"):
             return None
         validate_topic_name(name)
-        return int(self.config.get("num.partitions"))
+        return self.config.get_int("num.partitions")
 
     async def maybe_auto_create(self, name: str) -> Topic | None:
         """Metadata auto-creation (auto.create.topics.enable), with the broker's defaults."""

@@ -19,7 +19,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from minibroker.config.definitions import _COMMA, ConfigError, ConfigSource, parse_value
+from minibroker.config.definitions import (
+    _COMMA,
+    ConfigError,
+    ConfigSource,
+    ConfigValue,
+    as_bool,
+    as_float,
+    as_int,
+    as_list,
+    as_optional_int,
+    as_optional_str,
+    as_str,
+    parse_value,
+)
 from minibroker.config.keys import _PROTOCOL_MAP_DEFAULT, _SYNONYM_SCALE, BROKER_CONFIGS, TOPIC_CONFIGS
 
 # One logger for the whole package: operators filter on "minibroker.config".
@@ -97,7 +110,7 @@ def generate_cluster_id() -> str:
 # --------------------------------------------------------------------------- the broker config
 
 
-def _flatten(mapping: Mapping[Any, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:
+def _flatten(mapping: Mapping[object, object], prefix: str = "") -> Iterable[tuple[str, object]]:
     """Nested YAML maps become dotted keys: {log: {dirs: x}} -> ('log.dirs', x)."""
     for k, v in mapping.items():
         name = f"{prefix}{k}"
@@ -113,15 +126,16 @@ class BrokerConfig:
     Build it with `load` (YAML file, CLI flags, overrides) or `from_props` (a mapping of Kafka keys).
     """
 
-    def __init__(self, static: Mapping[str, Any]):
-        """`static`: explicitly set broker keys -> raw or parsed values. Unknown keys are logged and kept
-        in `unknown`; invalid values raise ConfigError."""
-        self.unknown: dict[str, Any] = {}
+    def __init__(self, static: Mapping[str, object]):
+        """`static`: explicitly set broker keys -> raw or parsed values (anything a YAML file or
+        --override holds: `parse_value` narrows it). Unknown keys are logged and kept in `unknown`;
+        invalid values raise ConfigError."""
+        self.unknown: dict[str, object] = {}
         # Kafka's per-listener keys, `listener.name.<listener>.[<mechanism>.]<key>` (the SASL JAAS
         # configs, per-listener SSL and SASL settings): read by minibroker.security. They hold
         # secrets: never logged, masked in repr.
         self.listener_props: dict[str, str] = {}
-        parsed: dict[str, Any] = {}
+        parsed: dict[str, ConfigValue] = {}
         for name, raw in static.items():
             if name.startswith("listener.name.") and raw is not None:
                 self.listener_props[name] = str(raw)
@@ -144,25 +158,25 @@ class BrokerConfig:
         if "node.id" in parsed and "broker.id" in parsed and parsed["node.id"] != parsed["broker.id"]:
             raise ConfigError("You must set `node.id` to the same value as `broker.id`.")
         if "broker.id" in parsed and "node.id" not in parsed:
-            if parsed["broker.id"] < 0:
+            if as_int("broker.id", parsed["broker.id"]) < 0:
                 raise ConfigError.invalid("broker.id", parsed["broker.id"], "Value must be at least 0")
             parsed["node.id"] = parsed["broker.id"]
         elif "node.id" in parsed:
             parsed["broker.id"] = parsed["node.id"]
 
         self._static = parsed
-        self._values = {name: key.default for name, key in BROKER_CONFIGS.items()}
+        self._values: dict[str, ConfigValue] = {name: key.default for name, key in BROKER_CONFIGS.items()}
         self._values.update(parsed)
         if "broker.id" not in parsed:
             self._values["broker.id"] = self._values["node.id"]
         self._check()
         self._topic_defaults = self._resolve_topic_defaults()
-        self.cluster_id: str = self._values["cluster.id"] or generate_cluster_id()
+        self.cluster_id: str = self.get_optional_str("cluster.id") or generate_cluster_id()
 
     # ---- construction
 
     @classmethod
-    def from_props(cls, props: Mapping[str, Any]) -> BrokerConfig:
+    def from_props(cls, props: Mapping[str, object]) -> BrokerConfig:
         return cls(props)
 
     @classmethod
@@ -173,7 +187,7 @@ class BrokerConfig:
         host/port replace `listeners` with PLAINTEXT://host:port (a missing one is taken from the
         listener it replaces); `advertised.listeners` follows unless set explicitly. data_dir sets log.dirs.
         """
-        props: dict[str, Any] = {}
+        props: dict[str, object] = {}
         if path is not None:
             props.update(_read_yaml(Path(path)))
         if host is not None or port is not None:
@@ -194,16 +208,19 @@ class BrokerConfig:
     # ---- checks across keys (KafkaConfig.validateValues and our single-node limits)
 
     def _check(self) -> None:
-        v = self._values
-        roll_ms = v["log.roll.ms"] if v["log.roll.ms"] is not None else v["log.roll.hours"] * 3600 * 1000
+        roll_ms = self.get_optional_int("log.roll.ms")
+        if roll_ms is None:
+            roll_ms = self.get_int("log.roll.hours") * 3600 * 1000
         if roll_ms < 1:
             raise ConfigError("log.roll.ms must be greater than or equal to 1")
-        jitter = v["log.roll.jitter.ms"] if v["log.roll.jitter.ms"] is not None else v["log.roll.jitter.hours"]
+        jitter = self.get_optional_int("log.roll.jitter.ms")
+        if jitter is None:
+            jitter = self.get_int("log.roll.jitter.hours")
         if jitter < 0:
             raise ConfigError("log.roll.jitter.ms must be greater than or equal to 0")
         if self._retention_ms() == 0:
             raise ConfigError("log.retention.ms must be unlimited (-1) or, greater than or equal to 1")
-        dirs = [d for d in _COMMA.split((v["log.dirs"] or v["log.dir"] or "").strip()) if d]
+        dirs = [d for d in _COMMA.split((self.get_optional_str("log.dirs") or self.get_str("log.dir")).strip()) if d]
         if not dirs:
             raise ConfigError("At least one log directory must be defined via log.dirs or log.dir.")
         if len(dirs) > 1:
@@ -211,16 +228,17 @@ class BrokerConfig:
                               + ",".join(dirs))
         self.data_dir = Path(dirs[0])
 
-        self.listener_endpoints = parse_listeners(v["listeners"], v["listener.security.protocol.map"])
+        protocol_map = self.get_str("listener.security.protocol.map")
+        self.listener_endpoints = parse_listeners(self.get_str("listeners"), protocol_map)
         for endpoint in self.listener_endpoints:
             if endpoint.security_protocol not in SERVED_SECURITY_PROTOCOLS:
                 raise ConfigError(f"Listener {endpoint} uses {endpoint.security_protocol}; minibroker serves "
                                   + ", ".join(SERVED_SECURITY_PROTOCOLS) + " only")
         if len({e.port for e in self.listener_endpoints if e.port}) != len([e for e in self.listener_endpoints if e.port]):
-            raise ConfigError.invalid("listeners", v["listeners"], "Each listener must have a different port")
-        if v["advertised.listeners"]:
-            advertised = parse_listeners(v["advertised.listeners"], v["listener.security.protocol.map"],
-                                         key="advertised.listeners")
+            raise ConfigError.invalid("listeners", self.get_str("listeners"), "Each listener must have a different port")
+        advertised_text = self.get_optional_str("advertised.listeners")
+        if advertised_text:
+            advertised = parse_listeners(advertised_text, protocol_map, key="advertised.listeners")
         else:  # Kafka advertises the listeners; an empty host becomes this machine's name
             advertised = [Endpoint(e.listener_name, e.security_protocol, e.host or socket.gethostname(), e.port)
                           for e in self.listener_endpoints]
@@ -247,36 +265,33 @@ class BrokerConfig:
                 # on it gets no address for this broker. Ours answers with the listener's own.
                 advertised.append(Endpoint(e.listener_name, e.security_protocol,
                                            e.host or socket.gethostname(), e.port))
-        self.node_id: int = v["node.id"]
+        self.node_id: int = self.get_int("node.id")
 
         for key in ("default.replication.factor", "offsets.topic.replication.factor",
                     "transaction.state.log.replication.factor"):
-            if v[key] > 1:
+            if self.get_int(key) > 1:
                 log.warning("%s=%d, but this is a single-node broker: topics that need more than one replica "
-                            "cannot be created", key, v[key])
-        if v["group.max.session.timeout.ms"] < v["group.min.session.timeout.ms"]:
+                            "cannot be created", key, self.get_int(key))
+        if self.get_int("group.max.session.timeout.ms") < self.get_int("group.min.session.timeout.ms"):
             raise ConfigError("group.max.session.timeout.ms must be greater than or equal to "
                               "group.min.session.timeout.ms")
 
     def _retention_ms(self) -> int:
         # KafkaConfig.logRetentionTimeMillis: ms, else minutes, else hours; any negative means -1 (forever).
-        v = self._values
-        if v["log.retention.ms"] is not None:
-            millis = v["log.retention.ms"]
-        elif v["log.retention.minutes"] is not None:
-            millis = v["log.retention.minutes"] * 60 * 1000
-        else:
-            millis = v["log.retention.hours"] * 3600 * 1000
+        millis = self.get_optional_int("log.retention.ms")
+        if millis is None:
+            minutes = self.get_optional_int("log.retention.minutes")
+            millis = minutes * 60 * 1000 if minutes is not None else self.get_int("log.retention.hours") * 3600 * 1000
         return -1 if millis < 0 else millis
 
-    def _resolve_topic_defaults(self) -> dict[str, Any]:
-        defaults: dict[str, Any] = {}
+    def _resolve_topic_defaults(self) -> dict[str, ConfigValue]:
+        defaults: dict[str, ConfigValue] = {}
         for name, key in TOPIC_CONFIGS.items():
             value = key.default
             for synonym in key.synonyms:
                 raw = self._values.get(synonym)
                 if raw is not None:
-                    value = raw * _SYNONYM_SCALE[synonym] if synonym in _SYNONYM_SCALE else raw
+                    value = as_int(synonym, raw) * _SYNONYM_SCALE[synonym] if synonym in _SYNONYM_SCALE else raw
                     break
             if isinstance(value, list):
                 value = list(value)
@@ -302,12 +317,47 @@ class BrokerConfig:
 
     # ---- reading
 
-    def get(self, key: str) -> Any:
-        """The parsed value of a broker key (None where Kafka's default is null and nothing set it)."""
+    def value(self, key: str) -> ConfigValue:
+        """The parsed value of a broker key (None where Kafka's default is null and nothing set it).
+        Callers that use the value as one type read it with the typed getters below."""
         try:
             return self._values[key]
         except KeyError:
             raise KeyError(f"Unknown broker config {key}") from None
+
+    def get(self, key: str) -> Any:
+        """`value`, untyped: kept for the ~70 callers outside minibroker.config that use it as an int or
+        a bool today (issue 28: they move to the typed getters, then this returns ConfigValue)."""
+        return self.value(key)
+
+    # Typed getters (Kafka's AbstractConfig.getInt/getLong/getBoolean/getDouble/getString/getList):
+    # TypeError if the key is not of that type, a programming error the tests catch.
+
+    def get_int(self, key: str) -> int:
+        """An int, short or long key."""
+        return as_int(key, self.value(key))
+
+    def get_optional_int(self, key: str) -> int | None:
+        """An int, short or long key whose default is null (log.retention.ms, log.roll.ms...)."""
+        return as_optional_int(key, self.value(key))
+
+    def get_bool(self, key: str) -> bool:
+        return as_bool(key, self.value(key))
+
+    def get_float(self, key: str) -> float:
+        """A double key."""
+        return as_float(key, self.value(key))
+
+    def get_str(self, key: str) -> str:
+        """A string, password or class key."""
+        return as_str(key, self.value(key))
+
+    def get_optional_str(self, key: str) -> str | None:
+        """A string, password or class key whose default is null (cluster.id, advertised.listeners...)."""
+        return as_optional_str(key, self.value(key))
+
+    def get_list(self, key: str) -> list[str]:
+        return as_list(key, self.value(key))
 
     def source(self, key: str) -> str:
         """'STATIC_BROKER_CONFIG' if the key was set (file, flag or override), else 'DEFAULT_CONFIG'."""
@@ -321,16 +371,18 @@ class BrokerConfig:
     def is_set(self, key: str) -> bool:
         return key in self._static
 
-    def values(self) -> dict[str, Any]:
+    def values(self) -> dict[str, ConfigValue]:
         return dict(self._values)
 
-    def topic_defaults(self) -> dict[str, Any]:
+    def topic_defaults(self) -> dict[str, ConfigValue]:
         """Every topic key -> its default on this broker (the first broker synonym with a value)."""
         return {k: (list(v) if isinstance(v, list) else v) for k, v in self._topic_defaults.items()}
 
     def listener_value(self, listener: str, key: str, mechanism: str | None = None) -> Any:
         """`key` for one listener: `listener.name.<listener>.[<mechanism>.]<key>` if set, else the
-        broker-wide key where there is one (Kafka: ListenerName.configPrefix, lower-cased names)."""
+        broker-wide key where there is one (Kafka: ListenerName.configPrefix, lower-cased names).
+        Untyped as `get` is: the per-listener text or the broker key's parsed value, which
+        minibroker.security converts itself today."""
         prefix = f"listener.name.{listener.lower()}."
         for name in ([f"{prefix}{mechanism.lower()}.{key}"] if mechanism else []) + [prefix + key]:
             if name in self.listener_props:
@@ -342,7 +394,7 @@ class BrokerConfig:
         return f"BrokerConfig(static={shown!r}, listener keys={sorted(self.listener_props)!r})"
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_yaml(path: Path) -> dict[str, object]:
     import yaml  # lazy: only a --config file needs it (tests/test_startup_imports.py)
 
     try:
@@ -357,7 +409,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, Mapping):
         raise ConfigError(f"Config file {path} must hold a mapping of Kafka config keys, not {type(data).__name__}")
-    props: dict[str, Any] = {}
+    props: dict[str, object] = {}
     for name, value in _flatten(data):
         if name in props:
             log.warning("Config key %s is given twice in %s; the later value wins", name, path)

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import TypeAlias
 
 from protocol.errors import ErrorCode
 
@@ -29,6 +29,12 @@ INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
 _RANGES = {"int": (-(2**31), 2**31 - 1), "short": (-(2**15), 2**15 - 1), "long": (-(2**63), 2**63 - 1)}
 _JAVA_TYPE = {"int": "INT", "short": "SHORT", "long": "LONG", "double": "DOUBLE"}
+
+# A parsed config value, one per ConfigDef.Type: boolean -> bool; int, short, long -> int;
+# double -> float; string, password, class -> str; list -> list[str]; None where Kafka's default is
+# null. Stores keep this union; callers read one key with a typed accessor (`as_int`, `as_str`...,
+# Kafka's AbstractConfig.getInt/getString...), which knows the key's type.
+ConfigValue: TypeAlias = bool | int | float | str | list[str] | None
 
 
 # --------------------------------------------------------------------------- errors and ids
@@ -43,14 +49,15 @@ class ConfigError(ValueError):
 
     code = ErrorCode.INVALID_CONFIG
 
-    def __init__(self, message: str, *, name: str | None = None, value: Any = None, reason: str | None = None):
+    # `value` is whatever was given (a YAML scalar, a list, request text): only shown, never used.
+    def __init__(self, message: str, *, name: str | None = None, value: object = None, reason: str | None = None):
         super().__init__(message)
         self.name = name
         self.value = value
         self.reason = reason if reason is not None else message
 
     @classmethod
-    def invalid(cls, name: str, value: Any, reason: str) -> ConfigError:
+    def invalid(cls, name: str, value: object, reason: str) -> ConfigError:
         return cls(f"Invalid value {_java_str(value)} for configuration {name}: {reason}",
                    name=name, value=value, reason=reason)
 
@@ -107,7 +114,7 @@ def _java_double(x: float) -> str:
     return f"{'-' if sign else ''}{mantissa}E{exp10}"
 
 
-def _java_str(value: Any) -> str:
+def _java_str(value: object) -> str:
     """How Java's string concatenation shows a parsed config value in an error message."""
     if value is None:
         return "null"
@@ -120,16 +127,85 @@ def _java_str(value: Any) -> str:
     return str(value)
 
 
+# --------------------------------------------------------------------------- typed accessors
+# A key's value read with the type its ConfigKey declares (Kafka's AbstractConfig.getInt, getLong,
+# getBoolean, getDouble, getString, getList). A mismatch is a programming error (the wrong accessor
+# for the key), not a bad config: parse_value already gave the value the key's type.
+
+
+def _mismatch(name: str, value: ConfigValue, wanted: str) -> TypeError:
+    return TypeError(f"config {name} holds {type(value).__name__} {value!r}, not {wanted}")
+
+
+def as_int(name: str, value: ConfigValue) -> int:
+    """An int, short or long key that has a value."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise _mismatch(name, value, "an int")
+
+
+def as_optional_int(name: str, value: ConfigValue) -> int | None:
+    """An int, short or long key whose default is null."""
+    return None if value is None else as_int(name, value)
+
+
+def as_bool(name: str, value: ConfigValue) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise _mismatch(name, value, "a bool")
+
+
+def as_float(name: str, value: ConfigValue) -> float:
+    """A double key (an int is widened, as Java widens a long to a double)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise _mismatch(name, value, "a float")
+
+
+def as_str(name: str, value: ConfigValue) -> str:
+    """A string, password or class key that has a value."""
+    if isinstance(value, str):
+        return value
+    raise _mismatch(name, value, "a str")
+
+
+def as_optional_str(name: str, value: ConfigValue) -> str | None:
+    """A string, password or class key whose default is null."""
+    return None if value is None else as_str(name, value)
+
+
+def as_list(name: str, value: ConfigValue) -> list[str]:
+    if isinstance(value, list):
+        return value
+    raise _mismatch(name, value, "a list")
+
+
 # --------------------------------------------------------------------------- validators
-# Small callables with Kafka's messages; str() gives the "valid values" text Kafka's docs show.
+# Small callables with Kafka's messages; str() gives the "valid values" text Kafka's docs show. A
+# validator runs on a value parse_value already gave its key's type; `_number` and `_items` only
+# narrow the union for the checks.
+
+Validator: TypeAlias = Callable[[ConfigValue], None]
+
+
+def _number(value: ConfigValue) -> int | float:
+    if isinstance(value, int | float):
+        return value
+    raise ConfigError("Value must be a number")
+
+
+def _items(value: ConfigValue) -> list[str]:
+    if isinstance(value, list):
+        return value
+    raise ConfigError("Value must be a list")
 
 
 class AtLeast:
     def __init__(self, minimum: int | float):
         self.minimum = minimum
 
-    def __call__(self, value: Any) -> None:
-        if value < self.minimum:
+    def __call__(self, value: ConfigValue) -> None:
+        if _number(value) < self.minimum:
             raise ConfigError(f"Value must be at least {_java_str(self.minimum)}")
 
     def __str__(self) -> str:
@@ -140,10 +216,11 @@ class Between:
     def __init__(self, minimum: int | float, maximum: int | float):
         self.minimum, self.maximum = minimum, maximum
 
-    def __call__(self, value: Any) -> None:
-        if value < self.minimum:
+    def __call__(self, value: ConfigValue) -> None:
+        number = _number(value)
+        if number < self.minimum:
             raise ConfigError(f"Value must be at least {_java_str(self.minimum)}")
-        if value > self.maximum:
+        if number > self.maximum:
             raise ConfigError(f"Value must be no more than {_java_str(self.maximum)}")
 
     def __str__(self) -> str:
@@ -156,7 +233,7 @@ class ValidString:
     def __init__(self, *allowed: str):
         self.allowed = allowed
 
-    def __call__(self, value: Any) -> None:
+    def __call__(self, value: ConfigValue) -> None:
         if value not in self.allowed:
             raise ConfigError("String must be one of: " + ", ".join(self.allowed), value=value)
 
@@ -170,8 +247,8 @@ class ValidList:
     def __init__(self, *allowed: str):
         self.item = ValidString(*allowed)
 
-    def __call__(self, value: Any) -> None:
-        for item in value:
+    def __call__(self, value: ConfigValue) -> None:
+        for item in _items(value):
             self.item(item)
 
     def __str__(self) -> str:
@@ -181,8 +258,9 @@ class ValidList:
 class GzipLevel:
     """1..9, or -1 for zlib's default (Kafka's CompressionType.GZIP level validator)."""
 
-    def __call__(self, value: Any) -> None:
-        if value > 9 or (value < 1 and value != -1):
+    def __call__(self, value: ConfigValue) -> None:
+        level = _number(value)
+        if level > 9 or (level < 1 and level != -1):
             raise ConfigError("Value must be between 1 and 9 or equal to -1")
 
     def __str__(self) -> str:
@@ -197,8 +275,8 @@ class ThrottledReplicas:
     def __init__(self, name: str):
         self.name = name
 
-    def __call__(self, value: Any) -> None:
-        items = [str(v).strip() for v in value]
+    def __call__(self, value: ConfigValue) -> None:
+        items = [v.strip() for v in _items(value)]
         if not (all(self._PAIR.fullmatch(s) for s in items) or "".join(items) == "*"):
             raise ConfigError(f"{self.name} must be the literal '*' or a list of replicas in the following "
                               "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
@@ -208,7 +286,7 @@ class ThrottledReplicas:
 
 
 class NonEmptyString:
-    def __call__(self, value: Any) -> None:
+    def __call__(self, value: ConfigValue) -> None:
         if not value:
             raise ConfigError("String must be non-empty")
 
@@ -255,7 +333,7 @@ def _metadata_version_index(text: str) -> int:
 
 
 class MetadataVersionValidator:
-    def __call__(self, value: Any) -> None:
+    def __call__(self, value: ConfigValue) -> None:
         _metadata_version_index(str(value))
 
     def __str__(self) -> str:
@@ -282,9 +360,9 @@ class ConfigKey:
 
     name: str
     type: str  # "int" "long" "short" "double" "boolean" "string" "list" "password" "class"
-    default: Any
+    default: ConfigValue
     doc: str
-    validator: Callable[[Any], None] | None = None
+    validator: Validator | None = None
     scope: str = "broker"  # "broker" | "topic"
     synonyms: tuple[str, ...] = ()
     read_only: bool = True  # broker keys Kafka cannot change at runtime (DynamicBrokerConfig)
@@ -300,7 +378,8 @@ _DECIMAL = re.compile(r"[+-]?[0-9]+")  # Integer.parseInt / Long.parseLong accep
 _COMMA = re.compile(r"\s*,\s*")
 
 
-def _parse_raw(key: ConfigKey, raw: Any) -> Any:
+def _parse_raw(key: ConfigKey, raw: object) -> ConfigValue:
+    # `raw` is anything a YAML file, --override or a request gives; it is narrowed, never trusted.
     name, kind = key.name, key.type
     trimmed = raw.strip() if isinstance(raw, str) else None
     if kind == "boolean":
@@ -351,7 +430,7 @@ def _parse_raw(key: ConfigKey, raw: Any) -> Any:
     raise ConfigError(f"Unknown type {kind} of configuration {name}")
 
 
-def parse_value(key: ConfigKey, raw: str | int | bool | float | list | None) -> Any:
+def parse_value(key: ConfigKey, raw: object) -> ConfigValue:
     """Parse as Kafka's ConfigDef.parseType does, then run the key's validator. None stays None."""
     if raw is None:
         return None
@@ -367,11 +446,11 @@ def parse_value(key: ConfigKey, raw: str | int | bool | float | list | None) -> 
     return value
 
 
-def format_value(key: ConfigKey, value: Any) -> str | None:
+def format_value(key: ConfigKey, value: ConfigValue) -> str | None:
     """A parsed value as Kafka's ConfigDef.convertToString writes it (DescribeConfigs, persistence)."""
     if value is None:
         return None
-    if key.type == "list":
-        return ",".join(str(v) for v in value)
+    if isinstance(value, list):
+        return ",".join(value)
     return _java_str(value)
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
 
 from minibroker.config.broker import BrokerConfig
-from minibroker.config.definitions import ConfigError, ConfigSource, ConfigType, format_value
+from minibroker.config.definitions import ConfigError, ConfigSource, ConfigType, ConfigValue, format_value
 from minibroker.config.keys import _BROKER_SYNONYMS, BROKER_CONFIGS, TOPIC_CONFIGS
 from minibroker.config.topic import _parsed_overrides, validate_topic_config
 
@@ -28,8 +27,8 @@ class OpType(IntEnum):
     SUBTRACT = 3
 
 
-def apply_incremental_ops(current: Mapping[str, Any], ops: Iterable[tuple[str, int, str | None]],
-                          broker: BrokerConfig | None = None) -> dict[str, Any]:
+def apply_incremental_ops(current: Mapping[str, ConfigValue], ops: Iterable[tuple[str, int, str | None]],
+                          broker: BrokerConfig | None = None) -> dict[str, ConfigValue]:
     """Apply IncrementalAlterConfigs ops to a topic's overrides; returns the new, validated overrides.
 
     APPEND/SUBTRACT only apply to list keys and start from the key's own default when it is unset,
@@ -99,20 +98,20 @@ def _broker_synonyms(broker: BrokerConfig, names: Sequence[str], *, first_defaul
             if source is ConfigSource.STATIC_BROKER_CONFIG:
                 if not broker.is_set(name):
                     continue
-                value = broker.get(name)
+                value = broker.value(name)
             else:
                 if first_default_only and name != names[0]:
                     continue
                 value = key.default
                 if name == "broker.id":
-                    value = broker.get(name)
+                    value = broker.value(name)
                 if value is None:
                     continue
             found.append((name, None if key.sensitive else format_value(key, value), int(source)))
     return found
 
 
-def describe_topic_config(broker: BrokerConfig, overrides: Mapping[str, Any]) -> list[ConfigEntry]:
+def describe_topic_config(broker: BrokerConfig, overrides: Mapping[str, ConfigValue]) -> list[ConfigEntry]:
     """Every topic key as DescribeConfigs reports it for a topic with these overrides, sorted by name.
 
     As Kafka 4.4 (checked against it in tests/reference): of the broker synonyms' defaults only the
@@ -141,7 +140,7 @@ def describe_broker_config(broker: BrokerConfig) -> list[ConfigEntry]:
     entries = []
     for name in sorted(BROKER_CONFIGS):
         key = BROKER_CONFIGS[name]
-        value = broker.get(name)
+        value = broker.value(name)
         if name == "cluster.id":
             value = broker.cluster_id
         group = _BROKER_SYNONYMS.get(name, (name,))

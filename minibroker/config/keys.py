@@ -16,8 +16,6 @@ the first synonym with a value gives the topic key its broker-wide default.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
 
 from minibroker.config.definitions import (
     INT_MAX,
@@ -25,10 +23,12 @@ from minibroker.config.definitions import (
     AtLeast,
     Between,
     ConfigKey,
+    ConfigValue,
     GzipLevel,
     MetadataVersionValidator,
     NonEmptyString,
     ThrottledReplicas,
+    Validator,
     ValidList,
     ValidString,
     parse_value,
@@ -55,7 +55,7 @@ def _no_effect(why: str) -> str:
     return f" {NO_EFFECT}: {why}."
 
 
-def _topic(name: str, kind: str, default: Any, doc: str, validator: Callable[[Any], None] | None = None,
+def _topic(name: str, kind: str, default: ConfigValue, doc: str, validator: Validator | None = None,
            synonyms: tuple[str, ...] = ()) -> ConfigKey:
     return ConfigKey(name, kind, default, doc, validator, "topic", synonyms, read_only=False)
 
@@ -173,7 +173,7 @@ _TOPIC_KEYS: list[ConfigKey] = [
 ]
 
 
-def _broker(name: str, kind: str, default: Any, doc: str, validator: Callable[[Any], None] | None = None,
+def _broker(name: str, kind: str, default: ConfigValue, doc: str, validator: Validator | None = None,
             *, dynamic: bool = False, sensitive: bool = False) -> ConfigKey:
     return ConfigKey(name, kind, default, doc, validator, "broker", (), read_only=not dynamic, sensitive=sensitive)
 

@@ -10,23 +10,35 @@ bounds).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from minibroker.config.broker import BrokerConfig
-from minibroker.config.definitions import LONG_MAX, ConfigError, parse_value, record_version_for
+from minibroker.config.definitions import (
+    LONG_MAX,
+    ConfigError,
+    ConfigValue,
+    as_float,
+    as_int,
+    as_list,
+    as_optional_int,
+    as_str,
+    parse_value,
+    record_version_for,
+)
 from minibroker.config.keys import TOPIC_CONFIGS
 from storage.config import LogConfig
 
 # --------------------------------------------------------------------------- topic configs
 
 
-def validate_topic_config(props: Mapping[str, Any], broker: BrokerConfig | None = None) -> dict[str, Any]:
-    """Parse and check topic overrides (CreateTopics / AlterConfigs); returns key -> parsed value.
+def validate_topic_config(props: Mapping[str, ConfigValue],
+                          broker: BrokerConfig | None = None) -> dict[str, ConfigValue]:
+    """Parse and check topic overrides (CreateTopics / AlterConfigs: text; stored overrides: parsed
+    values); returns key -> parsed value.
 
     Unknown keys are refused as Kafka does (LogConfig.validateNames). With `broker`, the checks that
     need the effective config run too (LogConfig.validateValues: min vs max compaction lag).
     """
-    parsed: dict[str, Any] = {}
+    parsed: dict[str, ConfigValue] = {}
     for name, raw in props.items():
         key = TOPIC_CONFIGS.get(name)
         if key is None:
@@ -38,15 +50,16 @@ def validate_topic_config(props: Mapping[str, Any], broker: BrokerConfig | None 
         raise ConfigError("Tiered Storage functionality is disabled in the broker. "
                           "Topic cannot be configured with remote log storage.", name="remote.storage.enable")
     effective = {**(broker.topic_defaults() if broker else {}), **parsed}
-    low, high = effective.get("min.compaction.lag.ms"), effective.get("max.compaction.lag.ms")
+    low = as_optional_int("min.compaction.lag.ms", effective.get("min.compaction.lag.ms"))
+    high = as_optional_int("max.compaction.lag.ms", effective.get("max.compaction.lag.ms"))
     if low is not None and high is not None and low > high:
         raise ConfigError(f"conflict topic config setting min.compaction.lag.ms ({low}) > "
                           f"max.compaction.lag.ms ({high})")
     return parsed
 
 
-def _parsed_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _parsed_overrides(overrides: Mapping[str, ConfigValue]) -> dict[str, ConfigValue]:
+    out: dict[str, ConfigValue] = {}
     for name, value in overrides.items():
         key = TOPIC_CONFIGS.get(name)
         if key is None:
@@ -55,14 +68,14 @@ def _parsed_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def effective_topic_config(broker: BrokerConfig, overrides: Mapping[str, Any]) -> dict[str, Any]:
+def effective_topic_config(broker: BrokerConfig, overrides: Mapping[str, ConfigValue]) -> dict[str, ConfigValue]:
     """Every topic key -> value in force: the topic's override, else the broker's default."""
     config = broker.topic_defaults()
     config.update(_parsed_overrides(overrides))
     return config
 
 
-def to_log_config(effective: Mapping[str, Any]) -> LogConfig:
+def to_log_config(effective: Mapping[str, ConfigValue]) -> LogConfig:
     """The storage LogConfig of a topic's config in force (`effective_topic_config`).
 
     Every value is already parsed and validated; two are resolved here, as Kafka's LogConfig
@@ -71,38 +84,41 @@ def to_log_config(effective: Mapping[str, Any]) -> LogConfig:
     before/after bound still at its default (KIP-937 transition rule). Keys missing from
     `effective` keep LogConfig's defaults (Kafka's).
     """
+    d = LogConfig()  # Kafka's defaults, for keys missing from `effective`
+
+    def long(name: str, default: int) -> int:
+        return as_int(name, effective[name]) if name in effective else default
+
+    def text(name: str, default: str) -> str:
+        return as_str(name, effective[name]) if name in effective else default
+
     def bound(name: str) -> int:
-        value = effective.get(name, LONG_MAX)
-        return effective.get("message.timestamp.difference.max.ms", LONG_MAX) if value == LONG_MAX else value
+        value = long(name, LONG_MAX)
+        return long("message.timestamp.difference.max.ms", LONG_MAX) if value == LONG_MAX else value
 
-    fields: dict[str, Any] = {attr: effective[key] for key, attr in _LOG_CONFIG_FIELDS.items() if key in effective}
-    if "cleanup.policy" in effective:
-        fields["cleanup_policy"] = ",".join(effective["cleanup.policy"])
-    if "message.format.version" in effective:
-        fields["record_version"] = record_version_for(effective["message.format.version"])
-    fields["message_timestamp_before_max_ms"] = bound("message.timestamp.before.max.ms")
-    fields["message_timestamp_after_max_ms"] = bound("message.timestamp.after.max.ms")
-    return LogConfig(**fields)
-
-
-# Topic keys whose parsed value is a LogConfig field as it is; cleanup.policy, message.format.version
-# and the timestamp bounds are converted in to_log_config.
-_LOG_CONFIG_FIELDS: dict[str, str] = {
-    "segment.bytes": "segment_bytes",
-    "segment.ms": "segment_ms",
-    "segment.jitter.ms": "segment_jitter_ms",
-    "segment.index.bytes": "segment_index_bytes",
-    "index.interval.bytes": "index_interval_bytes",
-    "retention.ms": "retention_ms",
-    "retention.bytes": "retention_bytes",
-    "flush.messages": "flush_messages",
-    "flush.ms": "flush_ms",
-    "max.message.bytes": "max_message_bytes",
-    "compression.type": "compression_type",
-    "message.timestamp.type": "message_timestamp_type",
-    "file.delete.delay.ms": "file_delete_delay_ms",
-    "delete.retention.ms": "delete_retention_ms",
-    "min.compaction.lag.ms": "min_compaction_lag_ms",
-    "max.compaction.lag.ms": "max_compaction_lag_ms",
-    "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
-}
+    return LogConfig(
+        segment_bytes=long("segment.bytes", d.segment_bytes),
+        segment_ms=long("segment.ms", d.segment_ms),
+        segment_jitter_ms=long("segment.jitter.ms", d.segment_jitter_ms),
+        segment_index_bytes=long("segment.index.bytes", d.segment_index_bytes),
+        index_interval_bytes=long("index.interval.bytes", d.index_interval_bytes),
+        retention_ms=long("retention.ms", d.retention_ms),
+        retention_bytes=long("retention.bytes", d.retention_bytes),
+        flush_messages=long("flush.messages", d.flush_messages),
+        flush_ms=long("flush.ms", d.flush_ms),
+        max_message_bytes=long("max.message.bytes", d.max_message_bytes),
+        message_timestamp_type=text("message.timestamp.type", d.message_timestamp_type),
+        message_timestamp_before_max_ms=bound("message.timestamp.before.max.ms"),
+        message_timestamp_after_max_ms=bound("message.timestamp.after.max.ms"),
+        file_delete_delay_ms=long("file.delete.delay.ms", d.file_delete_delay_ms),
+        cleanup_policy=(",".join(as_list("cleanup.policy", effective["cleanup.policy"]))
+                        if "cleanup.policy" in effective else d.cleanup_policy),
+        delete_retention_ms=long("delete.retention.ms", d.delete_retention_ms),
+        min_compaction_lag_ms=long("min.compaction.lag.ms", d.min_compaction_lag_ms),
+        max_compaction_lag_ms=long("max.compaction.lag.ms", d.max_compaction_lag_ms),
+        min_cleanable_dirty_ratio=(as_float("min.cleanable.dirty.ratio", effective["min.cleanable.dirty.ratio"])
+                                   if "min.cleanable.dirty.ratio" in effective else d.min_cleanable_dirty_ratio),
+        compression_type=text("compression.type", d.compression_type),
+        record_version=(record_version_for(text("message.format.version", ""))
+                        if "message.format.version" in effective else d.record_version),
+    )

@@ -25,12 +25,13 @@ flexible. AlterConfigs v1 is v0, v2 is flexible. IncrementalAlterConfigs v1 is f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeAlias, TypeVar
 
 from minibroker.config import (
     BROKER_CONFIGS,
     ConfigEntry,
     ConfigError,
+    ConfigValue,
     OpType,
     apply_incremental_ops,
     effective_topic_config,
@@ -213,7 +214,7 @@ def _alter_topic(services: BrokerServices, name: str, new_text: dict[str, str | 
     services.topics.alter_config(services.topics[topic.name], overrides, effective)  # the metadata's publisher
 
 
-def _text_layer(layer: dict[str, Any]) -> dict[str, str | None]:
+def _text_layer(layer: dict[str, ConfigValue]) -> dict[str, str | None]:
     return {k: format_value(BROKER_CONFIGS[k], v) for k, v in layer.items()}
 
 
@@ -249,7 +250,7 @@ def _alter_broker(services: BrokerServices, name: str, new_text: dict[str, str |
                     if spec is None or spec.type != "list":
                         verb = "append" if op is OpType.APPEND else "subtract"
                         raise ConfigError(f"Config value {verb} is not allowed for config key: {key}")
-                    base = text.get(key) or format_value(spec, services.config.get(key)) or ""
+                    base = text.get(key) or format_value(spec, services.config.value(key)) or ""
                     old = [s for s in base.split(",") if s]
                     given = [s for s in (value or "").split(",") if s]
                     text[key] = ",".join(old + [s for s in given if s not in old] if op is OpType.APPEND
