@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Iterator
 from typing import TypeAlias
 
+from minibroker.config import ConfigValue
 from minibroker.coordinator.runtime.coordinator_loader import CoordinatorLoader, LoadedRecord
 from minibroker.coordinator.runtime.partition_writer import CoordinatorPartitionWriter, CoordinatorRecord
 from minibroker.topics import Topic
@@ -24,7 +25,7 @@ from storage.clock import Clock, wall_clock_ms
 
 # The configs an internal topic is created with, as Kafka states them (cleanup.policy a list,
 # sizes ints, flags bools; e.g. GroupCoordinatorService.groupMetadataTopicConfigs).
-TopicConfigs: TypeAlias = dict[str, str | int | bool | list[str]]
+TopicConfigs: TypeAlias = dict[str, ConfigValue]
 
 
 def java_string_hash(s: str) -> int:
