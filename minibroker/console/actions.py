@@ -24,8 +24,8 @@ Errors are `ActionError`s carrying an HTTP status and Kafka's error name and mes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from minibroker.console.shapes import JsonValue
 from minibroker.console.state import parse_int
 from minibroker.services import BrokerServices
 from protocol.apis import offset_commit
@@ -60,7 +60,7 @@ class Done:
 
     message: str
     link: str
-    details: dict[str, Any]
+    details: dict[str, JsonValue]
 
 
 def _configs(text: str) -> dict[str, str]:
