@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minibroker.console.shapes import JsonValue
 from minibroker.console.state import parse_int
 from minibroker.services import BrokerServices
+from minibroker.tools.json_value import JsonValue
 from protocol.apis import offset_commit
 from protocol.errors import ErrorCode, KafkaError, error_name
 from protocol.records.v2 import Record, build_batch

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict, final
 
-# a value json.loads can return (a record's key or value that parses as JSON)
-JsonValue = None | bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"]
+from minibroker.tools.json_value import JsonValue
+
 # a topic config value as shown: list values (cleanup.policy) joined with commas
 ConfigValue = str | int | float | bool | None
 
