@@ -1,7 +1,8 @@
 """What the console shows, read from the broker's live components (never through a Kafka client).
 
-Every function takes the `BrokerServices` the handlers get and returns plain dicts and lists (the
-JSON endpoints serve them as they are; the pages render them). They run on the broker's loop, so
+Every function takes the `BrokerServices` the handlers get and returns plain dicts and lists, typed
+by the TypedDicts of minibroker.console.shapes (the JSON endpoints serve them as they are; the pages
+render them). They run on the broker's loop, so
 they see each component between two requests, as a handler would. Reads of segment files are
 bounded (`MAX_BATCHES`, `MAX_READ_BYTES`) so a page never stalls the loop for long.
 
@@ -469,10 +470,11 @@ def _share_partitions(services: BrokerServices, gid: str) -> list[SharePartition
 
 
 def _share_group(services: BrokerServices, sg: ShareGroup) -> ShareGroupView:
-    members: list[ShareMember] = [{"member_id": m.member_id, "member_epoch": m.member_epoch, "client_id": m.client_id,
-                "client_host": m.client_host, "rack_id": m.rack_id, "subscribed_topics": sorted(m.subscribed),
-                "assignment": _named(services, {tid: set(ps) for tid, ps in m.assignment.items()})}
-               for m in sorted(sg.members.values(), key=lambda m: m.member_id)]
+    members: list[ShareMember] = [
+        {"member_id": m.member_id, "member_epoch": m.member_epoch, "client_id": m.client_id,
+         "client_host": m.client_host, "rack_id": m.rack_id, "subscribed_topics": sorted(m.subscribed),
+         "assignment": _named(services, {tid: set(ps) for tid, ps in m.assignment.items()})}
+        for m in sorted(sg.members.values(), key=lambda m: m.member_id)]
     return {"group_id": sg.group_id, "type": "share", "state": sg.state, "protocol_type": "share",
             "group_epoch": sg.group_epoch, "assignment_epoch": sg.assignment_epoch, "members": members,
             "share_partitions": _share_partitions(services, sg.group_id),
