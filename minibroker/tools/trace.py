@@ -110,7 +110,7 @@ def to_plain(value: object, version: int | None = None) -> PlainValue:
             v = getattr(value, f.name)
             out[f.name] = summarize_records(v) if f.base == "records" else to_plain(v, version)
         return out
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):  # an array field (a handler may answer with a tuple)
         return [to_plain(v, version) for v in value]
     if isinstance(value, uuid.UUID):
         return str(value)
