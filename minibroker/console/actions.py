@@ -24,10 +24,10 @@ Errors are `ActionError`s carrying an HTTP status and Kafka's error name and mes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from minibroker.console.state import parse_int
 from minibroker.services import BrokerServices
+from minibroker.tools.json_value import JsonValue
 from protocol.apis import offset_commit
 from protocol.errors import ErrorCode, KafkaError, error_name
 from protocol.records.v2 import Record, build_batch
@@ -60,7 +60,7 @@ class Done:
 
     message: str
     link: str
-    details: dict[str, Any]
+    details: dict[str, JsonValue]
 
 
 def _configs(text: str) -> dict[str, str]:

@@ -7,7 +7,6 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -18,6 +17,7 @@ from minibroker.console.auth import AuthRequired
 from minibroker.console.exposition import metrics_text
 from minibroker.console.limits import Limits
 from minibroker.console.live import LiveTrace
+from minibroker.console.shapes import BatchBytesView, ClusterView, MessagesView, SegmentView
 from minibroker.console.state import BadRequest, NotFound
 from minibroker.handlers.registry import Handler, RequestContext
 from minibroker.services import BrokerServices
@@ -168,20 +168,20 @@ class Console:
         if origin is not None and origin != f"{request.scheme}://{host}":
             raise ActionError(403, f"cross-origin write refused (origin {origin[:100]!r} is not this console)")
 
-    def _cluster(self) -> dict[str, Any]:
+    def _cluster(self) -> ClusterView:
         served = [(hd.api.name, key, hd.versions.lo, hd.versions.hi) for key, hd in self.handlers.items()]
         return state.cluster(self.services, served, self.bootstrap)
 
-    def _segment(self, q: web.Request) -> dict[str, Any]:
+    def _segment(self, q: web.Request) -> SegmentView:
         m = q.match_info
         return state.segment(self.services, m["name"], m["p"], m["base"])
 
-    def _messages(self, q: web.Request) -> dict[str, Any]:
+    def _messages(self, q: web.Request) -> MessagesView:
         m = q.match_info
         return state.messages(self.services, m["name"], m["p"], offset=q.query.get("offset") or None,
                               timestamp=q.query.get("timestamp") or None, limit=q.query.get("limit"))
 
-    def _batch(self, q: web.Request) -> dict[str, Any]:
+    def _batch(self, q: web.Request) -> BatchBytesView:
         m = q.match_info
         return state.batch_bytes(self.services, m["name"], m["p"], m["offset"])
 
@@ -192,7 +192,7 @@ class Console:
         return handle
 
     @staticmethod
-    def _api(get: Callable[[web.Request], Any]) -> Handler_:
+    def _api(get: Callable[[web.Request], object]) -> Handler_:  # object: whatever json.dumps takes
         async def handle(request: web.Request) -> web.StreamResponse:
             return web.Response(text=json.dumps(get(request), default=str), content_type="application/json")
         return handle

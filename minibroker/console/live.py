@@ -13,9 +13,8 @@ import asyncio
 import collections
 import json
 import logging
-from typing import Any
 
-from minibroker.tools.trace import Traced, TraceListeners, trace_entry
+from minibroker.tools.trace import Traced, TraceEntry, TraceListeners, trace_entry
 from protocol.schema import Message
 
 log = logging.getLogger("minibroker.console")
@@ -31,10 +30,10 @@ class Subscriber:
         self.queue: asyncio.Queue[str] = asyncio.Queue(QUEUE)
         self.dropped = 0
 
-    def wants(self, entry: dict[str, Any]) -> bool:
-        if self.client_id is not None and entry.get("client_id") != self.client_id:
+    def wants(self, entry: TraceEntry) -> bool:
+        if self.client_id is not None and entry["client_id"] != self.client_id:
             return False
-        return self.api is None or str(entry.get("api", "")).lower() == self.api
+        return self.api is None or entry["api"].lower() == self.api
 
 
 class LiveTrace:

@@ -9,20 +9,38 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from html import escape
-from typing import Any
 from urllib.parse import quote
+
+from minibroker.console.shapes import (
+    BatchBytesView,
+    ClassicGroupView,
+    ClusterView,
+    ConsumerGroupView,
+    GroupRow,
+    GroupView,
+    MessagesView,
+    PartitionView,
+    SegmentView,
+    ShareGroupView,
+    ShownBytes,
+    TimelineEvent,
+    TopicPartitions,
+    TopicRow,
+    TopicView,
+    TransactionsView,
+)
 
 NAV = [("/", "Cluster"), ("/topics", "Topics"), ("/groups", "Groups"), ("/transactions", "Transactions"),
        ("/trace", "Live trace"), ("/metrics", "/metrics")]
 
 
-def h(v: Any) -> str:
+def h(v: object) -> str:
     return escape("" if v is None else str(v))
 
 
-def q(v: Any) -> str:
+def q(v: object) -> str:
     return quote(str(v), safe="")
 
 
@@ -45,7 +63,7 @@ def table(headers: Iterable[str], rows: Iterable[Iterable[str]], *, cls: str = "
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def facts(items: Iterable[tuple[str, str, Any]]) -> str:
+def facts(items: Iterable[tuple[str, str, object]]) -> str:
     """A definition list; each value carries data-field=<key>."""
     return "<dl class=facts>" + "".join(
         f'<dt>{h(label)}</dt><dd data-field="{h(key)}">{h(value)}</dd>' for key, label, value in items) + "</dl>"
@@ -60,15 +78,18 @@ def ts(ms: int | None) -> str:
 def size(n: int | None) -> str:
     if n is None:
         return "-"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n = n / 1024  # type: ignore[assignment]
-    return str(n)
+    if n < 1024:
+        return f"{n} B"
+    scaled = n / 1024
+    for unit in ("KiB", "MiB"):
+        if scaled < 1024:
+            return f"{scaled:.1f} {unit}"
+        scaled /= 1024
+    return f"{scaled:.1f} GiB"
 
 
 # -- pages -------------------------------------------------------------------------------------------
-def cluster_page(c: dict[str, Any]) -> str:
+def cluster_page(c: ClusterView) -> str:
     body = facts([("cluster_id", "cluster id", c["cluster_id"]), ("node_id", "node id", c["node_id"]),
                   ("listener", "listener", c["listener"]), ("advertised", "advertised", c["advertised"]),
                   ("uptime", "uptime", f'{c["uptime_ms"] / 1000:.0f} s'), ("data_dir", "data dir", c["data_dir"]),
@@ -100,7 +121,7 @@ def _writes_note() -> str:
     return '<p class="note">Read-only console: start the broker with --console-allow-writes to change things here.</p>'
 
 
-def topics_page(ts_: list[dict[str, Any]], *, writes: bool = False) -> str:
+def topics_page(ts_: list[TopicRow], *, writes: bool = False) -> str:
     rows = ((f'<a href="/topics/{q(t["name"])}">{h(t["name"])}</a>', str(t["partitions"]), str(t["messages"]),
              size(t["size"]), h(t["cleanup_policy"]), "internal" if t["internal"] else "",
              h(", ".join(f"{k}={v}" for k, v in t["overrides"].items())))
@@ -116,7 +137,7 @@ def topics_page(ts_: list[dict[str, Any]], *, writes: bool = False) -> str:
     return layout("Topics", body)
 
 
-def topic_page(t: dict[str, Any], *, writes: bool = False) -> str:
+def topic_page(t: TopicView, *, writes: bool = False) -> str:
     name = t["name"]
     rows = ((f'<a href="/topics/{q(name)}/{p["partition"]}">{p["partition"]}</a>', str(p["log_start_offset"]),
              str(p["high_watermark"]), str(p["last_stable_offset"]), str(p["log_end_offset"]),
@@ -134,7 +155,7 @@ def topic_page(t: dict[str, Any], *, writes: bool = False) -> str:
     return layout(f"Topic {name}", body, crumbs=[("/topics", "Topics"), ("", name)])
 
 
-def partition_page(p: dict[str, Any], *, writes: bool = False) -> str:
+def partition_page(p: PartitionView, *, writes: bool = False) -> str:
     name, n = p["topic"], p["partition"]
     base = f"/topics/{q(name)}/{n}"
     body = facts([("log_start_offset", "log start offset", p["log_start_offset"]),
@@ -165,7 +186,7 @@ def partition_page(p: dict[str, Any], *, writes: bool = False) -> str:
 
 
 def _scatter(points: list[tuple[float, float]], marks: list[float], *, xlabel: str, ylabel: str, cls: str,
-             fmt_x: Any = str) -> str:
+             fmt_x: Callable[[float], str] = str) -> str:
     """An SVG scatter plot (x right, y up); `marks` are faint ticks on the x axis (batch positions)."""
     w, hgt, pad = 640, 260, 40
     if not points:
@@ -194,7 +215,7 @@ def _scatter(points: list[tuple[float, float]], marks: list[float], *, xlabel: s
     return f'<svg class="{cls}" width="{w}" height="{hgt}" data-points="{len(points)}">{axes}{ticks}{dots}</svg>'
 
 
-def segment_page(s: dict[str, Any]) -> str:
+def segment_page(s: SegmentView) -> str:
     name, n, base = s["topic"], s["partition"], s["base_offset"]
     body = facts([("base_offset", "base offset", base), ("file", "file", s["file"]), ("size", "size", s["size"]),
                   ("index_entries", ".index entries", s["index_entries"]),
@@ -221,7 +242,7 @@ def segment_page(s: dict[str, Any]) -> str:
                                                   (link, str(n)), ("", f"segment {base}")])
 
 
-def _value(v: dict[str, Any] | None) -> str:
+def _value(v: ShownBytes | None) -> str:
     if v is None:
         return '<span class="null">null</span>'
     parts = []
@@ -234,7 +255,7 @@ def _value(v: dict[str, Any] | None) -> str:
     return "".join(parts)
 
 
-def messages_page(m: dict[str, Any]) -> str:
+def messages_page(m: MessagesView) -> str:
     name, n = m["topic"], m["partition"]
     link = f"/topics/{q(name)}/{n}"
     form = (f'<form method="get" action="{link}/messages">offset <input name="offset" value="{m["start"]}"> '
@@ -246,13 +267,13 @@ def messages_page(m: dict[str, Any]) -> str:
                          ("last_stable_offset", "LSO", m["last_stable_offset"]),
                          ("log_end_offset", "LEO", m["log_end_offset"])])
     for b in m["batches"]:
-        flags = [f for f, on in (("transactional", b.get("transactional")), ("control", b.get("control")),
-                                 ("aborted", b.get("aborted")), ("above HW", b.get("above_high_watermark")),
-                                 ("above LSO", b.get("above_last_stable_offset"))) if on]
-        cls = " ".join(["batch"] + [f.replace(" ", "-") for f in flags])
         if "records" not in b:
-            body += f'<section class="{cls}"><p class="error">{h(b.get("error"))}</p></section>'
+            body += f'<section class="batch"><p class="error">{h(b["error"])}</p></section>'
             continue
+        flags = [f for f, on in (("transactional", b["transactional"]), ("control", b["control"]),
+                                 ("aborted", b["aborted"]), ("above HW", b["above_high_watermark"]),
+                                 ("above LSO", b["above_last_stable_offset"])) if on]
+        cls = " ".join(["batch"] + [f.replace(" ", "-") for f in flags])
         header = facts([("base_offset", "base offset", b["base_offset"]), ("batch_length", "length", b["batch_length"]),
                         ("partition_leader_epoch", "leader epoch", b["partition_leader_epoch"]),
                         ("magic", "magic", b["magic"]),
@@ -276,7 +297,8 @@ def messages_page(m: dict[str, Any]) -> str:
                  f'-{b["last_offset"]} {tags} <a href="{link}/batch/{b["base_offset"]}">byte view</a></h3>'
                  f'{header}{recs}</section>')
     if m["batches"]:
-        nxt = m["batches"][-1].get("last_offset", m["start"]) + 1
+        last = m["batches"][-1]
+        nxt = (last["last_offset"] if "last_offset" in last else m["start"]) + 1
         body += f'<p><a class="next" href="{link}/messages?offset={nxt}">next batches from {nxt}</a></p>'
     else:
         body += "<p>no batches from here</p>"
@@ -284,7 +306,7 @@ def messages_page(m: dict[str, Any]) -> str:
                                                         (link, str(n)), ("", "messages")])
 
 
-def batch_page(b: dict[str, Any]) -> str:
+def batch_page(b: BatchBytesView) -> str:
     name, n = b["topic"], b["partition"]
     raw = bytes.fromhex(b["hex"])
     rows = []
@@ -301,17 +323,17 @@ def batch_page(b: dict[str, Any]) -> str:
         (f"{link}/segments/{b['segment']}", f"segment {b['segment']}"), ("", f"batch {b['base_offset']}")])
 
 
-def groups_page(gs: list[dict[str, Any]]) -> str:
+def groups_page(gs: list[GroupRow]) -> str:
     return layout("Groups", table(["group", "type", "state", "protocol type", "members", "generation / epoch", "lag"], (
         (f'<a href="/groups/{q(g["group_id"])}">{h(g["group_id"])}</a>', h(g["type"]), h(g["state"]),
          h(g["protocol_type"]), str(g["members"]), h(g["epoch"]), str(g["lag"])) for g in gs), cls="groups"))
 
 
-def _parts(a: list[dict[str, Any]] | None) -> str:
+def _parts(a: list[TopicPartitions] | None) -> str:
     return h("; ".join(f'{x["topic"]}: {x["partitions"]}' for x in (a or []))) or "-"
 
 
-def _offsets_table(g: dict[str, Any]) -> str:
+def _offsets_table(g: ClassicGroupView | ConsumerGroupView) -> str:
     return "<h2>Committed offsets and lag</h2>" + table(
         ["topic", "partition", "committed", "high watermark", "lag", "committed at"], (
             (h(o["topic"]), str(o["partition"]), str(o["committed"]), h(o["log_end_offset"]),
@@ -319,7 +341,7 @@ def _offsets_table(g: dict[str, Any]) -> str:
             for o in g["offsets"]), cls="offsets")
 
 
-def _timeline(events: list[dict[str, Any]], what: str) -> str:
+def _timeline(events: list[TimelineEvent], what: str) -> str:
     """The coordinator's events for this group, oldest first, since the console started."""
     if not events:
         return "<h2>Rebalance timeline</h2><p>no events since the console started</p>"
@@ -331,7 +353,7 @@ def _timeline(events: list[dict[str, Any]], what: str) -> str:
             f'<th>{h(what)}</th><th>event</th><th>detail</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
-def group_page(g: dict[str, Any], *, writes: bool = False) -> str:
+def group_page(g: GroupView, *, writes: bool = False) -> str:
     if g["type"] == "consumer":
         return _consumer_group_page(g, writes=writes)
     if g["type"] == "share":
@@ -350,7 +372,7 @@ def group_page(g: dict[str, Any], *, writes: bool = False) -> str:
     return layout(f"Group {g['group_id']}", body, crumbs=[("/groups", "Groups"), ("", g["group_id"])])
 
 
-def _consumer_group_page(g: dict[str, Any], *, writes: bool) -> str:
+def _consumer_group_page(g: ConsumerGroupView, *, writes: bool) -> str:
     """A KIP-848 group: the group epoch, the target assignment's epoch, and per member its epoch and
     current assignment beside its target (they differ while the member reconciles)."""
     body = facts([("type", "type", "consumer (KIP-848)"), ("state", "state", g["state"]),
@@ -375,7 +397,7 @@ def _consumer_group_page(g: dict[str, Any], *, writes: bool) -> str:
 _STATES = ("AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED")
 
 
-def _share_group_page(g: dict[str, Any]) -> str:
+def _share_group_page(g: ShareGroupView) -> str:
     """A KIP-932 share group: members (every member subscribed to a topic is assigned all its
     partitions) and per share partition its window of in-flight records: the start offset (every
     offset below it is done), the end offset (the next never fetched), each record's state, delivery
@@ -427,7 +449,7 @@ def _reset_form(gid: str) -> str:
             'offset"> <button>reset</button></form>')
 
 
-def transactions_page(t: dict[str, Any]) -> str:
+def transactions_page(t: TransactionsView) -> str:
     body = "<h2>Transactional ids</h2>" + table(
         ["transactional id", "producer id", "epoch", "state", "timeout", "partitions", "open for"], (
             (h(x["transactional_id"]), str(x["producer_id"]), str(x["epoch"]), h(x["state"]), str(x["timeout_ms"]),

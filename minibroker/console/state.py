@@ -1,7 +1,8 @@
 """What the console shows, read from the broker's live components (never through a Kafka client).
 
-Every function takes the `BrokerServices` the handlers get and returns plain dicts and lists (the
-JSON endpoints serve them as they are; the pages render them). They run on the broker's loop, so
+Every function takes the `BrokerServices` the handlers get and returns plain dicts and lists, typed
+by the TypedDicts of minibroker.console.shapes (the JSON endpoints serve them as they are; the pages
+render them). They run on the broker's loop, so
 they see each component between two requests, as a handler would. Reads of segment files are
 bounded (`MAX_BATCHES`, `MAX_READ_BYTES`) so a page never stalls the loop for long.
 
@@ -18,10 +19,42 @@ import struct
 import time
 import uuid
 from collections.abc import Iterable
-from typing import Any
 
 from minibroker.config import describe_broker_config
 from minibroker.config.definitions import ConfigSource
+from minibroker.console.shapes import (
+    BatchBytesView,
+    ClassicMember,
+    ClusterView,
+    CommittedOffset,
+    ConfigValue,
+    ConsumerGroupView,
+    ConsumerMember,
+    GroupRow,
+    GroupView,
+    HeldPartition,
+    InFlightRecord,
+    MessageBatch,
+    MessagesView,
+    OversizedBatch,
+    PartitionSummary,
+    PartitionView,
+    ProducerRow,
+    RecordView,
+    SegmentBatch,
+    SegmentSummary,
+    SegmentView,
+    ShareGroupView,
+    ShareMember,
+    SharePartitionView,
+    ShownBytes,
+    TimelineEvent,
+    TopicPartitions,
+    TopicRow,
+    TopicView,
+    TransactionRow,
+    TransactionsView,
+)
 from minibroker.coordinator.group.consumer_group import ConsumerGroup, same_assignment
 from minibroker.coordinator.share.share_group import GROUP_KEYS as SHARE_GROUP_KEYS
 from minibroker.coordinator.share.share_group import ShareGroup
@@ -31,6 +64,7 @@ from minibroker.tools.trace import batch_field_spans
 from protocol.records.batch import BatchView, InvalidBatch
 from protocol.records.dump import BatchSummary, RecordSummary, iter_summaries
 from storage.segment import LogSegment
+from storage.txn_index import AbortedTxn
 
 MAX_BATCHES = 50
 MAX_READ_BYTES = 4 * 1024 * 1024
@@ -60,7 +94,7 @@ def parse_int(text: str | None, what: str, *, lo: int = -(1 << 63), hi: int = LO
 
 
 # -- cluster ---------------------------------------------------------------------------------------
-def cluster(services: BrokerServices, served: Iterable[tuple[str, int, int, int]], bootstrap: str) -> dict[str, Any]:
+def cluster(services: BrokerServices, served: Iterable[tuple[str, int, int, int]], bootstrap: str) -> ClusterView:
     cfg = services.config
     data_dir = services.log_manager.data_dir
     usage = _dir_usage(str(data_dir))
@@ -91,8 +125,8 @@ def _dir_usage(path: str) -> int:
 
 
 # -- topics and partitions ------------------------------------------------------------------------
-def topics(services: BrokerServices) -> list[dict[str, Any]]:
-    out = []
+def topics(services: BrokerServices) -> list[TopicRow]:
+    out: list[TopicRow] = []
     for t in sorted(services.metadata_cache.topics(), key=lambda t: t.name):
         name = t.name
         logs = services.replica_manager.partitions(name)
@@ -104,7 +138,7 @@ def topics(services: BrokerServices) -> list[dict[str, Any]]:
     return out
 
 
-def topic(services: BrokerServices, name: str) -> dict[str, Any]:
+def topic(services: BrokerServices, name: str) -> TopicView:
     t = services.metadata_cache.topic(name)
     if t is None:
         raise NotFound(f"no topic {name!r}")
@@ -114,8 +148,12 @@ def topic(services: BrokerServices, name: str) -> dict[str, Any]:
             "partitions": [_partition_summary(lg) for lg in services.replica_manager.partitions(name)]}
 
 
-def _plain(v: Any) -> Any:
-    return ",".join(map(str, v)) if isinstance(v, list) else v
+def _plain(v: object) -> ConfigValue:
+    if isinstance(v, list):
+        return ",".join(map(str, v))
+    if v is None or isinstance(v, (str, int, float, bool)):
+        return v
+    return str(v)  # as the page and the JSON endpoint (default=str) printed it
 
 
 def get_partition(services: BrokerServices, name: str, partition: str | int) -> Partition:
@@ -129,29 +167,26 @@ def get_partition(services: BrokerServices, name: str, partition: str | int) -> 
     return lg
 
 
-def _partition_summary(lg: Partition) -> dict[str, Any]:
+def _partition_summary(lg: Partition) -> PartitionSummary:
     return {"partition": lg.partition, "log_start_offset": lg.log_start_offset, "high_watermark": lg.high_watermark,
             "log_end_offset": lg.log_end_offset, "last_stable_offset": lg.last_stable_offset,
             "recovery_point": lg.recovery_point, "size": lg.size_in_bytes(), "segments": lg.num_segments}
 
 
-def partition(services: BrokerServices, name: str, p: str) -> dict[str, Any]:
+def partition(services: BrokerServices, name: str, p: str) -> PartitionView:
     lg = get_partition(services, name, p)
-    out = _partition_summary(lg)
-    out["topic"] = name
-    out["index_interval_bytes"] = lg.config.index_interval_bytes
-    out["segment_bytes"] = lg.config.segment_bytes
-    out["first_unstable_offset"] = lg.first_unstable_offset
-    out["producers"] = [
-        {"producer_id": pid, "epoch": e.producer_epoch, "last_sequence": e.last_seq if e.batches else -1,
-         "last_timestamp": e.last_timestamp, "coordinator_epoch": e.coordinator_epoch,
-         "open_txn_first_offset": e.current_txn_first_offset}
-        for pid, e in sorted(lg.producers().items())]
-    out["segment_list"] = [_segment_summary(seg) for seg in lg.segments]
-    return out
+    return {
+        **_partition_summary(lg), "topic": name, "index_interval_bytes": lg.config.index_interval_bytes,
+        "segment_bytes": lg.config.segment_bytes, "first_unstable_offset": lg.first_unstable_offset,
+        "producers": [
+            {"producer_id": pid, "epoch": e.producer_epoch, "last_sequence": e.last_seq if e.batches else -1,
+             "last_timestamp": e.last_timestamp, "coordinator_epoch": e.coordinator_epoch,
+             "open_txn_first_offset": e.current_txn_first_offset}
+            for pid, e in sorted(lg.producers().items())],
+        "segment_list": [_segment_summary(seg) for seg in lg.segments]}
 
 
-def _segment_summary(seg: LogSegment) -> dict[str, Any]:
+def _segment_summary(seg: LogSegment) -> SegmentSummary:
     first_ts = -1
     first = seg.log.header_at(0) if seg.size else None
     if first is not None:
@@ -161,31 +196,30 @@ def _segment_summary(seg: LogSegment) -> dict[str, Any]:
             "index_entries": seg.offset_index.entries, "time_index_entries": seg.time_index.entries}
 
 
-def segment(services: BrokerServices, name: str, p: str, base: str) -> dict[str, Any]:
+def segment(services: BrokerServices, name: str, p: str, base: str) -> SegmentView:
     lg = get_partition(services, name, p)
     base_offset = parse_int(base, "segment base offset", lo=0)
     seg = lg.segments.get(base_offset)
     if seg is None:
         raise NotFound(f"{name}-{lg.partition} has no segment with base offset {base_offset} "
                        f"(it has {[s.base_offset for s in lg.segments][:20]})")
-    out = _segment_summary(seg)
-    out.update(topic=name, partition=lg.partition, index_interval_bytes=lg.config.index_interval_bytes)
-    out["index"] = [{"offset": e.offset, "position": e.position} for e in seg.offset_index.all_entries()]
-    out["time_index"] = [{"timestamp": e.timestamp, "offset": e.offset} for e in seg.time_index.all_entries()]
     # every batch position, so the index's sparseness shows against what it indexes
-    batches = []
+    batches: list[SegmentBatch] = []
     for pos, view in seg.log.batches_from(0):
         batches.append({"position": pos, "base_offset": view.base_offset, "last_offset": view.last_offset,
                         "size": view.size, "max_timestamp": view.max_timestamp})
         if len(batches) >= 5000:
             break
-    out["batches"] = batches
-    return out
+    return {**_segment_summary(seg), "topic": name, "partition": lg.partition,
+            "index_interval_bytes": lg.config.index_interval_bytes,
+            "index": [{"offset": e.offset, "position": e.position} for e in seg.offset_index.all_entries()],
+            "time_index": [{"timestamp": e.timestamp, "offset": e.offset} for e in seg.time_index.all_entries()],
+            "batches": batches}
 
 
 # -- messages --------------------------------------------------------------------------------------
 def messages(services: BrokerServices, name: str, p: str, *, offset: str | None = None,
-             timestamp: str | None = None, limit: str | None = None) -> dict[str, Any]:
+             timestamp: str | None = None, limit: str | None = None) -> MessagesView:
     lg = get_partition(services, name, p)
     count = parse_int(limit, "limit", lo=1, hi=MAX_BATCHES) if limit is not None else 10
     if timestamp is not None:
@@ -198,7 +232,7 @@ def messages(services: BrokerServices, name: str, p: str, *, offset: str | None 
         raise NotFound(f"offset {start} is outside {name}-{lg.partition}'s log "
                        f"[{lg.log_start_offset}, {lg.log_end_offset})")
     aborted = lg.aborted_transactions(start, LONG_MAX)
-    batches: list[dict[str, Any]] = []
+    batches: list[MessageBatch | OversizedBatch] = []
     for pos, view, seg in _batch_positions(lg, start):
         buf = seg.log.read(pos, min(view.size, MAX_READ_BYTES))
         if len(buf) < view.size:
@@ -227,7 +261,7 @@ def _batch_positions(lg: Partition, start: int) -> Iterable[tuple[int, BatchView
         seg = lg.segments.higher_segment(seg.base_offset)
 
 
-def _batch(s: BatchSummary, view: BatchView, lg: Partition, aborted: list[Any], segment_base: int) -> dict[str, Any]:
+def _batch(s: BatchSummary, view: BatchView, lg: Partition, aborted: list[AbortedTxn], segment_base: int) -> MessageBatch:
     attrs = view.attributes
     is_aborted = s.is_transactional and not s.is_control and any(
         a.producer_id == s.producer_id and a.first_offset <= s.base_offset <= a.last_offset for a in aborted)
@@ -247,8 +281,8 @@ def _batch(s: BatchSummary, view: BatchView, lg: Partition, aborted: list[Any], 
     }
 
 
-def _record(r: RecordSummary, s: BatchSummary) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def _record(r: RecordSummary, s: BatchSummary) -> RecordView:
+    out: RecordView = {
         "offset": r.offset, "offset_delta": r.offset - s.base_offset, "timestamp": r.timestamp,
         "timestamp_delta": r.timestamp - s.base_timestamp if s.magic == 2 else None,
         "key": show_bytes(r.key), "value": show_bytes(r.value),
@@ -260,25 +294,25 @@ def _record(r: RecordSummary, s: BatchSummary) -> dict[str, Any]:
     return out
 
 
-def show_bytes(b: bytes | None) -> dict[str, Any] | None:
+def show_bytes(b: bytes | None) -> ShownBytes | None:
     """A key or value as text (when it is UTF-8), JSON (when it parses) and hex."""
     if b is None:
         return None
     shown = bytes(b[:MAX_SHOWN_VALUE])
-    out: dict[str, Any] = {"size": len(b), "hex": shown.hex(), "truncated": len(b) > MAX_SHOWN_VALUE}
     try:
-        out["text"] = shown.decode("utf-8")
+        text: str | None = shown.decode("utf-8")
     except UnicodeDecodeError:
-        out["text"] = None
-    if out["text"] is not None and not out["truncated"]:
+        text = None
+    out: ShownBytes = {"size": len(b), "hex": shown.hex(), "truncated": len(b) > MAX_SHOWN_VALUE, "text": text}
+    if text is not None and not out["truncated"]:
         try:
-            out["json"] = json.loads(out["text"])
+            out["json"] = json.loads(text)
         except ValueError:
             pass
     return out
 
 
-def batch_bytes(services: BrokerServices, name: str, p: str, offset: str) -> dict[str, Any]:
+def batch_bytes(services: BrokerServices, name: str, p: str, offset: str) -> BatchBytesView:
     """The batch holding `offset`, byte by byte, each field labelled (seeds 002 and 004)."""
     lg = get_partition(services, name, p)
     target = parse_int(offset, "offset")
@@ -301,10 +335,10 @@ def batch_bytes(services: BrokerServices, name: str, p: str, offset: str) -> dic
 
 
 # -- groups ----------------------------------------------------------------------------------------
-def groups(services: BrokerServices) -> list[dict[str, Any]]:
+def groups(services: BrokerServices) -> list[GroupRow]:
     gc = services.group_coordinator
     consumer = gc.consumer_groups.groups
-    out = []
+    out: list[GroupRow] = []
     ids = set(gc.groups) | set(gc.offsets) | set(consumer)
     for gid, sg in sorted(services.share_groups.groups.items()):
         # a share group's id is its own (Kafka keeps every group type in one namespace)
@@ -326,8 +360,8 @@ def groups(services: BrokerServices) -> list[dict[str, Any]]:
     return sorted(out, key=lambda g: g["group_id"])
 
 
-def _offsets(services: BrokerServices, gid: str) -> list[dict[str, Any]]:
-    rows = []
+def _offsets(services: BrokerServices, gid: str) -> list[CommittedOffset]:
+    rows: list[CommittedOffset] = []
     for (tp, om) in sorted(services.group_coordinator.offsets.get(gid, {}).items()):
         lg = services.replica_manager.get_partition(tp[0], tp[1])
         end = lg.high_watermark if lg is not None else None
@@ -337,22 +371,22 @@ def _offsets(services: BrokerServices, gid: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _timeline(services: BrokerServices, gid: str) -> list[dict[str, Any]]:
+def _timeline(services: BrokerServices, gid: str) -> list[TimelineEvent]:
     return [{"at_ms": e.at_ms, "event": e.event, "detail": e.detail, "generation": e.generation}
             for e in services.group_coordinator.events.of(gid)]
 
 
-def _named(services: BrokerServices, a: dict[uuid.UUID, set[int]]) -> list[dict[str, Any]]:
+def _named(services: BrokerServices, a: dict[uuid.UUID, set[int]]) -> list[TopicPartitions]:
     """A KIP-848 assignment (topic ids) with the topics' names, as ConsumerGroupDescribe names them."""
-    out = []
+    out: list[TopicPartitions] = []
     for tid, ps in a.items():
         t = services.metadata_cache.topic_by_id(tid)
         out.append({"topic": t.name if t is not None else str(tid), "partitions": sorted(ps)})
     return sorted(out, key=lambda x: x["topic"])
 
 
-def _consumer_group(services: BrokerServices, cg: ConsumerGroup) -> dict[str, Any]:
-    members = []
+def _consumer_group(services: BrokerServices, cg: ConsumerGroup) -> ConsumerGroupView:
+    members: list[ConsumerMember] = []
     for m in sorted(cg.members.values(), key=lambda m: m.member_id):
         target = cg.target.get(m.member_id, {})
         members.append({
@@ -369,7 +403,7 @@ def _consumer_group(services: BrokerServices, cg: ConsumerGroup) -> dict[str, An
             "timeline": _timeline(services, cg.group_id)}
 
 
-def group(services: BrokerServices, gid: str) -> dict[str, Any]:
+def group(services: BrokerServices, gid: str) -> GroupView:
     gc = services.group_coordinator
     sg = services.share_groups.describe(gid)
     if sg is not None:
@@ -380,7 +414,7 @@ def group(services: BrokerServices, gid: str) -> dict[str, Any]:
     g = gc.groups.get(gid)
     if g is None and gid not in gc.offsets:
         raise NotFound(f"no group {gid!r}")
-    members = []
+    members: list[ClassicMember] = []
     if g is not None:
         for m in g.members.values():
             members.append({"member_id": m.member_id, "group_instance_id": m.group_instance_id,
@@ -397,21 +431,21 @@ def group(services: BrokerServices, gid: str) -> dict[str, Any]:
 SHOWN_IN_FLIGHT = 200  # in-flight records listed per share partition (the counts cover them all)
 
 
-def _share_partitions(services: BrokerServices, gid: str) -> list[dict[str, Any]]:
+def _share_partitions(services: BrokerServices, gid: str) -> list[SharePartitionView]:
     """Each share partition of the group: its window (start/end offset), the in-flight records by
     state with their delivery counts and locks, and the start offset and lag DescribeShareGroupOffsets
     reports (handlers/share_groups.py: lag = high watermark - start offset - records already
     acknowledged or archived inside the window)."""
     coord = services.share_groups
     now = services.clock()
-    rows = []
+    rows: list[SharePartitionView] = []
     for (g, tid, p), sp in coord.partitions.items():
         if g != gid:
             continue
         t = services.metadata_cache.topic_by_id(tid)
         lg = services.replica_manager.get_partition(t.name, p) if t is not None else None
         counts = dict.fromkeys(("AVAILABLE", "ACQUIRED", "ACKNOWLEDGED", "ARCHIVED"), 0)
-        records: list[dict[str, Any]] = []
+        records: list[InFlightRecord] = []
         deliveries: dict[int, int] = {}
         locks = []
         for off, r in sp.in_flight():
@@ -435,24 +469,25 @@ def _share_partitions(services: BrokerServices, gid: str) -> list[dict[str, Any]
     return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
 
 
-def _share_group(services: BrokerServices, sg: ShareGroup) -> dict[str, Any]:
-    members = [{"member_id": m.member_id, "member_epoch": m.member_epoch, "client_id": m.client_id,
-                "client_host": m.client_host, "rack_id": m.rack_id, "subscribed_topics": sorted(m.subscribed),
-                "assignment": _named(services, {tid: set(ps) for tid, ps in m.assignment.items()})}
-               for m in sorted(sg.members.values(), key=lambda m: m.member_id)]
+def _share_group(services: BrokerServices, sg: ShareGroup) -> ShareGroupView:
+    members: list[ShareMember] = [
+        {"member_id": m.member_id, "member_epoch": m.member_epoch, "client_id": m.client_id,
+         "client_host": m.client_host, "rack_id": m.rack_id, "subscribed_topics": sorted(m.subscribed),
+         "assignment": _named(services, {tid: set(ps) for tid, ps in m.assignment.items()})}
+        for m in sorted(sg.members.values(), key=lambda m: m.member_id)]
     return {"group_id": sg.group_id, "type": "share", "state": sg.state, "protocol_type": "share",
             "group_epoch": sg.group_epoch, "assignment_epoch": sg.assignment_epoch, "members": members,
             "share_partitions": _share_partitions(services, sg.group_id),
             "configs": {k: services.share_groups.group_config(sg.group_id, k) for k in SHARE_GROUP_KEYS}}
 
 
-def _assignment(raw: bytes) -> list[dict[str, Any]] | None:
+def _assignment(raw: bytes) -> list[TopicPartitions] | None:
     """ConsumerProtocolAssignment: version, [topic, [partition]], user data (Kafka's schema)."""
     try:
         pos = 2
         (n,) = struct.unpack_from(">i", raw, pos)
         pos += 4
-        out = []
+        out: list[TopicPartitions] = []
         for _ in range(max(n, 0)):
             (ln,) = struct.unpack_from(">h", raw, pos)
             pos += 2
@@ -469,23 +504,23 @@ def _assignment(raw: bytes) -> list[dict[str, Any]] | None:
 
 
 # -- transactions and producers --------------------------------------------------------------------
-def transactions(services: BrokerServices) -> dict[str, Any]:
+def transactions(services: BrokerServices) -> TransactionsView:
     tc = services.txn_coordinator
     now = services.clock()
-    txns = []
+    txns: list[TransactionRow] = []
     for md in sorted(tc.txns.values(), key=lambda m: m.transactional_id):
         txns.append({"transactional_id": md.transactional_id, "producer_id": md.producer_id,
                      "epoch": md.producer_epoch, "state": md.state.display_name, "timeout_ms": md.txn_timeout_ms,
                      "partitions": sorted(f"{t}-{p}" for t, p in md.topic_partitions),
                      "started": md.txn_start_timestamp,
                      "open_ms": now - md.txn_start_timestamp if md.txn_start_timestamp >= 0 else None})
-    held = []
+    held: list[HeldPartition] = []
     for lg in services.replica_manager.all_partitions():
         if lg.last_stable_offset < lg.high_watermark:
             held.append({"topic": lg.topic, "partition": lg.partition, "last_stable_offset": lg.last_stable_offset,
                          "high_watermark": lg.high_watermark,
                          "held_back": lg.high_watermark - lg.last_stable_offset})
-    producers = []
+    producers: list[ProducerRow] = []
     for lg in services.replica_manager.all_partitions():
         for pid, e in sorted(lg.producers().items()):
             producers.append({"topic": lg.topic, "partition": lg.partition, "producer_id": pid,

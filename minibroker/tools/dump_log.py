@@ -35,8 +35,9 @@ import uuid
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
+from minibroker.tools.json_value import JsonValue
 from protocol import coordinator_records as cr
 from protocol import share_records as sr
 from protocol.codec import decode
@@ -51,12 +52,9 @@ from protocol.records.dump import (
     format_record,
     iter_summaries,
 )
-from protocol.schema import F, Schema
+from protocol.schema import F, Message, Schema
 from storage.producer_state import CorruptSnapshot, read_snapshot
 from storage.txn_index import TransactionIndex
-
-if TYPE_CHECKING:
-    from protocol.schema import Message, Schema
 
 _TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 _DELETE_HORIZON_FLAG = 0x40  # RecordBatch v2 attribute bit 6 (KIP-534): base timestamp is the delete horizon
@@ -391,12 +389,12 @@ def _camel(name: str) -> str:
     return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
-def message_json(msg: Message, version: int, extra_tags: dict[int, tuple[str, str]] | None = None) -> dict[str, Any]:
+def message_json(msg: Message, version: int, extra_tags: dict[int, tuple[str, str]] | None = None) -> dict[str, JsonValue]:
     """A decoded message as Kafka's generated JsonConverter writes it: camelCase names, only the
     fields present at `version`, tagged fields only when they differ from their default, bytes
     as base64. `extra_tags` names tagged fields our schema does not declare ({tag: (jsonName,
     "uuid")}), printed from the bytes the decoder kept."""
-    out: dict[str, Any] = {}
+    out: dict[str, JsonValue] = {}
     for f in msg._fields:
         if version not in f.versions:
             continue
@@ -422,16 +420,20 @@ def _uuid(raw: bytes) -> str:
 _OFFSET_COMMIT_VALUE_TAGS = {0: ("topicId", "uuid")}
 
 
-def _json_value(v: Any, version: int) -> Any:
+def _json_value(v: object, version: int) -> JsonValue:
     if isinstance(v, list):
         return [_json_value(x, version) for x in v]
-    if hasattr(v, "_fields"):
+    if isinstance(v, Message):
         return message_json(v, version)
     if isinstance(v, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(v)).decode()
     if isinstance(v, uuid.UUID):  # topic ids of the KIP-848 records
         return _uuid(v.bytes)
-    return v
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    # as json.dumps would refuse it (the parser reports the record and goes on); no field type
+    # of the coordinator records decodes to anything else
+    raise TypeError(f"Object of type {type(v).__name__} is not JSON serializable")
 
 
 def consumer_protocol_schemas() -> tuple[Schema[Message], Schema[Message]]:
@@ -508,10 +510,16 @@ def offsets_parser(r: RecordSummary) -> tuple[str | None, str | None]:
                             _OFFSET_COMMIT_VALUE_TAGS if kv in (0, 1) else None)
         if kv == 2 and data.get("protocolType") == "consumer":
             sub, assign = consumer_protocol_schemas()
-            for m in data.get("members", []):
+            members = data.get("members")  # GroupMetadataValue's members: structs, their bytes as base64
+            for m in members if isinstance(members, list) else []:
+                if not isinstance(m, dict):
+                    continue
                 for field, schema in (("subscription", sub), ("assignment", assign)):
+                    encoded = m.get(field)
+                    if not isinstance(encoded, str):
+                        continue
                     try:
-                        m[field] = decode_embedded(schema, base64.b64decode(m[field]))
+                        m[field] = decode_embedded(schema, base64.b64decode(encoded))
                     except Exception:  # noqa: BLE001 - keep the original bytes, as Kafka does
                         pass
         return key_json, json.dumps({"version": str(vv), "data": data}, separators=(",", ":"))
@@ -643,7 +651,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     return rc
 
 
-def _dump_one(path: Path, args: argparse.Namespace, parser: Any, state: DumpState, out: TextIO,
+def _dump_one(path: Path, args: argparse.Namespace,
+              parser: Callable[[RecordSummary], tuple[str | None, str | None]] | None, state: DumpState, out: TextIO,
               err: TextIO) -> None:
     name = str(path)
     suffix = path.suffix

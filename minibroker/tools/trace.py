@@ -28,7 +28,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from enum import IntEnum
-from typing import Any, Protocol, TextIO
+from typing import NotRequired, Protocol, TextIO, TypedDict
 
 from protocol.apis import APIS
 from protocol.errors import ErrorCode
@@ -42,13 +42,51 @@ CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _MAX_LIST = 8
 
 
-def summarize_records(data: BaseRecords | None) -> dict[str, Any] | None:
+class TracedBatch(TypedDict):
+    base_offset: int
+    count: int
+    codec: str | int  # the codec's name, or its id when unknown
+    bytes: int
+
+
+class InvalidBatchNote(TypedDict):
+    invalid: str  # why the rest of the records field does not parse
+
+
+class RecordsSummary(TypedDict):
+    bytes: int
+    batches: list[TracedBatch | InvalidBatchNote]
+
+
+# a message as the trace shows it: fields by name, records fields summarised, bytes as hex
+PlainValue = (None | bool | int | float | str | RecordsSummary | list["PlainValue"]
+              | dict[str, "PlainValue"])
+
+
+class TraceEntry(TypedDict):
+    """One request and its response, decoded (the `--trace-format json` line, a live-trace event)."""
+
+    api: str
+    api_key: int
+    version: int
+    correlation_id: int
+    client_id: str | None
+    request_bytes: int
+    request: PlainValue
+    response_bytes: int | None  # None: no response (acks=0)
+    response: PlainValue
+    latency_ms: float
+    request_hex: NotRequired[str]  # --trace-bytes with the json format
+    seq: NotRequired[int]  # the console's live trace numbers its entries
+
+
+def summarize_records(data: BaseRecords | None) -> RecordsSummary | None:
     """Batches in a records field, without decoding records."""
     if data is None:
         return None
     if not isinstance(data, (bytes, bytearray, memoryview)):
         data = data.read_all()  # a FileRegion on its way to sendfile
-    batches = []
+    batches: list[TracedBatch | InvalidBatchNote] = []
     try:
         for view in iter_batches(data):
             batches.append(_batch(view))
@@ -57,22 +95,22 @@ def summarize_records(data: BaseRecords | None) -> dict[str, Any] | None:
     return {"bytes": len(data), "batches": batches}
 
 
-def _batch(view: BatchView) -> dict[str, Any]:
+def _batch(view: BatchView) -> TracedBatch:
     return {"base_offset": view.base_offset, "count": view.records_count,
             "codec": CODECS.get(view.compression, view.compression), "bytes": view.size}
 
 
-def to_plain(value: object, version: int | None = None) -> Any:
+def to_plain(value: object, version: int | None = None) -> PlainValue:
     """A message as dicts and lists, keeping the fields of `version` (all fields if None)."""
     if isinstance(value, Message):
-        out = {}
+        out: dict[str, PlainValue] = {}
         for f in value._fields:
             if version is not None and version not in f.versions:
                 continue
             v = getattr(value, f.name)
             out[f.name] = summarize_records(v) if f.base == "records" else to_plain(v, version)
         return out
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):  # an array field (a handler may answer with a tuple)
         return [to_plain(v, version) for v in value]
     if isinstance(value, uuid.UUID):
         return str(value)
@@ -81,10 +119,12 @@ def to_plain(value: object, version: int | None = None) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         b = bytes(value)
         return b.hex() if len(b) <= 32 else f"<{len(b)} bytes>"
-    return value
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)  # no message field holds anything else; json.dumps(default=str) printed it so
 
 
-def _error_name(code: Any) -> str:
+def _error_name(code: int | None) -> str:
     try:
         return f"{code} ({ErrorCode(code).name})" if code else repr(code)
     except ValueError:
@@ -296,7 +336,11 @@ class TraceListener(Protocol):
 class TraceHook(Protocol):
     """Where the dispatcher looks for its tracer (minibroker.kafka_apis.KafkaApis.tracer)."""
 
-    tracer: Any
+    @property
+    def tracer(self) -> object: ...  # only compared with the listeners attached
+
+    @tracer.setter
+    def tracer(self, value: TraceListeners | None) -> None: ...
 
 
 class TraceListeners:
@@ -328,7 +372,7 @@ class TraceListeners:
 
 
 def trace_entry(ctx: Traced, request: Message, response: Message | None, frame: bytes | bytearray, started: float,
-                *, with_hex: bool = False) -> dict[str, Any]:
+                *, with_hex: bool = False) -> TraceEntry:
     """One request and its response, decoded to the fields of the version on the wire."""
     h = ctx.header
     api = APIS[h.api_key]
@@ -337,7 +381,7 @@ def trace_entry(ctx: Traced, request: Message, response: Message | None, frame: 
     resp_bytes = None
     if response is not None:
         resp_bytes = sum(len(c) for c in encode_response_frame(api, v, h.correlation_id, response))
-    entry: dict[str, Any] = {
+    entry: TraceEntry = {
         "api": api.name, "api_key": h.api_key, "version": v, "correlation_id": h.correlation_id,
         "client_id": h.client_id, "request_bytes": len(frame) + 4, "request": to_plain(request, v),
         "response_bytes": resp_bytes, "response": to_plain(response, v) if response is not None else None,
