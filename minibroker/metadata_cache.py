@@ -15,7 +15,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from minibroker.config import ConfigValue
 
 if TYPE_CHECKING:  # storage.log is imported by the first log opened, not at start (issue 22)
     from storage.log import Log
@@ -39,8 +41,8 @@ class TopicImage:
     name: str
     topic_id: uuid.UUID
     partitions: Mapping[int, PartitionImage]
-    config: Mapping[str, Any]  # effective topic config (Kafka keys -> parsed values)
-    overrides: Mapping[str, Any]  # the topic's own config keys (DescribeConfigs' TOPIC_CONFIG source)
+    config: Mapping[str, ConfigValue]  # effective topic config (Kafka keys -> parsed values)
+    overrides: Mapping[str, ConfigValue]  # the topic's own config keys (DescribeConfigs' TOPIC_CONFIG source)
     is_internal: bool
 
     @property
@@ -96,7 +98,7 @@ class MetadataCache:
         t = self._by_name.get(name) if name is not None else None
         return t.partitions.get(partition) if t is not None else None
 
-    def topic_config(self, name: str) -> Mapping[str, Any] | None:
+    def topic_config(self, name: str) -> Mapping[str, ConfigValue] | None:
         t = self._by_name.get(name)
         return t.config if t is not None else None
 

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from minibroker.config.definitions import as_int
 from minibroker.metadata_cache import TopicImage
 from minibroker.metrics import BrokerMetrics
 from minibroker.partition import LogReadResult, Partition
@@ -143,7 +144,7 @@ class ReplicaManager:
                     topic.name, p, topic.topic_id, lg, image.leader_id if image is not None else self.node_id)
             current.leader_epoch = epoch
             current.is_internal = topic.is_internal
-            current.min_insync_replicas = int(topic.config.get("min.insync.replicas", 1))
+            current.min_insync_replicas = as_int("min.insync.replicas", topic.config.get("min.insync.replicas", 1))
 
     def remove_topic(self, topic: TopicImage) -> None:
         """Drop a deleted topic's partitions and wake the fetches parked on them (Kafka: stopReplicas)."""

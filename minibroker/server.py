@@ -32,10 +32,10 @@ import functools
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from minibroker.cleaner import LogCleanerTask
-from minibroker.config import BrokerConfig, effective_topic_config, to_log_config
+from minibroker.config import BrokerConfig, ConfigValue, effective_topic_config, to_log_config
 from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupConfigs
 from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
 from minibroker.coordinators import Coordinators
@@ -298,5 +298,5 @@ class BrokerServer:
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self.topics.get_log(topic, partition)
 
-    def create_topic(self, name: str, num_partitions: int, overrides: dict[str, Any] | None = None) -> Topic:
+    def create_topic(self, name: str, num_partitions: int, overrides: dict[str, ConfigValue] | None = None) -> Topic:
         return self.topics.create(name, num_partitions, overrides)

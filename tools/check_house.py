@@ -39,11 +39,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 MAX_CLASS_LINES = 400
-# Issue 28 asks for at most 150. The typed messages took minibroker/ from 454 lines to 278; what is
-# left (the coordinators' message plumbing, the console's JSON, config values) is still to type, so
-# this is a ratchet at today's count: it may only go down (lower it as lines go), until 150.
-ANY_LINES_TARGET = 150
-MAX_ANY_LINES = 278
+# Issue 28 asks for at most 150 (minibroker/ had 454). The typed messages, the coordinators' message
+# types, the console's TypedDicts and typed config values took it to 11: the few left are named
+# (BrokerConfig.get's callers, a handler's request paired by the API table, a configured plug-in).
+MAX_ANY_LINES = 150
 MAX_FUNCTION_IMPORTS = 30
 LOG_FREE = ("minibroker/handlers", "minibroker/console")
 
@@ -313,7 +312,7 @@ def main(argv: list[str]) -> int:
         (f"classes over {MAX_CLASS_LINES} lines", big_classes(), False),
     ]
     anys = any_lines()
-    rows.append((f"lines using Any in minibroker/ (at most {MAX_ANY_LINES}; target {ANY_LINES_TARGET})", anys, len(anys) > MAX_ANY_LINES))
+    rows.append((f"lines using Any in minibroker/ (at most {MAX_ANY_LINES})", anys, len(anys) > MAX_ANY_LINES))
     rows.append((f"function-level imports in minibroker/ (at most {MAX_FUNCTION_IMPORTS})", [o for o, _ in imports],
                  len(imports) > MAX_FUNCTION_IMPORTS))
     unreasoned = [o for o, reasoned in imports if not reasoned]

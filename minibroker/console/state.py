@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Iterable
 
 from minibroker.config import describe_broker_config
-from minibroker.config.definitions import ConfigSource
+from minibroker.config.definitions import ConfigSource, as_list
 from minibroker.console.shapes import (
     BatchBytesView,
     ClassicMember,
@@ -133,7 +133,7 @@ def topics(services: BrokerServices) -> list[TopicRow]:
         out.append({"name": name, "topic_id": str(t.topic_id), "internal": t.is_internal,
                     "partitions": len(t.partitions), "size": sum(lg.size_in_bytes() for lg in logs),
                     "messages": sum(lg.high_watermark - lg.log_start_offset for lg in logs),
-                    "cleanup_policy": ",".join(t.config.get("cleanup.policy", [])),
+                    "cleanup_policy": ",".join(as_list("cleanup.policy", t.config.get("cleanup.policy", []))),
                     "overrides": {k: str(v) for k, v in t.overrides.items()}})
     return out
 
