@@ -326,7 +326,17 @@ def batch_page(b: BatchBytesView) -> str:
 def groups_page(gs: list[GroupRow]) -> str:
     return layout("Groups", table(["group", "type", "state", "protocol type", "members", "generation / epoch", "lag"], (
         (f'<a href="/groups/{q(g["group_id"])}">{h(g["group_id"])}</a>', h(g["type"]), h(g["state"]),
-         h(g["protocol_type"]), str(g["members"]), h(g["epoch"]), str(g["lag"])) for g in gs), cls="groups"))
+         h(g["protocol_type"]), str(g["members"]), h(g["epoch"]), _lag(g)) for g in gs), cls="groups"))
+
+
+def _dash(v: int | None) -> str:
+    """A number, or `-` where Kafka's kafka-consumer-groups prints one (no commit, so no lag)."""
+    return "-" if v is None else str(v)
+
+
+def _lag(g: GroupRow) -> str:
+    n = g["uncommitted"]
+    return str(g["lag"]) + (f" (+ {n} assigned partition{'s' if n != 1 else ''} without a commit)" if n else "")
 
 
 def _parts(a: list[TopicPartitions] | None) -> str:
@@ -336,8 +346,8 @@ def _parts(a: list[TopicPartitions] | None) -> str:
 def _offsets_table(g: ClassicGroupView | ConsumerGroupView) -> str:
     return "<h2>Committed offsets and lag</h2>" + table(
         ["topic", "partition", "committed", "high watermark", "lag", "committed at"], (
-            (h(o["topic"]), str(o["partition"]), str(o["committed"]), h(o["log_end_offset"]),
-             f'<span data-lag="{h(o["topic"])}-{o["partition"]}">{h(o["lag"])}</span>', ts(o["commit_timestamp"]))
+            (h(o["topic"]), str(o["partition"]), _dash(o["committed"]), h(o["log_end_offset"]),
+             f'<span data-lag="{h(o["topic"])}-{o["partition"]}">{_dash(o["lag"])}</span>', ts(o["commit_timestamp"]))
             for o in g["offsets"]), cls="offsets")
 
 

@@ -248,15 +248,16 @@ class GroupRow(TypedDict):
     protocol_type: str
     members: int
     epoch: int | None  # the generation of a classic group, else the group epoch
-    lag: int
+    lag: int  # summed over the committed partitions
+    uncommitted: int  # assigned partitions without a commit (their lag is unknown: `-` in Kafka's tool)
 
 
 class CommittedOffset(TypedDict):
     topic: str
     partition: int
-    committed: int
-    metadata: str
-    commit_timestamp: int
+    committed: int | None  # None: assigned, never committed
+    metadata: str | None
+    commit_timestamp: int | None
     log_end_offset: int | None
     lag: int | None
 

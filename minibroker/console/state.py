@@ -20,7 +20,6 @@ import time
 import uuid
 from collections.abc import Iterable
 
-from minibroker.config import describe_broker_config
 from minibroker.config.definitions import ConfigSource, as_list
 from minibroker.console.shapes import (
     BatchBytesView,
@@ -109,18 +108,23 @@ def cluster(services: BrokerServices, served: Iterable[tuple[str, int, int, int]
         "apis": [{"name": n, "key": k, "min": lo, "max": hi} for n, k, lo, hi in sorted(served, key=lambda a: a[1])],
         "config": [{"name": e.name, "value": None if e.sensitive else e.value,
                     "source": sources.get(e.source, str(e.source)), "read_only": e.read_only}
-                   for e in describe_broker_config(cfg)],
+                   for e in services.dynamic_config.describe_broker(cfg)],
     }
 
 
 def _dir_usage(path: str) -> int:
+    """Bytes the data dir takes on disk, as `du` counts them: the blocks allocated. An index is
+    preallocated to segment.index.bytes (10 MiB) as a sparse file (Kafka's AbstractIndex does the
+    same), so the apparent sizes of an almost empty dir add up to GiBs that are not used."""
     total = 0
     for root, _dirs, files in os.walk(path):
         for f in files:
             try:
-                total += os.path.getsize(os.path.join(root, f))
+                st = os.stat(os.path.join(root, f))
             except OSError:
-                pass
+                continue
+            blocks = getattr(st, "st_blocks", None)
+            total += blocks * 512 if blocks is not None else st.st_size
     return total
 
 
@@ -134,7 +138,7 @@ def topics(services: BrokerServices) -> list[TopicRow]:
                     "partitions": len(t.partitions), "size": sum(lg.size_in_bytes() for lg in logs),
                     "messages": sum(lg.high_watermark - lg.log_start_offset for lg in logs),
                     "cleanup_policy": ",".join(as_list("cleanup.policy", t.config.get("cleanup.policy", []))),
-                    "overrides": {k: str(v) for k, v in t.overrides.items()}})
+                    "overrides": {k: _kafka_text(v) for k, v in t.overrides.items()}})
     return out
 
 
@@ -149,11 +153,16 @@ def topic(services: BrokerServices, name: str) -> TopicView:
 
 
 def _plain(v: object) -> ConfigValue:
+    """A config value as Kafka's tools print it (ConfigDef.convertToString): `compact`, `true`."""
+    return None if v is None else _kafka_text(v)
+
+
+def _kafka_text(v: object) -> str:
     if isinstance(v, list):
         return ",".join(map(str, v))
-    if v is None or isinstance(v, (str, int, float, bool)):
-        return v
-    return str(v)  # as the page and the JSON endpoint (default=str) printed it
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
 
 
 def get_partition(services: BrokerServices, name: str, partition: str | int) -> Partition:
@@ -345,30 +354,65 @@ def groups(services: BrokerServices) -> list[GroupRow]:
         ids.discard(gid)
         out.append({"group_id": gid, "type": "share", "state": sg.state, "protocol_type": "share",
                     "members": len(sg.members), "epoch": sg.group_epoch,
-                    "lag": sum(r["lag"] for r in _share_partitions(services, gid) if r["lag"] >= 0)})
+                    "lag": sum(r["lag"] for r in _share_partitions(services, gid) if r["lag"] >= 0),
+                    "uncommitted": 0})
     for gid in sorted(ids):
-        lag = sum(r["lag"] for r in _offsets(services, gid) if r["lag"] is not None)
+        offsets = _offsets(services, gid)
+        lag = sum(r["lag"] for r in offsets if r["lag"] is not None)
+        uncommitted = sum(1 for r in offsets if r["committed"] is None)
         cg = consumer.get(gid)
         if cg is not None:
             out.append({"group_id": gid, "type": "consumer", "state": cg.state.value, "protocol_type": "consumer",
-                        "members": len(cg.members), "epoch": cg.group_epoch, "lag": lag})
+                        "members": len(cg.members), "epoch": cg.group_epoch, "lag": lag,
+                        "uncommitted": uncommitted})
             continue
         g = gc.groups.get(gid)
         out.append({"group_id": gid, "type": "classic", "state": g.state.value if g else "Empty",
                     "protocol_type": (g.protocol_type if g else None) or "",
-                    "members": len(g.members) if g else 0, "epoch": g.generation_id if g else None, "lag": lag})
+                    "members": len(g.members) if g else 0, "epoch": g.generation_id if g else None, "lag": lag,
+                    "uncommitted": uncommitted})
     return sorted(out, key=lambda g: g["group_id"])
 
 
 def _offsets(services: BrokerServices, gid: str) -> list[CommittedOffset]:
+    """The group's committed offsets with their lag, then the partitions its members are assigned
+    that have no commit yet: Kafka's kafka-consumer-groups --describe lists those too, with `-` for
+    the offset and the lag (a lag summed over the commits alone would look lower than it is)."""
     rows: list[CommittedOffset] = []
-    for (tp, om) in sorted(services.group_coordinator.offsets.get(gid, {}).items()):
-        lg = services.replica_manager.get_partition(tp[0], tp[1])
-        end = lg.high_watermark if lg is not None else None
+    committed = services.group_coordinator.offsets.get(gid, {})
+    for (tp, om) in sorted(committed.items()):
+        end = _high_watermark(services, tp)
         rows.append({"topic": tp[0], "partition": tp[1], "committed": om.offset, "metadata": om.metadata,
                      "commit_timestamp": om.commit_timestamp_ms, "log_end_offset": end,
                      "lag": max(0, end - om.offset) if end is not None and om.offset >= 0 else None})
+    for tp in sorted(_assigned(services, gid) - set(committed)):
+        rows.append({"topic": tp[0], "partition": tp[1], "committed": None, "metadata": None,
+                     "commit_timestamp": None, "log_end_offset": _high_watermark(services, tp), "lag": None})
     return rows
+
+
+def _high_watermark(services: BrokerServices, tp: tuple[str, int]) -> int | None:
+    lg = services.replica_manager.get_partition(tp[0], tp[1])
+    return lg.high_watermark if lg is not None else None
+
+
+def _assigned(services: BrokerServices, gid: str) -> set[tuple[str, int]]:
+    """The partitions the group's members hold now (a classic group's assignment bytes or a
+    KIP-848 member's assigned partitions)."""
+    gc = services.group_coordinator
+    out: set[tuple[str, int]] = set()
+    cg = gc.consumer_groups.groups.get(gid)
+    if cg is not None:
+        for m in cg.members.values():
+            for tp in _named(services, m.assigned):
+                out.update((tp["topic"], p) for p in tp["partitions"])
+        return out
+    g = gc.groups.get(gid)
+    if g is not None and g.protocol_type == "consumer":
+        for cm in g.members.values():
+            for tp in _assignment(cm.assignment) or ():
+                out.update((tp["topic"], p) for p in tp["partitions"])
+    return out
 
 
 def _timeline(services: BrokerServices, gid: str) -> list[TimelineEvent]:
