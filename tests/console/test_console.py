@@ -312,6 +312,13 @@ def test_browser_follows_topic_partition_segment_batch(browser_page: Any, url: s
     page = browser_page
     page.goto(f"{url}/")
     assert page.locator('[data-field="cluster_id"]').inner_text() == kafka_broker_module.broker.cluster_id
+    # the rate charts have axes: 0 and the maximum on y, the last two minutes on x (2 s a sample)
+    page.wait_for_selector("svg.chart polyline", state="attached", timeout=20_000)
+    chart = page.locator("svg.chart").first
+    assert chart.locator("line.axis").count() == 2
+    assert (chart.locator("text.y-min").text_content(), chart.locator("text.x-start").text_content(),
+            chart.locator("text.x-end").text_content()) == ("0", "-120 s", "now")
+    assert chart.locator("text.y-max").text_content() and (chart.locator("text.last").text_content() or "").endswith("/s")
     page.screenshot(path=str(tmp_path / "cluster.png"), full_page=True)
     page.goto(f"{url}/topics")
     page.click(f"text={data.plain}")

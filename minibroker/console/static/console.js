@@ -38,10 +38,28 @@ function startCharts() {
       last = totals; lastT = now;
     } catch (e) { /* broker going away: keep the last picture */ }
   }
+  // A chart keeps the last 60 samples, one every 2 s: its x axis spans the last two minutes.
+  const SAMPLES = 60, EVERY_S = 2;
+  function fmt(v) {
+    return v >= 1e9 ? (v / 1e9).toFixed(1) + "G" : v >= 1e6 ? (v / 1e6).toFixed(1) + "M"
+      : v >= 1e3 ? (v / 1e3).toFixed(1) + "k" : v.toFixed(v < 10 ? 1 : 0);
+  }
   function draw(svg, points) {
-    const w = 260, h = 80, max = Math.max(1, ...points);
-    const coords = points.map((v, i) => `${(i / 59) * w},${h - 4 - (v / max) * (h - 16)}`).join(" ");
-    svg.innerHTML = `<polyline points="${coords}"/><text x="4" y="12">${points[points.length - 1].toFixed(1)} (max ${max.toFixed(1)})</text>`;
+    // plot area right of the y labels and above the x labels
+    const w = 260, h = 80, left = 34, top = 6, bottom = 14, pw = w - left - 4, ph = h - top - bottom;
+    const max = Math.max(1, ...points);
+    const x = i => left + ((SAMPLES - points.length + i) / (SAMPLES - 1)) * pw;
+    const y = v => top + ph - (v / max) * ph;
+    const coords = points.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
+    svg.innerHTML =
+      `<line class="axis" x1="${left}" y1="${top}" x2="${left}" y2="${top + ph}"/>` +
+      `<line class="axis" x1="${left}" y1="${top + ph}" x2="${left + pw}" y2="${top + ph}"/>` +
+      `<text class="y-max" x="${left - 3}" y="${top + 8}" text-anchor="end">${fmt(max)}</text>` +
+      `<text class="y-min" x="${left - 3}" y="${top + ph}" text-anchor="end">0</text>` +
+      `<text class="x-start" x="${left}" y="${h - 2}">-${SAMPLES * EVERY_S} s</text>` +
+      `<text class="x-end" x="${left + pw}" y="${h - 2}" text-anchor="end">now</text>` +
+      `<polyline points="${coords}"/>` +
+      `<text class="last" x="${left + 4}" y="${top + 8}">${fmt(points[points.length - 1])}/s</text>`;
   }
   tick();
   setInterval(tick, 2000);
