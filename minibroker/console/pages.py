@@ -247,7 +247,9 @@ def _value(v: ShownBytes | None) -> str:
         return '<span class="null">null</span>'
     parts = []
     if "json" in v:
-        parts.append(f'<pre class="json">{h(json.dumps(v["json"], indent=1)[:2000])}</pre>')
+        # one line when it fits one (a small event reads at a glance), indented when it does not
+        text = json.dumps(v["json"])
+        parts.append(f'<pre class="json">{h((text if len(text) <= 100 else json.dumps(v["json"], indent=1))[:2000])}</pre>')
     elif v.get("text") is not None:
         parts.append(f'<span class="text">{h(v["text"])}</span>')
     parts.append(f'<details><summary>hex ({v["size"]} B)</summary><code class="hex">{h(v["hex"])}'

@@ -341,6 +341,11 @@ def test_browser_follows_topic_partition_segment_batch(browser_page: Any, url: s
     page.goto(f"{url}/topics/{data.txn}/0/messages?offset=0")
     assert page.locator("section.aborted").count() >= 1 and page.locator("b.control", has_text="COMMIT").count() == 1
     page.screenshot(path=str(tmp_path / "messages.png"), full_page=True)
+    # dense enough to read a log: a one-record batch, its header facts and its record in under
+    # 150 px (188 when every fact had a line and JSON was indented: four records a screen)
+    page.goto(f"{url}/topics/{data.plain}/0/messages?offset=0")
+    first = page.locator("section.batch").first.bounding_box()
+    assert first is not None and first["height"] < 150, first
     page.goto(f"{url}/groups/{data.group}")
     lag = partition_state(kafka_broker_module, data.plain)["high_watermark"] - data.consumed
     assert page.locator(f'[data-lag="{data.plain}-0"]').inner_text() == str(lag)
