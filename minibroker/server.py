@@ -57,6 +57,7 @@ from minibroker.security.credentials import ScramCredentialStore
 from minibroker.services import BrokerServices
 from minibroker.topics import Topic, TopicRegistry
 from storage.clock import Clock, wall_clock_ms
+from storage.file_lock import FileLock, lock_log_dir
 from storage.log_manager import LogManager
 
 if TYPE_CHECKING:
@@ -136,7 +137,18 @@ class BrokerServer:
         """Build every component, once, in the order they need each other, and load the logs
         (recovery where the last stop was not clean) and the topics on them. Nothing is started:
         no socket, no task (tests/coordinator builds a broker this way, without a server)."""
-        config, clock, data_dir = self.config, self.clock, Path(self.config.data_dir)
+        data_dir = Path(self.config.data_dir)
+        # Kafka's LogManager creates and locks its log dir (`.lock`) before anything in it is read
+        # or written: a second broker on this directory stops here (storage.file_lock)
+        dir_lock = lock_log_dir(data_dir)
+        try:
+            self._build(data_dir, dir_lock)
+        except BaseException:
+            dir_lock.unlock()  # a start that failed leaves the directory to the next one
+            raise
+
+    def _build(self, data_dir: Path, dir_lock: FileLock) -> None:
+        config, clock = self.config, self.clock
         # dynamic broker configs (AlterConfigs) stored by an earlier run lie over the static ones
         self.dynamic_config = DynamicBrokerConfig(config, data_dir)
         self.dynamic_config.load()
@@ -145,7 +157,8 @@ class BrokerServer:
             data_dir, to_log_config(effective_topic_config(cfg, {})), now_ms=clock, node_id=self.node_id,
             cluster_id=cfg.get("cluster.id") if cfg.is_set("cluster.id") else None,
             topic_config=lambda overrides: to_log_config(effective_topic_config(self.dynamic_config.current,
-                                                                                overrides)))
+                                                                                overrides)),
+            dir_lock=dir_lock)
         self.topics = TopicRegistry(self.log_manager, cfg)
         self.metrics = BrokerMetrics()  # counters the hot paths bump; /metrics (minibroker.console) reads them
         self.replica_manager = ReplicaManager(self.metrics, self.node_id)
