@@ -1,8 +1,12 @@
 # Every target sets up .venv first, so `make run` and `make test` work on a fresh clone.
+# `make run` installs the broker's runtime dependencies only (pyproject.toml [project]
+# dependencies); `make install` and `make test` add the test tools, clients and Spark (the
+# [test] and [spark] extras: pyspark, playwright, a 92 MB jar wheel).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+RUN_STAMP := $(VENV)/.installed-run-stamp
 
 .PHONY: install run test lint bench clean reference
 
@@ -12,10 +16,17 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,spark]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
+
+# the runtime only: what `python -m minibroker` imports
+$(RUN_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $(RUN_STAMP)
 
 # The console (and /metrics) on 127.0.0.1:8080; the broker prints its URL at start.
-run: install
+run: $(RUN_STAMP)
 	$(PY) -m minibroker --host 127.0.0.1 --port 9092 --data-dir data --config config.yaml --console-port 8080
 
 JS_STAMP := tests/js/node_modules/.installed-stamp
