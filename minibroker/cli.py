@@ -77,6 +77,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 async def serve(args: argparse.Namespace) -> int:
+    # SIGTERM / Ctrl-C from the first moment: one that comes while the broker starts stops it
+    # cleanly once started, instead of killing it half-built (Kafka's shutdown hook)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     config = BrokerConfig.load(args.config, args.override, host=args.host, port=args.port,
                                data_dir=args.data_dir)
     # The listeners are bound before the broker's modules are imported (about 30 ms, issue 22): a
@@ -94,13 +100,9 @@ async def serve(args: argparse.Namespace) -> int:
         from minibroker.tools.trace import Tracer  # lazy: only with --trace
 
         server.trace_listeners.add(Tracer(sys.stdout, fmt=args.trace_format, with_bytes=args.trace_bytes))
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     # glibc's malloc thresholds (minibroker.malloc_tuning) pay off once produce requests flow: set
     # a second after listening, so its ctypes import is not on the start path (issue 22)
     loop.call_later(TUNE_MALLOC_AFTER_S, _tune_malloc)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     logging.getLogger("minibroker").info("shutting down")
     await server.shutdown()
