@@ -7,8 +7,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 RUN_STAMP := $(VENV)/.installed-run-stamp
+DIST   := dist
 
-.PHONY: install run test lint bench clean reference
+.PHONY: install run test lint bench clean reference wheel
 
 install: $(STAMP)
 
@@ -28,6 +29,13 @@ $(RUN_STAMP): pyproject.toml
 # The console (and /metrics) on 127.0.0.1:8080; the broker prints its URL at start.
 run: $(RUN_STAMP)
 	$(PY) -m minibroker --host 127.0.0.1 --port 9092 --data-dir data --config config.yaml --console-port 8080
+
+# A wheel to install into another project's environment (docs/testing.md):
+# dist/minibroker-<version>-py3-none-any.whl. Needs only pip (setuptools comes in pip's build env).
+wheel:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	rm -rf build  # setuptools reuses build/lib: a module removed since would come back
+	$(PY) -m pip wheel -q --no-deps -w $(DIST) .
 
 JS_STAMP := tests/js/node_modules/.installed-stamp
 
@@ -53,4 +61,4 @@ bench: install
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) data .pytest_cache tests/js/node_modules
+	rm -rf $(VENV) data $(DIST) build .pytest_cache tests/js/node_modules
