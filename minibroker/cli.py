@@ -93,7 +93,11 @@ async def serve(args: argparse.Namespace) -> int:
     from minibroker.server import BrokerServer  # lazy: imported once the listeners are bound (above)
 
     server = BrokerServer(config, socket_server=socket_server)
-    await server.startup()
+    try:
+        await server.startup()
+    except ListenerBindError:  # the console's port (the listeners are bound already): built, so stop cleanly
+        await server.shutdown()
+        raise
     if server.console is not None:
         print(f"minibroker console: {server.console.url}", file=sys.stderr, flush=True)
     if args.trace:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,7 +49,7 @@ from minibroker.metadata_cache import MetadataCache
 from minibroker.metrics import BrokerMetrics
 from minibroker.network.connection_quotas import ConnectionQuotas
 from minibroker.network.memory_pool import MemoryPool
-from minibroker.network.socket_server import SocketServer
+from minibroker.network.socket_server import ListenerBindError, SocketServer
 from minibroker.quotas.manager import ClientQuotaManager
 from minibroker.quotas.store import QuotaStore
 from minibroker.replica_manager import ReplicaManager
@@ -230,7 +231,13 @@ class BrokerServer:
                                bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"),
                                limits=limits,
                                plain_users={u: pw for st in ss.sasl.values() for u, pw in st.plain_users.items()})
-        await self.console.start(self.config.get("console.host"), self.config.get("console.port"))
+        host, port = self.config.get("console.host"), self.config.get("console.port")
+        try:
+            await self.console.start(host, port)
+        except OSError as e:  # the port taken or the host not this machine's: one line, as a listener's
+            self.console = None
+            raise ListenerBindError(f"Console failed to bind to {host}:{port} (console.port): "
+                                    f"{os.strerror(e.errno) if e.errno else e}.") from e
 
     async def shutdown(self, timeout: float = 10.0) -> None:
         """Stop accepting, finish in-flight requests (within `timeout`), then stop the background

@@ -63,6 +63,18 @@ def test_a_second_listener_in_use_is_the_one_named(tmp_path):
                     "Address already in use.")
 
 
+def test_a_console_port_in_use_is_named_and_the_broker_stops_cleanly(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        got = run("--port", "0", "--data-dir", str(tmp_path / "d"), "--console-port", str(port))
+    assert got.returncode == 2 and "Traceback" not in got.stderr, got.stderr
+    assert got.stderr.splitlines()[-1] == (f"minibroker: Console failed to bind to 127.0.0.1:{port} (console.port): "
+                                           "Address already in use.")
+    assert (tmp_path / "d" / ".kafka_cleanshutdown").exists()  # built, then shut down as after SIGTERM
+
+
 def test_a_host_that_is_not_an_address(tmp_path):
     line = refused("--host", "no-such-host.invalid", "--port", "0", "--data-dir", str(tmp_path / "d"))
     assert line.startswith("minibroker: Socket server failed to bind to no-such-host.invalid:0 (listener "
