@@ -58,7 +58,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                    help="set a config key (repeatable), e.g. --override num.partitions=3")
     p.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop", help="event loop (default uvloop)")
-    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--log-level", default="INFO", type=str.upper,
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
     p.add_argument("--debug", action="store_true", help="a start-up error prints its traceback too")
     p.add_argument("--trace", action="store_true", help="print one line per request and response")
     p.add_argument("--trace-format", choices=["text", "json"], default="text")

@@ -153,3 +153,9 @@ def test_help_shows_the_data_dir_default_and_every_subcommand():
     for sub in ("dump-log", "certs"):
         assert f"  {sub} " in got.stdout  # listed with its job
         assert run(sub, "--help").returncode == 0
+
+
+def test_a_bad_flag_value_is_argparses_usage_error_not_a_traceback():
+    got = run("--log-level", "chatty")
+    assert got.returncode == 2 and "Traceback" not in got.stderr
+    assert got.stderr.splitlines()[-1].startswith("minibroker: error: argument --log-level: invalid choice: 'CHATTY'")
