@@ -2,14 +2,19 @@
 
 A second `python -m minibroker` on a directory in use is refused with Kafka's one line and exit
 status 2, and touches nothing; the lock goes with the process that held it, after SIGTERM and
-after kill -9 (flock is released by the kernel), so the next broker starts.
+after kill -9 (the kernel releases it), so the next broker starts. Kafka's own FileLock
+(tools/java/LockCheck.java, from the reference jars) and minibroker refuse each other both ways:
+the same POSIX record lock.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from tests.helpers import ROOT, free_port
@@ -63,3 +68,40 @@ def test_a_second_broker_on_a_data_dir_in_use_is_refused_until_the_first_exits_o
     last.start()
     assert values(last.bootstrap) == [b"acknowledged"]
     assert last.stop() == 0
+
+
+def kafka_file_lock(data_dir: Path, hold_ms: int | None = None) -> list[str]:
+    """The java command that takes Kafka's FileLock on data_dir/.lock (skips without a JDK or the jars)."""
+    from reference import kafka_reference as kr  # lazy: only this test needs the reference jars
+
+    java = shutil.which("java")
+    if java is None:
+        pytest.skip("no JDK on PATH (.ci/run installs one)")
+    if not kr.jars_ready():
+        pytest.skip(f"REFERENCE JARS UNAVAILABLE: {kr.missing_prerequisites()}")
+    libs = kr.libs_dir()
+    cp = [next(libs.glob(f"{prefix}*.jar")) for prefix in ("kafka-server-common-", "slf4j-api-")]
+    return [java, "-cp", ":".join(map(str, cp)), str(ROOT / "tools/java/LockCheck.java"), str(data_dir),
+            *([str(hold_ms)] if hold_ms is not None else [])]
+
+
+def test_kafka_and_minibroker_refuse_each_other_a_data_dir(kafka_broker_process, tmp_path):
+    broker = kafka_broker_process()
+    broker.start()
+    java = subprocess.run(kafka_file_lock(broker.data_dir), capture_output=True, text=True, timeout=120)
+    assert java.stdout.split() == ["refused"], java.stdout + java.stderr
+    assert broker.stop() == 0
+
+    # Kafka's FileLock held by a JVM: minibroker is refused, then starts once the JVM lets go
+    holder = subprocess.Popen(kafka_file_lock(broker.data_dir, hold_ms=60_000), stdout=subprocess.PIPE, text=True,
+                              stderr=subprocess.DEVNULL)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        refused = second_broker(broker.data_dir)
+        assert refused.returncode == 2
+        assert "Failed to acquire lock on file .lock in" in refused.stderr, refused.stderr
+    finally:
+        holder.kill()
+        holder.wait(30)
+    broker.start()
+    assert broker.stop() == 0

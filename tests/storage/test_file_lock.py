@@ -6,6 +6,8 @@ Two brokers in real processes, with kill -9, are in tests/integration/test_data_
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 
 import pytest
 
@@ -16,11 +18,20 @@ from storage.log_manager import LogManager
 from .helpers import Clock
 
 
+def _another_process_gets(path) -> bool:
+    code = ("import fcntl, os, sys\nfd = os.open(sys.argv[1], os.O_RDWR)\ntry:\n"
+            "    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept OSError:\n    sys.exit(1)\n")
+    return subprocess.run([sys.executable, "-c", code, str(path)], timeout=30).returncode == 0
+
+
 def test_a_second_lock_on_the_same_file_is_refused_until_the_first_is_released(tmp_path):
     first, second = FileLock(tmp_path / ".lock"), FileLock(tmp_path / ".lock")
     assert first.try_lock() and first.locked
-    assert not second.try_lock() and not second.locked  # flock: per open file, even in one process
+    assert not second.try_lock() and not second.locked  # in one process too, as in Kafka's JVM
+    assert first.locked
+    assert not _another_process_gets(tmp_path / ".lock")  # the refused attempt did not drop the POSIX lock
     first.unlock()
+    assert _another_process_gets(tmp_path / ".lock")
     assert second.try_lock()
     second.unlock()
     assert (tmp_path / ".lock").exists()  # the file stays, as Kafka's does
