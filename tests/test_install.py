@@ -5,7 +5,7 @@ examples/test_with_fixture/README.md say, and the example's tests run there agai
 installed package (not this checkout: no PYTHONPATH, another working directory).
 
 pip's cache and index serve the dependencies (the same ones `make install` fetched); about half a
-minute on two cores, most of it pip.
+minute on two idle cores (nearly three on a loaded machine), most of it pip.
 """
 
 from __future__ import annotations
@@ -66,25 +66,25 @@ def _run_like_make_run(py: Path, cwd: Path, env: dict[str, str]) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(600)  # pip on a loaded 2-core machine: 35 s idle, nearly 3 min seen under load
 def test_a_fresh_virtualenv_in_another_project_runs_the_example_on_the_installed_wheel(tmp_path):
     dist = tmp_path / "dist"
     subprocess.run(["make", "-s", "wheel", f"PY={sys.executable}", f"DIST={dist}"], cwd=ROOT, check=True,
-                   capture_output=True, timeout=120)
+                   capture_output=True, timeout=300)
     wheels = list(dist.glob("minibroker-*-py3-none-any.whl"))
     assert len(wheels) == 1, wheels
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=60, env=env)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=180, env=env)
     py = venv / "bin" / "python"
     # the runtime alone (what `make run` installs) runs the broker as `make run` does, console included
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-compile", str(wheels[0])], check=True, timeout=180,
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-compile", str(wheels[0])], check=True, timeout=300,
                    env=env, cwd=tmp_path)
     _run_like_make_run(py, tmp_path, env)
     # the README's line, with the wheel's path (examples/test_with_fixture/README.md)
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-compile", f"{wheels[0]}[fixture]",
-                    "confluent-kafka", "aiokafka"], check=True, timeout=180, env=env, cwd=tmp_path)
+                    "confluent-kafka", "aiokafka"], check=True, timeout=300, env=env, cwd=tmp_path)
 
     project = tmp_path / "project"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
