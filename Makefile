@@ -1,10 +1,15 @@
 # Every target sets up .venv first, so `make run` and `make test` work on a fresh clone.
+# `make run` installs the broker's runtime dependencies only (pyproject.toml [project]
+# dependencies); `make install` and `make test` add the test tools, clients and Spark (the
+# [test] and [spark] extras: pyspark, playwright, a 92 MB jar wheel).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+RUN_STAMP := $(VENV)/.installed-run-stamp
+DIST   := dist
 
-.PHONY: install run test lint bench clean reference
+.PHONY: install run test lint bench clean reference wheel
 
 install: $(STAMP)
 
@@ -12,11 +17,25 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,spark]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
+
+# the runtime only: what `python -m minibroker` imports
+$(RUN_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $(RUN_STAMP)
 
 # The console (and /metrics) on 127.0.0.1:8080; the broker prints its URL at start.
-run: install
+run: $(RUN_STAMP)
 	$(PY) -m minibroker --host 127.0.0.1 --port 9092 --data-dir data --config config.yaml --console-port 8080
+
+# A wheel to install into another project's environment (docs/testing.md):
+# dist/minibroker-<version>-py3-none-any.whl. Needs only pip (setuptools comes in pip's build env).
+wheel:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	rm -rf build  # setuptools reuses build/lib: a module removed since would come back
+	$(PY) -m pip wheel -q --no-deps -w $(DIST) .
 
 JS_STAMP := tests/js/node_modules/.installed-stamp
 
@@ -42,4 +61,4 @@ bench: install
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) data .pytest_cache tests/js/node_modules
+	rm -rf $(VENV) data $(DIST) build .pytest_cache tests/js/node_modules

@@ -2,6 +2,12 @@
 
 Subcommands for the tools (e.g. `python -m minibroker dump-log FILE...`) are dispatched by name
 before the broker's own options are parsed.
+
+A start that cannot work (an invalid config value, a port in use, a host that is not this
+machine's, a data directory that is a file, unwritable or used by another broker, a config file
+that is not YAML) is one line on stderr naming the key, listener or path, and exit status 2
+(Kafka's kafka-server-start exits non-zero after "Exiting Kafka due to fatal exception"); the
+traceback only with `--debug`. Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -12,30 +18,49 @@ import importlib
 import logging
 import signal
 import sys
+import traceback
 from pathlib import Path
 
 import uvloop
 
 # the config and the socket server come before the broker's modules: the listeners are bound first
-from minibroker.config import BrokerConfig
-from minibroker.network.socket_server import SocketServer
+from minibroker.config import BrokerConfig, ConfigError
+from minibroker.network.socket_server import ListenerBindError, SocketServer
+from storage.file_lock import LogDirFailure
 
 TOOLS = {
     "dump-log": "minibroker.tools.dump_log",
     "certs": "minibroker.security.certs",
 }
+TOOL_SUMMARIES = {  # for --help; each tool has its own --help
+    "dump-log": "print segment, index and snapshot files as Kafka's kafka-dump-log does",
+    "certs": "make a CA and server/client certificates for TLS listeners (development and tests)",
+}
+# start-up errors said in one line (exit status 2); their messages name the key, listener or path
+STARTUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, ListenerBindError, LogDirFailure)
+EXIT_STARTUP_ERROR = 2  # as argparse's usage errors
+DEFAULT_DATA_DIR = "data"  # log.dir's dev default (minibroker.config.keys), under the working directory
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="minibroker", description="A Kafka-protocol broker on one machine.")
+    tools = "\n".join(f"  {name:<10} {TOOL_SUMMARIES[name]}" for name in TOOLS)
+    p = argparse.ArgumentParser(
+        prog="minibroker", description="A Kafka-protocol broker on one machine.",
+        usage="%(prog)s [options]\n       %(prog)s {" + ",".join(TOOLS) + "} ...",
+        epilog=f"subcommands (`minibroker <name> --help` for each):\n{tools}",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default=None, help="address to listen on and advertise (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="port (default 9092; 0 picks a free one)")
-    p.add_argument("--data-dir", default=None, help="log.dirs: where partitions are stored")
+    p.add_argument("--data-dir", default=None,
+                   help=f"log.dirs: where partitions are stored (default: log.dirs or log.dir of --config, "
+                        f"else ./{DEFAULT_DATA_DIR}); one broker per directory (its .lock)")
     p.add_argument("--config", type=Path, default=None, help="YAML file with Kafka's config keys")
     p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                    help="set a config key (repeatable), e.g. --override num.partitions=3")
     p.add_argument("--loop", choices=["uvloop", "asyncio"], default="uvloop", help="event loop (default uvloop)")
-    p.add_argument("--log-level", default="INFO")
+    p.add_argument("--log-level", default="INFO", type=str.upper,
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"])
+    p.add_argument("--debug", action="store_true", help="a start-up error prints its traceback too")
     p.add_argument("--trace", action="store_true", help="print one line per request and response")
     p.add_argument("--trace-format", choices=["text", "json"], default="text")
     p.add_argument("--trace-bytes", action="store_true", help="add an annotated hex view to the trace")
@@ -53,6 +78,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 async def serve(args: argparse.Namespace) -> int:
+    # SIGTERM / Ctrl-C from the first moment: one that comes while the broker starts stops it
+    # cleanly once started, instead of killing it half-built (Kafka's shutdown hook)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     config = BrokerConfig.load(args.config, args.override, host=args.host, port=args.port,
                                data_dir=args.data_dir)
     # The listeners are bound before the broker's modules are imported (about 30 ms, issue 22): a
@@ -63,20 +94,20 @@ async def serve(args: argparse.Namespace) -> int:
     from minibroker.server import BrokerServer  # lazy: imported once the listeners are bound (above)
 
     server = BrokerServer(config, socket_server=socket_server)
-    await server.startup()
+    try:
+        await server.startup()
+    except ListenerBindError:  # the console's port (the listeners are bound already): built, so stop cleanly
+        await server.shutdown()
+        raise
     if server.console is not None:
         print(f"minibroker console: {server.console.url}", file=sys.stderr, flush=True)
     if args.trace:
         from minibroker.tools.trace import Tracer  # lazy: only with --trace
 
         server.trace_listeners.add(Tracer(sys.stdout, fmt=args.trace_format, with_bytes=args.trace_bytes))
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
     # glibc's malloc thresholds (minibroker.malloc_tuning) pay off once produce requests flow: set
     # a second after listening, so its ctypes import is not on the start path (issue 22)
     loop.call_later(TUNE_MALLOC_AFTER_S, _tune_malloc)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     logging.getLogger("minibroker").info("shutting down")
     await server.shutdown()
@@ -99,6 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
-    if args.loop == "uvloop":
-        return uvloop.run(serve(args))
-    return asyncio.run(serve(args))
+    try:
+        if args.loop == "uvloop":
+            return uvloop.run(serve(args))
+        return asyncio.run(serve(args))
+    except STARTUP_ERRORS as e:
+        if args.debug:
+            traceback.print_exc()
+        print("minibroker: " + " ".join(str(e).split()), file=sys.stderr, flush=True)  # one line
+        return EXIT_STARTUP_ERROR

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -48,7 +49,7 @@ from minibroker.metadata_cache import MetadataCache
 from minibroker.metrics import BrokerMetrics
 from minibroker.network.connection_quotas import ConnectionQuotas
 from minibroker.network.memory_pool import MemoryPool
-from minibroker.network.socket_server import SocketServer
+from minibroker.network.socket_server import ListenerBindError, SocketServer
 from minibroker.quotas.manager import ClientQuotaManager
 from minibroker.quotas.store import QuotaStore
 from minibroker.replica_manager import ReplicaManager
@@ -57,6 +58,7 @@ from minibroker.security.credentials import ScramCredentialStore
 from minibroker.services import BrokerServices
 from minibroker.topics import Topic, TopicRegistry
 from storage.clock import Clock, wall_clock_ms
+from storage.file_lock import FileLock, lock_log_dir
 from storage.log_manager import LogManager
 
 if TYPE_CHECKING:
@@ -136,7 +138,18 @@ class BrokerServer:
         """Build every component, once, in the order they need each other, and load the logs
         (recovery where the last stop was not clean) and the topics on them. Nothing is started:
         no socket, no task (tests/coordinator builds a broker this way, without a server)."""
-        config, clock, data_dir = self.config, self.clock, Path(self.config.data_dir)
+        data_dir = Path(self.config.data_dir)
+        # Kafka's LogManager creates and locks its log dir (`.lock`) before anything in it is read
+        # or written: a second broker on this directory stops here (storage.file_lock)
+        dir_lock = lock_log_dir(data_dir)
+        try:
+            self._build(data_dir, dir_lock)
+        except BaseException:
+            dir_lock.unlock()  # a start that failed leaves the directory to the next one
+            raise
+
+    def _build(self, data_dir: Path, dir_lock: FileLock) -> None:
+        config, clock = self.config, self.clock
         # dynamic broker configs (AlterConfigs) stored by an earlier run lie over the static ones
         self.dynamic_config = DynamicBrokerConfig(config, data_dir)
         self.dynamic_config.load()
@@ -145,7 +158,8 @@ class BrokerServer:
             data_dir, to_log_config(effective_topic_config(cfg, {})), now_ms=clock, node_id=self.node_id,
             cluster_id=cfg.get("cluster.id") if cfg.is_set("cluster.id") else None,
             topic_config=lambda overrides: to_log_config(effective_topic_config(self.dynamic_config.current,
-                                                                                overrides)))
+                                                                                overrides)),
+            dir_lock=dir_lock)
         self.topics = TopicRegistry(self.log_manager, cfg)
         self.metrics = BrokerMetrics()  # counters the hot paths bump; /metrics (minibroker.console) reads them
         self.replica_manager = ReplicaManager(self.metrics, self.node_id)
@@ -217,7 +231,13 @@ class BrokerServer:
                                bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"),
                                limits=limits,
                                plain_users={u: pw for st in ss.sasl.values() for u, pw in st.plain_users.items()})
-        await self.console.start(self.config.get("console.host"), self.config.get("console.port"))
+        host, port = self.config.get("console.host"), self.config.get("console.port")
+        try:
+            await self.console.start(host, port)
+        except OSError as e:  # the port taken or the host not this machine's: one line, as a listener's
+            self.console = None
+            raise ListenerBindError(f"Console failed to bind to {host}:{port} (console.port): "
+                                    f"{os.strerror(e.errno) if e.errno else e}.") from e
 
     async def shutdown(self, timeout: float = 10.0) -> None:
         """Stop accepting, finish in-flight requests (within `timeout`), then stop the background

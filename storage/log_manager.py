@@ -58,6 +58,7 @@ from storage.checkpoint import (
     write_properties,
 )
 from storage.config import LogConfig
+from storage.file_lock import FileLock, lock_log_dir
 from storage.log_files import (
     DELETE_DIR_SUFFIX,
     atomic_write,
@@ -85,8 +86,11 @@ def _wall_clock_ms() -> int:
 class LogManager:
     def __init__(self, data_dir: Path, default_config: LogConfig, *, now_ms: Callable[[], int] = _wall_clock_ms,
                  node_id: int | None = None, cluster_id: str | None = None,
-                 topic_config: Callable[[Mapping[str, Any]], LogConfig] | None = None):
-        """`topic_config` turns a topic's stored overrides (Kafka keys) into its LogConfig. Storage
+                 topic_config: Callable[[Mapping[str, Any]], LogConfig] | None = None,
+                 dir_lock: FileLock | None = None):
+        """`dir_lock`: the directory's `.lock`, when the caller took it already (`lock_log_dir`: a
+        broker does, before reading its dynamic config from the directory); the manager holds it
+        from then on and releases it at shutdown. `topic_config` turns a topic's stored overrides (Kafka keys) into its LogConfig. Storage
         keeps the overrides as opaque data and never parses them; the broker's config model does
         (minibroker.config.to_log_config). Without it every topic gets `default_config`."""
         self.data_dir = Path(data_dir)
@@ -110,11 +114,19 @@ class LogManager:
         self._cleaner_offsets = OffsetCheckpointFile(self.data_dir / CLEANER_OFFSET_CHECKPOINT_FILE)
         # the log cleaner's progress: the first dirty offset of each compacted log (storage.cleaner)
         self.cleaner_checkpoints: dict[tuple[str, int], int] = {}
+        self._dir_lock = dir_lock
+
+    def lock_log_dir(self) -> None:
+        """Create the data directory if missing and take its `.lock` (Kafka: the LogManager
+        constructor's createAndValidateLogDirs and lockLogDirs), before anything in it is read or
+        written; storage.file_lock.LogDirFailure if another broker holds it."""
+        if self._dir_lock is None:
+            self._dir_lock = lock_log_dir(self.data_dir)
 
     # -- startup -------------------------------------------------------------------------------
     def startup(self) -> None:
         started = time.monotonic()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.lock_log_dir()
         self._load_meta_properties()
         marker = CleanShutdownFile(self.data_dir)
         self.had_clean_shutdown = marker.exists()
@@ -335,6 +347,9 @@ class LogManager:
         self.checkpoint()
         if ok and self._loaded:
             CleanShutdownFile(self.data_dir).write()
+        if self._dir_lock is not None:  # last: the directory is consistent for the next broker
+            self._dir_lock.unlock()
+            self._dir_lock = None
         logger.info("Shutdown complete.")
 
 

@@ -404,7 +404,11 @@ def _read_yaml(path: Path) -> dict[str, object]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise ConfigError(f"Config file {path} is not valid YAML: {e}") from None
+        # one line naming the file and the line (the parser's own text spans several lines)
+        mark = getattr(e, "problem_mark", None)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        what = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise ConfigError(f"Config file {path} is not valid YAML{where}: {what}") from None
     if data is None:
         return {}
     if not isinstance(data, Mapping):

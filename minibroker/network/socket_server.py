@@ -41,6 +41,12 @@ log = logging.getLogger("minibroker.network.socket_server")
 _ACCEPTS_PER_WAKEUP = 64  # connections taken per readable event before other work runs
 
 
+class ListenerBindError(OSError):
+    """A listener could not be bound: the port is taken or the host is not an address of this
+    machine. The message names the listener and its address (Kafka: SocketServer's
+    "Socket server failed to bind to host:port")."""
+
+
 class SocketServer:
     def __init__(self, config: BrokerConfig):
         self.config = config
@@ -117,9 +123,13 @@ class SocketServer:
         try:
             sock.bind((host, endpoint.port))
             sock.listen(self.config.get("socket.listen.backlog.size"))
-        except OSError:
+        except OSError as e:
             sock.close()
-            raise
+            where = f"[{host}]:{endpoint.port}" if ":" in host else f"{host}:{endpoint.port}"
+            err = ListenerBindError(f"Socket server failed to bind to {where} (listener "
+                                    f"{endpoint.listener_name}): {e.strerror or e}.")
+            err.errno = e.errno  # EADDRINUSE etc. stay readable; the message is one line
+            raise err from e
         sock.setblocking(False)
         return sock
 

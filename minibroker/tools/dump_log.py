@@ -16,7 +16,7 @@ state) and `.txnindex` (aborted transactions). `--index-sanity-check` runs Kafka
 (OffsetIndex/TimeIndex.sanityCheck) on the file as Kafka's tool opens it, instead of printing
 entries.
 
-`--layout classic` prints batches in the order Kafka 2.x/3.0 used (the layout of shared seed 003:
+`--layout classic` prints batches in the order Kafka 2.x/3.0 used (docs/tour.md step 3:
 `... position: 0 CreateTime: ... isvalid: true size: 15556 magic: 2 compresscodec: NONE crc: ...`);
 the default is the layout of current Kafka. Problems found (index entries that do not point at a
 batch's last offset, offsets that are not consecutive, time index mismatches) go to stderr
@@ -610,7 +610,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--transaction-log-decoder", action="store_true", help="decode __transaction_state records")
     p.add_argument("--share-group-state-decoder", action="store_true", help="decode __share_group_state records")
     p.add_argument("--layout", choices=["current", "classic"], default="current",
-                   help="batch line layout: current Kafka, or classic (Kafka 2.x/3.0, as in seed 003)")
+                   help="batch line layout: current Kafka, or classic (Kafka 2.x/3.0)")
     args = p.parse_args(argv)
     args.all_files = list(args.paths) + [f for f in args.files.split(",") if f]
     if not args.all_files:

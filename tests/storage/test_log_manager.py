@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import uuid
 
@@ -130,6 +131,8 @@ def test_unclean_restart_recovers_from_the_checkpointed_recovery_point(tmp_path)
     for log in lm.logs().values():
         log.close_handlers()  # crash
     assert not (data / ".kafka_cleanshutdown").exists()
+    del lm  # and the crashed process is gone, with its flock on .lock (storage.file_lock)
+    gc.collect()
     lm = started(data)
     assert not lm.had_clean_shutdown
     lg = lm.get_log("t", 0)
