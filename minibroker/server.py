@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from minibroker.coordinator.group.group_coordinator import GroupCoordinator
     from minibroker.coordinator.share.share_group import ShareGroupCoordinator
     from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator
+    from minibroker.faults import FaultRegistry
     from minibroker.tools.trace import TraceListeners
     from storage.log import Log
 
@@ -225,6 +226,8 @@ class BrokerServer:
         if self.console is not None:
             await self.console.stop()
             self.console = None
+        if "faults" in self.__dict__:
+            self.faults.clear()  # a paused broker resumes, a held ("drop") request ends: nothing waits
         await self.socket_server.stop(timeout)
         for task in self._background:
             task.cancel()
@@ -259,6 +262,13 @@ class BrokerServer:
         from minibroker.tools.trace import TraceListeners  # lazy: only with --trace or the console
 
         return TraceListeners(self.apis)
+
+    @functools.cached_property
+    def faults(self) -> FaultRegistry:
+        """The faults set on this broker (issue 32); the fault modules are imported by the first use."""
+        from minibroker.faults import FaultRegistry  # lazy: only a test that sets faults needs them
+
+        return FaultRegistry(self.apis, self, self.metadata_cache.topic_name)
 
     # -- addresses -------------------------------------------------------------------------
     @property
