@@ -37,7 +37,7 @@ from protocol.apis import api_versions
 from protocol.codec import Output, decode_from, encode
 from protocol.errors import ErrorCode, KafkaError
 from protocol.headers import decode_request_header, encode_response_frame
-from protocol.schema import Api
+from protocol.schema import Api, Message
 from protocol.types import DecodeError
 
 log = logging.getLogger("minibroker.kafka_apis")
@@ -53,7 +53,7 @@ class RequestTracer(Protocol):
 class RequestFaults(Protocol):
     """The fault hook (minibroker.faults.registry.FaultRegistry): the handler a request gets."""
 
-    def wrap(self, ctx: RequestContext, api: Api, request: Any, fn: HandlerFn) -> HandlerFn: ...
+    def wrap(self, ctx: RequestContext, api: Api, request: Message, fn: HandlerFn) -> HandlerFn: ...
 
 
 class KafkaApis:

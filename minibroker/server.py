@@ -217,7 +217,8 @@ class BrokerServer:
         self.console = Console(self.services, self.handlers, self.trace_listeners,
                                bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"),
                                limits=limits,
-                               plain_users={u: pw for st in ss.sasl.values() for u, pw in st.plain_users.items()})
+                               plain_users={u: pw for st in ss.sasl.values() for u, pw in st.plain_users.items()},
+                               faults=(lambda: self.faults) if self.config.get("console.allow.faults") else None)
         await self.console.start(self.config.get("console.host"), self.config.get("console.port"))
 
     async def shutdown(self, timeout: float = 10.0) -> None:

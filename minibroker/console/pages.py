@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 NAV = [("/", "Cluster"), ("/topics", "Topics"), ("/groups", "Groups"), ("/transactions", "Transactions"),
-       ("/trace", "Live trace"), ("/metrics", "/metrics")]
+       ("/trace", "Live trace"), ("/faults", "Faults"), ("/metrics", "/metrics")]
 
 
 def h(v: Any) -> str:

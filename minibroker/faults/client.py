@@ -16,15 +16,21 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, Unpack
 
-from minibroker.faults.model import Fault
+from minibroker.faults.model import Fault, FaultSpec, JsonValue, fault_kwargs
 
 if TYPE_CHECKING:
     from minibroker.faults.registry import FaultRegistry
 
 T = TypeVar("T")
-OnLoop = Callable[[Callable[["FaultRegistry"], Any]], Any]  # runs fn(registry) on the broker's loop
+
+
+class OnLoop(Protocol):
+    """Runs fn(registry) on the broker's loop and returns its result."""
+
+    def __call__(self, fn: Callable[[FaultRegistry], T]) -> T: ...
+
 _POLL_S = 0.005
 
 
@@ -49,8 +55,7 @@ class _Injected:
     def remove(self) -> bool:
         """Remove it (a component fault is reverted: the disk heals, a paused broker resumes)."""
         fid = self.fault.id
-        removed: bool = self._on_loop(lambda r: r.remove(fid))
-        return removed
+        return self._on_loop(lambda r: r.remove(fid))
 
     def _timeout(self, n: int, timeout: float) -> TimeoutError:
         return TimeoutError(f"{self.fault.describe()} fired {self.fault.fired} of {n} times within {timeout}s")
@@ -121,38 +126,43 @@ class BrokerFaults(Generic[H]):
         self._on_loop = on_loop
         self._handle = handle
 
-    def inject(self, api: str | int | None = None, **kwargs: Any) -> H:
+    def inject(self, api: str | int | None = None, **kwargs: Unpack[FaultSpec]) -> H:
         """A request fault: `inject("Produce", error="NOT_LEADER_OR_FOLLOWER", count=2)`,
         `inject("Metadata", delay_ms=2000)`, `inject("Fetch", action="close", nth=3)`."""
-        fault: Fault = self._on_loop(lambda r: r.inject(api, **kwargs))
+        fault = self._on_loop(lambda r: r.inject(api, **kwargs))
         return self._handle(fault, self._on_loop)
 
-    def disk_full(self, **kwargs: Any) -> H:
-        """Produce appends answer KAFKA_STORAGE_ERROR until removed (count=None unless given)."""
-        return self.inject(kind="disk.full", **{"count": None, **kwargs})
+    def inject_json(self, spec: object) -> H:
+        """A fault as POST /api/faults takes it: {"api": "Fetch", "error": "OFFSET_OUT_OF_RANGE"}."""
+        fault: Fault = self._on_loop(lambda r: r.inject(**fault_kwargs(spec)))
+        return self._handle(fault, self._on_loop)
 
-    def slow_disk(self, delay_ms: int, **kwargs: Any) -> H:
-        """Each Produce append waits `delay_ms` until removed."""
-        return self.inject(kind="disk.slow", delay_ms=delay_ms, **{"count": None, **kwargs})
+    def disk_full(self, topic: str | None = None, partition: int | None = None, count: int | None = None) -> H:
+        """Produce appends answer KAFKA_STORAGE_ERROR until removed (or `count` times)."""
+        return self.inject(kind="disk.full", topic=topic, partition=partition, count=count)
+
+    def slow_disk(self, delay_ms: int, topic: str | None = None, count: int | None = None) -> H:
+        """Each Produce append waits `delay_ms` until removed (or `count` times)."""
+        return self.inject(kind="disk.slow", delay_ms=delay_ms, topic=topic, count=count)
 
     def pause(self, node: int | None = None) -> H:
         """Stop accepting and reading every connection until the fault is removed."""
-        return self.inject(kind="broker.pause", node=node)
+        return self.inject(kind="broker.pause", node=node, count=None)
 
     def remove(self, fault: _Injected | int) -> bool:
         fid = fault if isinstance(fault, int) else fault.id
-        removed: bool = self._on_loop(lambda r: r.remove(fid))
-        return removed
+        return self._on_loop(lambda r: r.remove(fid))
 
     def clear(self) -> None:
         self._on_loop(lambda r: r.clear())
 
-    def all(self) -> list[dict[str, Any]]:
+    def all(self) -> list[dict[str, JsonValue]]:
         """Every fault set, as JSON-ready dicts (with "fired")."""
-        faults: list[dict[str, Any]] = self._on_loop(lambda r: [f.to_json() for f in r.all()])
-        return faults
+        return self._on_loop(lambda r: [f.to_json() for f in r.all()])
 
-    def history(self) -> list[dict[str, Any]]:
+    def ids(self) -> set[int]:
+        return self._on_loop(lambda r: {f.id for f in r.all()})
+
+    def history(self) -> list[dict[str, JsonValue]]:
         """The last firings (which fault, on which request)."""
-        fired: list[dict[str, Any]] = self._on_loop(lambda r: list(r.history))
-        return fired
+        return self._on_loop(lambda r: list(r.history))

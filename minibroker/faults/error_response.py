@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.schema import F, Message
@@ -49,7 +48,8 @@ _VALUE_ARRAYS = {"partition_indexes": "partition", "partitions": "partition", "g
 _INVALID = ("offset", "high_watermark", "timestamp", "node_id")  # -1 in an error entry (int fields)
 _INTS = ("int8", "int16", "int32", "int64")
 
-Path = tuple[tuple[str, Any], ...]  # (key, value) pairs from the top to an entry
+KeyValue = str | int | uuid.UUID | None  # a topic, a partition, a group id...
+Path = tuple[tuple[str, KeyValue], ...]  # (key, value) pairs from the top to an entry
 Select = Callable[[Path], bool]
 
 
@@ -298,7 +298,7 @@ def merge(real: Message, errors: Message, version: int) -> None:
                 have[at] = item
 
 
-def _keys(entry: Message, version: int) -> tuple[Any, ...]:
+def _keys(entry: Message, version: int) -> tuple[object, ...]:
     return tuple(getattr(entry, f.name) for f in _fields(entry, version) if _key_of(f) is not None)
 
 

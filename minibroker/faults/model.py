@@ -21,12 +21,35 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias, TypedDict
 
 from protocol import apis
 from protocol.errors import ErrorCode
 
 ACTIONS = ("close", "close_after", "drop")
+# a fault as JSON (GET /api/faults, the fixtures' `all()`)
+JsonValue: TypeAlias = "str | int | float | bool | None | list[JsonValue] | dict[str, JsonValue]"
+
+
+class FaultSpec(TypedDict, total=False):
+    """make_fault's keyword arguments (what `inject` takes besides the API)."""
+
+    kind: str | None
+    versions: tuple[int, int] | int | None
+    client_id: str | None
+    topic: str | None
+    partition: int | None
+    group_id: str | None
+    transactional_id: str | None
+    node: int | None
+    error: str | int | None
+    delay_ms: int | None
+    action: str | None
+    after: int
+    nth: int | None
+    count: int | None
+    probability: float
+    seed: int | None
 
 
 class FaultError(ValueError):
@@ -125,8 +148,8 @@ class Fault:
             what = f"delay {self.delay_ms} ms"
         return f"fault {self.id}: {what}"
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id}
+    def to_json(self) -> dict[str, JsonValue]:
+        out: dict[str, JsonValue] = {"id": self.id}
         for name in ("api", "kind", "versions", "client_id", "topic", "partition", "group_id",
                      "transactional_id", "node", "error", "action"):
             v = getattr(self, name)
@@ -188,3 +211,45 @@ def make_fault(fault_id: int, *, api: str | int | None = None, kind: str | None 
         f.code = error_code(error)
         f.error = ErrorCode(f.code).name
     return f
+
+
+_JSON_FIELDS: dict[str, tuple[type, ...]] = {
+    "api": (str, int), "kind": (str,), "client_id": (str,), "topic": (str,), "partition": (int,), "group_id": (str,),
+    "transactional_id": (str,), "node": (int,), "error": (str, int), "delay_ms": (int,), "action": (str,),
+    "nth": (int,), "after": (int,), "probability": (int, float), "seed": (int,)}
+
+
+def fault_kwargs(body: object) -> FaultSpec:
+    """make_fault's arguments from a fault as JSON (POST /api/faults, the pytest marker): the same
+    names, "count" 0 or null for every time, "versions" [lo, hi] or "version" n."""
+    if not isinstance(body, dict):
+        raise FaultError('a fault is a JSON object: {"api": "Produce", "error": "NOT_LEADER_OR_FOLLOWER"}')
+    out: dict[str, object] = {}
+    for key, value in body.items():
+        if key in ("count", "version", "versions"):
+            continue
+        types = _JSON_FIELDS.get(key)
+        if types is None:
+            known = ", ".join(sorted([*_JSON_FIELDS, "count", "versions"]))
+            raise FaultError(f"unknown field {key!r} (known: {known})")
+        if value is None:
+            continue
+        if not isinstance(value, types) or isinstance(value, bool):
+            raise FaultError(f"{key}: wrong type {type(value).__name__}")
+        out[key] = value
+    if "count" in body:
+        count = body["count"]
+        if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
+            raise FaultError("count: an integer (0 or null: every time until removed)")
+        out["count"] = count or None
+    versions = body.get("versions", body.get("version"))
+    if versions is not None:
+        if isinstance(versions, int) and not isinstance(versions, bool):
+            out["versions"] = (versions, versions)
+        elif isinstance(versions, list) and len(versions) == 2 and all(isinstance(v, int) for v in versions):
+            out["versions"] = (versions[0], versions[1])
+        else:
+            raise FaultError("versions: [lo, hi] (or version: n)")
+    if "kind" in out and "count" not in out:
+        out["count"] = None  # a component fault lasts until removed
+    return out  # type: ignore[return-value]  # checked field by field above

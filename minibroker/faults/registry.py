@@ -26,13 +26,14 @@ import functools
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+import uuid
+from collections.abc import Callable
+from typing import Protocol, Unpack
 
 from minibroker.faults import error_response as er
 from minibroker.faults.components import KINDS, FaultTarget
-from minibroker.faults.model import Fault, FaultError, make_fault
-from minibroker.handlers.registry import RequestContext
+from minibroker.faults.model import Fault, FaultError, FaultSpec, JsonValue, make_fault
+from minibroker.handlers.registry import HandlerFn, RequestContext
 from minibroker.kafka_apis import RequestFaults
 from protocol.apis import metadata, produce
 from protocol.schema import Api, Message
@@ -40,7 +41,6 @@ from protocol.schema import Api, Message
 log = logging.getLogger("minibroker.faults")
 
 HISTORY = 200
-HandlerFn = Callable[[RequestContext, Any], Awaitable[Any]]
 # APIs that change nothing: handled whole, the matched entries of the answer replaced
 READ_ONLY = frozenset({1, 2, 3, 9, 10, 15, 16, 18, 23, 29, 32, 35, 48, 50, 60, 61, 65, 66, 69, 75, 77, 90})
 
@@ -54,7 +54,7 @@ class FaultHook(Protocol):
 class FaultRegistry:
     """The faults of one broker (or, in a cluster, of the brokers it is given: `node` picks)."""
 
-    def __init__(self, hook: FaultHook, target: FaultTarget, resolve_topic_id: Callable[[Any], str | None]):
+    def __init__(self, hook: FaultHook, target: FaultTarget, resolve_topic_id: Callable[[uuid.UUID], str | None]):
         self._hook = hook
         self._targets: dict[int, FaultTarget] = {target.node_id: target}
         self._default = target
@@ -63,10 +63,10 @@ class FaultRegistry:
         self._request_faults: list[Fault] = []
         self._held: dict[int, list[asyncio.Future[None]]] = {}  # "drop": requests held, by fault id
         self._ids = itertools.count(1)
-        self.history: collections.deque[dict[str, Any]] = collections.deque(maxlen=HISTORY)
+        self.history: collections.deque[dict[str, JsonValue]] = collections.deque(maxlen=HISTORY)
 
     # -- the faults ----------------------------------------------------------------------------
-    def inject(self, api: str | int | None = None, **kwargs: Any) -> Fault:
+    def inject(self, api: str | int | None = None, **kwargs: Unpack[FaultSpec]) -> Fault:
         """Set a fault (the arguments of minibroker.faults.model.make_fault) and return it."""
         fault = make_fault(next(self._ids), api=api, **kwargs)
         if fault.kind is not None:
@@ -134,7 +134,7 @@ class FaultRegistry:
         return target
 
     def _fired(self, fault: Fault, what: str, ctx: RequestContext | None = None) -> None:
-        entry: dict[str, Any] = {"at_ms": int(time.time() * 1000), "fault": fault.id,
+        entry: dict[str, JsonValue] = {"at_ms": int(time.time() * 1000), "fault": fault.id,
                                  "description": fault.describe(), "on": what}
         if ctx is not None:
             h = ctx.header
@@ -147,7 +147,7 @@ class FaultRegistry:
         """`fn`, or the handler the faults that fire on this request make of it."""
         header = ctx.header
         fired: list[Fault] = []
-        values: set[tuple[str, Any]] | None = None
+        values: set[tuple[str, er.KeyValue]] | None = None
         paths: list[er.Path] | None = None
         terminal = False  # one error, close or drop per request: a second one is not triggered
         for f in self._request_faults:
@@ -183,7 +183,7 @@ class FaultRegistry:
         return functools.partial(self._apply, fired, api, fn)
 
     async def _apply(self, fired: list[Fault], api: Api, fn: HandlerFn, ctx: RequestContext, request: Message
-                     ) -> Any:
+                     ) -> Message | None:
         delay = sum(f.delay_ms for f in fired)
         if delay:
             await asyncio.sleep(delay / 1000)
@@ -214,7 +214,8 @@ class FaultRegistry:
             return None
         return await self._error(terminal, api, fn, ctx, request)
 
-    async def _error(self, f: Fault, api: Api, fn: HandlerFn, ctx: RequestContext, request: Message) -> Any:
+    async def _error(self, f: Fault, api: Api, fn: HandlerFn, ctx: RequestContext, request: Message
+                     ) -> Message | None:
         version = ctx.header.api_version
         if api.key == produce.API.key and getattr(request, "acks", 1) == 0:
             # Kafka answers no acks=0 produce: an error closes the connection so the client notices
@@ -252,7 +253,7 @@ def _selects(f: Fault, path: er.Path) -> bool:
     return f.partition is None or keys.get("partition") == f.partition
 
 
-def _coordinator_key(request: Message, version: int, values: set[tuple[str, Any]]) -> None:
+def _coordinator_key(request: Message, version: int, values: set[tuple[str, er.KeyValue]]) -> None:
     """FindCoordinator names a group or a transactional id by `key_type` (0 group, 1 transaction)."""
     key_type = getattr(request, "key_type", None)
     if key_type not in (0, 1):

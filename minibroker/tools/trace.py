@@ -343,6 +343,9 @@ def trace_entry(ctx: Traced, request: Message, response: Message | None, frame: 
         "response_bytes": resp_bytes, "response": to_plain(response, v) if response is not None else None,
         "latency_ms": round(ms, 3),
     }
+    faults = getattr(ctx, "faults", ())
+    if faults:  # the faults that changed this request's answer (minibroker.faults)
+        entry["faults"] = list(faults)
     if with_hex:
         entry["request_hex"] = (len(frame).to_bytes(4, "big") + bytes(frame)).hex()
     return entry
@@ -375,8 +378,11 @@ class Tracer:
             if self.with_bytes:
                 _, header_end = decode_request_header(frame)
                 self.out.write(annotated_hex(bytes(frame), h, header_end, request, api_name) + "\n")
+            for fault in entry.get("faults", ()):
+                self.out.write(f"!! {who} {fault}\n")
             if resp is None:
-                self.out.write(f"<- {who} (no response: acks=0)\n")
+                why = "a fault" if entry.get("faults") else "acks=0"
+                self.out.write(f"<- {who} (no response: {why})\n")
             else:
                 self.out.write(f"<- {who} {resp_bytes} B {ms:.1f} ms {_short(resp)}\n")
         self.out.flush()
