@@ -49,7 +49,8 @@ _INVALID = ("offset", "high_watermark", "timestamp", "node_id")  # -1 in an erro
 _INTS = ("int8", "int16", "int32", "int64")
 
 KeyValue = str | int | uuid.UUID | None  # a topic, a partition, a group id...
-Path = tuple[tuple[str, KeyValue], ...]  # (key, value) pairs from the top to an entry
+Path = tuple[tuple[str, KeyValue], ...]
+_ZERO_UUID = uuid.UUID(int=0)  # (key, value) pairs from the top to an entry
 Select = Callable[[Path], bool]
 
 
@@ -289,7 +290,7 @@ def merge(real: Message, errors: Message, version: int) -> None:
             setattr(real, f.name, have)
         for item in new:
             k = _keys(item, version)
-            at = next((i for i, x in enumerate(have) if _keys(x, version) == k), None) if k else None
+            at = next((i for i, x in enumerate(have) if _same(k, _keys(x, version))), None) if k else None
             if at is None:
                 have.append(item)
             elif any(g.is_array and g.is_struct and getattr(item, g.name) for g in _fields(item, version)):
@@ -298,8 +299,19 @@ def merge(real: Message, errors: Message, version: int) -> None:
                 have[at] = item
 
 
-def _keys(entry: Message, version: int) -> tuple[object, ...]:
-    return tuple(getattr(entry, f.name) for f in _fields(entry, version) if _key_of(f) is not None)
+def _keys(entry: Message, version: int) -> dict[str, object]:
+    """The keys an entry states (a Metadata request names a topic by name or by id, not both)."""
+    out: dict[str, object] = {}
+    for f in _fields(entry, version):
+        if _key_of(f) is not None:
+            v = getattr(entry, f.name)
+            if v is not None and v != "" and v != _ZERO_UUID:
+                out[f.name] = v
+    return out
+
+
+def _same(wanted: dict[str, object], have: dict[str, object]) -> bool:
+    return all(have.get(k) == v for k, v in wanted.items())
 
 
 def iter_codes(msg: Message, version: int) -> Iterator[int]:
