@@ -1,0 +1,153 @@
+"""Real clients riding through faults (issue 32), each asserting what its users care about:
+
+- confluent-kafka's idempotent producer through NOT_LEADER_OR_FOLLOWER and REQUEST_TIMED_OUT:
+  every record stored once, in order;
+- a classic consumer group (confluent-kafka) through REBALANCE_IN_PROGRESS on its heartbeat: it
+  rejoins (a new generation), no record is skipped, the committed offset is the end;
+- a consumer whose fetch gets OFFSET_OUT_OF_RANGE: auto.offset.reset is applied;
+- kafka-python and aiokafka through their connection closed in the middle of fetching: every
+  record once, in order;
+- a producer through a full disk: KAFKA_STORAGE_ERROR is retried, nothing is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from aiokafka import AIOKafkaConsumer
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kafka import KafkaConsumer
+
+from tests.integration.helpers import TIMEOUT, Deadline, confluent_consume
+
+
+def _topic(b, partitions: int = 1) -> str:
+    return b.create_topic(f"faults-c-{uuid.uuid4().hex[:8]}", partitions)
+
+
+def test_idempotent_producer_through_not_leader_and_request_timed_out(faults_broker):
+    b = faults_broker
+    t = _topic(b, 3)
+    with b.faults.inject("Produce", error="NOT_LEADER_OR_FOLLOWER", count=3) as not_leader, \
+            b.faults.inject("Produce", error="REQUEST_TIMED_OUT", topic=t, partition=1, count=2, after=1) as timed_out:
+        p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "linger.ms": 5,
+                      "retry.backoff.ms": 20, "max.in.flight.requests.per.connection": 5})
+        for i in range(600):
+            p.produce(t, value=str(i).encode(), partition=i % 3)
+            if i % 100 == 99:
+                assert p.flush(TIMEOUT) == 0  # several Produce requests, for the faults to fire on
+        assert (not_leader.fired, timed_out.fired) == (3, 2)
+    for partition in range(3):
+        assert [int(v) for v in b.values(t, partition)] == list(range(partition, 600, 3))
+
+
+def test_classic_group_through_rebalance_in_progress(faults_broker):
+    b = faults_broker
+    t = _topic(b)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    for i in range(20):
+        b.add_record(t, str(i))
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "heartbeat.interval.ms": 100, "session.timeout.ms": 6000})
+    try:
+        c.subscribe([t])
+        got = [int(m.value()) for m in confluent_consume(c, 10)]
+        c.commit(asynchronous=False)
+        generation = b.wait_for_group(group, "Stable", members=1).generation
+        with b.faults.inject("Heartbeat", error="REBALANCE_IN_PROGRESS", group_id=group) as f:
+            f.wait_fired(1)
+            # the consumer rejoins from its poll loop (librdkafka serves the revocation there)
+            got += [int(m.value()) for m in confluent_consume(c, 10)]
+        c.commit(asynchronous=False)
+        assert b.wait_for_group(group, "Stable", members=1).generation > generation
+        assert got == list(range(20))  # nothing skipped, nothing twice
+        assert b.committed(group, t) == 20
+    finally:
+        c.close()
+
+
+def test_offset_out_of_range_applies_auto_offset_reset(faults_broker):
+    b = faults_broker
+    t = _topic(b)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    for i in range(10):
+        b.add_record(t, str(i))
+    committer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group})
+    committer.commit(offsets=[TopicPartition(t, 0, 5)], asynchronous=False)
+    committer.close()
+    assert b.committed(group, t) == 5
+    with b.faults.inject("Fetch", error="OFFSET_OUT_OF_RANGE", topic=t) as f:
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                      "enable.auto.commit": False})
+        try:
+            c.subscribe([t])
+            first = confluent_consume(c, 1)[0]
+        finally:
+            c.close()
+        assert f.fired == 1
+    # the committed position (5) was refused as out of range: the consumer reset to the earliest
+    assert first.offset() == 0
+
+
+def test_kafka_python_through_a_connection_closed_mid_fetch(faults_broker):
+    b = faults_broker
+    t = _topic(b)
+    for i in range(40):
+        b.add_record(t, f"record-{i:03d}")
+    with b.faults.inject("Fetch", action="close", topic=t, nth=3) as f:
+        c = KafkaConsumer(t, bootstrap_servers=b.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False,
+                          max_partition_fetch_bytes=300, consumer_timeout_ms=int(TIMEOUT * 1000))
+        try:
+            got = []
+            deadline = Deadline()
+            while len(got) < 40 and deadline:
+                got += [m.value.decode() for m in c.poll(timeout_ms=500, max_records=100).get(
+                    next(iter(c.assignment()), None), [])]
+        finally:
+            c.close()
+        assert f.fired == 1
+    assert got == [f"record-{i:03d}" for i in range(40)]
+
+
+def test_aiokafka_through_a_connection_closed_mid_fetch(faults_broker):
+    b = faults_broker
+    t = _topic(b)
+    for i in range(40):
+        b.add_record(t, f"record-{i:03d}")
+
+    async def consume() -> list[str]:
+        c = AIOKafkaConsumer(t, bootstrap_servers=b.bootstrap, auto_offset_reset="earliest",
+                             enable_auto_commit=False, max_partition_fetch_bytes=300)
+        await c.start()
+        try:
+            got: list[str] = []
+            async with asyncio.timeout(TIMEOUT):
+                while len(got) < 40:
+                    for records in (await c.getmany(timeout_ms=500)).values():
+                        got += [r.value.decode() for r in records]
+            return got
+        finally:
+            await c.stop()
+
+    with b.faults.inject("Fetch", action="close", topic=t, nth=3) as f:
+        got = asyncio.run(consume())
+        assert f.fired == 1
+    assert got == [f"record-{i:03d}" for i in range(40)]
+
+
+def test_producer_through_a_full_disk_loses_nothing(faults_broker):
+    b = faults_broker
+    t = _topic(b)
+    p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "retry.backoff.ms": 20})
+    p.produce(t, value=b"0")
+    assert p.flush(TIMEOUT) == 0
+    full = b.faults.disk_full(topic=t)
+    for i in range(1, 50):
+        p.produce(t, value=str(i).encode())
+    p.poll(0)
+    full.wait_fired(1)  # the appends are refused with KAFKA_STORAGE_ERROR, which the producer retries
+    assert b.end_offsets(t) == {0: 1}
+    full.remove()
+    assert p.flush(TIMEOUT) == 0
+    assert [int(v) for v in b.values(t)] == list(range(50))
