@@ -151,3 +151,23 @@ def test_producer_through_a_full_disk_loses_nothing(faults_broker):
     full.remove()
     assert p.flush(TIMEOUT) == 0
     assert [int(v) for v in b.values(t)] == list(range(50))
+
+
+async def test_async_broker_faults_and_waits():
+    from aiokafka import AIOKafkaProducer
+
+    from minibroker.testing import AsyncBroker
+    from tests.helpers import TEST_OVERRIDES
+
+    async with AsyncBroker(overrides=TEST_OVERRIDES) as b:
+        t = b.create_topic("t")
+        async with b.faults.inject("Produce", error="NOT_LEADER_OR_FOLLOWER") as f:
+            producer = AIOKafkaProducer(bootstrap_servers=b.bootstrap, retry_backoff_ms=20)
+            await producer.start()
+            try:
+                await producer.send_and_wait(t, b"x")
+            finally:
+                await producer.stop()
+            assert (await f.wait_fired(1)).fired == 1
+        assert await b.wait_for_high_watermark(t, 0, 1) == 1
+        assert b.faults.all() == []
