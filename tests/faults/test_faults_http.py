@@ -101,3 +101,30 @@ def test_faults_are_off_without_the_flag(tmp_path):
             status, err = _call(api, method, body)
             assert status == 403 and "--console-allow-faults" in err["error"], (method, err)
         assert b.faults.all() == []
+
+
+def test_with_an_authorizer_faults_need_a_user_who_may_alter_the_cluster(tmp_path):
+    import base64
+
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+            'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
+    overrides = {**TEST_OVERRIDES, "console.port": 0, "console.allow.faults": True,
+                 "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                 "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+                 "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                 "super.users": "User:admin"}
+
+    def basic(user: str, password: str) -> dict[str, str]:
+        return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+    body = {"api": "Produce", "error": "NOT_LEADER_OR_FOLLOWER"}
+    with BrokerThread(tmp_path / "data", overrides=overrides) as b:
+        api = b.broker.console.url + "api/faults"
+        assert _call(api, "POST", body)[0] == 401
+        assert _call(api, "POST", body, basic("alice", "wrong"))[0] == 401
+        status, err = _call(api, "POST", body, basic("alice", "alice-secret"))
+        assert status == 403 and err["error"].startswith("CLUSTER_AUTHORIZATION_FAILED: User:alice"), err
+        status, fault = _call(api, "POST", body, basic("admin", "admin-secret"))
+        assert status == 201
+        assert _call(f"{api}/{fault['id']}", "DELETE", None, basic("alice", "alice-secret"))[0] == 403
+        assert _call(f"{api}/{fault['id']}", "DELETE", None, basic("admin", "admin-secret"))[0] == 200
