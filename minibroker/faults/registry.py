@@ -55,7 +55,7 @@ class FaultRegistry:
     """The faults of one broker (or, in a cluster, of the brokers it is given: `node` picks)."""
 
     def __init__(self, hook: FaultHook, target: FaultTarget, resolve_topic_id: Callable[[uuid.UUID], str | None]):
-        self._hook = hook
+        self._hooks: list[FaultHook] = [hook]
         self._targets: dict[int, FaultTarget] = {target.node_id: target}
         self._default = target
         self._resolve = resolve_topic_id
@@ -64,6 +64,15 @@ class FaultRegistry:
         self._held: dict[int, list[asyncio.Future[None]]] = {}  # "drop": requests held, by fault id
         self._ids = itertools.count(1)
         self.history: collections.deque[dict[str, JsonValue]] = collections.deque(maxlen=HISTORY)
+
+    def attach(self, hook: FaultHook, target: FaultTarget) -> None:
+        """Serve another broker too (a cluster shares one registry: a fault's `node` picks the
+        broker, none means every broker for a request fault and the first one for a component
+        fault). Set it as that broker's `faults` before its first use."""
+        self._hooks.append(hook)
+        self._targets[target.node_id] = target
+        if self._request_faults:
+            hook.faults = self
 
     # -- the faults ----------------------------------------------------------------------------
     def inject(self, api: str | int | None = None, **kwargs: Unpack[FaultSpec]) -> Fault:
@@ -78,7 +87,8 @@ class FaultRegistry:
             kind.apply(self._target(fault), fault, self._fired)
         else:
             self._request_faults.append(fault)
-            self._hook.faults = self
+            for hook in self._hooks:
+                hook.faults = self
         self._faults[fault.id] = fault
         log.info("fault %d set: %s", fault.id, fault.to_json())
         return fault
@@ -92,8 +102,10 @@ class FaultRegistry:
             KINDS[f.kind].revert(self._target(f), f)
         else:
             self._request_faults.remove(f)
-            if not self._request_faults and self._hook.faults is self:
-                self._hook.faults = None
+            if not self._request_faults:
+                for hook in self._hooks:
+                    if hook.faults is self:
+                        hook.faults = None
             for fut in self._held.pop(f.id, []):
                 if not fut.done():
                     fut.set_result(None)

@@ -15,10 +15,12 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+import pytest
 from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka import KafkaConsumer
 
+from minibroker.faults import FaultError
 from tests.integration.helpers import TIMEOUT, Deadline, confluent_consume
 
 
@@ -171,3 +173,31 @@ async def test_async_broker_faults_and_waits():
             assert (await f.wait_fired(1)).fired == 1
         assert await b.wait_for_high_watermark(t, 0, 1) == 1
         assert b.faults.all() == []
+
+
+async def test_one_registry_serves_two_brokers_and_node_picks_one():
+    """The shape the cluster (issue 29) plugs into: one registry attached to several brokers."""
+    from aiokafka import AIOKafkaProducer
+
+    from minibroker.testing import AsyncBroker
+    from tests.helpers import TEST_OVERRIDES
+
+    async with AsyncBroker(overrides={**TEST_OVERRIDES, "node.id": 1}) as a, \
+            AsyncBroker(overrides={**TEST_OVERRIDES, "node.id": 2}) as b:
+        shared = a.broker.faults
+        shared.attach(b.broker.apis, b.broker)
+        b.broker.faults = shared
+        on_two = a.faults.inject("Produce", error="NOT_LEADER_OR_FOLLOWER", node=2, count=2)
+        for broker, fired in ((a, 0), (b, 2)):
+            broker.create_topic("t")
+            producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, retry_backoff_ms=20)
+            await producer.start()
+            try:
+                await producer.send_and_wait("t", b"x")  # retried past the errors on node 2
+            finally:
+                await producer.stop()
+            assert on_two.fired == fired
+            assert broker.values("t") == [b"x"]
+        on_two.remove()
+        with pytest.raises(FaultError):
+            a.faults.inject(kind="broker.pause", node=3)
