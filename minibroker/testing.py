@@ -306,6 +306,14 @@ class _Inspect(ABC):
     def high_watermark(self, topic: str, partition: int = 0) -> int:
         return self._on_loop(lambda b: _require_log(b, topic, partition).high_watermark)
 
+    def isr(self, topic: str, partition: int = 0) -> list[int]:
+        """The partition's in-sync replicas (node ids), as Metadata reports them."""
+        return self._on_loop(lambda b: sorted(b.replica_manager.get_partition_or_error(topic, partition).isr))
+
+    def _isr_reached(self, topic: str, partition: int, isr: Iterable[int]) -> Callable[[], bool]:
+        wanted = sorted(isr)
+        return lambda: self.isr(topic, partition) == wanted
+
     def _group_reached(self, group_id: str, state: str, members: int | None) -> Callable[[], bool]:
         def check() -> bool:
             g = self.group(group_id)
@@ -525,6 +533,12 @@ class AsyncBroker(_Inspect):
         assert g is not None
         return g
 
+    async def wait_for_isr(self, topic: str, partition: int, isr: Iterable[int],
+                           timeout: float = DEFAULT_TIMEOUT) -> list[int]:
+        """Wait until the partition's ISR is exactly `isr` (node ids); return it."""
+        await self.wait_for(self._isr_reached(topic, partition, isr), timeout, f"{topic}-{partition}'s ISR")
+        return self.isr(topic, partition)
+
     async def wait_for_high_watermark(self, topic: str, partition: int, offset: int,
                                       timeout: float = DEFAULT_TIMEOUT) -> int:
         """Wait until the partition's high watermark is at least `offset`; return it."""
@@ -655,6 +669,12 @@ class BrokerThread(_Inspect):
         g = self.group(group_id)
         assert g is not None
         return g
+
+    def wait_for_isr(self, topic: str, partition: int, isr: Iterable[int],
+                     timeout: float = DEFAULT_TIMEOUT) -> list[int]:
+        """Wait until the partition's ISR is exactly `isr` (node ids); return it."""
+        self.wait_for(self._isr_reached(topic, partition, isr), timeout, f"{topic}-{partition}'s ISR")
+        return self.isr(topic, partition)
 
     def wait_for_high_watermark(self, topic: str, partition: int, offset: int,
                                 timeout: float = DEFAULT_TIMEOUT) -> int:

@@ -215,6 +215,12 @@ def test_slow_disk_delays_appends(faults_broker):
         assert time.monotonic() - t0 >= 0.3
         assert slow.fired == 1
     assert b.wait_for_high_watermark(t, 0, 1) == 1
+    with pytest.raises(TimeoutError):
+        b.wait_for_high_watermark(t, 0, 2, timeout=0.05)
+    node = b.broker.node_id
+    assert b.wait_for_isr(t, 0, [node]) == [node]
+    with pytest.raises(TimeoutError):
+        b.wait_for_isr(t, 0, [node, node + 1], timeout=0.05)
 
 
 def test_a_paused_broker_reads_nothing_until_resumed(faults_broker):
