@@ -132,20 +132,18 @@ def _own_keys(msg: Message, version: int, path: Path, resolve: Callable[[uuid.UU
 def _walk(msg: Message, version: int, path: Path, resolve: Callable[[uuid.UUID], str | None],
           out: list[Path]) -> None:
     path = _own_keys(msg, version, path, resolve)
-    children = False
+    before = len(out)
     for f in _fields(msg, version):
         if not f.is_array or f.name.startswith("forgotten"):  # Fetch's forgotten topics are not asked for
             continue
         items = getattr(msg, f.name) or []
         if f.is_struct:
             if any(_key_of(g) is not None for g in f.fields):
-                children = True
                 for item in items:
                     _walk(item, version, path, resolve, out)
         elif (k := _value_key(f)) is not None:
-            children = True
             out.extend(path + ((k, v),) for v in items)
-    if not children and path:
+    if len(out) == before and path:  # nothing named below (none, or an empty list): the entry itself
         out.append(path)
 
 

@@ -4,6 +4,8 @@
   every record stored once, in order;
 - a classic consumer group (confluent-kafka) through REBALANCE_IN_PROGRESS on its heartbeat: it
   rejoins (a new generation), no record is skipped, the committed offset is the end;
+- a KIP-848 consumer (confluent-kafka, group.protocol=consumer) fenced by FENCED_MEMBER_EPOCH on its
+  ConsumerGroupHeartbeat: it joins again, no record is skipped, the committed offset is the end;
 - a consumer whose fetch gets OFFSET_OUT_OF_RANGE: auto.offset.reset is applied;
 - kafka-python and aiokafka through their connection closed in the middle of fetching: every
   record once, in order;
@@ -201,3 +203,25 @@ async def test_one_registry_serves_two_brokers_and_node_picks_one():
         on_two.remove()
         with pytest.raises(FaultError):
             a.faults.inject(kind="broker.pause", node=3)
+
+
+def test_kip848_consumer_through_a_fenced_member_epoch(faults_broker):
+    b = faults_broker
+    t = _topic(b)
+    group = f"g848-{uuid.uuid4().hex[:8]}"
+    for i in range(20):
+        b.add_record(t, str(i))
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        c.subscribe([t])
+        got = [int(m.value()) for m in confluent_consume(c, 10)]
+        c.commit(asynchronous=False)
+        with b.faults.inject("ConsumerGroupHeartbeat", error="FENCED_MEMBER_EPOCH", group_id=group) as f:
+            f.wait_fired(1)  # the member is fenced: it gives up its partitions and joins again, epoch 0
+            got += [int(m.value()) for m in confluent_consume(c, 10)]
+        c.commit(asynchronous=False)
+        assert got == list(range(20))  # nothing skipped, nothing twice
+        assert b.committed(group, t) == 20
+    finally:
+        c.close()
