@@ -115,3 +115,13 @@ def test_metadata_error_per_topic_and_join_group_on_top():
     req = J(group_id="g", protocol_type="consumer", protocols=[J.JoinGroupRequestProtocol(name="range")])
     resp = er.error_response(join_group.RESPONSE.cls, req, 9, ErrorCode.REBALANCE_IN_PROGRESS, resolve)
     assert (resp.error_code, resp.members) == (ErrorCode.REBALANCE_IN_PROGRESS, [])
+
+
+def test_entries_carry_the_requests_own_keys():
+    from protocol.apis import consumer_group_heartbeat
+
+    req = consumer_group_heartbeat.REQUEST(group_id="g", member_id="m", topic_partitions=[])
+    assert er.entries(req, 0, resolve) == [(("group", "g"),)]
+    req = _produce_request()
+    req.transactional_id = "tx"
+    assert er.entries(req, 9, resolve)[0] == (("transactional_id", "tx"), ("topic", "t"), ("partition", 0))
