@@ -49,9 +49,9 @@ _INVALID = ("offset", "high_watermark", "timestamp", "node_id")  # -1 in an erro
 _INTS = ("int8", "int16", "int32", "int64")
 
 KeyValue = str | int | uuid.UUID | None  # a topic, a partition, a group id...
-Path = tuple[tuple[str, KeyValue], ...]
-_ZERO_UUID = uuid.UUID(int=0)  # (key, value) pairs from the top to an entry
-Select = Callable[[Path], bool]
+Path = tuple[tuple[str, KeyValue], ...]  # (key, value) pairs from the top to an entry
+Select = Callable[[Path], bool]  # whether a fault's filter picks an entry
+_ZERO_UUID = uuid.UUID(int=0)
 
 
 def _fields(msg: Message | type[Message], version: int) -> list[F]:
@@ -69,23 +69,19 @@ def _key_of(f: F) -> str | None:
 def _source(rf: F, req_fields: list[F]) -> F | None:
     """The request array the response array `rf` answers (see the module docstring)."""
     assert rf.struct is not None
-    wanted = {k for f in _fields_all(rf) if (k := _key_of(f)) is not None}
+    wanted = {k for f in rf.fields if (k := _key_of(f)) is not None}
     best: F | None = None
     best_n = 0
     for f in req_fields:
         if not f.is_array:
             continue
         if f.is_struct:
-            n = len(wanted & {k for g in _fields_all(f) if (k := _key_of(g)) is not None})
+            n = len(wanted & {k for g in f.fields if (k := _key_of(g)) is not None})
             if n > best_n:
                 best, best_n = f, n
-        elif best is None and _first_of(rf, f.base) is not None:
+        elif best is None and _value_key(f) is not None and _first_of(rf, f.base) is not None:
             best = f
     return best
-
-
-def _fields_all(f: F) -> tuple[F, ...]:
-    return f.fields
 
 
 def _first_of(rf: F, base: str) -> F | None:
@@ -120,7 +116,7 @@ def _own_keys(msg: Message, version: int, path: Path, resolve: Callable[[uuid.UU
             continue
         v = getattr(msg, f.name)
         if k == "topic_id":
-            if v is None or v == uuid.UUID(int=0):
+            if v is None or v == _ZERO_UUID:
                 continue
             k, v = "topic", resolve(v)
         elif k == "topic" and not v:
