@@ -232,10 +232,36 @@ def test_a_paused_broker_reads_nothing_until_resumed(faults_broker):
         c.send(list_offsets.API, 7, list_offsets.REQUEST(replica_id=-1, topics=[]))
         with pytest.raises(socket.timeout):
             c.recv_frame()
-        late = socket.create_connection(b.bootstrap.rsplit(":", 1), timeout=5)  # into the backlog
-        assert pause.remove()
-        c.sock.settimeout(5)
-        assert c.recv(list_offsets.API, 7)[1].topics == []  # read and answered once resumed
-        with RawClient.__new__(RawClient) as late_client:
-            late_client.sock, late_client.client_id, late_client._correlation = late, "late", 0
-            assert _list_offsets(late_client, t)[0] == 0
+        with RawClient(b.bootstrap, client_id="late") as late:  # connects into the listen backlog
+            assert pause.fired == 1
+            assert pause.remove()
+            c.sock.settimeout(5)
+            assert c.recv(list_offsets.API, 7)[1].topics == []  # read and answered once resumed
+            assert _list_offsets(late, t)[0] == 0  # accepted once resumed
+
+
+def test_a_component_kind_plugs_in(faults_broker):
+    """The cluster adds its kinds (a leader move, a broker stopped...) the way this one is added."""
+    from minibroker.faults import KINDS, register_kind
+
+    applied: list[tuple[str, int, int | None]] = []
+
+    class Flag:
+        def apply(self, target, fault, on_fire):
+            fault.fired += 1
+            on_fire(fault, f"node {target.node_id} flagged")
+            applied.append(("apply", target.node_id, fault.delay_ms))
+
+        def revert(self, target, fault):
+            applied.append(("revert", target.node_id, fault.delay_ms))
+
+    register_kind("test.flag", Flag())
+    try:
+        node = faults_broker.broker.node_id
+        with faults_broker.faults.inject(kind="test.flag", delay_ms=5, count=None) as f:
+            assert f.fired == 1
+            assert applied == [("apply", node, 5)]
+        assert applied == [("apply", node, 5), ("revert", node, 5)]
+        assert any(e["on"] == f"node {node} flagged" for e in faults_broker.faults.history())
+    finally:
+        del KINDS["test.flag"]
