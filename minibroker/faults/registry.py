@@ -76,7 +76,10 @@ class FaultRegistry:
 
     # -- the faults ----------------------------------------------------------------------------
     def inject(self, api: str | int | None = None, **kwargs: Unpack[FaultSpec]) -> Fault:
-        """Set a fault (the arguments of minibroker.faults.model.make_fault) and return it."""
+        """Set a fault (the arguments of minibroker.faults.model.make_fault) and return it. A
+        component fault lasts until removed unless given a `count`."""
+        if kwargs.get("kind") is not None and "count" not in kwargs:
+            kwargs["count"] = None
         fault = make_fault(next(self._ids), api=api, **kwargs)
         if fault.kind is not None:
             kind = KINDS.get(fault.kind)
