@@ -246,8 +246,9 @@ class FaultRegistry:
             if api.key == metadata.API.key and getattr(request, "topics", None) is None:
                 # all topics asked for: the error goes on each topic the answer names
                 request = er.copy_message(request)
-                request.topics = [metadata.REQUEST.MetadataRequestTopic(name=t.name, topic_id=t.topic_id)  # type: ignore[attr-defined]
-                                  for t in real.topics]
+                topics = [metadata.REQUEST.MetadataRequestTopic(name=t.name, topic_id=t.topic_id)
+                          for t in getattr(real, "topics", None) or []]
+                setattr(request, "topics", topics)  # noqa: B010 - a Metadata request, typed as any message
             er.merge(real, er.error_response(cls, request, version, f.code, self._resolve, select), version)
             return real
         if select is not None:
