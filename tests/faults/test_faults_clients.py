@@ -232,3 +232,18 @@ def test_kip848_consumer_through_a_fenced_member_epoch(faults_broker):
         assert b.committed(group, t) == 20
     finally:
         c.close()
+
+
+def test_idempotent_producer_through_a_dropped_answer(faults_broker):
+    """The broker never answers one Produce (a lost response): librdkafka times the request out,
+    drops the connection, retries on a new one; the records are stored once, in order."""
+    b = faults_broker
+    t = _topic(b)
+    with b.faults.inject("Produce", action="drop", topic=t) as dropped:
+        p = Producer({"bootstrap.servers": b.bootstrap, "enable.idempotence": True, "linger.ms": 5,
+                      "request.timeout.ms": 1000, "socket.timeout.ms": 1000, "retry.backoff.ms": 20})
+        for i in range(100):
+            p.produce(t, value=str(i).encode())
+        assert p.flush(TIMEOUT) == 0
+        assert dropped.fired == 1
+    assert [int(v) for v in b.values(t)] == list(range(100))
