@@ -19,7 +19,7 @@ import uuid
 
 import pytest
 from aiokafka import AIOKafkaConsumer
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from kafka import KafkaConsumer
 
 from minibroker.faults import FaultError
@@ -46,36 +46,52 @@ def test_idempotent_producer_through_not_leader_and_request_timed_out(faults_bro
         assert [int(v) for v in b.values(t, partition)] == list(range(partition, 600, 3))
 
 
+def _consume_committing(c: Consumer, b, group: str, t: str, n: int) -> list[int]:
+    """Poll, committing each record as it is processed (at least once), until the group's committed
+    offset is `n`; the values in delivery order (a record delivered while the member was losing its
+    partitions is delivered again after it rejoined)."""
+    got: list[int] = []
+    deadline = Deadline()
+    while deadline and b.committed(group, t) != n:
+        m = c.poll(0.1)
+        if m is None or m.error() is not None:
+            continue
+        got.append(int(m.value()))
+        try:
+            c.commit(message=m, asynchronous=False)
+        except KafkaException:
+            pass  # the member is rejoining: the record comes again
+    assert deadline, f"committed {b.committed(group, t)} of {n}"
+    return got
+
+
 def test_classic_group_through_rebalance_in_progress(faults_broker):
     b = faults_broker
     t = _topic(b)
     group = f"g-{uuid.uuid4().hex[:8]}"
-    for i in range(20):
+    for i in range(10):
         b.add_record(t, str(i))
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                   "enable.auto.commit": False, "heartbeat.interval.ms": 100, "session.timeout.ms": 6000})
     try:
         c.subscribe([t])
-        got = [int(m.value()) for m in confluent_consume(c, 10)]
-        c.commit(asynchronous=False)
+        got = _consume_committing(c, b, group, t, 10)
         generation = b.wait_for_group(group, "Stable", members=1).generation
         with b.faults.inject("Heartbeat", error="REBALANCE_IN_PROGRESS", group_id=group) as f:
             f.wait_fired(1)
-            # the consumer rejoins from its poll loop (librdkafka serves the revocation there); records
-            # it fetched before may come first
-            deadline = Deadline()
-            while deadline and not ((g := b.group(group)) is not None and g.generation > generation
-                                    and g.state == "Stable"):
-                m = c.poll(0.1)
-                if m is not None and m.error() is None:
-                    got.append(int(m.value()))
-            assert deadline, "the consumer did not rejoin"
-        got += [int(m.value()) for m in confluent_consume(c, 20 - len(got))]
-        c.commit(asynchronous=False)
-        assert got == list(range(20))  # nothing skipped, nothing twice
-        assert b.committed(group, t) == 20
+            for i in range(10, 20):
+                b.add_record(t, str(i))
+            # the consumer rejoins from its poll loop (librdkafka serves the revocation there)
+            got += _consume_committing(c, b, group, t, 20)
+        deadline = Deadline()
+        while deadline and b.group(group).generation <= generation:
+            c.poll(0.1)
+        assert b.wait_for_group(group, "Stable", members=1).generation > generation
     finally:
         c.close()
+    assert sorted(set(got)) == list(range(20))  # nothing skipped
+    assert got[:10] == list(range(10))
+    assert b.committed(group, t) == 20
 
 
 def test_offset_out_of_range_applies_auto_offset_reset(faults_broker):
@@ -216,22 +232,24 @@ def test_kip848_consumer_through_a_fenced_member_epoch(faults_broker):
     b = faults_broker
     t = _topic(b)
     group = f"g848-{uuid.uuid4().hex[:8]}"
-    for i in range(20):
+    for i in range(10):
         b.add_record(t, str(i))
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group, "group.protocol": "consumer",
                   "auto.offset.reset": "earliest", "enable.auto.commit": False})
     try:
         c.subscribe([t])
-        got = [int(m.value()) for m in confluent_consume(c, 10)]
-        c.commit(asynchronous=False)
+        got = _consume_committing(c, b, group, t, 10)
         with b.faults.inject("ConsumerGroupHeartbeat", error="FENCED_MEMBER_EPOCH", group_id=group) as f:
             f.wait_fired(1)  # the member is fenced: it gives up its partitions and joins again, epoch 0
-            got += [int(m.value()) for m in confluent_consume(c, 10)]
-        c.commit(asynchronous=False)
-        assert got == list(range(20))  # nothing skipped, nothing twice
-        assert b.committed(group, t) == 20
+            for i in range(10, 20):
+                b.add_record(t, str(i))
+            got += _consume_committing(c, b, group, t, 20)
     finally:
         c.close()
+    assert sorted(set(got)) == list(range(20))  # nothing skipped
+    assert got[:10] == list(range(10))
+    assert b.committed(group, t) == 20
+
 
 
 def test_idempotent_producer_through_a_dropped_answer(faults_broker):
