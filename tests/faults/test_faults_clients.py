@@ -1,7 +1,7 @@
 """Real clients riding through faults (issue 32), each asserting what its users care about:
 
-- confluent-kafka's idempotent producer through NOT_LEADER_OR_FOLLOWER and REQUEST_TIMED_OUT:
-  every record stored once, in order;
+- confluent-kafka's idempotent producer through NOT_LEADER_OR_FOLLOWER and REQUEST_TIMED_OUT, and
+  through a Produce answer that never comes: every record stored once, in order;
 - a classic consumer group (confluent-kafka) through REBALANCE_IN_PROGRESS on its heartbeat: it
   rejoins (a new generation), no record is skipped, the committed offset is the end;
 - a KIP-848 consumer (confluent-kafka, group.protocol=consumer) fenced by FENCED_MEMBER_EPOCH on its
@@ -9,7 +9,8 @@
 - a consumer whose fetch gets OFFSET_OUT_OF_RANGE: auto.offset.reset is applied;
 - kafka-python and aiokafka through their connection closed in the middle of fetching: every
   record once, in order;
-- a producer through a full disk: KAFKA_STORAGE_ERROR is retried, nothing is lost.
+- a producer through a full disk: KAFKA_STORAGE_ERROR is retried, nothing is lost;
+- AsyncBroker's faults, and one registry serving two brokers (a fault's node picks one).
 """
 
 from __future__ import annotations
