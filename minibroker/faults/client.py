@@ -149,6 +149,15 @@ class BrokerFaults(Generic[H]):
         """Stop accepting and reading every connection until the fault is removed."""
         return self.inject(kind="broker.pause", node=node, count=None)
 
+    def resume(self, node: int | None = None) -> int:
+        """Remove the pause faults (of `node`, or all): the broker reads again. How many there were."""
+        def resume(r: FaultRegistry) -> int:
+            paused = [f for f in r.all() if f.kind == "broker.pause" and (node is None or f.node == node)]
+            for f in paused:
+                r.remove(f)
+            return len(paused)
+        return self._on_loop(resume)
+
     def remove(self, fault: _Injected | int) -> bool:
         fid = fault if isinstance(fault, int) else fault.id
         return self._on_loop(lambda r: r.remove(fid))
