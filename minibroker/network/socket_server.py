@@ -237,6 +237,8 @@ class SocketServer:
         interval = min(max(max_idle / 2, 0.01), 10.0)
         while True:
             await asyncio.sleep(interval)
+            if self.paused:
+                continue  # a stopped process closes nothing (a fault: pause)
             now = time.monotonic()
             for conn in list(self.connections):
                 quiet = now - conn.last_active
