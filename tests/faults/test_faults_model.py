@@ -265,3 +265,17 @@ def test_a_component_kind_plugs_in(faults_broker):
         assert any(e["on"] == f"node {node} flagged" for e in faults_broker.faults.history())
     finally:
         del KINDS["test.flag"]
+
+
+def test_a_paused_broker_closes_no_idle_connection(tmp_path):
+    from minibroker.testing import BrokerThread
+    from tests.helpers import TEST_OVERRIDES
+
+    with BrokerThread(tmp_path / "data", overrides={**TEST_OVERRIDES, "connections.max.idle.ms": 200}) as b:
+        t = _topic(b)
+        with RawClient(b.bootstrap) as c:
+            with b.faults.pause():
+                # three idle periods pass while paused (a stopped process expires nothing)
+                assert not c.closed_by_peer(timeout=0.6)
+            assert _list_offsets(c, t)[0] == 0  # the same connection, served again
+            assert c.closed_by_peer(timeout=5)  # and expired once idle after the resume
