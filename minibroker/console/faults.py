@@ -3,7 +3,8 @@
     POST   /api/faults        {"api": "Produce", "error": "NOT_LEADER_OR_FOLLOWER", "count": 2}  -> 201 {"id": 1, ...}
     GET    /api/faults        every fault, each with "fired"
     GET    /api/faults/fired  the last firings: which fault, on which request
-    GET    /api/faults/<id>   one fault
+    GET    /api/faults/<id>   one fault; with ?wait_fired=n&timeout=s, once it fired n times (408 if
+                              not within s seconds, at most 60): a test's wait without a sleep
     DELETE /api/faults/<id>   remove it (a component fault is reverted)
     DELETE /api/faults        remove them all
     GET    /faults            the same as a page
@@ -108,9 +109,19 @@ class FaultsApi:
         return _json([f.to_json() for f in self._faults().all()])
 
     async def _get(self, request: web.Request) -> web.StreamResponse:
-        fault = self._faults().get(_id(request))
+        registry = self._faults()
+        fault = registry.get(_id(request))
         if fault is None:
             raise ActionError(404, f"no fault {request.match_info['id']}")
+        wanted = request.query.get("wait_fired")
+        if wanted is not None:
+            # a test in any language waits here instead of sleeping: 200 once fired n times, 408 if not
+            n, timeout = _number(wanted, "wait_fired"), min(_number(request.query.get("timeout", "10"), "timeout"),
+                                                           MAX_WAIT_S)
+            try:
+                await registry.wait_fired(fault, int(n), timeout)
+            except TimeoutError:
+                return _json(fault.to_json(), status=408)
         return _json(fault.to_json())
 
     async def _fired(self, request: web.Request) -> web.StreamResponse:
@@ -134,6 +145,19 @@ class FaultsApi:
                 '<p class="note">Set and remove them with POST/DELETE /api/faults (docs/testing.md); the live trace '
                 "marks each request a fault changed.</p>")
         return web.Response(text=pages.layout("Faults", body), content_type="text/html")
+
+
+MAX_WAIT_S = 60.0  # the longest a GET ?wait_fired= holds the request
+
+
+def _number(text: str, name: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ActionError(400, f"{name}: a number, not {text[:20]!r}") from None
+    if not 0 <= value < 1e9:
+        raise ActionError(400, f"{name}: at least 0")
+    return value
 
 
 _FILTERS = ("versions", "client_id", "topic", "partition", "group_id", "transactional_id", "node")

@@ -45,8 +45,11 @@ def test_set_list_fire_and_remove_a_fault_over_http(faults_broker):
     assert b.values(t) == [b"through"]
     status, faults = _call(api)
     assert status == 200 and [(f["id"], f["api"], f["topic"], f["fired"]) for f in faults] == [(fid, "Produce", t, 2)]
-    status, one = _call(f"{api}/{fid}")
+    status, one = _call(f"{api}/{fid}?wait_fired=2&timeout=5")
     assert status == 200 and one["fired"] == 2
+    status, one = _call(f"{api}/{fid}?wait_fired=3&timeout=0.05")
+    assert status == 408 and one["fired"] == 2
+    assert _call(f"{api}/{fid}?wait_fired=x")[0] == 400
     status, fired = _call(f"{api}/fired")
     mine = [e for e in fired if e["fault"] == fid]
     assert [(e["on"].split()[0], e["client_id"]) for e in mine] == [("Produce", "http-test")] * 2
@@ -128,3 +131,26 @@ def test_with_an_authorizer_faults_need_a_user_who_may_alter_the_cluster(tmp_pat
         assert status == 201
         assert _call(f"{api}/{fault['id']}", "DELETE", None, basic("alice", "alice-secret"))[0] == 403
         assert _call(f"{api}/{fault['id']}", "DELETE", None, basic("admin", "admin-secret"))[0] == 200
+
+
+def test_a_get_waits_until_the_fault_fired(faults_broker):
+    import threading
+
+    from tests.integration.helpers import RawClient
+
+    b = faults_broker
+    api = b.broker.console.url + "api/faults"
+    status, fault = _call(api, "POST", {"api": "DescribeCluster", "delay_ms": 1, "client_id": "waited-for"})
+    assert status == 201
+    answers: list[tuple[int, object]] = []
+    waiter = threading.Thread(target=lambda: answers.append(_call(f"{api}/{fault['id']}?wait_fired=1&timeout=10")))
+    waiter.start()
+    try:
+        from protocol.apis import describe_cluster
+
+        with RawClient(b.bootstrap, client_id="waited-for") as c:
+            c.call(describe_cluster.API, 1, describe_cluster.REQUEST())
+        waiter.join(TIMEOUT)
+        assert [(s, a["fired"]) for s, a in answers] == [(200, 1)]
+    finally:
+        _call(f"{api}/{fault['id']}", "DELETE")
