@@ -69,9 +69,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--console-host", default=None, help="address of the console (console.host; default 127.0.0.1)")
     p.add_argument("--console-allow-writes", action="store_true",
                    help="let the console create/delete topics, produce and reset offsets (console.allow.writes)")
+    p.add_argument("--console-allow-faults", action="store_true",
+                   help="let tests set faults over HTTP: POST/GET/DELETE /api/faults (console.allow.faults)")
     args = p.parse_args(argv)
     for key, value in (("console.port", args.console_port), ("console.host", args.console_host),
-                       ("console.allow.writes", "true" if args.console_allow_writes else None)):
+                       ("console.allow.writes", "true" if args.console_allow_writes else None),
+                       ("console.allow.faults", "true" if args.console_allow_faults else None)):
         if value is not None:
             args.override.append(f"{key}={value}")
     return args

@@ -11,6 +11,8 @@ Theory of operation: a connection (minibroker.network.processor) hands each requ
      checks the version: UNSUPPORTED_VERSION, answered in ApiVersions v0 for ApiVersions (KIP-511);
   5. decodes the body with the API's schema and awaits the handler; a KafkaError becomes the
      response's top-level error code, any other failure UNKNOWN_SERVER_ERROR;
+  5a. with faults set (minibroker.faults, issue 32), lets them turn the handler into one that
+     delays, drops, closes or answers an error; without any this costs one attribute check;
   6. records the request's metrics, calls the trace hook (--trace, the console), and encodes the
      response once (header + body, record data left as file regions for the zero-copy path);
      with client quotas set, a throttled response carries its throttle time and the channel is
@@ -25,7 +27,7 @@ import time
 from typing import Protocol
 
 from minibroker.handlers.api_versions import advertised
-from minibroker.handlers.registry import Handler, RequestContext, ServedHandlers
+from minibroker.handlers.registry import Handler, HandlerFn, RequestContext, ServedHandlers
 from minibroker.network.channel import Answer, Channel
 from minibroker.quotas.manager import quota_user
 from minibroker.quotas.throttle import request_throttle_ms
@@ -48,11 +50,18 @@ class RequestTracer(Protocol):
                 started: float) -> None: ...
 
 
+class RequestFaults(Protocol):
+    """The fault hook (minibroker.faults.registry.FaultRegistry): the handler a request gets."""
+
+    def wrap(self, ctx: RequestContext, api: Api, request: Message, fn: HandlerFn) -> HandlerFn: ...
+
+
 class KafkaApis:
     def __init__(self, services: BrokerServices, handlers: ServedHandlers):
         self.services = services
         self.handlers = handlers
         self.tracer: RequestTracer | None = None  # set while a trace listener is attached
+        self.faults: RequestFaults | None = None  # set while a request fault is (minibroker.faults)
 
     async def handle(self, channel: Channel, frame: bytes | bytearray) -> Answer:
         """The response's chunks for one request frame, or None for no response."""
@@ -96,8 +105,11 @@ class KafkaApis:
                         channel.peer, handler.api.name, version, e)
             channel.close("malformed request")
             return None
+        fn = handler.fn
+        if self.faults is not None:
+            fn = self.faults.wrap(ctx, handler.api, request, fn)
         try:
-            response = await handler.fn(ctx, request)
+            response = await fn(ctx, request)
         except KafkaError as e:
             response = _error_response(handler.api, e.code)
             if response is None:

@@ -12,6 +12,11 @@ Registered through the `pytest11` entry point, so installing minibroker is enoug
   Config keys for it: `@pytest.mark.minibroker(overrides={"num.partitions": 3})`.
 - `kafka_broker_session`: the shared BrokerThread itself (no namespace).
 - `kafka_topic`: a fresh one-partition topic for the test (its name).
+- `kafka_faults`: faults on the shared broker (minibroker.faults.client: `kafka_faults.inject("Produce",
+  error="NOT_LEADER_OR_FOLLOWER")`); the faults a test set are removed after it. On
+  `kafka_broker_isolated`, `@pytest.mark.minibroker(faults=[{"api": "Fetch", "delay_ms": 500}])` sets
+  faults before the test runs (the keys of POST /api/faults, docs/testing.md); they are on
+  `kafka_broker_isolated.faults`.
 - `kafka_bootstrap`: the shared broker's bootstrap address.
 
 Config keys for the shared broker go in the ini file: `minibroker_overrides = num.partitions=3`
@@ -28,6 +33,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:  # imported on first use: a test session that uses no fixture imports no broker
+    from minibroker.faults.client import BrokerFaults, InjectedFault
     from minibroker.testing import BrokerThread, ConfigValue, Namespace
 
 # Tests want rebalances now, not after Kafka's 3 s production default (KIP-134).
@@ -40,7 +46,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "minibroker(overrides=None): config keys for kafka_broker_isolated")
+    config.addinivalue_line("markers", "minibroker(overrides=None, faults=None): config keys and faults (dicts "
+                                       "as POST /api/faults takes them) for kafka_broker_isolated")
 
 
 def _ini_overrides(config: pytest.Config) -> dict[str, ConfigValue]:
@@ -78,12 +85,23 @@ def kafka_broker_isolated(request: pytest.FixtureRequest, tmp_path: Path) -> Ite
     if marker is not None:
         overrides.update(marker.kwargs.get("overrides") or {})
     with BrokerThread(tmp_path / "minibroker", overrides=overrides) as b:
+        for spec in (marker.kwargs.get("faults") or ()) if marker is not None else ():
+            b.faults.inject_json(spec)
         yield Namespace(b, request.node.name)
 
 
 @pytest.fixture
 def kafka_topic(kafka_broker: Namespace) -> str:
     return kafka_broker.new_topic("topic")
+
+
+@pytest.fixture
+def kafka_faults(kafka_broker_session: BrokerThread) -> Iterator[BrokerFaults[InjectedFault]]:
+    faults = kafka_broker_session.faults
+    before = faults.ids()
+    yield faults
+    for fid in faults.ids() - before:
+        faults.remove(fid)
 
 
 @pytest.fixture(scope="session")

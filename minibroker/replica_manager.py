@@ -122,6 +122,13 @@ class FetchPartition:
     error: int = 0
 
 
+class DiskFaultHook(Protocol):
+    """A slow or full disk (minibroker.faults.components.DiskFaults), consulted before each append
+    of a Produce: it waits, or raises KAFKA_STORAGE_ERROR."""
+
+    async def before_append(self, topic: str, partition: int) -> None: ...
+
+
 class ReplicaManager:
     """The partitions of this broker and the one way to append to and read from them."""
 
@@ -130,6 +137,7 @@ class ReplicaManager:
         self.fetch_waiters = FetchWaiters()
         self.metrics = metrics  # bytes and messages in, counted where Kafka counts them (appendToLocalLog)
         self._partitions: dict[TopicPartition, Partition] = {}
+        self.disk_fault: DiskFaultHook | None = None  # set while a disk fault is (minibroker.faults)
 
     # -- the partitions (written by the metadata publisher) -------------------------------------
     def publish_topic(self, topic: TopicImage, logs: Mapping[int, Log]) -> None:
@@ -195,6 +203,8 @@ class ReplicaManager:
                                  f"min.isr requirement of {part.min_insync_replicas}")
             if records is None or len(records) == 0:
                 raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
+            if self.disk_fault is not None:
+                await self.disk_fault.before_append(part.topic, part.partition)
             verify = (functools.partial(verifier, topic=part.topic, partition=part.partition, lg=part)
                       if verifier is not None else None)
             info = part.append_records_to_leader(records, request_version=request_version, verify=verify)

@@ -66,6 +66,7 @@ if TYPE_CHECKING:
     from minibroker.coordinator.group.group_coordinator import GroupCoordinator
     from minibroker.coordinator.share.share_group import ShareGroupCoordinator
     from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator
+    from minibroker.faults import FaultRegistry
     from minibroker.tools.trace import TraceListeners
     from storage.log import Log
 
@@ -230,7 +231,8 @@ class BrokerServer:
         self.console = Console(self.services, self.handlers, self.trace_listeners,
                                bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"),
                                limits=limits,
-                               plain_users={u: pw for st in ss.sasl.values() for u, pw in st.plain_users.items()})
+                               plain_users={u: pw for st in ss.sasl.values() for u, pw in st.plain_users.items()},
+                               faults=(lambda: self.faults) if self.config.get("console.allow.faults") else None)
         host, port = self.config.get("console.host"), self.config.get("console.port")
         try:
             await self.console.start(host, port)
@@ -245,6 +247,8 @@ class BrokerServer:
         if self.console is not None:
             await self.console.stop()
             self.console = None
+        if "faults" in self.__dict__:
+            self.faults.clear()  # a paused broker resumes, a held ("drop") request ends: nothing waits
         await self.socket_server.stop(timeout)
         for task in self._background:
             task.cancel()
@@ -279,6 +283,13 @@ class BrokerServer:
         from minibroker.tools.trace import TraceListeners  # lazy: only with --trace or the console
 
         return TraceListeners(self.apis)
+
+    @functools.cached_property
+    def faults(self) -> FaultRegistry:
+        """The faults set on this broker (issue 32); the fault modules are imported by the first use."""
+        from minibroker.faults import FaultRegistry  # lazy: only a test that sets faults needs them
+
+        return FaultRegistry(self.apis, self, self.metadata_cache.topic_name)
 
     # -- addresses -------------------------------------------------------------------------
     @property

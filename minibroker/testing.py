@@ -23,7 +23,9 @@ OffsetFetch would see it, but without a client: `records(topic)`, `end_offsets(t
 `committed(group, topic, partition)`, `lag(group, topic)`, `group(group_id)` (state, members,
 assignments), `add_record(topic, value)` (appended as if a producer had
 sent it), `assert_produces(topic)` (a context manager that yields the records produced inside
-it) and wait helpers with timeouts. `Namespace` gives one test its own topic and group names on
+it) and wait helpers with timeouts (records, a commit, a group Stable with N members, a high
+watermark). `b.faults` sets faults on the broker (minibroker.faults: errors, delays, closed
+connections, a full disk, a paused broker; docs/testing.md). `Namespace` gives one test its own topic and group names on
 a broker shared by a whole session (the pytest plugin, minibroker.pytest_plugin, hands one to
 every test).
 
@@ -56,6 +58,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 import uvloop
 
 from minibroker.config import BrokerConfig
+from minibroker.faults.client import AsyncInjectedFault, BrokerFaults, InjectedFault
 from minibroker.security.scram import credential_from_password
 from minibroker.server import BrokerServer
 from minibroker.tools.dump_log import consumer_protocol_schemas, decode_embedded
@@ -305,6 +308,29 @@ class _Inspect(ABC):
         headers = list(headers)
         return self._on_loop(lambda b: _add_record(b, topic, value, key, partition, headers, timestamp))
 
+    def high_watermark(self, topic: str, partition: int = 0) -> int:
+        return self._on_loop(lambda b: _require_log(b, topic, partition).high_watermark)
+
+    def isr(self, topic: str, partition: int = 0) -> list[int]:
+        """The partition's in-sync replicas (node ids), as Metadata reports them."""
+        return self._on_loop(lambda b: sorted(b.replica_manager.get_partition_or_error(topic, partition).isr))
+
+    def _isr_reached(self, topic: str, partition: int, isr: Iterable[int]) -> Callable[[], bool]:
+        wanted = sorted(isr)
+        return lambda: self.isr(topic, partition) == wanted
+
+    def _group_reached(self, group_id: str, state: str, members: int | None) -> Callable[[], bool]:
+        def check() -> bool:
+            g = self.group(group_id)
+            return g is not None and g.state == state and (members is None or len(g.members) == members)
+        return check
+
+    def _hw_reached(self, topic: str, partition: int, offset: int) -> Callable[[], bool]:
+        def reached(b: BrokerServer) -> bool:
+            lg = b.get_log(topic, partition)
+            return lg is not None and lg.high_watermark >= offset
+        return lambda: self._on_loop(reached)
+
     def _snapshot(self, topic: str) -> dict[int, int]:
         return self._on_loop(lambda b: _end_offsets(b, topic) if topic in b.topics else {})
 
@@ -498,6 +524,33 @@ class AsyncBroker(_Inspect):
     def _on_loop(self, fn: Callable[[BrokerServer], T]) -> T:
         return fn(self.broker)
 
+    @property
+    def faults(self) -> BrokerFaults[AsyncInjectedFault]:
+        """Faults on this broker (minibroker.faults.client): `b.faults.inject("Produce", error=...)`."""
+        return BrokerFaults(lambda fn: fn(self.broker.faults), AsyncInjectedFault)
+
+    async def wait_for_group(self, group_id: str, state: str = "Stable", members: int | None = None,
+                             timeout: float = DEFAULT_TIMEOUT) -> GroupInfo:
+        """Wait until a classic group is in `state` (Kafka's name) with `members` members; return it."""
+        await self.wait_for(self._group_reached(group_id, state, members), timeout,
+                            f"group {group_id!r} {state} with {members} member(s)")
+        g = self.group(group_id)
+        assert g is not None
+        return g
+
+    async def wait_for_isr(self, topic: str, partition: int, isr: Iterable[int],
+                           timeout: float = DEFAULT_TIMEOUT) -> list[int]:
+        """Wait until the partition's ISR is exactly `isr` (node ids); return it."""
+        await self.wait_for(self._isr_reached(topic, partition, isr), timeout, f"{topic}-{partition}'s ISR")
+        return self.isr(topic, partition)
+
+    async def wait_for_high_watermark(self, topic: str, partition: int, offset: int,
+                                      timeout: float = DEFAULT_TIMEOUT) -> int:
+        """Wait until the partition's high watermark is at least `offset`; return it."""
+        await self.wait_for(self._hw_reached(topic, partition, offset), timeout,
+                            f"{topic}-{partition}'s high watermark at {offset}")
+        return self.high_watermark(topic, partition)
+
     def assert_produces(self, topic: str, count: int = 1, *, partition: int | None = None,
                         timeout: float = DEFAULT_TIMEOUT) -> ProducesCheck:
         """`async with b.assert_produces("t") as got:` ... `got` holds the new records after."""
@@ -612,6 +665,34 @@ class BrokerThread(_Inspect):
 
     def _on_loop(self, fn: Callable[[BrokerServer], T]) -> T:
         return self.call(fn)
+
+    @property
+    def faults(self) -> BrokerFaults[InjectedFault]:
+        """Faults on this broker (minibroker.faults.client): `b.faults.inject("Produce", error=...)`,
+        each change made on the broker's loop."""
+        return BrokerFaults(lambda fn: self.call(lambda b: fn(b.faults)), InjectedFault)
+
+    def wait_for_group(self, group_id: str, state: str = "Stable", members: int | None = None,
+                       timeout: float = DEFAULT_TIMEOUT) -> GroupInfo:
+        """Wait until a classic group is in `state` (Kafka's name) with `members` members; return it."""
+        self.wait_for(self._group_reached(group_id, state, members), timeout,
+                      f"group {group_id!r} {state} with {members} member(s)")
+        g = self.group(group_id)
+        assert g is not None
+        return g
+
+    def wait_for_isr(self, topic: str, partition: int, isr: Iterable[int],
+                     timeout: float = DEFAULT_TIMEOUT) -> list[int]:
+        """Wait until the partition's ISR is exactly `isr` (node ids); return it."""
+        self.wait_for(self._isr_reached(topic, partition, isr), timeout, f"{topic}-{partition}'s ISR")
+        return self.isr(topic, partition)
+
+    def wait_for_high_watermark(self, topic: str, partition: int, offset: int,
+                                timeout: float = DEFAULT_TIMEOUT) -> int:
+        """Wait until the partition's high watermark is at least `offset`; return it."""
+        self.wait_for(self._hw_reached(topic, partition, offset), timeout,
+                      f"{topic}-{partition}'s high watermark at {offset}")
+        return self.high_watermark(topic, partition)
 
     def stop(self, timeout: float = 30.0) -> None:
         if self._loop is not None and self._thread is not None:

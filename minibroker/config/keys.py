@@ -495,6 +495,9 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("console.allow.writes", "boolean", False,
             "Let the console create and delete topics, produce a test record and reset a group's offsets "
             "(--console-allow-writes), through the same code paths as the protocol APIs."),
+    _broker("console.allow.faults", "boolean", False,
+            "Serve /api/faults on the console: set and remove faults (errors, delays, closed connections, a full "
+            "disk, a paused broker) over HTTP, for integration tests (--console-allow-faults; docs/testing.md)."),
 ]
 
 # --- share groups (KIP-932; Kafka's ShareGroupConfig / ShareCoordinatorConfig)

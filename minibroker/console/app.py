@@ -15,10 +15,12 @@ from minibroker.console import actions, auth, pages, state
 from minibroker.console.actions import ActionError, Done
 from minibroker.console.auth import AuthRequired
 from minibroker.console.exposition import metrics_text
+from minibroker.console.faults import FaultsApi
 from minibroker.console.limits import Limits
 from minibroker.console.live import LiveTrace
 from minibroker.console.shapes import BatchBytesView, ClusterView, MessagesView, SegmentView
 from minibroker.console.state import BadRequest, NotFound
+from minibroker.faults import FaultRegistry
 from minibroker.handlers.registry import Handler, RequestContext
 from minibroker.services import BrokerServices
 from minibroker.tools.trace import TraceListeners
@@ -33,8 +35,10 @@ Check = Callable[[RequestContext, web.Request, Form], None]
 class Console:
     def __init__(self, services: BrokerServices, handlers: Mapping[int, Handler], trace: TraceListeners,
                  *, bootstrap: str, allow_writes: bool = False, limits: Limits | None = None,
-                 plain_users: Mapping[str, str] | None = None) -> None:
+                 plain_users: Mapping[str, str] | None = None,
+                 faults: Callable[[], FaultRegistry] | None = None) -> None:
         self.services = services
+        self.faults = faults  # the broker's fault registry, with --console-allow-faults (/api/faults)
         # the SASL/PLAIN users of the broker's listeners (their JAAS configs): with an authorizer, a
         # write logs in as one of them or as a SCRAM user (minibroker.console.auth)
         self.plain_users = dict(plain_users or {})
@@ -106,6 +110,7 @@ class Console:
         r.add_get("/trace/stream", self._trace_stream)
         r.add_get("/metrics", self._metrics)
         r.add_static("/static", STATIC)
+        FaultsApi(s, self.faults, self._same_origin, self.plain_users).add_routes(r)
         # writes: POST only (a GET never changes anything), behind --console-allow-writes
         for prefix in ("/actions", "/api/actions"):
             r.add_post(f"{prefix}/topics", self._write(
@@ -151,6 +156,9 @@ class Console:
                                                      **done.details}), content_type="application/json")
             return web.Response(text=pages.done_page(done.message, done.link), content_type="text/html")
         return handle
+
+    async def _same_origin(self, request: web.Request) -> None:
+        self._check_same_origin(request)
 
     def _check_same_origin(self, request: web.Request) -> None:
         """CSRF and DNS rebinding: a browser's POST names the page it came from (Origin, else

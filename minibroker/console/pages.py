@@ -33,7 +33,7 @@ from minibroker.console.shapes import (
 )
 
 NAV = [("/", "Cluster"), ("/topics", "Topics"), ("/groups", "Groups"), ("/transactions", "Transactions"),
-       ("/trace", "Live trace"), ("/metrics", "/metrics")]
+       ("/trace", "Live trace"), ("/faults", "Faults"), ("/metrics", "/metrics")]
 
 
 def h(v: object) -> str:

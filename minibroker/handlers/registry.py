@@ -33,6 +33,7 @@ class RequestContext:
     header: RequestHeader
     services: BrokerServices
     connection: Channel | None
+    faults: tuple[str, ...] = ()  # the faults that fired on this request (minibroker.faults), for the trace
 
     @property
     def version(self) -> int:

@@ -202,6 +202,13 @@ class Connection:
         self._pause_reading()
         self._mute_timer = self.loop.call_later(ms / 1000, self._unmute)
 
+    def unmute(self) -> None:
+        """End a mute now (a paused broker resumed: minibroker.faults)."""
+        if self._mute_timer is not None:
+            self._mute_timer.cancel()
+            self._muted_until = 0.0
+            self._unmute()
+
     def _unmute(self) -> None:
         self._mute_timer = None
         self._maybe_resume_reading()

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("minibroker.network.socket_server")
 
 _ACCEPTS_PER_WAKEUP = 64  # connections taken per readable event before other work runs
+_PAUSED_MS = 24 * 3600 * 1000  # a paused broker's connections are muted until it resumes
 
 
 class ListenerBindError(OSError):
@@ -56,6 +57,7 @@ class SocketServer:
         self._idle_sweep: asyncio.Task[None] | None = None
         self._slow_sweep: asyncio.Task[None] | None = None
         self._accept_paused: asyncio.TimerHandle | None = None
+        self.paused = False  # by a fault (pause/resume)
         self.slow_requests_dropped = 0  # for /metrics
         self.idle_closed = 0
         # set by enable_request_processing
@@ -192,9 +194,29 @@ class SocketServer:
 
     def _resume_accept(self) -> None:
         self._accept_paused = None
-        if self._loop is not None:
+        if self._loop is not None and not self.paused:
             for sock, endpoint in self._socks:
                 self._loop.add_reader(sock.fileno(), self._accept, sock, endpoint)
+
+    # -- a paused broker (minibroker.faults: broker.pause) -------------------------------------
+    def pause(self) -> None:
+        """Stop accepting and stop reading every connection, as a stopped process would (new
+        connections wait in the backlog) until `resume`."""
+        self.paused = True
+        if self._loop is not None:
+            for sock, _ in self._socks:
+                self._loop.remove_reader(sock.fileno())
+        for conn in self.connections:
+            conn.mute(_PAUSED_MS)
+
+    def resume(self) -> None:
+        if not self.paused:
+            return
+        self.paused = False
+        for conn in list(self.connections):
+            conn.unmute()
+        if self._accept_paused is None:
+            self._resume_accept()
 
     def _closed(self, conn: Connection) -> None:
         if conn in self.connections:
@@ -225,6 +247,8 @@ class SocketServer:
         interval = min(max(max_idle / 2, 0.01), 10.0)
         while True:
             await asyncio.sleep(interval)
+            if self.paused:
+                continue  # a stopped process closes nothing (a fault: pause)
             now = time.monotonic()
             for conn in list(self.connections):
                 quiet = now - conn.last_active

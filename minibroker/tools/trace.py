@@ -28,7 +28,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from enum import IntEnum
-from typing import NotRequired, Protocol, TextIO, TypedDict
+from typing import NotRequired, Protocol, TextIO, TypedDict, cast
 
 from protocol.apis import APIS
 from protocol.errors import ErrorCode
@@ -371,6 +371,12 @@ class TraceListeners:
                 log.exception("trace listener failed")
 
 
+def fired_faults(ctx: Traced) -> tuple[str, ...]:
+    """The faults that fired on a request (RequestContext.faults; minibroker.faults)."""
+    faults: tuple[str, ...] = getattr(ctx, "faults", ())
+    return faults
+
+
 def trace_entry(ctx: Traced, request: Message, response: Message | None, frame: bytes | bytearray, started: float,
                 *, with_hex: bool = False) -> TraceEntry:
     """One request and its response, decoded to the fields of the version on the wire."""
@@ -387,6 +393,9 @@ def trace_entry(ctx: Traced, request: Message, response: Message | None, frame: 
         "response_bytes": resp_bytes, "response": to_plain(response, v) if response is not None else None,
         "latency_ms": round(ms, 3),
     }
+    faults = fired_faults(ctx)
+    if faults:  # the faults that changed this request's answer (minibroker.faults)
+        cast("dict[str, object]", entry)["faults"] = list(faults)
     if with_hex:
         entry["request_hex"] = (len(frame).to_bytes(4, "big") + bytes(frame)).hex()
     return entry
@@ -419,8 +428,12 @@ class Tracer:
             if self.with_bytes:
                 _, header_end = decode_request_header(frame)
                 self.out.write(annotated_hex(bytes(frame), h, header_end, request, api_name) + "\n")
+            faults = fired_faults(ctx)
+            for fault in faults:
+                self.out.write(f"!! {who} {fault}\n")
             if resp is None:
-                self.out.write(f"<- {who} (no response: acks=0)\n")
+                why = "a fault" if faults else "acks=0"
+                self.out.write(f"<- {who} (no response: {why})\n")
             else:
                 self.out.write(f"<- {who} {resp_bytes} B {ms:.1f} ms {_short(resp)}\n")
         self.out.flush()

@@ -81,13 +81,15 @@ function startTrace() {
     source.onmessage = ev => {
       const e = JSON.parse(ev.data);
       const tr = document.createElement("tr");
-      tr.className = "trace-entry";
+      tr.className = e.faults ? "trace-entry trace-fault" : "trace-entry";
       tr.dataset.api = e.api; tr.dataset.client = e.client_id || "";
-      tr.innerHTML = `<td>${e.seq}</td><td>${esc(e.api)}</td><td>${e.version}</td><td>${esc(e.client_id)}</td>` +
+      // a fault that fired on the request is named beside its API (minibroker.faults)
+      const fault = e.faults ? ` <b class="fault" title="${esc(e.faults.join("; "))}">⚡ ${esc(e.faults.join("; "))}</b>` : "";
+      tr.innerHTML = `<td>${e.seq}</td><td>${esc(e.api)}${fault}</td><td>${e.version}</td><td>${esc(e.client_id)}</td>` +
         `<td>${e.correlation_id}</td><td>${e.request_bytes}</td><td>${e.response_bytes ?? "-"}</td><td>${e.latency_ms}</td>`;
       const detail = document.createElement("tr");
       detail.hidden = true;
-      detail.innerHTML = `<td colspan="8"><pre>${esc(JSON.stringify({request: e.request, response: e.response}, null, 1))}</pre></td>`;
+      detail.innerHTML = `<td colspan="8"><pre>${esc(JSON.stringify({faults: e.faults, request: e.request, response: e.response}, null, 1))}</pre></td>`;
       tr.onclick = () => { detail.hidden = !detail.hidden; };
       rows.prepend(detail); rows.prepend(tr);
       while (rows.children.length > 1000) rows.lastChild.remove();
