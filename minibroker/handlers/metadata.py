@@ -57,6 +57,11 @@ async def handle_metadata(ctx: RequestContext, req: metadata.MetadataRequest) ->
                 if topic is None:
                     topics.append(R.MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None,
                                                           topic_id=rt.topic_id, partitions=[]))
+                elif authz.topic_denied(ctx, topic.name, authz.Op.DESCRIBE):
+                    # Kafka (KafkaApis.handleTopicMetadataRequest): a topic id is not secret, its
+                    # name is: refused with the id echoed and a null name
+                    topics.append(R.MetadataResponseTopic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=None,
+                                                          topic_id=rt.topic_id, partitions=[]))
                 else:
                     topics.append(topic_metadata(services, topic))
                 continue
