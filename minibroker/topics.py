@@ -298,6 +298,13 @@ class TopicRegistry:
         if not self.config.get_bool("auto.create.topics.enable"):
             return None
         validate_topic_name(name)
+        others = self._by_collision_key.get(_collision_key(name))
+        if others and name not in others:
+            # Kafka's controller refuses it as it refuses CreateTopics; its auto-creation manager
+            # only logs that, and Metadata answers UNKNOWN_TOPIC_OR_PARTITION (Kafka 4.4, issue 30)
+            log.warning("Auto topic creation failed for %s with error 'INVALID_TOPIC_EXCEPTION': Topic '%s' "
+                        "collides with existing topic: %s.", name, name, min(others))
+            return None
         return self.config.get_int("num.partitions")
 
     async def maybe_auto_create(self, name: str) -> Topic | None:
