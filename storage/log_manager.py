@@ -272,6 +272,20 @@ class LogManager:
         logger.info("Created log for partition %s-%d in %s", topic, partition, d)
         return lg
 
+    def abandon_logs(self, topic: str, partitions: range) -> None:
+        """Remove partitions whose creation failed half way (a directory may exist without its log
+        registered), so that the next start finds nothing of them."""
+        for p in partitions:
+            lg = self._logs.pop((topic, p), None)
+            if lg is not None:
+                lg.delete()
+            else:
+                shutil.rmtree(self.data_dir / log_dir_name(topic, p), ignore_errors=True)
+        try:
+            fsync_dir(self.data_dir)
+        except OSError as e:  # out of descriptors still: the removals stand, unsynced
+            logger.warning("could not sync %s after removing partitions of %s: %s", self.data_dir, topic, e)
+
     def delete_topic(self, topic: str) -> None:
         """Rename the topic's partition directories `<topic>-<p>.<uuid>-delete`, forget its
         config; `cleanup_deleted` removes them after file.delete.delay.ms."""

@@ -1,0 +1,108 @@
+"""How much one CreateTopics or CreatePartitions may create (issue 30, finding 6).
+
+Kafka's bounds, which a client meets the same way here (Kafka 4.4, measured against the reference
+broker; tests/reference/test_bounds_reference.py):
+
+- ReplicationControlManager.validateTotalNumberOfPartitions: more than `MAX_PARTITIONS_PER_BATCH`
+  (10,000) partitions in one CreateTopics (a topic without a count counts num.partitions; one
+  with assignments, their number), or more than 10,000 *additional* partitions in one
+  CreatePartitions, refuses every topic of the request that reached the controller (duplicates
+  and unauthorized ones keep their own error) with POLICY_VIOLATION.
+- QuorumController's `MAX_RECORDS_PER_USER_OP` (10,000, a BoundedList): the records a
+  CreateTopics would write — a TopicRecord, a PartitionRecord per partition and a ConfigRecord per
+  config of each valid topic — above 10,000 refuse the request alike ("Unable to perform
+  excessively large batch operation."): so one topic of 9,999 partitions passes, 10,000 do not.
+
+And one bound of our own, since a single node holds every partition: each partition keeps a
+descriptor open (its active segment) and takes some disk, so a creation that the process's
+RLIMIT_NOFILE or the log directory's free space cannot take is refused before anything is made,
+with POLICY_VIOLATION and a message saying which: the broker keeps `fd_reserve` descriptors for
+connections, segment rolls and its own files, and a start must reopen every partition, so a
+broker filled to its descriptor limit would not start again. Kafka has no such check (it leaves it
+to the operator's ulimit); a creation that fails half way anyway (another process took the space)
+is undone (Topics.create_async), never left for the next start to trip on.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from collections.abc import Iterable
+from pathlib import Path
+
+from protocol.errors import ErrorCode, KafkaError
+
+MAX_PARTITIONS_PER_BATCH = 10_000  # ReplicationControlManager.MAX_PARTITIONS_PER_BATCH
+MAX_RECORDS_PER_USER_OP = 10_000  # QuorumController.MAX_RECORDS_PER_USER_OP
+TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+TOO_MANY_ADDITIONAL_PARTITIONS = "Excessively large number of additional partitions per request."
+TOO_MANY_RECORDS = "Unable to perform excessively large batch operation."
+
+DESCRIPTORS_PER_PARTITION = 1  # the active segment's .log file (indexes are mapped, then closed)
+# what a new partition's directory takes on disk (partition.metadata, leader-epoch-checkpoint, the
+# directory, the sparse index files' first blocks), with room to spare: about 12 KiB measured
+DISK_PER_PARTITION = 64 * 1024
+DISK_RESERVE = 64 * 1024 * 1024  # left free for the records themselves
+
+
+def requested_partitions(counts: Iterable[int], default_partitions: int) -> int:
+    """validateTotalNumberOfPartitions' sum: -1 stands for num.partitions, other non-positive
+    counts add nothing (the topic is refused on its own)."""
+    return sum(default_partitions if n == -1 else max(n, 0) for n in counts)
+
+
+def partitions_refusal(total: int, *, additional: bool = False) -> KafkaError | None:
+    if total > MAX_PARTITIONS_PER_BATCH:
+        return KafkaError(ErrorCode.POLICY_VIOLATION,
+                          TOO_MANY_ADDITIONAL_PARTITIONS if additional else TOO_MANY_PARTITIONS)
+    return None
+
+
+def records_refusal(topics: Iterable[tuple[int, int]]) -> KafkaError | None:
+    """(partitions, configs) of each valid topic: the records CreateTopics would write."""
+    if sum(1 + partitions + configs for partitions, configs in topics) > MAX_RECORDS_PER_USER_OP:
+        return KafkaError(ErrorCode.POLICY_VIOLATION, TOO_MANY_RECORDS)
+    return None
+
+
+def open_descriptors() -> int | None:
+    """Descriptors the process has open (Linux: /proc/self/fd), None where that cannot be read."""
+    try:
+        return len(os.listdir("/proc/self/fd")) - 1  # less the one listdir holds
+    except OSError:
+        return None
+
+
+def fd_reserve(limit: int) -> int:
+    """Descriptors kept for connections, segment rolls and the broker's own files."""
+    return max(128, limit // 10)
+
+
+def headroom_refusal(data_dir: Path, partitions: int) -> KafkaError | None:
+    """POLICY_VIOLATION when the process's descriptors or the log directory's disk cannot take
+    `partitions` new partitions; checked before anything is created."""
+    if partitions <= 0:
+        return None
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    used = open_descriptors()
+    if limit != resource.RLIM_INFINITY and used is not None:
+        reserve = fd_reserve(limit)
+        left = limit - used - reserve
+        if partitions * DESCRIPTORS_PER_PARTITION > left:
+            return KafkaError(
+                ErrorCode.POLICY_VIOLATION,
+                f"Unable to create {partitions} partition(s): each keeps a file descriptor open and the broker "
+                f"has {max(limit - used, 0)} of its {limit} (RLIMIT_NOFILE) left, of which it keeps {reserve} "
+                "for connections and segments. Raise the broker's open files limit (ulimit -n).")
+    try:
+        st = os.statvfs(data_dir)
+    except OSError:
+        return None
+    free = st.f_bavail * st.f_frsize
+    needed = partitions * DISK_PER_PARTITION + DISK_RESERVE
+    if free < needed:
+        return KafkaError(
+            ErrorCode.POLICY_VIOLATION,
+            f"Unable to create {partitions} partition(s): the log directory {data_dir} has {free} bytes free, "
+            f"{needed} are needed ({DISK_PER_PARTITION} per partition and {DISK_RESERVE} kept for records).")
+    return None
