@@ -25,6 +25,7 @@ is undone (Topics.create_async), never left for the next start to trip on.
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 from collections.abc import Iterable
@@ -65,12 +66,13 @@ def records_refusal(topics: Iterable[tuple[int, int]]) -> KafkaError | None:
     return None
 
 
-def open_descriptors() -> int | None:
-    """Descriptors the process has open (Linux: /proc/self/fd), None where that cannot be read."""
+def open_descriptors(limit: int) -> int | None:
+    """Descriptors the process has open (Linux: /proc/self/fd), None where that cannot be read;
+    `limit` when not even listing them finds a descriptor free."""
     try:
         return len(os.listdir("/proc/self/fd")) - 1  # less the one listdir holds
-    except OSError:
-        return None
+    except OSError as e:
+        return limit if e.errno in (errno.EMFILE, errno.ENFILE) else None
 
 
 def fd_reserve(limit: int) -> int:
@@ -84,7 +86,7 @@ def headroom_refusal(data_dir: Path, partitions: int) -> KafkaError | None:
     if partitions <= 0:
         return None
     limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    used = open_descriptors()
+    used = open_descriptors(limit)
     if limit != resource.RLIM_INFINITY and used is not None:
         reserve = fd_reserve(limit)
         left = limit - used - reserve

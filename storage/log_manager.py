@@ -278,9 +278,19 @@ class LogManager:
         for p in partitions:
             lg = self._logs.pop((topic, p), None)
             if lg is not None:
-                lg.delete()
-            else:
-                shutil.rmtree(self.data_dir / log_dir_name(topic, p), ignore_errors=True)
+                lg.close_handlers()
+            d = self.data_dir / log_dir_name(topic, p)
+            if not d.exists():
+                continue
+            # renamed first (no descriptor needed): a start finishes deleting `-delete` directories
+            # if removing them here fails for want of descriptors
+            gone = self.data_dir / log_delete_dir_name(topic, p)
+            try:
+                d.rename(gone)
+            except OSError as e:
+                logger.error("could not rename %s away after its creation failed: %s", d, e)
+                continue
+            shutil.rmtree(gone, ignore_errors=True)
         try:
             fsync_dir(self.data_dir)
         except OSError as e:  # out of descriptors still: the removals stand, unsynced

@@ -103,3 +103,86 @@ def test_thousands_of_partitions_are_made_while_others_are_served(broker: Broker
     assert len(broker.end_offsets(topic)) == 1_001
     print(f"1,000 partitions added in {took:.1f} s; Metadata answered {probe.answered} times, worst {probe.worst:.2f} s")
     assert probe.answered >= 5 and probe.worst < max(2.0, took / 4)
+
+
+def _open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _metadata_ok(bootstrap: str, timeout: float = 10.0) -> bool:
+    try:
+        with RawClient(bootstrap, timeout=timeout) as c:
+            c.call(metadata.API, 12, metadata.REQUEST(topics=[], allow_auto_topic_creation=False))
+        return True
+    except (OSError, EOFError):
+        return False
+
+
+def test_descriptor_headroom_and_a_broker_out_of_descriptors(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    b = BrokerProcess(data)
+    b.start()
+    try:
+        assert b.proc is not None
+        pid = b.proc.pid
+        limit = _open_fds(pid) + 400
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (limit, limit))  # ulimit -n, on the running broker
+        keeper = RawClient(b.bootstrap)  # a client connected before the descriptors run out
+        keeper.call(metadata.API, 12, metadata.REQUEST(topics=[], allow_auto_topic_creation=False))
+        # more partitions than the descriptors left: refused before any directory is made
+        [(code, msg)] = _create(b.bootstrap, [("too-many-fds", 1_000, {})])
+        assert code == ErrorCode.POLICY_VIOLATION and "RLIMIT_NOFILE" in msg, msg
+        assert not [d for d in os.listdir(data) if d.startswith("too-many-fds")]
+        assert _create(b.bootstrap, [("fits", 100, {})]) == [(0, None)]
+        # a creation the headroom allows, then every descriptor taken by connections while it runs
+        # (the broker cannot accept more): it completes, or fails and is undone, never half made
+        racing = RawClient(b.bootstrap)
+        racing.call(metadata.API, 12, metadata.REQUEST(topics=[], allow_auto_topic_creation=False))
+        racing.send(create_topics.API, 7, CT(topics=[CT.CreatableTopic(
+            name="racing", num_partitions=150, replication_factor=1, assignments=[], configs=[])], timeout_ms=60_000))
+        hogs: list[socket.socket] = []
+        for _ in range(limit):
+            try:
+                hogs.append(socket.create_connection(("127.0.0.1", b.port), timeout=5))
+            except OSError:
+                break
+        deadline = time.monotonic() + 30
+        while _open_fds(pid) < limit - 5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _open_fds(pid) >= limit - 5, "the connections did not exhaust the broker's descriptors"
+        _, raced = racing.recv(create_topics.API, 7)
+        racing.close()
+        raced_code = raced.topics[0].error_code
+        assert raced_code in (0, ErrorCode.POLICY_VIOLATION), raced.topics[0]
+        print(f"racing: {raced.topics[0].error_code} {raced.topics[0].error_message}")
+        # ... and still answers the connection it has, refusing a creation with an error
+        keeper.call(metadata.API, 12, metadata.REQUEST(topics=[], allow_auto_topic_creation=False))
+        resp = keeper.call(create_topics.API, 7, CT(topics=[CT.CreatableTopic(
+            name="no-fds-left", num_partitions=5, replication_factor=1, assignments=[], configs=[])], timeout_ms=10_000))
+        assert resp.topics[0].error_code == ErrorCode.POLICY_VIOLATION
+        for s in hogs:
+            s.close()
+        # connections close: new clients are served again
+        deadline = time.monotonic() + 60
+        while not _metadata_ok(b.bootstrap, 5.0) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _metadata_ok(b.bootstrap), "no new connection served after the descriptors came back"
+        assert b.proc.poll() is None
+        keeper.close()
+        # the broker paused accepting while out of descriptors instead of spinning on accept()
+        assert b.log_text().count("accept failed") < 2_000
+    finally:
+        rc = b.stop(60)
+    assert rc == 0
+    # a clean restart (the descriptors of a normal start): the topic that fit is there, whole
+    b2 = BrokerProcess(data, port=b.port)
+    b2.start(60)
+    try:
+        with RawClient(b2.bootstrap) as c:
+            md = c.call(metadata.API, 12, metadata.REQUEST(topics=None, allow_auto_topic_creation=False))
+        names = {t.name: len(t.partitions) for t in md.topics}
+        assert names.get("fits") == 100 and "too-many-fds" not in names and "no-fds-left" not in names
+        assert names.get("racing") == (150 if raced_code == 0 else None)
+        assert not [d for d in os.listdir(data) if d.startswith("racing") and not raced_code == 0]
+    finally:
+        assert b2.stop(60) == 0
