@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from minibroker.security.authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from minibroker.security.authorizer import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 from minibroker.testing import BrokerThread
 from protocol.apis import metadata, sasl_authenticate, sasl_handshake
 from protocol.errors import ErrorCode
