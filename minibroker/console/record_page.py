@@ -43,16 +43,15 @@ def decompressed_prefix(codec: int, data: bytes | memoryview, limit: int) -> tup
         out = lz.decompress(bytes(data), max_length=limit)
         return out, lz.eof
     if c is Codec.ZSTD:
+        out_buf = bytearray(limit)
         with zstandard.ZstdDecompressor().stream_reader(bytes(data)) as reader:
-            chunks: list[bytes] = []
             got = 0
             while got < limit:
-                chunk = reader.read(min(64 * 1024, limit - got))
-                if not chunk:
-                    return b"".join(chunks), True
-                chunks.append(chunk)
-                got += len(chunk)
-            return b"".join(chunks), not reader.read(1)
+                n = reader.readinto(memoryview(out_buf)[got:])
+                if not n:
+                    return bytes(out_buf[:got]), True
+                got += n
+            return bytes(out_buf), not reader.readinto(bytearray(1))
     return decompress(codec, data, max_size=limit), True  # snappy: whole, or DecompressionBomb
 
 

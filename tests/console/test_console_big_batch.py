@@ -86,3 +86,16 @@ def test_a_page_of_a_huge_batch_costs_little(broker: BrokerThread) -> None:
     assert [r["offset"] for r in b["records"][:3]] == [0, 1, 2] and b["records"][0]["value"]["text"] == "x"
     assert probe.error is None and probe.answered >= 3
     assert took < 10 and probe.worst < 2.0 and grew_mb < 300
+
+
+@pytest.mark.parametrize("codec", [0, 1, 2, 3, 4])
+def test_every_codec_pages_its_first_records(codec: int) -> None:
+    from minibroker.console import record_page
+
+    batch = v2.build_batch([v2.Record(offset_delta=i, value=b"v%d" % i) for i in range(20_000)],
+                           compression=codec, base_timestamp=5, base_offset=100)
+    recs, truncated, error = record_page.v2_records(BatchView(batch, 0), 10)
+    assert [r.offset for r in recs] == list(range(100, 110)) and recs[3].value == b"v3"
+    assert truncated and error is None
+    recs, truncated, error = record_page.v2_records(BatchView(batch, 0), 50_000)
+    assert len(recs) == 20_000 and not truncated and error is None
