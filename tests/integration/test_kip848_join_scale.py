@@ -1,4 +1,4 @@
-"""Many KIP-848 members joining one group over the wire (issue 30, finding 10): 800 members' first
+"""Many KIP-848 members joining one group over the wire (issue 30, finding 10): 1,200 members' first
 ConsumerGroupHeartbeats, one after another, cost a pass over the members each (the assignor was
 quadratic per join, so the whole took minutes), and a well-behaved client's Metadata is answered
 meanwhile."""
@@ -19,7 +19,7 @@ from tests.integration.helpers import RawClient, module_broker, unique
 from tests.integration.probe_helpers import MetadataProbe
 
 HB = consumer_group_heartbeat.REQUEST
-MEMBERS = 800
+MEMBERS = 1_200
 RETRIABLE = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR}
 
 
@@ -53,5 +53,5 @@ def test_hundreds_of_members_join_in_linear_time_per_join(broker: BrokerThread) 
     print(f"{MEMBERS} joins in {took:.1f} s; Metadata answered {probe.answered} times, worst {probe.worst:.2f} s")
     assert probe.error is None
     assert broker._on_loop(lambda s: len(s.group_coordinator.consumer_groups.groups[group].members)) == MEMBERS
-    assert took < 60, f"{MEMBERS} joins took {took:.0f} s"
+    assert took < 90, f"{MEMBERS} joins took {took:.0f} s"
     assert probe.worst < 1.0
