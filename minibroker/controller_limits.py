@@ -26,12 +26,19 @@ is undone (Topics.create_async), never left for the next start to trip on.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import resource
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from minibroker.services import BrokerServices
+
+log = logging.getLogger("minibroker.topics")
 
 MAX_PARTITIONS_PER_BATCH = 10_000  # ReplicationControlManager.MAX_PARTITIONS_PER_BATCH
 MAX_RECORDS_PER_USER_OP = 10_000  # QuorumController.MAX_RECORDS_PER_USER_OP
@@ -108,3 +115,21 @@ def headroom_refusal(data_dir: Path, partitions: int) -> KafkaError | None:
             f"Unable to create {partitions} partition(s): the log directory {data_dir} has {free} bytes free, "
             f"{needed} are needed ({DISK_PER_PARTITION} per partition and {DISK_RESERVE} kept for records).")
     return None
+
+
+def auto_create_refused(services: BrokerServices, names: Iterable[str | None]) -> bool:
+    """Metadata's auto-creation of the missing topics among `names`: Kafka sends them to its
+    controller as one CreateTopics (DefaultAutoTopicCreationManager), so the same bounds refuse
+    them all (each topic then answers UNKNOWN_TOPIC_OR_PARTITION); here the headroom too."""
+    if not services.config.get("auto.create.topics.enable"):
+        return False
+    missing = {n for n in names if n is not None and services.metadata_cache.topic(n) is None}
+    if not missing:
+        return False
+    partitions = len(missing) * services.config.get_int("num.partitions")
+    refusal = (partitions_refusal(partitions) or records_refusal((partitions // len(missing), 0) for _ in missing)
+               or headroom_refusal(services.config.data_dir, partitions))
+    if refusal is not None:
+        log.warning("Auto topic creation of %d topic(s) failed with error 'POLICY_VIOLATION': %s",
+                    len(missing), refusal.message)
+    return refusal is not None

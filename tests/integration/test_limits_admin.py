@@ -186,3 +186,19 @@ def test_descriptor_headroom_and_a_broker_out_of_descriptors(tmp_path: Path) -> 
         assert not [d for d in os.listdir(data) if d.startswith("racing") and not raced_code == 0]
     finally:
         assert b2.stop(60) == 0
+
+
+def test_metadata_auto_creation_is_bounded_like_one_create_topics(broker: BrokerThread) -> None:
+    """Kafka's broker sends the missing topics of one Metadata to its controller as one CreateTopics:
+    6,000 names of one partition each are 12,000 records, over the bound, and none is created."""
+    prefix = unique("auto")
+    names = [f"{prefix}-{i}" for i in range(6_000)]
+    R = metadata.REQUEST
+    with RawClient(broker.bootstrap, timeout=60) as c:
+        resp = c.call(metadata.API, 12, R(topics=[R.MetadataRequestTopic(name=n) for n in names],
+                                          allow_auto_topic_creation=True))
+        assert {t.error_code for t in resp.topics} == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        assert not [t for t in broker.topics() if t.startswith(prefix)]
+        resp = c.call(metadata.API, 12, R(topics=[R.MetadataRequestTopic(name=n) for n in names[:10]],
+                                          allow_auto_topic_creation=True))
+        assert {t.error_code for t in resp.topics} == {0}  # within the bounds: created

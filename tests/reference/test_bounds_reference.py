@@ -112,3 +112,22 @@ def test_metadata_by_topic_id_without_describe_as_kafka(brokers: Brokers) -> Non
     kafka = ask(*brokers["kafka"])
     mini = ask(*brokers["minibroker"])
     assert mini == kafka == (29, None, True, False, [], -(1 << 31))
+
+
+def test_auto_create_bound_as_kafka(brokers: Brokers) -> None:
+    """6,000 missing names in one Metadata: one CreateTopics of 12,000 records for Kafka's controller,
+    refused; every name answers UNKNOWN_TOPIC_OR_PARTITION and no topic appears, on both."""
+    import time
+
+    def ask(boot: str) -> tuple[set[int], int]:
+        R = M
+        with RawClient(boot, timeout=60) as c:
+            r = c.call(metadata.API, 12, R(topics=[R.MetadataRequestTopic(name=f"ref-auto-{i}") for i in range(6_000)],
+                                           allow_auto_topic_creation=True))
+            codes = {t.error_code for t in r.topics}
+            time.sleep(3)
+            r = c.call(metadata.API, 12, R(topics=None, allow_auto_topic_creation=False))
+        return codes, sum(1 for t in r.topics if t.name.startswith("ref-auto-"))
+
+    kafka, mini = _both(brokers, ask)
+    assert mini == kafka == ({3}, 0)
