@@ -7,48 +7,23 @@ from __future__ import annotations
 
 import json
 import resource
-import struct
 import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import zstandard
 
 from minibroker.testing import BrokerThread
 from protocol.records import v2
-from protocol.records.batch import BatchView, crc32c
+from protocol.records.batch import BatchView
 from storage.log_validator import ValidatedRecords
+from tests.console.batch_helpers import big_batch
 from tests.console.helpers import CONSOLE_OVERRIDES, console_url
 from tests.integration.helpers import module_broker, unique
 from tests.integration.probe_helpers import MetadataProbe
 
 RECORDS = 1_500_000
-ZSTD = 4
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def big_batch(n: int) -> bytes:
-    """A zstd RecordBatch v2 of `n` records (null key, value b"x"), built from bytes: a few MB of
-    records that compress to kilobytes."""
-    parts = []
-    for i in range(n):
-        body = b"\x00\x00" + _uvarint(i << 1) + b"\x01\x02x\x00"  # attrs, ts delta, offset delta, key, value, headers
-        parts.append(_uvarint(len(body) << 1) + body)
-    section = zstandard.ZstdCompressor(level=3).compress(b"".join(parts))
-    out = bytearray(61) + section
-    v2._HEADER.pack_into(out, 0, 0, len(out) - 12, 0, 2, 0, ZSTD, n - 1, 1_000, 1_000, -1, -1, -1, n)
-    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
-    return bytes(out)
 
 
 @pytest.fixture(scope="module")
