@@ -78,7 +78,7 @@ class TraceEntry(TypedDict):
     response: PlainValue
     latency_ms: float
     request_hex: NotRequired[str]  # --trace-bytes with the json format
-    redacted: NotRequired[bool]  # secrets were masked (and request_hex withheld)
+    redacted: NotRequired[bool]  # the request's secrets were masked (and request_hex withheld)
     seq: NotRequired[int]  # the console's live trace numbers its entries
 
 
@@ -387,6 +387,7 @@ def trace_entry(ctx: Traced, request: Message, response: Message | None, frame: 
     redaction = Redaction()
     req = to_plain(request, v)
     redaction.request(h.api_key, req)
+    request_masked = redaction.masked  # the request's own bytes hold a secret
     resp = redaction.response(h.api_key, to_plain(response, v)) if response is not None else None
     entry: TraceEntry = {
         "api": api.name, "api_key": h.api_key, "version": v, "correlation_id": h.correlation_id,
@@ -394,7 +395,7 @@ def trace_entry(ctx: Traced, request: Message, response: Message | None, frame: 
         "response_bytes": resp_bytes, "response": resp,  # type: ignore[typeddict-item]
         "latency_ms": round(ms, 3),
     }
-    if redaction.masked:
+    if request_masked:
         entry["redacted"] = True  # the request's bytes hold a secret: no hex view of them
     elif with_hex:
         entry["request_hex"] = (len(frame).to_bytes(4, "big") + bytes(frame)).hex()

@@ -83,31 +83,29 @@ class Redaction:
     """Masks one request/response pair in their decoded (trace_entry) form, in place."""
 
     def __init__(self) -> None:
-        self.secrets: set[str] = set()  # masked strings, scrubbed from the response's texts too
+        self.secrets: set[str] = set()  # masked config values, scrubbed from the response's texts too
+        self.masked = False
 
-    @property
-    def masked(self) -> bool:
-        return bool(self.secrets)
-
-    def _hide(self, obj: dict[str, object], field: str) -> None:
+    def _hide(self, obj: dict[str, object], field: str, *, text: bool = True) -> None:
+        """`text`: a string value, which a response may quote; bytes fields (shown as hex or a
+        length) are only masked, and the request's hex view is withheld."""
         value = obj.get(field)
         if value is None or value == HIDDEN:
             return
-        if isinstance(value, str) and value:
+        if text and isinstance(value, str) and value:
             self.secrets.add(value)
-        else:
-            self.secrets.add(repr(value))  # bytes: shown as hex or a length; the hex view is withheld
         obj[field] = HIDDEN
+        self.masked = True
 
     def request(self, api_key: int, req: object) -> None:
         if not isinstance(req, dict):
             return
         if api_key == alter_user_scram_credentials.API.key:
             for u in _dicts(req.get("upsertions")):
-                self._hide(u, "salt")
-                self._hide(u, "salted_password")
+                self._hide(u, "salt", text=False)
+                self._hide(u, "salted_password", text=False)
         elif api_key == sasl_authenticate.API.key:
-            self._hide(req, "auth_bytes")
+            self._hide(req, "auth_bytes", text=False)
         elif api_key in (alter_configs.API.key, incremental_alter_configs.API.key):
             for res in _dicts(req.get("resources")):
                 rtype = res.get("resource_type")
@@ -123,7 +121,7 @@ class Redaction:
     def response(self, api_key: int, resp: object) -> object:
         if isinstance(resp, dict):
             if api_key == sasl_authenticate.API.key:
-                self._hide(resp, "auth_bytes")
+                self._hide(resp, "auth_bytes", text=False)
             elif api_key == describe_configs.API.key:
                 for res in _dicts(resp.get("results")):
                     self._sensitive_entries(res.get("configs"))
