@@ -284,6 +284,30 @@ class LogManager:
         logger.info("Created log for partition %s-%d in %s", topic, partition, d)
         return lg
 
+    def abandon_logs(self, topic: str, partitions: range) -> None:
+        """Remove partitions whose creation failed half way (a directory may exist without its log
+        registered), so that the next start finds nothing of them."""
+        for p in partitions:
+            lg = self._logs.pop((topic, p), None)
+            if lg is not None:
+                lg.close_handlers()
+            d = self.data_dir / log_dir_name(topic, p)
+            if not d.exists():
+                continue
+            # renamed first (no descriptor needed): a start finishes deleting `-delete` directories
+            # if removing them here fails for want of descriptors
+            gone = self.data_dir / log_delete_dir_name(topic, p)
+            try:
+                d.rename(gone)
+            except OSError as e:
+                logger.error("could not rename %s away after its creation failed: %s", d, e)
+                continue
+            shutil.rmtree(gone, ignore_errors=True)
+        try:
+            fsync_dir(self.data_dir)
+        except OSError as e:  # out of descriptors still: the removals stand, unsynced
+            logger.warning("could not sync %s after removing partitions of %s: %s", self.data_dir, topic, e)
+
     def delete_topic(self, topic: str) -> None:
         """Rename the topic's partition directories `<topic>-<p>.<uuid>-delete`, forget its
         config; `cleanup_deleted` removes them after file.delete.delay.ms."""

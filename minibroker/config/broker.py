@@ -120,6 +120,22 @@ def _flatten(mapping: Mapping[object, object], prefix: str = "") -> Iterable[tup
             yield name, v
 
 
+def _check_flags_replace(listed: Sequence[Endpoint], new: Endpoint) -> None:
+    """--host/--port replace the config file's `listeners` with one PLAINTEXT listener. Kafka has no
+    such flags: its listeners are what server.properties or --override say. So a config whose
+    listeners authenticate or encrypt (or are several) is not silently turned into one open
+    PLAINTEXT port, where every client would reach the ACLs as ANONYMOUS (issue 30): the broker
+    refuses to start; a single PLAINTEXT listener replaced by another is logged."""
+    given = ",".join(str(e) for e in listed)
+    if len(listed) > 1 or listed[0].security_protocol != "PLAINTEXT":
+        raise ConfigError(
+            f"--host/--port would replace the config's listeners {given} with the single listener {new}, "
+            "dropping their authentication or encryption: set the addresses in listeners (in the config or "
+            "with --override listeners=...) and leave out --host/--port")
+    if str(listed[0]) != str(new):
+        log.warning("--host/--port replace the config's listeners %s with %s", given, new)
+
+
 class BrokerConfig:
     """The broker's static configuration: every broker key's parsed value and where it came from.
 
@@ -191,10 +207,13 @@ class BrokerConfig:
         if path is not None:
             props.update(_read_yaml(Path(path)))
         if host is not None or port is not None:
-            current = parse_listeners(str(props.get("listeners") or BROKER_CONFIGS["listeners"].default),
-                                      str(props.get("listener.security.protocol.map") or _PROTOCOL_MAP_DEFAULT))[0]
+            listed = parse_listeners(str(props.get("listeners") or BROKER_CONFIGS["listeners"].default),
+                                     str(props.get("listener.security.protocol.map") or _PROTOCOL_MAP_DEFAULT))
+            current = listed[0]
             new = Endpoint("PLAINTEXT", "PLAINTEXT", current.host if host is None else host,
                            current.port if port is None else int(port))
+            if "listeners" in props and not any(o.partition("=")[0].strip() == "listeners" for o in overrides):
+                _check_flags_replace(listed, new)
             props["listeners"] = str(new)
         if data_dir is not None:
             props["log.dirs"] = str(data_dir)

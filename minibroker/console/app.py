@@ -106,8 +106,9 @@ class Console:
         r.add_get("/api/groups/{gid}", api(lambda q: state.group(s, q.match_info["gid"])))
         r.add_get("/transactions", page(lambda q: pages.transactions_page(state.transactions(s))))
         r.add_get("/api/transactions", api(lambda q: state.transactions(s)))
-        r.add_get("/trace", page(lambda q: pages.trace_page()))
-        r.add_get("/trace/stream", self._trace_stream)
+        # the trace shows every client's requests: with an authorizer, an operator's (auth.authorize_trace)
+        r.add_get("/trace", self._operator(page(lambda q: pages.trace_page())))
+        r.add_get("/trace/stream", self._operator(self._trace_stream))
         r.add_get("/metrics", self._metrics)
         r.add_static("/static", STATIC)
         FaultsApi(s, self.faults, self._same_origin, self.plain_users).add_routes(r)
@@ -143,10 +144,7 @@ class Console:
             if self.services.authorizer.enabled:
                 # as a client that logged in with SASL as this user, from this address (Kafka's
                 # principal and host of an ACL); then the check of the API the action imitates
-                principal = auth.principal_of(self.services, self.plain_users, request.headers.get("Authorization"))
-                peer = request.transport.get_extra_info("peername") if request.transport is not None else None
-                ip, port = (peer[0], peer[1]) if peer else (request.remote or "", 0)
-                check(auth.context(self.services, *api, principal, ip, port), request, form)
+                check(self._context(request, api), request, form)
             result = act(request, form)
             done = await result if asyncio.iscoroutine(result) else result
             assert isinstance(done, Done)
@@ -159,6 +157,21 @@ class Console:
 
     async def _same_origin(self, request: web.Request) -> None:
         self._check_same_origin(request)
+
+    def _context(self, request: web.Request, api: tuple[int, int]) -> RequestContext:
+        """The request context of the HTTP client's Basic credentials, from its address."""
+        principal = auth.principal_of(self.services, self.plain_users, request.headers.get("Authorization"))
+        peer = request.transport.get_extra_info("peername") if request.transport is not None else None
+        ip, port = (peer[0], peer[1]) if peer else (request.remote or "", 0)
+        return auth.context(self.services, *api, principal, ip, port)
+
+    def _operator(self, handler: Handler_) -> Handler_:
+        """A read only an operator may make when the broker has an authorizer (issue 30)."""
+        async def handle(request: web.Request) -> web.StreamResponse:
+            if self.services.authorizer.enabled:
+                auth.authorize_trace(self._context(request, auth.TRACE))
+            return await handler(request)
+        return handle
 
     def _check_same_origin(self, request: web.Request) -> None:
         """CSRF and DNS rebinding: a browser's POST names the page it came from (Origin, else

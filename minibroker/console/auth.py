@@ -18,7 +18,10 @@ checks of minibroker.handlers.authz the protocol handlers make:
 
 A refusal is an `ActionError` with status 403 naming Kafka's error code, the principal, the
 operation and the resource. Pages (reads) are not checked: the console binds loopback unless
-told otherwise (docs/console.md).
+told otherwise (docs/console.md), with one exception: the live trace (/trace and /trace/stream)
+shows every client's requests, so with an authorizer it needs the same credentials as a write and
+ALTER on the cluster, an operator's right (super users have it); Kafka has no protocol API that
+shows other clients' requests, its request log is the operator's file (issue 30).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from minibroker.handlers.registry import RequestContext
 from minibroker.security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from minibroker.security.scram import MECHANISMS, credential_from_salted, salted_password
 from minibroker.services import BrokerServices
-from protocol.apis import create_topics, delete_topics, offset_commit, produce
+from protocol.apis import create_topics, delete_topics, describe_cluster, offset_commit, produce
 from protocol.errors import ErrorCode, error_name
 from protocol.headers import RequestHeader
 
@@ -143,9 +146,16 @@ def authorize_reset(ctx: RequestContext, group: str, topic: str) -> None:
         raise _refused(ctx, ErrorCode.TOPIC_AUTHORIZATION_FAILED, AclOperation.READ, ResourceType.TOPIC, topic)
 
 
+def authorize_trace(ctx: RequestContext) -> None:
+    if not ctx.authorized(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+        raise _refused(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, AclOperation.ALTER, ResourceType.CLUSTER,
+                       CLUSTER_NAME, " (the live trace shows every client's requests)")
+
+
 # The API each action imitates, for the request context (its key and the version the action's
 # checks correspond to).
 CREATE = (create_topics.API.key, create_topics.API.versions.hi)
 DELETE = (delete_topics.API.key, delete_topics.API.versions.hi)
 PRODUCE = (produce.API.key, 13)
 RESET = (offset_commit.API.key, 9)
+TRACE = (describe_cluster.API.key, describe_cluster.API.versions.hi)  # a cluster-wide read

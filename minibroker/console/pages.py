@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from html import escape
 from urllib.parse import quote
 
+from minibroker.console.record_page import MAX_PAGE_RECORDS
 from minibroker.console.shapes import (
     BatchBytesView,
     ClassicGroupView,
@@ -294,6 +295,9 @@ def messages_page(m: MessagesView) -> str:
              _value(r["value"]) if "control" not in r else f'coordinator epoch {h(r["control"]["coordinator_epoch"])}',
              "".join(f'{h(x["key"])}: {_value(x["value"])}' for x in r["headers"]))
             for r in b["records"]), cls="records")
+        if b.get("records_truncated"):
+            recs += (f'<p class="truncated">{len(b["records"])} of {b["record_count"]} records shown (a page '
+                     f'decodes at most {MAX_PAGE_RECORDS}){": " + h(b["error"]) if b["error"] else ""}</p>')
         tags = "".join(f'<span class="tag {h(f.replace(" ", "-"))}">{h(f)}</span>' for f in flags)
         body += (f'<section class="{cls}" data-base-offset="{b["base_offset"]}"><h3>batch {b["base_offset"]}'
                  f'-{b["last_offset"]} {tags} <a href="{link}/batch/{b["base_offset"]}">byte view</a></h3>'

@@ -195,6 +195,7 @@ class MessageBatch(TypedDict):
     record_count: int | None  # as BatchSummary.count
     error: str | None
     records: list[RecordView]
+    records_truncated: NotRequired[bool]  # the page's budget left records out (console.record_page)
 
 
 @final

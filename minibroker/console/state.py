@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Iterable
 
 from minibroker.config.definitions import ConfigSource, as_list
+from minibroker.console import record_page
 from minibroker.console.shapes import (
     BatchBytesView,
     ClassicMember,
@@ -61,7 +62,7 @@ from minibroker.partition import Partition
 from minibroker.services import BrokerServices
 from minibroker.tools.trace import batch_field_spans
 from protocol.records.batch import BatchView, InvalidBatch
-from protocol.records.dump import BatchSummary, RecordSummary, iter_summaries
+from protocol.records.dump import BatchSummary, RecordSummary, iter_summaries, summarize
 from storage.segment import LogSegment
 from storage.txn_index import AbortedTxn
 
@@ -242,16 +243,28 @@ def messages(services: BrokerServices, name: str, p: str, *, offset: str | None 
                        f"[{lg.log_start_offset}, {lg.log_end_offset})")
     aborted = lg.aborted_transactions(start, LONG_MAX)
     batches: list[MessageBatch | OversizedBatch] = []
+    budget = record_page.MAX_PAGE_RECORDS
     for pos, view, seg in _batch_positions(lg, start):
         buf = seg.log.read(pos, min(view.size, MAX_READ_BYTES))
         if len(buf) < view.size:
             batches.append({"position": pos, "base_offset": view.base_offset, "size": view.size,
                             "error": f"batch larger than {MAX_READ_BYTES} bytes, not shown"})
+        elif view.magic >= 2:
+            # records decoded lazily, within the page's budget (minibroker.console.record_page)
+            stored = BatchView(buf, 0)
+            head = summarize(stored, records=False, position=pos)
+            head.records, truncated, error = record_page.v2_records(stored, budget)
+            head.error = head.error or error
+            batch = _batch(head, view, lg, aborted, seg.base_offset)
+            batch["records_truncated"] = truncated
+            batches.append(batch)
+            budget -= len(head.records)
         else:
-            for s in iter_summaries(buf, records=True, position=pos):
+            for s in iter_summaries(buf, records=True, position=pos, max_size=record_page.MAX_PAGE_DECOMPRESSED):
                 if isinstance(s, BatchSummary):
                     batches.append(_batch(s, view, lg, aborted, seg.base_offset))
-        if len(batches) >= count:
+                    budget -= len(s.records or [])
+        if len(batches) >= count or budget <= 0:
             break
     return {"topic": name, "partition": lg.partition, "start": start, "log_start_offset": lg.log_start_offset,
             "high_watermark": lg.high_watermark, "last_stable_offset": lg.last_stable_offset,

@@ -16,6 +16,7 @@ its bootstrap list is stale; one broker that answers is never stale, so it is al
 
 from __future__ import annotations
 
+from minibroker import controller_limits
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.metadata_cache import TopicImage
@@ -50,12 +51,19 @@ async def handle_metadata(ctx: RequestContext, req: metadata.MetadataRequest) ->
                   if not authz.topic_denied(ctx, t.name, authz.Op.DESCRIBE)]  # hidden without DESCRIBE
     else:
         allow_create = req.allow_auto_topic_creation if v >= 4 else True
+        if allow_create and controller_limits.auto_create_refused(services, [rt.name for rt in req.topics]):
+            allow_create = False  # all or nothing, as Kafka's controller answers the one CreateTopics
         for rt in req.topics:
             name = rt.name
             if name is None:
                 topic = services.metadata_cache.topic_by_id(rt.topic_id)
                 if topic is None:
                     topics.append(R.MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None,
+                                                          topic_id=rt.topic_id, partitions=[]))
+                elif authz.topic_denied(ctx, topic.name, authz.Op.DESCRIBE):
+                    # Kafka (KafkaApis.handleTopicMetadataRequest): a topic id is not secret, its
+                    # name is: refused with the id echoed and a null name
+                    topics.append(R.MetadataResponseTopic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=None,
                                                           topic_id=rt.topic_id, partitions=[]))
                 else:
                     topics.append(topic_metadata(services, topic))

@@ -19,6 +19,7 @@ import collections
 import uuid
 from typing import TYPE_CHECKING
 
+from minibroker import controller_limits
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from protocol.apis import create_partitions, create_topics, delete_topics
@@ -26,6 +27,7 @@ from protocol.errors import ErrorCode, KafkaError, error_name
 from protocol.schema import ZERO_UUID
 
 if TYPE_CHECKING:
+    from minibroker.config.definitions import ConfigValue
     from minibroker.topics import Topic
 
 CT = create_topics.RESPONSE
@@ -51,6 +53,14 @@ async def handle_create_topics(ctx: RequestContext, req: create_topics.CreateTop
     # fsyncs on an executor thread, and one after another 1,000 topics took 14 ms each where
     # Kafka answers in 3 (bench/growth.py, issue 22); together the file system batches them.
     creating: list[tuple[create_topics.CreateTopicsResponse.CreatableTopicResult, asyncio.Future[Topic]]] = []
+    # Kafka's per-request bounds (minibroker.controller_limits), over the topics that reach its
+    # controller: neither duplicated nor refused for authorization
+    sent = [t for t in req.topics if counts[t.name] == 1 and authz.may_create_topic(ctx, t.name)]
+    too_many = controller_limits.partitions_refusal(controller_limits.requested_partitions(
+        (len(t.assignments) if t.assignments else t.num_partitions for t in sent),
+        services.config.get_int("num.partitions")))
+    sent_results: list[create_topics.CreateTopicsResponse.CreatableTopicResult] = []
+    valid: list[tuple[create_topics.CreateTopicsResponse.CreatableTopicResult, str, int, dict[str, ConfigValue], int]] = []
     for t in req.topics:
         if t.name in answered:
             continue
@@ -63,6 +73,9 @@ async def handle_create_topics(ctx: RequestContext, req: create_topics.CreateTop
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
             if not authz.may_create_topic(ctx, t.name):  # CREATE on the cluster or the topic
                 raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+            sent_results.append(result)
+            if too_many is not None:
+                raise too_many
             num_partitions = t.num_partitions
             replication = t.replication_factor
             if t.assignments:
@@ -83,10 +96,8 @@ async def handle_create_topics(ctx: RequestContext, req: create_topics.CreateTop
             overrides = services.topics.check_new_topic(t.name, num_partitions, replication, configs)
             result.num_partitions = num_partitions
             result.replication_factor = replication
-            if not req.validate_only:
-                creating.append((result, asyncio.ensure_future(
-                    services.topics.create_async(t.name, num_partitions, overrides))))
-            else:
+            valid.append((result, t.name, num_partitions, overrides, len(configs)))
+            if req.validate_only:
                 # Kafka's controller draws the id before it knows the request only validates
                 # (ReplicationControlManager.createTopic), so a validate_only answer carries one too.
                 result.topic_id = uuid.uuid4()
@@ -101,6 +112,20 @@ async def handle_create_topics(ctx: RequestContext, req: create_topics.CreateTop
             _fail(result, e)
             if ctx.version >= 5:
                 result.configs = []  # Kafka answers a failed topic with an empty list, not null
+    # the records Kafka's controller would write, then what this node's descriptors and disk can take:
+    # refused before anything is made, never half done
+    refusal = controller_limits.records_refusal((n, c) for _, _, n, _, c in valid)
+    refused = sent_results if refusal is not None else [r for r, *_ in valid]
+    refusal = refusal or controller_limits.headroom_refusal(services.config.data_dir, sum(n for _, _, n, _, _ in valid))
+    if refusal is not None:
+        for result in refused:
+            _fail(result, refusal)
+            result.topic_id, result.num_partitions, result.replication_factor = ZERO_UUID, -1, -1
+            result.configs = [] if ctx.version >= 5 else None
+        valid = []
+    if not req.validate_only:
+        creating = [(result, asyncio.ensure_future(services.topics.create_async(name, n, overrides)))
+                    for result, name, n, overrides, _ in valid]
     for result, made in creating:
         try:
             result.topic_id = (await made).topic_id
@@ -152,6 +177,15 @@ async def handle_delete_topics(ctx: RequestContext, req: delete_topics.DeleteTop
 async def handle_create_partitions(ctx: RequestContext, req: create_partitions.CreatePartitionsRequest) -> create_partitions.CreatePartitionsResponse:
     services = ctx.services
     results = []
+    # Kafka's bound on the partitions one request adds, over the topics that reach its controller
+    # (minibroker.controller_limits); then what this node's descriptors and disk can take
+    allowed = [t for t in req.topics if not authz.topic_denied(ctx, t.name, authz.Op.ALTER)]
+    existing = {t.name: len(topic.partitions) for t in allowed
+                if (topic := services.metadata_cache.topic(t.name)) is not None}
+    additional = sum(max(t.count - existing[t.name], 0) for t in allowed if t.name in existing)
+    too_many = controller_limits.partitions_refusal(additional, additional=True)
+    no_room = controller_limits.headroom_refusal(services.config.data_dir, additional) if too_many is None else None
+    adding = []
     for t in req.topics:
         result = CP.CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
         results.append(result)
@@ -159,6 +193,8 @@ async def handle_create_partitions(ctx: RequestContext, req: create_partitions.C
             result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # no message (ControllerApis)
             continue
         try:
+            if too_many is not None:
+                raise too_many
             topic = services.metadata_cache.topic(t.name)
             if topic is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{t.name}' does not exist.")
@@ -174,8 +210,16 @@ async def handle_create_partitions(ctx: RequestContext, req: create_partitions.C
                         list(a.broker_ids) != [services.node_id] for a in t.assignments):
                     raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                      f"New partitions can only be assigned to broker {services.node_id}")
+            if no_room is not None:
+                raise no_room
             if not req.validate_only:
-                services.topics.add_partitions(services.topics[t.name], t.count)  # the publisher
+                adding.append((result, asyncio.ensure_future(
+                    services.topics.add_partitions_async(services.topics[t.name], t.count))))  # the publisher
+        except KafkaError as e:
+            _fail(result, e)
+    for result, done in adding:
+        try:
+            await done
         except KafkaError as e:
             _fail(result, e)
     return CP(results=results)

@@ -159,7 +159,12 @@ class SocketServer:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
-                log.warning("accept failed: %s", e)
+                # out of descriptors (EMFILE): the connection stays in the backlog and the socket
+                # readable, so retrying at once would spin the loop and flood the log (issue 30)
+                log.warning("accept failed: %s; accepting again in 100 ms", e)
+                for sock, _ in self._socks:
+                    self._loop.remove_reader(sock.fileno())
+                self._accept_paused = self._loop.call_later(0.1, self._resume_accept)
                 return
             ip = addr[0]
             if not limits.admit(ip):

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from enum import IntEnum
 from typing import NotRequired, Protocol, TextIO, TypedDict, cast
 
+from minibroker.tools.trace_redact import Redaction
 from protocol.apis import APIS
 from protocol.errors import ErrorCode
 from protocol.headers import RequestHeader, decode_request_header, encode_response_frame
@@ -77,6 +78,7 @@ class TraceEntry(TypedDict):
     response: PlainValue
     latency_ms: float
     request_hex: NotRequired[str]  # --trace-bytes with the json format
+    redacted: NotRequired[bool]  # the request's secrets were masked (and request_hex withheld)
     seq: NotRequired[int]  # the console's live trace numbers its entries
 
 
@@ -387,16 +389,24 @@ def trace_entry(ctx: Traced, request: Message, response: Message | None, frame: 
     resp_bytes = None
     if response is not None:
         resp_bytes = sum(len(c) for c in encode_response_frame(api, v, h.correlation_id, response))
+    # secrets masked as Kafka's request logger does, and more (minibroker.tools.trace_redact)
+    redaction = Redaction()
+    req = to_plain(request, v)
+    redaction.request(h.api_key, req)
+    request_masked = redaction.masked  # the request's own bytes hold a secret
+    resp = redaction.response(h.api_key, to_plain(response, v)) if response is not None else None
     entry: TraceEntry = {
         "api": api.name, "api_key": h.api_key, "version": v, "correlation_id": h.correlation_id,
-        "client_id": h.client_id, "request_bytes": len(frame) + 4, "request": to_plain(request, v),
-        "response_bytes": resp_bytes, "response": to_plain(response, v) if response is not None else None,
+        "client_id": h.client_id, "request_bytes": len(frame) + 4, "request": req,
+        "response_bytes": resp_bytes, "response": resp,  # type: ignore[typeddict-item]
         "latency_ms": round(ms, 3),
     }
     faults = fired_faults(ctx)
     if faults:  # the faults that changed this request's answer (minibroker.faults)
         cast("dict[str, object]", entry)["faults"] = list(faults)
-    if with_hex:
+    if request_masked:
+        entry["redacted"] = True  # the request's bytes hold a secret: no hex view of them
+    elif with_hex:
         entry["request_hex"] = (len(frame).to_bytes(4, "big") + bytes(frame)).hex()
     return entry
 
@@ -425,7 +435,9 @@ class Tracer:
         else:
             who = f"{api_name} v{v} corr={h.correlation_id} client={h.client_id}"
             self.out.write(f"-> {who} {len(frame) + 4} B {_short(req)}\n")
-            if self.with_bytes:
+            if self.with_bytes and entry.get("redacted"):
+                self.out.write("    (bytes withheld: the request carries secrets)\n")
+            elif self.with_bytes:
                 _, header_end = decode_request_header(frame)
                 self.out.write(annotated_hex(bytes(frame), h, header_end, request, api_name) + "\n")
             faults = fired_faults(ctx)

@@ -65,7 +65,8 @@ def copy_assignment(a: Assignment) -> Assignment:
 
 
 def same_assignment(a: Assignment, b: Assignment) -> bool:
-    return copy_assignment(a) == copy_assignment(b)
+    # no copies of the sets: compared for every member at every target assignment (issue 30)
+    return {t: ps for t, ps in a.items() if ps} == {t: ps for t, ps in b.items() if ps}
 
 
 def _minus(a: Assignment, b: Assignment) -> Assignment:

@@ -118,13 +118,21 @@ class TargetAssignmentBuilder:
     def compute_target(self, g: ConsumerGroup, partitions: dict[uuid.UUID, int],
                         records: list[CoordinatorRecord]) -> None:
         g.assignor_name = self.preferred_assignor(g)
-        specs = {mid: MemberSpec(self.topic_ids(self.subscribed_names(g, m)), g.target.get(mid, {}))
-                 for mid, m in g.members.items()}
+        # members with the same subscription share its resolved ids (most groups have one): each
+        # join costs a pass over the members, not a resolution of every member's names (issue 30)
+        resolved: dict[tuple[tuple[str, ...], str | None], frozenset[uuid.UUID]] = {}
+        specs = {}
+        for mid, m in g.members.items():
+            key = (tuple(m.subscribed_topic_names), m.subscribed_topic_regex)
+            ids = resolved.get(key)
+            if ids is None:
+                ids = resolved[key] = self.topic_ids(self.subscribed_names(g, m))
+            specs[mid] = MemberSpec(ids, g.target.get(mid, {}))
         new = ASSIGNORS[g.assignor_name].assign(specs, partitions)
         for mid, a in new.items():
             if mid not in g.target or not same_assignment(g.target[mid], a):
                 records.append(rec.target_assignment_member(g.group_id, mid, a))
-            g.target[mid] = copy_assignment(a)
+                g.target[mid] = copy_assignment(a)
         g.assignment_epoch = g.group_epoch
         records.append(rec.target_assignment_metadata(g.group_id, g.assignment_epoch, self.now_ms()))
         if self.events.enabled:
