@@ -574,19 +574,22 @@ class ShareGroupCoordinator:
 
 def _skipped(lg: Log, views: list[BatchView], offset: int, limit: int) -> set[int]:
     """Positions of the batches of aborted transactions among `views` (read_committed: never
-    delivered), found the way a read_committed consumer finds them: the aborted-transaction
-    index gives each aborted producer's first offset; its batches from there up to its abort
-    marker are aborted."""
-    aborted = {a.producer_id: a.first_offset for a in lg.aborted_transactions(offset, limit)}
+    delivered), found as a read_committed consumer finds them (Kafka's SharePartition
+    filterAbortedTransactionalAcquiredRecords follows the consumer's CompletedFetch): the aborted
+    transactions in first-offset order; a producer becomes aborted when the next one of its
+    aborted transactions starts at or before a batch's last offset, and stops being so at its
+    abort marker. One producer may have aborted many transactions in the range: each is taken
+    in turn."""
+    pending = sorted(lg.aborted_transactions(offset, limit), key=lambda a: a.first_offset)
+    aborted: set[int] = set()
     out: set[int] = set()
-    open_aborts: set[int] = set()
+    i = 0
     for v in views:
-        pid = v.producer_id
+        while i < len(pending) and pending[i].first_offset <= v.last_offset:
+            aborted.add(pending[i].producer_id)
+            i += 1
         if v.is_control:
-            open_aborts.discard(pid)
-            continue
-        if v.is_transactional and (pid in open_aborts or (pid in aborted and aborted[pid] <= v.base_offset)):
-            open_aborts.add(pid)
-            aborted.pop(pid, None)
+            aborted.discard(v.producer_id)  # the marker ends the producer's transaction
+        elif v.is_transactional and v.producer_id in aborted:
             out.add(v.pos)
     return out

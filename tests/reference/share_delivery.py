@@ -1,0 +1,65 @@
+"""Share-group scenarios of issue 34, each run the same way against any broker with confluent-kafka's
+ShareConsumer (librdkafka): each returns a RESULT line, and the line must be the same on
+minibroker and on Apache Kafka (tests/reference/test_share_delivery.py runs both).
+
+- read_committed: two transactional producers interleave 12 committed and 5 aborted transactions
+  of 10 records (one of them alternates commit and abort, so one producer id has several aborted
+  transactions in one read); a read_committed member gets the 120 committed records, none of the
+  50 aborted ones, no control record, each once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from tests.reference import share_clients as sc
+
+
+def _set_group_configs(boot: str, group: str, configs: dict[str, str]) -> None:
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": boot})
+    for f in admin.incremental_alter_configs([ConfigResource(ConfigResource.Type.GROUP, group, incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()])]).values():
+        f.result(30)
+
+
+def read_committed(boot: str, prefix: str) -> str:
+    from confluent_kafka import Producer
+
+    topic, group = f"{prefix}-rc", f"{prefix}-g-rc"
+    sc.create_topic(boot, topic, {group: {"share.auto.offset.reset": "earliest",
+                                          "share.isolation.level": "read_committed"}})
+    # a alternates commit and abort (5 aborted transactions of one producer id), b always commits
+    a = Producer({"bootstrap.servers": boot, "transactional.id": f"{topic}-a", "linger.ms": 0})
+    b = Producer({"bootstrap.servers": boot, "transactional.id": f"{topic}-b", "linger.ms": 0})
+    for p in (a, b):
+        p.init_transactions(30)
+    plan_a = [True, False] * 5  # 5 committed, 5 aborted
+    plan_b = [True] * 7
+    for i in range(max(len(plan_a), len(plan_b))):
+        open_ = [(p, name, plan[i]) for p, name, plan in ((a, "a", plan_a), (b, "b", plan_b)) if i < len(plan)]
+        for p, _, _ in open_:
+            p.begin_transaction()
+        for j in range(10):  # the two transactions' batches interleave in the log
+            for p, name, commit in open_:
+                p.produce(topic, value=f"{'c' if commit else 'x'}-{name}{i}-{j}".encode())
+                p.flush(30)
+        for p, _, commit in open_:
+            (p.commit_transaction if commit else p.abort_transaction)(30)
+    sc.produce(boot, topic, ["end"])
+    c = sc.consumer(boot, group, topic, 500)
+    try:
+        got = sc.poll_until(c, lambda g: any(m.value() == b"end" for m in g), sc.accept, timeout=60)
+    finally:
+        c.close()
+    values = Counter(m.value().decode() for m in got)
+    return (f"RESULT read_committed received={sum(values.values())} distinct={len(values)} "
+            f"committed={sum(1 for v in values if v.startswith('c-'))} "
+            f"aborted={sum(1 for v in values if v.startswith('x-'))} "
+            f"other={sorted(v for v in values if v[:2] not in ('c-', 'x-'))}")
+
+
+def _now() -> float:
+    return time.monotonic()

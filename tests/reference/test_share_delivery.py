@@ -1,0 +1,26 @@
+"""Issue 34: share groups served as Kafka 4.4 serves them, driven by confluent-kafka's
+ShareConsumer (librdkafka) against minibroker and Apache Kafka at once. Each scenario of
+tests/reference/share_delivery.py prints one RESULT line; both brokers must give the expected one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.reference import share_delivery as sd
+from tests.reference.helpers import POOL, Pair
+
+pytest.importorskip("confluent_kafka", minversion="2.16")
+
+
+def _both(pair: Pair, scenario: Callable[[str, str], str], prefix: str) -> dict[str, str]:
+    futures = {side.name: POOL.submit(scenario, side.bootstrap, prefix) for side in (pair.kafka, pair.mini)}
+    return {name: f.result(timeout=300) for name, f in futures.items()}
+
+
+def test_read_committed_member_never_gets_aborted_records(pair: Pair) -> None:
+    """120 committed and 50 aborted records, one producer aborting every other transaction."""
+    want = "RESULT read_committed received=121 distinct=121 committed=120 aborted=0 other=['end']"
+    assert _both(pair, sd.read_committed, "sd1") == {"kafka": want, "minibroker": want}
