@@ -6,6 +6,9 @@ minibroker and on Apache Kafka (tests/reference/test_share_delivery.py runs both
   of 10 records (one of them alternates commit and abort, so one producer id has several aborted
   transactions in one read); a read_committed member gets the 120 committed records, none of the
   50 aborted ones, no control record, each once.
+- deleted_topic: records acquired, their topic deleted, then acknowledged (ShareAcknowledge, and
+  piggy-backed on ShareFetch, explicit and implicit modes): UNKNOWN_TOPIC_ID for the partition in
+  commit_sync's result and in the acknowledgement-commit callback.
 """
 
 from __future__ import annotations
@@ -59,6 +62,62 @@ def read_committed(boot: str, prefix: str) -> str:
             f"committed={sum(1 for v in values if v.startswith('c-'))} "
             f"aborted={sum(1 for v in values if v.startswith('x-'))} "
             f"other={sorted(v for v in values if v[:2] not in ('c-', 'x-'))}")
+
+
+def _ack_outcomes(c: sc.Consumer, seen: list[str]) -> None:
+    """Record what each acknowledgement-commit callback reports: `error` per partition or `ok`."""
+    def callback(offsets: dict, exc: object) -> None:  # type: ignore[type-arg]
+        for tp, offs in offsets.items():
+            err = tp.error.name() if tp.error is not None else (exc.args[0].name() if exc is not None else "ok")
+            seen.append(f"{err}:{len(offs)}")
+    c.set_acknowledgement_commit_callback(callback)
+
+
+def deleted_topic(boot: str, prefix: str) -> str:
+    """Records acquired, their topic deleted, then acknowledged: by commit_sync (ShareAcknowledge)
+    in the explicit mode, and by the next poll (acknowledgements piggy-backed on ShareFetch) in the
+    explicit and implicit modes, once after a heartbeat. What the commit callback and commit_sync
+    report per partition."""
+    from confluent_kafka import ShareConsumer
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": boot})
+    out = []
+    for how in ("explicit-commit", "explicit-poll", "implicit-poll", "implicit-commit", "explicit-heartbeat-commit"):
+        topic, group = f"{prefix}-del-{how}", f"{prefix}-g-del-{how}"
+        sc.create_topic(boot, topic, {group: {"share.auto.offset.reset": "earliest"}})
+        sc.produce(boot, topic, [f"v{i}" for i in range(5)])
+        mode = how.split("-")[0]
+        c = ShareConsumer({"bootstrap.servers": boot, "group.id": group, "share.acknowledgement.mode": mode,
+                           "max.poll.records": 5})
+        seen: list[str] = []
+        _ack_outcomes(c, seen)
+        c.subscribe([topic])
+        try:
+            got: list[sc.Message] = []
+            deadline = time.monotonic() + 30
+            while not got and time.monotonic() < deadline:
+                got = list(c.poll(0.5))
+            assert got, f"nothing received from {topic}"
+            admin.delete_topics([topic])[topic].result(30)
+            # a heartbeat between (the default interval is 5 s on both) takes the topic out of the assignment
+            time.sleep(6 if "heartbeat" in how else 1)
+            if mode == "explicit":
+                for m in got:
+                    c.acknowledge(m)
+            result: dict = {}  # type: ignore[type-arg]
+            if how.endswith("commit"):
+                result = c.commit_sync(30)
+            else:
+                c.poll(2)
+            deadline = time.monotonic() + 10
+            while not seen and time.monotonic() < deadline:
+                c.poll(0.5)
+        finally:
+            c.close()
+        codes = sorted({(e.args[0].name() if e is not None else "ok") for e in result.values()})
+        out.append(f"{how}: got={len(got)} commit={codes} callback={seen}")
+    return "RESULT deleted_topic " + " | ".join(out)
 
 
 def _now() -> float:

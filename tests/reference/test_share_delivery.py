@@ -24,3 +24,11 @@ def test_read_committed_member_never_gets_aborted_records(pair: Pair) -> None:
     """120 committed and 50 aborted records, one producer aborting every other transaction."""
     want = "RESULT read_committed received=121 distinct=121 committed=120 aborted=0 other=['end']"
     assert _both(pair, sd.read_committed, "sd1") == {"kafka": want, "minibroker": want}
+
+
+def test_acknowledging_records_of_a_deleted_topic_is_unknown_topic_id(pair: Pair) -> None:
+    hows = ["explicit-commit", "explicit-poll", "implicit-poll", "implicit-commit", "explicit-heartbeat-commit"]
+    want = "RESULT deleted_topic " + " | ".join(
+        f"{how}: got=5 commit={['UNKNOWN_TOPIC_ID'] if how.endswith('commit') else []} "
+        "callback=['UNKNOWN_TOPIC_ID:5']" for how in hows)
+    assert _both(pair, sd.deleted_topic, "sd2") == {"kafka": want, "minibroker": want}

@@ -458,6 +458,12 @@ class ShareGroupCoordinator:
             del self.partitions[key]
             self.shard.delete(key)
 
+    def _forget_topic(self, topic_id: uuid.UUID) -> None:
+        """The share partitions of a deleted topic, in every group."""
+        for key in [k for k in self.partitions if k[1] == topic_id]:
+            del self.partitions[key]
+            self.shard.delete(key)
+
     # -- share sessions ----------------------------------------------------------------------
     def check_member(self, group_id: str, member_id: str) -> None:
         group = self.groups.get(group_id)
@@ -520,9 +526,15 @@ class ShareGroupCoordinator:
     def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, partition: int,
                     batches: Iterable[AcknowledgementBatch]) -> int:
         key = (group_id, topic_id, partition)
+        if self.topics.by_id(topic_id) is None:
+            # the topic was deleted while its records were acquired: nothing to acknowledge, and
+            # its share partitions go (Kafka's SharePartitionManager answers UNKNOWN_TOPIC_ID; the
+            # group coordinator deletes the share state of deleted topics)
+            self._forget_topic(topic_id)
+            return ErrorCode.UNKNOWN_TOPIC_ID
         sp = self.partitions.get(key)
         if sp is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if self.topics.by_id(topic_id) else ErrorCode.UNKNOWN_TOPIC_ID
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         now, lock = self.now_ms(), self.lock_ms(group_id)
         error = 0
         for b in batches:
