@@ -9,6 +9,8 @@ minibroker and on Apache Kafka (tests/reference/test_share_delivery.py runs both
 - deleted_topic: records acquired, their topic deleted, then acknowledged (ShareAcknowledge, and
   piggy-backed on ShareFetch, explicit and implicit modes): UNKNOWN_TOPIC_ID for the partition in
   commit_sync's result and in the acknowledgement-commit callback.
+- close_receipts: acknowledgements sent by close() get receipts for every offset, whether the
+  leave heartbeat or the final ShareAcknowledge reaches the broker first.
 """
 
 from __future__ import annotations
@@ -118,6 +120,54 @@ def deleted_topic(boot: str, prefix: str) -> str:
         codes = sorted({(e.args[0].name() if e is not None else "ok") for e in result.values()})
         out.append(f"{how}: got={len(got)} commit={codes} callback={seen}")
     return "RESULT deleted_topic " + " | ".join(out)
+
+
+def close_receipts(boot: str, prefix: str) -> str:
+    """A consumer acknowledges what it got from three partitions (explicit mode) and closes without
+    committing: close sends the acknowledgements (ShareAcknowledge at session epoch -1) as it
+    leaves the group (heartbeat at epoch -1), in either order: the commit callback reports each
+    record's offset, without error. Four rounds, a group each (the order varies from run to run)."""
+    from confluent_kafka import Producer, ShareConsumer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"{prefix}-close"
+    admin = AdminClient({"bootstrap.servers": boot})
+    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
+    p = Producer({"bootstrap.servers": boot, "linger.ms": 0})
+    for i in range(12):
+        p.produce(topic, value=f"v{i}".encode(), partition=i % 3)
+        assert p.flush(30) == 0
+    out = []
+    for round_ in range(4):
+        mode = "explicit"
+        group = f"{prefix}-g-close-{round_}"
+        _set_group_configs(boot, group, {"share.auto.offset.reset": "earliest"})
+        c = ShareConsumer({"bootstrap.servers": boot, "group.id": group, "share.acknowledgement.mode": mode,
+                           "max.poll.records": 12})
+        receipts: list[str] = []
+
+        def callback(offsets: dict, exc: object, receipts: list[str] = receipts) -> None:  # type: ignore[type-arg]
+            for tp, offs in offsets.items():
+                err = tp.error.name() if tp.error is not None else ("ok" if exc is None else exc.args[0].name())
+                receipts.extend(f"{err}:{tp.partition}:{o}" for o in offs)
+        c.set_acknowledgement_commit_callback(callback)
+        c.subscribe([topic])
+        got: list[sc.Message] = []
+        deadline = time.monotonic() + 30
+        while len(got) < 12 and time.monotonic() < deadline:
+            msgs = list(c.poll(0.5))
+            if mode == "explicit":
+                for m in msgs:
+                    c.acknowledge(m)
+            got += msgs
+        before = len(receipts)
+        c.close()
+        # how many records one ShareFetch hands out differs (item 4): count the receipts of the
+        # polls and of close together
+        outcomes = Counter(r.split(":")[0] for r in receipts)
+        out.append(f"{mode}: got={len(got)} receipts={dict(sorted(outcomes.items()))} "
+                   f"distinct={len(set(receipts))} at_close={len(receipts) > before}")
+    return "RESULT close_receipts " + " | ".join(out)
 
 
 def _now() -> float:

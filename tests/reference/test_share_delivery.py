@@ -32,3 +32,11 @@ def test_acknowledging_records_of_a_deleted_topic_is_unknown_topic_id(pair: Pair
         f"{how}: got=5 commit={['UNKNOWN_TOPIC_ID'] if how.endswith('commit') else []} "
         "callback=['UNKNOWN_TOPIC_ID:5']" for how in hows)
     assert _both(pair, sd.deleted_topic, "sd2") == {"kafka": want, "minibroker": want}
+
+
+def test_acknowledgements_sent_by_close_get_receipts(pair: Pair) -> None:
+    """Before the fix minibroker released a leaving member's records at its leave heartbeat, and the
+    close's ShareAcknowledge that came after it failed with INVALID_RECORD_STATE."""
+    want = "RESULT close_receipts " + " | ".join(
+        ["explicit: got=12 receipts={'ok': 12} distinct=12 at_close=True"] * 4)
+    assert _both(pair, sd.close_receipts, "sd3") == {"kafka": want, "minibroker": want}

@@ -20,9 +20,10 @@ the connection that opened the session closes (Kafka's ShareSessionCache ties ea
 the last session it opened; a session replaced or closed since is not the connection's any more),
 so a consumer that dies hands its records on at once, not when their locks expire. Reopening a
 session (epoch 0) drops the old one without a release (Kafka's newContext): the member may still
-acknowledge what it holds. The member leaving the group or timing out also closes its session
-here (Kafka's group coordinator does not tell the share-partition manager; there the records wait
-for their locks).
+acknowledge what it holds. A member leaving the group (heartbeat at epoch -1) keeps its session
+and records, as on Kafka: a closing consumer's last acknowledgements may come after its leave.
+A member timing out closes its session here (Kafka's group coordinator does not tell the
+share-partition manager; there the records wait for their locks).
 
 A timer task expires acquisition locks and sessions of members gone silent, and wakes the share
 fetches parked on the partition (the ReplicaManager's fetch waiters, keyed by topic partition).
@@ -314,7 +315,11 @@ class ShareGroupCoordinator:
         group = self.groups.get(group_id)
         if member_epoch == LEAVE_EPOCH:
             if group is not None and member_id in group.members:
-                self._remove_member(group, member_id)
+                # its share session and what it holds stay: a closing consumer leaves the group and
+                # sends its last acknowledgements (ShareAcknowledge at epoch -1) at once, either
+                # may arrive first (Kafka's group coordinator does not tell the share-partition
+                # manager of a leave); closing the session or its connection releases the rest
+                self._remove_member(group, member_id, close_session=False)
             return None, False
         if group is None:
             group = self.groups[group_id] = ShareGroup(group_id)
@@ -371,9 +376,11 @@ class ShareGroupCoordinator:
                 out[topic.topic_id] = sorted(topic.partitions)
         return out
 
-    def _remove_member(self, group: ShareGroup, member_id: str) -> None:
+    def _remove_member(self, group: ShareGroup, member_id: str, close_session: bool = True) -> None:
         group.members.pop(member_id, None)
         group.group_epoch += 1
+        if not close_session:
+            return
         self.sessions.pop((group.group_id, member_id), None)
         # everything it holds in the group, sessions replaced since included: nobody can
         # acknowledge it any more
