@@ -11,12 +11,15 @@ minibroker and on Apache Kafka (tests/reference/test_share_delivery.py runs both
   commit_sync's result and in the acknowledgement-commit callback.
 - close_receipts: acknowledgements sent by close() get receipts for every offset, whether the
   leave heartbeat or the final ShareAcknowledge reaches the broker first.
+- spread: partitions spread over members (SimpleAssignor), shared only when members outnumber them.
+- bounds: what one poll (ShareFetch MaxRecords/BatchSize) acquires, log batches whole.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 
 from tests.reference import share_clients as sc
 
@@ -170,5 +173,108 @@ def close_receipts(boot: str, prefix: str) -> str:
     return "RESULT close_receipts " + " | ".join(out)
 
 
-def _now() -> float:
-    return time.monotonic()
+def _assignments(boot: str, group: str) -> list[list[int]]:
+    """Each member's assigned partitions (ShareGroupDescribe), sorted."""
+    from protocol.apis import share_group_describe
+    from tests.integration.helpers import RawClient
+
+    with RawClient(boot) as raw:
+        resp = raw.call(share_group_describe.API, 1, share_group_describe.REQUEST(
+            group_ids=[group], include_authorized_operations=False))
+    members = resp.groups[0].members if resp.groups else []
+    return sorted(sorted(p for tp in m.assignment.topic_partitions for p in tp.partitions) for m in members)
+
+
+def _settle(boot: str, group: str, consumers: list[sc.Consumer], want: Callable[[list[list[int]]], bool],
+            timeout: float = 40.0) -> list[list[int]]:
+    """Poll every consumer (nothing to read yet) until the group's assignment is `want`ed: members
+    learn a new assignment on their next heartbeat (every 5 s on both brokers)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for c in consumers:
+            assert not c.poll(0.3)
+        got = _assignments(boot, group)
+        if want(got) or time.monotonic() > deadline:
+            return got
+
+
+def spread(boot: str, prefix: str) -> str:
+    """Two members on four partitions: two partitions each, none shared; 400 records produced
+    then, polled by the two in turn: 200 each, each from its own two partitions. Then three
+    members on two partitions: each partition shared by two of them, one member has both."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": boot})
+    out = []
+    for n_parts, n_members, n_records in ((4, 2, 400), (2, 3, 60)):
+        topic, group = f"{prefix}-spread{n_parts}", f"{prefix}-g-spread{n_parts}"
+        admin.create_topics([NewTopic(topic, n_parts, 1)])[topic].result(30)
+        _set_group_configs(boot, group, {"share.auto.offset.reset": "earliest"})
+        consumers = [sc.consumer(boot, group, topic, 50) for _ in range(n_members)]
+        try:
+            shared = n_members > n_parts
+            sizes = [1] * (n_members - 1) + [2] if shared else [n_parts // n_members] * n_members
+            assignment = _settle(boot, group, consumers, lambda a, sizes=sizes: sorted(map(len, a)) == sizes)
+            p = Producer({"bootstrap.servers": boot, "linger.ms": 5})
+            for i in range(n_records):
+                p.produce(topic, value=f"v{i}".encode(), partition=i % n_parts)
+            assert p.flush(30) == 0
+            got: list[list[sc.Message]] = [[] for _ in consumers]
+            deadline = time.monotonic() + 60
+            while sum(map(len, got)) < n_records and time.monotonic() < deadline:
+                for i, c in enumerate(consumers):
+                    got[i] += sc.poll(c, sc.accept, 0.3)
+        finally:
+            for c in consumers:
+                c.close()
+        keys = Counter((m.partition(), m.offset()) for g in got for m in g)
+        owners = Counter(p for a in assignment for p in a)
+        line = (f"partitions={n_parts} members={n_members} sizes={sorted(map(len, assignment))} "
+                f"members_per_partition={sorted(owners.values())} received={len(keys)} "
+                f"duplicates={sum(n - 1 for n in keys.values())} "
+                f"each_from_own={all({m.partition() for m in g} <= set(a) for g, a in zip(got, _by_partition(got, assignment), strict=True))}")
+        if not shared:
+            line += f" per_member={sorted(map(len, got))}"
+        out.append(line)
+    return "RESULT spread " + " | ".join(out)
+
+
+def _by_partition(got: list[list[sc.Message]], assignment: list[list[int]]) -> list[list[int]]:
+    """The assignment of the member behind each consumer: the one holding the partitions its
+    records came from (ShareGroupDescribe does not say which consumer is which)."""
+    out = []
+    for g in got:
+        seen = {m.partition() for m in g}
+        match = [a for a in assignment if seen <= set(a)]
+        out.append(match[0] if match else [])
+    return out
+
+
+def bounds(boot: str, prefix: str) -> str:
+    """max.poll.records 30 (ShareFetch MaxRecords and BatchSize 30) on one partition holding a
+    batch of 50 records and then 50 batches of one: what each poll returns. In the default
+    acquire mode (batch_optimized) a log batch is acquired whole, the limit checked between
+    batches."""
+    from confluent_kafka import Producer
+
+    topic, group = f"{prefix}-bounds", f"{prefix}-g-bounds"
+    sc.create_topic(boot, topic, {group: {"share.auto.offset.reset": "earliest"}})
+    big = Producer({"bootstrap.servers": boot, "linger.ms": 2000, "batch.num.messages": 1000})
+    for i in range(50):
+        big.produce(topic, value=f"b{i}".encode())
+    assert big.flush(30) == 0
+    sc.produce(boot, topic, [f"s{i}" for i in range(50)])
+    c = sc.consumer(boot, group, topic, 30)
+    polls: list[int] = []
+    try:
+        deadline = time.monotonic() + 30
+        while sum(polls) < 100 and time.monotonic() < deadline:
+            got = sc.poll(c, sc.accept)
+            if got:
+                polls.append(len(got))
+    finally:
+        c.close()
+    return f"RESULT bounds polls={polls}"
+
+

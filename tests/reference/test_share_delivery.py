@@ -40,3 +40,16 @@ def test_acknowledgements_sent_by_close_get_receipts(pair: Pair) -> None:
     want = "RESULT close_receipts " + " | ".join(
         ["explicit: got=12 receipts={'ok': 12} distinct=12 at_close=True"] * 4)
     assert _both(pair, sd.close_receipts, "sd3") == {"kafka": want, "minibroker": want}
+
+
+def test_partitions_spread_over_members_as_the_simple_assignor(pair: Pair) -> None:
+    want = ("RESULT spread partitions=4 members=2 sizes=[2, 2] members_per_partition=[1, 1, 1, 1] received=400 "
+            "duplicates=0 each_from_own=True per_member=[200, 200] | partitions=2 members=3 sizes=[1, 1, 2] "
+            "members_per_partition=[2, 2] received=60 duplicates=0 each_from_own=True")
+    assert _both(pair, sd.spread, "sd4") == {"kafka": want, "minibroker": want}
+
+
+def test_one_acquisition_bounded_as_kafka(pair: Pair) -> None:
+    """max.poll.records 30: a 50-record log batch comes whole (batch_optimized), then 30, then 20."""
+    want = "RESULT bounds polls=[50, 30, 20]"
+    assert _both(pair, sd.bounds, "sd5") == {"kafka": want, "minibroker": want}

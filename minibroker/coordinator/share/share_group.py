@@ -1,13 +1,15 @@
 """Share groups (KIP-932): membership, share sessions and the share partitions they read.
 
 Theory of operation. A share group is a group of the KIP-848 kind (members heartbeat with an
-epoch; the coordinator computes the assignment) whose members do not own partitions: every member
-subscribed to a topic is assigned all of its partitions (a single node has no reason to spread
-them; Kafka's SimpleAssignor also gives one partition to several members when there are more
-members than partitions), and the records are shared through the share partitions
-(minibroker.coordinator.share.share_partition). The group epoch goes up whenever membership or
-assignment changes; a member's epoch follows it on its next heartbeat, which carries the new
-assignment. A member that stops heartbeating for group.share.session.timeout.ms is removed.
+epoch; the coordinator computes the assignment) whose members do not own partitions: the
+partitions are spread over the members as Kafka's SimpleAssignor does
+(minibroker.coordinator.share.simple_assignor: one member per partition unless members outnumber
+partitions), and the records are shared through the share partitions
+(minibroker.coordinator.share.share_partition). The group epoch goes up whenever membership,
+subscriptions or the subscribed topics' partitions change; the target assignment follows it at
+most every group.share.assignment.interval.ms (KIP-1263), and a member takes its target, with the
+assignment epoch, on its next heartbeat (share groups revoke nothing first). A member that stops
+heartbeating for group.share.session.timeout.ms is removed.
 
 When a member is first assigned a partition the share partition is initialised (Kafka:
 InitializeShareGroupState) at share.auto.offset.reset of the group (latest by default, earliest, or
@@ -50,6 +52,7 @@ from minibroker.config import BrokerConfig
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.share.share_coordinator_shard import ShareCoordinatorShard, ShareKey
 from minibroker.coordinator.share.share_partition import BatchInfo, SharePartition
+from minibroker.coordinator.share.simple_assignor import assign
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
@@ -153,6 +156,10 @@ class ShareGroup:
     group_epoch: int = 0
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
+    # the target assignment (SimpleAssignor) of assignment_epoch, computed at assigned_at_ms
+    target: dict[str, dict[uuid.UUID, list[int]]] = field(default_factory=dict)
+    assigned_at_ms: int = 0
+    subscribed_metadata: dict[uuid.UUID, int] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -349,17 +356,18 @@ class ShareGroupCoordinator:
         if subscribed is not None and sorted(subscribed) != member.subscribed:
             member.subscribed = sorted(subscribed)
             changed = True
-        # the target assignment from the topics as they are now (a topic created since counts)
-        target = self._target(member)
-        if target != member.assignment:
-            member.assignment = target
-            changed = True
-        if changed:
+        # the subscribed topics as they are now (a topic created or grown since counts)
+        metadata = _subscribed_metadata(group, self.topics)
+        if changed or metadata != group.subscribed_metadata:
+            group.subscribed_metadata = metadata
             group.group_epoch += 1
+        _maybe_assign(group, self.topics, int(self.broker_config.get("group.share.assignment.interval.ms")), now)
         send = member_epoch == 0 or subscribed is not None
-        if member.member_epoch != group.group_epoch:
-            member.member_epoch = group.group_epoch
-            group.assignment_epoch = group.group_epoch
+        if member.member_epoch != group.assignment_epoch:
+            # a share member takes its target at once: nothing to revoke first (Kafka's share
+            # groups have no revocation phase)
+            member.assignment = group.target.get(member_id, {})
+            member.member_epoch = group.assignment_epoch
             send = True
         for tid, parts in member.assignment.items():
             topic = self.topics.by_id(tid)
@@ -367,14 +375,6 @@ class ShareGroupCoordinator:
                 for p in parts:
                     self._initialised(group_id, topic.topic_id, topic.name, p)
         return member, send
-
-    def _target(self, member: ShareMember) -> dict[uuid.UUID, list[int]]:
-        out: dict[uuid.UUID, list[int]] = {}
-        for name in member.subscribed:
-            topic = self.topics.get(name)
-            if topic is not None:
-                out[topic.topic_id] = sorted(topic.partitions)
-        return out
 
     def _remove_member(self, group: ShareGroup, member_id: str, close_session: bool = True) -> None:
         group.members.pop(member_id, None)
@@ -552,7 +552,7 @@ class ShareGroupCoordinator:
         return error
 
     def acquire(self, group_id: str, member_id: str, topic_id: uuid.UUID, partition: int, max_records: int,
-                max_bytes: int) -> AcquiredPartition | None:
+                max_bytes: int, *, whole_batches: bool = True, batch_size: int = 0) -> AcquiredPartition | None:
         """Acquire available records of one partition for a member; None when there are none."""
         topic = self.topics.by_id(topic_id)
         lg = self.topics.get_log(topic.name, partition) if topic is not None else None
@@ -577,7 +577,8 @@ class ShareGroupCoordinator:
         skips = _skipped(lg, views, offset, limit) if committed else set()
         batches = [BatchInfo(v.base_offset, v.last_offset, v.is_control or v.pos in skips) for v in views]
         # an acquisition is not persisted (Kafka's neither): after a restart acquired is available
-        acquired = sp.acquire(member_id, batches, max_records, self.lock_ms(group_id), self.now_ms(), limit)
+        acquired = sp.acquire(member_id, batches, max_records, self.lock_ms(group_id), self.now_ms(), limit,
+                              whole_batches=whole_batches, batch_size=batch_size)
         if not acquired:
             return None
         first, last = acquired[0][0], acquired[-1][1]
@@ -589,6 +590,34 @@ class ShareGroupCoordinator:
     def has_available(self, group_id: str, topic_id: uuid.UUID, partition: int) -> bool:
         sp = self.partitions.get((group_id, topic_id, partition))
         return sp is not None and sp.has_available()
+
+
+def _subscribed_metadata(group: ShareGroup, topics: TopicRegistry) -> dict[uuid.UUID, int]:
+    """Partition count of every existing topic some member of `group` subscribes to."""
+    out: dict[uuid.UUID, int] = {}
+    for name in sorted({t for m in group.members.values() for t in m.subscribed}):
+        topic = topics.get(name)
+        if topic is not None:
+            out[topic.topic_id] = len(topic.partitions)
+    return out
+
+
+def _maybe_assign(group: ShareGroup, topics: TopicRegistry, interval_ms: int, now: int) -> None:
+    """A new target assignment when the group epoch moved on, at most once per
+    group.share.assignment.interval.ms (KIP-1263: the changes within it are assigned together;
+    until then members keep what they have)."""
+    if group.assignment_epoch == group.group_epoch:
+        return
+    if group.assigned_at_ms and now < group.assigned_at_ms + interval_ms:
+        return
+    subscriptions = {}
+    for m in group.members.values():
+        ids = (topics.get(name) for name in m.subscribed)
+        subscriptions[m.member_id] = frozenset(t.topic_id for t in ids if t is not None)
+    group.target = assign(subscriptions, group.subscribed_metadata,
+                          {mid: group.target.get(mid, {}) for mid in group.members})
+    group.assignment_epoch = group.group_epoch
+    group.assigned_at_ms = now
 
 
 def _skipped(lg: Log, views: list[BatchView], offset: int, limit: int) -> set[int]:
