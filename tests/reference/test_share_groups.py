@@ -258,8 +258,9 @@ def cf_three(boot: str) -> str:
 def cf_kill(boot: str) -> str:
     """A consumer holding 5 records under a 30 s lock is killed (SIGKILL); another member gets
     them with delivery count 2 long before the lock expires: both brokers release a share
-    session's records when the connection that opened it closes. (The next member may fetch
-    ~5 s after the kill, once it is assigned the partition: docs/differences.md#share-assignment-interval.)"""
+    session's records when the connection that opened it closes. (Kafka's next member fetches
+    ~5 s after the kill, once it is assigned the partition: docs/differences.md#share-assignment-interval;
+    minibroker's at once.)"""
     topic, group = f"{CF}kill", f"{CF}g-kill"
     sc.create_topic(boot, topic, {group: {"share.auto.offset.reset": "earliest",
                                           "share.record.lock.duration.ms": str(KILL_LOCK_MS)}})

@@ -319,6 +319,7 @@ class ShareGroupCoordinator:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
         now = self.now_ms()
         changed = False  # one heartbeat moves the group epoch at most once (join, subscription, assignment)
+        joined = False
         group = self.groups.get(group_id)
         if member_epoch == LEAVE_EPOCH:
             if group is not None and member_id in group.members:
@@ -340,7 +341,7 @@ class ShareGroupCoordinator:
                                      f"The share group has reached its maximum capacity of {self.config.max_size} members.")
                 member = group.members[member_id] = ShareMember(member_id, 0, client_id, client_host, rack_id,
                                                                 sorted(subscribed))
-                changed = True
+                changed = joined = True
         elif member is None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
                              f"Member {member_id} is not a member of group {group_id}.")
@@ -361,7 +362,9 @@ class ShareGroupCoordinator:
         if changed or metadata != group.subscribed_metadata:
             group.subscribed_metadata = metadata
             group.group_epoch += 1
-        _maybe_assign(group, self.topics, int(self.broker_config.get("group.share.assignment.interval.ms")), now)
+        # a join is assigned at once (see _maybe_assign)
+        interval = 0 if joined else int(self.broker_config.get("group.share.assignment.interval.ms"))
+        _maybe_assign(group, self.topics, interval, now)
         send = member_epoch == 0 or subscribed is not None
         if member.member_epoch != group.assignment_epoch:
             # a share member takes its target at once: nothing to revoke first (Kafka's share
@@ -603,9 +606,12 @@ def _subscribed_metadata(group: ShareGroup, topics: TopicRegistry) -> dict[uuid.
 
 
 def _maybe_assign(group: ShareGroup, topics: TopicRegistry, interval_ms: int, now: int) -> None:
-    """A new target assignment when the group epoch moved on, at most once per
-    group.share.assignment.interval.ms (KIP-1263: the changes within it are assigned together;
-    until then members keep what they have)."""
+    """A new target assignment when the group epoch moved on, at most once per `interval_ms`
+    (group.share.assignment.interval.ms, KIP-1263: the changes within it are assigned together;
+    until then members keep what they have). A joining member is assigned at once (interval 0):
+    on Kafka the members of a new group wait for its share partitions to be initialised (seen:
+    4.5 s) and then get them together; here a member joining a second after another would
+    otherwise wait for its next heartbeat, 5 s, while the first takes every record."""
     if group.assignment_epoch == group.group_epoch:
         return
     if group.assigned_at_ms and now < group.assigned_at_ms + interval_ms:
