@@ -278,3 +278,18 @@ def bounds(boot: str, prefix: str) -> str:
     return f"RESULT bounds polls={polls}"
 
 
+
+_HOWS = ["explicit-commit", "explicit-poll", "implicit-poll", "implicit-commit", "explicit-heartbeat-commit"]
+# what each scenario prints, on Apache Kafka 4.4 and on minibroker
+EXPECTED = {
+    "read_committed": "RESULT read_committed received=121 distinct=121 committed=120 aborted=0 other=['end']",
+    "deleted_topic": "RESULT deleted_topic " + " | ".join(
+        f"{how}: got=5 commit={['UNKNOWN_TOPIC_ID'] if how.endswith('commit') else []} "
+        "callback=['UNKNOWN_TOPIC_ID:5']" for how in _HOWS),
+    "close_receipts": "RESULT close_receipts " + " | ".join(
+        ["explicit: got=12 receipts={'ok': 12} distinct=12 at_close=True"] * 4),
+    "spread": ("RESULT spread partitions=4 members=2 sizes=[2, 2] members_per_partition=[1, 1, 1, 1] received=400 "
+               "duplicates=0 each_from_own=True per_member=[200, 200] | partitions=2 members=3 sizes=[1, 1, 2] "
+               "members_per_partition=[2, 2] received=60 duplicates=0 each_from_own=True"),
+    "bounds": "RESULT bounds polls=[50, 30, 20]",
+}
