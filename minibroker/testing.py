@@ -410,6 +410,8 @@ def _timeout_error(what: str, timeout: float) -> TimeoutError:
 # -- the two brokers ----------------------------------------------------------------------------
 _SECURITY = ("SSL", "SASL_SSL", "SASL_PLAINTEXT")
 _SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+# each SASL mechanism of a listener needs a JAAS config, as on Kafka (SCRAM's login module takes no options)
+SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 
 
 class _Security:
@@ -435,7 +437,9 @@ class _Security:
             entries = " ".join(f'user_{u}="{p}"' for u, p in self.users.items())
             props.update({"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
                           f"listener.name.{protocol.lower()}.plain.sasl.jaas.config":
-                          f"org.apache.kafka.common.security.plain.PlainLoginModule required {entries};"})
+                          f"org.apache.kafka.common.security.plain.PlainLoginModule required {entries};",
+                          **{f"listener.name.{protocol.lower()}.{m.lower()}.sasl.jaas.config": SCRAM_JAAS
+                             for m in _SCRAM}})
         self.props = props
 
     def add_scram_users(self, broker: BrokerServer) -> None:

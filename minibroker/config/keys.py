@@ -522,6 +522,9 @@ _BROKER_KEYS += [
     _broker("group.share.heartbeat.interval.ms", "int", 5000,
             "Heartbeat interval given to share-group members.", AtLeast(1)),
     _broker("group.share.max.size", "int", 200, "Most members one share group may have.", Between(1, 1000)),
+    _broker("group.share.assignment.interval.ms", "int", 1000,
+            "Least time between two target assignments of a share group (KIP-1263): membership changes "
+            "within it are assigned together.", AtLeast(0), dynamic=True),
     _broker("share.coordinator.state.topic.num.partitions", "int", 50,
             "Partitions of __share_group_state; fixed once the topic exists.", AtLeast(1)),
     _broker("share.coordinator.state.topic.replication.factor", "short", 1,

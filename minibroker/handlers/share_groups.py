@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 ASSIGNOR = "simple"
 DEFAULT_MAX_RECORDS = 500
+RECORD_LIMIT = 1  # ShareFetch's ShareAcquireMode (KIP-1206): 0 batch_optimized, 1 record_limit
 
 
 def _coord(ctx: RequestContext) -> ShareGroupCoordinator:
@@ -245,14 +246,24 @@ async def _acquire(ctx: RequestContext, coord: ShareGroupCoordinator, group: str
                    req: share_fetch.ShareFetchRequest) -> list[AcquiredPartition]:
     """Acquire across the session's partitions; park until something is available or the wait ends."""
     max_records = req.max_records if req.max_records > 0 else DEFAULT_MAX_RECORDS
+    # KIP-1206: ShareAcquireMode 0 (batch_optimized, and every v1 request) acquires whole log
+    # batches, cut into acquired ranges of about BatchSize records; 1 (record_limit) stops at MaxRecords
+    whole_batches = req.share_acquire_mode != RECORD_LIMIT
     deadline = time.monotonic() + max(0, req.max_wait_ms) / 1000
+    # the session's partitions are taken in an order rotated by the session epoch, so that one
+    # partition does not always fill the fetch (Kafka's PartitionRotateStrategy, round robin)
+    order = list(partitions)
+    if order:
+        shift = max(0, req.share_session_epoch) % len(order)
+        order = order[shift:] + order[:shift]
     while True:
         results: list[AcquiredPartition] = []
         left, bytes_left = max_records, req.max_bytes
-        for tid, p in list(partitions):
+        for tid, p in order:
             if left <= 0 or bytes_left <= 0:
                 break
-            r = coord.acquire(group, member, tid, p, left, bytes_left)
+            r = coord.acquire(group, member, tid, p, left, bytes_left, whole_batches=whole_batches,
+                              batch_size=req.batch_size)
             if r is not None:
                 results.append(r)
                 left -= sum(b - a + 1 for a, b, _ in r.acquired)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from minibroker.testing import BrokerThread
+from minibroker.testing import SCRAM_JAAS, BrokerThread
 from tests.console.helpers import CONSOLE_OVERRIDES, console_url, get
 from tests.integration.helpers import create_topic, module_broker, unique
 
@@ -32,6 +32,7 @@ def broker(tmp_path_factory: Any) -> Iterator[BrokerThread]:
                  "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
                  "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
                  "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+                 "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
                  "authorizer.class.name": AUTHORIZER, "super.users": "User:admin;User:ANONYMOUS"}
     with module_broker(tmp_path_factory, overrides) as b:
         yield b

@@ -231,3 +231,19 @@ async def test_store_replays_snapshot_and_updates_to_the_same_state(tmp_path: Pa
         assert all(r.state is not RecordState.ACQUIRED for _, r in restored.in_flight())
     finally:
         await stack.stop()
+
+
+def test_acquire_modes_of_kip_1206() -> None:
+    """batch_optimized: a log batch begun is acquired whole, ranges cut at a batch boundary after
+    BatchSize records; record_limit: MaxRecords exactly, a batch split (what Kafka 4.4 answered to
+    raw ShareFetches, tests/reference/test_share_delivery.py)."""
+    singles = [BatchInfo(i, i) for i in range(50)]
+    big = [BatchInfo(0, 49)]
+    sp = SharePartition("g", "t", 0, 0)
+    assert sp.acquire("m", singles, 30, 1000, 0, 50, whole_batches=True, batch_size=10) == [
+        (0, 9, 1), (10, 19, 1), (20, 29, 1)]
+    sp = SharePartition("g", "t", 0, 0)
+    assert sp.acquire("m", big, 30, 1000, 0, 50, whole_batches=True, batch_size=10) == [(0, 49, 1)]
+    sp = SharePartition("g", "t", 0, 0)
+    assert sp.acquire("m", big, 30, 1000, 0, 50, whole_batches=False, batch_size=10) == [(0, 29, 1)]
+    assert sp.acquire("m", big, 30, 1000, 0, 50, whole_batches=False, batch_size=10) == [(30, 49, 1)]

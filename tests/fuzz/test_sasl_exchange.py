@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minibroker.security.oauthbearer import unsecured_jwt
-from minibroker.testing import BrokerThread
+from minibroker.testing import SCRAM_JAAS, BrokerThread
 from protocol.apis import api_versions, metadata, sasl_authenticate, sasl_handshake
 from protocol.codec import decode, encode
 from protocol.headers import RequestHeader, encode_request_header
@@ -81,6 +81,8 @@ def kafka_broker_module(tmp_path_factory: Any, broker_log: Records) -> Iterator[
         "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
         "sasl.enabled.mechanisms": ",".join(MECHANISMS),
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+        **{f"listener.name.sasl_plaintext.{m.lower()}.sasl.jaas.config": SCRAM_JAAS for m in MECHANISMS
+           if m.startswith("SCRAM")},
         "connection.failed.authentication.delay.ms": 5,
         "socket.request.max.bytes": 65536,
     }) as b:

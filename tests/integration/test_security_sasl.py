@@ -24,7 +24,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from minibroker.testing import BrokerThread
+from minibroker.testing import SCRAM_JAAS, BrokerThread
 from protocol.apis import metadata
 from tests.integration.helpers import RawClient, module_broker, unique
 
@@ -34,6 +34,8 @@ SASL = {
     "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
     "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
     "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
+    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
 }
 # mechanism -> (user, password); the SCRAM users are created by the module fixture
 USERS = {"PLAIN": ("alice", "alice-secret"), "SCRAM-SHA-256": ("bob", "bob-secret"),

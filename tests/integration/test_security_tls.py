@@ -29,7 +29,7 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from minibroker.security.certs import CertFiles, write_certs
-from minibroker.testing import BrokerThread
+from minibroker.testing import SCRAM_JAAS, BrokerThread
 from tests.integration.helpers import module_broker, unique
 
 RULES = "RULE:^CN=(.*?),OU=clients,O=minibroker$/$1/L,DEFAULT"
@@ -62,6 +62,8 @@ def kafka_broker_module(tmp_path_factory: Any, certs: CertFiles) -> Iterator[Bro
         "listener.name.sasl_ssl.ssl.client.auth": "none",
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
+        "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
     }
     with module_broker(tmp_path_factory, props) as b:
         from minibroker.security.scram import credential_from_password

@@ -1,13 +1,15 @@
 """Share groups (KIP-932): membership, share sessions and the share partitions they read.
 
 Theory of operation. A share group is a group of the KIP-848 kind (members heartbeat with an
-epoch; the coordinator computes the assignment) whose members do not own partitions: every member
-subscribed to a topic is assigned all of its partitions (a single node has no reason to spread
-them; Kafka's SimpleAssignor also gives one partition to several members when there are more
-members than partitions), and the records are shared through the share partitions
-(minibroker.coordinator.share.share_partition). The group epoch goes up whenever membership or
-assignment changes; a member's epoch follows it on its next heartbeat, which carries the new
-assignment. A member that stops heartbeating for group.share.session.timeout.ms is removed.
+epoch; the coordinator computes the assignment) whose members do not own partitions: the
+partitions are spread over the members as Kafka's SimpleAssignor does
+(minibroker.coordinator.share.simple_assignor: one member per partition unless members outnumber
+partitions), and the records are shared through the share partitions
+(minibroker.coordinator.share.share_partition). The group epoch goes up whenever membership,
+subscriptions or the subscribed topics' partitions change; the target assignment follows it at
+most every group.share.assignment.interval.ms (KIP-1263), and a member takes its target, with the
+assignment epoch, on its next heartbeat (share groups revoke nothing first). A member that stops
+heartbeating for group.share.session.timeout.ms is removed.
 
 When a member is first assigned a partition the share partition is initialised (Kafka:
 InitializeShareGroupState) at share.auto.offset.reset of the group (latest by default, earliest, or
@@ -20,9 +22,10 @@ the connection that opened the session closes (Kafka's ShareSessionCache ties ea
 the last session it opened; a session replaced or closed since is not the connection's any more),
 so a consumer that dies hands its records on at once, not when their locks expire. Reopening a
 session (epoch 0) drops the old one without a release (Kafka's newContext): the member may still
-acknowledge what it holds. The member leaving the group or timing out also closes its session
-here (Kafka's group coordinator does not tell the share-partition manager; there the records wait
-for their locks).
+acknowledge what it holds. A member leaving the group (heartbeat at epoch -1) keeps its session
+and records, as on Kafka: a closing consumer's last acknowledgements may come after its leave.
+A member timing out closes its session here (Kafka's group coordinator does not tell the
+share-partition manager; there the records wait for their locks).
 
 A timer task expires acquisition locks and sessions of members gone silent, and wakes the share
 fetches parked on the partition (the ReplicaManager's fetch waiters, keyed by topic partition).
@@ -49,6 +52,7 @@ from minibroker.config import BrokerConfig
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.share.share_coordinator_shard import ShareCoordinatorShard, ShareKey
 from minibroker.coordinator.share.share_partition import BatchInfo, SharePartition
+from minibroker.coordinator.share.simple_assignor import assign
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
 from protocol.errors import ErrorCode, KafkaError
@@ -152,6 +156,10 @@ class ShareGroup:
     group_epoch: int = 0
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
+    # the target assignment (SimpleAssignor) of assignment_epoch, computed at assigned_at_ms
+    target: dict[str, dict[uuid.UUID, list[int]]] = field(default_factory=dict)
+    assigned_at_ms: int = 0
+    subscribed_metadata: dict[uuid.UUID, int] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -311,10 +319,15 @@ class ShareGroupCoordinator:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
         now = self.now_ms()
         changed = False  # one heartbeat moves the group epoch at most once (join, subscription, assignment)
+        joined = False
         group = self.groups.get(group_id)
         if member_epoch == LEAVE_EPOCH:
             if group is not None and member_id in group.members:
-                self._remove_member(group, member_id)
+                # its share session and what it holds stay: a closing consumer leaves the group and
+                # sends its last acknowledgements (ShareAcknowledge at epoch -1) at once, either
+                # may arrive first (Kafka's group coordinator does not tell the share-partition
+                # manager of a leave); closing the session or its connection releases the rest
+                self._remove_member(group, member_id, close_session=False)
             return None, False
         if group is None:
             group = self.groups[group_id] = ShareGroup(group_id)
@@ -328,7 +341,7 @@ class ShareGroupCoordinator:
                                      f"The share group has reached its maximum capacity of {self.config.max_size} members.")
                 member = group.members[member_id] = ShareMember(member_id, 0, client_id, client_host, rack_id,
                                                                 sorted(subscribed))
-                changed = True
+                changed = joined = True
         elif member is None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
                              f"Member {member_id} is not a member of group {group_id}.")
@@ -344,17 +357,20 @@ class ShareGroupCoordinator:
         if subscribed is not None and sorted(subscribed) != member.subscribed:
             member.subscribed = sorted(subscribed)
             changed = True
-        # the target assignment from the topics as they are now (a topic created since counts)
-        target = self._target(member)
-        if target != member.assignment:
-            member.assignment = target
-            changed = True
-        if changed:
+        # the subscribed topics as they are now (a topic created or grown since counts)
+        metadata = _subscribed_metadata(group, self.topics)
+        if changed or metadata != group.subscribed_metadata:
+            group.subscribed_metadata = metadata
             group.group_epoch += 1
+        # a join is assigned at once (see _maybe_assign)
+        interval = 0 if joined else int(self.broker_config.get("group.share.assignment.interval.ms"))
+        _maybe_assign(group, self.topics, interval, now)
         send = member_epoch == 0 or subscribed is not None
-        if member.member_epoch != group.group_epoch:
-            member.member_epoch = group.group_epoch
-            group.assignment_epoch = group.group_epoch
+        if member.member_epoch != group.assignment_epoch:
+            # a share member takes its target at once: nothing to revoke first (Kafka's share
+            # groups have no revocation phase)
+            member.assignment = group.target.get(member_id, {})
+            member.member_epoch = group.assignment_epoch
             send = True
         for tid, parts in member.assignment.items():
             topic = self.topics.by_id(tid)
@@ -363,17 +379,11 @@ class ShareGroupCoordinator:
                     self._initialised(group_id, topic.topic_id, topic.name, p)
         return member, send
 
-    def _target(self, member: ShareMember) -> dict[uuid.UUID, list[int]]:
-        out: dict[uuid.UUID, list[int]] = {}
-        for name in member.subscribed:
-            topic = self.topics.get(name)
-            if topic is not None:
-                out[topic.topic_id] = sorted(topic.partitions)
-        return out
-
-    def _remove_member(self, group: ShareGroup, member_id: str) -> None:
+    def _remove_member(self, group: ShareGroup, member_id: str, close_session: bool = True) -> None:
         group.members.pop(member_id, None)
         group.group_epoch += 1
+        if not close_session:
+            return
         self.sessions.pop((group.group_id, member_id), None)
         # everything it holds in the group, sessions replaced since included: nobody can
         # acknowledge it any more
@@ -458,6 +468,12 @@ class ShareGroupCoordinator:
             del self.partitions[key]
             self.shard.delete(key)
 
+    def _forget_topic(self, topic_id: uuid.UUID) -> None:
+        """The share partitions of a deleted topic, in every group."""
+        for key in [k for k in self.partitions if k[1] == topic_id]:
+            del self.partitions[key]
+            self.shard.delete(key)
+
     # -- share sessions ----------------------------------------------------------------------
     def check_member(self, group_id: str, member_id: str) -> None:
         group = self.groups.get(group_id)
@@ -520,9 +536,15 @@ class ShareGroupCoordinator:
     def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, partition: int,
                     batches: Iterable[AcknowledgementBatch]) -> int:
         key = (group_id, topic_id, partition)
+        if self.topics.by_id(topic_id) is None:
+            # the topic was deleted while its records were acquired: nothing to acknowledge, and
+            # its share partitions go (Kafka's SharePartitionManager answers UNKNOWN_TOPIC_ID; the
+            # group coordinator deletes the share state of deleted topics)
+            self._forget_topic(topic_id)
+            return ErrorCode.UNKNOWN_TOPIC_ID
         sp = self.partitions.get(key)
         if sp is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if self.topics.by_id(topic_id) else ErrorCode.UNKNOWN_TOPIC_ID
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         now, lock = self.now_ms(), self.lock_ms(group_id)
         error = 0
         for b in batches:
@@ -533,7 +555,7 @@ class ShareGroupCoordinator:
         return error
 
     def acquire(self, group_id: str, member_id: str, topic_id: uuid.UUID, partition: int, max_records: int,
-                max_bytes: int) -> AcquiredPartition | None:
+                max_bytes: int, *, whole_batches: bool = True, batch_size: int = 0) -> AcquiredPartition | None:
         """Acquire available records of one partition for a member; None when there are none."""
         topic = self.topics.by_id(topic_id)
         lg = self.topics.get_log(topic.name, partition) if topic is not None else None
@@ -558,7 +580,8 @@ class ShareGroupCoordinator:
         skips = _skipped(lg, views, offset, limit) if committed else set()
         batches = [BatchInfo(v.base_offset, v.last_offset, v.is_control or v.pos in skips) for v in views]
         # an acquisition is not persisted (Kafka's neither): after a restart acquired is available
-        acquired = sp.acquire(member_id, batches, max_records, self.lock_ms(group_id), self.now_ms(), limit)
+        acquired = sp.acquire(member_id, batches, max_records, self.lock_ms(group_id), self.now_ms(), limit,
+                              whole_batches=whole_batches, batch_size=batch_size)
         if not acquired:
             return None
         first, last = acquired[0][0], acquired[-1][1]
@@ -572,21 +595,55 @@ class ShareGroupCoordinator:
         return sp is not None and sp.has_available()
 
 
+def _subscribed_metadata(group: ShareGroup, topics: TopicRegistry) -> dict[uuid.UUID, int]:
+    """Partition count of every existing topic some member of `group` subscribes to."""
+    out: dict[uuid.UUID, int] = {}
+    for name in sorted({t for m in group.members.values() for t in m.subscribed}):
+        topic = topics.get(name)
+        if topic is not None:
+            out[topic.topic_id] = len(topic.partitions)
+    return out
+
+
+def _maybe_assign(group: ShareGroup, topics: TopicRegistry, interval_ms: int, now: int) -> None:
+    """A new target assignment when the group epoch moved on, at most once per `interval_ms`
+    (group.share.assignment.interval.ms, KIP-1263: the changes within it are assigned together;
+    until then members keep what they have). A joining member is assigned at once (interval 0):
+    on Kafka the members of a new group wait for its share partitions to be initialised (seen:
+    4.5 s) and then get them together; here a member joining a second after another would
+    otherwise wait for its next heartbeat, 5 s, while the first takes every record."""
+    if group.assignment_epoch == group.group_epoch:
+        return
+    if group.assigned_at_ms and now < group.assigned_at_ms + interval_ms:
+        return
+    subscriptions = {}
+    for m in group.members.values():
+        ids = (topics.get(name) for name in m.subscribed)
+        subscriptions[m.member_id] = frozenset(t.topic_id for t in ids if t is not None)
+    group.target = assign(subscriptions, group.subscribed_metadata,
+                          {mid: group.target.get(mid, {}) for mid in group.members})
+    group.assignment_epoch = group.group_epoch
+    group.assigned_at_ms = now
+
+
 def _skipped(lg: Log, views: list[BatchView], offset: int, limit: int) -> set[int]:
     """Positions of the batches of aborted transactions among `views` (read_committed: never
-    delivered), found the way a read_committed consumer finds them: the aborted-transaction
-    index gives each aborted producer's first offset; its batches from there up to its abort
-    marker are aborted."""
-    aborted = {a.producer_id: a.first_offset for a in lg.aborted_transactions(offset, limit)}
+    delivered), found as a read_committed consumer finds them (Kafka's SharePartition
+    filterAbortedTransactionalAcquiredRecords follows the consumer's CompletedFetch): the aborted
+    transactions in first-offset order; a producer becomes aborted when the next one of its
+    aborted transactions starts at or before a batch's last offset, and stops being so at its
+    abort marker. One producer may have aborted many transactions in the range: each is taken
+    in turn."""
+    pending = sorted(lg.aborted_transactions(offset, limit), key=lambda a: a.first_offset)
+    aborted: set[int] = set()
     out: set[int] = set()
-    open_aborts: set[int] = set()
+    i = 0
     for v in views:
-        pid = v.producer_id
+        while i < len(pending) and pending[i].first_offset <= v.last_offset:
+            aborted.add(pending[i].producer_id)
+            i += 1
         if v.is_control:
-            open_aborts.discard(pid)
-            continue
-        if v.is_transactional and (pid in open_aborts or (pid in aborted and aborted[pid] <= v.base_offset)):
-            open_aborts.add(pid)
-            aborted.pop(pid, None)
+            aborted.discard(v.producer_id)  # the marker ends the producer's transaction
+        elif v.is_transactional and v.producer_id in aborted:
             out.add(v.pos)
     return out

@@ -106,15 +106,25 @@ class SharePartition:
         return any(r.state is RecordState.AVAILABLE for r in self.records.values())
 
     def acquire(self, member_id: str, batches: Iterable[BatchInfo], max_records: int, lock_ms: int,
-                now_ms: int, limit_offset: int) -> list[tuple[int, int, int]]:
+                now_ms: int, limit_offset: int, *, whole_batches: bool = False,
+                batch_size: int = 0) -> list[tuple[int, int, int]]:
         """Acquire up to `max_records` offsets of `batches` (in log order) below `limit_offset`
-        for `member_id`; returns (first, last, delivery count) ranges."""
+        for `member_id`; returns (first, last, delivery count) ranges.
+
+        KIP-1206's acquire modes: with `whole_batches` (batch_optimized, the default) the limit
+        is checked between log batches, a batch begun is acquired to its end (Kafka acquires a
+        50-record batch for MaxRecords 30) and the acquired ranges are cut at the first batch
+        boundary after each `batch_size` records (ShareFetch's BatchSize: how many records the
+        client wants per acquired batch); otherwise (record_limit) exactly `max_records` at most,
+        a log batch split where the limit falls."""
         acquired: list[tuple[int, int, int]] = []
         count = 0
+        run = 0  # records in the last acquired range
         deadline = now_ms + lock_ms
         for b in batches:
+            boundary = True
             for off in range(max(b.base_offset, self.start_offset), b.last_offset + 1):
-                if off >= limit_offset or count >= max_records:
+                if off >= limit_offset or (count >= max_records and (boundary or not whole_batches)):
                     self._advance()
                     return acquired
                 r = self.records.get(off)
@@ -140,10 +150,14 @@ class SharePartition:
                 r.member_id = member_id
                 r.lock_deadline_ms = deadline
                 count += 1
-                if acquired and acquired[-1][1] == off - 1 and acquired[-1][2] == r.delivery_count:
+                cut = whole_batches and batch_size > 0 and boundary and run >= batch_size
+                boundary = False
+                if acquired and not cut and acquired[-1][1] == off - 1 and acquired[-1][2] == r.delivery_count:
                     acquired[-1] = (acquired[-1][0], off, r.delivery_count)
+                    run += 1
                 else:
                     acquired.append((off, off, r.delivery_count))
+                    run = 1
         self._advance()
         return acquired
 

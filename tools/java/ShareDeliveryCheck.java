@@ -1,0 +1,211 @@
+// Issue 34's share-group scenarios with the Java KafkaShareConsumer against one broker;
+// tests/reference/test_share_delivery.py runs it against minibroker and Apache Kafka and compares
+// the RESULT lines (the confluent twins are in tests/reference/share_delivery.py).
+//
+//   java -cp <kafka 4.4 jars>:<classes> ShareDeliveryCheck BOOTSTRAP PREFIX
+//
+// - read_committed: two transactional producers, one alternating commit and abort (5 aborted
+//   transactions of one producer id), the other committing 7; 120 committed and 50 aborted
+//   records; a read_committed member gets the 120 and none of the 50.
+// - deleted_topic: 5 records acquired, the topic deleted, then acknowledged with commitSync:
+//   UNKNOWN_TOPIC_ID for the partition.
+// - close_receipts: 12 records on 3 partitions acknowledged, not committed, and the consumer
+//   closed: the acknowledgement-commit callback reports the 12 offsets without error.
+// - bounds: max.poll.records 30 in the batch_optimized acquire mode on a 50-record batch then 50
+//   batches of one: what each poll returns.
+import java.time.Duration;
+import java.util.*;
+import java.util.concurrent.*;
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.serialization.*;
+
+public class ShareDeliveryCheck {
+    static String boot;
+
+    static void out(String s) { System.out.println(s); System.out.flush(); }
+
+    static KafkaShareConsumer<String, String> consumer(String group, int maxPoll, String mode) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", boot);
+        p.put("group.id", group);
+        p.put("share.acknowledgement.mode", "explicit");
+        p.put("max.poll.records", Integer.toString(maxPoll));
+        p.put("share.acquire.mode", mode);
+        p.put("key.deserializer", StringDeserializer.class.getName());
+        p.put("value.deserializer", StringDeserializer.class.getName());
+        return new KafkaShareConsumer<>(p);
+    }
+
+    static Properties producerProps(String txnId, int lingerMs) {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", boot);
+        p.put("linger.ms", Integer.toString(lingerMs));
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        if (txnId != null) p.put("transactional.id", txnId);
+        return p;
+    }
+
+    static void groupConfig(Admin admin, String group, Map<String, String> cfg) throws Exception {
+        List<AlterConfigOp> ops = new ArrayList<>();
+        for (Map.Entry<String, String> e : cfg.entrySet())
+            ops.add(new AlterConfigOp(new ConfigEntry(e.getKey(), e.getValue()), AlterConfigOp.OpType.SET));
+        admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, group), ops)).all().get();
+    }
+
+    static void topic(Admin admin, String name, int partitions, String group, Map<String, String> cfg) throws Exception {
+        admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all().get();
+        Map<String, String> all = new HashMap<>(cfg);
+        all.put("share.auto.offset.reset", "earliest");
+        groupConfig(admin, group, all);
+    }
+
+    static void readCommitted(Admin admin, String pre) throws Exception {
+        String topic = pre + "rc", group = pre + "g-rc";
+        topic(admin, topic, 1, group, Map.of("share.isolation.level", "read_committed"));
+        try (KafkaProducer<String, String> a = new KafkaProducer<>(producerProps(topic + "-a", 0));
+             KafkaProducer<String, String> b = new KafkaProducer<>(producerProps(topic + "-b", 0))) {
+            a.initTransactions();
+            b.initTransactions();
+            for (int i = 0; i < 10; i++) {
+                boolean commitA = i % 2 == 0, withB = i < 7;
+                a.beginTransaction();
+                if (withB) b.beginTransaction();
+                for (int j = 0; j < 10; j++) {  // the two transactions' batches interleave
+                    a.send(new ProducerRecord<>(topic, 0, null, (commitA ? "c-a" : "x-a") + i + "-" + j)).get();
+                    if (withB) b.send(new ProducerRecord<>(topic, 0, null, "c-b" + i + "-" + j)).get();
+                }
+                if (commitA) a.commitTransaction(); else a.abortTransaction();
+                if (withB) b.commitTransaction();
+            }
+        }
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(producerProps(null, 0))) {
+            p.send(new ProducerRecord<>(topic, 0, null, "end")).get();
+        }
+        Map<String, Integer> seen = new HashMap<>();
+        try (KafkaShareConsumer<String, String> c = consumer(group, 500, "batch_optimized")) {
+            c.subscribe(List.of(topic));
+            long end = System.currentTimeMillis() + 60000;
+            while (!seen.containsKey("end") && System.currentTimeMillis() < end) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
+                    seen.merge(r.value(), 1, Integer::sum);
+                    c.acknowledge(r, AcknowledgeType.ACCEPT);
+                }
+                c.commitSync();
+            }
+        }
+        long committed = seen.keySet().stream().filter(v -> v.startsWith("c-")).count();
+        long aborted = seen.keySet().stream().filter(v -> v.startsWith("x-")).count();
+        int received = seen.values().stream().mapToInt(Integer::intValue).sum();
+        out("RESULT read_committed received=" + received + " committed=" + committed + " aborted=" + aborted);
+    }
+
+    static void deletedTopic(Admin admin, String pre) throws Exception {
+        String topic = pre + "del", group = pre + "g-del";
+        topic(admin, topic, 1, group, Map.of());
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(producerProps(null, 0))) {
+            for (int i = 0; i < 5; i++) p.send(new ProducerRecord<>(topic, 0, null, "v" + i)).get();
+        }
+        List<String> outcomes = new ArrayList<>();
+        int got = 0;
+        try (KafkaShareConsumer<String, String> c = consumer(group, 5, "batch_optimized")) {
+            c.subscribe(List.of(topic));
+            List<ConsumerRecord<String, String>> records = new ArrayList<>();
+            long end = System.currentTimeMillis() + 30000;
+            while (records.isEmpty() && System.currentTimeMillis() < end)
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) records.add(r);
+            got = records.size();
+            admin.deleteTopics(List.of(topic)).all().get();
+            Thread.sleep(1000);
+            for (ConsumerRecord<String, String> r : records) c.acknowledge(r, AcknowledgeType.ACCEPT);
+            for (Map.Entry<TopicIdPartition, Optional<KafkaException>> e : c.commitSync().entrySet())
+                outcomes.add(e.getValue().map(x -> x.getClass().getSimpleName()).orElse("ok"));
+        }
+        out("RESULT deleted_topic got=" + got + " commit=" + outcomes);
+    }
+
+    static void closeReceipts(Admin admin, String pre) throws Exception {
+        String topic = pre + "close";
+        admin.createTopics(List.of(new NewTopic(topic, 3, (short) 1))).all().get();
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(producerProps(null, 0))) {
+            for (int i = 0; i < 12; i++) p.send(new ProducerRecord<>(topic, i % 3, null, "v" + i)).get();
+        }
+        List<String> rounds = new ArrayList<>();
+        for (int round = 0; round < 3; round++) {
+            String group = pre + "g-close-" + round;
+            groupConfig(admin, group, Map.of("share.auto.offset.reset", "earliest"));
+            List<String> receipts = Collections.synchronizedList(new ArrayList<>());
+            int got = 0;
+            KafkaShareConsumer<String, String> c = consumer(group, 12, "batch_optimized");
+            c.setAcknowledgementCommitCallback((offsets, exception) -> {
+                for (Map.Entry<TopicIdPartition, Set<Long>> e : offsets.entrySet())
+                    for (Long o : e.getValue())
+                        receipts.add((exception == null ? "ok" : exception.getClass().getSimpleName()) + ":"
+                            + e.getKey().partition() + ":" + o);
+            });
+            c.subscribe(List.of(topic));
+            long end = System.currentTimeMillis() + 30000;
+            while (got < 12 && System.currentTimeMillis() < end)
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
+                    c.acknowledge(r, AcknowledgeType.ACCEPT);
+                    got++;
+                }
+            int before = receipts.size();
+            c.close();
+            Map<String, Integer> kinds = new TreeMap<>();
+            for (String r : receipts) kinds.merge(r.split(":")[0], 1, Integer::sum);
+            rounds.add("got=" + got + " receipts=" + kinds + " distinct=" + new HashSet<>(receipts).size()
+                + " at_close=" + (receipts.size() > before));
+        }
+        out("RESULT close_receipts " + String.join(" | ", rounds));
+    }
+
+    static void bounds(Admin admin, String pre) throws Exception {
+        String topic = pre + "bounds", group = pre + "g-bounds";
+        topic(admin, topic, 1, group, Map.of());
+        try (KafkaProducer<String, String> big = new KafkaProducer<>(producerProps(null, 2000))) {
+            List<Future<RecordMetadata>> sent = new ArrayList<>();
+            for (int i = 0; i < 50; i++) sent.add(big.send(new ProducerRecord<>(topic, 0, null, "b" + i)));
+            big.flush();
+            for (Future<RecordMetadata> f : sent) f.get();
+        }
+        try (KafkaProducer<String, String> p = new KafkaProducer<>(producerProps(null, 0))) {
+            for (int i = 0; i < 50; i++) p.send(new ProducerRecord<>(topic, 0, null, "s" + i)).get();
+        }
+        List<Integer> polls = new ArrayList<>();
+        int total = 0;
+        try (KafkaShareConsumer<String, String> c = consumer(group, 30, "batch_optimized")) {
+            c.subscribe(List.of(topic));
+            long end = System.currentTimeMillis() + 30000;
+            while (total < 100 && System.currentTimeMillis() < end) {
+                int n = 0;
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
+                    c.acknowledge(r, AcknowledgeType.ACCEPT);
+                    n++;
+                }
+                if (n > 0) { polls.add(n); total += n; c.commitSync(); }
+            }
+        }
+        out("RESULT bounds polls=" + polls);
+    }
+
+    public static void main(String[] args) throws Exception {
+        boot = args[0];
+        String pre = args[1];
+        Properties ap = new Properties();
+        ap.put("bootstrap.servers", boot);
+        try (Admin admin = Admin.create(ap)) {
+            readCommitted(admin, pre);
+            deletedTopic(admin, pre);
+            closeReceipts(admin, pre);
+            bounds(admin, pre);
+        }
+        out("DONE");
+        System.exit(0);
+    }
+}
