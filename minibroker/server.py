@@ -121,6 +121,7 @@ class BrokerServer:
         await self.coordinators.start()
         self._background.append(asyncio.create_task(self.coordinators.load_rest(), name="coordinators-load"))
         self._background.append(asyncio.create_task(self.scheduler.run(), name="broker-periodic"))
+        self._background.append(asyncio.create_task(self.replica_manager.run_isr_expiration(), name="isr-expiration"))
         if self.cleaner is not None:
             self._background.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
         self.socket_server.enable_request_processing(self.apis.handle, self.memory_pool, self.connection_quotas,
@@ -148,7 +149,10 @@ class BrokerServer:
                                                                                 overrides)))
         self.topics = TopicRegistry(self.log_manager, cfg)
         self.metrics = BrokerMetrics()  # counters the hot paths bump; /metrics (minibroker.console) reads them
-        self.replica_manager = ReplicaManager(self.metrics, self.node_id)
+        self.replica_manager = ReplicaManager(self.metrics, self.node_id, now_ms=clock)
+        # replication: logs for partitions the metadata places here, the ISR check's period
+        self.replica_manager.log_manager = self.log_manager
+        self.replica_manager.replica_lag_time_max_ms = cfg.get("replica.lag.time.max.ms")
         self.metadata_cache = MetadataCache(self.node_id)
         self.topics.add_publisher(self.metadata_cache)  # the registry publishes every topic change
         self.topics.add_publisher(self.replica_manager)
