@@ -163,6 +163,9 @@ class ReplicaManager:
         self.log_manager: LogManager | None = None  # logs for partitions the metadata places here
         self.alter_partition_manager: AlterPartitionManager | None = None
         self.fetcher_manager: ReplicaFetcherManager | None = None
+        # builds the fetcher manager for the first partition followed (its module and the Fetch
+        # schema are not imported by a broker that never follows: issue 22)
+        self.fetcher_manager_factory: Callable[[], ReplicaFetcherManager] | None = None
         self.replica_lag_time_max_ms = 30_000
         self.brokers: dict[int, BrokerEndpoint] = {}  # the metadata's brokers, for KIP-951 and the fetchers
 
@@ -253,6 +256,8 @@ class ReplicaManager:
         for topic in deleted:
             stopped.extend((topic.name, p) for p in topic.partitions)
         self._stop_replicas(stopped)
+        if self.fetcher_manager is None and followers and self.fetcher_manager_factory is not None:
+            self.fetcher_manager = self.fetcher_manager_factory()
         if self.fetcher_manager is not None:
             self.fetcher_manager.remove_fetcher_for_partitions(not_following + list(followers))
             self.fetcher_manager.add_fetcher_for_partitions(followers)
@@ -283,6 +288,22 @@ class ReplicaManager:
         for part in list(self._partitions.values()):
             if part.from_metadata and part.is_leader:
                 part.maybe_shrink_isr(now)
+
+    def local_broker_epoch(self) -> int:
+        """This broker's epoch in the metadata (its registration), sent in replica fetches."""
+        return self._broker_epoch(self.node_id)
+
+    def on_follower_append(self, part: Partition) -> None:
+        """The fetcher appended the leader's records here (fetches parked on this replica wake)."""
+        self.fetch_waiters.notify((part.topic, part.partition))
+
+    async def shutdown(self) -> None:
+        """Stop the fetchers and the ISR proposals in flight (Kafka: ReplicaManager.shutdown)."""
+        if self.fetcher_manager is not None:
+            await self.fetcher_manager.shutdown()
+            self.fetcher_manager = None
+        for part in self._partitions.values():
+            part.stop()
 
     async def run_isr_expiration(self) -> None:
         while True:

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from minibroker.coordinator.group.group_coordinator import GroupCoordinator
     from minibroker.coordinator.share.share_group import ShareGroupCoordinator
     from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator
+    from minibroker.replica_fetcher_manager import ReplicaFetcherManager
     from minibroker.tools.trace import TraceListeners
     from storage.log import Log
 
@@ -153,6 +154,7 @@ class BrokerServer:
         # replication: logs for partitions the metadata places here, the ISR check's period
         self.replica_manager.log_manager = self.log_manager
         self.replica_manager.replica_lag_time_max_ms = cfg.get("replica.lag.time.max.ms")
+        self.replica_manager.fetcher_manager_factory = self._replica_fetcher_manager
         self.metadata_cache = MetadataCache(self.node_id)
         self.topics.add_publisher(self.metadata_cache)  # the registry publishes every topic change
         self.topics.add_publisher(self.replica_manager)
@@ -241,11 +243,18 @@ class BrokerServer:
         if hasattr(self, "scheduler"):  # built (a start that failed binding built nothing)
             if self.cleaner is not None:
                 await self.cleaner.stop()  # a cleaning still writing on its thread finishes first
+            await self.replica_manager.shutdown()
             await self.coordinators.stop()
             self.log_manager.shutdown()
         log.info("minibroker stopped")
 
     # -- wiring ----------------------------------------------------------------------------
+    def _replica_fetcher_manager(self) -> ReplicaFetcherManager:
+        from minibroker.replica_fetcher_manager import ReplicaFetcherManager  # lazy: only a follower fetches (issue 22)
+
+        rm = self.replica_manager
+        return ReplicaFetcherManager(self.node_id, broker_epoch=rm.local_broker_epoch, on_append=rm.on_follower_append)
+
     def _cleaning(self) -> set[tuple[str, int]]:
         return self.cleaner.in_progress if self.cleaner is not None else set()
 
