@@ -252,7 +252,6 @@ class BrokerServer:
     def _replica_fetcher_manager(self) -> ReplicaFetcherManager:
         from minibroker.replica_fetcher_manager import ReplicaFetcherManager  # lazy: followers only
 
-
         rm = self.replica_manager
         return ReplicaFetcherManager(self.node_id, broker_epoch=rm.local_broker_epoch, on_append=rm.on_follower_append)
 
