@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -154,7 +155,10 @@ class Partition(IsrUpkeep):
         Partition.appendRecordsToLeader -> UnifiedLog.appendAsLeader)."""
         lg = self.log
         validated = lg.validate(records, origin=origin, request_version=request_version, verify=verify)
-        return lg.append_as_leader(validated, leader_epoch=self.leader_epoch, origin=origin)
+        info = lg.append_as_leader(validated, leader_epoch=self.leader_epoch, origin=origin)
+        if not lg.high_watermark_follows_leo:  # followers: the HW may move (a smaller ISR)
+            self.maybe_increment_leader_hw(time.time_ns() // 1_000_000)
+        return info
 
     def needs_flush_policy(self) -> bool:
         """True when the topic sets flush.messages / flush.ms (an fsync may be due after appends)."""
@@ -222,8 +226,9 @@ class Partition(IsrUpkeep):
 
     def _set_isr(self, isr: tuple[int, ...]) -> None:
         self.isr = isr
-        # the leader alone in the ISR: every append is committed at once (storage.log)
-        self.log.high_watermark_follows_leo = self.is_leader and isr == (self.local_id,)
+        # the leader alone in the replica set: every append is committed at once (storage.log);
+        # with followers, even out of the ISR, the append path asks maybe_increment_leader_hw
+        self.log.high_watermark_follows_leo = self.is_leader and isr == (self.local_id,) and not self.remote_replicas
 
     def _accept(self, image: PartitionImage) -> bool:
         """Whether a metadata change is newer than what this partition holds (Kafka skips a

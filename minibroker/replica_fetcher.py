@@ -98,6 +98,7 @@ class ReplicaFetcherThread:
         self._running.set()
         self._conn: NodeConnection | None = None
         self._task: asyncio.Task[None] | None = None
+        self._stopped = False
         self.fetches = 0  # rounds answered, for tests and the console
 
     def __repr__(self) -> str:
@@ -120,12 +121,13 @@ class ReplicaFetcherThread:
 
     async def shutdown(self) -> None:
         task, self._task = self._task, None
+        self._stopped = True
         if task is not None:
-            task.cancel()
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
+            while not task.done():
+                task.cancel()
+                await asyncio.wait([task], timeout=1.0)
+            if not task.cancelled() and task.exception() is not None:
+                logger.warning("fetcher %d -> %d ended with %r", self.node_id, self.source.node_id, task.exception())
         if self._conn is not None:
             await self._conn.close()
             self._conn = None
@@ -139,7 +141,7 @@ class ReplicaFetcherThread:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        while True:
+        while not self._stopped:
             await self._running.wait()
             if not self.partitions:
                 self._changed.clear()
@@ -171,7 +173,8 @@ class ReplicaFetcherThread:
             wake = min(st.delayed_until for st in self.partitions.values())
             self._changed.clear()
             try:
-                await asyncio.wait_for(self._changed.wait(), max(0.0, wake - now))
+                async with asyncio.timeout(max(0.0, wake - now)):
+                    await self._changed.wait()
             except TimeoutError:
                 pass
             return

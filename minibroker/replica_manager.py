@@ -421,7 +421,10 @@ class ReplicaManager:
                origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:
         """The coordinators' records, on the loop: a due flush (flush.messages / flush.ms) is done
         here too (their records are small and their callers are synchronous)."""
-        info = lg.append_as_leader(records, origin=origin)
+        part = self._partitions.get((lg.topic, lg.partition))
+        info = lg.append_as_leader(records, origin=origin, leader_epoch=part.leader_epoch if part is not None else 0)
+        if part is not None and not lg.high_watermark_follows_leo:
+            part.maybe_increment_leader_hw(self._now_ms())
         if not info.duplicate:
             self.metrics.appended(lg.topic, info.valid_bytes, info.num_records)
         lg.maybe_flush()

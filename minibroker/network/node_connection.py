@@ -42,7 +42,10 @@ class NodeConnection:
         return self._writer is not None and not self._writer.is_closing()
 
     async def connect(self, timeout_s: float = 10.0) -> None:
-        self._reader, self._writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), timeout_s)
+        # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancellation that arrives as
+        # the connect fails, and a fetcher being shut down would go on reconnecting
+        async with asyncio.timeout(timeout_s):
+            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
         for version in (3, 0):
             resp = await self.request(api_versions.API, version, api_versions.REQUEST(
                 client_software_name="minibroker", client_software_version="1"))
