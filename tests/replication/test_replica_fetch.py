@@ -1,0 +1,130 @@
+"""The leader's side of a replica Fetch and a follower's restart (issue 29): CLUSTER_ACTION,
+zero-copy regions for followers, the follower's HW from `replication-offset-checkpoint`."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from minibroker.network.node_connection import NodeConnection
+from minibroker.replica_manager import FetchPartition, FetchReplica
+from minibroker.security.authorizer import (
+    CLUSTER_NAME,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+from minibroker.testing import AsyncBroker
+from protocol.apis import fetch
+from protocol.errors import ErrorCode
+from protocol.records.v2 import Record, build_batch
+from storage.checkpoint import OffsetCheckpointFile
+from storage.file_region import FileRegion
+
+from .cluster_helpers import InProcessController, log_bytes, start_brokers, wait_until
+
+pytestmark = pytest.mark.timeout(120)
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+def _batch(n: int) -> bytes:
+    return build_batch([Record(offset_delta=i, value=b"v%d" % i) for i in range(n)], base_timestamp=1)
+
+
+def _fetch(topic_id, replica_id: int, version: int = 17) -> fetch.FetchRequest:
+    F = fetch.REQUEST
+    req = F(replica_id=replica_id if version < 15 else -1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+            isolation_level=0, session_id=0, session_epoch=-1, topics=[F.FetchTopic(topic_id=topic_id, partitions=[
+                F.FetchPartition(partition=0, current_leader_epoch=-1, fetch_offset=0, log_start_offset=-1,
+                                 partition_max_bytes=1 << 20)])])
+    if version >= 15:
+        req.replica_state = F.ReplicaState(replica_id=replica_id, replica_epoch=7)
+    return req
+
+
+async def test_replica_fetch_needs_cluster_action(tmp_path):
+    """Kafka's KafkaApis: a follower's fetch needs CLUSTER_ACTION on the cluster, else every
+    partition is TOPIC_AUTHORIZATION_FAILED; a consumer's needs READ on the topic."""
+    b = AsyncBroker(tmp_path / "b", overrides={"authorizer.class.name": AUTHORIZER,
+                                               "allow.everyone.if.no.acl.found": True})
+    await b.start()
+    try:
+        topic = b.broker.topics.create("acl", 1)
+        # an ACL on the cluster for someone else: ANONYMOUS may not CLUSTER_ACTION; the topic has none
+        b.broker.authorizer.create([AclBinding(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL, "User:admin",
+                                               "*", AclOperation.CLUSTER_ACTION, AclPermissionType.ALLOW)])
+        host, port = b.bootstrap.rsplit(":", 1)
+        conn = NodeConnection(host, int(port), "acl-test")
+        await conn.connect()
+        try:
+            for version in (17, 14):
+                resp = await conn.request(fetch.API, version, _fetch(topic.topic_id, 2, version))
+                assert resp.responses[0].partitions[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            resp = await conn.request(fetch.API, 17, _fetch(topic.topic_id, -1))
+            assert resp.responses[0].partitions[0].error_code == 0
+        finally:
+            await conn.close()
+    finally:
+        await b.stop()
+
+
+@pytest.fixture
+async def cluster(tmp_path):
+    brokers = await start_brokers(tmp_path, 2)
+    try:
+        yield InProcessController(brokers)
+    finally:
+        for b in brokers.values():
+            await b.stop()
+
+
+async def test_follower_reads_to_the_leo_from_file_regions_and_moves_the_hw(cluster):
+    cluster.create_topic("zc", 1, [1, 2])
+    rm1 = cluster.brokers[1].broker.replica_manager
+    rm2 = cluster.brokers[2].broker.replica_manager
+    assert rm2.fetcher_manager is not None
+    rm2.fetcher_manager.pause()
+    await asyncio.sleep(0.6)
+    leader = cluster.partition(1, "zc")
+    leader.append_records_to_leader(_batch(3))
+    assert (leader.log_end_offset, leader.high_watermark) == (3, 0)
+    consumer = rm1.read_from_local_log([FetchPartition("zc", 0, 0, 1 << 20)], 1 << 20, 0)[0][0]
+    assert consumer.records is None and consumer.high_watermark == 0  # a consumer stops at the HW
+    # a follower reads to the LEO, from the segment file (sendfile), and says where it is
+    got, _ = rm1.read_from_local_log([FetchPartition("zc", 0, 0, 1 << 20, log_start_offset=0)], 1 << 20, 0,
+                                     FetchReplica(2, 102))
+    assert isinstance(got[0].records, FileRegion) and got[0].records.size == leader.log.size_in_bytes()
+    assert got[0].high_watermark == 0  # follower 2 is at 0: the HW waits
+    got, _ = rm1.read_from_local_log([FetchPartition("zc", 0, 3, 1 << 20, log_start_offset=0)], 1 << 20, 0,
+                                     FetchReplica(2, 102))
+    assert got[0].records is None and got[0].high_watermark == 3  # its fetch offset moved the HW
+    assert leader.remote_replicas[2].state.log_end_offset == 3
+    # a fetch of an earlier incarnation of broker 2 (a smaller broker epoch) is refused
+    stale, _ = rm1.read_from_local_log([FetchPartition("zc", 0, 3, 1 << 20)], 1 << 20, 0, FetchReplica(2, 101))
+    assert stale[0].error == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    rm2.fetcher_manager.resume()
+
+
+async def test_a_restarted_follower_starts_from_its_checkpointed_hw_and_catches_up(cluster):
+    cluster.create_topic("rs", 1, [1, 2])
+    leader = cluster.partition(1, "rs")
+    leader.append_records_to_leader(_batch(4))
+    await wait_until(lambda: cluster.partition(2, "rs").high_watermark == 4, "follower has the HW")
+    b2 = cluster.brokers[2]
+    await b2.stop()  # clean: the checkpoints are written
+    ckpt_file = OffsetCheckpointFile(b2.data_dir / "replication-offset-checkpoint")
+    assert ckpt_file.read()[("rs", 0)] == 4
+    # as if the broker had died before its last checkpoint: the file says 2
+    ckpt_file.write({("rs", 0): 2})
+    leader.append_records_to_leader(_batch(2))
+    await b2.start()
+    cluster.publish(cluster.topics["rs"])  # the metadata as the restarted broker replays it
+    f = cluster.partition(2, "rs")
+    assert f.from_metadata and not f.is_leader
+    # a follower starts from the checkpointed HW, not from its LEO (Kafka: Partition.createLog)
+    assert (f.log_end_offset, f.high_watermark) == (4, 2)
+    await wait_until(lambda: f.log_end_offset == 6 and f.high_watermark == 6, "the follower catches up")
+    assert log_bytes(f) == log_bytes(leader)
