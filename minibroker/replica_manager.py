@@ -119,6 +119,7 @@ class ProducePartitionResult:
     error: KafkaError | None
     log_start_offset: int
     current_leader: tuple[int, int] | None = None  # (leader id, epoch) with NOT_LEADER_OR_FOLLOWER (KIP-951)
+    waiting_on: Partition | None = None  # acks=all: the partition whose HW must pass the records
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,31 +341,31 @@ class ReplicaManager:
         results = [await self._append_one(tp, records, required_acks, request_version, verifier)
                    for tp, records in entries]
         if required_acks == -1:
-            waiting = [i for i, r in enumerate(results) if r.info is not None and not r.info.duplicate
-                       and self._partitions.get(entries[i][0]) is not None
-                       and self._partitions[entries[i][0]].high_watermark <= r.info.last_offset]
+            waiting = [r for r in results if r.waiting_on is not None]
             if waiting:
-                await self._wait_for_replication([entries[i][0] for i in waiting], [results[i] for i in waiting],
-                                                 timeout_ms)
+                await self._wait_for_replication(waiting, timeout_ms)
         return results
 
-    async def _wait_for_replication(self, tps: list[TopicPartition], results: list[ProducePartitionResult],
-                                    timeout_ms: int) -> None:
+    async def _wait_for_replication(self, pending: list[ProducePartitionResult], timeout_ms: int) -> None:
         """DelayedProduce: until the HW of every partition passed its batch, then the ISR is
         checked against min.insync.replicas (Kafka: Partition.checkEnoughReplicasReachOffset);
-        what is left at the timeout gets REQUEST_TIMED_OUT."""
+        what is left at the timeout gets REQUEST_TIMED_OUT. A partition that left this broker
+        meanwhile answers NOT_LEADER_OR_FOLLOWER."""
         deadline = time.monotonic() + max(0, timeout_ms) / 1000
-        pending = list(zip(tps, results, strict=True))
         while pending:
             left = []
-            for tp, r in pending:
-                part = self._partitions.get(tp)
-                assert r.info is not None
-                done, error = (True, ErrorCode.NOT_LEADER_OR_FOLLOWER) if part is None else \
-                    part.check_enough_replicas_reach_offset(r.info.last_offset + 1)
+            for r in pending:
+                part = r.waiting_on
+                assert r.info is not None and part is not None
+                if self._partitions.get((part.topic, part.partition)) is not part:
+                    done, error = True, int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                else:
+                    done, error = part.check_enough_replicas_reach_offset(r.info.last_offset + 1)
                 if not done:
-                    left.append((tp, r))
-                elif error:
+                    left.append(r)
+                    continue
+                r.waiting_on = None
+                if error:
                     r.error = KafkaError(error)
                     r.info = None
             pending = left
@@ -372,11 +373,13 @@ class ReplicaManager:
             if not pending:
                 return
             if remaining <= 0:
-                for _, r in pending:
+                for r in pending:
                     r.error = KafkaError(ErrorCode.REQUEST_TIMED_OUT)
                     r.info = None
+                    r.waiting_on = None
                 return
-            await self.produce_waiters.wait([tp for tp, _ in pending], remaining)
+            await self.produce_waiters.wait([(r.waiting_on.topic, r.waiting_on.partition) for r in pending
+                                             if r.waiting_on is not None], remaining)
 
     async def _append_one(self, tp: TopicPartition, records: bytes | bytearray | memoryview | None,
                           required_acks: int, request_version: int, verifier: TransactionVerifier | None
@@ -406,9 +409,13 @@ class ReplicaManager:
                 # before fetches see the records; the default policy costs no executor hop
                 await asyncio.get_running_loop().run_in_executor(None, part.log.maybe_flush)
             self.fetch_waiters.notify(tp)
-            # acks=-1 would wait here in the produce purgatory (Kafka: DelayedProduce) until the
-            # ISR has the records; the ISR is this broker, so the high watermark is past them.
-            return ProducePartitionResult(info, None, info.log_start_offset)
+            result = ProducePartitionResult(info, None, info.log_start_offset)
+            # acks=-1 waits in the produce purgatory (Kafka: DelayedProduce) until the HW passed
+            # the records; with the leader alone in the ISR it already has
+            if required_acks == -1 and not part.log.high_watermark_follows_leo and not info.duplicate \
+                    and part.high_watermark <= info.last_offset:
+                result.waiting_on = part
+            return result
         except KafkaError as e:  # InvalidBatch and RecordValidationError are KafkaErrors with their code
             if e.code == ErrorCode.NOT_LEADER_OR_FOLLOWER and part is not None:
                 return ProducePartitionResult(None, e, -1, (part.leader_id, part.leader_epoch))
