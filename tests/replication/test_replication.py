@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from kafka import KafkaConsumer, TopicPartition
 
 from minibroker.network.node_connection import NodeConnection
-from protocol.apis import fetch, offset_for_leader_epoch
+from protocol.apis import fetch, list_offsets, offset_for_leader_epoch
 from protocol.apis import produce as produce_api
 from protocol.errors import ErrorCode
 from protocol.records.v2 import Record, build_batch
@@ -277,6 +277,17 @@ async def test_fetch_and_produce_answers_about_leadership_on_the_wire(cluster):
         assert pr.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
         assert (pr.current_leader.leader_id, pr.current_leader.leader_epoch) == (2, 1)
         assert [(e.node_id, e.port) for e in resp.node_endpoints] == [(2, int(port2))]
+        # ListOffsets: the leader answers at its epoch, a follower sends the client away
+        L = list_offsets.REQUEST
+
+        def list_req(epoch: int) -> list_offsets.ListOffsetsRequest:
+            return L(replica_id=-1, isolation_level=0, topics=[L.ListOffsetsTopic(name="w", partitions=[
+                L.ListOffsetsPartition(partition_index=0, current_leader_epoch=epoch, timestamp=-1)])])
+
+        for conn, epoch, code in ((follower, -1, ErrorCode.NOT_LEADER_OR_FOLLOWER), (leader, 0, ErrorCode.FENCED_LEADER_EPOCH),
+                                  (leader, 1, 0)):
+            resp = await conn.request(list_offsets.API, 9, list_req(epoch))
+            assert resp.topics[0].partitions[0].error_code == code, (epoch, code)
         # OffsetForLeaderEpoch as a follower asks it
         OLE = offset_for_leader_epoch.REQUEST
         resp = await leader.request(offset_for_leader_epoch.API, 4, OLE(replica_id=1, topics=[OLE.OffsetForLeaderTopic(
