@@ -64,7 +64,7 @@ class Partition(IsrUpkeep):
     __slots__ = ("topic", "partition", "topic_id", "log", "leader_id", "leader_epoch", "replicas", "isr",
                  "is_internal", "min_insync_replicas", "local_id", "remote_replicas",
                  "leader_epoch_start_offset", "from_metadata", "alter_partition_manager",
-                 "replica_lag_time_max_ms", "hw_listener", "broker_epochs")
+                 "replica_lag_time_max_ms", "hw_listener", "broker_epochs", "broker_usable")
 
     def __init__(self, topic: str, partition: int, topic_id: uuid.UUID, log: Log, node_id: int,
                  leader_epoch: int = 0) -> None:
@@ -88,6 +88,7 @@ class Partition(IsrUpkeep):
         self.replica_lag_time_max_ms = 30_000
         self.hw_listener: Callable[[Partition], None] | None = None  # told when the HW or the ISR moved
         self.broker_epochs: Callable[[int], int] = _no_epoch  # the metadata's epoch of a broker
+        self.broker_usable: Callable[[int], bool] = _usable  # registered, not fenced, not shutting down
         self._alter_task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
@@ -381,7 +382,15 @@ class Partition(IsrUpkeep):
             self.hw_listener(self)
 
     def _eligible(self, broker_id: int) -> bool:
-        return self.broker_epochs(broker_id) >= -1 and broker_id in self.replicas
+        """Kafka: Partition.isReplicaIsrEligible: an assigned replica on a broker the metadata
+        has unfenced and not shutting down, fetching with the broker epoch the metadata has
+        (KIP-903: a fetch of an earlier incarnation does not count)."""
+        if broker_id not in self.replicas or not self.broker_usable(broker_id):
+            return False
+        r = self.remote_replicas.get(broker_id)
+        registered = self.broker_epochs(broker_id)
+        seen = r.state.broker_epoch if r is not None else None
+        return registered < 0 or seen is None or seen < 0 or seen == registered
 
     def stop(self) -> None:
         """No longer a replica here (Kafka: stopReplica): the proposal in flight is dropped."""
@@ -392,6 +401,10 @@ class Partition(IsrUpkeep):
 
 def _no_epoch(broker_id: int) -> int:
     return -1
+
+
+def _usable(broker_id: int) -> bool:
+    return True
 
 
 _NEVER = 1 << 62  # flush.messages / flush.ms at Kafka's default (Long.MAX_VALUE): page cache only

@@ -69,13 +69,17 @@ class IsrUpkeep:
     def _notify(self) -> None:
         raise NotImplementedError
 
+    def _eligible(self, broker_id: int) -> bool:
+        raise NotImplementedError
+
     def maybe_expand_isr(self, replica: Replica, now_ms: int) -> None:
         """Propose adding a follower that reached the HW and this epoch's start (Kafka:
         Partition.maybeExpandIsr / isFollowerInSync)."""
         if self.pending_isr is not None or replica.broker_id in self.isr or not self.is_leader:
             return
         leo = replica.state.log_end_offset
-        if leo >= self.high_watermark and leo >= self.leader_epoch_start_offset >= 0:
+        if leo >= self.high_watermark and leo >= self.leader_epoch_start_offset >= 0 \
+                and self._eligible(replica.broker_id):
             self._propose(self.isr + (replica.broker_id,))
 
     def out_of_sync_replicas(self, now_ms: int) -> list[int]:

@@ -99,6 +99,8 @@ class ReplicaFetcherThread:
         self._conn: NodeConnection | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
+        self._idle = asyncio.Event()  # set between rounds
+        self._idle.set()
         self.fetches = 0  # rounds answered, for tests and the console
 
     def __repr__(self) -> str:
@@ -132,9 +134,11 @@ class ReplicaFetcherThread:
             await self._conn.close()
             self._conn = None
 
-    def pause(self) -> None:
-        """Stop fetching after the round in flight (tests: a follower falling behind)."""
+    async def pause(self) -> None:
+        """Stop fetching; returns once the round in flight (a long poll) is done, so nothing the
+        leader writes from now on reaches this follower (tests: a follower falling behind)."""
         self._running.clear()
+        await self._idle.wait()
 
     def resume(self) -> None:
         self._running.set()
@@ -147,6 +151,7 @@ class ReplicaFetcherThread:
                 self._changed.clear()
                 await self._changed.wait()
                 continue
+            self._idle.clear()
             try:
                 await self.do_work(loop.time())
             except (TimeoutError, OSError, ConnectionError, asyncio.IncompleteReadError) as e:
@@ -156,6 +161,8 @@ class ReplicaFetcherThread:
                     await self._conn.close()
                     self._conn = None
                 await asyncio.sleep(self.config.backoff_ms / 1000)
+            finally:
+                self._idle.set()
 
     async def _connection(self) -> NodeConnection:
         conn = self._conn

@@ -67,10 +67,11 @@ class ReplicaFetcherManager:
     def fetcher_for(self, topic: str, partition: int) -> ReplicaFetcherThread | None:
         return next((f for f in self.fetchers.values() if (topic, partition) in f.partitions), None)
 
-    def pause(self, leader_id: int | None = None) -> None:
-        for lid, f in self.fetchers.items():
+    async def pause(self, leader_id: int | None = None) -> None:
+        """Pause the fetchers (of one leader); returns when their rounds in flight are done."""
+        for lid, f in list(self.fetchers.items()):
             if leader_id is None or lid == leader_id:
-                f.pause()
+                await f.pause()
 
     def resume(self, leader_id: int | None = None) -> None:
         for lid, f in self.fetchers.items():

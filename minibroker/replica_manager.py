@@ -193,10 +193,15 @@ class ReplicaManager:
         part.replica_lag_time_max_ms = self.replica_lag_time_max_ms
         part.hw_listener = self._on_partition_change
         part.broker_epochs = self._broker_epoch
+        part.broker_usable = self._broker_usable
 
     def _broker_epoch(self, broker_id: int) -> int:
         b = self.brokers.get(broker_id)
         return b.broker_epoch if b is not None else -1
+
+    def _broker_usable(self, broker_id: int) -> bool:
+        b = self.brokers.get(broker_id)
+        return b is not None and not b.fenced and not b.in_controlled_shutdown
 
     def _on_partition_change(self, part: Partition) -> None:
         # the HW or the ISR moved: consumers' fetches and acks=all produces re-check (Kafka:

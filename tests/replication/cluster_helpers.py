@@ -31,12 +31,13 @@ class InProcessController:
         self.topics: dict[str, TopicImage] = {}
         self.broker_epochs = {n: 100 + n for n in brokers}
         self.alter_requests: list[tuple[str, int, LeaderAndIsr]] = []
+        self.fenced: set[int] = set()
 
     def endpoints(self) -> dict[int, BrokerEndpoint]:
         out = {}
         for n, b in self.brokers.items():
             host, port = b.bootstrap.rsplit(":", 1)
-            out[n] = BrokerEndpoint(n, host, int(port), broker_epoch=self.broker_epochs[n])
+            out[n] = BrokerEndpoint(n, host, int(port), broker_epoch=self.broker_epochs[n], fenced=n in self.fenced)
         return out
 
     def create_topic(self, name: str, partitions: int, replicas: Sequence[int], config: dict[str, Any] | None = None,

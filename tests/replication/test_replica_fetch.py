@@ -86,8 +86,7 @@ async def test_follower_reads_to_the_leo_from_file_regions_and_moves_the_hw(clus
     rm1 = cluster.brokers[1].broker.replica_manager
     rm2 = cluster.brokers[2].broker.replica_manager
     assert rm2.fetcher_manager is not None
-    rm2.fetcher_manager.pause()
-    await asyncio.sleep(0.6)
+    await rm2.fetcher_manager.pause()
     leader = cluster.partition(1, "zc")
     leader.append_records_to_leader(_batch(3))
     assert (leader.log_end_offset, leader.high_watermark) == (3, 0)
@@ -128,3 +127,20 @@ async def test_a_restarted_follower_starts_from_its_checkpointed_hw_and_catches_
     assert (f.log_end_offset, f.high_watermark) == (4, 2)
     await wait_until(lambda: f.log_end_offset == 6 and f.high_watermark == 6, "the follower catches up")
     assert log_bytes(f) == log_bytes(leader)
+
+
+async def test_a_fenced_broker_does_not_join_the_isr(cluster):
+    """Kafka: Partition.isReplicaIsrEligible (KIP-841): a caught-up follower on a fenced broker
+    stays out of the ISR, and the HW does not wait for it; unfenced, it joins."""
+    cluster.fenced.add(2)
+    cluster.create_topic("fence", 1, [1, 2], isr=[1])
+    leader = cluster.partition(1, "fence")
+    leader.append_records_to_leader(_batch(3))
+    assert leader.high_watermark == 3  # the ISR is the leader: committed at once
+    await wait_until(lambda: leader.remote_replicas[2].state.log_end_offset == 3, "follower 2 fetched it all")
+    await asyncio.sleep(0.2)
+    assert leader.isr == (1,) and cluster.alter_requests == []
+    cluster.fenced.discard(2)
+    cluster.publish(cluster.topics["fence"])
+    await wait_until(lambda: leader.isr == (1, 2), "the unfenced follower joins the ISR")
+    assert [(t, p, r.isr) for t, p, r in cluster.alter_requests] == [("fence", 0, (1, 2))]

@@ -99,8 +99,7 @@ async def test_hw_lags_leo_while_a_follower_is_paused_and_catches_up_when_resume
     leader = cluster.partition(1, "lag")
     rm3 = cluster.brokers[3].broker.replica_manager
     assert rm3.fetcher_manager is not None
-    rm3.fetcher_manager.pause()
-    await asyncio.sleep(0.6)  # a fetch in flight (the leader long-polls 500 ms) comes back first
+    await rm3.fetcher_manager.pause()
     assert await asyncio.to_thread(produce, cluster.brokers[1].bootstrap, "lag", [b"a"] * 10, acks=1) == [None] * 10
     await wait_until(lambda: cluster.partition(2, "lag").log_end_offset == 10, "follower 2 has the records")
     # the leader wrote 10, follower 2 has them, follower 3 has none: the HW waits for the ISR's slowest
@@ -143,8 +142,7 @@ async def test_isr_shrinks_after_replica_lag_time_and_expands_when_caught_up(clu
     assert leader.replica_lag_time_max_ms == 1000
     rm3 = cluster.brokers[3].broker.replica_manager
     assert rm3.fetcher_manager is not None
-    rm3.fetcher_manager.pause()
-    await asyncio.sleep(0.6)
+    await rm3.fetcher_manager.pause()
     # writes go on with one follower behind: once it is out of the ISR, acks=all needs 1 and 2 only
     reports = await asyncio.to_thread(produce, cluster.brokers[1].bootstrap, "isr", [b"x"] * 5, acks="all")
     assert reports == [None] * 5
@@ -175,8 +173,7 @@ async def test_not_enough_replicas_before_and_after_the_append(cluster):
     assert await asyncio.to_thread(produce, cluster.brokers[1].bootstrap, "after", [b"v"], acks="all") == [None]
     rm2 = cluster.brokers[2].broker.replica_manager
     assert rm2.fetcher_manager is not None
-    rm2.fetcher_manager.pause()
-    await asyncio.sleep(0.6)
+    await rm2.fetcher_manager.pause()
     pending = asyncio.ensure_future(asyncio.to_thread(
         produce, cluster.brokers[1].bootstrap, "after", [b"w"], acks="all", **{"message.send.max.retries": 0}))
     await wait_until(lambda: leader.log_end_offset == 2, "the acks=all batch is appended")
@@ -191,8 +188,7 @@ async def test_acks_all_times_out_when_the_isr_does_not_catch_up(cluster):
     cluster.create_topic("slow", 1, [1, 2])
     rm2 = cluster.brokers[2].broker.replica_manager
     assert rm2.fetcher_manager is not None
-    rm2.fetcher_manager.pause()
-    await asyncio.sleep(0.6)
+    await rm2.fetcher_manager.pause()
     reports = await asyncio.to_thread(produce, cluster.brokers[1].bootstrap, "slow", [b"v"], acks="all",
                                       **{"request.timeout.ms": 1000, "message.timeout.ms": 1500,
                                          "message.send.max.retries": 0})
@@ -210,8 +206,7 @@ async def test_divergent_log_is_truncated_as_kip_101(cluster):
     assert await asyncio.to_thread(produce, cluster.brokers[1].bootstrap, "div", [b"c"] * 10, acks="all") == [None] * 10
     rm2 = cluster.brokers[2].broker.replica_manager
     assert rm2.fetcher_manager is not None
-    rm2.fetcher_manager.pause()
-    await asyncio.sleep(0.6)
+    await rm2.fetcher_manager.pause()
     # broker 1 writes 5 records broker 2 never gets (acks=1: not committed)
     assert await asyncio.to_thread(produce, cluster.brokers[1].bootstrap, "div", [b"lost"] * 5, acks=1) == [None] * 5
     assert (p1.log_end_offset, cluster.partition(2, "div").log_end_offset) == (15, 10)
