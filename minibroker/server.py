@@ -17,8 +17,10 @@ finish what it has read), the background tasks, the coordinators, and the logs (
 checkpoints and the clean-shutdown marker, so the next start scans nothing).
 
 The components are attributes of the server (Kafka's BrokerServer fields), so tools and tests that
-look inside a broker hold the server. A single-node cluster: this broker is the controller, the
-leader of every partition and the whole ISR.
+look inside a broker hold the server. Alone, this broker is the controller, the leader of every
+partition and the whole ISR; `ReplicaManager.apply_delta` makes it leader or follower of partitions
+the metadata places on several brokers (followers fetch with the ReplicaFetcherManager, built when
+the first partition is followed).
 
 One Produce, socket to disk: minibroker/network/processor.py (frame) -> kafka_apis.py `handle` ->
 handlers/produce.py -> replica_manager.py -> storage/log.py `append_as_leader`
