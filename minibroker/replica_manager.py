@@ -490,8 +490,13 @@ class ReplicaManager:
                         from_follower=replica is not None,
                         require_leader=replica is not None or (replica is None and self._consumer_needs_leader))
                     if replica is not None and result.diverging_epoch is None:
-                        part.update_follower_fetch_state(replica.replica_id, fp.fetch_offset, fp.log_start_offset,
-                                                         self._now_ms(), result.log_end_offset, replica.broker_epoch)
+                        if not part.update_follower_fetch_state(replica.replica_id, fp.fetch_offset,
+                                                                fp.log_start_offset, self._now_ms(),
+                                                                result.log_end_offset, replica.broker_epoch) \
+                                and replica.replica_id not in part.remote_replicas:
+                            # Kafka: "the replica is not recognized to be one of the assigned
+                            # replicas ... Empty records are returned for this partition"
+                            result.records = None
                         result.high_watermark = part.high_watermark
             except KafkaError as e:
                 # Kafka answers a failed read with unknown offsets (ReplicaManager.createLogReadResult)
