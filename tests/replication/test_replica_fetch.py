@@ -19,7 +19,7 @@ from minibroker.security.authorizer import (
 )
 from minibroker.testing import AsyncBroker
 from protocol.apis import fetch
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 from protocol.records.v2 import Record, build_batch
 from storage.checkpoint import OffsetCheckpointFile
 from storage.file_region import FileRegion
@@ -147,3 +147,31 @@ async def test_a_fenced_broker_does_not_join_the_isr(cluster):
     cluster.publish(cluster.topics["fence"])
     await wait_until(lambda: leader.isr == (1, 2), "the unfenced follower joins the ISR")
     assert [(t, p, r.isr) for t, p, r in cluster.alter_requests] == [("fence", 0, (1, 2))]
+
+
+async def test_a_new_leader_knows_the_idempotent_producers_from_replication(cluster):
+    """The follower's producer state comes from the leader's batches (append_as_follower), so after
+    a failover the new leader takes the producer's next sequence and recognises a retry of its
+    last batch as a duplicate (Kafka: the follower's ProducerStateManager, KIP-98)."""
+    cluster.create_topic("idem", 1, [1, 2])
+    p1 = cluster.partition(1, "idem")
+
+    def idempotent_batch(seq: int, n: int) -> bytes:
+        return build_batch([Record(offset_delta=i, value=b"s%d" % (seq + i)) for i in range(n)], base_timestamp=1,
+                           producer_id=4242, producer_epoch=0, base_sequence=seq)
+
+    p1.append_records_to_leader(idempotent_batch(0, 3))
+    p1.append_records_to_leader(idempotent_batch(3, 2))
+    await wait_until(lambda: p1.high_watermark == 5, "replicated")
+    cluster.change("idem", 0, leader_id=2, isr=(2, 1))
+    p2 = cluster.partition(2, "idem")
+    assert p2.is_leader and p2.producers()[4242].last_seq == 4
+    retry = p2.append_records_to_leader(idempotent_batch(3, 2))  # the producer retries its last batch
+    assert retry.duplicate and (retry.first_offset, retry.last_offset) == (3, 4)
+    info = p2.append_records_to_leader(idempotent_batch(5, 1))
+    assert (info.first_offset, info.duplicate) == (5, False)
+    with pytest.raises(KafkaError) as e:
+        p2.append_records_to_leader(idempotent_batch(9, 1))  # a gap
+    assert e.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    await wait_until(lambda: p1.log_end_offset == 6, "the old leader follows")
+    assert log_bytes(p1) == log_bytes(p2)
