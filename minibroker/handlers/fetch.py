@@ -147,7 +147,7 @@ async def handle_fetch(ctx: RequestContext, req: fetch.FetchRequest) -> fetch.Fe
     parts, refused = [p for p in parts if p.key[0] not in denied], [p for p in parts if p.key[0] in denied]
     isolation = req.isolation_level
     max_bytes = req.max_bytes if v >= 3 else 0x7FFFFFFF
-    if ctx.connection is not None:
+    if ctx.connection is not None and replica is None:  # followers are not consumers (replication quotas are not here)
         window = services.client_quotas.max_value_in_window(
             CONSUMER_BYTE_RATE, quota_user(ctx.connection.principal), ctx.client_id or "")
         if window is not None:  # KafkaApis caps a consumer's fetch at its quota's window
@@ -169,8 +169,8 @@ async def handle_fetch(ctx: RequestContext, req: fetch.FetchRequest) -> fetch.Fe
         if incremental and not _changed(part, data.error_code, data):
             continue
         name, tid, p = part.key
-        if data.records is not EMPTY and name is not None:
-            metrics.fetched(name, len(data.records))  # Kafka: BytesOutPerSec, per topic
+        if data.records is not EMPTY and name is not None and replica is None:
+            metrics.fetched(name, len(data.records))  # Kafka: BytesOutPerSec, per topic, without replication
         if data.error_code in _LEADER_ERRORS and v >= 12:
             leader = services.replica_manager.leader_of(name, p)
             if leader is not None:  # KIP-951 (Kafka sends CurrentLeader from v12, endpoints from v16)
