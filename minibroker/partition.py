@@ -214,6 +214,9 @@ class Partition(IsrUpkeep):
         """Move the log start offset up to `offset`; returns the new low watermark (Kafka:
         Partition.deleteRecordsOnLeader). A compact-only topic refuses (POLICY_VIOLATION)."""
         lg = self.log
+        if self.from_metadata and not self.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                             f"Leader not local for partition {self.topic}-{self.partition} on broker {self.local_id}")
         if not lg.config.delete:
             raise KafkaError(ErrorCode.POLICY_VIOLATION,
                              f"Records of partition {self.topic}-{self.partition} can not be deleted due "

@@ -242,8 +242,11 @@ class ReplicaFetcherThread:
                     info = lg.append_as_follower(records)  # type: ignore[arg-type]
                     if info is not None:
                         self._on_append(part)
-                # Kafka: ReplicaFetcherThread.processPartitionData, the follower's HW
+                # Kafka: ReplicaFetcherThread.processPartitionData: the follower's HW, then the
+                # leader's log start offset (DeleteRecords, retention) if the HW has passed it
                 lg.update_high_watermark(min(pd.high_watermark, lg.log_end_offset))
+                if lg.log_start_offset < pd.log_start_offset <= lg.high_watermark:
+                    lg.increment_log_start_offset(pd.log_start_offset, "LeaderOffsetIncremented")
                 st.last_error = 0
                 return
             if err == ErrorCode.OFFSET_OUT_OF_RANGE:

@@ -175,3 +175,19 @@ async def test_a_new_leader_knows_the_idempotent_producers_from_replication(clus
     assert e.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     await wait_until(lambda: p1.log_end_offset == 6, "the old leader follows")
     assert log_bytes(p1) == log_bytes(p2)
+
+
+async def test_delete_records_on_the_leader_moves_the_followers_log_start(cluster):
+    """DeleteRecords goes to the leader (a follower answers NOT_LEADER_OR_FOLLOWER); the followers
+    take the leader's log start offset from its fetch answers once their HW passed it (Kafka:
+    ReplicaFetcherThread.processPartitionData -> maybeIncrementLogStartOffset)."""
+    cluster.create_topic("del", 1, [1, 2])
+    p1, p2 = cluster.partition(1, "del"), cluster.partition(2, "del")
+    p1.append_records_to_leader(_batch(5))
+    await wait_until(lambda: p2.high_watermark == 5, "replicated")
+    with pytest.raises(KafkaError) as e:
+        cluster.brokers[2].broker.replica_manager.delete_records("del", 0, 3)
+    assert e.value.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert cluster.brokers[1].broker.replica_manager.delete_records("del", 0, 3) == 3
+    p1.append_records_to_leader(_batch(1))  # the next fetch answer carries the new log start
+    await wait_until(lambda: p2.log_start_offset == 3, "the follower's log start follows the leader's")
