@@ -487,8 +487,8 @@ class ReplicaManager:
                     result = part.fetch_records(
                         fp.fetch_offset, limit, isolation_level, total == 0,
                         current_leader_epoch=fp.current_leader_epoch, last_fetched_epoch=fp.last_fetched_epoch,
-                        from_follower=replica is not None,
-                        require_leader=replica is not None or (replica is None and self._consumer_needs_leader))
+                        # consumers read from leaders only (docs/differences.md#repl-fetch-from-follower)
+                        from_follower=replica is not None, require_leader=True)
                     if replica is not None and result.diverging_epoch is None:
                         if not part.update_follower_fetch_state(replica.replica_id, fp.fetch_offset,
                                                                 fp.log_start_offset, self._now_ms(),
@@ -505,8 +505,6 @@ class ReplicaManager:
                 total += result.records.size
             results.append(result)
         return results, total
-
-    _consumer_needs_leader = True  # consumers read from leaders (KIP-392's follower fetching is not here)
 
     async def fetch_messages(self, parts: Sequence[FetchPartition], *, max_bytes: int, min_bytes: int,
                              max_wait_ms: int, isolation_level: int,

@@ -36,6 +36,8 @@ class InProcessController:
     def endpoints(self) -> dict[int, BrokerEndpoint]:
         out = {}
         for n, b in self.brokers.items():
+            if b.server is None:
+                continue  # stopped: not registered (Kafka: fenced after missed heartbeats)
             host, port = b.bootstrap.rsplit(":", 1)
             out[n] = BrokerEndpoint(n, host, int(port), broker_epoch=self.broker_epochs[n], fenced=n in self.fenced)
         return out
