@@ -253,6 +253,7 @@ class Partition(IsrUpkeep):
             return False
         lg = self.log
         is_new_epoch = not self.from_metadata or image.leader_epoch > self.leader_epoch or not self.is_leader
+        was_leader = self.from_metadata and self.is_leader
         self.from_metadata = True
         self.leader_id = self.local_id
         self.leader_epoch = image.leader_epoch
@@ -262,14 +263,17 @@ class Partition(IsrUpkeep):
         if is_new_epoch:
             self.leader_epoch_start_offset = lg.log_end_offset
             lg.maybe_assign_epoch_start_offset(image.leader_epoch, lg.log_end_offset)
-        leo = lg.log_end_offset
         old = self.remote_replicas
         self.remote_replicas = {}
         for b in image.replicas:
             if b == self.local_id:
                 continue
-            r = old.get(b) or Replica(b)
-            r.reset(now_ms, leo, is_new_leader=is_new_epoch, in_sync=b in image.isr)
+            r = old.get(b)
+            if r is None:
+                r = Replica(b)
+                r.reset(now_ms, is_new_leader=True, in_sync=b in image.isr)
+            elif is_new_epoch:  # Kafka resets the followers' states with each new leader epoch only
+                r.reset(now_ms, is_new_leader=not was_leader, in_sync=b in image.isr)
             self.remote_replicas[b] = r
         self._set_isr(image.isr)
         self.maybe_increment_leader_hw(now_ms)

@@ -115,18 +115,16 @@ class Replica:
         if broker_epoch >= 0:
             st.broker_epoch = broker_epoch
 
-    def reset(self, now_ms: int, leader_end_offset: int, *, is_new_leader: bool, in_sync: bool) -> None:
-        """On becoming leader (Kafka: Replica.resetReplicaState): a new leader knows nothing of
-        its followers' logs; an ISR member counts as caught up now, so that it is not dropped
-        before it had a chance to fetch."""
+    def reset(self, now_ms: int, *, is_new_leader: bool, in_sync: bool) -> None:
+        """At a new leader epoch (Kafka: Replica.resetReplicaState): an ISR member counts as
+        caught up now, so that it is not dropped before it had a chance to fetch, any other as
+        never (so the HW does not wait for it); a broker that just became leader knows nothing
+        of its followers' logs, one that stays leader keeps what it knew."""
+        caught_up = now_ms if in_sync else 0
         if is_new_leader:
-            self.state = ReplicaState(last_caught_up_time_ms=now_ms if in_sync else 0)
+            self.state = ReplicaState(last_caught_up_time_ms=caught_up)
         else:
-            st = self.state
-            st.last_fetch_leader_log_end_offset = leader_end_offset
-            st.last_fetch_time_ms = now_ms
-            if in_sync:
-                st.last_caught_up_time_ms = max(st.last_caught_up_time_ms, now_ms)
+            self.state.last_caught_up_time_ms = caught_up
 
     def is_caught_up(self, leader_end_offset: int, now_ms: int, max_lag_ms: int) -> bool:
         """Not out of sync (Kafka: Partition.isFollowerOutOfSync, negated)."""
