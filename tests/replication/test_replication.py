@@ -65,8 +65,9 @@ async def cluster(tmp_path):
 
 @pytest.fixture
 async def cluster_fast_isr(tmp_path):
-    """replica.lag.time.max.ms = 1 s: a paused follower leaves the ISR within a couple of seconds."""
-    brokers = await start_brokers(tmp_path, 3, {"replica.lag.time.max.ms": 1000})
+    """replica.lag.time.max.ms = 2 s: a paused follower leaves the ISR within a few seconds, while
+    a fetching one (a long poll is 500 ms) stays in it on a loaded machine."""
+    brokers = await start_brokers(tmp_path, 3, {"replica.lag.time.max.ms": 2000})
     try:
         yield InProcessController(brokers)
     finally:
@@ -139,7 +140,7 @@ async def test_isr_shrinks_after_replica_lag_time_and_expands_when_caught_up(clu
     cluster = cluster_fast_isr
     cluster.create_topic("isr", 1, [1, 2, 3], {"min.insync.replicas": 2})
     leader = cluster.partition(1, "isr")
-    assert leader.replica_lag_time_max_ms == 1000
+    assert leader.replica_lag_time_max_ms == 2000
     rm3 = cluster.brokers[3].broker.replica_manager
     assert rm3.fetcher_manager is not None
     await rm3.fetcher_manager.pause()
@@ -302,3 +303,52 @@ async def test_offset_for_leader_epoch_answers_the_follower(cluster):
     p2 = cluster.partition(2, "ole")
     assert p2.last_offset_for_leader_epoch(0, 0)[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert p1.last_offset_for_leader_epoch(1, 0)[0] == ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+async def test_issue_scenario_one_paused_writes_go_on_two_paused_not_enough_replicas_resumed_isr_back(
+        cluster_fast_isr):
+    """Issue 29's first reference scenario, with kafka-python's producer: RF 3, min.insync.replicas
+    2; one follower paused: writes go on; both paused: NOT_ENOUGH_REPLICAS; resumed: the ISR is
+    whole again and the logs are the same bytes."""
+    from kafka import KafkaProducer  # lazy: this test's client
+    from kafka.errors import NotEnoughReplicasAfterAppendError, NotEnoughReplicasError
+
+    cluster = cluster_fast_isr
+    cluster.create_topic("scen", 1, [1, 2, 3], {"min.insync.replicas": 2})
+    leader = cluster.partition(1, "scen")
+
+    def send(values: list[bytes]) -> list[Any]:
+        p = KafkaProducer(bootstrap_servers=cluster.brokers[1].bootstrap, acks="all", retries=0,
+                          request_timeout_ms=20_000)
+        try:
+            out: list[Any] = []
+            for v in values:
+                try:
+                    out.append(p.send("scen", v, partition=0).get(timeout=30).offset)
+                except (NotEnoughReplicasError, NotEnoughReplicasAfterAppendError) as e:
+                    out.append(e)
+            return out
+        finally:
+            p.close()
+
+    fm = {n: cluster.brokers[n].broker.replica_manager.fetcher_manager for n in (2, 3)}
+    assert all(f is not None for f in fm.values())
+    await fm[3].pause()  # type: ignore[union-attr]
+    got = await asyncio.to_thread(send, [b"one-paused-%d" % i for i in range(3)])
+    assert got == [0, 1, 2], (got, [(r.isr, r.partition_epoch) for _, _, r in cluster.alter_requests])
+    await wait_until(lambda: leader.isr == (1, 2), "the ISR drops follower 3")
+    await fm[2].pause()  # type: ignore[union-attr]
+    # follower 2 has all of the log, so it is in sync until there is more (Kafka:
+    # isFollowerOutOfSync): the next write is appended, waits, and once the ISR shrank to the
+    # leader it is answered NOT_ENOUGH_REPLICAS_AFTER_APPEND; the one after is refused at once
+    got = await asyncio.to_thread(send, [b"two-paused", b"refused"])
+    assert isinstance(got[0], NotEnoughReplicasAfterAppendError), got
+    assert isinstance(got[1], NotEnoughReplicasError), got
+    assert leader.isr == (1,) and leader.log_end_offset == 4
+    fm[2].resume()  # type: ignore[union-attr]
+    fm[3].resume()  # type: ignore[union-attr]
+    await wait_until(lambda: sorted(leader.isr) == [1, 2, 3], "the ISR is whole again")
+    got = await asyncio.to_thread(send, [b"resumed"])
+    assert got == [4], (got, [(r.isr, r.partition_epoch) for _, _, r in cluster.alter_requests])
+    await wait_until(lambda: all(cluster.partition(n, "scen").log_end_offset == 5 for n in (2, 3)), "caught up")
+    assert log_bytes(cluster.partition(2, "scen")) == log_bytes(leader) == log_bytes(cluster.partition(3, "scen"))
