@@ -154,9 +154,17 @@ class ReplicaFetcherThread:
             self._idle.clear()
             try:
                 await self.do_work(loop.time())
-            except (TimeoutError, OSError, ConnectionError, asyncio.IncompleteReadError) as e:
+            except (TimeoutError, OSError, ConnectionError, asyncio.IncompleteReadError, KafkaError) as e:
+                # KafkaError: the leader speaks no Fetch version of ours, or refused ApiVersions
                 logger.info("fetcher %d -> %d: %s; reconnecting in %d ms", self.node_id, self.source.node_id, e,
                             self.config.backoff_ms)
+                if self._conn is not None:
+                    await self._conn.close()
+                    self._conn = None
+                await asyncio.sleep(self.config.backoff_ms / 1000)
+            except Exception:  # a bad answer must not end the fetcher (Kafka's thread logs and goes on)
+                logger.exception("fetcher %d -> %d failed; retrying in %d ms", self.node_id, self.source.node_id,
+                                 self.config.backoff_ms)
                 if self._conn is not None:
                     await self._conn.close()
                     self._conn = None
@@ -192,7 +200,7 @@ class ReplicaFetcherThread:
         self.fetches += 1
         assert isinstance(resp, fetch.FetchResponse)
         if resp.error_code:
-            raise ConnectionError(f"Fetch answered {ErrorCode(resp.error_code).name}")
+            raise ConnectionError(f"Fetch answered {_name(resp.error_code)}")
         for topic in resp.responses:
             for pd in topic.partitions:
                 tp = round_.by_key.get((topic.topic_id if version >= 13 else topic.topic, pd.partition_index))
