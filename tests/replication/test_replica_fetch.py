@@ -191,3 +191,27 @@ async def test_delete_records_on_the_leader_moves_the_followers_log_start(cluste
     assert cluster.brokers[1].broker.replica_manager.delete_records("del", 0, 3) == 3
     p1.append_records_to_leader(_batch(1))  # the next fetch answer carries the new log start
     await wait_until(lambda: p2.log_start_offset == 3, "the follower's log start follows the leader's")
+
+
+async def test_apply_delta_stops_replicas_moved_away_and_deleted(tmp_path):
+    brokers = await start_brokers(tmp_path, 3)
+    cluster = InProcessController(brokers)
+    try:
+        cluster.create_topic("mv", 1, [1, 2, 3])
+        cluster.create_topic("gone", 1, [1, 3])
+        fm3 = brokers[3].broker.replica_manager.fetcher_manager
+        assert fm3 is not None and set(fm3.fetchers[1].partitions) == {("mv", 0), ("gone", 0)}
+        # a reassignment takes broker 3 out of "mv": it stops being a replica (its fetcher lets go)
+        cluster.change("mv", 0, replicas=(1, 2), isr=(1, 2))
+        assert brokers[3].broker.replica_manager.get_partition("mv", 0) is None
+        assert set(fm3.fetchers[1].partitions) == {("gone", 0)}
+        # the topic is deleted: every broker drops it, and broker 3's idle fetcher goes
+        image = cluster.topics.pop("gone")
+        for b in brokers.values():
+            b.broker.replica_manager.apply_delta([], cluster.endpoints(), deleted=[image])
+        assert all(b.broker.replica_manager.get_partition("gone", 0) is None for b in brokers.values())
+        assert fm3.fetchers == {}
+        assert cluster.partition(1, "mv").remote_replicas.keys() == {2}
+    finally:
+        for b in brokers.values():
+            await b.stop()
