@@ -210,6 +210,15 @@ class Partition(IsrUpkeep):
         epoch, end = self.log.end_offset_for_epoch(leader_epoch)
         return ErrorCode.NONE, epoch, end
 
+    def low_watermark_if_leader(self) -> int:
+        """The smallest log start offset over this leader and its followers on usable brokers
+        (Kafka: Partition.lowWatermarkIfLeader; a follower that has not fetched yet counts as -1)."""
+        low = self.log.log_start_offset
+        for b, r in self.remote_replicas.items():
+            if self.broker_usable(b) and r.state.log_start_offset < low:
+                low = r.state.log_start_offset
+        return low
+
     def delete_records_on_leader(self, offset: int) -> int:
         """Move the log start offset up to `offset`; returns the new low watermark (Kafka:
         Partition.deleteRecordsOnLeader). A compact-only topic refuses (POLICY_VIOLATION)."""

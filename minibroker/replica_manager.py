@@ -283,17 +283,9 @@ class ReplicaManager:
         return part
 
     def leader_of(self, topic: str | None, partition: int) -> tuple[int, int] | None:
-        """(leader id, leader epoch) as this broker knows it, for KIP-951's CurrentLeader."""
+        """(leader id, leader epoch) as this broker knows it (KIP-951's CurrentLeader)."""
         part = self._partitions.get((topic, partition)) if topic is not None else None
         return (part.leader_id, part.leader_epoch) if part is not None else None
-
-    def maybe_shrink_isr(self) -> None:
-        """Every led partition drops its followers that fell behind (Kafka: the isr-expiration
-        task, every replica.lag.time.max.ms / 2)."""
-        now = self._now_ms()
-        for part in list(self._partitions.values()):
-            if part.from_metadata and part.is_leader:
-                part.maybe_shrink_isr(now)
 
     def local_broker_epoch(self) -> int:
         """This broker's epoch in the metadata (its registration), sent in replica fetches."""
@@ -312,9 +304,14 @@ class ReplicaManager:
             part.stop()
 
     async def run_isr_expiration(self) -> None:
+        """Every replica.lag.time.max.ms / 2, each led partition drops the followers that fell
+        behind (Kafka: the isr-expiration task -> Partition.maybeShrinkIsr)."""
         while True:
             await asyncio.sleep(self.replica_lag_time_max_ms / 2000)
-            self.maybe_shrink_isr()
+            now = self._now_ms()
+            for part in list(self._partitions.values()):
+                if part.from_metadata and part.is_leader:
+                    part.maybe_shrink_isr(now)
 
     def get_partition(self, topic: str | None, partition: int) -> Partition | None:
         """The partition if this broker holds it (Kafka: ReplicaManager.onlinePartition)."""
@@ -454,6 +451,25 @@ class ReplicaManager:
         self.fetch_waiters.notify((topic, partition))
         return low
 
+    async def delete_records_and_wait(self, topic: str, partition: int, offset: int, timeout_ms: int) -> int:
+        """DeleteRecords: the leader's log start moves at once; with followers the answer waits until
+        theirs reached it too, or REQUEST_TIMED_OUT (Kafka: DelayedDeleteRecords)."""
+        low = self.delete_records(topic, partition, offset)
+        part = self.get_partition_or_error(topic, partition)
+        if not part.remote_replicas:
+            return low
+        deadline = time.monotonic() + max(0, timeout_ms) / 1000
+        while True:
+            if self._partitions.get((topic, partition)) is not part or not part.is_leader:
+                raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            low_watermark = part.low_watermark_if_leader()
+            if low_watermark >= low:
+                return low_watermark
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise KafkaError(ErrorCode.REQUEST_TIMED_OUT)
+            await self.produce_waiters.wait([(topic, partition)], remaining)
+
     def wake(self, topic: str, partition: int) -> None:
         """Wake fetches parked on a partition whose state changed without an append (a deleted
         topic, a log truncated by DeleteRecords, a transaction marker moving the LSO)."""
@@ -490,6 +506,7 @@ class ReplicaManager:
                         # consumers read from leaders only (docs/differences.md#repl-fetch-from-follower)
                         from_follower=replica is not None, require_leader=True)
                     if replica is not None and result.diverging_epoch is None:
+                        self.produce_waiters.notify((part.topic, part.partition))  # DelayedDeleteRecords
                         if not part.update_follower_fetch_state(replica.replica_id, fp.fetch_offset,
                                                                 fp.log_start_offset, self._now_ms(),
                                                                 result.log_end_offset, replica.broker_epoch) \

@@ -188,9 +188,19 @@ async def test_delete_records_on_the_leader_moves_the_followers_log_start(cluste
     with pytest.raises(KafkaError) as e:
         cluster.brokers[2].broker.replica_manager.delete_records("del", 0, 3)
     assert e.value.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    assert cluster.brokers[1].broker.replica_manager.delete_records("del", 0, 3) == 3
-    p1.append_records_to_leader(_batch(1))  # the next fetch answer carries the new log start
-    await wait_until(lambda: p2.log_start_offset == 3, "the follower's log start follows the leader's")
+    rm1 = cluster.brokers[1].broker.replica_manager
+    # DelayedDeleteRecords: answered once the follower's log start (from its fetches) reached 3
+    assert await rm1.delete_records_and_wait("del", 0, 3, 30_000) == 3
+    assert p2.log_start_offset == 3 and p1.remote_replicas[2].state.log_start_offset == 3
+    # a follower that does not fetch: the leader moves, the answer times out
+    fm2 = cluster.brokers[2].broker.replica_manager.fetcher_manager
+    assert fm2 is not None
+    await fm2.pause()
+    with pytest.raises(KafkaError) as e:
+        await rm1.delete_records_and_wait("del", 0, 4, 300)
+    assert e.value.code == ErrorCode.REQUEST_TIMED_OUT and p1.log_start_offset == 4
+    fm2.resume()
+    await wait_until(lambda: p2.log_start_offset == 4, "the follower's log start follows the leader's")
 
 
 async def test_apply_delta_stops_replicas_moved_away_and_deleted(tmp_path):
