@@ -125,9 +125,9 @@ class Coordinators:
 
     def _build_group(self) -> GroupCoordinator:
         if self._group is None:
-            from minibroker.coordinator.group import group_coordinator as gc  # lazy: issue 22
-            from minibroker.coordinator.group import records  # lazy: issue 22
+            from minibroker.coordinator.group import group_coordinator, records  # lazy: issue 22
 
+            gc = group_coordinator
             cfg = self._cfg
             offsets = self.runtime.store(OFFSETS_TOPIC, cfg.get("offsets.topic.num.partitions"),
                                          records.topic_configs(cfg.get("offsets.topic.segment.bytes")))
@@ -143,8 +143,9 @@ class Coordinators:
     def _build_txn(self) -> TransactionCoordinator:
         if self._txn is None:
             from minibroker import features  # lazy: read when the coordinator is built
-            from minibroker.coordinator.txn import transaction_coordinator as tc  # lazy: issue 22
-            from minibroker.coordinator.txn import transaction_log  # lazy: issue 22
+            from minibroker.coordinator.txn import transaction_coordinator, transaction_log  # lazy: issue 22
+
+            tc = transaction_coordinator
 
             group = self._build_group()  # told when a marker lands in __consumer_offsets
             config = tc.TransactionConfig.from_broker_config(self._cfg, features.transaction_version())

@@ -32,6 +32,13 @@ class PartitionImage:
     leader_epoch: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    # bumped by every change of the registration (an ISR change too); AlterPartition carries it
+    partition_epoch: int = 0
+    leader_recovery_state: int = 0  # 0 RECOVERED, 1 RECOVERING (after an unclean election)
+    elr: tuple[int, ...] = ()  # Eligible Leader Replicas (KIP-966)
+    last_known_elr: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()  # a reassignment in progress (KIP-455)
+    removing_replicas: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,10 @@ finish what it has read), the background tasks, the coordinators, and the logs (
 checkpoints and the clean-shutdown marker, so the next start scans nothing).
 
 The components are attributes of the server (Kafka's BrokerServer fields), so tools and tests that
-look inside a broker hold the server. A single-node cluster: this broker is the controller, the
-leader of every partition and the whole ISR.
+look inside a broker hold the server. Alone, this broker is the controller, the leader of every
+partition and the whole ISR; `ReplicaManager.apply_delta` makes it leader or follower of partitions
+the metadata places on several brokers (followers fetch with the ReplicaFetcherManager, built when
+the first partition is followed).
 
 One Produce, socket to disk: minibroker/network/processor.py (frame) -> kafka_apis.py `handle` ->
 handlers/produce.py -> replica_manager.py -> storage/log.py `append_as_leader`
@@ -67,6 +69,7 @@ if TYPE_CHECKING:
     from minibroker.coordinator.share.share_group import ShareGroupCoordinator
     from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator
     from minibroker.faults import FaultRegistry
+    from minibroker.replica_fetcher_manager import ReplicaFetcherManager
     from minibroker.tools.trace import TraceListeners
     from storage.log import Log
 
@@ -124,6 +127,7 @@ class BrokerServer:
         await self.coordinators.start()
         self._background.append(asyncio.create_task(self.coordinators.load_rest(), name="coordinators-load"))
         self._background.append(asyncio.create_task(self.scheduler.run(), name="broker-periodic"))
+        self._background.append(asyncio.create_task(self.replica_manager.run_isr_expiration(), name="isr-expiration"))
         if self.cleaner is not None:
             self._background.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
         self.socket_server.enable_request_processing(self.apis.handle, self.memory_pool, self.connection_quotas,
@@ -163,7 +167,11 @@ class BrokerServer:
             dir_lock=dir_lock)
         self.topics = TopicRegistry(self.log_manager, cfg)
         self.metrics = BrokerMetrics()  # counters the hot paths bump; /metrics (minibroker.console) reads them
-        self.replica_manager = ReplicaManager(self.metrics, self.node_id)
+        self.replica_manager = ReplicaManager(self.metrics, self.node_id, now_ms=clock)
+        # replication: logs for partitions the metadata places here, the ISR check's period
+        self.replica_manager.log_manager = self.log_manager
+        self.replica_manager.replica_lag_time_max_ms = cfg.get("replica.lag.time.max.ms")
+        self.replica_manager.fetcher_manager_factory = self._replica_fetcher_manager
         self.metadata_cache = MetadataCache(self.node_id)
         self.topics.add_publisher(self.metadata_cache)  # the registry publishes every topic change
         self.topics.add_publisher(self.replica_manager)
@@ -261,11 +269,18 @@ class BrokerServer:
         if hasattr(self, "scheduler"):  # built (a start that failed binding built nothing)
             if self.cleaner is not None:
                 await self.cleaner.stop()  # a cleaning still writing on its thread finishes first
+            await self.replica_manager.shutdown()
             await self.coordinators.stop()
             self.log_manager.shutdown()
         log.info("minibroker stopped")
 
     # -- wiring ----------------------------------------------------------------------------
+    def _replica_fetcher_manager(self) -> ReplicaFetcherManager:
+        from minibroker.replica_fetcher_manager import ReplicaFetcherManager  # lazy: followers only
+
+        rm = self.replica_manager
+        return ReplicaFetcherManager(self.node_id, broker_epoch=rm.local_broker_epoch, on_append=rm.on_follower_append)
+
     def _cleaning(self) -> set[tuple[str, int]]:
         return self.cleaner.in_progress if self.cleaner is not None else set()
 

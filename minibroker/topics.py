@@ -237,12 +237,12 @@ class TopicRegistry:
     def log_config(self, effective: dict[str, ConfigValue]) -> LogConfig:
         return to_log_config(effective)
 
-    def _prepare(self, name: str, overrides: dict[str, ConfigValue] | None
+    def _prepare(self, name: str, overrides: dict[str, ConfigValue] | None, topic_id: uuid.UUID | None = None
                  ) -> tuple[uuid.UUID, dict[str, ConfigValue], dict[str, ConfigValue], LogConfig]:
         overrides = dict(overrides or {})
         effective = effective_topic_config(self.config, overrides)
         self.log_manager.set_topic_overrides(name, overrides, new_topic=True)
-        return uuid.uuid4(), overrides, effective, self.log_config(effective)
+        return topic_id or uuid.uuid4(), overrides, effective, self.log_config(effective)
 
     def _make_logs(self, name: str, topic_id: uuid.UUID, partitions: range, log_config: LogConfig) -> dict[int, Log]:
         return {p: self.log_manager.create_log(name, p, topic_id, log_config) for p in partitions}
@@ -254,9 +254,11 @@ class TopicRegistry:
         log.info("Created topic %s with %d partition(s), id %s", name, len(parts), topic_id)
         return topic
 
-    def create(self, name: str, num_partitions: int, overrides: dict[str, ConfigValue] | None = None) -> Topic:
-        """Create a topic now, on the calling thread (each partition costs a few fsyncs)."""
-        topic_id, overrides, effective, log_config = self._prepare(name, overrides)
+    def create(self, name: str, num_partitions: int, overrides: dict[str, ConfigValue] | None = None, *,
+               topic_id: uuid.UUID | None = None) -> Topic:
+        """Create a topic now, on the calling thread (each partition costs a few fsyncs).
+        `topic_id`: the id the metadata gave it (the same on every broker of a cluster)."""
+        topic_id, overrides, effective, log_config = self._prepare(name, overrides, topic_id)
         parts = self._make_logs(name, topic_id, range(num_partitions), log_config)
         return self._finish(name, topic_id, parts, overrides, effective)
 

@@ -9,8 +9,18 @@ the leader epoch, for `LogAppendTime` the broker's time), in the request's own b
 are writable. One write appends the whole run to the active segment, after a roll if the
 segment is full by bytes, age or index. No record is decoded.
 
-Offsets. LEO = next offset to assign. HW = what consumers may read: with a single replica
-every append is committed at once, so HW follows LEO. The last stable offset (LSO), the read
+Offsets. LEO = next offset to assign. HW = what consumers may read. Who moves the HW is the
+replication layer's business (Kafka: Partition.maybeIncrementLeaderHW, the follower's fetch
+response): `high_watermark_follows_leo` is set while the ISR is this replica alone (and for a log
+no partition owns yet), so every append is committed at once and HW follows LEO; otherwise the
+HW moves only by `update_high_watermark` / `maybe_increment_high_watermark`, and the
+`replication-offset-checkpoint` keeps it across restarts (LogManager).
+
+Follower appends (`append_as_follower`, Kafka: UnifiedLog.appendAsFollower) take the leader's
+batches as they are: offsets and partition leader epochs kept, each header's CRC checked and the
+offsets checked to increase from the LEO, by walking batch headers only. `truncate_to` and
+`truncate_fully_and_start_at` cut the log for the divergence protocol (KIP-101/279): segments,
+indexes, the leader epoch cache and the producer state go back with it. The last stable offset (LSO), the read
 limit of read_committed, is the first offset of the oldest transaction still open in the
 partition, or the HW when none is. The log start offset moves forward by DeleteRecords and
 retention. The recovery point is the offset below which everything is known to be on disk; it
@@ -58,6 +68,7 @@ from typing import NamedTuple
 
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records.batch import (
+    LOG_OVERHEAD,
     MAGIC_OFFSET,
     BatchView,
     InvalidBatch,
@@ -74,7 +85,7 @@ from storage.checkpoint import (
 from storage.config import LogConfig
 from storage.file_region import FileRegion
 from storage.leader_epoch import LeaderEpochFileCache
-from storage.loader import load_log
+from storage.loader import load_log, rebuild_producer_state
 from storage.log_files import (
     DELETED_FILE_SUFFIX,
     SEGMENT_FILE_SUFFIXES,
@@ -168,7 +179,10 @@ class Log:
         self.leader_epoch_cache = epoch_cache
         self.log_start_offset = log_start_offset
         self.log_end_offset = next_offset
-        self.high_watermark = next_offset  # single replica: everything in the log is committed
+        self.high_watermark = next_offset  # until a Partition says otherwise (or a checkpoint, `open`)
+        # True while this replica is the whole ISR (or no partition owns the log): HW = LEO after
+        # every append. The Partition clears it when followers share the ISR (module docstring).
+        self.high_watermark_follows_leo = True
         self.recovery_point = recovery_point
         self.record_timestamps: RecordTimestamps | None = decode_record_timestamps
         self._now_ms = now_ms
@@ -189,8 +203,10 @@ class Log:
     def open(cls, dir: Path, config: LogConfig, *, recovery_point: int = 0, log_start_offset: int = 0,
              clean_shutdown: bool = False, now_ms: Callable[[], int] = _wall_clock_ms,
              topic_id: uuid.UUID | None = None,
-             producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> Log:
-        """Open or create the partition directory `dir`, recovering it if needed (LogLoader)."""
+             producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+             high_watermark: int | None = None) -> Log:
+        """Open or create the partition directory `dir`, recovering it if needed (LogLoader).
+        `high_watermark`: from `replication-offset-checkpoint`, clamped to the log (None: the LEO)."""
         dir.mkdir(parents=True, exist_ok=True)
         meta = PartitionMetadataFile(dir / PARTITION_METADATA_FILE)
         stored = None
@@ -212,10 +228,13 @@ class Log:
                           producer_state=producer_state)
         # Kafka's CheckpointFile creates the file empty; entries are written when an epoch is assigned
         epoch_cache.checkpoint.path.touch(exist_ok=True)
-        return cls(dir, config, loaded.segments, log_start_offset=loaded.log_start_offset,
-                   recovery_point=loaded.recovery_point, next_offset=loaded.next_offset,
-                   topic_id=stored or topic_id or ZERO_UUID, epoch_cache=epoch_cache, now_ms=now_ms,
-                   producer_state=producer_state)
+        lg = cls(dir, config, loaded.segments, log_start_offset=loaded.log_start_offset,
+                 recovery_point=loaded.recovery_point, next_offset=loaded.next_offset,
+                 topic_id=stored or topic_id or ZERO_UUID, epoch_cache=epoch_cache, now_ms=now_ms,
+                 producer_state=producer_state)
+        if high_watermark is not None:
+            lg.update_high_watermark(high_watermark)  # Kafka: UnifiedLog's initial HW from the checkpoint
+        return lg
 
     # -- offsets -------------------------------------------------------------------------------
     @property
@@ -232,8 +251,25 @@ class Log:
         return self.producer_state.first_unstable_offset()
 
     def _update_high_watermark_with_log_end_offset(self) -> None:
-        # single replica: the ISR is this broker, so the HW is the LEO (Kafka: Partition.maybeIncrementLeaderHW)
-        self.high_watermark = self.log_end_offset
+        # the ISR is this replica alone: the HW is the LEO (Kafka: Partition.maybeIncrementLeaderHW)
+        if self.high_watermark_follows_leo:
+            self.high_watermark = self.log_end_offset
+
+    def update_high_watermark(self, hw: int) -> int:
+        """Set the HW, clamped to [log start, LEO]; returns it (Kafka: UnifiedLog.updateHighWatermark).
+        A follower takes min(leader's HW, own LEO) this way."""
+        self.high_watermark = min(max(hw, self.log_start_offset), self.log_end_offset)
+        return self.high_watermark
+
+    def maybe_increment_high_watermark(self, hw: int) -> bool:
+        """Move the HW up to `hw` (never down, never past the LEO); True if it moved (Kafka:
+        UnifiedLog.maybeIncrementHighWatermark, called by the leader's Partition)."""
+        if hw > self.log_end_offset:
+            raise ValueError(f"High watermark {hw} update exceeds current log end offset {self.log_end_offset}")
+        if hw > self.high_watermark:
+            self.high_watermark = hw
+            return True
+        return False
 
     @property
     def active_segment(self) -> LogSegment:
@@ -307,6 +343,13 @@ class Log:
         segment.append(plan.data, plan.infos)
         self.log_end_offset = offset
         self._update_high_watermark_with_log_end_offset()
+        self._update_producer_state(segment, producers, completed, offset)
+        return self._append_info(plan)
+
+    def _update_producer_state(self, segment: LogSegment, producers: dict[int, ProducerAppendInfo],
+                               completed: list[CompletedTxn], end_offset: int) -> None:
+        """After a write: the producers' entries, the completed transactions (aborted ones into
+        the `.txnindex` of the segment holding the marker), the state's end offset."""
         psm = self.producer_state
         for info in producers.values():
             psm.update(info)
@@ -314,8 +357,125 @@ class Log:
             segment.update_txn_index(txn.producer_id, txn.first_offset, txn.last_offset, txn.is_aborted,
                                      psm.last_stable_offset(txn))
             psm.complete_txn(txn)
-        psm.update_map_end_offset(offset)
-        return self._append_info(plan)
+        psm.update_map_end_offset(end_offset)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo | None:
+        """Append the leader's batches as they are (Kafka: UnifiedLog.appendAsFollower): offsets
+        and partition leader epochs kept. Only batch headers are read: each batch must be whole
+        and its CRC right (CORRUPT_MESSAGE), the first must start at or after the LEO and each
+        after the one before (Kafka: UnexpectedAppendOffsetException, OffsetsOutOfOrderException);
+        a partial batch at the end (a fetch cut by max bytes) is left for the next fetch. The
+        leader epoch cache takes each batch's epoch (KIP-101), the producer state its producer.
+        Returns None when there was no whole batch."""
+        self._check_open()
+        buf = records if isinstance(records, memoryview) else memoryview(records)
+        end = len(buf)
+        views: list[BatchView] = []
+        starts: list[int] = []
+        infos: list[BatchInfo] = []
+        pos = 0
+        expected = self.log_end_offset
+        max_ts, offset_of_max, num_records = -1, -1, 0
+        while end - pos >= LOG_OVERHEAD + 5:
+            length = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
+            if length < 0 or pos + LOG_OVERHEAD + length > end:
+                break
+            view = BatchView(buf, pos)
+            if view.magic < 2:
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
+                                 f"{self.topic}-{self.partition}: replicating message format v{view.magic} is not "
+                                 "supported (docs/differences.md)")
+            view.validate(producer_batch=False)  # cleaned batches have gaps; CRC and sizes still hold
+            if view.base_offset < expected:
+                what = "first offset" if not views else "offsets out of order:"
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE,
+                                 f"{self.topic}-{self.partition}: {what} {view.base_offset} is below the expected "
+                                 f"offset {expected} when appending as follower")
+            views.append(view)
+            starts.append(pos)
+            infos.append(BatchInfo(view.last_offset, view.max_timestamp, view.size))
+            if view.max_timestamp > max_ts:
+                max_ts, offset_of_max = view.max_timestamp, view.last_offset
+            num_records += view.records_count
+            expected = view.last_offset + 1
+            pos += view.size
+        if not views:
+            return None
+        data = buf[:pos]
+        first = views[0].base_offset
+        segment = self._maybe_roll(RollParams(self.config.segment_ms, self.config.segment_bytes, max_ts,
+                                              expected - 1, pos, len(infos), self._now_ms()), first)
+        producers, completed, _ = self._analyze_and_validate_producer_state(
+            views, starts, infos, data, AppendOrigin.REPLICATION)
+        for view in views:  # Kafka: appendAsFollower -> maybeAssignEpochStartOffset per batch
+            self.maybe_assign_epoch_start_offset(view.partition_leader_epoch, view.base_offset)
+        segment.append(data, infos)
+        self.log_end_offset = expected
+        self._update_high_watermark_with_log_end_offset()
+        self._update_producer_state(segment, producers, completed, expected)
+        return LogAppendInfo(first_offset=first, last_offset=expected - 1, max_timestamp=max_ts,
+                             log_append_time=-1, log_start_offset=self.log_start_offset,
+                             num_records=num_records, valid_bytes=pos, offset_of_max_timestamp=offset_of_max)
+
+    # -- truncation (the divergence protocol, KIP-101/279) -----------------------------------------
+    def truncate_to(self, target_offset: int) -> bool:
+        """Remove everything at and after `target_offset` (Kafka: UnifiedLog.truncateTo): later
+        segments go, the one holding it is cut (indexes and `.txnindex` with it), the leader epoch
+        cache drops the epochs starting there, the producer state is rebuilt to it, the HW and
+        the recovery point come down with the LEO. False if the log already ends there."""
+        self._check_open()
+        if target_offset < 0:
+            raise ValueError(f"Cannot truncate partition {self.topic}-{self.partition} to a negative offset "
+                             f"({target_offset}).")
+        if target_offset >= self.log_end_offset:
+            return False
+        first = self.segments.first
+        if first is None or target_offset <= first.base_offset:
+            self.truncate_fully_and_start_at(target_offset)
+            return True
+        logger.info("Truncating %s-%d to offset %d (log end offset %d)", self.topic, self.partition,
+                    target_offset, self.log_end_offset)
+        with self._flush_lock:  # not while a flush fsyncs the segments going away
+            self.remove_and_delete_segments([s for s in self.segments.values() if s.base_offset > target_offset])
+            active = self.segments.active
+            active.truncate_to(target_offset)
+            # the segment cuts whole batches: a target inside a batch ends the log at that batch's
+            # start, so that the next fetch (from the LEO) gets the batch whole
+            end = active.read_next_offset()
+            self.log_end_offset = end
+            self.recovery_point = min(self.recovery_point, end)
+            self._roll_flush_offset = min(self._roll_flush_offset, end)
+        self.leader_epoch_cache.truncate_from_end(end)
+        self.log_start_offset = min(self.log_start_offset, end)
+        self._rebuild_producer_state(end)
+        self.high_watermark = min(self.high_watermark, end)
+        return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and start empty at `new_offset` (Kafka:
+        UnifiedLog.truncateFullyAndStartAt): a follower whose fetch offset is below the leader's
+        log start, or whose whole log diverged. The epoch cache and the producer state are
+        cleared; log start, LEO, HW and recovery point are all `new_offset`."""
+        self._check_open()
+        if new_offset < 0:
+            raise ValueError(f"Cannot truncate partition {self.topic}-{self.partition} to a negative offset "
+                             f"({new_offset}).")
+        logger.info("Truncating %s-%d fully and starting at offset %d", self.topic, self.partition, new_offset)
+        with self._flush_lock:
+            self.remove_and_delete_segments(self.segments.values())  # renamed .deleted before the new file
+            self.segments.add(LogSegment.open(self.dir, new_offset, self.config, self._now_ms))
+            self.log_end_offset = self.recovery_point = new_offset
+            self._roll_flush_offset = 0
+        self.leader_epoch_cache.clear()
+        self.producer_state.truncate_fully_and_start_at(new_offset)
+        self.log_start_offset = new_offset
+        self.high_watermark = new_offset
+
+    def _rebuild_producer_state(self, end_offset: int) -> None:
+        # the newest snapshot at or below the new end, then the log replayed to it (Kafka:
+        # UnifiedLog.rebuildProducerState via loadProducerState)
+        rebuild_producer_state(self.producer_state, self.segments, self.log_start_offset, end_offset,
+                               self._now_ms(), clean_shutdown=False, recovered=set())
 
     def _append_info(self, plan: AppendPlan) -> LogAppendInfo:
         return LogAppendInfo(first_offset=plan.first_offset, last_offset=plan.next_offset - 1,

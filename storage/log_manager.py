@@ -115,6 +115,7 @@ class LogManager:
         # the log cleaner's progress: the first dirty offset of each compacted log (storage.cleaner)
         self.cleaner_checkpoints: dict[tuple[str, int], int] = {}
         self._dir_lock = dir_lock
+        self._checkpointed_high_watermarks: dict[tuple[str, int], int] = {}
 
     def lock_log_dir(self) -> None:
         """Create the data directory if missing and take its `.lock` (Kafka: the LogManager
@@ -137,6 +138,11 @@ class LogManager:
                                            "resetting to the base offset of the first segment")
         self._topic_overrides = self._read_topic_overrides()
         self.cleaner_checkpoints = self._read_checkpoint(self._cleaner_offsets, "cleaning logs from their start")
+        # the high watermarks a replicated partition starts from (Kafka: Partition.createLog reads
+        # highWatermarkCheckpoints); a log opens with HW = LEO, and a partition whose ISR is this
+        # broker alone keeps it there
+        self._checkpointed_high_watermarks = self._read_checkpoint(self._high_watermarks,
+                                                                   "starting from the log end offsets")
         dirs = sorted(p for p in self.data_dir.iterdir() if p.is_dir())
         logger.info("%s %d logs from %s", "Loading" if self.had_clean_shutdown else "Recovering",
                     len(dirs), self.data_dir)
@@ -260,6 +266,11 @@ class LogManager:
     # -- logs ----------------------------------------------------------------------------------
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
+
+    def checkpointed_high_watermark(self, topic: str, partition: int) -> int | None:
+        """The HW `replication-offset-checkpoint` held for the partition at startup (Kafka:
+        Partition.createLog's `highWatermarkCheckpoints.fetch`), None if it held none."""
+        return self._checkpointed_high_watermarks.get((topic, partition))
 
     def logs(self) -> dict[tuple[str, int], Log]:
         return dict(self._logs)

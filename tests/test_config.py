@@ -116,7 +116,7 @@ def test_keys_without_effect_say_so_in_their_doc():
         "broker": "socket.send.buffer.bytes socket.receive.buffer.bytes num.network.threads num.io.threads num.recovery.threads.per.data.dir "
                   "log.flush.start.offset.checkpoint.interval.ms log.preallocate log.cleaner.threads "
                   "compression.gzip.level compression.lz4.level compression.zstd.level fetch.max.bytes "
-                  "offsets.commit.timeout.ms replica.lag.time.max.ms unclean.leader.election.enable "
+                  "offsets.commit.timeout.ms unclean.leader.election.enable "
                   "log.local.retention.ms log.local.retention.bytes ssl.protocol ssl.endpoint.identification.algorithm "
                   "group.consumer.assignment.interval.ms",
         "topic": "compression.gzip.level compression.lz4.level compression.zstd.level preallocate "
@@ -135,7 +135,7 @@ def test_keys_without_effect_say_so_in_their_doc():
     for name in ("socket.listen.backlog.size", "connections.max.idle.ms", "queued.max.requests",
                  "queued.max.request.bytes", "max.connections", "max.connections.per.ip",
                  "max.connections.per.ip.overrides", "max.connection.creation.rate", "quota.window.num",
-                 "quota.window.size.seconds", "socket.request.read.timeout.ms"):
+                 "quota.window.size.seconds", "socket.request.read.timeout.ms", "replica.lag.time.max.ms"):
         assert "no effect" not in BROKER_CONFIGS[name].doc.lower()
     assert (BROKER_CONFIGS["socket.listen.backlog.size"].default, BROKER_CONFIGS["connections.max.idle.ms"].default) \
         == (50, 600000)

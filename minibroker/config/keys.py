@@ -402,7 +402,8 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("unclean.leader.election.enable", "boolean", False,
             "Broker default of unclean.leader.election.enable." + _NOT_HERE, dynamic=True),
     _broker("replica.lag.time.max.ms", "long", 30000,
-            "How long a follower may lag before leaving the ISR." + _NOT_HERE),
+            "How long a follower may go without catching up to the leader's log end offset before the "
+            "leader proposes to drop it from the ISR (checked every half of it)."),
     # --- fetch
     _broker("fetch.max.bytes", "int", 55 * 1024 * 1024, "Upper bound on the bytes one Fetch response returns."
             + _no_effect("a Fetch is bounded by its own max_bytes and partition_max_bytes"),

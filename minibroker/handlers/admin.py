@@ -68,7 +68,8 @@ async def handle_delete_records(ctx: RequestContext, req: delete_records.DeleteR
             try:
                 if t.name in undeletable:
                     raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                result.low_watermark = services.replica_manager.delete_records(t.name, p.partition_index, p.offset)
+                result.low_watermark = await services.replica_manager.delete_records_and_wait(
+                    t.name, p.partition_index, p.offset, req.timeout_ms)
             except KafkaError as e:
                 result.error_code = e.code
         topics.append(DR.DeleteRecordsTopicResult(name=t.name, partitions=parts))

@@ -15,6 +15,13 @@ Behavior:
 - A fetcher that says which high watermark it knows (v18, KIP-1166) and knows an older one than
   the leader's is answered at once instead of long-polling, so it learns the new high watermark
   without waiting for new data. Consumers never send it (absent means "not supported").
+- Replica fetches (a follower: ReplicaState.replica_id >= 0 from v15, replica_id before) need
+  CLUSTER_ACTION on the cluster when an authorizer is on (else TOPIC_AUTHORIZATION_FAILED per
+  partition, as Kafka), read up to the log end offset and move the follower's state and the HW
+  (minibroker.replica_manager). current_leader_epoch is checked (FENCED_LEADER_EPOCH /
+  UNKNOWN_LEADER_EPOCH), last_fetched_epoch gets a DivergingEpoch when the fetcher's log went
+  another way (KIP-320); a partition this broker does not lead answers NOT_LEADER_OR_FOLLOWER with
+  the leader it knows and, from v16, that leader's endpoint (KIP-951).
 
 Version notes: v4 adds isolation level and the last stable offset; v5 log start offset; v7
 sessions; v11 rack id / preferred replica; v12 flexible; v13 topic ids replace names; v15 replica
@@ -37,7 +44,7 @@ from minibroker.handlers.registry import RequestContext, handles
 from minibroker.partition import LogReadResult
 from minibroker.quotas.manager import quota_user
 from minibroker.quotas.store import CONSUMER_BYTE_RATE
-from minibroker.replica_manager import HW_NOT_SUPPORTED, FetchPartition
+from minibroker.replica_manager import HW_NOT_SUPPORTED, FetchPartition, FetchReplica
 from minibroker.services import BrokerServices
 from protocol.apis import fetch
 from protocol.errors import ErrorCode, KafkaError
@@ -81,6 +88,8 @@ async def handle_fetch(ctx: RequestContext, req: fetch.FetchRequest) -> fetch.Fe
 
     # The high watermark each partition's fetcher knows (v18); -1 is "unknown", so behind any.
     known_hw: dict[PartitionKey, int] = {}
+    # (current leader epoch, last fetched epoch, log start offset) where the fetcher sent any (v9+ / v12+)
+    epochs: dict[PartitionKey, tuple[int, int, int]] = {}
 
     def requested() -> list[_Part]:
         parts = []
@@ -90,6 +99,10 @@ async def handle_fetch(ctx: RequestContext, req: fetch.FetchRequest) -> fetch.Fe
                 parts.append(_Part((name, tid, p.partition), p.fetch_offset, p.partition_max_bytes))
                 if v >= 18 and p.high_watermark != HW_NOT_SUPPORTED:
                     known_hw[(name, tid, p.partition)] = p.high_watermark
+                if v >= 9 and (p.current_leader_epoch >= 0 or (v >= 12 and p.last_fetched_epoch >= 0)
+                               or (v >= 5 and p.log_start_offset >= 0)):
+                    epochs[(name, tid, p.partition)] = (p.current_leader_epoch,
+                                                        p.last_fetched_epoch if v >= 12 else -1, p.log_start_offset)
         return parts
 
     if v >= 7 and req.session_epoch != FINAL_EPOCH:
@@ -128,20 +141,30 @@ async def handle_fetch(ctx: RequestContext, req: fetch.FetchRequest) -> fetch.Fe
             cache.remove(req.session_id)
         parts = requested()
 
-    denied = authz.unreadable_topics(ctx, (p.key[0] for p in parts))  # READ per topic (Kafka: KafkaApis)
+    replica = _replica(req, v)
+    if replica is not None:  # a follower: CLUSTER_ACTION instead of READ per topic (Kafka: KafkaApis)
+        denied = ({p.key[0] for p in parts if p.key[0] is not None}
+                  if authz.cluster_denied(ctx, authz.Op.CLUSTER_ACTION) else set())
+    else:
+        denied = authz.unreadable_topics(ctx, (p.key[0] for p in parts))  # READ per topic (Kafka: KafkaApis)
     parts, refused = [p for p in parts if p.key[0] not in denied], [p for p in parts if p.key[0] in denied]
     isolation = req.isolation_level
     max_bytes = req.max_bytes if v >= 3 else 0x7FFFFFFF
-    if ctx.connection is not None:
+    if ctx.connection is not None and replica is None:  # followers are not consumers (replication quotas are not here)
         window = services.client_quotas.max_value_in_window(
             CONSUMER_BYTE_RATE, quota_user(ctx.connection.principal), ctx.client_id or "")
         if window is not None:  # KafkaApis caps a consumer's fetch at its quota's window
             max_bytes = min(max_bytes, int(window))
     # the reads, and the DelayedFetch wait, in the ReplicaManager (Kafka: fetchMessages)
     fetches = [_fetch_partition(services, part, v, known_hw) for part in parts]
+    if epochs:
+        for fp, part in zip(fetches, parts, strict=True):
+            fp.current_leader_epoch, fp.last_fetched_epoch, fp.log_start_offset = epochs.get(part.key, (-1, -1, -1))
     reads = await services.replica_manager.fetch_messages(
-        fetches, max_bytes=max_bytes, min_bytes=req.min_bytes, max_wait_ms=req.max_wait_ms, isolation_level=isolation)
+        fetches, max_bytes=max_bytes, min_bytes=req.min_bytes, max_wait_ms=req.max_wait_ms, isolation_level=isolation,
+        replica=replica)
     results = [(part, _partition_data(services, part, read, v)) for part, read in zip(parts, reads, strict=True)]
+    leaders: set[int] = set()
 
     by_topic: dict[tuple[str | None, uuid.UUID | None], list[fetch.FetchResponse.PartitionData]] = {}
     metrics = services.metrics
@@ -150,8 +173,13 @@ async def handle_fetch(ctx: RequestContext, req: fetch.FetchRequest) -> fetch.Fe
             continue
         name, tid, p = part.key
         records = data.records  # never None here: _partition_data sets EMPTY, a region or bytes
-        if records is not EMPTY and records is not None and name is not None:
-            metrics.fetched(name, len(records))  # Kafka: BytesOutPerSec, per topic
+        if records is not EMPTY and records is not None and name is not None and replica is None:
+            metrics.fetched(name, len(records))  # Kafka: BytesOutPerSec, per topic, without replication
+        if data.error_code in _LEADER_ERRORS and v >= 12:
+            leader = services.replica_manager.leader_of(name, p)
+            if leader is not None:  # KIP-951 (Kafka sends CurrentLeader from v12, endpoints from v16)
+                data.current_leader = R.LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1])
+                leaders.add(leader[0])
         by_topic.setdefault((name, tid), []).append(data)
         if part.sp is not None:
             part.sp.sent_hw, part.sp.sent_lso, part.sp.sent_log_start = (
@@ -162,12 +190,28 @@ async def handle_fetch(ctx: RequestContext, req: fetch.FetchRequest) -> fetch.Fe
             last_stable_offset=-1, log_start_offset=-1, records=EMPTY))
     responses = [R.FetchableTopicResponse(topic=name or "", topic_id=tid or ZERO_UUID, partitions=plist)
                  for (name, tid), plist in by_topic.items()]
-    return R(error_code=0, session_id=response_session_id, responses=responses)
+    resp = R(error_code=0, session_id=response_session_id, responses=responses)
+    if leaders and v >= 16:
+        brokers = services.replica_manager.brokers
+        resp.node_endpoints = [R.NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+                               for n in sorted(leaders) if (b := brokers.get(n)) is not None]
+    return resp
+
+
+_LEADER_ERRORS = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+
+
+def _replica(req: fetch.FetchRequest, v: int) -> FetchReplica | None:
+    """The follower a replica fetch comes from (ReplicaState from v15, replica_id before)."""
+    if v >= 15:
+        state = req.replica_state
+        return FetchReplica(state.replica_id, state.replica_epoch) if state.replica_id >= 0 else None
+    return FetchReplica(req.replica_id) if req.replica_id >= 0 else None
 
 
 def _changed(part: _Part, err: int, data: fetch.FetchResponse.PartitionData) -> bool:
     sp = part.sp
-    if err or sp is None or data.records is not EMPTY:
+    if err or sp is None or data.records is not EMPTY or data.diverging_epoch.end_offset >= 0:
         return True
     return (data.high_watermark, data.last_stable_offset, data.log_start_offset) != (
         sp.sent_hw, sp.sent_lso, sp.sent_log_start)
@@ -195,6 +239,8 @@ def _partition_data(services: BrokerServices, part: _Part, read: LogReadResult, 
     data = R.PartitionData(partition_index=p, error_code=read.error, high_watermark=read.high_watermark,
                            last_stable_offset=read.last_stable_offset, log_start_offset=read.log_start_offset,
                            records=EMPTY)
+    if read.diverging_epoch is not None:
+        data.diverging_epoch = R.EpochEndOffset(epoch=read.diverging_epoch[0], end_offset=read.diverging_epoch[1])
     if read.error:
         # Kafka: unknown offsets and null aborted transactions on a failed read (createLogReadResult);
         # a partition that is not here was never read: its aborted transactions stay the empty list

@@ -26,7 +26,7 @@ from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.partition import Partition
 from protocol.apis import list_offsets
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 R = list_offsets.RESPONSE
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
@@ -49,6 +49,8 @@ async def handle_list_offsets(ctx: RequestContext, req: list_offsets.ListOffsets
                 pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif lg is None:
                 pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif lg.from_metadata and (err := _leadership_error(lg, rp.current_leader_epoch if ctx.version >= 4 else -1)):
+                pr.error_code = err  # Kafka: fetchOffsetForTimestamp asks the leader, at its epoch
             elif ctx.version == 0:
                 _answer_v0(lg, rp, pr, from_consumer=req.replica_id == CONSUMER_REPLICA_ID)
             elif _SINCE_VERSION.get(rp.timestamp, 0) > ctx.version:
@@ -58,7 +60,9 @@ async def handle_list_offsets(ctx: RequestContext, req: list_offsets.ListOffsets
             else:
                 pr.leader_epoch = 0
                 ts = rp.timestamp
-                if ts == LATEST:
+                if ts == LATEST and req.replica_id >= 0:  # a follower (or a debugging tool): the LEO
+                    pr.offset = lg.log_end_offset
+                elif ts == LATEST:
                     pr.offset = lg.last_stable_offset if req.isolation_level == 1 else lg.high_watermark
                 elif ts in (EARLIEST, EARLIEST_LOCAL):
                     pr.offset = lg.log_start_offset
@@ -79,6 +83,14 @@ async def handle_list_offsets(ctx: RequestContext, req: list_offsets.ListOffsets
             parts.append(pr)
         topics.append(R.ListOffsetsTopicResponse(name=rt.name, partitions=parts))
     return R(topics=topics)
+
+
+def _leadership_error(part: Partition, current_leader_epoch: int) -> int:
+    try:
+        part.check_leader_epoch(current_leader_epoch, require_leader=True)
+    except KafkaError as e:
+        return e.code
+    return 0
 
 
 def _answer_v0(lg: Partition, rp: list_offsets.ListOffsetsRequest.ListOffsetsPartition,

@@ -17,9 +17,12 @@ Behavior:
 - A transactional batch's partition is verified (KIP-890) once the records are in the topic's
   format, before their headers are checked, as this handler always answered.
 - acks: 0 gets no response at all (and an error closes the connection, as Kafka does, so the client
-  notices); 1 and -1 are answered after the append. This is a single-replica broker: the ISR is
-  {this broker}, so acks=-1 is acks=1, except that min.insync.replicas > 1 cannot be met
-  (NOT_ENOUGH_REPLICAS).
+  notices); 1 is answered after the append; -1 once the high watermark passed the records or at
+  the request's timeout_ms (REQUEST_TIMED_OUT), as the ReplicaManager's DelayedProduce decides
+  (an ISR below min.insync.replicas: NOT_ENOUGH_REPLICAS before the append,
+  NOT_ENOUGH_REPLICAS_AFTER_APPEND after). With the leader alone in the ISR, acks=-1 is acks=1.
+- A partition this broker does not lead: NOT_LEADER_OR_FOLLOWER with CurrentLeader and the
+  leader's NodeEndpoint (v10+, KIP-951).
 - With flush.messages=1 (the fsync-per-append setting) the fsync happens, off the event loop,
   before the response is sent.
 - Appends wake long-polling fetches on the partition.
@@ -93,11 +96,16 @@ async def handle_produce(ctx: RequestContext, req: produce.ProduceRequest) -> pr
             entries.append(((name, pd.index), pd.records))
             waiting.append(pr)
         responses.append(_TopicResponse(name=td.name, topic_id=td.topic_id, partition_responses=parts))
+    leaders: set[int] = set()
     if entries:
         verifier = _TransactionVerifier(ctx, transactional_id) if ctx.version >= 3 else None
         results = await services.replica_manager.append_records(
-            entries, required_acks=acks, request_version=ctx.version, verifier=verifier)
+            entries, required_acks=acks, request_version=ctx.version, verifier=verifier, timeout_ms=req.timeout_ms)
         for pr, result in zip(waiting, results, strict=True):
+            if result.current_leader is not None and ctx.version >= 10:  # KIP-951
+                pr.current_leader = R.LeaderIdAndEpoch(leader_id=result.current_leader[0],
+                                                       leader_epoch=result.current_leader[1])
+                leaders.add(result.current_leader[0])
             if result.info is not None:
                 pr.base_offset = result.info.first_offset
                 pr.log_append_time_ms = result.info.log_append_time
@@ -117,7 +125,12 @@ async def handle_produce(ctx: RequestContext, req: produce.ProduceRequest) -> pr
         if failed and ctx.connection is not None:
             ctx.connection.close("error on an acks=0 produce")
         return None
-    return R(responses=responses)
+    resp = R(responses=responses)
+    if leaders:  # the endpoints of the leaders named in CurrentLeader (KIP-951, v10+)
+        brokers = services.replica_manager.brokers
+        resp.node_endpoints = [R.NodeEndpoint(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+                               for n in sorted(leaders) if (b := brokers.get(n)) is not None]
+    return resp
 
 
 class _TransactionVerifier:
