@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from minibroker.testing import BrokerThread
+from minibroker.testing import SCRAM_JAAS, BrokerThread
 from minibroker.tools.trace import Tracer
 from protocol.apis import (
     alter_configs,
@@ -52,6 +52,7 @@ def broker(tmp_path_factory: Any) -> Iterator[BrokerThread]:
     overrides = {**CONSOLE_OVERRIDES, "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
                  "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
                  "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+                 "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
                  "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                  "super.users": "User:admin;User:ANONYMOUS"}
     with module_broker(tmp_path_factory, overrides) as b:
