@@ -113,6 +113,11 @@ class Connection:
         self._close_when_sent: str | None = None
         self._handle = handle
         self.reader = RequestReader(max_frame_size, pool, self.peer, self._memory_freed)
+        self._max_frame_size = max_frame_size
+        if authenticator is not None:
+            # Kafka's SaslServerAuthenticator reads with a NetworkReceive capped at
+            # sasl.server.max.receive.size: a bigger size prefix closes the connection unread
+            self.reader.max_frame_size = min(max_frame_size, authenticator.max_receive_size)
         self.transport: Transport
         if tls is not None:
             # the security modules stay out of a PLAINTEXT start (tests/test_startup_imports.py)
@@ -239,10 +244,17 @@ class Connection:
             return
         if self.frame_started is None:
             self.frame_started = now
+        auth = self.authenticator
+        if auth is not None and auth.authenticated and self.reader.max_frame_size != self._max_frame_size:
+            self.reader.max_frame_size = self._max_frame_size
         try:
             frames = self.reader.feed(plain)
         except FrameError as e:
-            log.warning("closing connection from %s: %s", self.peer, e)
+            if auth is not None and not auth.authenticated:
+                log.warning("closing connection from %s on listener %s: %s before authentication "
+                            "(sasl.server.max.receive.size=%d)", self.peer, self.listener, e, auth.max_receive_size)
+            else:
+                log.warning("closing connection from %s: %s", self.peer, e)
             self.close("bad frame")
             return
         if frames:
