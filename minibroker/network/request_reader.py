@@ -76,7 +76,12 @@ class RequestReader:
         want = held + min(rest + _READ_AHEAD, RECV_SIZE)
         if self.charged < want:
             if not self._pool.try_allocate(want - self.charged, self):
-                self._wait_for_memory(want - self.charged)
+                if need is None and self._frames.buffered < 4:
+                    # Kafka's NetworkReceive reads the size prefix outside the pool: learn what the
+                    # next request needs, then wait by it, so a small request from a client is not
+                    # queued behind 100 MB frames that merely arrived first
+                    return 4 - self._frames.buffered
+                self._wait_for_memory(want - self.charged, rest)
                 return 0
             self.charged = want
         return min(self.charged - held, RECV_SIZE)
@@ -114,7 +119,7 @@ class RequestReader:
         """Bytes of the frame in progress (and read-ahead) in the frame reader, prefix included."""
         return self._frames.buffered + (4 if self._frames.pending_size() is not None else 0)
 
-    def _wait_for_memory(self, size: int) -> None:
+    def _wait_for_memory(self, size: int, rest: int) -> None:
         assert self._pool is not None
         self.waiting_memory = True
         self._memory_pauses += 1
@@ -123,18 +128,20 @@ class RequestReader:
             "pausing reads from %s: %d bytes of %s wait for memory (queued.max.request.bytes=%d, %d in use)",
             self._peer, size, f"a {need}-byte request" if need is not None else "read-ahead",
             self._pool.capacity, self._pool.in_use)
-        self._pool.wait(size, self._memory_freed, self)
+        self._pool.wait(rest, self._memory_freed, self)  # the request nearest completion first
 
     def _memory_freed(self) -> None:
         self.waiting_memory = False
         self._on_memory()
 
     def _trim_charge(self) -> None:
-        """Give back what is charged beyond the bytes held: the queued frames and what has
-        arrived of the next one."""
+        """Charge exactly the bytes held: the queued frames and what has arrived of the next one."""
         if self._pool is None:
             return
         keep = self.queued_bytes + self._frame_bytes()
-        if self.charged > keep:
+        if self.charged < keep:  # a size prefix read past a full pool (reserve): count it now
+            self._pool.force(keep - self.charged)
+            self.charged = keep
+        elif self.charged > keep:
             self._pool.release(self.charged - keep)
             self.charged = keep

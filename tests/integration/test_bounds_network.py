@@ -46,7 +46,10 @@ def test_six_bytes_claiming_the_pool_stall_nobody(broker_process: BrokerProcess)
     attackers = [_connect(b.bootstrap) for _ in range(10)]
     try:
         for s in attackers:
-            s.sendall(struct.pack(">i", 100 * 1024 * 1024) + b"\0\0")
+            s.sendall(struct.pack(">i", 100 * 1024 * 1024))
+        time.sleep(0.3)
+        for s in attackers:  # the next read of each is charged for what the prefix claims
+            s.sendall(b"\0\0")
         time.sleep(0.3)
         with MetadataProbe(b.bootstrap) as probe:
             time.sleep(3)
