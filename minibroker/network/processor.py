@@ -45,6 +45,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("minibroker.network.processor")
 
 _EAGER_BATCH = 16  # requests answered per loop callback before yielding to other connections
+# Response bytes (charged to the memory pool) a connection may have waiting for its client before
+# its next request is handled. Kafka mutes a channel until its response is sent; we keep
+# pipelining small answers, but a client that does not read holds at most this plus one answer
+# of the pool (issue 30: two such clients filled it with 165 MB and stalled everyone for 40 s).
+MAX_UNSENT_RESPONSE_BYTES = 1024 * 1024
 
 # handle(connection, frame) -> the response's chunks, or None for no response. What the coroutine
 # yields (a future, or None) is its task's business: we only pass it through, so it stays `object`.
@@ -271,8 +276,9 @@ class Connection:
         docstring). Stops at a handler that suspends, and after _EAGER_BATCH requests."""
         self._pump_scheduled = False
         for _ in range(_EAGER_BATCH):
-            if self._busy or self._closed or not self._queue or self._mute_timer is not None:
-                return
+            if self._busy or self._closed or not self._queue or self._mute_timer is not None \
+                    or self.transport.out_mem > MAX_UNSENT_RESPONSE_BYTES:
+                return  # muted; a full output is resumed by _sent_all
             frame = self._queue.popleft()
             size = len(frame) + 4
             coro = self._handle(self, frame)
@@ -337,6 +343,9 @@ class Connection:
             self.close(self._close_when_sent)
             return
         self._maybe_resume_reading()
+        if self._queue and not self._busy and not self._pump_scheduled:
+            self._pump_scheduled = True  # the pump stopped for a full output
+            self.loop.call_soon(self._pump)
 
     # -- closing ---------------------------------------------------------------------------
     def close(self, reason: str | None) -> None:
@@ -399,7 +408,16 @@ class Connection:
 
     @property
     def idle(self) -> bool:
-        return not self._queue and not self._busy and self.transport.idle
+        """Nothing to do for it: a connection paused for memory waits for the broker, not idle."""
+        return not self._queue and not self._busy and self.transport.idle and not self.reader.waiting_memory
+
+    @property
+    def unread_since(self) -> float | None:
+        """time.monotonic() since which answers wait for a client that takes none of them (None:
+        nothing waits, or the socket took some bytes lately)."""
+        if self.transport.idle:
+            return None
+        return max(self.last_active, self.transport.last_progress)
 
 
 def _peer(sock: socket.socket) -> str:

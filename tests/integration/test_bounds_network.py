@@ -79,3 +79,46 @@ def test_sasl_listener_refuses_a_big_size_prefix_before_login(tmp_path: Any, cap
                 assert c.closed_by_peer(timeout=2.0) is refused, size
     assert any("before authentication (sasl.server.max.receive.size=524288)" in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records]
+
+
+@pytest.fixture(scope="module")
+def small_pool_broker(tmp_path_factory: Any) -> Any:
+    b = BrokerProcess(tmp_path_factory.mktemp("bounds-pool") / "data",
+                      overrides={"queued.max.request.bytes": 8 * 1024 * 1024, "connections.max.idle.ms": 3000})
+    b.start()
+    yield b
+    b.kill()
+
+
+def _describe_broker_configs(raw: RawClient, cid: int) -> bytes:
+    req = describe_configs.REQUEST(resources=[describe_configs.REQUEST.DescribeConfigsResource(
+        resource_type=4, resource_name="1", configuration_keys=None)], include_synonyms=True,
+        include_documentation=True)
+    return raw.request_bytes(describe_configs.API, 4, req, cid)
+
+
+def test_clients_that_do_not_read_their_answers_stall_nobody_and_are_closed(small_pool_broker: BrokerProcess) -> None:
+    """Finding 2: two connections pipeline DescribeConfigs (a ~100 KB answer each) and read
+    nothing. Their answers were charged to the pool without bound per connection: it filled, no
+    connection was read any more, and the idle sweep closed the waiting victims. Now a connection
+    is not served while more than 1 MiB of its answers wait (Kafka mutes a channel until its
+    response is sent), others keep being answered, and the one that does not read is closed after
+    connections.max.idle.ms with a log line."""
+    b = small_pool_broker
+    hogs = [RawClient(b.bootstrap) for _ in range(2)]
+    ports = [h.sock.getsockname()[1] for h in hogs]
+    try:
+        for h in hogs:
+            h.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            h.send_raw(b"".join(_describe_broker_configs(h, i) for i in range(400)))
+        with MetadataProbe(b.bootstrap) as probe:
+            time.sleep(5)
+            assert probe.worst < WORST_WAIT_S, probe.summary()
+            assert probe.error is None and probe.answers >= 5, probe.summary()
+            for port in ports:  # the hogs are closed, the probe (reading its answers) is not
+                assert wait_for(lambda: f"closed connection from 127.0.0.1:{port}: it has read none of its answers"
+                                in b.log_text(), 10), b.log_text()[-3000:]
+            assert probe.error is None, probe.summary()
+    finally:
+        for h in hogs:
+            h.close()
