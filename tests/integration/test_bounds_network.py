@@ -116,8 +116,8 @@ def test_clients_that_do_not_read_their_answers_stall_nobody_and_are_closed(smal
             assert probe.worst < WORST_WAIT_S, probe.summary()
             assert probe.error is None and probe.answers >= 5, probe.summary()
             for port in ports:  # the hogs are closed, the probe (reading its answers) is not
-                assert wait_for(lambda: f"closed connection from 127.0.0.1:{port}: it has read none of its answers"
-                                in b.log_text(), 10), b.log_text()[-3000:]
+                line = f"closed connection from 127.0.0.1:{port}: it has read none of its answers"
+                assert wait_for(lambda line=line: line in b.log_text(), 10), b.log_text()[-3000:]
             assert probe.error is None, probe.summary()
     finally:
         for h in hogs:
