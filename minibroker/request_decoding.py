@@ -43,7 +43,8 @@ def decodes_off_loop(api_key: int, body_bytes: int) -> bool:
     return body_bytes > (OFF_LOOP_PRODUCE_BYTES if api_key == produce.API.key else OFF_LOOP_BYTES)
 
 
-def _worker() -> ThreadPoolExecutor:
+def worker() -> ThreadPoolExecutor:
+    """The one thread that large requests' work runs on (decoding, encoding, record walks)."""
     global _executor
     if _executor is None:
         _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="request-decoder")
@@ -56,10 +57,10 @@ def _decode(schema: Schema[M], version: int, frame: bytes | bytearray, pos: int)
 
 async def decode_off_loop(schema: Schema[M], version: int, frame: bytes | bytearray, pos: int) -> tuple[M, int]:
     """`decode_from` on the decoding thread, within MAX_REQUEST_ELEMENTS; raises DecodeError."""
-    return await asyncio.get_running_loop().run_in_executor(_worker(), _decode, schema, version, frame, pos)
+    return await asyncio.get_running_loop().run_in_executor(worker(), _decode, schema, version, frame, pos)
 
 
 async def encode_off_loop(api: Api, version: int, correlation_id: int, response: Message) -> list[Chunk]:
     """`encode_response_frame` on the same thread (the response of a large request)."""
     return await asyncio.get_running_loop().run_in_executor(
-        _worker(), encode_response_frame, api, version, correlation_id, response)
+        worker(), encode_response_frame, api, version, correlation_id, response)

