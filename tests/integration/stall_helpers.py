@@ -99,11 +99,12 @@ def _with_records(empty: bytes, records: bytes, count: int, codec: int) -> bytes
     return bytes(out)
 
 
-def constant_records_batch(count: int) -> bytes:
-    """A zstd RecordBatch v2 of `count` identical empty records (offsetDelta 0 in each): about
-    5 KB for 7.5 M records, just under the 64 MiB decompressed cap (issue 30, finding 3)."""
+def constant_records_batch(count: int, codec: int = 4) -> bytes:
+    """A RecordBatch v2 of `count` identical empty records (offsetDelta 0 in each) compressed with
+    `codec` (4: zstd, about 5 KB for 7.5 M records, just under the 64 MiB decompressed cap; issue 30, findings 3
+    and 5)."""
     from protocol.records.compression import Codec, compress  # lazy: only the attacks build batches
     from protocol.records.v2 import MAGIC, build_batch
 
-    records = compress(Codec.ZSTD, bytes.fromhex("0c000000010000") * count, magic=MAGIC)
-    return _with_records(build_batch([], base_timestamp=0, last_offset_delta=count - 1), records, count, 4)
+    records = compress(Codec(codec), bytes.fromhex("0c000000010000") * count, magic=MAGIC)
+    return _with_records(build_batch([], base_timestamp=0, last_offset_delta=count - 1), records, count, codec)

@@ -13,7 +13,8 @@ import pytest
 
 from minibroker.testing import BrokerThread
 from protocol import types as t
-from protocol.apis import describe_producers, produce
+from protocol.apis import describe_producers, fetch, produce
+from protocol.records.legacy import iter_shallow
 from tests.helpers import BrokerProcess
 from tests.integration.helpers import RawClient
 from tests.integration.stall_helpers import MetadataProbe, constant_records_batch
@@ -132,3 +133,36 @@ def test_a_compressed_batch_of_millions_of_records_stalls_nobody(broker_process:
     part = resp.responses[0].partition_responses[0]
     assert (part.error_code, part.base_offset) == (0, 0), part
     assert probe.error is None and probe.worst < WORST_WAIT_S, f"{probe.summary()}; the produce took {took:.1f} s"
+
+
+def test_down_conversion_stops_at_the_fetchs_size(broker_process: BrokerProcess) -> None:
+    """Finding 5: a Fetch v3 (magic 1) of a stored gzip batch of 3 M records with max_bytes and
+    partition_max_bytes 1024 down-converted the whole batch: seconds of the loop and a GiB. Now
+    conversion stops once the partition's size is converted (Kafka: LazyDownConversionRecords),
+    the reader gets a message set of about that size starting at its offset, and the Metadata
+    client keeps being answered."""
+    b = broker_process
+    _create_topic(b.bootstrap, "old-readers")
+    count = 3_000_000
+    req = produce.REQUEST(transactional_id=None, acks=1, timeout_ms=60_000, topic_data=[
+        produce.REQUEST.TopicProduceData(name="old-readers", partition_data=[
+            produce.REQUEST.PartitionProduceData(index=0, records=constant_records_batch(count, codec=1))])])
+    with RawClient(b.bootstrap, timeout=300) as raw:
+        part = raw.call(produce.API, 8, req).responses[0].partition_responses[0]
+        assert part.error_code == 0, part
+    F = fetch.REQUEST
+    freq = F(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1024, topics=[
+        F.FetchTopic(topic="old-readers", partitions=[F.FetchPartition(partition=0, fetch_offset=0,
+                                                                       partition_max_bytes=1024)])])
+    with MetadataProbe(b.bootstrap) as probe:
+        time.sleep(0.3)
+        with RawClient(b.bootstrap, timeout=300) as raw:
+            started = time.monotonic()
+            resp = raw.call(fetch.API, 3, freq)
+            took = time.monotonic() - started
+        time.sleep(0.3)
+    data = resp.responses[0].partitions[0]
+    assert data.error_code == 0, data
+    messages = list(iter_shallow(bytes(data.records)))
+    assert messages and messages[0].magic == 1 and len(data.records) < 4096, len(data.records)
+    assert probe.error is None and probe.worst < WORST_WAIT_S, f"{probe.summary()}; the fetch took {took:.1f} s"
