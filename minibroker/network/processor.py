@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("minibroker.network.processor")
 
 _EAGER_BATCH = 16  # requests answered per loop callback before yielding to other connections
+# ... or fewer, once they took this long: 16 costly requests (DescribeConfigs with documentation,
+# ~50 ms each on a loaded machine) held the loop for a second per connection (issue 30)
+_EAGER_SECONDS = 0.005
 # Response bytes (charged to the memory pool) a connection may have waiting for its client before
 # its next request is handled. Kafka mutes a channel until its response is sent; we keep
 # pipelining small answers, but a client that does not read holds at most this plus one answer
@@ -275,6 +278,7 @@ class Connection:
         """Answer queued requests in order, stepping each handler by hand (see the module
         docstring). Stops at a handler that suspends, and after _EAGER_BATCH requests."""
         self._pump_scheduled = False
+        started = time.monotonic()
         for _ in range(_EAGER_BATCH):
             if self._busy or self._closed or not self._queue or self._mute_timer is not None \
                     or self.transport.out_mem > MAX_UNSENT_RESPONSE_BYTES:
@@ -288,6 +292,8 @@ class Connection:
             except StopIteration as e:
                 self._frame_done(size)
                 self._answer(e.value)
+                if time.monotonic() - started > _EAGER_SECONDS:
+                    break
                 continue
             except Exception:
                 log.exception("connection from %s failed", self.peer)
