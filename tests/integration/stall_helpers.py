@@ -3,10 +3,14 @@ stall tests and bench/memory_attack.py measure how long its answers took."""
 
 from __future__ import annotations
 
+import struct
 import threading
 import time
 
 from protocol.apis import metadata
+from protocol.records.batch import crc32c
+from protocol.records.compression import Codec, compress
+from protocol.records.v2 import MAGIC, build_batch
 from tests.integration.helpers import RawClient
 
 
@@ -74,8 +78,6 @@ def tiny_records_batch(count: int, codec: int = 4) -> bytes:
     """A RecordBatch v2 of `count` empty records (null key, empty value, offsetDelta counting up
     as clients write it), compressed with `codec` (4: zstd): a few KB on the wire for millions of
     records, the compressed batch of issue 30's finding 3."""
-    from protocol.records.compression import Codec, compress  # lazy: only the attacks build batches
-    from protocol.records.v2 import MAGIC, build_batch
 
     parts = []
     for i in range(count):
@@ -87,9 +89,6 @@ def tiny_records_batch(count: int, codec: int = 4) -> bytes:
 
 
 def _with_records(empty: bytes, records: bytes, count: int, codec: int) -> bytes:
-    import struct  # lazy: see tiny_records_batch
-
-    from protocol.records.batch import crc32c
 
     out = bytearray(empty) + records
     struct.pack_into(">i", out, 8, len(out) - 12)  # batchLength
@@ -103,8 +102,6 @@ def constant_records_batch(count: int, codec: int = 4) -> bytes:
     """A RecordBatch v2 of `count` identical empty records (offsetDelta 0 in each) compressed with
     `codec` (4: zstd, about 5 KB for 7.5 M records, just under the 64 MiB decompressed cap; issue 30, findings 3
     and 5)."""
-    from protocol.records.compression import Codec, compress  # lazy: only the attacks build batches
-    from protocol.records.v2 import MAGIC, build_batch
 
     records = compress(Codec(codec), bytes.fromhex("0c000000010000") * count, magic=MAGIC)
     return _with_records(build_batch([], base_timestamp=0, last_offset_delta=count - 1), records, count, codec)
