@@ -57,22 +57,16 @@ def non_readers(bootstrap: str) -> str:
         h.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         h.send_raw(b"".join(h.request_bytes(describe_configs.API, 4, req, i) for i in range(400)))
     time.sleep(15)
-    closed = sum(_closed_after_draining(h.sock) for h in hogs)  # reads only now, after the attack
+    closed = sum(_closed_after_draining(h.sock) for h in hogs)
     for h in hogs:
         h.close()
     return f"{closed} of 2 non-readers closed by the broker within 15 s"
 
 
 def _closed_after_draining(s: socket.socket) -> bool:
-    s.settimeout(2)
-    try:
-        while s.recv(1 << 20):
-            pass
-    except TimeoutError:
-        return False
-    except OSError:
-        return True
-    return True
+    """Whether the broker closed the connection, without reading what it sent: TCP_INFO's state
+    (Linux) is CLOSE_WAIT after its FIN, CLOSE after its reset."""
+    return s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] in (7, 8)
 
 
 def _call(bootstrap: str, api: object, version: int, body: object) -> object:
