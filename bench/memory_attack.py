@@ -2,6 +2,10 @@
 100 MB request and sending its body as fast as the broker reads.
 
     .venv/bin/python bench/memory_attack.py [--connections 300] [--seconds 10] [--override k=v ...]
+    .venv/bin/python bench/memory_attack.py --issue30 --baseline /work/before [--only 1,2,9,3,5]
+
+The second form runs issue 30's attacks (bench/issue30_attacks.py) against this checkout and the
+baseline in one run and records what each cost (bench/results/issue30-attacks.json).
 
 Starts `python -m minibroker` from this checkout as a child, attacks it over 127.0.0.1, prints the
 child's RSS every half second (MB) and the bytes the attackers got in, then stops it. Run it on
@@ -23,6 +27,11 @@ from tests.integration.limits_helpers import MemoryAttack, raise_fd_limit, rss_m
 
 
 def main() -> None:
+    if "--issue30" in sys.argv:
+        from bench.issue30_attacks import main as issue30  # lazy: the other bench's imports
+
+        issue30([a for a in sys.argv[1:] if a != "--issue30"])
+        return
     ap = argparse.ArgumentParser()
     ap.add_argument("--connections", type=int, default=300)
     ap.add_argument("--seconds", type=float, default=10)

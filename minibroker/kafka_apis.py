@@ -31,6 +31,7 @@ from minibroker.handlers.registry import Handler, HandlerFn, RequestContext, Ser
 from minibroker.network.channel import Answer, Channel
 from minibroker.quotas.manager import quota_user
 from minibroker.quotas.throttle import request_throttle_ms
+from minibroker.request_decoding import decode_off_loop, decodes_off_loop, encode_off_loop
 from minibroker.services import BrokerServices
 from protocol import types as t
 from protocol.apis import api_versions
@@ -94,7 +95,11 @@ class KafkaApis:
         if version not in handler.versions:
             return self._unsupported_version(ctx, channel, handler)
         try:
-            request, end = decode_from(handler.api.request, version, frame, pos)
+            large = decodes_off_loop(header.api_key, len(frame) - pos)
+            if large:  # many MB of elements: decoded on a worker thread, within a budget (issue 30)
+                request, end = await decode_off_loop(handler.api.request, version, frame, pos)
+            else:
+                request, end = decode_from(handler.api.request, version, frame, pos)
             if end != len(frame):
                 # Kafka's RequestContext.parseRequest ignores bytes after the body, and librdkafka
                 # (2.16) sends 3 of them after an all-topics Metadata v12 (AdminClient.list_topics).
@@ -126,8 +131,12 @@ class KafkaApis:
         services.metrics.request(header.api_key, version, time.perf_counter() - started)
         if self.tracer is not None:
             self.tracer.request(ctx, request, response, frame, started)
-        chunks = (encode_response_frame(handler.api, version, header.correlation_id, response)
-                  if response is not None else None)
+        if response is None:
+            chunks = None
+        elif large:
+            chunks = await encode_off_loop(handler.api, version, header.correlation_id, response)
+        else:
+            chunks = encode_response_frame(handler.api, version, header.correlation_id, response)
         if services.quota_store.quotas:
             throttle = request_throttle_ms(services.client_quotas, header.api_key, header.client_id or "",
                                            len(frame) + 4, response, chunks, time.perf_counter() - started,

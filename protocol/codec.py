@@ -15,6 +15,7 @@ can send the bytes around it and `sendfile` the region itself (the zero-copy fet
 from __future__ import annotations
 
 import keyword
+import threading
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
@@ -26,6 +27,22 @@ Reader = Callable[[Any, int], tuple[Any, int]]
 Writer = Callable[[bytearray, Any], None]
 
 _BYTES_LIKE = (bytes, bytearray, memoryview)
+# Kafka 4.4's generated readers refuse a collection (array) of more than 1,000,000 elements and a
+# tagged-field section of more than 10,000 fields, or claiming more fields than bytes remain
+# ("Tried to read a collection of size N, which exceeds the maximum allowed size of 1000000.").
+MAX_COLLECTION_SIZE = 1_000_000
+MAX_TAGGED_FIELDS = 10_000
+
+
+class _Budget(threading.local):
+    """Array elements a `decode_from(..., max_elements=)` in progress on this thread may still
+    read (None: no budget). Per thread: a large request is decoded on a worker thread while the
+    event loop decodes others."""
+
+    left: int | None = None
+
+
+_budget = _Budget()
 # One piece of an encoded message in wire order: bytes, or a file region the connection sendfiles.
 Chunk: TypeAlias = BaseRecords
 
@@ -127,6 +144,13 @@ def _array_reader(elem: Reader, nullable: bool, flexible: bool, name: str) -> Re
             raise DecodeError(f"null where array {name} is required")
         if n > len(buf) - pos:
             raise DecodeError(f"array {name} claims {n} elements in {len(buf) - pos} bytes")
+        if n > MAX_COLLECTION_SIZE:
+            raise DecodeError(f"array {name} of {n} elements, more than the {MAX_COLLECTION_SIZE} Kafka reads")
+        left = _budget.left
+        if left is not None:
+            if n > left:
+                raise DecodeError(f"array {name} of {n} elements goes over the request's element budget")
+            _budget.left = left - n
         items = []
         append = items.append
         for _ in range(n):
@@ -208,6 +232,10 @@ def _compile_writer(cls: type[Message], regular: list[tuple[str, Writer]], tagge
 
 def _read_tags(buf, pos: int, obj: Message, tagged: dict[int, tuple[str, Reader]]) -> int:
     count, pos = t.read_uvarint(buf, pos)
+    if count > len(buf) - pos:
+        raise DecodeError(f"{count} tagged fields claimed in {len(buf) - pos} bytes")
+    if count > MAX_TAGGED_FIELDS:
+        raise DecodeError(f"{count} tagged fields, more than the {MAX_TAGGED_FIELDS} Kafka reads")
     for _ in range(count):
         tag, pos = t.read_uvarint(buf, pos)
         size, pos = t.read_uvarint(buf, pos)
@@ -372,9 +400,18 @@ def decode(schema: Schema[M], version: int, buf: Any, pos: int = 0, *, exact: bo
     return obj
 
 
-def decode_from(schema: Schema[M], version: int, buf: Any, pos: int = 0) -> tuple[M, int]:
-    """Decode one message at `pos` and return it with the position after it."""
-    return _compiled(schema, version)[0](buf, pos)
+def decode_from(schema: Schema[M], version: int, buf: Any, pos: int = 0, *,
+                max_elements: int | None = None) -> tuple[M, int]:
+    """Decode one message at `pos` and return it with the position after it. With
+    `max_elements`, a message whose arrays hold more elements in all raises DecodeError as soon
+    as the budget is spent (what decoding, and handling, a request may cost is bounded)."""
+    if max_elements is None:
+        return _compiled(schema, version)[0](buf, pos)
+    _budget.left = max_elements
+    try:
+        return _compiled(schema, version)[0](buf, pos)
+    finally:
+        _budget.left = None
 
 
 def encode(schema: Schema[M], version: int, obj: M, out: Output | None = None) -> Output:

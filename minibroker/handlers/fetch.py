@@ -252,7 +252,7 @@ def _partition_data(services: BrokerServices, part: _Part, read: LogReadResult, 
         data.records = region
         if v <= 3 and name is not None:
             try:
-                data.records = _old_format(services, name, region, v, part.fetch_offset)
+                data.records = _old_format(services, name, region, v, part.fetch_offset, part.max_bytes)
             except KafkaError as e:  # e.g. zstd cannot be down-converted
                 data.error_code = e.code
                 data.records = EMPTY
@@ -270,9 +270,10 @@ def _check_down_conversion(services: BrokerServices, name: str, v: int) -> None:
                          f"Conversion to message format {legacy.fetch_magic(v)} is disabled for {name}")
 
 
-def _old_format(services: BrokerServices, name: str, region: FileRegion, v: int, fetch_offset: int
-                ) -> FileRegion | bytes:
+def _old_format(services: BrokerServices, name: str, region: FileRegion, v: int, fetch_offset: int,
+                max_bytes: int) -> FileRegion | bytes:
     """Fetch v0-3: the region, or its bytes down-converted for a reader of an older magic."""
     topic = services.metadata_cache.topic(name)
     stored = legacy.stored_magic(topic) if topic is not None else 2
-    return legacy.fetch_records(region, stored=stored, version=v, fetch_offset=fetch_offset) or EMPTY
+    return legacy.fetch_records(region, stored=stored, version=v, fetch_offset=fetch_offset,
+                                max_bytes=max_bytes) or EMPTY

@@ -48,10 +48,12 @@ def fetch_magic(version: int) -> int:
     return 0 if version <= 1 else 1 if version <= 3 else 2
 
 
-def fetch_records(region: FileRegion, *, stored: int, version: int, fetch_offset: int) -> FileRegion | bytes:
+def fetch_records(region: FileRegion, *, stored: int, version: int, fetch_offset: int,
+                  max_bytes: int | None = None) -> FileRegion | bytes:
     """What a Fetch of `version` returns for `region` of a topic storing magic `stored`: the
-    region itself (zero-copy) when the reader understands that magic, else down-converted bytes."""
+    region itself (zero-copy) when the reader understands that magic, else down-converted bytes,
+    at most about `max_bytes` of them past the first record (the partition's fetch size)."""
     to_magic = fetch_magic(version)
     if stored <= to_magic:
         return region
-    return down_convert(region.read_all(), to_magic, first_offset=fetch_offset)
+    return down_convert(region.read_all(), to_magic, first_offset=fetch_offset, max_bytes=max_bytes)

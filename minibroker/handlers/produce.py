@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from minibroker import record_walks
 from minibroker.coordinator.txn.transaction_coordinator import check_transactional_produce
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
@@ -99,8 +100,16 @@ async def handle_produce(ctx: RequestContext, req: produce.ProduceRequest) -> pr
     leaders: set[int] = set()
     if entries:
         verifier = _TransactionVerifier(ctx, transactional_id) if ctx.version >= 3 else None
-        results = await services.replica_manager.append_records(
-            entries, required_acks=acks, request_version=ctx.version, verifier=verifier, timeout_ms=req.timeout_ms)
+        # millions of compressed records are walked on a worker thread first (issue 30)
+        large = record_walks.large_batches(entries)
+        walked = await record_walks.prewalk_produce(services.replica_manager, large) if large else None
+        try:
+            results = await services.replica_manager.append_records(
+                entries, required_acks=acks, request_version=ctx.version, verifier=verifier,
+                timeout_ms=req.timeout_ms)
+        finally:
+            if walked:
+                record_walks.forget(walked)
         for pr, result in zip(waiting, results, strict=True):
             if result.current_leader is not None and ctx.version >= 10:  # KIP-951
                 pr.current_leader = R.LeaderIdAndEpoch(leader_id=result.current_leader[0],

@@ -26,6 +26,12 @@ class Authenticator(Protocol):
     @property
     def authenticated(self) -> bool: ...
 
+    @property
+    def max_receive_size(self) -> int:
+        """The largest frame accepted before authentication (`sasl.server.max.receive.size`): the
+        connection refuses a bigger size prefix before reading the body."""
+        ...
+
     def before_header(self, conn: Channel, frame: bytes | bytearray) -> Awaitable[Answer] | None:
         """Before the request header is read (frames that are not requests, or refused unread)."""
         ...

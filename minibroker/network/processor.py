@@ -45,6 +45,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("minibroker.network.processor")
 
 _EAGER_BATCH = 16  # requests answered per loop callback before yielding to other connections
+# ... or fewer, once they took this long: 16 costly requests (DescribeConfigs with documentation,
+# ~50 ms each on a loaded machine) held the loop for a second per connection (issue 30)
+_EAGER_SECONDS = 0.005
+# Response bytes (charged to the memory pool) a connection may have waiting for its client before
+# its next request is handled. Kafka mutes a channel until its response is sent; we keep
+# pipelining small answers, but a client that does not read holds at most this plus one answer
+# of the pool (issue 30: two such clients filled it with 165 MB and stalled everyone for 40 s).
+MAX_UNSENT_RESPONSE_BYTES = 1024 * 1024
 
 # handle(connection, frame) -> the response's chunks, or None for no response. What the coroutine
 # yields (a future, or None) is its task's business: we only pass it through, so it stays `object`.
@@ -113,6 +121,11 @@ class Connection:
         self._close_when_sent: str | None = None
         self._handle = handle
         self.reader = RequestReader(max_frame_size, pool, self.peer, self._memory_freed)
+        self._max_frame_size = max_frame_size
+        if authenticator is not None:
+            # Kafka's SaslServerAuthenticator reads with a NetworkReceive capped at
+            # sasl.server.max.receive.size: a bigger size prefix closes the connection unread
+            self.reader.max_frame_size = min(max_frame_size, authenticator.max_receive_size)
         self.transport: Transport
         if tls is not None:
             # the security modules stay out of a PLAINTEXT start (tests/test_startup_imports.py)
@@ -246,10 +259,17 @@ class Connection:
             return
         if self.frame_started is None:
             self.frame_started = now
+        auth = self.authenticator
+        if auth is not None and auth.authenticated and self.reader.max_frame_size != self._max_frame_size:
+            self.reader.max_frame_size = self._max_frame_size
         try:
             frames = self.reader.feed(plain)
         except FrameError as e:
-            log.warning("closing connection from %s: %s", self.peer, e)
+            if auth is not None and not auth.authenticated:
+                log.warning("closing connection from %s on listener %s: %s before authentication "
+                            "(sasl.server.max.receive.size=%d)", self.peer, self.listener, e, auth.max_receive_size)
+            else:
+                log.warning("closing connection from %s: %s", self.peer, e)
             self.close("bad frame")
             return
         if frames:
@@ -265,9 +285,11 @@ class Connection:
         """Answer queued requests in order, stepping each handler by hand (see the module
         docstring). Stops at a handler that suspends, and after _EAGER_BATCH requests."""
         self._pump_scheduled = False
+        started = time.monotonic()
         for _ in range(_EAGER_BATCH):
-            if self._busy or self._closed or not self._queue or self._mute_timer is not None:
-                return
+            if self._busy or self._closed or not self._queue or self._mute_timer is not None \
+                    or self.transport.out_mem > MAX_UNSENT_RESPONSE_BYTES:
+                return  # muted; a full output is resumed by _sent_all
             frame = self._queue.popleft()
             size = len(frame) + 4
             coro = self._handle(self, frame)
@@ -277,6 +299,8 @@ class Connection:
             except StopIteration as e:
                 self._frame_done(size)
                 self._answer(e.value)
+                if time.monotonic() - started > _EAGER_SECONDS:
+                    break
                 continue
             except Exception:
                 log.exception("connection from %s failed", self.peer)
@@ -332,6 +356,9 @@ class Connection:
             self.close(self._close_when_sent)
             return
         self._maybe_resume_reading()
+        if self._queue and not self._busy and not self._pump_scheduled:
+            self._pump_scheduled = True  # the pump stopped for a full output
+            self.loop.call_soon(self._pump)
 
     # -- closing ---------------------------------------------------------------------------
     def close(self, reason: str | None) -> None:
@@ -394,7 +421,16 @@ class Connection:
 
     @property
     def idle(self) -> bool:
-        return not self._queue and not self._busy and self.transport.idle
+        """Nothing to do for it: a connection paused for memory waits for the broker, not idle."""
+        return not self._queue and not self._busy and self.transport.idle and not self.reader.waiting_memory
+
+    @property
+    def unread_since(self) -> float | None:
+        """time.monotonic() since which answers wait for a client that takes none of them (None:
+        nothing waits, or the socket took some bytes lately)."""
+        if self.transport.idle:
+            return None
+        return max(self.last_active, self.transport.last_progress)
 
 
 def _peer(sock: socket.socket) -> str:

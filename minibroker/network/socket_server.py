@@ -261,6 +261,12 @@ class SocketServer:
                     self.idle_closed += 1
                     conn.close(f"idle for {quiet * 1000:.0f} ms, longer than connections.max.idle.ms="
                                f"{max_idle_ms}")
+                elif (unread := conn.unread_since) is not None and now - unread > max_idle:
+                    # the client that does not read its answers goes, not the ones waiting behind
+                    # it (Kafka's Selector expires a channel by its last read or write)
+                    self.idle_closed += 1
+                    conn.close(f"it has read none of its answers ({conn.transport.out_bytes} bytes waiting) for "
+                               f"{(now - unread) * 1000:.0f} ms, longer than connections.max.idle.ms={max_idle_ms}")
 
     # -- stopping ---------------------------------------------------------------------------
     async def stop(self, timeout: float) -> None:

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -122,6 +123,8 @@ class TlsTransport(Transport):
                     break
                 sent = self.sock.send(buf)
                 del buf[:sent]
+                if sent:
+                    self.last_progress = time.monotonic()  # a client reading its answers
         except (BlockingIOError, InterruptedError):
             self.wait_writable()
             return

@@ -22,6 +22,7 @@ import asyncio
 import collections
 import os
 import socket
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -57,6 +58,9 @@ class Transport:
         self.out_mem = 0  # response bytes (not file regions) charged to the pool
         self.writing = False  # waiting for writability
         self._corked = False  # TCP_CORK set while a response with file regions is written
+        # time.monotonic() the socket last took part of a queue it could not take whole (the
+        # idle sweep closes a client that stopped reading its answers)
+        self.last_progress = 0.0
 
     # -- reading ------------------------------------------------------------------------------
     def receive(self, data: bytes) -> bytes | None:
@@ -104,6 +108,7 @@ class Transport:
 
     def on_writable(self) -> None:
         out = self.out
+        pending = self.out_bytes
         try:
             while out:
                 chunk = out[0]
@@ -125,6 +130,8 @@ class Transport:
                 out.popleft()
                 self.out_offset = 0
         except (BlockingIOError, InterruptedError):
+            if self.out_bytes != pending:
+                self.last_progress = time.monotonic()
             self.wait_writable()
             return
         except OSError as e:

@@ -70,6 +70,10 @@ class SaslAuthenticator:
     def authenticated(self) -> bool:
         return self.state == "AUTHENTICATED"
 
+    @property
+    def max_receive_size(self) -> int:
+        return self.settings.max_receive_size
+
     def before_header(self, conn: Channel, frame: bytes | bytearray) -> Awaitable[Answer] | None:
         """Before authentication: a failed exchange drops every frame, a frame over
         sasl.server.max.receive.size closes the connection, and after a v0 handshake frames are

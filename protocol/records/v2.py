@@ -327,6 +327,37 @@ def decode_batch(buf, pos: int = 0, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_
                  verify_crc: bool = True) -> DecodedBatch:
     """Decode the v2 batch at `pos`, records included. Raises InvalidBatch (with Kafka's error
     name) for a bad length, CRC, record layout or record count, or a decompression bomb."""
+    header, data = _batch_records_section(buf, pos, max_size, verify_crc)
+    (base_offset, batch_length, leader_epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid, epoch,
+     base_seq, count) = header
+    records = _read_records(data, count, base_offset, base_ts, max_ts if attrs & TIMESTAMP_TYPE_BIT else None)
+    return DecodedBatch(base_offset, batch_length, leader_epoch, magic, crc, attrs, last_delta, base_ts, max_ts,
+                        pid, epoch, base_seq, count, records)
+
+
+def iter_batch_records(buf, pos: int = 0, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+                       ) -> Iterator[DecodedRecord]:
+    """The records of the v2 batch at `pos`, decoded one at a time: a reader that stops early
+    (a down-conversion that has filled the fetch, Kafka's LazyDownConversionRecords) pays only
+    for the records it took. Header, CRC and decompression are checked as by decode_batch; a
+    record-count mismatch shows only to a reader that goes to the end."""
+    header, data = _batch_records_section(buf, pos, max_size, True)
+    base_offset, base_ts, max_ts, attrs, count = header[0], header[7], header[8], header[5], header[12]
+    log_append_time = max_ts if attrs & TIMESTAMP_TYPE_BIT else None
+    rpos, n = 0, len(data)
+    for _ in range(count):
+        if rpos >= n:
+            raise _corrupt("incorrect declared batch size, premature end of records")
+        r, rpos = read_record(data, rpos, n)
+        ts = log_append_time if log_append_time is not None else base_ts + r.timestamp_delta
+        yield DecodedRecord(base_offset + r.offset_delta, ts, r.key, r.value, r.headers, r.offset_delta,
+                            r.timestamp_delta, r.attributes)
+    if rpos != n:
+        raise _corrupt("incorrect declared batch size, records still remaining")
+
+
+def _batch_records_section(buf, pos: int, max_size: int, verify_crc: bool) -> tuple[tuple, bytes | memoryview]:
+    """The header fields of the v2 batch at `pos` and its records section, decompressed."""
     avail = len(buf) - pos
     if avail < V2_HEADER_SIZE:
         raise _corrupt(f"{avail} bytes cannot hold a v2 batch header")
@@ -349,9 +380,8 @@ def decode_batch(buf, pos: int = 0, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_
     codec = codec_of(attrs & COMPRESSION_MASK)
     section = mv[pos + V2_HEADER_SIZE:end]
     data = section if codec is Codec.NONE else decompress(codec, section, magic=MAGIC, max_size=max_size)
-    records = _read_records(data, count, base_offset, base_ts, max_ts if attrs & TIMESTAMP_TYPE_BIT else None)
-    return DecodedBatch(base_offset, batch_length, leader_epoch, magic, crc, attrs, last_delta, base_ts, max_ts,
-                        pid, epoch, base_seq, count, records)
+    return (base_offset, batch_length, leader_epoch, magic, crc, attrs, last_delta, base_ts, max_ts, pid, epoch,
+            base_seq, count), data
 
 
 def _read_records(data, count: int, base_offset: int, base_ts: int, log_append_time: int | None):

@@ -52,6 +52,8 @@ the framing alone cost about 0.4 us.
 
 from __future__ import annotations
 
+import hashlib
+
 from protocol.errors import ErrorCode
 from protocol.records.batch import V2_HEADER_SIZE, BatchView, InvalidBatch
 from protocol.records.compression import (
@@ -387,6 +389,36 @@ def walk_records(body: bytes, count: int, *, require_keys: bool = False) -> list
     return keyless
 
 
+# Walks done ahead, off the broker's event loop (minibroker.record_walks): the batch's digest and
+# the walk's parameters -> the error it raised (None: valid). A batch of millions of compressed
+# records costs seconds to walk (issue 30), so the produce handler walks such batches on a worker
+# thread first and the log's validator, on the loop, takes the verdict here instead of walking
+# again. Keyed by the batch's bytes (BLAKE2b), so another batch can never borrow a verdict.
+PREWALK_MIN_RECORDS = 10_000
+_walked: dict[tuple[bytes, bool, str], Exception | None] = {}
+
+
+def _walk_key(view: BatchView, require_keys: bool, where: str) -> tuple[bytes, bool, str]:
+    return hashlib.blake2b(view.buf[view.pos:view.pos + view.size], digest_size=16).digest(), require_keys, where
+
+
+def prewalk_records(view: BatchView, *, require_keys: bool = False, where: str = "") -> None:
+    """`validate_records`, remembering its verdict for the next `validate_records` of these bytes
+    (which then costs a digest). Safe to call on another thread."""
+    key = _walk_key(view, require_keys, where)
+    try:
+        validate_records(view, require_keys=require_keys, where=where)
+    except (InvalidBatch, RecordValidationError) as e:
+        _walked[key] = e
+    else:
+        _walked[key] = None
+
+
+def forget_prewalk(view: BatchView, *, require_keys: bool = False, where: str = "") -> None:
+    """Drop a verdict that was not used (the append did not get to the walk)."""
+    _walked.pop(_walk_key(view, require_keys, where), None)
+
+
 def validate_records(view: BatchView, *, require_keys: bool = False, where: str = "",
                      max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> None:
     """Kafka's record loop over one client v2 batch (whole, header read): its records section must
@@ -396,6 +428,13 @@ def validate_records(view: BatchView, *, require_keys: bool = False, where: str 
     Header errors come first, as Kafka checks the header before any record: the CRC is not
     recomputed on success (the log does that), only when the walk fails, so that a corrupt batch
     is reported as corrupt rather than as badly framed."""
+    if _walked and view.records_count >= PREWALK_MIN_RECORDS:
+        key = _walk_key(view, require_keys, where)
+        if key in _walked:
+            error = _walked.pop(key)
+            if error is not None:
+                raise error
+            return
     try:
         section = record_section(view, max_size=max_size)
         # one memcpy of an uncompressed section (slices and indexing of bytes are the cheapest); a

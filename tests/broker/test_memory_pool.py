@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minibroker.network.memory_pool import MemoryPool
+from minibroker.network.request_reader import RequestReader
 
 CLIENTS = 6
 
@@ -126,3 +127,34 @@ def test_unbounded_pool_never_refuses() -> None:
     pool = MemoryPool(-1)
     assert all(pool.try_allocate(1 << 30) for _ in range(8))
     assert pool.refused == 0
+
+
+def test_one_reader_at_a_time_past_a_full_pool() -> None:
+    """Issue 30: readers that name themselves may go past a full pool one at a time (the overflow),
+    until the frame they are reading is complete; then the smallest waiting reader takes it."""
+    pool = MemoryPool(100)
+    a, b, c = object(), object(), object()
+    assert pool.try_allocate(100, a)  # free memory: an ordinary grant
+    assert pool.overflow is None
+    assert pool.try_allocate(50, a) and pool.overflow is a  # full: a takes the overflow
+    assert pool.try_allocate(50, a)  # and keeps reading
+    assert not pool.try_allocate(10, b) and not pool.try_allocate(10)  # nobody else
+    woken: list[str] = []
+    pool.wait(30, lambda: woken.append("b") or pool.try_allocate(30, b), b)
+    pool.wait(20, lambda: woken.append("c") or pool.try_allocate(20, c), c)
+    pool.end_overflow(a)  # a's frame is complete: the smallest waiter (c) may go past the full pool
+    assert woken == ["c"] and pool.overflow is c
+    pool.end_overflow(c)
+    assert woken == ["c", "b"] and pool.overflow is b
+
+
+def test_a_size_prefix_is_not_charged_for_what_it_claims() -> None:
+    """Issue 30, finding 1: the bytes read are charged, not the 100 MiB a size prefix claims."""
+    pool = MemoryPool(1024 * 1024)
+    reader = RequestReader(200 * 1024 * 1024, pool, "test", lambda: None)
+    assert reader.reserve() > 0
+    reader.feed((100 * 1024 * 1024).to_bytes(4, "big") + b"\0\0")
+    assert pool.in_use == 6
+    assert 0 < reader.reserve() <= 256 * 1024  # the next read: a slice, not the frame's claim
+    reader.release_all()
+    assert pool.in_use == 0
