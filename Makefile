@@ -14,9 +14,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $(STAMP)
 
-# The console (and /metrics) on 127.0.0.1:8080; the broker prints its URL at start.
+# The console (and /metrics) on 127.0.0.1:8080 and the schema registry (Confluent's REST API) on
+# 127.0.0.1:8081; the broker prints both URLs at start.
 run: install
-	$(PY) -m minibroker --host 127.0.0.1 --port 9092 --data-dir data --config config.yaml --console-port 8080
+	$(PY) -m minibroker --host 127.0.0.1 --port 9092 --data-dir data --config config.yaml --console-port 8080 \
+		--schema-registry-port 8081
 
 JS_STAMP := tests/js/node_modules/.installed-stamp
 

@@ -44,9 +44,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--console-host", default=None, help="address of the console (console.host; default 127.0.0.1)")
     p.add_argument("--console-allow-writes", action="store_true",
                    help="let the console create/delete topics, produce and reset offsets (console.allow.writes)")
+    p.add_argument("--schema-registry-port", type=int, default=None,
+                   help="serve the schema registry (Confluent's REST API) on this port (schema.registry.port; "
+                        "0 = any free port)")
+    p.add_argument("--schema-registry-host", default=None,
+                   help="address of the schema registry (schema.registry.host; default 127.0.0.1)")
     args = p.parse_args(argv)
     for key, value in (("console.port", args.console_port), ("console.host", args.console_host),
-                       ("console.allow.writes", "true" if args.console_allow_writes else None)):
+                       ("console.allow.writes", "true" if args.console_allow_writes else None),
+                       ("schema.registry.port", args.schema_registry_port),
+                       ("schema.registry.host", args.schema_registry_host)):
         if value is not None:
             args.override.append(f"{key}={value}")
     return args
@@ -66,6 +73,8 @@ async def serve(args: argparse.Namespace) -> int:
     await server.startup()
     if server.console is not None:
         print(f"minibroker console: {server.console.url}", file=sys.stderr, flush=True)
+    if server.schema_registry is not None:
+        print(f"minibroker schema registry: {server.schema_registry.url}", file=sys.stderr, flush=True)
     if args.trace:
         from minibroker.tools.trace import Tracer  # lazy: only with --trace
 

@@ -495,6 +495,14 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("console.allow.writes", "boolean", False,
             "Let the console create and delete topics, produce a test record and reset a group's offsets "
             "(--console-allow-writes), through the same code paths as the protocol APIs."),
+    # --- the schema registry (minibroker.schema_registry; Confluent's REST API, not a Kafka key: Confluent
+    # configures its registry with `listeners=http://host:8081`, Karapace with `host` and `port`)
+    _broker("schema.registry.port", "int", -1,
+            "Port of the built-in schema registry, Confluent's REST API over the _schemas topic "
+            "(--schema-registry-port; Confluent's default is 8081); -1 = off, 0 = any free port.", AtLeast(-1)),
+    _broker("schema.registry.host", "string", "127.0.0.1",
+            "Address the schema registry listens on (--schema-registry-host); loopback unless asked, as it "
+            "has no authentication."),
 ]
 
 # --- share groups (KIP-932; Kafka's ShareGroupConfig / ShareCoordinatorConfig)

@@ -1,0 +1,105 @@
+"""The `_schemas` topic: the registry's state as records, in the format of Confluent's registry
+(io.confluent.kafka.schemaregistry.storage: SchemaRegistryKey/Value and their subclasses), so that
+Confluent's registry or Karapace could take over the topic, and ours theirs.
+
+Theory of operation. One partition, compacted, keyed by what a record is about; the newest record
+of a key is its state, a tombstone (null value) deletes it:
+
+  {"keytype":"SCHEMA","subject":S,"version":V,"magic":1} -> {"subject","version","id","schemaType",
+      "schema","references","deleted"}  (schemaType left out for AVRO, as Confluent writes it)
+  {"keytype":"CONFIG","subject":S|null,"magic":0}       -> {"compatibilityLevel": LEVEL}
+  {"keytype":"MODE","subject":S|null,"magic":0}         -> {"mode": MODE}
+  {"keytype":"DELETE_SUBJECT","subject":S,"magic":0}    -> {"subject":S,"version":V} (soft delete up to V)
+  {"keytype":"CLEAR_SUBJECT","subject":S,"magic":0}     -> {"subject":S} (a hard delete, Confluent 7+)
+  {"keytype":"NOOP","magic":0}                          -> null (readers' sync marker; skipped)
+
+Keys are written with Confluent's field order and no spaces, so a key compacts with the same key
+written by Confluent. Records go through the CoordinatorPartitionWriter (one batch per write, into
+ReplicaManager.append, as the coordinators' stores write theirs) and are read back at start with the
+coordinators' loader, from the log start to its end.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+
+from minibroker.config import ConfigValue
+from minibroker.config.definitions import as_int
+from minibroker.coordinator.runtime.coordinator_loader import read_records
+from minibroker.coordinator.runtime.partition_writer import CoordinatorPartitionWriter
+from minibroker.replica_manager import ReplicaManager
+from minibroker.schema_registry import errors
+from minibroker.topics import Topic, TopicRegistry
+from storage.clock import Clock
+
+log = logging.getLogger("minibroker.schema_registry")
+
+TOPIC = "_schemas"  # Confluent's kafkastore.topic and Karapace's topic_name default
+# Confluent creates _schemas compacted with one partition (KafkaStore.createOrVerifySchemaTopic)
+TOPIC_CONFIGS: dict[str, ConfigValue] = {"cleanup.policy": ["compact"]}
+JsonObject = dict[str, object]
+
+
+def schema_key(subject: str, version: int) -> bytes:
+    return _dump({"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1})
+
+
+def subject_key(keytype: str, subject: str | None) -> bytes:
+    """CONFIG, MODE (subject None: the global one), DELETE_SUBJECT, CLEAR_SUBJECT."""
+    return _dump({"keytype": keytype, "subject": subject, "magic": 0})
+
+
+def _dump(value: JsonObject) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class SchemaLog:
+    """Writes and replays the `_schemas` topic (created, compacted, on first use)."""
+
+    def __init__(self, topics: TopicRegistry, replica_manager: ReplicaManager, clock: Clock) -> None:
+        self.topics = topics
+        self.clock = clock
+        self.writer = CoordinatorPartitionWriter(topics, replica_manager)
+
+    def ensure_topic(self) -> Topic:
+        topic = self.topics.get(TOPIC)
+        return topic if topic is not None else self.topics.create(TOPIC, 1, dict(TOPIC_CONFIGS))
+
+    def max_record_bytes(self) -> int:
+        return as_int("max.message.bytes", self.ensure_topic().config.get("max.message.bytes", 1048588))
+
+    def write(self, records: list[tuple[bytes, JsonObject | None]]) -> int:
+        """Append `records` (key, value or None for a tombstone) in one batch; their first offset.
+        A record the topic cannot hold is refused before anything is written (42209)."""
+        encoded = [(k, None if v is None else _dump(v)) for k, v in records]
+        size = sum(len(k) + len(v or b"") + 32 for k, v in encoded) + 61
+        limit = self.max_record_bytes()
+        if size > limit:
+            raise errors.RegistryError(422, 42209, f"Schema is too large: {size} bytes in _schemas, whose records are "
+                                                   f"at most {limit} bytes (max.message.bytes)")
+        self.ensure_topic()
+        try:
+            return self.writer.append(TOPIC, 0, encoded, timestamp=self.clock())
+        except Exception as e:  # the log refused or failed: nothing was applied, the client gets 50001
+            log.exception("writing to %s failed", TOPIC)
+            raise errors.store_error(f"Error while writing to {TOPIC}: {e}") from e
+
+    def replay(self) -> Iterator[tuple[JsonObject, JsonObject | None]]:
+        """Every record of the topic in log order, keys and values decoded; a record that is not
+        JSON or has no keytype (not written by a registry) is skipped with a warning."""
+        topic = self.topics.get(TOPIC)
+        if topic is None or 0 not in topic.partitions:
+            return
+        for key, value in read_records(topic.partitions[0]):
+            try:
+                k = json.loads(key) if key is not None else None
+                v = json.loads(value) if value is not None else None
+            except ValueError:
+                log.warning("skipping a record of %s that is not JSON", TOPIC)
+                continue
+            if not isinstance(k, dict) or "keytype" not in k or not (v is None or isinstance(v, dict)):
+                log.warning("skipping a record of %s without a registry key: %r", TOPIC, key)
+                continue
+            yield k, v
