@@ -11,7 +11,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,spark]'
+	$(PY) -m pip install -q -e '.[test,spark,registry]'
 	touch $(STAMP)
 
 # The console (and /metrics) on 127.0.0.1:8080 and the schema registry (Confluent's REST API) on

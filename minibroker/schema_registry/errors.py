@@ -41,7 +41,7 @@ def subject_not_soft_deleted(subject: str) -> RegistryError:
 
 
 def version_soft_deleted(subject: str, version: int) -> RegistryError:
-    return RegistryError(404, 40406, f"Subject '{subject}' Version {version} was soft deleted.Set permanent=true to "
+    return RegistryError(404, 40406, f"Subject '{subject}' Version {version} was soft deleted. Set permanent=true to "
                                      "delete permanently")
 
 

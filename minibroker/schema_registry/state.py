@@ -4,7 +4,9 @@ replay of `_schemas` (schema_log.py), changed only by `apply`, one record at a t
 A version is soft deleted (`deleted` true: hidden unless asked for, still readable by id, its
 version number not reused) or hard deleted (its record tombstoned: gone). An id names one schema
 content (type, string, references); versions in any subject with that content share it, as in
-Confluent, and the next new content gets the largest id seen plus one.
+Confluent, and the next new content gets the largest id seen plus one. A content keeps its id
+after its last version is hard deleted: registered again, it gets the same id (Confluent's and
+Karapace's behaviour; within one run of the broker, as the tombstoned record is compacted away).
 """
 
 from __future__ import annotations
@@ -123,10 +125,8 @@ class RegistryState:
         holders = self.holders(gone.schema_id)
         if holders:
             self.by_id[gone.schema_id] = holders[0]
-        else:
+        else:  # unreadable by id now; the content keeps its id, should it be registered again (as Confluent)
             self.by_id.pop(gone.schema_id, None)
-            if self.ids.get(gone.content) == gone.schema_id:
-                del self.ids[gone.content]
 
     # -- queries ---------------------------------------------------------------------------
     def holders(self, schema_id: int) -> list[SchemaVersion]:
