@@ -49,7 +49,7 @@ class Partition:
     """A partition's log with its leader, leader epoch, replicas and ISR (Kafka: Partition)."""
 
     __slots__ = ("topic", "partition", "topic_id", "log", "leader_id", "leader_epoch", "replicas", "isr",
-                 "is_internal", "min_insync_replicas")
+                 "is_internal", "min_insync_replicas", "schema_validation")
 
     def __init__(self, topic: str, partition: int, topic_id: uuid.UUID, log: Log, node_id: int,
                  leader_epoch: int = 0) -> None:
@@ -63,6 +63,8 @@ class Partition:
         self.isr: tuple[int, ...] = (node_id,)  # one replica: the ISR is the leader, HW = LEO
         self.is_internal = False  # the topic's, set by the ReplicaManager from the metadata
         self.min_insync_replicas = 1  # the topic's min.insync.replicas, likewise
+        # (key, value) when the topic sets confluent.key/value.schema.validation (the schema registry checks them)
+        self.schema_validation: tuple[bool, bool] | None = None
 
     def __repr__(self) -> str:
         return f"Partition({self.topic}-{self.partition}, leader={self.leader_id}, epoch={self.leader_epoch})"

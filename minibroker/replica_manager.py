@@ -55,6 +55,15 @@ class TransactionVerifier(Protocol):
     def __call__(self, batches: Sequence[BatchView], topic: str, partition: int, lg: Partition) -> None: ...
 
 
+class RecordSchemaValidator(Protocol):
+    """Confluent Server's broker-side schema validation (confluent.key/value.schema.validation):
+    raises INVALID_RECORD for records whose key or value is not framed with a schema id the
+    registry knows for the topic's subject (minibroker.schema_registry.validation)."""
+
+    def __call__(self, topic: str, partition: int, records: bytes | bytearray | memoryview, *, key: bool,
+                 value: bool) -> None: ...
+
+
 def _expire(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
@@ -130,6 +139,8 @@ class ReplicaManager:
         self.fetch_waiters = FetchWaiters()
         self.metrics = metrics  # bytes and messages in, counted where Kafka counts them (appendToLocalLog)
         self._partitions: dict[TopicPartition, Partition] = {}
+        # set by the schema registry when it runs; a topic that asks for validation without it is refused
+        self.record_schema_validator: RecordSchemaValidator | None = None
 
     # -- the partitions (written by the metadata publisher) -------------------------------------
     def publish_topic(self, topic: TopicImage, logs: Mapping[int, Log]) -> None:
@@ -145,6 +156,9 @@ class ReplicaManager:
             current.leader_epoch = epoch
             current.is_internal = topic.is_internal
             current.min_insync_replicas = as_int("min.insync.replicas", topic.config.get("min.insync.replicas", 1))
+            key_check = bool(topic.config.get("confluent.key.schema.validation", False))
+            value_check = bool(topic.config.get("confluent.value.schema.validation", False))
+            current.schema_validation = (key_check, value_check) if key_check or value_check else None
 
     def remove_topic(self, topic: TopicImage) -> None:
         """Drop a deleted topic's partitions and wake the fetches parked on them (Kafka: stopReplicas)."""
@@ -195,6 +209,8 @@ class ReplicaManager:
                                  f"min.isr requirement of {part.min_insync_replicas}")
             if records is None or len(records) == 0:
                 raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
+            if part.schema_validation is not None:  # only topics that ask for it pay for it
+                self._check_schemas(part, records, *part.schema_validation)
             verify = (functools.partial(verifier, topic=part.topic, partition=part.partition, lg=part)
                       if verifier is not None else None)
             info = part.append_records_to_leader(records, request_version=request_version, verify=verify)
@@ -213,6 +229,13 @@ class ReplicaManager:
         except OSError as e:
             log.error("append to %s-%d failed: %s", tp[0], tp[1], e)
             return ProducePartitionResult(None, KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(e)), -1)
+
+    def _check_schemas(self, part: Partition, records: bytes | bytearray | memoryview, key: bool, value: bool) -> None:
+        if self.record_schema_validator is None:
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"Topic {part.topic} validates records against the schema "
+                                                       "registry (confluent.*.schema.validation), which is not running "
+                                                       "in this broker (schema.registry.port)")
+        self.record_schema_validator(part.topic, part.partition, records, key=key, value=value)
 
     def append(self, lg: Log, records: bytes | bytearray | memoryview | ValidatedRecords, *,
                origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:

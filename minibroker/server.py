@@ -231,6 +231,7 @@ class BrokerServer:
         self.schema_registry = SchemaRegistry(self.topics, self.replica_manager, self.clock)
         await self.schema_registry.start(self.config.get("schema.registry.host"),
                                          self.config.get("schema.registry.port"))
+        self.replica_manager.record_schema_validator = self.schema_registry.validator
 
     async def shutdown(self, timeout: float = 10.0) -> None:
         """Stop accepting, finish in-flight requests (within `timeout`), then stop the background
@@ -239,6 +240,7 @@ class BrokerServer:
             await self.console.stop()
             self.console = None
         if self.schema_registry is not None:
+            self.replica_manager.record_schema_validator = None
             await self.schema_registry.stop()
             self.schema_registry = None
         await self.socket_server.stop(timeout)

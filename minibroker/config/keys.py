@@ -170,6 +170,13 @@ _TOPIC_KEYS: list[ConfigKey] = [
     _topic("unclean.leader.election.enable", "boolean", False,
            "Whether an out-of-sync replica may become leader." + _NOT_HERE, None,
            ("unclean.leader.election.enable",)),
+    # Confluent Server's broker-side schema validation (not Apache Kafka keys; minibroker.schema_registry)
+    _topic("confluent.key.schema.validation", "boolean", False,
+           "Refuse (INVALID_RECORD) records whose non-null key does not start with magic byte 0 and a schema id "
+           "registered under the subject <topic>-key in the built-in schema registry (Confluent Server's key)."),
+    _topic("confluent.value.schema.validation", "boolean", False,
+           "Refuse (INVALID_RECORD) records whose non-null value does not start with magic byte 0 and a schema id "
+           "registered under the subject <topic>-value in the built-in schema registry (Confluent Server's key)."),
 ]
 
 

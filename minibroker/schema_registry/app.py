@@ -10,6 +10,7 @@ from minibroker.replica_manager import ReplicaManager
 from minibroker.schema_registry.http_api import MAX_BODY, RegistryApi, confluent_errors
 from minibroker.schema_registry.registry import Registry
 from minibroker.schema_registry.schema_log import TOPIC, SchemaLog
+from minibroker.schema_registry.validation import SchemaValidator
 from minibroker.topics import TopicRegistry
 from storage.clock import Clock
 
@@ -23,6 +24,8 @@ class SchemaRegistry:
     def __init__(self, topics: TopicRegistry, replica_manager: ReplicaManager, clock: Clock) -> None:
         self.registry = Registry(SchemaLog(topics, replica_manager, clock))
         self.api = RegistryApi(self.registry)
+        # the broker-side check of topics with confluent.*.schema.validation (the ReplicaManager calls it)
+        self.validator = SchemaValidator(self._ids_of)
         self._runner: web.AppRunner | None = None
         self.host = ""
         self.port = 0
@@ -45,6 +48,9 @@ class SchemaRegistry:
         state = self.registry.state
         log.info("schema registry on %s (%d records of %s: %d subjects, largest id %d)", self.url, records, TOPIC,
                  len(state.subjects), state.max_id)
+
+    def _ids_of(self, subject: str) -> set[int]:
+        return {sv.schema_id for sv in self.registry.state.subjects.get(subject, {}).values()}
 
     async def stop(self) -> None:
         if self._runner is not None:
