@@ -111,7 +111,7 @@ class _Diff:
         rt, wt = _types(reader), _types(writer)
         lost = {t for t in wt if not _accepts(rt, t)}
         if lost:
-            kind = "TYPE_NARROWED" if rt < wt else "TYPE_CHANGED"
+            kind = "TYPE_NARROWED" if all(_accepts(wt, t) for t in rt) else "TYPE_CHANGED"
             self.add(kind, path, f"The type {sorted(wt)} changed to {sorted(rt)}")
             return
         self._bounds(reader, writer, path)

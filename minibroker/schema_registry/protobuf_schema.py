@@ -172,19 +172,20 @@ class ProtobufSchema:
         if not isinstance(writer, ProtobufSchema):
             return [Incompatibility("TYPE_MISMATCH", f"Incompatible because of different schema type: "
                                                      f"{writer.schema_type} and {PROTOBUF}")]
-        new, old = (self, writer) if reader_is_new else (writer, self)
-        return _diff(old.descriptor, new.descriptor)
+        # Confluent checks a protobuf reader as the update of its writer (FORWARD swaps the two), so
+        # removing a message breaks BACKWARD but not FORWARD
+        return _diff(writer.descriptor, self.descriptor)
 
 
 def _diff(old: descriptor_pb2.FileDescriptorProto, new: descriptor_pb2.FileDescriptorProto) -> list[Incompatibility]:
-    """Confluent's protobuf differences from `old` to `new` that break compatibility (they are symmetric)."""
+    """Confluent's protobuf differences from `old` (the writer) to `new` (the reader) that break compatibility."""
     found: list[Incompatibility] = []
     if old.package != new.package:
         found.append(Incompatibility("PACKAGE_CHANGED", "The package at '#/' in the new schema does not match the "
                                                         "package in the old schema"))
     old_msgs, new_msgs = _messages(old), _messages(new)
     for name, om in old_msgs.items():
-        path = "#/" + name.lstrip(".").split(".", 1)[-1] if old.package else "#/" + name.lstrip(".")
+        path = "#/" + name[len(old.package) + 2:] if old.package else "#/" + name[1:]
         nm = new_msgs.get(name)
         if nm is None:
             found.append(Incompatibility("MESSAGE_REMOVED", f"The message at '{path}' in the old schema is missing in "
