@@ -19,7 +19,7 @@ from aiohttp import web
 from minibroker.schema_registry import errors
 from minibroker.schema_registry.protobuf_schema import ProtobufSchema
 from minibroker.schema_registry.registry import GLOBAL, NewSchema, Registry
-from minibroker.schema_registry.schemas import AVRO, SCHEMA_TYPES, SchemaReference
+from minibroker.schema_registry.schemas import AVRO, SCHEMA_TYPES, ParsedSchema, SchemaReference
 from minibroker.schema_registry.state import SchemaVersion
 
 log = logging.getLogger("minibroker.schema_registry")
@@ -218,10 +218,19 @@ class RegistryApi:
             names = self.state.live_subjects(deleted=flag(request, "deleted"))
         return reply([s for s in names if s.startswith(prefix)])
 
+    async def _parsed(self, request: web.Request, body: dict[str, object]) -> tuple[NewSchema, ParsedSchema]:
+        """The request's schema, its size checked, parsed off the loop, with the subject's versions parsed too."""
+        new = new_schema(body)
+        self.registry.check_size(new)
+        parsed = await self.registry.parse_async(new)
+        await self.registry.warm(request.match_info["subject"])
+        return new, parsed
+
     async def lookup(self, request: web.Request) -> web.Response:
         subject = request.match_info["subject"]
-        new = new_schema(await read_json(request))
-        sv = self.registry.lookup(subject, new, normalize=flag(request, "normalize"), deleted=flag(request, "deleted"))
+        new, parsed = await self._parsed(request, await read_json(request))
+        sv = self.registry.lookup(subject, new, parsed, normalize=flag(request, "normalize"),
+                                  deleted=flag(request, "deleted"))
         return reply(self._version_body(sv))
 
     async def delete_subject(self, request: web.Request) -> web.Response:
@@ -233,7 +242,8 @@ class RegistryApi:
 
     async def register(self, request: web.Request) -> web.Response:
         body = await read_json(request)
-        schema_id = self.registry.register(request.match_info["subject"], new_schema(body),
+        new, parsed = await self._parsed(request, body)
+        schema_id = self.registry.register(request.match_info["subject"], new, parsed,
                                            normalize=flag(request, "normalize"), schema_id=optional_int(body, "id"),
                                            version=optional_int(body, "version"))
         return reply({"id": schema_id})
@@ -257,10 +267,9 @@ class RegistryApi:
                                                   permanent=flag(request, "permanent")))
 
     async def compatibility(self, request: web.Request) -> web.Response:
-        new = new_schema(await read_json(request))
-        messages = self.registry.test_compatibility(request.match_info["subject"], new,
-                                                    request.match_info.get("version"),
-                                                    normalize=flag(request, "normalize"))
+        _, parsed = await self._parsed(request, await read_json(request))
+        messages = self.registry.test_compatibility(request.match_info["subject"], parsed,
+                                                    request.match_info.get("version"))
         body: dict[str, object] = {"is_compatible": not messages}
         if flag(request, "verbose"):
             body["messages"] = messages

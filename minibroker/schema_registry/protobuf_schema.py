@@ -26,6 +26,7 @@ import base64
 import binascii
 import os
 import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,8 +89,16 @@ def _compile(text: str, references: Sequence[ResolvedReference]) -> descriptor_p
         return files[-1]
 
 
+_PROTOC = threading.Lock()  # schemas are parsed on worker threads; fd 2 is the process's, one protoc at a time
+
+
 def _run_protoc(args: list[bytes]) -> int:
     # protoc reports errors on fd 2; they are read back through get_protos below instead
+    with _PROTOC:
+        return _run_protoc_quietly(args)
+
+
+def _run_protoc_quietly(args: list[bytes]) -> int:
     saved = os.dup(2)
     try:
         with open(os.devnull, "wb") as null:

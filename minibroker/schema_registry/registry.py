@@ -1,15 +1,19 @@
 """The registry's operations (Confluent's KafkaSchemaRegistry): register, look up, delete,
 compatibility, config and mode, each checked against the state, written to `_schemas`, then applied.
 
-Theory of operation. An operation runs on the broker's event loop from its checks to its write
-without awaiting anything, so two requests never interleave: two concurrent registrations of the
-same schema are one after the other, the second finds the first's id. A change is written first
+Theory of operation. Parsing runs off the loop (`parse_async`, `warm`: the avro package's parser
+is quadratic in a record's fields, about 5 s for a 1 MB record, which must not stall the broker);
+then an operation runs on the broker's event loop from its checks to its write without awaiting
+anything, so two requests never interleave there: two concurrent registrations of the same schema
+are one after the other, the second finds the first's id. A change is written first
 and applied to the state only once `_schemas` has it (the state is always the replay of the topic):
 a write that fails changes nothing and answers 50001.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -66,8 +70,21 @@ class Registry:
             out.append(ResolvedReference(ref.name, sv.schema_type, sv.schema))
         return out
 
-    def parse(self, new: NewSchema) -> ParsedSchema:
-        return parse_schema(new.schema_type, new.schema, self.resolve(new.references))
+    def check_size(self, new: NewSchema) -> None:
+        """A schema that `_schemas` could not hold is refused (42209) before it is parsed."""
+        self.log.check_fits(len(json.dumps(new.schema)))
+
+    async def parse_async(self, new: NewSchema) -> ParsedSchema:
+        """`new` parsed on a worker thread (its references resolved here, on the loop)."""
+        references = self.resolve(new.references)
+        return await asyncio.get_running_loop().run_in_executor(None, parse_schema, new.schema_type, new.schema,
+                                                                references)
+
+    async def warm(self, subject: str) -> None:
+        """Parse, on a worker thread, the live versions of `subject` not parsed yet (a check reads them)."""
+        todo = [sv for sv in self.state.versions(subject) if sv.schema_id not in self._parsed]
+        if todo:
+            await asyncio.get_running_loop().run_in_executor(None, lambda: [self.parsed(sv) for sv in todo])
 
     def parsed(self, sv: SchemaVersion) -> ParsedSchema:
         cached = self._parsed.get(sv.schema_id)
@@ -96,16 +113,15 @@ class Registry:
                 return sv
         raise errors.version_not_found(number)
 
-    def register(self, subject: str, new: NewSchema, *, normalize: bool = False, schema_id: int | None = None,
-                 version: int | None = None) -> int:
-        """POST /subjects/{subject}/versions: the schema's id, new or existing."""
+    def register(self, subject: str, new: NewSchema, parsed: ParsedSchema, *, normalize: bool = False,
+                 schema_id: int | None = None, version: int | None = None) -> int:
+        """POST /subjects/{subject}/versions: the schema's id, new or existing (`parsed`: `new` parsed)."""
         mode = self.state.mode_of(subject)
         if mode == "READONLY":
             raise errors.operation_not_permitted(f"Subject {subject} is in read-only mode")
         if (schema_id is not None or version is not None) and mode != "IMPORT":
             if schema_id is not None and schema_id >= 0:
                 raise errors.operation_not_permitted(f"Subject {subject} is not in import mode")
-        parsed = self.parse(new)
         text = self._string(parsed, subject, normalize)
         content = (new.schema_type, text, new.references)
         live = self.state.versions(subject)
@@ -137,10 +153,10 @@ class Registry:
         self._parsed.setdefault(new_id, parsed)
         return new_id
 
-    def lookup(self, subject: str, new: NewSchema, *, normalize: bool = False, deleted: bool = False) -> SchemaVersion:
+    def lookup(self, subject: str, new: NewSchema, parsed: ParsedSchema, *, normalize: bool = False,
+               deleted: bool = False) -> SchemaVersion:
         """POST /subjects/{subject}: the version of `subject` holding this schema."""
         versions = self.versions(subject, deleted=deleted)
-        parsed = self.parse(new)
         for text in dict.fromkeys((self._string(parsed, subject, normalize), parsed.canonical(), new.schema)):
             for sv in reversed(versions):
                 if sv.content == (new.schema_type, text, new.references):
@@ -208,10 +224,8 @@ class Registry:
             raise errors.operation_not_permitted(f"Subject {subject} is in read-only mode")
 
     # -- compatibility, config, mode ---------------------------------------------------------
-    def test_compatibility(self, subject: str, new: NewSchema, version: str | None, *, normalize: bool = False
-                           ) -> list[str]:
+    def test_compatibility(self, subject: str, parsed: ParsedSchema, version: str | None) -> list[str]:
         """POST /compatibility/subjects/{subject}/versions[/{version}]: the reasons it is not (empty: it is)."""
-        parsed = self.parse(new)
         level = self.state.compatibility_of(subject)
         if version is None:
             olds = [(sv.version, sv.schema, self.parsed(sv)) for sv in self.state.versions(subject)]

@@ -40,6 +40,7 @@ TOPIC = "_schemas"  # Confluent's kafkastore.topic and Karapace's topic_name def
 # Confluent creates _schemas compacted with one partition (KafkaStore.createOrVerifySchemaTopic)
 TOPIC_CONFIGS: dict[str, ConfigValue] = {"cleanup.policy": ["compact"]}
 JsonObject = dict[str, object]
+RECORD_OVERHEAD = 61 + 32  # a batch header and a record's own varints and attributes, at most
 
 
 def schema_key(subject: str, version: int) -> bytes:
@@ -70,15 +71,19 @@ class SchemaLog:
     def max_record_bytes(self) -> int:
         return as_int("max.message.bytes", self.ensure_topic().config.get("max.message.bytes", 1048588))
 
+    def check_fits(self, size: int) -> None:
+        """Refuse (42209) a record of about `size` bytes that the topic cannot hold, before anything
+        is parsed or written: a schema too large to store is refused whole, and early."""
+        limit = self.max_record_bytes()
+        if size + RECORD_OVERHEAD > limit:
+            raise errors.RegistryError(422, 42209, f"Schema is too large: {size} bytes in _schemas, whose records are "
+                                                   f"at most {limit} bytes (max.message.bytes)")
+
     def write(self, records: list[tuple[bytes, JsonObject | None]]) -> int:
         """Append `records` (key, value or None for a tombstone) in one batch; their first offset.
         A record the topic cannot hold is refused before anything is written (42209)."""
         encoded = [(k, None if v is None else _dump(v)) for k, v in records]
-        size = sum(len(k) + len(v or b"") + 32 for k, v in encoded) + 61
-        limit = self.max_record_bytes()
-        if size > limit:
-            raise errors.RegistryError(422, 42209, f"Schema is too large: {size} bytes in _schemas, whose records are "
-                                                   f"at most {limit} bytes (max.message.bytes)")
+        self.check_fits(sum(len(k) + len(v or b"") for k, v in encoded))
         self.ensure_topic()
         try:
             return self.writer.append(TOPIC, 0, encoded, timestamp=self.clock())

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from minibroker.testing import BrokerThread
 from tests.integration.helpers import module_broker, unique
 from tests.schema_registry.helpers import REGISTRY_OVERRIDES, call, record, registry_url
 

@@ -1,0 +1,236 @@
+"""Confluent's REST API over HTTP (issue 36): routes and their answers, config and mode, and bad
+input — malformed schemas (42201), unknown subjects and versions, a 10 MB schema, deeply nested
+JSON, concurrent registrations of one schema — each a clear error, nothing half-written."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from minibroker.testing import BrokerThread
+from tests.integration.helpers import module_broker, unique
+from tests.schema_registry.helpers import (
+    CONTENT_TYPE,
+    REGISTRY_OVERRIDES,
+    call,
+    record,
+    registry_url,
+    schemas_end_offset,
+)
+
+AVRO = record("R", {"name": "a", "type": "int"})
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: Any) -> Iterator[BrokerThread]:
+    with module_broker(tmp_path_factory, REGISTRY_OVERRIDES) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def url(broker: BrokerThread) -> str:
+    return registry_url(broker)
+
+
+def register(url: str, subject: str, schema: str, schema_type: str = "AVRO", **extra: Any) -> tuple[int, Any]:
+    return call("POST", f"{url}/subjects/{subject}/versions", {"schema": schema, "schemaType": schema_type, **extra})
+
+
+def test_routes_answer_confluents_shapes(url: str) -> None:
+    subject = unique("shapes")
+    assert call("GET", f"{url}/") == (200, {})
+    assert call("GET", f"{url}/schemas/types") == (200, ["JSON", "PROTOBUF", "AVRO"])
+    status, body = register(url, subject, AVRO)
+    assert status == 200 and set(body) == {"id"}
+    sid = body["id"]
+    assert call("GET", f"{url}/subjects/{subject}/versions") == (200, [1])
+    expected = {"subject": subject, "version": 1, "id": sid, "schema": json.dumps(json.loads(AVRO), separators=(",", ":"))}
+    assert call("GET", f"{url}/subjects/{subject}/versions/1") == (200, expected)
+    assert call("GET", f"{url}/subjects/{subject}/versions/latest") == (200, expected)
+    assert call("GET", f"{url}/subjects/{subject}/versions/-1") == (200, expected)
+    assert call("GET", f"{url}/subjects/{subject}/versions/1/schema") == (200, json.loads(AVRO))
+    assert call("GET", f"{url}/schemas/ids/{sid}") == (200, {"schema": expected["schema"]})
+    assert call("GET", f"{url}/schemas/ids/{sid}/schema") == (200, json.loads(AVRO))
+    assert call("GET", f"{url}/schemas/ids/{sid}/versions") == (200, [{"subject": subject, "version": 1}])
+    assert call("GET", f"{url}/schemas/ids/{sid}/subjects") == (200, [subject])
+    assert call("GET", f"{url}/subjects/{subject}/versions/1/referencedby") == (200, [])
+    # lookup: the version holding a schema, whitespace aside
+    assert call("POST", f"{url}/subjects/{subject}", {"schema": json.dumps(json.loads(AVRO), indent=4)}) == (
+        200, expected)
+    assert subject in call("GET", f"{url}/subjects")[1]
+    assert call("GET", f"{url}/subjects?subjectPrefix={subject[:-3]}")[1] == [subject]
+    assert any(s["subject"] == subject for s in call("GET", f"{url}/schemas?subjectPrefix={subject}")[1])
+    # a JSON and a Protobuf schema carry their type
+    status, body = register(url, unique("json"), '{"type":"string"}', "JSON")
+    assert status == 200 and call("GET", f"{url}/schemas/ids/{body['id']}")[1]["schemaType"] == "JSON"
+
+
+def test_unknown_things_have_confluents_codes(url: str) -> None:
+    subject = unique("known")
+    register(url, subject, AVRO)
+    cases = [
+        ("GET", f"/subjects/{unique('nope')}/versions", 404, 40401, "Subject '"),
+        ("GET", f"/subjects/{subject}/versions/9", 404, 40402, "Version 9 not found."),
+        ("GET", f"/subjects/{subject}/versions/abc", 422, 42202, "is not a valid version id"),
+        ("GET", f"/subjects/{subject}/versions/0", 422, 42202, "is not a valid version id"),
+        ("GET", "/schemas/ids/987654", 404, 40403, "Schema 987654 not found"),
+        ("GET", "/config/never-configured", 404, 40408, "does not have subject-level compatibility configured"),
+        ("GET", "/mode/never-configured", 404, 40409, "does not have subject-level mode configured"),
+        ("GET", "/no/such/route", 404, 404, "HTTP 404"),
+        ("PUT", "/schemas/types", 405, 405, "HTTP 405"),
+    ]
+    for method, path, status, code, text in cases:
+        got_status, body = call(method, url + path, {} if method == "PUT" else None)
+        assert (got_status, body["error_code"]) == (status, code), (path, body)
+        assert text in body["message"], (path, body)
+    status, body = call("POST", f"{url}/subjects/{subject}", {"schema": record("Other", {"name": "b", "type": "int"})})
+    assert (status, body) == (404, {"error_code": 40403, "message": "Schema not found"})
+
+
+@pytest.mark.parametrize("schema_type, schema, reason", [
+    ("AVRO", '{"type": "record"}', "Name None must be a string"),
+    ("AVRO", "{not json", "Expecting property name"),
+    ("AVRO", record("R", {"name": "a", "type": "no.such.Type"}), "no.such.Type"),
+    ("JSON", '{"type": 5}', "is not valid"),
+    ("JSON", "[1, 2", "Invalid JSON"),
+    ("PROTOBUF", 'syntax = "proto3";\nmessage M { strin a = 1; }', "\"strin\" is not defined"),
+    ("PROTOBUF", "message {", "Expected"),
+])
+def test_malformed_schemas_are_42201(broker: BrokerThread, url: str, schema_type: str, schema: str, reason: str) -> None:
+    before = schemas_end_offset(broker)
+    status, body = register(url, unique("bad"), schema, schema_type)
+    assert (status, body["error_code"]) == (422, 42201), body
+    assert reason in body["message"], body
+    assert schemas_end_offset(broker) == before  # nothing written
+
+
+def test_a_10_mb_schema_is_refused_whole(broker: BrokerThread, url: str) -> None:
+    # a valid Avro record of ~10 MB: more than _schemas takes in one record (max.message.bytes)
+    fields = [{"name": f"field_{i:07d}", "type": "string", "doc": "x" * 40} for i in range(150_000)]
+    schema = json.dumps({"type": "record", "name": "Huge", "fields": fields})
+    assert len(schema) > 10_000_000
+    subject = unique("huge")
+    before = schemas_end_offset(broker)
+    status, body = register(url, subject, schema)
+    assert (status, body["error_code"]) == (422, 42209), body
+    assert "max.message.bytes" in body["message"]
+    assert schemas_end_offset(broker) == before
+    assert call("GET", f"{url}/subjects/{subject}/versions")[1]["error_code"] == 40401
+    assert register(url, subject, AVRO)[0] == 200  # the registry goes on
+
+
+def test_deeply_nested_json(broker: BrokerThread, url: str) -> None:
+    before = schemas_end_offset(broker)
+    status, body = call("POST", f"{url}/subjects/{unique('deep')}/versions", raw=b"[" * 200_000 + b"]" * 200_000)
+    assert (status, body["error_code"]) == (422, 422) and "nested too deeply" in body["message"]
+    deep_schema = '{"type":"array","items":' * 20_000 + '"int"' + "}" * 20_000  # < 1 MB
+    status, body = register(url, unique("deep"), deep_schema)
+    assert (status, body["error_code"]) == (422, 42201) and "nested too deeply" in body["message"], body
+    status, body = call("POST", f"{url}/subjects/{unique('deep')}/versions", raw=b"{not json")
+    assert (status, body["error_code"]) == (400, 400)
+    assert schemas_end_offset(broker) == before
+
+
+def test_concurrent_registrations_of_one_schema_get_one_id(url: str) -> None:
+    subject = unique("race")
+    schema = record("Race", {"name": "r", "type": "string"})
+    results: list[tuple[int, Any]] = []
+    barrier = threading.Barrier(16)
+
+    def go() -> None:
+        barrier.wait(30)
+        results.append(register(url, subject, schema))
+
+    threads = [threading.Thread(target=go) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(results) == 16 and {s for s, _ in results} == {200}
+    assert len({b["id"] for _, b in results}) == 1
+    assert call("GET", f"{url}/subjects/{subject}/versions") == (200, [1])
+
+
+def test_config(url: str) -> None:
+    assert call("GET", f"{url}/config")[1] == {"compatibilityLevel": "BACKWARD"}
+    subject = unique("cfg")
+    assert call("PUT", f"{url}/config/{subject}", {"compatibility": "full"}) == (200, {"compatibility": "FULL"})
+    assert call("GET", f"{url}/config/{subject}") == (200, {"compatibilityLevel": "FULL"})
+    other = unique("cfg")
+    assert call("GET", f"{url}/config/{other}?defaultToGlobal=true") == (200, {"compatibilityLevel": "BACKWARD"})
+    status, body = call("PUT", f"{url}/config/{subject}", {"compatibility": "SIDEWAYS"})
+    assert (status, body["error_code"]) == (422, 42203)
+    assert call("DELETE", f"{url}/config/{subject}") == (200, {"compatibilityLevel": "FULL"})
+    assert call("GET", f"{url}/config/{subject}")[1]["error_code"] == 40408
+
+
+def test_modes(broker: BrokerThread, url: str) -> None:
+    assert call("GET", f"{url}/mode") == (200, {"mode": "READWRITE"})
+    subject = unique("ro")
+    register(url, subject, AVRO)
+    assert call("PUT", f"{url}/mode/{subject}", {"mode": "READONLY"}) == (200, {"mode": "READONLY"})
+    status, body = register(url, subject, record("R", {"name": "a", "type": "int"}, {"name": "b", "type": "int",
+                                                                                      "default": 0}))
+    assert (status, body["error_code"]) == (422, 42205)
+    status, body = call("DELETE", f"{url}/subjects/{subject}")
+    assert (status, body["error_code"]) == (422, 42205)
+    status, body = call("PUT", f"{url}/mode/{subject}", {"mode": "SOMETIMES"})
+    assert (status, body["error_code"]) == (422, 42204)
+    assert call("DELETE", f"{url}/mode/{subject}") == (200, {"mode": "READONLY"})
+    assert call("GET", f"{url}/mode/{subject}?defaultToGlobal=true") == (200, {"mode": "READWRITE"})
+    # IMPORT: a subject with versions needs force; then ids and versions come from the request
+    imported = unique("import")
+    assert call("PUT", f"{url}/mode/{imported}", {"mode": "IMPORT"}) == (200, {"mode": "IMPORT"})
+    status, body = register(url, imported, record("Imported", {"name": "x", "type": "int"}), id=5000, version=7)
+    assert (status, body) == (200, {"id": 5000})
+    assert call("GET", f"{url}/subjects/{imported}/versions") == (200, [7])
+    status, body = register(url, imported, record("Clash", {"name": "x", "type": "int"}), id=5000, version=8)
+    assert (status, body["error_code"]) == (422, 42207)
+    call("DELETE", f"{url}/mode/{imported}")
+    status, body = register(url, unique("plain"), record("P", {"name": "x", "type": "int"}), id=6000)
+    assert (status, body["error_code"]) == (422, 42205)
+
+
+def test_normalize(url: str) -> None:
+    subject = unique("norm")
+    a = json.dumps({"type": "object", "properties": {"x": {"type": "string"}}, "title": "T"})
+    b = json.dumps({"title": "T", "properties": {"x": {"type": "string"}}, "type": "object"})
+    first = register(url, subject, a, "JSON")[1]["id"]
+    assert call("POST", f"{url}/subjects/{subject}?normalize=true", {"schema": b, "schemaType": "JSON"})[1]["id"] == first
+    status, body = call("POST", f"{url}/subjects/{subject}", {"schema": b, "schemaType": "JSON"})
+    assert (status, body["error_code"]) == (404, 40403)
+    # registered normalized: the same normalized content gets one id, whatever the key order
+    s2 = unique("norm")
+    n1 = call("POST", f"{url}/subjects/{s2}/versions?normalize=true", {"schema": a, "schemaType": "JSON"})[1]["id"]
+    n2 = call("POST", f"{url}/subjects/{s2}/versions?normalize=true", {"schema": b, "schemaType": "JSON"})[1]["id"]
+    assert n1 == n2 and call("GET", f"{url}/subjects/{s2}/versions")[1] == [1]
+
+
+def test_version_deletes(url: str) -> None:
+    subject = unique("del")
+    register(url, subject, AVRO)
+    register(url, subject, record("R", {"name": "a", "type": "int"}, {"name": "b", "type": "int", "default": 1}))
+    assert call("DELETE", f"{url}/subjects/{subject}/versions/1?permanent=true")[1]["error_code"] == 40407
+    assert call("DELETE", f"{url}/subjects/{subject}/versions/1") == (200, 1)
+    assert call("DELETE", f"{url}/subjects/{subject}/versions/1")[1]["error_code"] == 40406
+    assert call("GET", f"{url}/subjects/{subject}/versions/1")[1]["error_code"] == 40402
+    assert call("GET", f"{url}/subjects/{subject}/versions/1?deleted=true")[1]["version"] == 1
+    assert call("GET", f"{url}/subjects/{subject}/versions") == (200, [2])
+    assert call("GET", f"{url}/subjects/{subject}/versions?deleted=true") == (200, [1, 2])
+    assert call("DELETE", f"{url}/subjects/{subject}/versions/1?permanent=true") == (200, 1)
+    assert call("GET", f"{url}/subjects/{subject}/versions?deleted=true") == (200, [2])
+    assert call("DELETE", f"{url}/subjects/{subject}/versions/latest") == (200, 2)
+    assert subject not in call("GET", f"{url}/subjects")[1]
+    assert subject in call("GET", f"{url}/subjects?deleted=true")[1]
+    assert subject in call("GET", f"{url}/subjects?deletedOnly=true")[1]
+
+
+def test_content_type_and_error_body_of_every_answer(url: str) -> None:
+    req = urllib.request.Request(f"{url}/subjects", headers={"Accept": CONTENT_TYPE})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        assert r.headers["Content-Type"].startswith(CONTENT_TYPE)
