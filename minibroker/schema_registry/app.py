@@ -35,8 +35,8 @@ class SchemaRegistry:
         return f"http://{self.host}:{self.port}"
 
     async def start(self, host: str, port: int) -> None:
-        records = self.registry.load()
-        app = web.Application(middlewares=[confluent_errors], client_max_size=MAX_BODY)
+        records = self.registry.catch_up()
+        app = web.Application(middlewares=[confluent_errors, self.api.caught_up], client_max_size=MAX_BODY)
         app.add_routes(self.api.routes())
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()

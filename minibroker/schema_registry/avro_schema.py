@@ -2,10 +2,10 @@
 with its ReaderWriterCompatibilityChecker, the port of Avro Java's SchemaCompatibility that
 Confluent's registry calls and that Karapace uses too.
 
-The stored string is the schema's JSON, compact (no insignificant whitespace), keys in the order
-the user wrote them, so that the same schema sent with other spacing gets the same id;
-`normalize=true` also sorts the keys of every object (Confluent's normalization makes an
-equivalent schema compare equal too). References are Avro named types defined by other subjects:
+The stored string is the schema as Avro renders it (Avro Java's Schema.toString, which Confluent
+stores; here the avro package's to_json), compact: the same schema sent with other spacing, key
+order or `{"type": "string"}` for `"string"` gets the same id; `normalize=true` also sorts the keys
+of every object. References are Avro named types defined by other subjects:
 they are parsed first into the same `Names`, so the schema can use them by full name.
 The descriptions of incompatibilities are Confluent's (AvroSchema's compatibility messages).
 """
@@ -37,7 +37,7 @@ class AvroSchema:
 
     def __init__(self, schema: Schema, document: object) -> None:
         self.schema = schema
-        self.document = document  # the JSON as sent
+        self.document = document  # the schema as Avro writes it (Avro Java's Schema.toString, in Python)
 
     @classmethod
     def parse(cls, text: str, references: Sequence[ResolvedReference] = ()) -> AvroSchema:
@@ -50,10 +50,17 @@ class AvroSchema:
             # Avro Java (and so Confluent) takes a bare name of a type already defined as that type
             named = names.get_name(document, None) if isinstance(document, str) and references else None
             schema: Schema = named if named is not None else make_avsc_object(document, names)
+            # the stored form, as Confluent stores Avro's own rendering: {"type":"string"} is "string";
+            # the referenced types are written by name (parsed into names of their own first)
+            ref_names = Names(validate_names=True)
+            for ref in references:
+                if ref.schema_type == AVRO:
+                    make_avsc_object(json.loads(ref.schema), ref_names)
+            rendered = schema.to_json(ref_names)
         except (ValueError, TypeError, AttributeError, KeyError, avro.errors.AvroException) as e:
             raise errors.invalid_schema(f"Invalid schema {text[:200]} with refs {[r.name for r in references]} "
                                         f"of type AVRO, details: {e}") from None
-        return cls(schema, document)
+        return cls(schema, rendered)
 
     def canonical(self) -> str:
         return _compact(self.document)

@@ -98,6 +98,21 @@ class RegistryApi:
         self.registry = registry
         self.state = registry.state
 
+    @web.middleware
+    async def caught_up(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Every request reads the state after the records other writers appended to `_schemas`,
+        and answers in the content type its Accept header prefers (Confluent's content negotiation:
+        application/vnd.schemaregistry.v1+json unless only application/json is acceptable)."""
+        self.registry.catch_up()
+        response = await handler(request)
+        accept = request.headers.get("Accept", "")
+        if isinstance(response, web.Response) and accept and CONTENT_TYPE not in accept and "*/*" not in accept:
+            for alternative in ("application/vnd.schemaregistry+json", "application/json"):
+                if alternative in accept:
+                    response.content_type = alternative
+                    break
+        return response
+
     def routes(self) -> list[web.RouteDef]:
         return [
             web.get("/", self.root),
@@ -153,8 +168,8 @@ class RegistryApi:
         raw = request.match_info["id"]
         try:
             schema_id = int(raw)
-        except ValueError:
-            raise errors.schema_not_found() from None
+        except ValueError:  # Confluent's {id} is an int path parameter: no such route
+            raise errors.RegistryError(404, 404, "HTTP 404 Not Found") from None
         sv = self.state.by_id.get(schema_id)
         if sv is None:
             raise errors.schema_not_found(schema_id)
@@ -188,6 +203,8 @@ class RegistryApi:
         if sv.references:
             body["references"] = [r.to_json() for r in sv.references]
         body["schema"] = self._schema_text(sv, request.query.get("format"))
+        if flag(request, "includeSubjects"):
+            body["subjects"] = sorted({h.subject for h in self.state.holders(sv.schema_id) if not h.deleted})
         return reply(body)
 
     async def raw_schema_by_id(self, request: web.Request) -> web.Response:
@@ -271,7 +288,7 @@ class RegistryApi:
         messages = self.registry.test_compatibility(request.match_info["subject"], parsed,
                                                     request.match_info.get("version"))
         body: dict[str, object] = {"is_compatible": not messages}
-        if flag(request, "verbose"):
+        if messages or flag(request, "verbose"):  # the reasons whenever it is not (Karapace too)
             body["messages"] = messages
         return reply(body)
 
@@ -292,7 +309,8 @@ class RegistryApi:
 
     async def delete_config(self, request: web.Request) -> web.Response:
         previous = self.registry.delete_compatibility(request.match_info.get("subject", GLOBAL))
-        return reply({"compatibilityLevel": previous})
+        # the level removed; under both names clients read (Confluent's Config, Karapace's answer)
+        return reply({"compatibilityLevel": previous, "compatibility": previous})
 
     async def get_mode(self, request: web.Request) -> web.Response:
         subject = request.match_info.get("subject", GLOBAL)

@@ -39,20 +39,26 @@ class Registry:
     def __init__(self, schema_log: SchemaLog) -> None:
         self.log = schema_log
         self.state = RegistryState()
+        self.position = 0  # the offset of `_schemas` the state has read up to
         self._parsed: dict[int, ParsedSchema] = {}  # by id: a stored schema is parsed once
 
-    def load(self) -> int:
-        """Replay `_schemas` into the state; the number of records read."""
+    def catch_up(self) -> int:
+        """Apply the records of `_schemas` from `position` to its end (all of them at start); how many."""
+        if self.position >= self.log.end_offset():
+            return 0
         n = 0
-        for key, value in self.log.replay():
+        for next_offset, key, value in self.log.read_from(self.position):
             self.state.apply(key, value)
+            self.position = next_offset
             n += 1
         return n
 
     def _write(self, records: list[tuple[bytes, JsonObject | None]], keys: list[JsonObject]) -> None:
+        """Append to `_schemas`, then apply by reading it back: the state is the replay of the topic
+        (`keys`, the records' keys, are what `catch_up` reads back)."""
+        self.catch_up()
         self.log.write(records)
-        for key, (_, value) in zip(keys, records, strict=True):
-            self.state.apply(key, value)
+        self.catch_up()
 
     # -- parsing ----------------------------------------------------------------------------
     def resolve(self, references: Sequence[SchemaReference], seen: frozenset[tuple[str, int]] = frozenset()
@@ -116,6 +122,7 @@ class Registry:
     def register(self, subject: str, new: NewSchema, parsed: ParsedSchema, *, normalize: bool = False,
                  schema_id: int | None = None, version: int | None = None) -> int:
         """POST /subjects/{subject}/versions: the schema's id, new or existing (`parsed`: `new` parsed)."""
+        self.catch_up()  # what other writers appended while `new` was parsed
         mode = self.state.mode_of(subject)
         if mode == "READONLY":
             raise errors.operation_not_permitted(f"Subject {subject} is in read-only mode")
@@ -230,7 +237,15 @@ class Registry:
         if version is None:
             olds = [(sv.version, sv.schema, self.parsed(sv)) for sv in self.state.versions(subject)]
             return compatibility.check(level, parsed, olds)
-        sv = self.version(subject, version)
+        # Confluent's CompatibilityResource: a missing version is 40402, whether or not the subject
+        # exists; "latest" of a subject without versions has nothing to be incompatible with
+        number = parse_version(version)
+        live = self.state.versions(subject)
+        if number == -1 and not live:
+            return []
+        sv = next((v for v in live if v.version == number), live[-1] if number == -1 and live else None)
+        if sv is None:
+            raise errors.version_not_found(number)
         # against one version: the level's direction, without its transitivity
         return compatibility.check(level.removesuffix("_TRANSITIVE"), parsed, [(sv.version, sv.schema, self.parsed(sv))])
 

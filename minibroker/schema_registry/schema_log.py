@@ -15,8 +15,10 @@ of a key is its state, a tombstone (null value) deletes it:
 
 Keys are written with Confluent's field order and no spaces, so a key compacts with the same key
 written by Confluent. Records go through the CoordinatorPartitionWriter (one batch per write, into
-ReplicaManager.append, as the coordinators' stores write theirs) and are read back at start with the
-coordinators' loader, from the log start to its end.
+ReplicaManager.append, as the coordinators' stores write theirs) and are read back from the log, from
+its start at start-up, then from where the registry left off before each request, as Confluent's and
+Karapace's readers tail the topic (another writer's records, a Karapace beside us or a restore tool,
+become state too).
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ from collections.abc import Iterator
 
 from minibroker.config import ConfigValue
 from minibroker.config.definitions import as_int
-from minibroker.coordinator.runtime.coordinator_loader import read_records
+from minibroker.coordinator.runtime.coordinator_loader import LOAD_READ_BYTES
 from minibroker.coordinator.runtime.partition_writer import CoordinatorPartitionWriter
 from minibroker.replica_manager import ReplicaManager
 from minibroker.schema_registry import errors
 from minibroker.topics import Topic, TopicRegistry
+from protocol.records.v2 import decode_batches
 from storage.clock import Clock
 
 log = logging.getLogger("minibroker.schema_registry")
@@ -91,20 +94,47 @@ class SchemaLog:
             log.exception("writing to %s failed", TOPIC)
             raise errors.store_error(f"Error while writing to {TOPIC}: {e}") from e
 
-    def replay(self) -> Iterator[tuple[JsonObject, JsonObject | None]]:
-        """Every record of the topic in log order, keys and values decoded; a record that is not
-        JSON or has no keytype (not written by a registry) is skipped with a warning."""
+    def end_offset(self) -> int:
+        topic = self.topics.get(TOPIC)
+        return topic.partitions[0].log_end_offset if topic is not None and 0 in topic.partitions else 0
+
+    def read_from(self, offset: int) -> Iterator[tuple[int, JsonObject, JsonObject | None]]:
+        """The records from `offset` to the end, in log order, each with the offset after it, keys
+        and values decoded (Confluent's and Karapace's readers tail the topic the same way: records
+        other writers append are state too). A record that is not JSON or has no keytype (not
+        written by a registry) is skipped with a warning; control batches are skipped."""
         topic = self.topics.get(TOPIC)
         if topic is None or 0 not in topic.partitions:
             return
-        for key, value in read_records(topic.partitions[0]):
-            try:
-                k = json.loads(key) if key is not None else None
-                v = json.loads(value) if value is not None else None
-            except ValueError:
-                log.warning("skipping a record of %s that is not JSON", TOPIC)
-                continue
-            if not isinstance(k, dict) or "keytype" not in k or not (v is None or isinstance(v, dict)):
-                log.warning("skipping a record of %s without a registry key: %r", TOPIC, key)
-                continue
-            yield k, v
+        lg = topic.partitions[0]
+        offset, end = max(offset, lg.log_start_offset), lg.log_end_offset
+        while offset < end:
+            info = lg.read(offset, LOAD_READ_BYTES, max_offset=end)
+            if info.region is None:
+                return
+            batches = decode_batches(info.region.read_all())
+            if not batches:
+                return
+            for batch in batches:
+                for r in [] if batch.is_control else batch.records:
+                    if r.offset >= offset:
+                        decoded = _decode(r.key, r.value)
+                        if decoded is not None:
+                            yield r.offset + 1, decoded[0], decoded[1]
+                offset = max(offset, batch.next_offset)
+                yield offset, {"keytype": "NOOP"}, None  # the position moves past skipped records too
+
+
+def _decode(key: bytes | None, value: bytes | None) -> tuple[JsonObject, JsonObject | None] | None:
+    if key is None:
+        return None
+    try:
+        k = json.loads(key)
+        v = json.loads(value) if value is not None else None
+    except (ValueError, RecursionError):
+        log.warning("skipping a record of %s that is not JSON", TOPIC)
+        return None
+    if not isinstance(k, dict) or "keytype" not in k or not (v is None or isinstance(v, dict)):
+        log.warning("skipping a record of %s without a registry key: %r", TOPIC, key)
+        return None
+    return k, v
