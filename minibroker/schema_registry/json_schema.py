@@ -7,8 +7,8 @@ what a writer wrote when every document the writer's schema accepts, the reader'
 `_Diff` walks the two schemas side by side and reports Confluent's difference types where the
 reader accepts less: a type narrowed or changed, a property added to an open content model (old
 documents may hold anything under that name) or removed from a closed one, a required property
-added, an enum narrowed, a bound tightened (maxLength, minimum, ...), additional properties or
-items closed. Widening changes are compatible and not reported. $ref is compared as a string
+added, an enum narrowed, a pattern added or changed, a bound tightened (maxLength, minimum, ...),
+additional properties or items closed. Widening changes are compatible and not reported. $ref is compared as a string
 (references resolve to other subjects; a schema that changes what a $ref names is a new $ref).
 This is a subset of Confluent's ~60 difference types: the ones above, recursively through
 properties, items and additionalProperties; combined schemas (oneOf/anyOf/allOf) are compared
@@ -53,7 +53,8 @@ class JsonSchema:
         if not isinstance(document, dict | bool):
             raise errors.invalid_schema(f"Invalid schema {text[:200]}, details: a JSON Schema is an object or a boolean")
         try:
-            jsonschema.validators.validator_for(document).check_schema(document)
+            # without $schema, draft-07 (Confluent's default), where "items" may be a list (tuples)
+            jsonschema.validators.validator_for(document, default=jsonschema.Draft7Validator).check_schema(document)
         except jsonschema.exceptions.SchemaError as e:
             raise errors.invalid_schema(f"Invalid schema {text[:200]} with refs {[r.name for r in references]} of "
                                         f"type JSON, details: {e.message}") from None
@@ -121,6 +122,9 @@ class _Diff:
                 self.add("ENUM_ARRAY_NARROWED", path, "The enum lost values")
         if "const" in reader and reader.get("const") != writer.get("const"):
             self.add("TYPE_CHANGED", path, "The const changed")
+        if "pattern" in reader and reader.get("pattern") != writer.get("pattern"):
+            kind = "PATTERN_CHANGED" if "pattern" in writer else "PATTERN_ADDED"
+            self.add(kind, path, f"The pattern is {reader.get('pattern')!r} (was {writer.get('pattern')!r})")
         if "object" in rt and "object" in wt:
             self._objects(reader, writer, path)
         if "array" in rt and "array" in wt:
@@ -155,10 +159,10 @@ class _Diff:
                 self.add("PROPERTY_REMOVED_FROM_CLOSED_CONTENT_MODEL", where, f"The property '{name}' is removed")
             else:
                 self.compare(r_extra, w_sub, where)
-        for name, r_sub in r_props.items():
+        for name in r_props:
             if name not in w_props:
                 where = f"{path}/properties/{name}"
-                if w_extra is not False and r_sub not in (True, {}):
+                if w_extra is not False:
                     self.add("PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL", where, f"The property '{name}' is added")
         r_req = reader.get("required") if isinstance(reader.get("required"), list) else []
         w_req = writer.get("required") if isinstance(writer.get("required"), list) else []

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import google.type
 import grpc_tools
 from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
@@ -42,6 +43,9 @@ from minibroker.schema_registry.schemas import PROTOBUF, Incompatibility, Parsed
 FDP = descriptor_pb2.FileDescriptorProto
 FD = descriptor_pb2.FieldDescriptorProto
 WELL_KNOWN = str(Path(grpc_tools.__file__).with_name("_proto"))  # google/protobuf/*.proto
+# google/type/*.proto and the other common Google types (googleapis-common-protos ships the .proto
+# files beside its modules; Confluent's registry bundles the same ones)
+COMMON = str(Path(next(iter(google.type.__path__))).parent.parent)  # google.type is a namespace package
 MAIN = "schema.proto"
 _GROUPS = [{FD.TYPE_INT32, FD.TYPE_UINT32, FD.TYPE_INT64, FD.TYPE_UINT64, FD.TYPE_BOOL},
            {FD.TYPE_SINT32, FD.TYPE_SINT64}, {FD.TYPE_FIXED32, FD.TYPE_SFIXED32},
@@ -76,7 +80,8 @@ def _compile(text: str, references: Sequence[ResolvedReference]) -> descriptor_p
                 (root / ref.name).write_text(ref.schema)
         (root / MAIN).write_text(text)
         out = root / "out.pb"
-        args = [b"protoc", f"-I{root}".encode(), f"-I{WELL_KNOWN}".encode(), f"--descriptor_set_out={out}".encode()]
+        args = [b"protoc", f"-I{root}".encode(), f"-I{WELL_KNOWN}".encode(), f"-I{COMMON}".encode(),
+                f"--descriptor_set_out={out}".encode()]
         if deps.file:
             (root / "deps.pb").write_bytes(deps.SerializeToString())
             args.append(f"--descriptor_set_in={root / 'deps.pb'}".encode())
@@ -111,7 +116,7 @@ def _run_protoc_quietly(args: list[bytes]) -> int:
 
 def _first_error(root: Path, text: str) -> str:
     try:
-        _protoc_compiler.get_protos(MAIN.encode(), [str(root).encode(), WELL_KNOWN.encode()])
+        _protoc_compiler.get_protos(MAIN.encode(), [str(root).encode(), WELL_KNOWN.encode(), COMMON.encode()])
     except _protoc_compiler.ProtocErrors as e:
         return "; ".join(f"{err.line}:{err.column}: {err.message.decode(errors='replace')}" for err in e.errors())
     except Exception as e:  # noqa: BLE001 - protoc's Python binding raises its own types

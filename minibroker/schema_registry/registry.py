@@ -68,7 +68,11 @@ class Registry:
         for ref in references:
             if (ref.subject, ref.version) in seen:
                 continue
-            sv = self.state.subjects.get(ref.subject, {}).get(ref.version)
+            if ref.version == -1:  # "latest" (Confluent accepts it in a reference)
+                latest = self.state.versions(ref.subject)
+                sv = latest[-1] if latest else None
+            else:
+                sv = self.state.subjects.get(ref.subject, {}).get(ref.version)
             if sv is None:
                 raise errors.invalid_schema(f"Invalid schema: the reference {ref.name} names subject "
                                             f"'{ref.subject}' version {ref.version}, which does not exist")
@@ -237,12 +241,12 @@ class Registry:
         if version is None:
             olds = [(sv.version, sv.schema, self.parsed(sv)) for sv in self.state.versions(subject)]
             return compatibility.check(level, parsed, olds)
-        # Confluent's CompatibilityResource: a missing version is 40402, whether or not the subject
-        # exists; "latest" of a subject without versions has nothing to be incompatible with
+        # a missing version is 40402 whether or not the subject exists; "latest" of a subject
+        # without live versions is 40401 (as Karapace answers, checked against Confluent's)
         number = parse_version(version)
         live = self.state.versions(subject)
         if number == -1 and not live:
-            return []
+            raise errors.subject_not_found(subject)
         sv = next((v for v in live if v.version == number), live[-1] if number == -1 and live else None)
         if sv is None:
             raise errors.version_not_found(number)
