@@ -32,6 +32,36 @@ def reply(body: object, status: int = 200) -> web.Response:
     return web.Response(status=status, body=json.dumps(body, ensure_ascii=False).encode(), content_type=CONTENT_TYPE)
 
 
+# what a client may accept, in the registry's order of preference, and the bodies it reads as JSON
+RESPONSE_TYPES = (CONTENT_TYPE, "application/vnd.schemaregistry+json", "application/json")
+REQUEST_TYPES = frozenset({*RESPONSE_TYPES, "application/octet-stream", ""})
+
+
+def negotiate(accept: str) -> str | None:
+    """The response type for an Accept header (None: 406), by its q values then our preference."""
+    if not accept.strip():
+        return CONTENT_TYPE
+    ranges: list[tuple[float, int, str]] = []
+    for i, part in enumerate(accept.split(",")):
+        media, *params = (x.strip() for x in part.split(";"))
+        q = 1.0
+        for param in params:
+            if param.startswith("q="):
+                try:
+                    q = float(param[2:])
+                except ValueError:
+                    q = 0.0
+        ranges.append((-q, i, media.lower()))
+    for neg_q, _, media in sorted(ranges):
+        if neg_q == 0:
+            continue
+        if media in ("*", "*/*", "application/*") or media.startswith("*/"):
+            return CONTENT_TYPE
+        if media in RESPONSE_TYPES:
+            return media
+    return None
+
+
 def flag(request: web.Request, name: str) -> bool:
     return request.query.get(name, "false").lower() == "true"
 
@@ -101,16 +131,17 @@ class RegistryApi:
     @web.middleware
     async def caught_up(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Every request reads the state after the records other writers appended to `_schemas`,
-        and answers in the content type its Accept header prefers (Confluent's content negotiation:
-        application/vnd.schemaregistry.v1+json unless only application/json is acceptable)."""
+        and is answered in the content type its Accept header prefers (Confluent's content
+        negotiation: 406 when it accepts none of the registry's types, 415 for a body that is not JSON)."""
+        answer_as = negotiate(request.headers.get("Accept", ""))
+        if answer_as is None:
+            raise errors.RegistryError(406, 406, "HTTP 406 Not Acceptable")
+        if request.can_read_body and request.content_type not in REQUEST_TYPES:
+            raise errors.RegistryError(415, 415, "HTTP 415 Unsupported Media Type")
         self.registry.catch_up()
         response = await handler(request)
-        accept = request.headers.get("Accept", "")
-        if isinstance(response, web.Response) and accept and CONTENT_TYPE not in accept and "*/*" not in accept:
-            for alternative in ("application/vnd.schemaregistry+json", "application/json"):
-                if alternative in accept:
-                    response.content_type = alternative
-                    break
+        if isinstance(response, web.Response) and answer_as != CONTENT_TYPE:
+            response.content_type = answer_as
         return response
 
     def routes(self) -> list[web.RouteDef]:

@@ -20,10 +20,11 @@ def registry_url(b: BrokerThread) -> str:
     return server.schema_registry.url
 
 
-def call(method: str, url: str, body: Any = None, *, raw: bytes | None = None) -> tuple[int, Any]:
+def call(method: str, url: str, body: Any = None, *, raw: bytes | None = None,
+         content_type: str = CONTENT_TYPE) -> tuple[int, Any]:
     """(status, decoded JSON body) of one request; error statuses are returned, not raised."""
     data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": CONTENT_TYPE})
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": content_type})
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
             assert r.headers.get("Content-Type", "").startswith(CONTENT_TYPE), r.headers

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -251,3 +252,32 @@ def test_records_another_writer_appends_to_schemas_are_served(broker: BrokerThre
     assert status == 200 and body["id"] == 777_777 and body["schema"] == '"string"'
     status, body = register(url, unique("after"), record("After", {"name": "z", "type": "int"}))
     assert status == 200 and body["id"] == 777_778
+
+
+@pytest.mark.parametrize("accept, status, answered_as", [
+    ("application/json", 200, "application/json"),
+    ("application/vnd.schemaregistry+json; q=0.9, application/vnd.schemaregistry.v2+json; q=0.1", 200,
+     "application/vnd.schemaregistry+json"),
+    ("text/html, *; q=.2", 200, CONTENT_TYPE),
+    ("application/*", 200, CONTENT_TYPE),
+    ("application/vnd.schemaregistry.v2+json", 406, None),
+    ("text/*", 406, None),
+])
+def test_content_negotiation(url: str, accept: str, status: int, answered_as: str | None) -> None:
+    req = urllib.request.Request(f"{url}/subjects", headers={"Accept": accept})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            got_status, ctype = r.status, r.headers["Content-Type"]
+    except urllib.error.HTTPError as e:
+        got_status, ctype = e.code, e.headers["Content-Type"]
+        assert json.loads(e.read())["error_code"] == 406
+    assert got_status == status
+    if answered_as:
+        assert ctype.startswith(answered_as)
+
+
+def test_a_body_that_is_not_json_is_415(url: str) -> None:
+    status, body = call("PUT", f"{url}/config", raw=b'{"compatibility": "BACKWARD"}', content_type="text/html")
+    assert (status, body["error_code"]) == (415, 415)
+    assert call("PUT", f"{url}/config", raw=b'{"compatibility": "BACKWARD"}',
+                content_type="application/octet-stream")[0] == 200
