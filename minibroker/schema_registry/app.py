@@ -50,6 +50,7 @@ class SchemaRegistry:
                  len(state.subjects), state.max_id)
 
     def _ids_of(self, subject: str) -> set[int]:
+        self.registry.catch_up()  # one offset comparison unless another writer appended to _schemas
         return {sv.schema_id for sv in self.registry.state.subjects.get(subject, {}).values()}
 
     async def stop(self) -> None:

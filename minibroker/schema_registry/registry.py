@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -24,6 +25,7 @@ from minibroker.schema_registry.schemas import ParsedSchema, ResolvedReference, 
 from minibroker.schema_registry.state import GLOBAL, RegistryState, SchemaVersion
 
 MODES = ("READWRITE", "READONLY", "IMPORT")
+log = logging.getLogger("minibroker.schema_registry")
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,10 @@ class Registry:
             return 0
         n = 0
         for next_offset, key, value in self.log.read_from(self.position):
-            self.state.apply(key, value)
+            try:
+                self.state.apply(key, value)
+            except (ValueError, TypeError, KeyError, AttributeError) as e:  # another writer's odd record
+                log.warning("skipping a record of _schemas before offset %d: %s (%r -> %r)", next_offset, e, key, value)
             self.position = next_offset
             n += 1
         return n

@@ -281,3 +281,18 @@ def test_a_body_that_is_not_json_is_415(url: str) -> None:
     assert (status, body["error_code"]) == (415, 415)
     assert call("PUT", f"{url}/config", raw=b'{"compatibility": "BACKWARD"}',
                 content_type="application/octet-stream")[0] == 200
+
+
+def test_odd_records_in_schemas_are_skipped(broker: BrokerThread, url: str) -> None:
+    """Records another writer appends that are not a registry's (no JSON, no keytype, a SCHEMA key
+    without a version, a value that does not parse) are skipped; the registry goes on."""
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for key, value in [(b"not json", b"{}"), (b'{"no":"keytype"}', b"{}"),
+                       (b'{"keytype":"SCHEMA","subject":"odd","magic":1}', b'{"subject":"odd"}'),
+                       (b'{"keytype":"SCHEMA","subject":"odd","version":1,"magic":1}', b'{"version":"x"}'),
+                       (b'{"keytype":"CONFIG","subject":"odd","magic":0}', b"[1, 2]")]:
+        p.produce("_schemas", key=key, value=value)
+    assert p.flush(30) == 0
+    assert call("GET", f"{url}/subjects")[0] == 200
+    status, body = register(url, unique("after-odd"), record("AfterOdd", {"name": "z", "type": "int"}))
+    assert status == 200 and "id" in body
