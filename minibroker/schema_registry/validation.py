@@ -61,18 +61,35 @@ class SchemaValidator:
                 body = record_section(view)
                 p = 0
                 for _ in range(view.records_count):
-                    length, p = _varint(body, p)
+                    # one-byte varints (most lengths and sizes) inline: this loop is the cost per record
+                    b = body[p]
+                    if b < 0x80:
+                        length, p = (b >> 1) ^ -(b & 1), p + 1
+                    else:
+                        length, p = _varint(body, p)
                     end = p + length
-                    q = p + 1  # attributes
-                    _, q = _varint(body, q)  # timestampDelta
-                    _, q = _varint(body, q)  # offsetDelta
-                    key_len, q = _varint(body, q)
+                    q = p + 1  # past the attributes
+                    while body[q] & 0x80:  # timestampDelta: skipped, not decoded
+                        q += 1
+                    q += 1
+                    while body[q] & 0x80:  # offsetDelta
+                        q += 1
+                    q += 1
+                    b = body[q]
+                    if b < 0x80:
+                        key_len, q = (b >> 1) ^ -(b & 1), q + 1
+                    else:
+                        key_len, q = _varint(body, q)
                     if key_ids is not None and key_len >= 0:
                         reason = _check(body, q, key_len, key_ids, f"{topic}-key")
                         if reason:
                             refused.append((index, f"the key {reason} (confluent.key.schema.validation)"))
                     q += max(key_len, 0)
-                    value_len, q = _varint(body, q)
+                    b = body[q]
+                    if b < 0x80:
+                        value_len, q = (b >> 1) ^ -(b & 1), q + 1
+                    else:
+                        value_len, q = _varint(body, q)
                     if value_ids is not None and value_len >= 0:
                         reason = _check(body, q, value_len, value_ids, f"{topic}-value")
                         if reason:
