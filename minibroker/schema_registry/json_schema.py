@@ -9,10 +9,12 @@ reader accepts less: a type narrowed or changed, a property added to an open con
 documents may hold anything under that name) or removed from a closed one, a required property
 added, an enum narrowed, a pattern added or changed, a bound tightened (maxLength, minimum, ...),
 additional properties or items closed. Widening changes are compatible and not reported. $ref is compared as a string
-(references resolve to other subjects; a schema that changes what a $ref names is a new $ref).
+(references resolve to other subjects; a schema that changes what a $ref names is a new $ref); a
+local $ref ("#/$defs/x") is followed.
 This is a subset of Confluent's ~60 difference types: the ones above, recursively through
-properties, items and additionalProperties; combined schemas (oneOf/anyOf/allOf) are compared
-branch by branch by position.
+properties, items (and tuples) and additionalProperties; combined schemas (oneOf/anyOf/allOf) are
+compared branch by branch by position, an untyped oneOf/anyOf has its branches' types; a changed `not` is
+NOT_TYPE_EXTENDED.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ class JsonSchema:
         if not isinstance(writer, JsonSchema):
             return [Incompatibility("TYPE_MISMATCH", f"Incompatible because of different schema type: "
                                                      f"{writer.schema_type} and {JSON}")]
-        diff = _Diff("new" if reader_is_new else "old")
+        diff = _Diff("new" if reader_is_new else "old", self.document, writer.document)
         diff.compare(self.document, writer.document, "#")
         return diff.found
 
@@ -81,7 +83,25 @@ def _types(schema: dict[str, object]) -> frozenset[str]:
         return frozenset({t})
     if isinstance(t, list):
         return frozenset(x for x in t if isinstance(x, str))
+    for combined in ("oneOf", "anyOf"):  # an untyped union: the types of its branches
+        branches = schema.get(combined)
+        if isinstance(branches, list) and branches and all(isinstance(b, dict) and "type" in b for b in branches):
+            return frozenset().union(*(_types(b) for b in branches if isinstance(b, dict)))
     return _ALL_TYPES
+
+
+def _pointer(root: object, ref: str) -> object | None:
+    """The subschema a local $ref ("#/$defs/x") names in `root`, or None."""
+    node = root
+    for part in ref.removeprefix("#").strip("/").split("/") if ref != "#" else []:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
 
 
 def _accepts(reader: frozenset[str], writer_type: str) -> bool:
@@ -89,23 +109,45 @@ def _accepts(reader: frozenset[str], writer_type: str) -> bool:
 
 
 class _Diff:
-    def __init__(self, reader_side: str) -> None:
+    def __init__(self, reader_side: str, reader_root: object, writer_root: object) -> None:
         self.reader_side = reader_side
+        self.roots = (reader_root, writer_root)
         self.found: list[Incompatibility] = []
+        self._resolving: set[tuple[int, int]] = set()  # (reader, writer) pairs being compared through a $ref
+
+    def _local(self, schema: object, root: object) -> object:
+        """`schema` with its local $ref followed (a $ref to another subject stays as it is)."""
+        for _ in range(32):  # a chain of local refs, bounded
+            if not isinstance(schema, dict) or not str(schema.get("$ref", "")).startswith("#"):
+                return schema
+            target = _pointer(root, str(schema["$ref"]))
+            if target is None:
+                return schema
+            schema = target
+        return schema
 
     def add(self, kind: str, path: str, what: str) -> None:
         self.found.append(Incompatibility(kind, f"{what} at path '{path}' in the {self.reader_side} schema"))
 
     def compare(self, reader: object, writer: object, path: str) -> None:
-        if reader is True or reader == {}:
-            return  # accepts everything
-        if writer is False:
-            return  # the writer wrote nothing
+        reader, writer = self._local(reader, self.roots[0]), self._local(writer, self.roots[1])
+        if reader is True or reader == {} or writer is False:
+            return  # the reader accepts everything, or the writer wrote nothing
         if reader is False:
             self.add("TYPE_CHANGED", path, "The schema accepts nothing")
             return
         if not isinstance(reader, dict) or not isinstance(writer, dict):
             return
+        pair = (id(reader), id(writer))
+        if pair in self._resolving:  # a recursive schema: this pair is being compared further up
+            return
+        self._resolving.add(pair)
+        try:
+            self._compare(reader, writer, path)
+        finally:
+            self._resolving.discard(pair)
+
+    def _compare(self, reader: dict[str, object], writer: dict[str, object], path: str) -> None:
         if reader.get("$ref") != writer.get("$ref"):
             self.add("TYPE_CHANGED", path, f"The reference changed from {writer.get('$ref')} to {reader.get('$ref')}")
             return
@@ -120,6 +162,8 @@ class _Diff:
             r_enum, w_enum = reader.get("enum"), writer.get("enum")
             if not isinstance(w_enum, list) or not isinstance(r_enum, list) or any(v not in r_enum for v in w_enum):
                 self.add("ENUM_ARRAY_NARROWED", path, "The enum lost values")
+        if "not" in reader and reader.get("not") != writer.get("not"):
+            self.add("NOT_TYPE_EXTENDED", path, "The schema excludes more (its 'not' changed)")
         if "const" in reader and reader.get("const") != writer.get("const"):
             self.add("TYPE_CHANGED", path, "The const changed")
         if "pattern" in reader and reader.get("pattern") != writer.get("pattern"):
@@ -177,6 +221,15 @@ class _Diff:
 
     def _arrays(self, reader: dict[str, object], writer: dict[str, object], path: str) -> None:
         r_items, w_items = reader.get("items", True), writer.get("items", True)
+        if isinstance(r_items, list) or isinstance(w_items, list):  # tuples (draft-07 "items": [...])
+            if not (isinstance(r_items, list) and isinstance(w_items, list)):
+                self.add("TYPE_CHANGED", f"{path}/items", "An array changed to a tuple or back")
+                return
+            if len(r_items) > len(w_items) and reader.get("additionalItems", True) is not True:
+                self.add("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL", f"{path}/items", "The tuple has more items")
+            for i, (r, w) in enumerate(zip(r_items, w_items, strict=False)):
+                self.compare(r, w, f"{path}/items/{i}")
+            return
         if isinstance(r_items, dict | bool) and isinstance(w_items, dict | bool):
             if r_items is False and w_items is not False:
                 self.add("ADDITIONAL_ITEMS_REMOVED", f"{path}/items", "Items are no longer allowed")

@@ -80,6 +80,14 @@ MATRIX: dict[str, tuple[str, list[str], str, set[str], str]] = {
     "json maxLength decreased": (
         "JSON", [obj({"a": {"type": "string", "maxLength": 10}})], obj({"a": {"type": "string", "maxLength": 5}}),
         {"FORWARD", "FORWARD_TRANSITIVE", "NONE"}, "MAX_LENGTH_DECREASED"),
+    "json local $ref followed": (
+        "JSON", [json.dumps({"type": "array", "items": {"$ref": "#/$defs/n"}, "$defs": {"n": {"type": "integer"}}})],
+        json.dumps({"type": "array", "items": {"type": "integer"}}), ALL, ""),
+    "json array to tuple": (
+        "JSON", [json.dumps({"type": "array", "items": {"type": "integer"}})],
+        json.dumps({"type": "array", "items": [{"type": "integer"}]}), {"NONE"}, "TYPE_CHANGED"),
+    "json untyped oneOf to its one type": (
+        "JSON", [json.dumps({"oneOf": [{"type": "string"}]})], json.dumps({"type": "string"}), ALL, ""),
     "protobuf add field": (
         "PROTOBUF", [proto("message M { string a = 1; }")], proto("message M { string a = 1; int64 b = 2; }"),
         ALL, ""),
