@@ -43,6 +43,9 @@ class Registry:
         self.state = RegistryState()
         self.position = 0  # the offset of `_schemas` the state has read up to
         self._parsed: dict[int, ParsedSchema] = {}  # by id: a stored schema is parsed once
+        # (type, normalized form, references) -> id, for the schemas parsed so far: the same schema
+        # stored in another rendering keeps its id
+        self._normal_ids: dict[tuple[str, str, tuple[SchemaReference, ...]], int] = {}
 
     def catch_up(self) -> int:
         """Apply the records of `_schemas` from `position` to its end (all of them at start); how many."""
@@ -105,7 +108,14 @@ class Registry:
         cached = self._parsed.get(sv.schema_id)
         if cached is None:
             cached = self._parsed[sv.schema_id] = parse_schema(sv.schema_type, sv.schema, self.resolve(sv.references))
+            self._normal_ids.setdefault((sv.schema_type, cached.normalized(), sv.references), sv.schema_id)
         return cached
+
+    def _same_schema(self, sv: SchemaVersion, new: NewSchema, parsed: ParsedSchema) -> bool:
+        """`sv` holds the schema `new` is, in whatever rendering (another registry wrote it to _schemas
+        with its own spacing or key order: Confluent as Avro Java renders it)."""
+        return (sv.schema_type, sv.references) == (new.schema_type, new.references) and (
+            self.parsed(sv).normalized() == parsed.normalized())
 
     def _string(self, parsed: ParsedSchema, subject: str, normalize: bool) -> str:
         return parsed.normalized() if normalize else parsed.canonical()
@@ -142,7 +152,8 @@ class Registry:
         content = (new.schema_type, text, new.references)
         live = self.state.versions(subject)
         for sv in live:
-            if sv.content == content and (schema_id is None or schema_id < 0 or schema_id == sv.schema_id):
+            if (sv.content == content or self._same_schema(sv, new, parsed)) and (
+                    schema_id is None or schema_id < 0 or schema_id == sv.schema_id):
                 return sv.schema_id
         if mode != "IMPORT":
             level = self.state.compatibility_of(subject)
@@ -152,6 +163,8 @@ class Registry:
                 raise errors.incompatible(f"Schema being registered is incompatible with an earlier schema for "
                                           f"subject \"{subject}\", details: [{', '.join(messages)}]")
         known = self.state.ids.get(content)
+        if known is None:
+            known = self._normal_ids.get((new.schema_type, parsed.normalized(), new.references))
         if schema_id is not None and schema_id >= 0:
             holder = self.state.by_id.get(schema_id)
             if holder is not None and holder.content != content:
@@ -167,6 +180,7 @@ class Registry:
         key: JsonObject = {"keytype": "SCHEMA", "subject": subject, "version": number, "magic": 1}
         self._write([(schema_key(subject, number), sv.to_record())], [key])
         self._parsed.setdefault(new_id, parsed)
+        self._normal_ids.setdefault((new.schema_type, parsed.normalized(), new.references), new_id)
         return new_id
 
     def lookup(self, subject: str, new: NewSchema, parsed: ParsedSchema, *, normalize: bool = False,

@@ -296,3 +296,20 @@ def test_odd_records_in_schemas_are_skipped(broker: BrokerThread, url: str) -> N
     assert call("GET", f"{url}/subjects")[0] == 200
     status, body = register(url, unique("after-odd"), record("AfterOdd", {"name": "z", "type": "int"}))
     assert status == 200 and "id" in body
+
+
+def test_a_schema_another_registry_rendered_differently_keeps_its_id(broker: BrokerThread, url: str) -> None:
+    """Confluent writes an Avro schema as Avro Java renders it (fields' "name" before "type"); the
+    same schema registered here, rendered otherwise, is that version and that id, not a new one."""
+    subject = unique("rendered")
+    java = '{"type":"record","name":"Java","fields":[{"name":"a","type":"int"},{"name":"b","type":"string"}]}'
+    key = json.dumps({"keytype": "SCHEMA", "subject": subject, "version": 1, "magic": 1}, separators=(",", ":"))
+    value = json.dumps({"subject": subject, "version": 1, "id": 888_888, "schema": java, "deleted": False})
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    p.produce("_schemas", key=key, value=value)
+    assert p.flush(30) == 0
+    ours = json.dumps({"fields": [{"type": "int", "name": "a"}, {"type": "string", "name": "b"}], "name": "Java",
+                       "type": "record"}, indent=2)
+    assert register(url, subject, ours) == (200, {"id": 888_888})
+    assert call("GET", f"{url}/subjects/{subject}/versions") == (200, [1])
+    assert register(url, unique("elsewhere"), ours) == (200, {"id": 888_888})  # in another subject too
