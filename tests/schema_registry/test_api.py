@@ -313,3 +313,16 @@ def test_a_schema_another_registry_rendered_differently_keeps_its_id(broker: Bro
     assert register(url, subject, ours) == (200, {"id": 888_888})
     assert call("GET", f"{url}/subjects/{subject}/versions") == (200, [1])
     assert register(url, unique("elsewhere"), ours) == (200, {"id": 888_888})  # in another subject too
+
+
+def test_protobuf_text_references(url: str) -> None:
+    dep_subject = unique("dep")
+    dep = 'syntax = "proto3";\npackage shared;\nmessage Money { int64 units = 1; string currency = 2; }\n'
+    assert register(url, dep_subject, dep, "PROTOBUF")[0] == 200
+    main = 'syntax = "proto3";\npackage shop;\nimport "shared/money.proto";\nmessage Order { shared.Money total = 1; }\n'
+    refs = [{"name": "shared/money.proto", "subject": dep_subject, "version": 1}]
+    status, body = register(url, unique("order"), main, "PROTOBUF", references=refs)
+    assert status == 200, body
+    assert call("GET", f"{url}/subjects/{dep_subject}/versions/1/referencedby") == (200, [body["id"]])
+    status, body = register(url, unique("order"), main, "PROTOBUF")  # the import cannot be found
+    assert (status, body["error_code"]) == (422, 42201) and "shared/money.proto" in body["message"], body

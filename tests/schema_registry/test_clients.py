@@ -5,6 +5,7 @@ keeps every id."""
 
 from __future__ import annotations
 
+import base64
 import importlib
 import json
 import sys
@@ -20,6 +21,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pb2
 
 from minibroker.testing import BrokerThread
 from tests.integration.helpers import confluent_consume, create_topic, module_broker, unique
@@ -105,6 +107,36 @@ def test_protobuf_round_trip(broker: BrokerThread, client: SchemaRegistryClient,
     # the registry parsed the serializer's base64 descriptor: it answers the message by name
     sid = client.register_schema(unique("proto-value"), Schema(ser._schema.schema_str, "PROTOBUF"))
     assert client.get_schema(sid, fmt="serialized").schema_str == ser._schema.schema_str
+
+
+def test_protobuf_with_an_import_registers_its_dependency(broker: BrokerThread, client: SchemaRegistryClient,
+                                                          tmp_path_factory: Any) -> None:
+    """A message importing a well-known type: the serializer's descriptor names the import, and the
+    registry takes it without the file (protoc ships it)."""
+    from grpc_tools import protoc
+
+    out = tmp_path_factory.mktemp("proto-import")
+    name = f"stamped_{unique('p').replace('-', '_')}"
+    (out / f"{name}.proto").write_text('syntax = "proto3";\npackage stamps;\nimport "google/protobuf/timestamp.proto";\n'
+                                       "message Stamped { string what = 1; google.protobuf.Timestamp at = 2; }\n")
+    include = str(Path(protoc.__file__).with_name("_proto"))
+    assert protoc.main(["protoc", f"-I{out}", f"-I{include}", f"--python_out={out}", f"{name}.proto"]) == 0
+    sys.path.insert(0, str(out))
+    try:
+        stamped = importlib.import_module(f"{name}_pb2").Stamped
+    finally:
+        sys.path.remove(str(out))
+    value = stamped(what="tea")
+    value.at.seconds = 1_700_000_000
+    ser = ProtobufSerializer(stamped, client, {"use.deprecated.format": False})
+    de = ProtobufDeserializer(stamped, {"use.deprecated.format": False})
+    assert round_trip(broker, ser, de, [value]) == [value]
+    # the well-known import is not registered as a reference (the client skips Google's built-ins);
+    # the registry answers the descriptor with its import
+    sid = client.register_schema(unique("stamped-value"), Schema(ser._schema.schema_str, "PROTOBUF"))
+    fdp = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(
+        client.get_schema(sid, fmt="serialized").schema_str))
+    assert list(fdp.dependency) == ["google/protobuf/timestamp.proto"]
 
 
 def test_compatible_and_incompatible_evolution(client: SchemaRegistryClient) -> None:
