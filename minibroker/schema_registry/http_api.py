@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from aiohttp import web
 
@@ -26,6 +27,7 @@ log = logging.getLogger("minibroker.schema_registry")
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 MAX_BODY = 32 * 1024 * 1024  # a body this large is refused before it is read (413)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+T = TypeVar("T")
 
 
 def reply(body: object, status: int = 200) -> web.Response:
@@ -60,6 +62,16 @@ def negotiate(accept: str) -> str | None:
         if media in RESPONSE_TYPES:
             return media
     return None
+
+
+def page(request: web.Request, items: list[T]) -> list[T]:
+    """Confluent's `offset` and `limit` on list answers (limit -1 or absent: all)."""
+    try:
+        offset = max(int(request.query.get("offset", "0")), 0)
+        limit = int(request.query.get("limit", "-1"))
+    except ValueError:
+        raise errors.RegistryError(422, 422, "offset and limit must be integers") from None
+    return items[offset:] if limit < 0 else items[offset:offset + limit]
 
 
 def flag(request: web.Request, name: str) -> bool:
@@ -224,7 +236,7 @@ class RegistryApi:
             if subject.startswith(prefix):
                 versions = self.state.versions(subject, deleted=deleted)
                 out += [self._version_body(sv) for sv in (versions[-1:] if latest_only else versions)]
-        return reply(out)
+        return reply(page(request, out))
 
     async def schema_by_id(self, request: web.Request) -> web.Response:
         sv = self._by_id(request)
@@ -248,13 +260,14 @@ class RegistryApi:
     async def versions_of_id(self, request: web.Request) -> web.Response:
         sv = self._by_id(request)
         deleted = flag(request, "deleted")
-        return reply([{"subject": h.subject, "version": h.version} for h in self.state.holders(sv.schema_id)
-                      if deleted or not h.deleted])
+        return reply(page(request, [{"subject": h.subject, "version": h.version}
+                                    for h in self.state.holders(sv.schema_id) if deleted or not h.deleted]))
 
     async def subjects_of_id(self, request: web.Request) -> web.Response:
         sv = self._by_id(request)
         deleted = flag(request, "deleted")
-        return reply(sorted({h.subject for h in self.state.holders(sv.schema_id) if deleted or not h.deleted}))
+        return reply(page(request, sorted({h.subject for h in self.state.holders(sv.schema_id)
+                                           if deleted or not h.deleted})))
 
     # -- subjects ----------------------------------------------------------------------------
     async def subjects(self, request: web.Request) -> web.Response:
@@ -264,7 +277,7 @@ class RegistryApi:
             names = [s for s in self.state.live_subjects(deleted=True) if s not in live]
         else:
             names = self.state.live_subjects(deleted=flag(request, "deleted"))
-        return reply([s for s in names if s.startswith(prefix)])
+        return reply(page(request, [s for s in names if s.startswith(prefix)]))
 
     async def _parsed(self, request: web.Request, body: dict[str, object]) -> tuple[NewSchema, ParsedSchema]:
         """The request's schema, its size checked, parsed off the loop, with the subject's versions parsed too."""
@@ -286,7 +299,7 @@ class RegistryApi:
 
     async def list_versions(self, request: web.Request) -> web.Response:
         versions = self.registry.versions(request.match_info["subject"], deleted=flag(request, "deleted"))
-        return reply([sv.version for sv in versions])
+        return reply(page(request, [sv.version for sv in versions]))
 
     async def register(self, request: web.Request) -> web.Response:
         body = await read_json(request)

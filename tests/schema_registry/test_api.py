@@ -326,3 +326,12 @@ def test_protobuf_text_references(url: str) -> None:
     assert call("GET", f"{url}/subjects/{dep_subject}/versions/1/referencedby") == (200, [body["id"]])
     status, body = register(url, unique("order"), main, "PROTOBUF")  # the import cannot be found
     assert (status, body["error_code"]) == (422, 42201) and "shared/money.proto" in body["message"], body
+
+
+def test_offset_and_limit(url: str) -> None:
+    prefix = unique("page")
+    for i in range(4):
+        register(url, f"{prefix}-{i}", record(f"P{i}", {"name": "x", "type": "int"}))
+    assert call("GET", f"{url}/subjects?subjectPrefix={prefix}&offset=1&limit=2")[1] == [f"{prefix}-1", f"{prefix}-2"]
+    assert call("GET", f"{url}/subjects?subjectPrefix={prefix}&offset=3&limit=-1")[1] == [f"{prefix}-3"]
+    assert call("GET", f"{url}/subjects?limit=x")[1]["error_code"] == 422
