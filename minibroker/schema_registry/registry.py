@@ -61,9 +61,8 @@ class Registry:
             n += 1
         return n
 
-    def _write(self, records: list[tuple[bytes, JsonObject | None]], keys: list[JsonObject]) -> None:
-        """Append to `_schemas`, then apply by reading it back: the state is the replay of the topic
-        (`keys`, the records' keys, are what `catch_up` reads back)."""
+    def _write(self, records: list[tuple[bytes, JsonObject | None]]) -> None:
+        """Append to `_schemas`, then apply by reading it back: the state is the replay of the topic."""
         self.catch_up()
         self.log.write(records)
         self.catch_up()
@@ -177,8 +176,7 @@ class Registry:
         if number in every:
             raise errors.invalid_version(str(number))
         sv = SchemaVersion(subject, number, new_id, new.schema_type, text, new.references)
-        key: JsonObject = {"keytype": "SCHEMA", "subject": subject, "version": number, "magic": 1}
-        self._write([(schema_key(subject, number), sv.to_record())], [key])
+        self._write([(schema_key(subject, number), sv.to_record())])
         self._parsed.setdefault(new_id, parsed)
         self._normal_ids.setdefault((new.schema_type, parsed.normalized(), new.references), new_id)
         return new_id
@@ -207,17 +205,14 @@ class Registry:
         if permanent:
             if live:
                 raise errors.subject_not_soft_deleted(subject)
-            keys: list[JsonObject] = [{"keytype": "SCHEMA", "subject": subject, "version": sv.version, "magic": 1}
-                                      for sv in every]
-            self._write([(schema_key(subject, sv.version), None) for sv in every], keys)
+            self._write([(schema_key(subject, sv.version), None) for sv in every])
             return [sv.version for sv in every]
         if not live:
             raise errors.subject_soft_deleted(subject)
         for sv in live:
             self._not_referenced(sv)
         latest = live[-1].version
-        key: JsonObject = {"keytype": "DELETE_SUBJECT", "subject": subject, "magic": 0}
-        self._write([(subject_key("DELETE_SUBJECT", subject), {"subject": subject, "version": latest})], [key])
+        self._write([(subject_key("DELETE_SUBJECT", subject), {"subject": subject, "version": latest})])
         return [sv.version for sv in live]
 
     def delete_version(self, subject: str, version: str, *, permanent: bool = False) -> int:
@@ -232,16 +227,15 @@ class Registry:
         sv = next((v for v in every if v.version == number), None)
         if sv is None:
             raise errors.version_not_found(number)
-        key: JsonObject = {"keytype": "SCHEMA", "subject": subject, "version": number, "magic": 1}
         self._not_referenced(sv)
         if permanent:
             if not sv.deleted:
                 raise errors.version_not_soft_deleted(subject, number)
-            self._write([(schema_key(subject, number), None)], [key])
+            self._write([(schema_key(subject, number), None)])
         else:
             if sv.deleted:
                 raise errors.version_soft_deleted(subject, number)
-            self._write([(schema_key(subject, number), replace(sv, deleted=True).to_record())], [key])
+            self._write([(schema_key(subject, number), replace(sv, deleted=True).to_record())])
         return number
 
     def _not_referenced(self, sv: SchemaVersion) -> None:
@@ -275,15 +269,13 @@ class Registry:
     def set_compatibility(self, subject: str | None, level: str) -> None:
         if level.upper() not in compatibility.LEVELS:
             raise errors.invalid_compatibility_level()
-        key: JsonObject = {"keytype": "CONFIG", "subject": subject, "magic": 0}
-        self._write([(subject_key("CONFIG", subject), {"compatibilityLevel": level.upper()})], [key])
+        self._write([(subject_key("CONFIG", subject), {"compatibilityLevel": level.upper()})])
 
     def delete_compatibility(self, subject: str | None) -> str:
         previous = self.state.compatibility_of(subject)
         if subject is not None and subject not in self.state.compatibility:
             raise errors.subject_compatibility_not_configured(subject)
-        key: JsonObject = {"keytype": "CONFIG", "subject": subject, "magic": 0}
-        self._write([(subject_key("CONFIG", subject), None)], [key])
+        self._write([(subject_key("CONFIG", subject), None)])
         return previous
 
     def set_mode(self, subject: str | None, mode: str, *, force: bool = False) -> None:
@@ -294,15 +286,13 @@ class Registry:
             has = self.state.versions(subject, deleted=True) if subject is not None else self.state.subjects
             if has:
                 raise errors.operation_not_permitted("Cannot import since found existing subjects")
-        key: JsonObject = {"keytype": "MODE", "subject": subject, "magic": 0}
-        self._write([(subject_key("MODE", subject), {"mode": mode})], [key])
+        self._write([(subject_key("MODE", subject), {"mode": mode})])
 
     def delete_mode(self, subject: str) -> str:
         if subject not in self.state.modes:
             raise errors.subject_mode_not_configured(subject)
         previous = self.state.modes[subject]
-        key: JsonObject = {"keytype": "MODE", "subject": subject, "magic": 0}
-        self._write([(subject_key("MODE", subject), None)], [key])
+        self._write([(subject_key("MODE", subject), None)])
         return previous
 
 
