@@ -21,7 +21,7 @@ from minibroker.schema_registry import errors
 from minibroker.schema_registry.protobuf_schema import ProtobufSchema
 from minibroker.schema_registry.registry import GLOBAL, NewSchema, Registry
 from minibroker.schema_registry.schemas import AVRO, SCHEMA_TYPES, ParsedSchema, SchemaReference
-from minibroker.schema_registry.state import SchemaVersion
+from minibroker.schema_registry.state import RegistryState, SchemaVersion
 
 log = logging.getLogger("minibroker.schema_registry")
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
@@ -138,7 +138,10 @@ class RegistryApi:
 
     def __init__(self, registry: Registry) -> None:
         self.registry = registry
-        self.state = registry.state
+
+    @property
+    def state(self) -> RegistryState:
+        return self.registry.state  # replaced whole if _schemas is deleted (Registry.catch_up)
 
     @web.middleware
     async def caught_up(self, request: web.Request, handler: Handler) -> web.StreamResponse:

@@ -42,14 +42,24 @@ class Registry:
         self.log = schema_log
         self.state = RegistryState()
         self.position = 0  # the offset of `_schemas` the state has read up to
+        self._topic_id: object = None  # of the `_schemas` the state was read from
         self._parsed: dict[int, ParsedSchema] = {}  # by id: a stored schema is parsed once
         # (type, normalized form, references) -> id, for the schemas parsed so far: the same schema
         # stored in another rendering keeps its id
         self._normal_ids: dict[tuple[str, str, tuple[SchemaReference, ...]], int] = {}
 
     def catch_up(self) -> int:
-        """Apply the records of `_schemas` from `position` to its end (all of them at start); how many."""
-        if self.position >= self.log.end_offset():
+        """Apply the records of `_schemas` from `position` to its end (all of them at start); how many.
+        If the topic was deleted (and made anew, or not), the state is rebuilt from what it holds now,
+        as Confluent's registry knows only what _schemas holds."""
+        topic_id, end = self.log.topic_id(), self.log.end_offset()
+        if topic_id != self._topic_id or end < self.position:
+            if self._topic_id is not None:
+                log.warning("_schemas was deleted or replaced: the registry's state is read anew from it")
+            self.state, self.position, self._topic_id = RegistryState(), 0, topic_id
+            self._parsed.clear()
+            self._normal_ids.clear()
+        if self.position >= end:
             return 0
         n = 0
         for next_offset, key, value in self.log.read_from(self.position):

@@ -94,6 +94,11 @@ class SchemaLog:
             log.exception("writing to %s failed", TOPIC)
             raise errors.store_error(f"Error while writing to {TOPIC}: {e}") from e
 
+    def topic_id(self) -> object:
+        """The topic's id (None before it exists): another id means the topic was deleted and made anew."""
+        topic = self.topics.get(TOPIC)
+        return topic.topic_id if topic is not None else None
+
     def end_offset(self) -> int:
         topic = self.topics.get(TOPIC)
         return topic.partitions[0].log_end_offset if topic is not None and 0 in topic.partitions else 0

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
 
 from minibroker.testing import BrokerThread
 from tests.integration.helpers import module_broker, unique
@@ -335,3 +336,18 @@ def test_offset_and_limit(url: str) -> None:
     assert call("GET", f"{url}/subjects?subjectPrefix={prefix}&offset=1&limit=2")[1] == [f"{prefix}-1", f"{prefix}-2"]
     assert call("GET", f"{url}/subjects?subjectPrefix={prefix}&offset=3&limit=-1")[1] == [f"{prefix}-3"]
     assert call("GET", f"{url}/subjects?limit=x")[1]["error_code"] == 422
+
+
+def test_schemas_deleted_under_the_registry(tmp_path_factory: Any) -> None:
+    """Deleting _schemas (DeleteTopics) empties the registry, as with Confluent's: the state is what
+    the topic holds; registrations go on into the topic made anew, and are read back."""
+    with module_broker(tmp_path_factory, REGISTRY_OVERRIDES) as b:
+        url = registry_url(b)
+        assert register(url, "before", AVRO)[0] == 200
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+        admin.delete_topics(["_schemas"])["_schemas"].result(30)
+        assert call("GET", f"{url}/subjects") == (200, [])
+        status, body = register(url, "after", record("After", {"name": "a", "type": "int"}))
+        assert status == 200
+        assert call("GET", f"{url}/subjects") == (200, ["after"])
+        assert call("GET", f"{url}/subjects/after/versions/1")[1]["id"] == body["id"]
