@@ -65,7 +65,18 @@ class SchemaLog:
     def __init__(self, topics: TopicRegistry, replica_manager: ReplicaManager, clock: Clock) -> None:
         self.topics = topics
         self.clock = clock
+        self.replica_manager = replica_manager
         self.writer = CoordinatorPartitionWriter(topics, replica_manager)
+
+    def check_leader(self) -> None:
+        """Writes go to the leader of _schemas-0 only (Confluent elects one registry leader and forwards
+        writes to it; here the registry of the partition's leader is that one). A follower's registry
+        serves reads from its replica and answers writes 50003, naming the leader."""
+        part = self.replica_manager.get_partition(TOPIC, 0)
+        if part is not None and part.leader_id != self.replica_manager.node_id:
+            raise errors.RegistryError(500, 50003, f"Error while forwarding the request to the leader: this broker "
+                                                   f"(node {self.replica_manager.node_id}) does not lead {TOPIC}-0; "
+                                                   f"node {part.leader_id} does: send writes to its schema registry")
 
     def ensure_topic(self) -> Topic:
         topic = self.topics.get(TOPIC)
@@ -87,6 +98,7 @@ class SchemaLog:
         A record the topic cannot hold is refused before anything is written (42209)."""
         encoded = [(k, None if v is None else _dump(v)) for k, v in records]
         self.check_fits(sum(len(k) + len(v or b"") for k, v in encoded))
+        self.check_leader()
         self.ensure_topic()
         try:
             return self.writer.append(TOPIC, 0, encoded, timestamp=self.clock())

@@ -351,3 +351,19 @@ def test_schemas_deleted_under_the_registry(tmp_path_factory: Any) -> None:
         assert status == 200
         assert call("GET", f"{url}/subjects") == (200, ["after"])
         assert call("GET", f"{url}/subjects/after/versions/1")[1]["id"] == body["id"]
+
+
+def test_writes_go_to_the_leader_of_schemas(tmp_path_factory: Any) -> None:
+    """When another node leads _schemas-0 (the cluster's leadership move, set here on the partition
+    as the metadata publisher would), this registry still reads and answers writes 50003; nothing is
+    written."""
+    with module_broker(tmp_path_factory, REGISTRY_OVERRIDES) as b:
+        url = registry_url(b)
+        sid = register(url, "led", AVRO)[1]["id"]
+        b.call(lambda br: setattr(br.replica_manager.get_partition("_schemas", 0), "leader_id", 99))
+        before = schemas_end_offset(b)
+        status, body = register(url, "led", record("R", {"name": "a", "type": "int"}, {"name": "b", "type": "int",
+                                                                                      "default": 0}))
+        assert (status, body["error_code"]) == (500, 50003) and "node 99" in body["message"], body
+        assert schemas_end_offset(b) == before
+        assert call("GET", f"{url}/subjects/led/versions/1")[1]["id"] == sid  # reads are served
