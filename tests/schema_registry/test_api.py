@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -367,3 +368,22 @@ def test_writes_go_to_the_leader_of_schemas(tmp_path_factory: Any) -> None:
         assert (status, body["error_code"]) == (500, 50003) and "node 99" in body["message"], body
         assert schemas_end_offset(b) == before
         assert call("GET", f"{url}/subjects/led/versions/1")[1]["id"] == sid  # reads are served
+
+
+def test_fixed_while_running_karapaces_tests(url: str) -> None:
+    """What Karapace's API tests found: odd subject names in paths, includeSubjects, a reference to
+    version -1 (latest), google/type imports, Avro stored as Avro renders it."""
+    for odd in ('a{b', 'c}d', 'e"f', "g'h", "i:j", "k/l"):
+        subject = unique(odd)
+        path = urllib.parse.quote(subject, safe="")
+        assert register(url, path, '{"type": "string"}')[0] == 200, subject
+        got = call("GET", f"{url}/subjects/{path}/versions/1")[1]
+        assert got["subject"] == subject and got["schema"] == '"string"'  # {"type": "string"} is "string"
+        sid = got["id"]
+    assert subject in call("GET", f"{url}/schemas/ids/{sid}?includeSubjects=true")[1]["subjects"]
+    dep = unique("latest-dep")
+    register(url, dep, record("Dep", {"name": "d", "type": "int"}, namespace="x"))
+    refs = [{"name": "x.Dep", "subject": dep, "version": -1}]
+    assert register(url, unique("uses-latest"), record("Uses", {"name": "u", "type": "x.Dep"}), references=refs)[0] == 200
+    proto = ('syntax = "proto3";\nimport "google/type/date.proto";\nmessage Born { google.type.Date on = 1; }\n')
+    assert register(url, unique("born"), proto, "PROTOBUF")[0] == 200
