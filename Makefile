@@ -16,19 +16,21 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,spark]'
+	$(PY) -m pip install -q -e '.[test,spark,registry]'
 	touch $(STAMP) $(RUN_STAMP)
 
 # the runtime only: what `python -m minibroker` imports
 $(RUN_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e '.[registry]'
 	touch $(RUN_STAMP)
 
-# The console (and /metrics) on 127.0.0.1:8080; the broker prints its URL at start.
+# The console (and /metrics) on 127.0.0.1:8080 and the schema registry (Confluent's REST API) on
+# 127.0.0.1:8081; the broker prints both URLs at start.
 run: $(RUN_STAMP)
-	$(PY) -m minibroker --host 127.0.0.1 --port 9092 --data-dir data --config config.yaml --console-port 8080
+	$(PY) -m minibroker --host 127.0.0.1 --port 9092 --data-dir data --config config.yaml --console-port 8080 \
+		--schema-registry-port 8081
 
 # A wheel to install into another project's environment (docs/testing.md):
 # dist/minibroker-<version>-py3-none-any.whl. Needs only pip (setuptools comes in pip's build env).

@@ -71,10 +71,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="let the console create/delete topics, produce and reset offsets (console.allow.writes)")
     p.add_argument("--console-allow-faults", action="store_true",
                    help="let tests set faults over HTTP: POST/GET/DELETE /api/faults (console.allow.faults)")
+    p.add_argument("--schema-registry-port", type=int, default=None,
+                   help="serve the schema registry (Confluent's REST API) on this port (schema.registry.port; "
+                        "0 = any free port)")
+    p.add_argument("--schema-registry-host", default=None,
+                   help="address of the schema registry (schema.registry.host; default 127.0.0.1)")
     args = p.parse_args(argv)
     for key, value in (("console.port", args.console_port), ("console.host", args.console_host),
                        ("console.allow.writes", "true" if args.console_allow_writes else None),
-                       ("console.allow.faults", "true" if args.console_allow_faults else None)):
+                       ("console.allow.faults", "true" if args.console_allow_faults else None),
+                       ("schema.registry.port", args.schema_registry_port),
+                       ("schema.registry.host", args.schema_registry_host)):
         if value is not None:
             args.override.append(f"{key}={value}")
     return args
@@ -104,6 +111,8 @@ async def serve(args: argparse.Namespace) -> int:
         raise
     if server.console is not None:
         print(f"minibroker console: {server.console.url}", file=sys.stderr, flush=True)
+    if server.schema_registry is not None:
+        print(f"minibroker schema registry: {server.schema_registry.url}", file=sys.stderr, flush=True)
     if args.trace:
         from minibroker.tools.trace import Tracer  # lazy: only with --trace
 

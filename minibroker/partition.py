@@ -64,7 +64,7 @@ class Partition(IsrUpkeep):
     __slots__ = ("topic", "partition", "topic_id", "log", "leader_id", "leader_epoch", "replicas", "isr",
                  "is_internal", "min_insync_replicas", "local_id", "remote_replicas",
                  "leader_epoch_start_offset", "from_metadata", "alter_partition_manager",
-                 "replica_lag_time_max_ms", "hw_listener", "broker_epochs", "broker_usable")
+                 "replica_lag_time_max_ms", "hw_listener", "broker_epochs", "broker_usable", "schema_validation")
 
     def __init__(self, topic: str, partition: int, topic_id: uuid.UUID, log: Log, node_id: int,
                  leader_epoch: int = 0) -> None:
@@ -90,6 +90,8 @@ class Partition(IsrUpkeep):
         self.broker_epochs: Callable[[int], int] = _no_epoch  # the metadata's epoch of a broker
         self.broker_usable: Callable[[int], bool] = _usable  # registered, not fenced, not shutting down
         self._alter_task: asyncio.Task[None] | None = None
+        # (key, value) when the topic sets confluent.key/value.schema.validation (the schema registry checks them)
+        self.schema_validation: tuple[bool, bool] | None = None
 
     def __repr__(self) -> str:
         return f"Partition({self.topic}-{self.partition}, leader={self.leader_id}, epoch={self.leader_epoch})"

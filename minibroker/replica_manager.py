@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from minibroker.config.definitions import as_int
+from minibroker.delayed_produce import ProducePartitionResult, wait_for_replication
 from minibroker.metadata_cache import PartitionImage, TopicImage
 from minibroker.metrics import BrokerMetrics
 from minibroker.partition import LogReadResult, Partition
@@ -65,6 +66,15 @@ class TransactionVerifier(Protocol):
     (which is built only if a batch is transactional)."""
 
     def __call__(self, batches: Sequence[BatchView], topic: str, partition: int, lg: Partition) -> None: ...
+
+
+class RecordSchemaValidator(Protocol):
+    """Confluent Server's broker-side schema validation (confluent.key/value.schema.validation):
+    raises INVALID_RECORD for records whose key or value is not framed with a schema id the
+    registry knows for the topic's subject (minibroker.schema_registry.validation)."""
+
+    def __call__(self, topic: str, partition: int, records: bytes | bytearray | memoryview, *, key: bool,
+                 value: bool) -> None: ...
 
 
 def _expire(fut: asyncio.Future[None]) -> None:
@@ -109,18 +119,6 @@ class FetchWaiters:
             for fut in list(waiters):
                 if not fut.done():
                     fut.set_result(None)
-
-
-@dataclass(slots=True)
-class ProducePartitionResult:
-    """One Produce partition's outcome (Kafka: ProducePartitionResponse before it is encoded):
-    the append's info, or the error to answer with the log start offset Kafka reports."""
-
-    info: LogAppendInfo | None
-    error: KafkaError | None
-    log_start_offset: int
-    current_leader: tuple[int, int] | None = None  # (leader id, epoch) with NOT_LEADER_OR_FOLLOWER (KIP-951)
-    waiting_on: Partition | None = None  # acks=all: the partition whose HW must pass the records
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +176,8 @@ class ReplicaManager:
         self.fetcher_manager_factory: Callable[[], ReplicaFetcherManager] | None = None
         self.replica_lag_time_max_ms = 30_000
         self.brokers: dict[int, BrokerEndpoint] = {}  # the metadata's brokers, for KIP-951 and the fetchers
+        # set by the schema registry when it runs; a topic that asks for validation without it is refused
+        self.record_schema_validator: RecordSchemaValidator | None = None
 
     # -- the partitions (written by the metadata publisher) -------------------------------------
     def publish_topic(self, topic: TopicImage, logs: Mapping[int, Log]) -> None:
@@ -203,6 +203,9 @@ class ReplicaManager:
         part.hw_listener = self._on_partition_change
         part.broker_epochs = self._broker_epoch
         part.broker_usable = self._broker_usable
+        key_check = bool(topic.config.get("confluent.key.schema.validation", False))
+        value_check = bool(topic.config.get("confluent.value.schema.validation", False))
+        part.schema_validation = (key_check, value_check) if key_check or value_check else None
 
     def _broker_epoch(self, broker_id: int) -> int:
         b = self.brokers.get(broker_id)
@@ -354,43 +357,8 @@ class ReplicaManager:
         if required_acks == -1:
             waiting = [r for r in results if r.waiting_on is not None]
             if waiting:
-                await self._wait_for_replication(waiting, timeout_ms)
+                await wait_for_replication(waiting, timeout_ms, self._partitions.get, self.produce_waiters.wait)
         return results
-
-    async def _wait_for_replication(self, pending: list[ProducePartitionResult], timeout_ms: int) -> None:
-        """DelayedProduce: until the HW of every partition passed its batch, then the ISR is
-        checked against min.insync.replicas (Kafka: Partition.checkEnoughReplicasReachOffset);
-        what is left at the timeout gets REQUEST_TIMED_OUT. A partition that left this broker
-        meanwhile answers NOT_LEADER_OR_FOLLOWER."""
-        deadline = time.monotonic() + max(0, timeout_ms) / 1000
-        while pending:
-            left = []
-            for r in pending:
-                part = r.waiting_on
-                assert r.info is not None and part is not None
-                if self._partitions.get((part.topic, part.partition)) is not part:
-                    done, error = True, int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-                else:
-                    done, error = part.check_enough_replicas_reach_offset(r.info.last_offset + 1)
-                if not done:
-                    left.append(r)
-                    continue
-                r.waiting_on = None
-                if error:
-                    r.error = KafkaError(error)
-                    r.info = None
-            pending = left
-            remaining = deadline - time.monotonic()
-            if not pending:
-                return
-            if remaining <= 0:
-                for r in pending:
-                    r.error = KafkaError(ErrorCode.REQUEST_TIMED_OUT)
-                    r.info = None
-                    r.waiting_on = None
-                return
-            await self.produce_waiters.wait([(r.waiting_on.topic, r.waiting_on.partition) for r in pending
-                                             if r.waiting_on is not None], remaining)
 
     async def _append_one(self, tp: TopicPartition, records: bytes | bytearray | memoryview | None,
                           required_acks: int, request_version: int, verifier: TransactionVerifier | None
@@ -412,6 +380,8 @@ class ReplicaManager:
                 raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
             if self.disk_fault is not None:
                 await self.disk_fault.before_append(part.topic, part.partition)
+            if part.schema_validation is not None:  # only topics that ask for it pay for it
+                self._check_schemas(part, records, *part.schema_validation)
             verify = (functools.partial(verifier, topic=part.topic, partition=part.partition, lg=part)
                       if verifier is not None else None)
             info = part.append_records_to_leader(records, request_version=request_version, verify=verify)
@@ -436,6 +406,13 @@ class ReplicaManager:
         except OSError as e:
             log.error("append to %s-%d failed: %s", tp[0], tp[1], e)
             return ProducePartitionResult(None, KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(e)), -1)
+
+    def _check_schemas(self, part: Partition, records: bytes | bytearray | memoryview, key: bool, value: bool) -> None:
+        if self.record_schema_validator is None:
+            raise KafkaError(ErrorCode.INVALID_RECORD, f"Topic {part.topic} validates records against the schema "
+                                                       "registry (confluent.*.schema.validation), which is not running "
+                                                       "in this broker (schema.registry.port)")
+        self.record_schema_validator(part.topic, part.partition, records, key=key, value=value)
 
     def append(self, lg: Log, records: bytes | bytearray | memoryview | ValidatedRecords, *,
                origin: str = AppendOrigin.CLIENT) -> LogAppendInfo:

@@ -11,8 +11,9 @@ Theory of operation: `startup()` is the broker's life from a config to serving, 
      `BrokerServices` handlers are given, the served handlers and the dispatcher (`KafkaApis`);
   3. load the coordinators whose state is on disk, start the background work;
   4. enable request processing: accept connections, their frames going to the dispatcher;
-  5. the web console and /metrics, when `console.port` >= 0.
-`shutdown()` undoes it: the console, then the socket server (stop accepting, let each connection
+  5. the web console and /metrics, when `console.port` >= 0; the schema registry (Confluent's REST
+     API over the _schemas topic, minibroker.schema_registry), when `schema.registry.port` >= 0.
+`shutdown()` undoes it: the console and the schema registry, then the socket server (stop accepting, let each connection
 finish what it has read), the background tasks, the coordinators, and the logs (flushed, with
 checkpoints and the clean-shutdown marker, so the next start scans nothing).
 
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator
     from minibroker.faults import FaultRegistry
     from minibroker.replica_fetcher_manager import ReplicaFetcherManager
+    from minibroker.schema_registry import SchemaRegistry
     from minibroker.tools.trace import TraceListeners
     from storage.log import Log
 
@@ -112,6 +114,7 @@ class BrokerServer:
         self.socket_server = socket_server if socket_server is not None else SocketServer(config)
         self.node_id: int = config.node_id
         self.console: Console | None = None  # the web console and /metrics, when console.port >= 0
+        self.schema_registry: SchemaRegistry | None = None  # when schema.registry.port >= 0
         self._background: list[asyncio.Task[None]] = []
 
     # -- life ------------------------------------------------------------------------------
@@ -134,6 +137,8 @@ class BrokerServer:
                                                      self.scram_credentials)
         if self.config.get("console.port") >= 0:
             await self._start_console()
+        if self.config.get("schema.registry.port") >= 0:
+            await self._start_schema_registry()
         log.info("minibroker node %d (cluster %s) listening on %s, advertising %s, data in %s (%.0f ms)",
                  self.node_id, self.cluster_id, self.socket_server.listening,
                  ",".join(map(str, self.config.advertised_endpoints)),
@@ -249,6 +254,15 @@ class BrokerServer:
             raise ListenerBindError(f"Console failed to bind to {host}:{port} (console.port): "
                                     f"{os.strerror(e.errno) if e.errno else e}.") from e
 
+    async def _start_schema_registry(self) -> None:
+        # aiohttp and the schema libraries (avro, jsonschema, protobuf): only with schema.registry.port
+        from minibroker.schema_registry import SchemaRegistry  # lazy: only with schema.registry.port
+
+        self.schema_registry = SchemaRegistry(self.topics, self.replica_manager, self.clock)
+        await self.schema_registry.start(self.config.get("schema.registry.host"),
+                                         self.config.get("schema.registry.port"))
+        self.replica_manager.record_schema_validator = self.schema_registry.validator
+
     async def shutdown(self, timeout: float = 10.0) -> None:
         """Stop accepting, finish in-flight requests (within `timeout`), then stop the background
         work and the coordinators and close the logs cleanly."""
@@ -257,6 +271,10 @@ class BrokerServer:
             self.console = None
         if "faults" in self.__dict__:
             self.faults.clear()  # a paused broker resumes, a held ("drop") request ends: nothing waits
+        if self.schema_registry is not None:
+            self.replica_manager.record_schema_validator = None
+            await self.schema_registry.stop()
+            self.schema_registry = None
         await self.socket_server.stop(timeout)
         for task in self._background:
             task.cancel()

@@ -79,6 +79,8 @@ def test_topic_keys_cover_kafka_topic_config():
         "remote.log.copy.disable", "remote.log.delete.on.disable", "remote.storage.enable", "retention.bytes",
         "retention.ms", "segment.bytes", "segment.index.bytes", "segment.jitter.ms", "segment.ms",
         "unclean.leader.election.enable",
+        # Confluent Server's broker-side schema validation (minibroker.schema_registry.validation)
+        "confluent.key.schema.validation", "confluent.value.schema.validation",
     }
     assert set(TOPIC_CONFIGS) == expected
     for key in TOPIC_CONFIGS.values():

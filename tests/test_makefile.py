@@ -19,12 +19,13 @@ def dry_run(target: str, venv: Path) -> list[str]:
 
 def test_make_run_installs_the_runtime_only(tmp_path):
     installs = dry_run("run", tmp_path / "venv")
-    assert installs[-1].endswith("pip install -q -e .")  # no extras: no pyspark, playwright, jars
-    assert not any("[" in line for line in installs)
+    # the runtime and the schema registry `make run` turns on: no pyspark, playwright, jars
+    assert installs[-1].endswith("pip install -q -e '.[registry]'")
+    assert not any(x in line for line in installs for x in ("[test", "spark"))
 
 
 def test_make_install_and_make_test_install_the_extras(tmp_path):
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert {"test", "spark"} <= set(extras)
     for target in ("install", "test"):
-        assert any(line.endswith("pip install -q -e '.[test,spark]'") for line in dry_run(target, tmp_path / "v"))
+        assert any(line.endswith("pip install -q -e '.[test,spark,registry]'") for line in dry_run(target, tmp_path / "v"))

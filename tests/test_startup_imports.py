@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOT_AT_START = [
     # the web console and its HTTP server (only with --console-port)
     "aiohttp", "minibroker.console",
+    # the schema registry and its schema libraries (only with --schema-registry-port)
+    "minibroker.schema_registry", "avro", "jsonschema", "google.protobuf", "grpc_tools",
     # certificates (`python -m minibroker certs`), TLS and SASL listeners
     "cryptography", "minibroker.security.certs", "minibroker.security.tls", "minibroker.security.sasl",
     "minibroker.security.settings", "minibroker.security.plain", "minibroker.security.jaas",

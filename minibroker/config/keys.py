@@ -170,6 +170,13 @@ _TOPIC_KEYS: list[ConfigKey] = [
     _topic("unclean.leader.election.enable", "boolean", False,
            "Whether an out-of-sync replica may become leader." + _NOT_HERE, None,
            ("unclean.leader.election.enable",)),
+    # Confluent Server's broker-side schema validation (not Apache Kafka keys; minibroker.schema_registry)
+    _topic("confluent.key.schema.validation", "boolean", False,
+           "Refuse (INVALID_RECORD) records whose non-null key does not start with magic byte 0 and a schema id "
+           "registered under the subject <topic>-key in the built-in schema registry (Confluent Server's key)."),
+    _topic("confluent.value.schema.validation", "boolean", False,
+           "Refuse (INVALID_RECORD) records whose non-null value does not start with magic byte 0 and a schema id "
+           "registered under the subject <topic>-value in the built-in schema registry (Confluent Server's key)."),
 ]
 
 
@@ -499,6 +506,14 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("console.allow.faults", "boolean", False,
             "Serve /api/faults on the console: set and remove faults (errors, delays, closed connections, a full "
             "disk, a paused broker) over HTTP, for integration tests (--console-allow-faults; docs/testing.md)."),
+    # --- the schema registry (minibroker.schema_registry; Confluent's REST API, not a Kafka key: Confluent
+    # configures its registry with `listeners=http://host:8081`, Karapace with `host` and `port`)
+    _broker("schema.registry.port", "int", -1,
+            "Port of the built-in schema registry, Confluent's REST API over the _schemas topic "
+            "(--schema-registry-port; Confluent's default is 8081); -1 = off, 0 = any free port.", AtLeast(-1)),
+    _broker("schema.registry.host", "string", "127.0.0.1",
+            "Address the schema registry listens on (--schema-registry-host); loopback unless asked, as it "
+            "has no authentication."),
 ]
 
 # --- share groups (KIP-932; Kafka's ShareGroupConfig / ShareCoordinatorConfig)

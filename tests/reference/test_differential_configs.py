@@ -26,6 +26,7 @@ TOPIC, BROKER = 2, 4
 TOPIC_ONLY_KAFKA = {"errors.deadletterqueue.group.enable", "max.decompressed.message.bytes",
                     "remote.copy.lag.bytes", "remote.copy.lag.ms"}
 TOPIC_ONLY_MINIBROKER = {"message.downconversion.enable", "message.format.version",
+                         "confluent.key.schema.validation", "confluent.value.schema.validation",
                          "message.timestamp.difference.max.ms"}
 # docs/differences.md#topic-config-keys
 TOPIC_VALUE_DIFFERENCES = {"message.timestamp.after.max.ms"}

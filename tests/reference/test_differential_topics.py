@@ -131,6 +131,7 @@ def _create(name: str, partitions: int = 1, rf: int = 1, configs: dict[str, str 
 TOPIC_KEYS_ONLY_KAFKA = {"errors.deadletterqueue.group.enable", "max.decompressed.message.bytes",
                          "remote.copy.lag.bytes", "remote.copy.lag.ms"}
 TOPIC_KEYS_ONLY_MINIBROKER = {"message.downconversion.enable", "message.format.version",
+                              "confluent.key.schema.validation", "confluent.value.schema.validation",
                               "message.timestamp.difference.max.ms"}
 
 
