@@ -19,6 +19,7 @@ import uvloop
 # the config and the socket server come before the broker's modules: the listeners are bound first
 from minibroker.config import BrokerConfig
 from minibroker.network.socket_server import SocketServer
+from storage.meta_properties import MetaPropertiesError
 
 TOOLS = {
     "dump-log": "minibroker.tools.dump_log",
@@ -63,7 +64,13 @@ async def serve(args: argparse.Namespace) -> int:
     from minibroker.server import BrokerServer  # lazy: imported once the listeners are bound (above)
 
     server = BrokerServer(config, socket_server=socket_server)
-    await server.startup()
+    try:
+        await server.startup()
+    except MetaPropertiesError as e:
+        # a data dir of another node or cluster: one line, no traceback (Kafka logs "Exiting Kafka
+        # due to fatal exception" with MetaPropertiesEnsemble's message)
+        print(f"minibroker: {e}", file=sys.stderr, flush=True)
+        return 1
     if server.console is not None:
         print(f"minibroker console: {server.console.url}", file=sys.stderr, flush=True)
     if args.trace:

@@ -58,6 +58,7 @@ from minibroker.services import BrokerServices
 from minibroker.topics import Topic, TopicRegistry
 from storage.clock import Clock, wall_clock_ms
 from storage.log_manager import LogManager
+from storage.meta_properties import MetaProperties, ensure_meta_properties
 
 if TYPE_CHECKING:
     from minibroker.console import Console
@@ -77,6 +78,7 @@ class BrokerServer:
 
     # the components, built by build() (typed here: one place to read what a broker holds)
     dynamic_config: DynamicBrokerConfig
+    meta_properties: MetaProperties
     log_manager: LogManager
     topics: TopicRegistry
     metadata_cache: MetadataCache
@@ -137,13 +139,18 @@ class BrokerServer:
         (recovery where the last stop was not clean) and the topics on them. Nothing is started:
         no socket, no task (tests/coordinator builds a broker this way, without a server)."""
         config, clock, data_dir = self.config, self.clock, Path(self.config.data_dir)
+        # the data dir's identity first (Kafka: KafkaRaftServer.initializeLogDirs): meta.properties
+        # read and verified (or written on a first start); its cluster id is the one answers report
+        self.meta_properties = ensure_meta_properties(
+            data_dir, node_id=self.node_id, cluster_id=config.get("cluster.id") if config.is_set("cluster.id") else None)
+        config.cluster_id = self.meta_properties.cluster_id
         # dynamic broker configs (AlterConfigs) stored by an earlier run lie over the static ones
         self.dynamic_config = DynamicBrokerConfig(config, data_dir)
         self.dynamic_config.load()
         cfg = self.dynamic_config.current
         self.log_manager = LogManager(
             data_dir, to_log_config(effective_topic_config(cfg, {})), now_ms=clock, node_id=self.node_id,
-            cluster_id=cfg.get("cluster.id") if cfg.is_set("cluster.id") else None,
+            cluster_id=self.meta_properties.cluster_id,
             topic_config=lambda overrides: to_log_config(effective_topic_config(self.dynamic_config.current,
                                                                                 overrides)))
         self.topics = TopicRegistry(self.log_manager, cfg)
