@@ -270,7 +270,8 @@ class QuorumController:
         """Wait until something at or after `offset` is committed (a Fetch's long poll); False on timeout."""
         async with self._committed:
             try:
-                await asyncio.wait_for(self._committed.wait_for(lambda: self.log.high_watermark > offset), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._committed.wait_for(lambda: self.log.high_watermark > offset)
             except TimeoutError:
                 return False
         return True

@@ -1,0 +1,130 @@
+"""The requests a controller answers on its listener (Kafka: ControllerApis).
+
+ApiVersions v0-4 (the APIs below, nothing else: a broker's NodeToControllerChannelManager picks its
+versions from it) / BrokerRegistration v0-4 / BrokerHeartbeat v0-2 / UnregisterBroker v0 /
+AlterPartition v2-3 / AllocateProducerIds v0 / CreateTopics v2-7 (what Kafka 4 brokers forward) /
+Fetch v13-18 of `__cluster_metadata-0` only (KRaft observers: the brokers).
+
+Behavior: every answer comes from minibroker.controller.quorum_controller after its records are
+committed. Fetch long-polls up to `max_wait_ms` for records past the fetch offset and answers with
+the committed batches (high watermark, log start, the leader and its epoch in `current_leader`);
+a topic other than the metadata one gets UNKNOWN_TOPIC_ID, a fetch offset past the log end
+OFFSET_OUT_OF_RANGE.
+
+Version notes: the records are read into memory for the answer (this listener serves a handful
+of brokers, not clients; the broker listeners keep the sendfile path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from minibroker.controller.quorum_controller import QuorumController
+from minibroker.raft.metadata_log import METADATA_TOPIC_ID
+from protocol.apis import (
+    allocate_producer_ids,
+    alter_partition,
+    api_versions,
+    broker_heartbeat,
+    broker_registration,
+    create_topics,
+    fetch,
+    unregister_broker,
+)
+from protocol.apis.fetch import FetchRequest, FetchResponse
+from protocol.errors import ErrorCode, KafkaError
+from protocol.schema import Api, Message
+
+ControllerHandler = Callable[[Message, int], Awaitable[Message]]
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    api: Api
+    lo: int
+    hi: int
+    handler: ControllerHandler
+
+
+class ControllerApis:
+    def __init__(self, controller: QuorumController):
+        self.controller = controller
+        c = controller
+
+        async def registration(req: Message, v: int) -> Message:
+            assert isinstance(req, broker_registration.BrokerRegistrationRequest)
+            return await c.register_broker(req)
+
+        async def heartbeat(req: Message, v: int) -> Message:
+            assert isinstance(req, broker_heartbeat.BrokerHeartbeatRequest)
+            return await c.broker_heartbeat(req)
+
+        async def unregister(req: Message, v: int) -> Message:
+            assert isinstance(req, unregister_broker.UnregisterBrokerRequest)
+            return await c.unregister_broker(req)
+
+        async def alter(req: Message, v: int) -> Message:
+            assert isinstance(req, alter_partition.AlterPartitionRequest)
+            return await c.alter_partition(req, v)
+
+        async def producer_ids(req: Message, v: int) -> Message:
+            assert isinstance(req, allocate_producer_ids.AllocateProducerIdsRequest)
+            return await c.allocate_producer_ids(req)
+
+        async def topics(req: Message, v: int) -> Message:
+            assert isinstance(req, create_topics.CreateTopicsRequest)
+            return await c.create_topics(req)
+
+        async def fetch_metadata(req: Message, v: int) -> Message:
+            assert isinstance(req, FetchRequest)
+            return await self.fetch(req)
+
+        async def versions(req: Message, v: int) -> Message:
+            return self.api_versions()
+
+        self.served: dict[int, Served] = {s.api.key: s for s in (
+            Served(api_versions.API, 0, 4, versions),
+            Served(broker_registration.API, 0, 4, registration),
+            Served(broker_heartbeat.API, 0, 2, heartbeat),
+            Served(unregister_broker.API, 0, 0, unregister),
+            Served(alter_partition.API, 2, 3, alter),
+            Served(allocate_producer_ids.API, 0, 0, producer_ids),
+            Served(create_topics.API, 2, 7, topics),
+            Served(fetch.API, 13, 18, fetch_metadata),
+        )}
+
+    def api_versions(self) -> api_versions.ApiVersionsResponse:
+        resp = api_versions.RESPONSE
+        return resp(error_code=0, api_keys=[resp.ApiVersion(api_key=k, min_version=s.lo, max_version=s.hi)
+                                            for k, s in sorted(self.served.items())])
+
+    async def fetch(self, req: FetchRequest) -> FetchResponse:
+        resp = fetch.RESPONSE
+        out = resp(error_code=0, session_id=0, responses=[])
+        if req.cluster_id is not None and req.cluster_id != self.controller.config.cluster_id:
+            out.error_code = ErrorCode.INCONSISTENT_CLUSTER_ID  # Kafka's raft leader checks it first
+            return out
+        ml = self.controller.log
+        for t in req.topics:
+            topic = resp.FetchableTopicResponse(topic_id=t.topic_id, partitions=[])
+            out.responses.append(topic)
+            for p in t.partitions:
+                part = resp.PartitionData(partition_index=p.partition, error_code=0, high_watermark=ml.high_watermark,
+                                          log_start_offset=ml.start_offset, records=None)
+                part.current_leader = resp.LeaderIdAndEpoch(leader_id=self.controller.config.node_id,
+                                                                          leader_epoch=ml.epoch)
+                topic.partitions.append(part)
+                if t.topic_id != METADATA_TOPIC_ID or p.partition != 0:
+                    part.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                    continue
+                if p.fetch_offset >= ml.high_watermark and req.max_wait_ms > 0:
+                    await self.controller.wait_for(p.fetch_offset, req.max_wait_ms / 1000)
+                try:
+                    info = self.controller.read(p.fetch_offset, p.partition_max_bytes)
+                except KafkaError as e:
+                    part.error_code = e.code
+                    continue
+                part.high_watermark = ml.high_watermark
+                part.records = info.region.read_all() if info.region is not None else b""
+        return out
