@@ -56,6 +56,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 async def serve(args: argparse.Namespace) -> int:
     config = BrokerConfig.load(args.config, args.override, host=args.host, port=args.port,
                                data_dir=args.data_dir)
+    if config.get("process.roles"):
+        from minibroker.kafka_raft_server import serve_kraft  # lazy: the controller only with process.roles
+
+        return await serve_kraft(config)
     # The listeners are bound before the broker's modules are imported (about 30 ms, issue 22): a
     # client that connects meanwhile waits in the backlog until the broker accepts, as Kafka's
     # acceptors take connections before request processing is enabled, instead of being refused.
