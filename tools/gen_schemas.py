@@ -55,7 +55,7 @@ APIS += ["DescribeAcls", "CreateAcls", "DeleteAcls"]
 KRAFT_APIS = [
     "BrokerRegistration", "BrokerHeartbeat", "UnregisterBroker", "AlterPartition", "AllocateProducerIds",
     "ControllerRegistration", "DescribeQuorum", "UpdateFeatures", "FetchSnapshot", "WriteTxnMarkers",
-    "AlterPartitionReassignments", "ListPartitionReassignments", "ElectLeaders",
+    "AlterPartitionReassignments", "ListPartitionReassignments", "ElectLeaders", "Envelope",
 ]
 APIS += KRAFT_APIS
 # The metadata records of __cluster_metadata (kafka-metadata's common/metadata/*.json), framed by

@@ -3,13 +3,18 @@
 ApiVersions v0-4 (the APIs below, nothing else: a broker's NodeToControllerChannelManager picks its
 versions from it) / BrokerRegistration v0-4 / BrokerHeartbeat v0-2 / UnregisterBroker v0 /
 AlterPartition v2-3 / AllocateProducerIds v0 / CreateTopics v2-7 (what Kafka 4 brokers forward) /
-Fetch v13-18 of `__cluster_metadata-0` only (KRaft observers: the brokers).
+Fetch v13-18 of `__cluster_metadata-0` only (KRaft observers: the brokers) / Envelope v0 (KIP-590:
+what a Kafka 4 broker forwards, CreateTopics among them, wrapped with the client's principal).
 
 Behavior: every answer comes from minibroker.controller.quorum_controller after its records are
 committed. Fetch long-polls up to `max_wait_ms` for records past the fetch offset and answers with
 the committed batches (high watermark, log start, the leader and its epoch in `current_leader`);
 a topic other than the metadata one gets UNKNOWN_TOPIC_ID, a fetch offset past the log end
 OFFSET_OUT_OF_RANGE.
+
+Envelope: the inner request is answered as if it came alone, its answer wrapped back; the
+principal is not checked (the controller listener has no authorizer here), an inner request the
+controller does not serve gets INVALID_REQUEST.
 
 Version notes: the records are read into memory for the answer (this listener serves a handful
 of brokers, not clients; the broker listeners keep the sendfile path).
@@ -29,12 +34,16 @@ from protocol.apis import (
     broker_heartbeat,
     broker_registration,
     create_topics,
+    envelope,
     fetch,
     unregister_broker,
 )
 from protocol.apis.fetch import FetchRequest, FetchResponse
+from protocol.codec import decode
 from protocol.errors import ErrorCode, KafkaError
+from protocol.headers import decode_request_header, encode_response_frame
 from protocol.schema import Api, Message
+from protocol.types import DecodeError
 
 ControllerHandler = Callable[[Message, int], Awaitable[Message]]
 
@@ -83,6 +92,10 @@ class ControllerApis:
         async def versions(req: Message, v: int) -> Message:
             return self.api_versions()
 
+        async def forwarded(req: Message, v: int) -> Message:
+            assert isinstance(req, envelope.EnvelopeRequest)
+            return await self.envelope(req)
+
         self.served: dict[int, Served] = {s.api.key: s for s in (
             Served(api_versions.API, 0, 4, versions),
             Served(broker_registration.API, 0, 4, registration),
@@ -92,12 +105,28 @@ class ControllerApis:
             Served(allocate_producer_ids.API, 0, 0, producer_ids),
             Served(create_topics.API, 2, 7, topics),
             Served(fetch.API, 13, 18, fetch_metadata),
+            Served(envelope.API, 0, 0, forwarded),
         )}
 
     def api_versions(self) -> api_versions.ApiVersionsResponse:
         resp = api_versions.RESPONSE
         return resp(error_code=0, api_keys=[resp.ApiVersion(api_key=k, min_version=s.lo, max_version=s.hi)
                                             for k, s in sorted(self.served.items())])
+
+    async def envelope(self, req: envelope.EnvelopeRequest) -> envelope.EnvelopeResponse:
+        inner = bytes(req.request_data)
+        try:
+            header, pos = decode_request_header(inner)
+            served = self.served.get(header.api_key)
+            if served is None or served.api.key == envelope.API.key or not served.lo <= header.api_version <= served.hi:
+                return envelope.RESPONSE(error_code=ErrorCode.INVALID_REQUEST, response_data=None)
+            request = decode(served.api.request, header.api_version, inner, pos)
+        except (DecodeError, ValueError, IndexError):
+            return envelope.RESPONSE(error_code=ErrorCode.INVALID_REQUEST, response_data=None)
+        answer = await served.handler(request, header.api_version)
+        chunks = encode_response_frame(served.api, header.api_version, header.correlation_id, answer)
+        data = b"".join(c if isinstance(c, bytes | bytearray | memoryview) else c.read_all() for c in chunks)
+        return envelope.RESPONSE(error_code=0, response_data=data[4:])  # without the frame's size
 
     async def fetch(self, req: FetchRequest) -> FetchResponse:
         resp = fetch.RESPONSE

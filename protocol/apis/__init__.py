@@ -40,7 +40,7 @@ KEYS: dict[int, str] = {
     27: "write_txn_markers", 43: "elect_leaders", 45: "alter_partition_reassignments",
     46: "list_partition_reassignments", 55: "describe_quorum", 56: "alter_partition", 57: "update_features",
     59: "fetch_snapshot", 62: "broker_registration", 63: "broker_heartbeat", 64: "unregister_broker",
-    67: "allocate_producer_ids", 70: "controller_registration",
+    67: "allocate_producer_ids", 70: "controller_registration", 58: "envelope",
 }
 MODULES: tuple[str, ...] = tuple(KEYS.values())
 

@@ -1,0 +1,110 @@
+"""An Apache Kafka 4.4 broker whose KRaft controller is minibroker's (process.roles=controller): the broker
+registers, follows our metadata log until the controller unfences it, forwards a client's CreateTopics to us
+(Envelope), leads the partitions our PartitionRecords give it, serves produce and fetch, and leaves through
+our controlled shutdown on SIGTERM. The wire between brokers and controller is Kafka's own."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
+
+from minibroker.metadata.controller_channel import ControllerChannel
+from minibroker.metadata.image import MetadataImage
+from minibroker.metadata.metadata_loader import MetadataLoader
+from reference import kafka_reference as kr
+from tests.helpers import BrokerProcess, free_port
+
+CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
+TIMEOUT = 90.0
+
+
+def observe(port: int, check, what: str) -> MetadataImage:  # type: ignore[no-untyped-def]
+    async def run() -> MetadataImage:
+        loader = MetadataLoader(ControllerChannel("127.0.0.1", port, client_id="observer"), node_id=-1,
+                                cluster_id=CLUSTER)
+        deadline = time.monotonic() + TIMEOUT
+        try:
+            while not check(loader.image):
+                assert time.monotonic() < deadline, f"timed out waiting for {what}: {loader.image.brokers}"
+                await loader.fetch_once(max_wait_ms=200)
+            return loader.image
+        finally:
+            await loader.channel.close()
+    return asyncio.run(run())
+
+
+def test_a_kafka_broker_runs_under_our_controller(tmp_path: Path) -> None:
+    why = kr.missing_prerequisites()
+    if why is not None:
+        pytest.skip(f"REFERENCE BROKER UNAVAILABLE: {why}")
+    cport, kport = free_port(), free_port()
+    voters = f"3000@127.0.0.1:{cport}"
+    (tmp_path / "controller").mkdir()
+    controller = BrokerProcess(tmp_path / "controller" / "data", port=cport, overrides={
+        "process.roles": "controller", "node.id": 3000, "controller.quorum.voters": voters, "cluster.id": CLUSTER,
+        "listeners": f"CONTROLLER://127.0.0.1:{cport}", "controller.listener.names": "CONTROLLER"})
+    controller.start()
+    conf = tmp_path / "broker.properties"
+    conf.write_text("\n".join([
+        "process.roles=broker", "node.id=1", f"controller.quorum.voters={voters}",
+        "controller.listener.names=CONTROLLER", f"listeners=PLAINTEXT://127.0.0.1:{kport}",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name=PLAINTEXT", f"log.dirs={tmp_path / 'kafka-data'}",
+        "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
+        "transaction.state.log.min.isr=1", "share.coordinator.state.topic.replication.factor=1", ""]))
+    fmt = kr.run_tool("kafka-storage", ["format", "-t", CLUSTER, "-c", str(conf)], timeout=120)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+    log = open(tmp_path / "kafka.log", "wb")
+    kafka = subprocess.Popen(kr.java_command("kafka.Kafka", [str(conf)], heap="512m", jit=False), stdout=log,
+                             stderr=subprocess.STDOUT)
+    try:
+        image = observe(cport, lambda im: 1 in im.brokers and not im.brokers[1].fenced, "Kafka's broker unfenced")
+        assert image.brokers[1].endpoints[0].port == kport
+        deadline = time.monotonic() + TIMEOUT
+        while not kr.api_versions_answered("127.0.0.1", kport):
+            assert time.monotonic() < deadline and kafka.poll() is None, (tmp_path / "kafka.log").read_text()
+            time.sleep(0.5)
+        bootstrap = f"127.0.0.1:{kport}"
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+        try:
+            created = admin.create_topics([NewTopic("orders", 3, 1)])
+            assert [t["error_code"] for t in created["topics"]] == [0]
+            image = observe(cport, lambda im: im.topic("orders") is not None, "the topic in our metadata log")
+            topic = image.topic("orders")
+            assert topic is not None and all(p.leader == 1 for p in topic.partitions.values())
+            deadline = time.monotonic() + TIMEOUT
+            while True:  # Kafka's broker serves the topic once it has replayed our records
+                (described,) = admin.describe_topics(["orders"])
+                if described["error_code"] == 0 and len(described["partitions"]) == 3:
+                    break
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+            assert {p["leader_id"] for p in described["partitions"]} == {1}
+        finally:
+            admin.close()
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        for i in range(6):
+            producer.send("orders", b"v%d" % i, partition=i % 3).get(30)
+        producer.close()
+        consumer = KafkaConsumer("orders", bootstrap_servers=bootstrap, auto_offset_reset="earliest",
+                                 consumer_timeout_ms=10000)
+        assert sorted(m.value for m in consumer) == [b"v%d" % i for i in range(6)]
+        consumer.close()
+        kafka.send_signal(signal.SIGTERM)  # Kafka's controlled shutdown, answered by our controller
+        assert kafka.wait(TIMEOUT) in (0, 128 + signal.SIGTERM)  # the JVM exits 143 after its shutdown hooks
+        image = observe(cport, lambda im: 1 in im.brokers and im.brokers[1].fenced, "Kafka's broker fenced after its shutdown")
+        assert image.brokers[1].in_controlled_shutdown
+    finally:
+        if kafka.poll() is None:
+            os.kill(kafka.pid, signal.SIGKILL)
+            kafka.wait(20)
+        log.close()
+        controller.stop()
