@@ -33,6 +33,7 @@ from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.metadata_loader import MetadataLoader, MetadataPublisher
 from minibroker.network.socket_server import SocketServer
 from minibroker.server import BrokerServer
+from storage.checkpoint import uuid_from_kafka
 from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
 
 log = logging.getLogger("minibroker.kraft")
@@ -99,8 +100,10 @@ class KafkaRaftServer:
             snapshot_max_bytes=cfg.get("metadata.log.max.record.bytes.between.snapshots"),
             snapshot_interval_ms=cfg.get("metadata.log.max.snapshot.interval.ms"),
             topic_defaults=TopicDefaults(cfg.get("num.partitions"), cfg.get("default.replication.factor"),
-                                         cfg.get("unclean.leader.election.enable")))
-        self.controller = ControllerServer(data_dir, controller_config, endpoint.host or "0.0.0.0", endpoint.port)
+                                         cfg.get("unclean.leader.election.enable")),
+            directory_id=uuid_from_kafka(meta.directory_id))
+        self.controller = ControllerServer(data_dir, controller_config, endpoint.host or "0.0.0.0", endpoint.port,
+                                           endpoint.listener_name)
         await self.controller.startup()
 
     async def start_broker(self, cluster_id: str) -> None:

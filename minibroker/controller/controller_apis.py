@@ -4,13 +4,19 @@ ApiVersions v0-4 (the APIs below, nothing else: a broker's NodeToControllerChann
 versions from it) / BrokerRegistration v0-4 / BrokerHeartbeat v0-2 / UnregisterBroker v0 /
 AlterPartition v2-3 / AllocateProducerIds v0 / CreateTopics v2-7 (what Kafka 4 brokers forward) /
 Fetch v13-18 of `__cluster_metadata-0` only (KRaft observers: the brokers) / Envelope v0 (KIP-590:
-what a Kafka 4 broker forwards, CreateTopics among them, wrapped with the client's principal).
+what a Kafka 4 broker forwards, CreateTopics among them, wrapped with the client's principal) /
+DescribeQuorum v0-2 and DescribeCluster v1-2 with the controller endpoint type (what
+`kafka-metadata-quorum --bootstrap-controller` asks).
 
 Behavior: every answer comes from minibroker.controller.quorum_controller after its records are
 committed. Fetch long-polls up to `max_wait_ms` for records past the fetch offset and answers with
 the committed batches (high watermark, log start, the leader and its epoch in `current_leader`);
 a topic other than the metadata one gets UNKNOWN_TOPIC_ID, a fetch offset past the log end
 OFFSET_OUT_OF_RANGE.
+
+DescribeQuorum: this node the only voter (its log end offset, now as its fetch and caught-up
+times), every node that fetched the metadata log an observer with the offset it last fetched
+from, the time of that fetch and the last time it fetched from the high watermark.
 
 Envelope: the inner request is answered as if it came alone, its answer wrapped back; the
 principal is not checked (the controller listener has no authorizer here), an inner request the
@@ -26,7 +32,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from minibroker.controller.quorum_controller import QuorumController
-from minibroker.raft.metadata_log import METADATA_TOPIC_ID
+from minibroker.raft.metadata_log import METADATA_TOPIC, METADATA_TOPIC_ID
 from protocol.apis import (
     allocate_producer_ids,
     alter_partition,
@@ -34,6 +40,8 @@ from protocol.apis import (
     broker_heartbeat,
     broker_registration,
     create_topics,
+    describe_cluster,
+    describe_quorum,
     envelope,
     fetch,
     unregister_broker,
@@ -42,9 +50,10 @@ from protocol.apis.fetch import FetchRequest, FetchResponse
 from protocol.codec import decode
 from protocol.errors import ErrorCode, KafkaError
 from protocol.headers import decode_request_header, encode_response_frame
-from protocol.schema import Api, Message
+from protocol.schema import ZERO_UUID, Api, Message
 from protocol.types import DecodeError
 
+CONTROLLER_ENDPOINT = 2  # DescribeCluster endpoint_type (KIP-919)
 ControllerHandler = Callable[[Message, int], Awaitable[Message]]
 
 
@@ -56,9 +65,20 @@ class Served:
     handler: ControllerHandler
 
 
+@dataclass(slots=True)
+class ObserverState:
+    """What DescribeQuorum reports of a node fetching the metadata log (Kafka: ReplicaState)."""
+
+    fetch_offset: int
+    last_fetch_ms: int
+    last_caught_up_ms: int = -1
+
+
 class ControllerApis:
-    def __init__(self, controller: QuorumController):
+    def __init__(self, controller: QuorumController, listener: tuple[str, str, int] = ("CONTROLLER", "", 0)):
         self.controller = controller
+        self.listener = listener  # (name, host, port) of the controller listener, for DescribeQuorum/DescribeCluster
+        self.observers: dict[int, ObserverState] = {}
         c = controller
 
         async def registration(req: Message, v: int) -> Message:
@@ -87,7 +107,14 @@ class ControllerApis:
 
         async def fetch_metadata(req: Message, v: int) -> Message:
             assert isinstance(req, FetchRequest)
-            return await self.fetch(req)
+            return await self.fetch(req, v)
+
+        async def quorum(req: Message, v: int) -> Message:
+            return self.describe_quorum()
+
+        async def cluster(req: Message, v: int) -> Message:
+            assert isinstance(req, describe_cluster.DescribeClusterRequest)
+            return self.describe_cluster(req)
 
         async def versions(req: Message, v: int) -> Message:
             return self.api_versions()
@@ -106,6 +133,8 @@ class ControllerApis:
             Served(create_topics.API, 2, 7, topics),
             Served(fetch.API, 13, 18, fetch_metadata),
             Served(envelope.API, 0, 0, forwarded),
+            Served(describe_quorum.API, 0, 2, quorum),
+            Served(describe_cluster.API, 1, 2, cluster),
         )}
 
     def api_versions(self) -> api_versions.ApiVersionsResponse:
@@ -128,7 +157,39 @@ class ControllerApis:
         data = b"".join(c if isinstance(c, bytes | bytearray | memoryview) else c.read_all() for c in chunks)
         return envelope.RESPONSE(error_code=0, response_data=data[4:])  # without the frame's size
 
-    async def fetch(self, req: FetchRequest) -> FetchResponse:
+    def describe_quorum(self) -> describe_quorum.DescribeQuorumResponse:
+        resp = describe_quorum.RESPONSE
+        c, ml = self.controller, self.controller.log
+        now = c.clock()
+        state = resp.ReplicaState
+        voter = state(replica_id=c.config.node_id, replica_directory_id=c.config.directory_id,
+                      log_end_offset=ml.end_offset,
+                      last_fetch_timestamp=now, last_caught_up_timestamp=now)
+        observers = [state(replica_id=rid, replica_directory_id=ZERO_UUID, log_end_offset=o.fetch_offset,
+                           last_fetch_timestamp=o.last_fetch_ms, last_caught_up_timestamp=o.last_caught_up_ms)
+                     for rid, o in sorted(self.observers.items())]
+        part = resp.PartitionData(partition_index=0, error_code=0, error_message=None, leader_id=c.config.node_id,
+                                  leader_epoch=ml.epoch, high_watermark=ml.high_watermark, current_voters=[voter],
+                                  observers=observers)
+        name, host, port = self.listener
+        return resp(error_code=0, error_message=None,
+                    topics=[resp.TopicData(topic_name=METADATA_TOPIC, partitions=[part])],
+                    nodes=[resp.Node(node_id=c.config.node_id,
+                                     listeners=[resp.Listener(name=name, host=host, port=port)])])
+
+    def describe_cluster(self, req: describe_cluster.DescribeClusterRequest) -> describe_cluster.DescribeClusterResponse:
+        resp = describe_cluster.RESPONSE
+        c = self.controller
+        if req.endpoint_type != CONTROLLER_ENDPOINT:
+            return resp(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, error_message="The request was sent to an "
+                        "endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER", cluster_id="",
+                        brokers=[], endpoint_type=req.endpoint_type)
+        _, host, port = self.listener
+        return resp(error_code=0, endpoint_type=CONTROLLER_ENDPOINT, cluster_id=c.config.cluster_id,
+                    controller_id=c.config.node_id,
+                    brokers=[resp.DescribeClusterBroker(broker_id=c.config.node_id, host=host, port=port, rack=None)])
+
+    async def fetch(self, req: FetchRequest, version: int = 17) -> FetchResponse:
         resp = fetch.RESPONSE
         out = resp(error_code=0, session_id=0, responses=[])
         if req.cluster_id is not None and req.cluster_id != self.controller.config.cluster_id:
@@ -149,6 +210,13 @@ class ControllerApis:
                     continue
                 if p.fetch_offset >= ml.high_watermark and req.max_wait_ms > 0:
                     await self.controller.wait_for(p.fetch_offset, req.max_wait_ms / 1000)
+                replica = req.replica_state.replica_id if version >= 15 else req.replica_id
+                if replica >= 0:
+                    now = self.controller.clock()
+                    seen = self.observers.setdefault(replica, ObserverState(p.fetch_offset, now))
+                    seen.fetch_offset, seen.last_fetch_ms = p.fetch_offset, now
+                    if p.fetch_offset >= ml.high_watermark:
+                        seen.last_caught_up_ms = now
                 try:
                     info = self.controller.read(p.fetch_offset, p.partition_max_bytes)
                 except KafkaError as e:

@@ -29,10 +29,11 @@ MAX_FRAME = 100 * 1024 * 1024  # socket.request.max.bytes
 
 
 class ControllerServer:
-    def __init__(self, log_dir: Path, config: ControllerConfig, host: str, port: int):
+    def __init__(self, log_dir: Path, config: ControllerConfig, host: str, port: int,
+                 listener_name: str = "CONTROLLER"):
         self.controller = QuorumController(log_dir, config)
         self.apis = ControllerApis(self.controller)
-        self.host, self.port = host, port
+        self.host, self.port, self.listener_name = host, port, listener_name
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
@@ -40,6 +41,7 @@ class ControllerServer:
         await self.controller.start()
         self._server = await asyncio.start_server(self._accept, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
+        self.apis.listener = (self.listener_name, self.host, self.port)
         log.info("controller %d listening on %s:%d", self.controller.config.node_id, self.host, self.port)
 
     async def shutdown(self) -> None:

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,7 @@ from protocol.apis.create_topics import CreateTopicsRequest, CreateTopicsRespons
 from protocol.apis.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
 from protocol.errors import ErrorCode, KafkaError
 from protocol.metadata_serde import ApiMessageAndVersion, write_metadata_record
+from protocol.schema import ZERO_UUID
 from storage.log import FetchDataInfo
 
 log = logging.getLogger("minibroker.controller")
@@ -74,6 +76,7 @@ class ControllerConfig:
     snapshot_max_bytes: int = 20 * 1024 * 1024  # metadata.log.max.record.bytes.between.snapshots
     snapshot_interval_ms: int = 60 * 60 * 1000  # metadata.log.max.snapshot.interval.ms
     topic_defaults: TopicDefaults = field(default_factory=TopicDefaults)
+    directory_id: uuid.UUID = ZERO_UUID  # meta.properties' directory.id, as DescribeQuorum reports the voter
 
 
 class QuorumController:

@@ -82,7 +82,8 @@ async def test_api_versions_lists_what_the_controller_serves(server: ControllerS
     await channel.close()
     assert isinstance(resp, api_versions.ApiVersionsResponse)
     assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == {
-        1: (13, 18), 18: (0, 4), 19: (2, 7), 56: (2, 3), 58: (0, 0), 62: (0, 4), 63: (0, 2), 64: (0, 0), 67: (0, 0)}
+        1: (13, 18), 18: (0, 4), 19: (2, 7), 55: (0, 2), 56: (2, 3), 58: (0, 0), 60: (1, 2), 62: (0, 4), 63: (0, 2),
+        64: (0, 0), 67: (0, 0)}
 
 
 async def test_brokers_register_follow_the_log_and_fail_over(server: ControllerServer) -> None:
