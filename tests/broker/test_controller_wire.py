@@ -14,12 +14,13 @@ import pytest
 from minibroker.controller.controller_server import ControllerServer
 from minibroker.controller.quorum_controller import ControllerConfig
 from minibroker.controller.replication_control import TopicDefaults
+from minibroker.metadata.alter_partition_manager import ControllerAlterPartitionManager, LeaderAndIsr
 from minibroker.metadata.broker_lifecycle_manager import BrokerLifecycleManager, ListenerInfo
 from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.image import LocalReplicaChanges, MetadataDelta, MetadataImage
 from minibroker.metadata.metadata_loader import MetadataLoader
 from protocol.apis import api_versions, create_topics
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaError
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
 TIMEOUT = 30.0
@@ -126,3 +127,43 @@ async def test_brokers_register_follow_the_log_and_fail_over(server: ControllerS
     finally:
         for i in (2, 3):
             await brokers[i].stop()
+
+
+async def test_alter_partition_manager_batches_proposals_and_returns_each_answer(server: ControllerServer) -> None:
+    brokers = {i: Broker(i, server.port) for i in (1, 2, 3)}
+    for b in brokers.values():
+        await b.start()
+    manager = None
+    try:
+        await asyncio.wait_for(asyncio.gather(*(b.lifecycle.unfenced.wait() for b in brokers.values())), TIMEOUT)
+        c = server.controller
+        req = create_topics.REQUEST
+        await c.create_topics(req(topics=[req.CreatableTopic(name="isr", num_partitions=2, replication_factor=3,
+                                                             assignments=[], configs=[])]))
+        topic = c.image.topic("isr")
+        assert topic is not None
+        leader = topic.partitions[0].leader
+        manager = ControllerAlterPartitionManager(
+            ControllerChannel("127.0.0.1", server.port, client_id=f"alter-partition-{leader}"), broker_id=leader,
+            broker_epoch=lambda: brokers[leader].lifecycle.broker_epoch)
+        p0 = topic.partitions[0]
+        shrunk = tuple((r, -1) for r in p0.replicas if r == leader or r == p0.replicas[-1])
+        proposal = LeaderAndIsr(leader, p0.leader_epoch, shrunk, p0.partition_epoch)
+        first = manager.submit(topic.id, 0, proposal)
+        again = manager.submit(topic.id, 0, proposal)  # one in flight per partition
+        stale = manager.submit(topic.id, 1, LeaderAndIsr(leader, 0, shrunk, 7))
+        result = await asyncio.wait_for(first, TIMEOUT)
+        assert result.isr == tuple(r for r in p0.replicas if r in dict(shrunk)) and result.partition_epoch == 1
+        assert c.image.topics[topic.id].partitions[0].isr == result.isr
+        with pytest.raises(KafkaError) as refused:
+            await again
+        assert refused.value.code == ErrorCode.OPERATION_NOT_ATTEMPTED
+        with pytest.raises(KafkaError) as answered:
+            await asyncio.wait_for(stale, TIMEOUT)
+        # partition 1: either not led by this broker or a wrong partition epoch; Kafka's error either way
+        assert answered.value.code in (ErrorCode.INVALID_UPDATE_VERSION, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    finally:
+        if manager is not None:
+            await manager.close()
+        for b in brokers.values():
+            await b.stop()
