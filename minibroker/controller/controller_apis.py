@@ -2,7 +2,8 @@
 
 ApiVersions v0-4 (the APIs below, nothing else: a broker's NodeToControllerChannelManager picks its
 versions from it) / BrokerRegistration v0-4 / BrokerHeartbeat v0-2 / UnregisterBroker v0 /
-AlterPartition v2-3 / AllocateProducerIds v0 / CreateTopics v2-7 (what Kafka 4 brokers forward) /
+AlterPartition v2-3 / AllocateProducerIds v0 / CreateTopics v2-7, DeleteTopics v0-6, CreatePartitions
+v0-3, ElectLeaders v0-2 (what Kafka 4 brokers forward) /
 Fetch v13-18 of `__cluster_metadata-0` only (KRaft observers: the brokers) / Envelope v0 (KIP-590:
 what a Kafka 4 broker forwards, CreateTopics among them, wrapped with the client's principal) /
 DescribeQuorum v0-2 and DescribeCluster v1-2 with the controller endpoint type (what
@@ -39,9 +40,12 @@ from protocol.apis import (
     api_versions,
     broker_heartbeat,
     broker_registration,
+    create_partitions,
     create_topics,
+    delete_topics,
     describe_cluster,
     describe_quorum,
+    elect_leaders,
     envelope,
     fetch,
     unregister_broker,
@@ -105,6 +109,18 @@ class ControllerApis:
             assert isinstance(req, create_topics.CreateTopicsRequest)
             return await c.create_topics(req)
 
+        async def delete(req: Message, v: int) -> Message:
+            assert isinstance(req, delete_topics.DeleteTopicsRequest)
+            return await c.delete_topics(req, v)
+
+        async def partitions(req: Message, v: int) -> Message:
+            assert isinstance(req, create_partitions.CreatePartitionsRequest)
+            return await c.create_partitions(req)
+
+        async def elect(req: Message, v: int) -> Message:
+            assert isinstance(req, elect_leaders.ElectLeadersRequest)
+            return await c.elect_leaders(req, v)
+
         async def fetch_metadata(req: Message, v: int) -> Message:
             assert isinstance(req, FetchRequest)
             return await self.fetch(req, v)
@@ -135,6 +151,9 @@ class ControllerApis:
             Served(envelope.API, 0, 0, forwarded),
             Served(describe_quorum.API, 0, 2, quorum),
             Served(describe_cluster.API, 1, 2, cluster),
+            Served(delete_topics.API, 0, 6, delete),
+            Served(create_partitions.API, 0, 3, partitions),
+            Served(elect_leaders.API, 0, 2, elect),
         )}
 
     def api_versions(self) -> api_versions.ApiVersionsResponse:

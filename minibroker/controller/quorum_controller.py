@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minibroker.controller import producer_id_control
+from minibroker.controller import producer_id_control, topic_changes
 from minibroker.controller.cluster_control import (
     ClusterControlManager,
     controlled_shutdown_record,
@@ -50,7 +50,10 @@ from protocol.apis.allocate_producer_ids import AllocateProducerIdsRequest, Allo
 from protocol.apis.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from protocol.apis.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.apis.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
+from protocol.apis.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.apis.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.apis.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.apis.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from protocol.apis.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
 from protocol.errors import ErrorCode, KafkaError
 from protocol.metadata_serde import ApiMessageAndVersion, write_metadata_record
@@ -251,6 +254,25 @@ class QuorumController:
         async with self._lock:
             brokers = [b for b in self.image.brokers if usable(self.image, b)]
             records, resp = self.replication.create_topics(self.image, req, brokers)
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def delete_topics(self, req: DeleteTopicsRequest, version: int) -> DeleteTopicsResponse:
+        async with self._lock:
+            records, resp = topic_changes.delete_topics(self.image, req, version)
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def create_partitions(self, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
+        async with self._lock:
+            brokers = [b for b in self.image.brokers if usable(self.image, b)]
+            records, resp = topic_changes.create_partitions(self.image, req, brokers, self.replication.rng)
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def elect_leaders(self, req: ElectLeadersRequest, version: int) -> ElectLeadersResponse:
+        async with self._lock:
+            records, resp = topic_changes.elect_leaders(self.image, req, version, self._usable())
             await self._commit(records, lock_held=True)
             return resp
 

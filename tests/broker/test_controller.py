@@ -23,7 +23,10 @@ from protocol.apis import (
     alter_partition,
     broker_heartbeat,
     broker_registration,
+    create_partitions,
     create_topics,
+    delete_topics,
+    elect_leaders,
     unregister_broker,
 )
 from protocol.errors import ErrorCode
@@ -330,3 +333,66 @@ async def test_an_observer_replaying_the_log_sees_what_the_controller_sees(contr
     assert set(local.leaders) == {("t", p) for p, reg in topic.partitions.items() if reg.leader == 1}
     assert set(local.followers) == {("t", p) for p, reg in topic.partitions.items()
                                     if 1 in reg.replicas and reg.leader != 1}
+
+
+async def test_delete_topics_by_name_and_by_id(controller: QuorumController) -> None:
+    await three_brokers(controller)
+    tid = (await create(controller, "gone", 2, 3, {"retention.ms": "5"})).topics[0].topic_id
+    await create(controller, "also", 1, 1)
+    req = delete_topics.REQUEST
+    resp = await controller.delete_topics(wire(req, 6, req(topics=[
+        req.DeleteTopicState(name=None, topic_id=tid), req.DeleteTopicState(name=None, topic_id=uuid.uuid4())],
+        timeout_ms=1000)), 6)
+    assert [(r.name, r.error_code) for r in resp.responses] == [("gone", 0), (None, ErrorCode.UNKNOWN_TOPIC_ID)]
+    assert controller.image.topic("gone") is None and (2, "gone") not in controller.image.configs
+    old = await controller.delete_topics(wire(req, 5, req(topic_names=["also", "nope"], timeout_ms=1000)), 5)
+    assert [(r.name, r.error_code) for r in old.responses] == [("also", 0), ("nope", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert replayed(controller).topics == {}
+
+
+async def test_create_partitions_continues_the_stripe(controller: QuorumController) -> None:
+    await three_brokers(controller)
+    await create(controller, "t", 2, 2)
+    req = create_partitions.REQUEST
+    resp = await controller.create_partitions(wire(req, 3, req(topics=[
+        req.CreatePartitionsTopic(name="t", count=5, assignments=None),
+        req.CreatePartitionsTopic(name="t2", count=5, assignments=None)], timeout_ms=1000, validate_only=False)))
+    assert [(r.name, r.error_code) for r in resp.results] == [("t", 0), ("t2", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    topic = controller.image.topic("t")
+    assert topic is not None and sorted(topic.partitions) == [0, 1, 2, 3, 4]
+    assert all(len(p.replicas) == 2 and p.leader == p.replicas[0] for p in topic.partitions.values())
+    fewer = await controller.create_partitions(req(topics=[req.CreatePartitionsTopic(name="t", count=3,
+                                                                                     assignments=None)]))
+    assert fewer.results[0].error_code == ErrorCode.INVALID_PARTITIONS
+    assert fewer.results[0].error_message == "Topic currently has 5 partitions, which is higher than the requested 3."
+    manual = await controller.create_partitions(req(topics=[req.CreatePartitionsTopic(
+        name="t", count=6, assignments=[req.CreatePartitionsAssignment(broker_ids=[3, 1])])]))
+    assert manual.results[0].error_code == 0 and controller.image.topic("t").partitions[5].replicas == (3, 1)  # type: ignore[union-attr]
+
+
+async def test_preferred_leader_election_moves_leadership_back(controller: QuorumController) -> None:
+    epochs = await three_brokers(controller)
+    await create(controller, "t", 1, 3)
+    topic = controller.image.topic("t")
+    assert topic is not None
+    preferred = topic.partitions[0].replicas[0]
+    req = elect_leaders.REQUEST
+    ask = wire(req, 2, req(election_type=0, topic_partitions=[req.TopicPartitions(topic="t", partitions=[0, 9])]))
+    first = await controller.elect_leaders(ask, 2)
+    codes = [(r.partition_id, r.error_code) for r in first.replica_election_results[0].partition_result]
+    assert codes == [(0, ErrorCode.ELECTION_NOT_NEEDED), (9, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    await heartbeat(controller, preferred, epochs[preferred], want_fence=True)  # leadership moves away
+    assert controller.image.topics[topic.id].partitions[0].leader != preferred
+    unavailable = await controller.elect_leaders(ask, 2)
+    assert unavailable.replica_election_results[0].partition_result[0].error_code == \
+        ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+    await heartbeat(controller, preferred, epochs[preferred])  # back, but out of the ISR until the leader adds it
+    reg = controller.image.topics[topic.id].partitions[0]
+    isr = [r for r in reg.replicas if r in reg.isr or r == preferred]
+    r = await controller.alter_partition(alter(reg.leader, epochs[reg.leader], topic.id, reg.leader_epoch,
+                                               reg.partition_epoch, isr), 3)
+    assert r.topics[0].partitions[0].error_code == 0
+    done = await controller.elect_leaders(wire(req, 2, req(election_type=0, topic_partitions=None)), 2)
+    assert done.replica_election_results[0].partition_result[0].error_code == 0
+    after = controller.image.topics[topic.id].partitions[0]
+    assert after.leader == preferred and after.leader_epoch == reg.leader_epoch + 1
