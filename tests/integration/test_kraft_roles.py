@@ -8,11 +8,13 @@ import asyncio
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from kafka.admin import KafkaAdminClient
 
 from minibroker.metadata.controller_channel import ControllerChannel
+from minibroker.metadata.image import MetadataImage
 from minibroker.metadata.metadata_loader import MetadataLoader
 from protocol.metadata_serde import read_metadata_batches
 from storage.checkpoint import read_properties
@@ -28,7 +30,7 @@ def node(tmp_path: Path, name: str, port: int, overrides: dict[str, object]) -> 
     return p
 
 
-def observe(controller_port: int, cluster_id: str, check, what: str) -> None:  # type: ignore[no-untyped-def]
+def observe(controller_port: int, cluster_id: str, check: Callable[[MetadataImage], bool], what: str) -> None:
     """Follow the controller's metadata log as an observer until `check(image)` holds."""
     async def run() -> None:
         loader = MetadataLoader(ControllerChannel("127.0.0.1", controller_port, client_id="test-observer"),
@@ -84,7 +86,7 @@ def test_a_controller_and_two_brokers_in_their_own_processes(tmp_path: Path) -> 
         controller.stop()
     segment = controller.data_dir / "__cluster_metadata-0" / "00000000000000000000.log"
     kinds = [type(r.message).__name__ for b in read_metadata_batches(segment.read_bytes()) if not b.is_control
-             for r in b.records]  # type: ignore[union-attr]
+             for r in b.records]
     assert kinds.count("RegisterBrokerRecord") == 2 and "BrokerRegistrationChangeRecord" in kinds
 
 

@@ -15,6 +15,7 @@ import struct
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.image import MetadataImage
 from minibroker.metadata.metadata_loader import MetadataLoader
 from protocol import apis
+from protocol.apis import envelope
 from protocol.codec import decode, encode
 from protocol.headers import decode_request_header, encode_request_header
 from reference import kafka_reference as kr
@@ -34,7 +36,7 @@ CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
 TIMEOUT = 90.0
 
 
-def observe(port: int, check, what: str) -> MetadataImage:  # type: ignore[no-untyped-def]
+def observe(port: int, check: Callable[[MetadataImage], bool], what: str) -> MetadataImage:
     async def run() -> MetadataImage:
         loader = MetadataLoader(ControllerChannel("127.0.0.1", port, client_id="observer"), node_id=-1,
                                 cluster_id=CLUSTER)
@@ -116,6 +118,13 @@ def reencoded(frame: bytes) -> tuple[str, int, bytes | None]:
     return api.name, header.api_version, bytes(out)
 
 
+def forwarded(frame: bytes) -> tuple[str, int, bytes | None, bytes]:
+    """The request inside an Envelope frame: (api, version, re-encoded, as Kafka wrote it)."""
+    header, pos = decode_request_header(frame)
+    inner = bytes(decode(envelope.REQUEST, header.api_version, frame, pos).request_data)
+    return (*reencoded(inner), inner)
+
+
 def test_a_kafka_broker_runs_under_our_controller(tmp_path: Path) -> None:
     why = kr.missing_prerequisites()
     if why is not None:
@@ -174,6 +183,17 @@ def test_a_kafka_broker_runs_under_our_controller(tmp_path: Path) -> None:
                                  consumer_timeout_ms=10000)
         assert sorted(m.value for m in consumer) == [b"v%d" % i for i in range(6)]
         consumer.close()
+        # Kafka's tools through Kafka's broker, which forwards to our controller (Envelope)
+        server = ["--bootstrap-server", bootstrap]
+        more = kr.run_tool("kafka-topics", [*server, "--alter", "--topic", "orders", "--partitions", "5"], timeout=120)
+        assert more.returncode == 0, more.stdout + more.stderr
+        observe(cport, lambda im: (t := im.topic("orders")) is not None and len(t.partitions) == 5, "5 partitions")
+        election = kr.run_tool("kafka-leader-election", [*server, "--election-type", "preferred",
+                                                         "--all-topic-partitions"], timeout=120)
+        assert "Valid replica already elected for partitions" in election.stdout, election.stdout + election.stderr
+        gone = kr.run_tool("kafka-topics", [*server, "--delete", "--topic", "orders"], timeout=120)
+        assert gone.returncode == 0, gone.stdout + gone.stderr
+        observe(cport, lambda im: im.topic("orders") is None and im.offset > 0, "the topic deleted")
         kafka.send_signal(signal.SIGTERM)  # Kafka's controlled shutdown, answered by our controller
         assert kafka.wait(TIMEOUT) in (0, 128 + signal.SIGTERM)  # the JVM exits 143 after its shutdown hooks
         image = observe(cport, lambda im: 1 in im.brokers and im.brokers[1].fenced,
@@ -190,6 +210,10 @@ def test_a_kafka_broker_runs_under_our_controller(tmp_path: Path) -> None:
         # Kafka 4.4 opens with ApiVersions v5, our schema stops at v4: answered in v0 (KIP-511), it retries in v4
         assert unsupported <= {("ApiVersions", 5)}, unsupported
         assert {n for n, _ in seen} >= {"ApiVersions", "BrokerRegistration", "BrokerHeartbeat", "Fetch", "Envelope"}, seen
+        inner = [forwarded(f) for f in proxy.requests if decode_request_header(f)[0].api_key == envelope.API.key]
+        for name, version, again, frame in inner:
+            assert again == frame, f"{name} v{version} in an Envelope: not Kafka's bytes back"
+        assert {n for n, *_ in inner} >= {"CreateTopics", "CreatePartitions", "ElectLeaders", "DeleteTopics"}, inner
     finally:
         if kafka.poll() is None:
             os.kill(kafka.pid, signal.SIGKILL)
