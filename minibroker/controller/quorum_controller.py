@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minibroker.controller import producer_id_control, topic_changes
+from minibroker.controller import configuration_control, producer_id_control, topic_changes
 from minibroker.controller.cluster_control import (
     ClusterControlManager,
     controlled_shutdown_record,
@@ -54,6 +54,10 @@ from protocol.apis.create_partitions import CreatePartitionsRequest, CreateParti
 from protocol.apis.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.apis.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.apis.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
+from protocol.apis.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from protocol.apis.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
 from protocol.errors import ErrorCode, KafkaError
 from protocol.metadata_serde import ApiMessageAndVersion, write_metadata_record
@@ -273,6 +277,12 @@ class QuorumController:
     async def elect_leaders(self, req: ElectLeadersRequest, version: int) -> ElectLeadersResponse:
         async with self._lock:
             records, resp = topic_changes.elect_leaders(self.image, req, version, self._usable())
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def incremental_alter_configs(self, req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
+        async with self._lock:
+            records, resp = configuration_control.incremental_alter_configs(self.image, req)
             await self._commit(records, lock_held=True)
             return resp
 

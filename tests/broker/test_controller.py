@@ -27,6 +27,7 @@ from protocol.apis import (
     create_topics,
     delete_topics,
     elect_leaders,
+    incremental_alter_configs,
     unregister_broker,
 )
 from protocol.errors import ErrorCode
@@ -396,3 +397,31 @@ async def test_preferred_leader_election_moves_leadership_back(controller: Quoru
     assert done.replica_election_results[0].partition_result[0].error_code == 0
     after = controller.image.topics[topic.id].partitions[0]
     assert after.leader == preferred and after.leader_epoch == reg.leader_epoch + 1
+
+
+async def test_incremental_alter_configs_writes_config_records(controller: QuorumController) -> None:
+    await three_brokers(controller)
+    await create(controller, "t", 1, 1, {"cleanup.policy": "delete"})
+    req = incremental_alter_configs.REQUEST
+    op = req.AlterableConfig
+
+    def topic(*configs: incremental_alter_configs.IncrementalAlterConfigsRequest.AlterableConfig,
+              name: str = "t") -> incremental_alter_configs.IncrementalAlterConfigsRequest.AlterConfigsResource:
+        return req.AlterConfigsResource(resource_type=2, resource_name=name, configs=list(configs))
+
+    resp = await controller.incremental_alter_configs(wire(req, 1, req(validate_only=False, resources=[
+        topic(op(name="retention.ms", config_operation=0, value="1000"),
+              op(name="cleanup.policy", config_operation=2, value="compact")),
+        topic(op(name="no.such.key", config_operation=0, value="1")),
+        topic(op(name="retention.ms", config_operation=0, value="1"), name="missing"),
+        req.AlterConfigsResource(resource_type=4, resource_name="", configs=[
+            op(name="log.retention.ms", config_operation=0, value="5000")])])))
+    assert [(r.resource_name, r.error_code) for r in resp.responses] == [
+        ("t", 0), ("t", ErrorCode.INVALID_CONFIG), ("missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), ("", 0)]
+    assert controller.image.configs[(2, "t")] == {"retention.ms": "1000", "cleanup.policy": "delete,compact"}
+    assert controller.image.configs[(4, "")] == {"log.retention.ms": "5000"}
+    await controller.incremental_alter_configs(req(validate_only=False, resources=[
+        topic(op(name="retention.ms", config_operation=1, value=None),
+              op(name="cleanup.policy", config_operation=3, value="delete"))]))
+    assert controller.image.configs[(2, "t")] == {"cleanup.policy": "compact"}
+    assert replayed(controller).configs == controller.image.configs

@@ -175,7 +175,8 @@ def test_a_kafka_broker_runs_under_our_controller(tmp_path: Path) -> None:
             assert {p["leader_id"] for p in described["partitions"]} == {1}
         finally:
             admin.close()
-        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        # idempotent: Kafka's broker takes a producer id block from our controller (AllocateProducerIds)
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True)
         for i in range(6):
             producer.send("orders", b"v%d" % i, partition=i % 3).get(30)
         producer.close()
@@ -188,6 +189,10 @@ def test_a_kafka_broker_runs_under_our_controller(tmp_path: Path) -> None:
         more = kr.run_tool("kafka-topics", [*server, "--alter", "--topic", "orders", "--partitions", "5"], timeout=120)
         assert more.returncode == 0, more.stdout + more.stderr
         observe(cport, lambda im: (t := im.topic("orders")) is not None and len(t.partitions) == 5, "5 partitions")
+        configs = kr.run_tool("kafka-configs", [*server, "--entity-type", "topics", "--entity-name", "orders",
+                                                "--alter", "--add-config", "retention.ms=12345"], timeout=120)
+        assert configs.returncode == 0, configs.stdout + configs.stderr
+        observe(cport, lambda im: im.configs.get((2, "orders"), {}).get("retention.ms") == "12345", "the config")
         election = kr.run_tool("kafka-leader-election", [*server, "--election-type", "preferred",
                                                          "--all-topic-partitions"], timeout=120)
         assert "Valid replica already elected for partitions" in election.stdout, election.stdout + election.stderr
@@ -209,11 +214,13 @@ def test_a_kafka_broker_runs_under_our_controller(tmp_path: Path) -> None:
             seen.add((name, version))
         # Kafka 4.4 opens with ApiVersions v5, our schema stops at v4: answered in v0 (KIP-511), it retries in v4
         assert unsupported <= {("ApiVersions", 5)}, unsupported
-        assert {n for n, _ in seen} >= {"ApiVersions", "BrokerRegistration", "BrokerHeartbeat", "Fetch", "Envelope"}, seen
+        assert {n for n, _ in seen} >= {"ApiVersions", "BrokerRegistration", "BrokerHeartbeat", "Fetch", "Envelope",
+                                        "AllocateProducerIds"}, seen
         inner = [forwarded(f) for f in proxy.requests if decode_request_header(f)[0].api_key == envelope.API.key]
         for name, version, again, frame in inner:
             assert again == frame, f"{name} v{version} in an Envelope: not Kafka's bytes back"
-        assert {n for n, *_ in inner} >= {"CreateTopics", "CreatePartitions", "ElectLeaders", "DeleteTopics"}, inner
+        assert {n for n, *_ in inner} >= {"CreateTopics", "CreatePartitions", "ElectLeaders", "DeleteTopics",
+                                          "IncrementalAlterConfigs"}, inner
     finally:
         if kafka.poll() is None:
             os.kill(kafka.pid, signal.SIGKILL)
