@@ -77,9 +77,9 @@ class MetadataLog:
         cfg = config or MetadataLogConfig()
         log_config = LogConfig(segment_bytes=cfg.segment_bytes, segment_ms=cfg.segment_ms, retention_ms=-1,
                                max_message_bytes=MAX_BATCH_SIZE_BYTES)
-        snap = latest_snapshot(log_dir / METADATA_DIR)
+        # the log starts where its first segment does: no segment is deleted for a snapshot yet, so an
+        # observer can always fetch from 0 (docs/differences.md#metadata-log-retention)
         log = Log.open(log_dir / METADATA_DIR, log_config, recovery_point=0, clean_shutdown=False, now_ms=now_ms,
-                       log_start_offset=snap.end_offset if snap is not None and snap.end_offset > 0 else 0,
                        topic_id=METADATA_TOPIC_ID)
         return cls(log, node_id=node_id, now_ms=now_ms)
 
