@@ -49,6 +49,13 @@ class QuorumAddress:
     port: int
 
 
+def _report_registration(task: asyncio.Task[None]) -> None:
+    # a refused registration (another cluster id, an unsupported metadata.version) ends the task:
+    # say why, as Kafka's broker logs it before giving up
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the broker could not register with the controller: %s", task.exception())
+
+
 def parse_quorum(config: BrokerConfig) -> list[QuorumAddress]:
     """controller.quorum.voters (id@host:port) or controller.quorum.bootstrap.servers (host:port)."""
     out = []
@@ -134,6 +141,7 @@ class KafkaRaftServer:
             heartbeat_interval_ms=cfg.get("broker.heartbeat.interval.ms"))
         loader.start()
         self._registering = asyncio.create_task(self.lifecycle.start(), name="broker-registration")
+        self._registering.add_done_callback(_report_registration)
 
     async def shutdown(self) -> None:
         if self.lifecycle is not None:

@@ -70,6 +70,8 @@ class ControllerServer:
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
+        except Exception:  # an unreadable request: this connection ends, the controller goes on
+            log.warning("closing a controller connection after a request it could not read", exc_info=True)
         finally:
             self._connections.discard(task)
             writer.close()

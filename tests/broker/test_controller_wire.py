@@ -6,6 +6,7 @@ lose leadership when a broker's heartbeats stop, and leave through a controlled 
 from __future__ import annotations
 
 import asyncio
+import struct
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from minibroker.metadata.image import LocalReplicaChanges, MetadataDelta, Metada
 from minibroker.metadata.metadata_loader import MetadataLoader
 from protocol.apis import api_versions, create_topics
 from protocol.errors import ErrorCode, KafkaError
+from protocol.headers import RequestHeader, encode_request_header
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
 TIMEOUT = 30.0
@@ -169,3 +171,18 @@ async def test_alter_partition_manager_batches_proposals_and_returns_each_answer
             await manager.close()
         for b in brokers.values():
             await b.stop()
+
+
+async def test_an_unreadable_request_closes_its_connection_only(server: ControllerServer) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    frame = bytearray()
+    encode_request_header(frame, RequestHeader(63, 1, 7, "bad"))  # BrokerHeartbeat v1 ...
+    frame += b"\x00\x01"  # ... with a body cut short
+    writer.write(struct.pack(">i", len(frame)) + bytes(frame))
+    await writer.drain()
+    assert await asyncio.wait_for(reader.read(), TIMEOUT) == b""  # closed, no answer
+    writer.close()
+    channel = ControllerChannel("127.0.0.1", server.port, client_id="after")
+    resp = await channel.send(api_versions.API, api_versions.REQUEST(), version=3)
+    await channel.close()
+    assert resp.error_code == 0  # type: ignore[attr-defined]
