@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from minibroker.controller import replica_placer
 from minibroker.controller.partition_change import change_record
-from minibroker.metadata.image import TOPIC_RESOURCE, MetadataImage
+from minibroker.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from minibroker.metadata.partition_registration import NO_LEADER, PartitionRegistration
 from minibroker.topics import validate_topic_name
 from protocol import metadata_records as mr
@@ -53,7 +53,11 @@ class ReplicationControlManager:
         self.rng = rng or random.Random()
 
     def unclean(self, image: MetadataImage, topic: str) -> bool:
+        """The topic's unclean.leader.election.enable: its own, else the cluster default set with
+        kafka-configs --entity-default, else the static one (Kafka's config order)."""
         value = image.configs.get((TOPIC_RESOURCE, topic), {}).get(UNCLEAN_KEY)
+        if value is None:
+            value = image.configs.get((BROKER_RESOURCE, ""), {}).get(UNCLEAN_KEY)
         return self.defaults.unclean_leader_election if value is None else value.lower() == "true"
 
     # -- CreateTopics ----------------------------------------------------------------------------

@@ -422,6 +422,11 @@ async def test_incremental_alter_configs_writes_config_records(controller: Quoru
         ("t", 0), ("t", ErrorCode.INVALID_CONFIG), ("missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), ("", 0)]
     assert controller.image.configs[(2, "t")] == {"retention.ms": "1000", "cleanup.policy": "delete,compact"}
     assert controller.image.configs[(4, "")] == {"log.retention.ms": "5000"}
+    assert not controller.replication.unclean(controller.image, "t")
+    await controller.incremental_alter_configs(req(validate_only=False, resources=[req.AlterConfigsResource(
+        resource_type=4, resource_name="", configs=[op(name="unclean.leader.election.enable", config_operation=0,
+                                                      value="true")])]))
+    assert controller.replication.unclean(controller.image, "t")  # the cluster default applies to every topic
     await controller.incremental_alter_configs(req(validate_only=False, resources=[
         topic(op(name="retention.ms", config_operation=1, value=None),
               op(name="cleanup.policy", config_operation=3, value="delete"))]))
