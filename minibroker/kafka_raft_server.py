@@ -28,6 +28,7 @@ from minibroker.controller.controller_server import ControllerServer
 from minibroker.controller.quorum_controller import ControllerConfig
 from minibroker.controller.replication_control import TopicDefaults
 from minibroker.features import FEATURES
+from minibroker.metadata.alter_partition_manager import ControllerAlterPartitionManager
 from minibroker.metadata.broker_lifecycle_manager import BrokerLifecycleManager, ListenerInfo
 from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.metadata_loader import MetadataLoader, MetadataPublisher
@@ -81,6 +82,8 @@ class KafkaRaftServer:
         self.controller: ControllerServer | None = None
         self.lifecycle: BrokerLifecycleManager | None = None
         self.loader: MetadataLoader | None = None
+        # the leader's ISR proposals to the controller: what the ReplicaManager's partitions submit to
+        self.alter_partition_manager: ControllerAlterPartitionManager | None = None
         self._publishers: list[MetadataPublisher] = []
         self._registering: asyncio.Task[None] | None = None
 
@@ -139,6 +142,10 @@ class KafkaRaftServer:
             features={f.name: (f.min_version, f.max_version) for f in FEATURES.values()},
             metadata_offset=lambda: loader.highest_offset,
             heartbeat_interval_ms=cfg.get("broker.heartbeat.interval.ms"))
+        lifecycle = self.lifecycle
+        self.alter_partition_manager = ControllerAlterPartitionManager(
+            ControllerChannel(target.host, target.port, client_id=f"broker-{cfg.node_id}-alter-partition-channel"),
+            broker_id=cfg.node_id, broker_epoch=lambda: lifecycle.broker_epoch)
         loader.start()
         self._registering = asyncio.create_task(self.lifecycle.start(), name="broker-registration")
         self._registering.add_done_callback(_report_registration)
@@ -155,6 +162,8 @@ class KafkaRaftServer:
             await self.lifecycle.stop()
         if self.loader is not None:
             await self.loader.stop()
+        if self.alter_partition_manager is not None:
+            await self.alter_partition_manager.close()
 
     async def shutdown_controller(self) -> None:
         if self.controller is not None:
