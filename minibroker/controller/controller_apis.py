@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from minibroker.controller.quorum_controller import QuorumController
+from minibroker.features import FEATURES
 from minibroker.raft.metadata_log import METADATA_TOPIC, METADATA_TOPIC_ID
 from protocol.apis import (
     allocate_producer_ids,
@@ -163,9 +164,19 @@ class ControllerApis:
         )}
 
     def api_versions(self) -> api_versions.ApiVersionsResponse:
+        """The served APIs, and (KIP-584) the features this software supports and the levels the
+        metadata log finalized, epoch = the offset the image is at (what kafka-features reads)."""
         resp = api_versions.RESPONSE
+        image = self.controller.image
         return resp(error_code=0, api_keys=[resp.ApiVersion(api_key=k, min_version=s.lo, max_version=s.hi)
-                                            for k, s in sorted(self.served.items())])
+                                            for k, s in sorted(self.served.items())],
+                    supported_features=[resp.SupportedFeatureKey(name=f.name, min_version=f.min_version,
+                                                                 max_version=f.max_version)
+                                        for f in sorted(FEATURES.values(), key=lambda f: f.name)],
+                    finalized_features_epoch=image.offset,
+                    finalized_features=[resp.FinalizedFeatureKey(name=n, max_version_level=level,
+                                                                 min_version_level=level)
+                                        for n, level in sorted(image.features.items())])
 
     async def envelope(self, req: envelope.EnvelopeRequest) -> envelope.EnvelopeResponse:
         inner = bytes(req.request_data)

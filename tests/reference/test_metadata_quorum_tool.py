@@ -1,6 +1,7 @@
 """Kafka's `kafka-metadata-quorum --bootstrap-controller` against minibroker's controller process
 (DescribeCluster with the controller endpoint type, then DescribeQuorum): the leader, its epoch, the
-voter with its listener and directory id, and a broker following the log listed as an observer."""
+voter with its listener and directory id, and a broker following the log listed as an observer; and
+`kafka-features --bootstrap-controller describe` (the controller's ApiVersions features)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,12 @@ def test_kafka_metadata_quorum_describes_our_controller(tmp_path: Path) -> None:
         rows = [line.split() for line in replication.stdout.splitlines()[1:] if line.strip()]
         assert [(r[0], r[1], r[-1]) for r in rows] == [("3000", meta["directory.id"], "Leader"),
                                                        ("1", "AAAAAAAAAAAAAAAAAAAAAA", "Observer")]
+        features = kr.run_tool("kafka-features", ["--bootstrap-controller", f"127.0.0.1:{cport}", "describe"],
+                               timeout=120)
+        assert features.returncode == 0, features.stderr
+        described = {line.split()[1]: " ".join(line.split()) for line in features.stdout.splitlines() if line}
+        assert "FinalizedVersionLevel: 4.4-IV2" in described["metadata.version"], features.stdout
+        assert "SupportedMaxVersion: 2 FinalizedVersionLevel: 2" in described["transaction.version"], features.stdout
     finally:
         broker.stop()
         controller.stop()
