@@ -3,7 +3,7 @@
 ApiVersions v0-4 (the APIs below, nothing else: a broker's NodeToControllerChannelManager picks its
 versions from it) / BrokerRegistration v0-4 / BrokerHeartbeat v0-2 / UnregisterBroker v0 /
 AlterPartition v2-3 / AllocateProducerIds v0 / CreateTopics v2-7, DeleteTopics v0-6, CreatePartitions
-v0-3, ElectLeaders v0-2, IncrementalAlterConfigs v0-1 (what Kafka 4 brokers forward) /
+v0-3, ElectLeaders v0-2, IncrementalAlterConfigs v0-1, UpdateFeatures v0-2 (what Kafka 4 brokers forward) /
 Fetch v13-18 of `__cluster_metadata-0` only (KRaft observers: the brokers) / Envelope v0 (KIP-590:
 what a Kafka 4 broker forwards, CreateTopics among them, wrapped with the client's principal) /
 DescribeQuorum v0-2 and DescribeCluster v1-2 with the controller endpoint type (what
@@ -51,6 +51,7 @@ from protocol.apis import (
     fetch,
     incremental_alter_configs,
     unregister_broker,
+    update_features,
 )
 from protocol.apis.fetch import FetchRequest, FetchResponse
 from protocol.codec import decode
@@ -127,6 +128,10 @@ class ControllerApis:
             assert isinstance(req, incremental_alter_configs.IncrementalAlterConfigsRequest)
             return await c.incremental_alter_configs(req)
 
+        async def features(req: Message, v: int) -> Message:
+            assert isinstance(req, update_features.UpdateFeaturesRequest)
+            return await c.update_features(req, v)
+
         async def fetch_metadata(req: Message, v: int) -> Message:
             assert isinstance(req, FetchRequest)
             return await self.fetch(req, v)
@@ -161,6 +166,7 @@ class ControllerApis:
             Served(create_partitions.API, 0, 3, partitions),
             Served(elect_leaders.API, 0, 2, elect),
             Served(incremental_alter_configs.API, 0, 1, configs),
+            Served(update_features.API, 0, 2, features),
         )}
 
     def api_versions(self) -> api_versions.ApiVersionsResponse:

@@ -34,7 +34,7 @@ from minibroker.controller.cluster_control import (
     unregister_record,
     usable,
 )
-from minibroker.controller.feature_control import bootstrap_records
+from minibroker.controller.feature_control import bootstrap_records, update_features
 from minibroker.controller.replication_control import ReplicationControlManager, TopicDefaults
 from minibroker.metadata.image import MetadataDelta, MetadataImage
 from minibroker.raft.metadata_log import MetadataLog
@@ -59,6 +59,7 @@ from protocol.apis.incremental_alter_configs import (
     IncrementalAlterConfigsResponse,
 )
 from protocol.apis.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
+from protocol.apis.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from protocol.errors import ErrorCode, KafkaError
 from protocol.metadata_serde import ApiMessageAndVersion, write_metadata_record
 from protocol.schema import ZERO_UUID
@@ -283,6 +284,12 @@ class QuorumController:
     async def incremental_alter_configs(self, req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
         async with self._lock:
             records, resp = configuration_control.incremental_alter_configs(self.image, req)
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def update_features(self, req: UpdateFeaturesRequest, version: int) -> UpdateFeaturesResponse:
+        async with self._lock:
+            records, resp = update_features(self.image, req, version)
             await self._commit(records, lock_held=True)
             return resp
 

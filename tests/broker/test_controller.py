@@ -29,6 +29,7 @@ from protocol.apis import (
     elect_leaders,
     incremental_alter_configs,
     unregister_broker,
+    update_features,
 )
 from protocol.errors import ErrorCode
 from protocol.metadata_serde import ApiMessageAndVersion, read_metadata_batches
@@ -432,3 +433,22 @@ async def test_incremental_alter_configs_writes_config_records(controller: Quoru
               op(name="cleanup.policy", config_operation=3, value="delete"))]))
     assert controller.image.configs[(2, "t")] == {"cleanup.policy": "compact"}
     assert replayed(controller).configs == controller.image.configs
+
+
+async def test_update_features_changes_levels_with_kafkas_rules(controller: QuorumController) -> None:
+    req = update_features.REQUEST
+    key = req.FeatureUpdateKey
+
+    async def update(*keys: update_features.UpdateFeaturesRequest.FeatureUpdateKey,
+                     version: int = 2) -> update_features.UpdateFeaturesResponse:
+        return await controller.update_features(wire(req, version, req(feature_updates=list(keys))), version)
+
+    refused = await update(key(feature="transaction.version", max_version_level=1, upgrade_type=1))
+    assert refused.error_code == ErrorCode.INVALID_UPDATE_VERSION and controller.image.features["transaction.version"] == 2
+    assert (await update(key(feature="transaction.version", max_version_level=1, upgrade_type=2))).error_code == 0
+    assert controller.image.features["transaction.version"] == 1
+    too_high = await update(key(feature="group.version", max_version_level=9, upgrade_type=1), version=1)
+    assert too_high.error_code == 0 and too_high.results[0].error_code == ErrorCode.INVALID_UPDATE_VERSION
+    mv = await update(key(feature="metadata.version", max_version_level=20, upgrade_type=2))
+    assert mv.error_code == ErrorCode.INVALID_UPDATE_VERSION and controller.image.features["metadata.version"] == 33
+    assert replayed(controller).features == controller.image.features

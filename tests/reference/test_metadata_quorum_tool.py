@@ -59,6 +59,13 @@ def test_kafka_metadata_quorum_describes_our_controller(tmp_path: Path) -> None:
         described = {line.split()[1]: " ".join(line.split()) for line in features.stdout.splitlines() if line}
         assert "FinalizedVersionLevel: 4.4-IV2" in described["metadata.version"], features.stdout
         assert "SupportedMaxVersion: 2 FinalizedVersionLevel: 2" in described["transaction.version"], features.stdout
+        down = kr.run_tool("kafka-features", ["--bootstrap-controller", f"127.0.0.1:{cport}", "downgrade",
+                                              "--feature", "transaction.version=1"], timeout=120)
+        assert down.returncode == 0 and "transaction.version was downgraded to 1." in down.stdout, down.stdout
+        again = kr.run_tool("kafka-features", ["--bootstrap-controller", f"127.0.0.1:{cport}", "describe"],
+                            timeout=120)
+        assert "FinalizedVersionLevel: 1" in " ".join(
+            next(line for line in again.stdout.splitlines() if "transaction.version" in line).split())
     finally:
         broker.stop()
         controller.stop()
