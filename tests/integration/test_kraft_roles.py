@@ -120,3 +120,36 @@ def test_a_controller_without_its_listener_is_refused(tmp_path: Path) -> None:
         "minibroker: process.roles includes controller, but no listener is named in controller.listener.names")
 
 
+
+
+def test_a_controller_killed_and_started_again_keeps_its_brokers(tmp_path: Path) -> None:
+    cport = free_port()
+    voters = f"3000@127.0.0.1:{cport}"
+    controller = node(tmp_path, "controller", cport, {
+        "process.roles": "controller", "node.id": 3000, "controller.quorum.voters": voters,
+        "listeners": f"CONTROLLER://127.0.0.1:{cport}", "controller.listener.names": "CONTROLLER"})
+    controller.start()
+    cluster_id = read_properties(controller.data_dir / "meta.properties")["cluster.id"]
+    broker = node(tmp_path, "broker", free_port(), {
+        "process.roles": "broker", "node.id": 1, "controller.quorum.voters": voters,
+        "controller.listener.names": "CONTROLLER", "cluster.id": cluster_id})
+    broker.start()
+    try:
+        observe(cport, cluster_id, lambda im: 1 in im.brokers and not im.brokers[1].fenced, "the broker unfenced")
+        epoch = (controller.data_dir / "__cluster_metadata-0" / "quorum-state").read_text()
+        assert '"leaderEpoch":1' in epoch
+        controller.kill()  # kill -9, then the same command on the same data dir
+        controller.start()
+        quorum = (controller.data_dir / "__cluster_metadata-0" / "quorum-state").read_text()
+        assert '"leaderEpoch":2' in quorum and read_properties(controller.data_dir / "meta.properties")[
+            "cluster.id"] == cluster_id
+        # the broker keeps its registration and heartbeats on: unfenced in the new epoch, no new registration
+        observe(cport, cluster_id, lambda im: 1 in im.brokers and not im.brokers[1].fenced and im.epoch == 2,
+                "the broker in the controller's new epoch")
+        segment = controller.data_dir / "__cluster_metadata-0" / "00000000000000000000.log"
+        kinds = [type(r.message).__name__ for b in read_metadata_batches(segment.read_bytes()) if not b.is_control
+                 for r in b.records]
+        assert kinds.count("RegisterBrokerRecord") == 1
+    finally:
+        broker.kill()
+        controller.stop()
