@@ -109,6 +109,9 @@ class KafkaRaftServer:
             max_idle_interval_ms=cfg.get("metadata.max.idle.interval.ms"),
             snapshot_max_bytes=cfg.get("metadata.log.max.record.bytes.between.snapshots"),
             snapshot_interval_ms=cfg.get("metadata.log.max.snapshot.interval.ms"),
+            retention_bytes=cfg.get("metadata.max.retention.bytes"),
+            retention_ms=cfg.get("metadata.max.retention.ms"),
+            segment_bytes=cfg.get("metadata.log.segment.bytes"),
             topic_defaults=TopicDefaults(cfg.get("num.partitions"), cfg.get("default.replication.factor"),
                                          cfg.get("unclean.leader.election.enable")),
             directory_id=uuid_from_kafka(meta.directory_id))

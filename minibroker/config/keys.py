@@ -555,6 +555,10 @@ _BROKER_KEYS += [
     _broker("metadata.log.segment.bytes", "int", 1024 * 1024 * 1024, "segment.bytes of __cluster_metadata.",
             AtLeast(12)),
     _broker("metadata.log.segment.ms", "long", 604800000, "segment.ms of __cluster_metadata.", AtLeast(1)),
+    _broker("metadata.max.retention.bytes", "long", 100 * 1024 * 1024,
+            "Past this size, __cluster_metadata segments before the latest snapshot are deleted (-1: no limit)."),
+    _broker("metadata.max.retention.ms", "long", 604800000,
+            "Past this age, __cluster_metadata segments before the latest snapshot are deleted (-1: no limit)."),
 ]
 
 

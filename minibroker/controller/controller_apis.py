@@ -4,7 +4,8 @@ ApiVersions v0-4 (the APIs below, nothing else: a broker's NodeToControllerChann
 versions from it) / BrokerRegistration v0-4 / BrokerHeartbeat v0-2 / UnregisterBroker v0 /
 AlterPartition v2-3 / AllocateProducerIds v0 / CreateTopics v2-7, DeleteTopics v0-6, CreatePartitions
 v0-3, ElectLeaders v0-2, IncrementalAlterConfigs v0-1, UpdateFeatures v0-2 (what Kafka 4 brokers forward) /
-Fetch v13-18 of `__cluster_metadata-0` only (KRaft observers: the brokers) / Envelope v0 (KIP-590:
+Fetch v13-18 of `__cluster_metadata-0` only (KRaft observers: the brokers; one behind the log start
+is sent the latest snapshot's id) / FetchSnapshot v0-1 (that snapshot, a slice at a time) / Envelope v0 (KIP-590:
 what a Kafka 4 broker forwards, CreateTopics among them, wrapped with the client's principal) /
 DescribeQuorum v0-2 and DescribeCluster v1-2 with the controller endpoint type (what
 `kafka-metadata-quorum --bootstrap-controller` asks).
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from minibroker.controller.quorum_controller import QuorumController
 from minibroker.features import FEATURES
 from minibroker.raft.metadata_log import METADATA_TOPIC, METADATA_TOPIC_ID
+from minibroker.raft.snapshots import SnapshotId, latest_snapshot
 from protocol.apis import (
     allocate_producer_ids,
     alter_partition,
@@ -49,6 +51,7 @@ from protocol.apis import (
     elect_leaders,
     envelope,
     fetch,
+    fetch_snapshot,
     incremental_alter_configs,
     unregister_broker,
     update_features,
@@ -132,6 +135,10 @@ class ControllerApis:
             assert isinstance(req, update_features.UpdateFeaturesRequest)
             return await c.update_features(req, v)
 
+        async def snapshot(req: Message, v: int) -> Message:
+            assert isinstance(req, fetch_snapshot.FetchSnapshotRequest)
+            return self.fetch_snapshot(req)
+
         async def fetch_metadata(req: Message, v: int) -> Message:
             assert isinstance(req, FetchRequest)
             return await self.fetch(req, v)
@@ -167,6 +174,7 @@ class ControllerApis:
             Served(elect_leaders.API, 0, 2, elect),
             Served(incremental_alter_configs.API, 0, 1, configs),
             Served(update_features.API, 0, 2, features),
+            Served(fetch_snapshot.API, 0, 1, snapshot),
         )}
 
     def api_versions(self) -> api_versions.ApiVersionsResponse:
@@ -231,6 +239,38 @@ class ControllerApis:
                     controller_id=c.config.node_id,
                     brokers=[resp.DescribeClusterBroker(broker_id=c.config.node_id, host=host, port=port, rack=None)])
 
+    def fetch_snapshot(self, req: fetch_snapshot.FetchSnapshotRequest) -> fetch_snapshot.FetchSnapshotResponse:
+        """A slice of a snapshot file from `position` (Kafka: KafkaRaftClient.handleFetchSnapshotRequest)."""
+        resp = fetch_snapshot.RESPONSE
+        ml = self.controller.log
+        out = resp(error_code=0, topics=[])
+        if req.cluster_id is not None and req.cluster_id != self.controller.config.cluster_id:
+            out.error_code = ErrorCode.INCONSISTENT_CLUSTER_ID
+            return out
+        for t in req.topics:
+            topic = resp.TopicSnapshot(name=t.name, partitions=[])
+            out.topics.append(topic)
+            for p in t.partitions:
+                part = resp.PartitionSnapshot(
+                    index=p.partition, error_code=0, size=0, position=p.position, unaligned_records=b"",
+                    snapshot_id=resp.SnapshotId(end_offset=p.snapshot_id.end_offset, epoch=p.snapshot_id.epoch))
+                part.current_leader = resp.LeaderIdAndEpoch(leader_id=self.controller.config.node_id,
+                                                            leader_epoch=ml.epoch)
+                topic.partitions.append(part)
+                path = ml.dir / SnapshotId(p.snapshot_id.end_offset, p.snapshot_id.epoch).file_name
+                if t.name != METADATA_TOPIC or p.partition != 0:
+                    part.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                elif not path.exists():
+                    part.error_code = ErrorCode.SNAPSHOT_NOT_FOUND
+                else:
+                    data = path.read_bytes()
+                    if not 0 <= p.position <= len(data):
+                        part.error_code = ErrorCode.POSITION_OUT_OF_RANGE  # Kafka's error 99
+                        continue
+                    part.size = len(data)
+                    part.unaligned_records = data[p.position:p.position + max(req.max_bytes, 1)]
+        return out
+
     async def fetch(self, req: FetchRequest, version: int = 17) -> FetchResponse:
         resp = fetch.RESPONSE
         out = resp(error_code=0, session_id=0, responses=[])
@@ -259,6 +299,12 @@ class ControllerApis:
                     seen.fetch_offset, seen.last_fetch_ms = p.fetch_offset, now
                     if p.fetch_offset >= ml.high_watermark:
                         seen.last_caught_up_ms = now
+                if p.fetch_offset < ml.start_offset:  # behind the log: the snapshot first (KIP-630)
+                    snap = latest_snapshot(ml.dir)
+                    if snap is not None:
+                        part.snapshot_id = resp.SnapshotId(end_offset=snap.end_offset, epoch=snap.epoch)
+                        part.records = b""
+                        continue
                 try:
                     info = self.controller.read(p.fetch_offset, p.partition_max_bytes)
                 except KafkaError as e:

@@ -37,7 +37,7 @@ from minibroker.controller.cluster_control import (
 from minibroker.controller.feature_control import bootstrap_records, update_features
 from minibroker.controller.replication_control import ReplicationControlManager, TopicDefaults
 from minibroker.metadata.image import MetadataDelta, MetadataImage
-from minibroker.raft.metadata_log import MetadataLog
+from minibroker.raft.metadata_log import MetadataLog, MetadataLogConfig
 from protocol import metadata_records as mr
 from protocol.apis import (
     allocate_producer_ids,
@@ -83,6 +83,9 @@ class ControllerConfig:
     max_idle_interval_ms: int = 500  # metadata.max.idle.interval.ms (0: no NoOpRecords)
     snapshot_max_bytes: int = 20 * 1024 * 1024  # metadata.log.max.record.bytes.between.snapshots
     snapshot_interval_ms: int = 60 * 60 * 1000  # metadata.log.max.snapshot.interval.ms
+    retention_bytes: int = 100 * 1024 * 1024  # metadata.max.retention.bytes (-1: no limit)
+    retention_ms: int = 7 * 24 * 60 * 60 * 1000  # metadata.max.retention.ms (-1: no limit)
+    segment_bytes: int = 1024 * 1024 * 1024  # metadata.log.segment.bytes
     topic_defaults: TopicDefaults = field(default_factory=TopicDefaults)
     directory_id: uuid.UUID = ZERO_UUID  # meta.properties' directory.id, as DescribeQuorum reports the voter
 
@@ -107,8 +110,10 @@ class QuorumController:
     # -- life ------------------------------------------------------------------------------------
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        log_config = MetadataLogConfig(segment_bytes=self.config.segment_bytes)
         self.metadata_log = ml = await loop.run_in_executor(
-            None, lambda: MetadataLog.open(self.log_dir, node_id=self.config.node_id, now_ms=self.clock))
+            None, lambda: MetadataLog.open(self.log_dir, node_id=self.config.node_id, config=log_config,
+                                           now_ms=self.clock))
         self.image = self._load(ml)
         ml.become_leader(self.config.voters)
         if not self.image.features:
@@ -347,3 +352,9 @@ class QuorumController:
         await asyncio.get_running_loop().run_in_executor(None, lambda: ml.create_snapshot(end, records, stamp))
         self._bytes_since_snapshot, self._last_snapshot_ms = 0, now
         log.info("wrote a metadata snapshot at offset %d", end)
+        cfg = self.config
+        deleted = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: ml.delete_before_snapshot(cfg.retention_bytes, cfg.retention_ms))
+        if deleted:
+            log.info("deleted %d metadata log segments before the snapshot; the log starts at %d", deleted,
+                     ml.start_offset)

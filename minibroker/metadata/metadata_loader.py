@@ -22,8 +22,8 @@ from typing import Protocol
 
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
 from minibroker.metadata.image import MetadataDelta, MetadataImage
-from minibroker.raft.metadata_log import METADATA_TOPIC_ID
-from protocol.apis import fetch
+from minibroker.raft.metadata_log import METADATA_TOPIC, METADATA_TOPIC_ID
+from protocol.apis import fetch, fetch_snapshot
 from protocol.errors import ErrorCode
 from protocol.metadata_serde import ApiMessageAndVersion, read_metadata_batches
 
@@ -115,6 +115,8 @@ class MetadataLoader:
             raise ControllerUnavailable(f"metadata fetch answered {ErrorCode(part.error_code).name}")
         self.high_watermark = part.high_watermark
         self.leader_epoch = part.current_leader.leader_epoch
+        if part.snapshot_id.end_offset >= 0:  # behind the leader's log start: its snapshot first
+            return await self._load_snapshot(part.snapshot_id.end_offset, part.snapshot_id.epoch)
         data = part.records
         if not data:
             return 0
@@ -132,6 +134,46 @@ class MetadataLoader:
             self.next_offset = batch.last_offset + 1
             self.last_fetched_epoch = batch.leader_epoch
         self.image = delta.apply(self.next_offset - 1, self.last_fetched_epoch)
+        await self._publish(delta)
+        return replayed
+
+    async def _load_snapshot(self, end_offset: int, epoch: int) -> int:
+        """FetchSnapshot the whole snapshot, slice by slice, and make it the image (Kafka: an observer
+        loading a snapshot when the leader's log no longer has its fetch offset, KIP-630)."""
+        req = fetch_snapshot.REQUEST
+        data = bytearray()
+        size = None
+        while size is None or len(data) < size:
+            msg = req(cluster_id=self.cluster_id, replica_id=self.node_id, max_bytes=FETCH_MAX_BYTES, topics=[
+                req.TopicSnapshot(name=METADATA_TOPIC, partitions=[req.PartitionSnapshot(
+                    partition=0, current_leader_epoch=self.leader_epoch, position=len(data),
+                    snapshot_id=req.SnapshotId(end_offset=end_offset, epoch=epoch))])])
+            resp = await self.channel.send(fetch_snapshot.API, msg)
+            assert isinstance(resp, fetch_snapshot.FetchSnapshotResponse)
+            (part,) = resp.topics[0].partitions if resp.error_code == ErrorCode.NONE else (None,)
+            if part is None or part.error_code != ErrorCode.NONE:
+                code = resp.error_code if part is None else part.error_code
+                raise ControllerUnavailable(f"FetchSnapshot answered {ErrorCode(code).name}")
+            chunk = part.unaligned_records
+            raw = chunk if isinstance(chunk, bytes | bytearray | memoryview) else chunk.read_all()
+            if not raw and part.size > len(data):
+                raise ControllerUnavailable("FetchSnapshot returned no bytes")
+            data += raw
+            size = part.size
+        delta = MetadataDelta(MetadataImage())  # a snapshot is the whole state, not a change
+        replayed = 0
+        for batch in read_metadata_batches(bytes(data)):
+            if not batch.is_control:
+                for rec in batch.records:
+                    if isinstance(rec, ApiMessageAndVersion):
+                        delta.replay(rec)
+                        replayed += 1
+        self.next_offset, self.last_fetched_epoch = end_offset, epoch
+        self.image = delta.apply(end_offset - 1, epoch)
+        await self._publish(delta)
+        return replayed
+
+    async def _publish(self, delta: MetadataDelta) -> None:
         for p in self.publishers:
             try:
                 p.on_metadata_update(delta, self.image)
@@ -139,4 +181,3 @@ class MetadataLoader:
                 log.exception("broker %d: a metadata publisher failed", self.node_id)
         async with self._advanced:
             self._advanced.notify_all()
-        return replayed

@@ -23,7 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from minibroker.raft.quorum_state import ElectionState, read_quorum_state, write_quorum_state
-from minibroker.raft.snapshots import Snapshot, SnapshotId, latest_snapshot, read_snapshot, write_snapshot
+from minibroker.raft.snapshots import (
+    Snapshot,
+    SnapshotId,
+    delete_snapshot,
+    latest_snapshot,
+    list_snapshots,
+    read_snapshot,
+    write_snapshot,
+)
 from protocol.metadata_serde import (
     ApiMessageAndVersion,
     ControlMessage,
@@ -167,6 +175,28 @@ class MetadataLog:
             raise ValueError(f"cannot snapshot at {end_offset}: the high watermark is {self.high_watermark}")
         return write_snapshot(self.dir, self.snapshot_id_at(end_offset), records,
                               last_contained_timestamp=last_contained_timestamp, now_ms=self._now_ms)
+
+    def delete_before_snapshot(self, retention_bytes: int, retention_ms: int) -> int:
+        """Once the log is over `metadata.max.retention.bytes` or its oldest segment older than
+        `metadata.max.retention.ms`, start it at the latest snapshot: the segments wholly before it
+        go, and so do the older snapshots (Kafka: KafkaMetadataLog.maybeClean). Observers behind the
+        new start are sent to the snapshot (Fetch's snapshot_id, then FetchSnapshot). Returns the
+        segments deleted. Blocking."""
+        latest = latest_snapshot(self.dir)
+        if latest is None or latest.end_offset <= self.log.log_start_offset:
+            return 0
+        oldest = self.log.segments.first
+        too_big = retention_bytes >= 0 and self.log.size_in_bytes() > retention_bytes
+        too_old = retention_ms >= 0 and oldest is not None and \
+            self._now_ms() - oldest.largest_timestamp() > retention_ms
+        if not (too_big or too_old):
+            return 0
+        self.log.increment_log_start_offset(latest.end_offset, "snapshot generated")
+        deleted = self.log.delete_old_segments()
+        for old in list_snapshots(self.dir):
+            if old < latest:
+                delete_snapshot(self.dir, old)
+        return deleted
 
     def close(self) -> None:
         self.log.flush()

@@ -86,7 +86,7 @@ async def test_api_versions_lists_what_the_controller_serves(server: ControllerS
     assert isinstance(resp, api_versions.ApiVersionsResponse)
     assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == {
         1: (13, 18), 18: (0, 4), 19: (2, 7), 20: (0, 6), 37: (0, 3), 43: (0, 2), 44: (0, 1), 55: (0, 2), 56: (2, 3),
-        57: (0, 2),
+        57: (0, 2), 59: (0, 1),
         58: (0, 0),
         60: (1, 2), 62: (0, 4), 63: (0, 2),
         64: (0, 0), 67: (0, 0)}
@@ -187,3 +187,36 @@ async def test_an_unreadable_request_closes_its_connection_only(server: Controll
     resp = await channel.send(api_versions.API, api_versions.REQUEST(), version=3)
     await channel.close()
     assert resp.error_code == 0  # type: ignore[attr-defined]
+
+
+async def test_a_broker_behind_the_log_start_loads_the_snapshot_then_the_log(tmp_path: Path) -> None:
+    s = ControllerServer(tmp_path, ControllerConfig(node_id=3000, cluster_id=CLUSTER, voters=(3000,),
+                                                    max_idle_interval_ms=0, snapshot_max_bytes=1, retention_bytes=1,
+                                                    segment_bytes=4096), "127.0.0.1", 0)
+    await s.startup()
+    first, late = Broker(1, s.port), Broker(2, s.port)
+    try:
+        c = s.controller
+        await first.start()
+        await asyncio.wait_for(first.lifecycle.unfenced.wait(), TIMEOUT)
+        req = create_topics.REQUEST
+        for i in range(30):  # several 4 KiB segments
+            resp = await c.create_topics(req(topics=[req.CreatableTopic(
+                name=f"t{i}", num_partitions=1, replication_factor=1, assignments=[], configs=[])]))
+            assert resp.topics[0].error_code == 0
+        async with c._lock:
+            await c._maybe_snapshot()
+        assert c.log.start_offset > 0 and c.log.log.num_segments < 10  # the segments before the snapshot went
+        await c.create_topics(req(topics=[req.CreatableTopic(name="after", num_partitions=1, replication_factor=1,
+                                                             assignments=[], configs=[])]))
+        with pytest.raises(KafkaError):
+            c.read(0, 1 << 20)
+        await late.start()  # fetches from 0: sent to the snapshot, then the log after it
+        await asyncio.wait_for(late.lifecycle.unfenced.wait(), TIMEOUT)
+        assert await late.loader.wait_for_offset(c.image.offset, TIMEOUT)
+        assert late.loader.image.topics == c.image.topics and len(c.image.topics) == 31
+        assert {k for ch in late.recorder.changes for k in ch.followers} == set()  # broker 2 hosts none of them
+    finally:
+        await first.stop()
+        await late.stop()
+        await s.shutdown()
