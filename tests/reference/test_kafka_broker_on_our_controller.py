@@ -228,3 +228,49 @@ def test_a_kafka_broker_runs_under_our_controller(tmp_path: Path) -> None:
         log.close()
         proxy.close()
         controller.stop()
+
+
+def test_a_kafka_broker_joining_late_loads_our_snapshot(tmp_path: Path) -> None:
+    """The controller's log no longer starts at 0 (small segments, snapshots, retention): Kafka's broker is
+    sent to the snapshot, reads it with FetchSnapshot, follows the log after it and is unfenced."""
+    why = kr.missing_prerequisites()
+    if why is not None:
+        pytest.skip(f"REFERENCE BROKER UNAVAILABLE: {why}")
+    cport, kport = free_port(), free_port()
+    (tmp_path / "controller").mkdir()
+    controller = BrokerProcess(tmp_path / "controller" / "data", port=cport, overrides={
+        "process.roles": "controller", "node.id": 3000, "controller.quorum.voters": f"3000@127.0.0.1:{cport}",
+        "cluster.id": CLUSTER, "listeners": f"CONTROLLER://127.0.0.1:{cport}", "controller.listener.names": "CONTROLLER",
+        "metadata.log.segment.bytes": 4096, "metadata.max.retention.bytes": 1,
+        "metadata.log.max.record.bytes.between.snapshots": 500, "metadata.max.idle.interval.ms": 50})
+    controller.start()
+    proxy = RecordingProxy(cport)
+    conf = tmp_path / "broker.properties"
+    conf.write_text("\n".join([
+        "process.roles=broker", "node.id=1", f"controller.quorum.voters=3000@127.0.0.1:{proxy.port}",
+        "controller.listener.names=CONTROLLER", f"listeners=PLAINTEXT://127.0.0.1:{kport}",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name=PLAINTEXT", f"log.dirs={tmp_path / 'kafka-data'}", ""]))
+    fmt = kr.run_tool("kafka-storage", ["format", "-t", CLUSTER, "-c", str(conf)], timeout=120)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+    deadline = time.monotonic() + TIMEOUT
+    while "the log starts at" not in controller.log_text():  # NoOpRecords fill segments; a snapshot drops them
+        assert time.monotonic() < deadline, controller.log_text()
+        time.sleep(0.2)
+    log = open(tmp_path / "kafka.log", "wb")
+    kafka = subprocess.Popen(kr.java_command("kafka.Kafka", [str(conf)], heap="512m", jit=False), stdout=log,
+                             stderr=subprocess.STDOUT)
+    try:
+        observe(cport, lambda im: 1 in im.brokers and not im.brokers[1].fenced, "Kafka's broker unfenced")
+        sent = [reencoded(f) for f in list(proxy.requests)]
+        snapshots = [(n, v) for n, v, again in sent if n == "FetchSnapshot"]
+        assert snapshots, {(n, v) for n, v, _ in sent}
+        for (name, version, again), frame in zip(sent, list(proxy.requests), strict=False):
+            assert again is None or again == frame, f"{name} v{version}"
+    finally:
+        if kafka.poll() is None:
+            os.kill(kafka.pid, signal.SIGKILL)
+            kafka.wait(20)
+        log.close()
+        proxy.close()
+        controller.stop()
