@@ -10,7 +10,10 @@ or group of batches). A publisher is what the broker does with metadata: the rep
 becoming leader or follower from `delta.local_changes(node_id)` (minibroker.replica_manager's
 apply_delta, wired by the server), the metadata cache handlers read. `highest_offset` is what the
 broker's heartbeats report. The log is followed from the start at every broker start (Kafka's
-brokers keep a copy of it and its snapshots on disk; not yet done here).
+brokers keep a copy of it and its snapshots on disk; not yet done here). A broker behind the
+controller's log start gets the latest snapshot (FetchSnapshot) as a whole new image; that delta
+lists every partition as changed but no deleted topic (a publisher that must drop what the snapshot
+no longer has compares the old image with the new one).
 """
 
 from __future__ import annotations
