@@ -27,6 +27,7 @@ import uvloop
 from minibroker.config import BrokerConfig, ConfigError
 from minibroker.network.socket_server import ListenerBindError, SocketServer
 from storage.file_lock import LogDirFailure
+from storage.meta_properties import MetaPropertiesError
 
 TOOLS = {
     "dump-log": "minibroker.tools.dump_log",
@@ -37,7 +38,8 @@ TOOL_SUMMARIES = {  # for --help; each tool has its own --help
     "certs": "make a CA and server/client certificates for TLS listeners (development and tests)",
 }
 # start-up errors said in one line (exit status 2); their messages name the key, listener or path
-STARTUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, ListenerBindError, LogDirFailure)
+# MetaPropertiesError: a data dir of another node or cluster (Kafka's MetaPropertiesEnsemble message)
+STARTUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, ListenerBindError, LogDirFailure, MetaPropertiesError)
 EXIT_STARTUP_ERROR = 2  # as argparse's usage errors
 DEFAULT_DATA_DIR = "data"  # log.dir's dev default (minibroker.config.keys), under the working directory
 
@@ -96,6 +98,10 @@ async def serve(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     config = BrokerConfig.load(args.config, args.override, host=args.host, port=args.port,
                                data_dir=args.data_dir)
+    if config.get("process.roles"):
+        from minibroker.kafka_raft_server import serve_kraft  # lazy: the controller only with process.roles
+
+        return await serve_kraft(config)
     # The listeners are bound before the broker's modules are imported (about 30 ms, issue 22): a
     # client that connects meanwhile waits in the backlog until the broker accepts, as Kafka's
     # acceptors take connections before request processing is enabled, instead of being refused.

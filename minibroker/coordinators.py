@@ -33,6 +33,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from minibroker import features
 from minibroker.config import BrokerConfig
 from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupConfigs
 from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
@@ -142,7 +143,6 @@ class Coordinators:
 
     def _build_txn(self) -> TransactionCoordinator:
         if self._txn is None:
-            from minibroker import features  # lazy: read when the coordinator is built
             from minibroker.coordinator.txn import transaction_coordinator, transaction_log  # lazy: issue 22
 
             tc = transaction_coordinator

@@ -63,6 +63,7 @@ from minibroker.topics import Topic, TopicRegistry
 from storage.clock import Clock, wall_clock_ms
 from storage.file_lock import FileLock, lock_log_dir
 from storage.log_manager import LogManager
+from storage.meta_properties import MetaProperties, ensure_meta_properties
 
 if TYPE_CHECKING:
     from minibroker.console import Console
@@ -85,6 +86,7 @@ class BrokerServer:
 
     # the components, built by build() (typed here: one place to read what a broker holds)
     dynamic_config: DynamicBrokerConfig
+    meta_properties: MetaProperties
     log_manager: LogManager
     topics: TopicRegistry
     metadata_cache: MetadataCache
@@ -160,13 +162,18 @@ class BrokerServer:
 
     def _build(self, data_dir: Path, dir_lock: FileLock) -> None:
         config, clock = self.config, self.clock
+        # the data dir's identity (Kafka: KafkaRaftServer.initializeLogDirs): meta.properties read
+        # and verified (or written on a first start); its cluster id is the one answers report
+        self.meta_properties = ensure_meta_properties(
+            data_dir, node_id=self.node_id, cluster_id=config.get("cluster.id") if config.is_set("cluster.id") else None)
+        config.cluster_id = self.meta_properties.cluster_id
         # dynamic broker configs (AlterConfigs) stored by an earlier run lie over the static ones
         self.dynamic_config = DynamicBrokerConfig(config, data_dir)
         self.dynamic_config.load()
         cfg = self.dynamic_config.current
         self.log_manager = LogManager(
             data_dir, to_log_config(effective_topic_config(cfg, {})), now_ms=clock, node_id=self.node_id,
-            cluster_id=cfg.get("cluster.id") if cfg.is_set("cluster.id") else None,
+            cluster_id=self.meta_properties.cluster_id,
             topic_config=lambda overrides: to_log_config(effective_topic_config(self.dynamic_config.current,
                                                                                 overrides)),
             dir_lock=dir_lock)

@@ -11,3 +11,4 @@ class AppendOrigin:
     CLIENT = "client"  # a Produce request: sequences and epochs, no control batches
     COORDINATOR = "coordinator"  # the group/transaction coordinators: epochs only
     REPLICATION = "replication"  # loading and recovery: nothing is checked
+    RAFT_LEADER = "raft_leader"  # the KRaft leader appending to __cluster_metadata (control batches allowed)

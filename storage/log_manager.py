@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Any
 from storage.checkpoint import (
     CLEANER_OFFSET_CHECKPOINT_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE,
-    META_PROPERTIES_FILE,
     PARTITION_METADATA_FILE,
     RECOVERY_POINT_CHECKPOINT_FILE,
     REPLICATION_OFFSET_CHECKPOINT_FILE,
@@ -53,9 +52,7 @@ from storage.checkpoint import (
     OffsetCheckpointFile,
     PartitionMetadataFile,
     random_kafka_uuid,
-    read_properties,
     uuid_to_kafka,
-    write_properties,
 )
 from storage.config import LogConfig
 from storage.file_lock import FileLock, lock_log_dir
@@ -67,6 +64,7 @@ from storage.log_files import (
     log_dir_name,
     parse_topic_partition_name,
 )
+from storage.meta_properties import ensure_meta_properties
 
 if TYPE_CHECKING:
     # storage.log (the append path: validator, record formats, producer state) is imported by the
@@ -76,7 +74,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("storage.log_manager")
 
 TOPIC_CONFIG_FILE = "topic-config-overrides.json"
-META_PROPERTIES_VERSION = 1
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"  # Kafka: Topic.CLUSTER_METADATA_TOPIC_NAME
 
 
 def _wall_clock_ms() -> int:
@@ -155,6 +153,8 @@ class LogManager:
             if tp is None:
                 logger.warning("Ignoring %s: not in the form topic-partition", d)
                 continue
+            if tp[0] == CLUSTER_METADATA_TOPIC:
+                continue  # KRaft's metadata log belongs to the raft layer, not to the partitions (Kafka: LogManager)
             config = self._config_for(tp[0])
             from storage.log import Log
 
@@ -168,29 +168,8 @@ class LogManager:
         logger.info("Loaded %d logs in %dms", len(self._logs), int((time.monotonic() - started) * 1000))
 
     def _load_meta_properties(self) -> None:
-        path = self.data_dir / META_PROPERTIES_FILE
-        if path.exists():
-            props = read_properties(path)
-            if props.get("version") != str(META_PROPERTIES_VERSION):
-                raise RuntimeError(f"{path}: unsupported meta.properties version {props.get('version')}")
-            cluster_id, node_id = props.get("cluster.id", ""), int(props.get("node.id", "-1"))
-            if self._wanted_cluster_id is not None and self._wanted_cluster_id != cluster_id:
-                raise RuntimeError(f"Invalid cluster.id in {path}. Expected {self._wanted_cluster_id}, "
-                                   f"but read {cluster_id}")
-            if self._wanted_node_id is not None and self._wanted_node_id != node_id:
-                raise RuntimeError(f"Stored node id {node_id} doesn't match previous node id "
-                                   f"{self._wanted_node_id} in {path}.")
-            self.cluster_id, self.node_id = cluster_id, node_id
-            self.directory_id = props.get("directory.id", "")
-            if not self.directory_id:
-                self.directory_id = uuid_to_kafka(random_kafka_uuid())
-                write_properties(path, {**props, "directory.id": self.directory_id})
-            return
-        self.cluster_id = self._wanted_cluster_id or uuid_to_kafka(random_kafka_uuid())
-        self.node_id = 1 if self._wanted_node_id is None else self._wanted_node_id
-        self.directory_id = uuid_to_kafka(random_kafka_uuid())
-        write_properties(path, {"version": str(META_PROPERTIES_VERSION), "cluster.id": self.cluster_id,
-                                "node.id": str(self.node_id), "directory.id": self.directory_id})
+        meta = ensure_meta_properties(self.data_dir, node_id=self._wanted_node_id, cluster_id=self._wanted_cluster_id)
+        self.cluster_id, self.node_id, self.directory_id = meta.cluster_id, meta.node_id, meta.directory_id
 
     def _read_checkpoint(self, ckpt: OffsetCheckpointFile, fallback: str) -> dict[tuple[str, int], int]:
         try:

@@ -33,6 +33,10 @@ NOT_AT_START = [
     # reading installed packages' metadata (the crc32c package's __init__ does; protocol.records.batch
     # loads its extension module alone)
     "importlib.metadata", "email",
+    # KRaft roles (issue 29): the controller, the raft log and the broker's metadata follower, only
+    # with process.roles
+    "minibroker.kafka_raft_server", "minibroker.controller.quorum_controller", "minibroker.raft.metadata_log",
+    "minibroker.metadata.metadata_loader", "minibroker.metadata.image",
     # the compression codecs (protocol.records.compression imports each when a batch needs it)
     "lz4", "snappy", "cramjam", "zstandard",
     # glibc tuning through ctypes, set a second after listening (minibroker.cli)

@@ -3,6 +3,8 @@
     python tools/gen_schemas.py /path/to/kafka/clients/src/main/resources/common/message \
         [/path/to/kafka/group-coordinator/src/main/resources/common/message ...]
     python tools/gen_schemas.py --stubs     # only the .pyi stubs, from the checked-in schemas
+    python tools/gen_schemas.py --kraft DIR... # only the KRaft APIs and records (issue 29), e.g. from
+        the 4.4 jars' common/message (kafka-clients) and common/metadata (kafka-metadata)
 
 Kafka's JSON (clients/src/main/resources/common/message/*.json) is the source of the *facts*:
 field names, types, version ranges, nullability, tags and defaults. We emit them in our own
@@ -48,6 +50,29 @@ APIS += [
 ]
 # ACLs (issue 19): kept apart too.
 APIS += ["DescribeAcls", "CreateAcls", "DeleteAcls"]
+# KRaft (issue 29): the APIs brokers and the controller speak to each other. Kept apart, and
+# generated alone with --kraft, so the schemas above stay at the Kafka release they came from.
+KRAFT_APIS = [
+    "BrokerRegistration", "BrokerHeartbeat", "UnregisterBroker", "AlterPartition", "AllocateProducerIds",
+    "ControllerRegistration", "DescribeQuorum", "UpdateFeatures", "FetchSnapshot", "WriteTxnMarkers",
+    "AlterPartitionReassignments", "ListPartitionReassignments", "ElectLeaders", "Envelope",
+]
+APIS += KRAFT_APIS
+# The metadata records of __cluster_metadata (kafka-metadata's common/metadata/*.json), framed by
+# api key and version (protocol/metadata_records.py's BY_API_KEY; Kafka: MetadataRecordType).
+METADATA_RECORDS = [
+    "RegisterBrokerRecord", "UnregisterBrokerRecord", "TopicRecord", "PartitionRecord", "ConfigRecord",
+    "PartitionChangeRecord", "FenceBrokerRecord", "UnfenceBrokerRecord", "RemoveTopicRecord",
+    "DelegationTokenRecord", "UserScramCredentialRecord", "FeatureLevelRecord", "ClientQuotaRecord",
+    "ProducerIdsRecord", "BrokerRegistrationChangeRecord", "AccessControlEntryRecord",
+    "RemoveAccessControlEntryRecord", "NoOpRecord", "ZkMigrationStateRecord",
+    "RemoveUserScramCredentialRecord", "BeginTransactionRecord", "EndTransactionRecord",
+    "AbortTransactionRecord", "RemoveDelegationTokenRecord", "RegisterControllerRecord",
+    "ClearElrRecord", "UnregisterControllerRecord",
+]
+# The values of KRaft's control records (KIP-595, KIP-630, KIP-853), keyed by ControlRecordType.
+RAFT_RECORDS = ["LeaderChangeMessage", "SnapshotHeaderRecord", "SnapshotFooterRecord", "KRaftVersionRecord",
+                "VotersRecord"]
 # Records the share coordinator writes to __share_group_state (protocol/share_records.py).
 SHARE_RECORDS = ["ShareSnapshotKey", "ShareSnapshotValue", "ShareUpdateKey", "ShareUpdateValue"]
 # Records Kafka's coordinators write to __consumer_offsets / __transaction_state.
@@ -152,11 +177,15 @@ def emit_struct(name: str, d: dict, var: str, out: list[str]) -> None:
     out.append(")")
 
 
-def main() -> None:
-    dirs = [Path(p) for p in sys.argv[1:]]
+def main(argv: list[str]) -> None:
+    kraft_only = argv[:1] == ["--kraft"]
+    dirs = [Path(p) for p in argv[1 if kraft_only else 0:]]
     files = {p.stem: p for d in dirs for p in d.glob("*.json")}
+    # the metadata records' JSON is named after the file, not always after the record
+    files.update({load(p)["name"]: p for d in dirs for p in d.glob("*Record.json")})
     outdir = Path(__file__).resolve().parent.parent / "protocol" / "apis"
-    for api in APIS:
+    apis = KRAFT_APIS if kraft_only else APIS
+    for api in apis:
         req, resp = load(files[api + "Request"]), load(files[api + "Response"])
         out = [
             f'"""{api} (api key {req["apiKey"]}): schema data generated from Kafka\'s message definitions',
@@ -172,6 +201,11 @@ def main() -> None:
         out.append(f"API = Api({req['apiKey']}, {api!r}, REQUEST, RESPONSE)")
         out.append("__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi")
         (outdir / f"{module_name(api)}.py").write_text("\n".join(out) + "\n")
+    write_kraft_records(files, outdir.parent)
+    if kraft_only:
+        print(f"wrote {len(apis)} API modules and the KRaft records")
+        write_stubs()
+        return
     rec = [
         '"""Coordinator records (__consumer_offsets, __transaction_state): schema data generated from',
         "Kafka's definitions by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",
@@ -204,6 +238,43 @@ def main() -> None:
     write_stubs()
 
 
+def write_kraft_records(files: dict[str, Path], outdir: Path) -> None:
+    """protocol/metadata_records.py (with BY_API_KEY) and protocol/raft_records.py."""
+    meta = [
+        '"""KRaft metadata records (__cluster_metadata): schema data generated from Kafka\'s',
+        "common/metadata definitions by tools/gen_schemas.py. Edit the generator, not this file.",
+        "BY_API_KEY maps the api key a record is framed with to its schema (Kafka: MetadataRecordType).\"\"\"",
+        "",
+        "from protocol.schema import F, Message, Schema, message_classes",
+        "",
+    ]
+    keys = {}
+    for name in METADATA_RECORDS:
+        d = load(files[name])
+        keys[d["apiKey"]] = snake(name).upper()
+        emit_struct(name, d, snake(name).upper(), meta)
+        meta.append("")
+    meta.append("BY_API_KEY: dict[int, Schema[Message]] = {")
+    meta.extend(f"    {k}: {v}," for k, v in sorted(keys.items()))
+    meta.append("}")
+    meta.append(f"__getattr__ = message_classes({', '.join(snake(n).upper() for n in METADATA_RECORDS)})")
+    meta.append("")
+    (outdir / "metadata_records.py").write_text("\n".join(meta))
+    raft = [
+        '"""KRaft control record values (LeaderChange, snapshot header/footer, KRaftVersion, Voters): schema',
+        "data generated from Kafka's definitions by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",
+        "",
+        "from protocol.schema import F, Schema, message_classes",
+        "",
+    ]
+    for name in RAFT_RECORDS:
+        emit_struct(name, load(files[name]), snake(name).upper(), raft)
+        raft.append("")
+    raft.append(f"__getattr__ = message_classes({', '.join(snake(n).upper() for n in RAFT_RECORDS)})")
+    raft.append("")
+    (outdir / "raft_records.py").write_text("\n".join(raft))
+
+
 # ------------------------------------------------------------------------------------ stubs
 
 _SCALAR = {
@@ -219,6 +290,8 @@ def stub_modules() -> dict[str, list[str]]:
     mods = {f"protocol.apis.{module_name(a)}": ["REQUEST", "RESPONSE"] for a in APIS}
     mods["protocol.coordinator_records"] = [snake(n).upper() for n in RECORDS]
     mods["protocol.share_records"] = [snake(n).upper() for n in SHARE_RECORDS]
+    mods["protocol.metadata_records"] = [snake(n).upper() for n in METADATA_RECORDS]
+    mods["protocol.raft_records"] = [snake(n).upper() for n in RAFT_RECORDS]
     return mods
 
 
@@ -289,6 +362,9 @@ def render_stub(module: str, variables: list[str]) -> str:
     if hasattr(mod, "API"):
         out.append("API: Api")
         out.append("")
+    if hasattr(mod, "BY_API_KEY"):
+        out.append("BY_API_KEY: dict[int, Schema[Message]]")
+        out.append("")
     text = "\n".join(out[header:])
     used = [n for n in ("Api", "BaseRecords", "MemoryRecords", "Message", "Schema") if re.search(rf"\b{n}\b", text)]
     imports = ["import uuid", ""] if "uuid.UUID" in text else []
@@ -312,4 +388,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--stubs"]:
         write_stubs()
     else:
-        main()
+        main(sys.argv[1:])

@@ -247,8 +247,17 @@ class BrokerConfig:
                               + ",".join(dirs))
         self.data_dir = Path(dirs[0])
 
-        protocol_map = self.get_str("listener.security.protocol.map")
-        self.listener_endpoints = parse_listeners(self.get_str("listeners"), protocol_map)
+        # KRaft: a controller listener is the controller's (minibroker.kafka_raft_server), not the broker
+        # socket server's; one the protocol map leaves out is PLAINTEXT, as in Kafka
+        controller_names = [n.upper() for n in self.get_list("controller.listener.names")]
+        known = _protocol_map(self.get_str("listener.security.protocol.map"))
+        protocol_map = self.get_str("listener.security.protocol.map") + "".join(
+            f",{n}:PLAINTEXT" for n in controller_names if n not in known)
+        every = parse_listeners(self.get_str("listeners"), protocol_map)
+        self.controller_endpoints = [e for e in every if e.listener_name in controller_names]
+        # a controller-only node has no broker listener: its controller listener fills the broker fields
+        self.listener_endpoints = [e for e in every if e.listener_name not in controller_names] \
+            or self.controller_endpoints
         for endpoint in self.listener_endpoints:
             if endpoint.security_protocol not in SERVED_SECURITY_PROTOCOLS:
                 raise ConfigError(f"Listener {endpoint} uses {endpoint.security_protocol}; minibroker serves "

@@ -552,6 +552,37 @@ _BROKER_KEYS += [
 ]
 
 
+# --- KRaft (issue 29; Kafka's KRaftConfigs, QuorumConfig, ServerLogConfigs): unset process.roles keeps
+# the node what it always was, a combined broker+controller cluster of one with no controller listener
+_BROKER_KEYS += [
+    _broker("process.roles", "list", [],
+            "broker, controller, or both: the roles of this node in a KRaft cluster (minibroker.kafka_raft_server). "
+            "Empty (minibroker's default; Kafka requires it): a single node that is its own controller."),
+    _broker("controller.quorum.voters", "list", [],
+            "The controller quorum as id@host:port; minibroker's controller is a single voter."),
+    _broker("controller.quorum.bootstrap.servers", "list", [],
+            "host:port of the controllers (KIP-853), the alternative to controller.quorum.voters."),
+    _broker("controller.listener.names", "list", [],
+            "The listeners the controller serves on (in listeners on a controller, only named on a broker)."),
+    _broker("broker.session.timeout.ms", "int", 9000,
+            "A broker whose heartbeats stop for this long is fenced by the controller.", AtLeast(1)),
+    _broker("broker.heartbeat.interval.ms", "int", 2000, "Between a broker's heartbeats to the controller.",
+            AtLeast(1)),
+    _broker("metadata.max.idle.interval.ms", "int", 500,
+            "The controller appends a NoOpRecord when the metadata log was idle this long (0: never).", AtLeast(0)),
+    _broker("metadata.log.max.record.bytes.between.snapshots", "long", 20 * 1024 * 1024,
+            "Metadata record bytes after which the controller writes a snapshot.", AtLeast(1)),
+    _broker("metadata.log.max.snapshot.interval.ms", "long", 3600000,
+            "Time after which the controller writes a snapshot of new metadata (0: only by size).", AtLeast(0)),
+    _broker("metadata.log.segment.bytes", "int", 1024 * 1024 * 1024, "segment.bytes of __cluster_metadata.",
+            AtLeast(12)),
+    _broker("metadata.log.segment.ms", "long", 604800000, "segment.ms of __cluster_metadata.", AtLeast(1)),
+    _broker("metadata.max.retention.bytes", "long", 100 * 1024 * 1024,
+            "Past this size, __cluster_metadata segments before the latest snapshot are deleted (-1: no limit)."),
+    _broker("metadata.max.retention.ms", "long", 604800000,
+            "Past this age, __cluster_metadata segments before the latest snapshot are deleted (-1: no limit)."),
+]
+
 
 def _kafka_dynamic_keys(modelled: set[str]) -> list[ConfigKey]:
     """Kafka 4.4's dynamic broker keys that minibroker does not model (config/kafka_dynamic.py):

@@ -36,6 +36,11 @@ KEYS: dict[int, str] = {
     90: "describe_share_group_offsets", 91: "alter_share_group_offsets", 92: "delete_share_group_offsets",
     # ACLs (issue 19)
     29: "describe_acls", 30: "create_acls", 31: "delete_acls",
+    # KRaft: between brokers and the controller (issue 29)
+    27: "write_txn_markers", 43: "elect_leaders", 45: "alter_partition_reassignments",
+    46: "list_partition_reassignments", 55: "describe_quorum", 56: "alter_partition", 57: "update_features",
+    59: "fetch_snapshot", 62: "broker_registration", 63: "broker_heartbeat", 64: "unregister_broker",
+    67: "allocate_producer_ids", 70: "controller_registration", 58: "envelope",
 }
 MODULES: tuple[str, ...] = tuple(KEYS.values())
 

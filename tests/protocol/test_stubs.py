@@ -29,7 +29,8 @@ MODULES = GEN.stub_modules()
 def test_every_schema_module_has_a_stub() -> None:
     from protocol.apis import MODULES as API_MODULES
 
-    assert {f"protocol.apis.{m}" for m in API_MODULES} | {"protocol.coordinator_records", "protocol.share_records"} \
+    assert {f"protocol.apis.{m}" for m in API_MODULES} | {"protocol.coordinator_records", "protocol.share_records",
+                                                            "protocol.metadata_records", "protocol.raft_records"} \
         == set(MODULES)
 
 

@@ -51,6 +51,11 @@ BROKER_ENTRY_DIFFERENCES = {
     "share.coordinator.state.topic.min.isr": "dev default 1, as the other internal topics",
     "share.coordinator.state.topic.replication.factor": "dev default 1, as the other internal topics",
     "log.message.timestamp.after.max.ms": "docs/differences.md#topic-config-keys",
+    # Kafka's launcher sets its node's roles and quorum in server.properties (STATIC); a minibroker
+    # without process.roles is the combined node of one it always was (docs/differences.md#kraft-roles)
+    "process.roles": "set in Kafka's server.properties; unset here",
+    "controller.quorum.voters": "set in Kafka's server.properties; unset here",
+    "controller.listener.names": "set in Kafka's server.properties; unset here",
 }
 
 

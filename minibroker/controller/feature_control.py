@@ -1,0 +1,73 @@
+"""The finalized feature levels a new cluster starts with (Kafka: FeatureControlManager, BootstrapMetadata).
+
+A metadata log that is empty and has no snapshot gets its bootstrap records first: one
+FeatureLevelRecord per feature this software finalizes (minibroker.features: metadata.version,
+transaction.version, group.version, ...), as Kafka's `kafka-storage format` writes them into the
+bootstrap snapshot. A directory Kafka's StorageTool formatted brings its own bootstrap snapshot
+(`00000000000000000000-0000000000.checkpoint`), whose levels are used instead. Later changes come
+with UpdateFeatures (`update_features`).
+"""
+
+from __future__ import annotations
+
+from minibroker.features import FEATURES, METADATA_VERSION
+from minibroker.metadata.image import MetadataImage
+from protocol import metadata_records as mr
+from protocol.apis import update_features as uf
+from protocol.apis.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
+from protocol.errors import ErrorCode, KafkaError
+from protocol.metadata_serde import ApiMessageAndVersion
+
+
+def bootstrap_records() -> list[ApiMessageAndVersion]:
+    return [ApiMessageAndVersion(mr.FEATURE_LEVEL_RECORD(name=f.name, feature_level=f.level), 0)
+            for f in sorted(FEATURES.values(), key=lambda f: f.name) if f.level > 0]
+
+
+UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3  # UpdateFeatures upgrade_type (Kafka: FeatureUpdate.UpgradeType)
+
+
+def update_features(image: MetadataImage, req: UpdateFeaturesRequest,
+                    version: int) -> tuple[list[ApiMessageAndVersion], UpdateFeaturesResponse]:
+    """UpdateFeatures (KIP-584, `kafka-features upgrade/downgrade`): each level must be one this
+    software supports; lowering one needs a downgrade type, and metadata.version only goes down
+    unsafely. All or nothing: one refused update refuses the request (v2 answers only the top error)."""
+    records: list[ApiMessageAndVersion] = []
+    results: list[UpdateFeaturesResponse.UpdatableFeatureResult] = []
+    failure: KafkaError | None = None
+    for u in req.feature_updates:
+        kind = u.upgrade_type if version >= 1 else (SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE)
+        try:
+            records.append(_update(image, u.feature, u.max_version_level, kind))
+            results.append(uf.RESPONSE.UpdatableFeatureResult(feature=u.feature, error_code=0, error_message=None))
+        except KafkaError as e:
+            failure = failure or e
+            results.append(uf.RESPONSE.UpdatableFeatureResult(feature=u.feature, error_code=e.code,
+                                                              error_message=e.message))
+    resp = uf.RESPONSE(error_code=0, error_message=None, results=results if version < 2 else [])
+    if failure is not None:
+        if version >= 2:
+            resp.error_code, resp.error_message = failure.code, failure.message
+        return [], resp
+    return ([] if req.validate_only else records), resp
+
+
+def _update(image: MetadataImage, name: str, level: int, kind: int) -> ApiMessageAndVersion:
+    feature = FEATURES.get(name)
+    current = image.features.get(name, 0)
+    if feature is None or not (level == 0 or feature.min_version <= level <= feature.max_version):
+        raise KafkaError(ErrorCode.INVALID_UPDATE_VERSION,
+                         f"Invalid update version {level} for feature {name}. Local controller 'minibroker' only "
+                         f"supports versions {feature.min_version}-{feature.max_version}" if feature is not None
+                         else f"Invalid update version {level} for feature {name}. The controller does not support "
+                              "this feature.")
+    if level < current:
+        if kind == UPGRADE:
+            raise KafkaError(ErrorCode.INVALID_UPDATE_VERSION,
+                             "Can't downgrade the version of this feature without setting the upgrade type to either "
+                             "safe or unsafe downgrade.")
+        if name == METADATA_VERSION and kind == SAFE_DOWNGRADE:
+            raise KafkaError(ErrorCode.INVALID_UPDATE_VERSION,
+                             "Invalid metadata.version. Refusing to perform the requested downgrade because it might "
+                             "delete metadata information.")
+    return ApiMessageAndVersion(mr.FEATURE_LEVEL_RECORD(name=name, feature_level=level), 0)

@@ -1,0 +1,222 @@
+"""Topics, partitions and their ISRs (Kafka: ReplicationControlManager).
+
+CreateTopics: names checked as the brokers check them, the partition count and replication
+factor defaulted from `num.partitions` / `default.replication.factor`, replicas placed on the
+usable brokers (replica_placer) or taken from the request's assignments, the first replica
+(the preferred one) leading with every replica in the ISR; one TopicRecord, a PartitionRecord per
+partition and a ConfigRecord per given config, in one batch so a topic appears whole.
+AlterPartition: the leader's ISR change, accepted only from the current leader at the current
+leader epoch and partition epoch, with every new ISR member usable (Kafka's error for each
+case); the answer is the partition's new state. A broker that stops being usable (fenced, in
+controlled shutdown, unregistered) leaves every ISR and leadership through partition_change;
+one that becomes usable again is elected where a partition has no leader.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from minibroker.controller import replica_placer
+from minibroker.controller.partition_change import change_record
+from minibroker.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
+from minibroker.metadata.partition_registration import NO_LEADER, PartitionRegistration
+from minibroker.topics import validate_topic_name
+from protocol import metadata_records as mr
+from protocol.apis import alter_partition, create_topics
+from protocol.apis.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from protocol.apis.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.errors import ErrorCode, KafkaError
+from protocol.metadata_serde import ApiMessageAndVersion
+
+PARTITION_RECORD_VERSION = 2
+PARTITION_CHANGE_RECORD_VERSION = 2
+UNCLEAN_KEY = "unclean.leader.election.enable"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDefaults:
+    num_partitions: int = 1  # num.partitions
+    replication_factor: int = 1  # default.replication.factor
+    unclean_leader_election: bool = False  # unclean.leader.election.enable (cluster default)
+
+
+def _change(rec: mr.PartitionChangeRecord) -> ApiMessageAndVersion:
+    return ApiMessageAndVersion(rec, PARTITION_CHANGE_RECORD_VERSION)
+
+
+class ReplicationControlManager:
+    def __init__(self, defaults: TopicDefaults, rng: random.Random | None = None):
+        self.defaults = defaults
+        self.rng = rng or random.Random()
+
+    def unclean(self, image: MetadataImage, topic: str) -> bool:
+        """The topic's unclean.leader.election.enable: its own, else the cluster default set with
+        kafka-configs --entity-default, else the static one (Kafka's config order)."""
+        value = image.configs.get((TOPIC_RESOURCE, topic), {}).get(UNCLEAN_KEY)
+        if value is None:
+            value = image.configs.get((BROKER_RESOURCE, ""), {}).get(UNCLEAN_KEY)
+        return self.defaults.unclean_leader_election if value is None else value.lower() == "true"
+
+    # -- CreateTopics ----------------------------------------------------------------------------
+    def create_topics(self, image: MetadataImage, req: CreateTopicsRequest,
+                      usable_brokers: list[int]) -> tuple[list[ApiMessageAndVersion], CreateTopicsResponse]:
+        resp = create_topics.RESPONSE(topics=[])
+        records: list[ApiMessageAndVersion] = []
+        seen: set[str] = set()
+        for t in req.topics:
+            result = create_topics.RESPONSE.CreatableTopicResult(name=t.name, error_code=0, error_message=None)
+            resp.topics.append(result)
+            try:
+                if t.name in seen:
+                    raise KafkaError(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+                seen.add(t.name)
+                validate_topic_name(t.name)
+                if image.topic(t.name) is not None:
+                    raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
+                assignments = self._assignments(t, usable_brokers, image)
+            except KafkaError as e:
+                result.error_code, result.error_message = e.code, e.message
+                continue
+            topic_id = uuid.uuid4()
+            result.topic_id, result.num_partitions = topic_id, len(assignments)
+            result.replication_factor = len(assignments[0])
+            if req.validate_only:
+                continue
+            records.append(ApiMessageAndVersion(mr.TOPIC_RECORD(name=t.name, topic_id=topic_id), 0))
+            for p, replicas in enumerate(assignments):
+                isr = [r for r in replicas if r in usable_brokers]
+                reg = PartitionRegistration(tuple(replicas), tuple(isr), isr[0] if isr else NO_LEADER)
+                records.append(ApiMessageAndVersion(reg.to_record(topic_id, p), PARTITION_RECORD_VERSION))
+            records += [ApiMessageAndVersion(mr.CONFIG_RECORD(resource_type=TOPIC_RESOURCE, resource_name=t.name,
+                                                              name=c.name, value=c.value), 0) for c in t.configs]
+        return records, resp
+
+    def _assignments(self, t: CreateTopicsRequest.CreatableTopic, usable_brokers: list[int],
+                     image: MetadataImage) -> list[list[int]]:
+        if t.assignments:
+            if t.num_partitions != -1 or t.replication_factor != -1:
+                raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                 "A manual partition assignment was specified, but numPartitions or "
+                                 "replicationFactor was not set to -1.")
+            out = []
+            for i, a in enumerate(sorted(t.assignments, key=lambda a: a.partition_index)):
+                if a.partition_index != i:
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"Partitions should be numbered from 0; found {a.partition_index} at {i}.")
+                if not a.broker_ids or len(set(a.broker_ids)) != len(a.broker_ids):
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"The manual partition assignment includes an empty or duplicate replica list "
+                                     f"for partition {i}.")
+                unknown = [b for b in a.broker_ids if b not in image.brokers]
+                if unknown:
+                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                     f"The manual partition assignment includes broker {unknown[0]}, but no such "
+                                     "broker is registered.")
+                out.append(list(a.broker_ids))
+            return out
+        partitions = self.defaults.num_partitions if t.num_partitions == -1 else t.num_partitions
+        rf = self.defaults.replication_factor if t.replication_factor == -1 else t.replication_factor
+        if partitions <= 0:
+            raise KafkaError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive "
+                                                           "value.")
+        if rf <= 0:
+            raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             "Replication factor must be larger than 0, or -1 to use the default value.")
+        return replica_placer.place(usable_brokers, partitions, rf, rng=self.rng)
+
+    # -- AlterPartition --------------------------------------------------------------------------
+    def alter_partition(self, image: MetadataImage, req: AlterPartitionRequest, version: int,
+                        usable: Callable[[int], bool]) -> tuple[list[ApiMessageAndVersion], AlterPartitionResponse]:
+        resp = alter_partition.RESPONSE(topics=[])
+        records: list[ApiMessageAndVersion] = []
+        for t in req.topics:
+            topic = image.topics.get(t.topic_id)
+            out_t = alter_partition.RESPONSE.TopicData(topic_id=t.topic_id, partitions=[])
+            resp.topics.append(out_t)
+            for p in t.partitions:
+                out_p = alter_partition.RESPONSE.PartitionData(partition_index=p.partition_index, isr=[])
+                out_t.partitions.append(out_p)
+                reg = topic.partitions.get(p.partition_index) if topic is not None else None
+                if topic is None or reg is None:
+                    out_p.error_code = ErrorCode.UNKNOWN_TOPIC_ID if topic is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                new_isr = [b.broker_id for b in p.new_isr_with_epochs] if version >= 3 else list(p.new_isr)
+                error = self._check_alter(image, reg, req.broker_id, p, new_isr, version, usable)
+                if error is not None:
+                    out_p.error_code = error
+                    continue
+                rec = mr.PARTITION_CHANGE_RECORD(partition_id=p.partition_index, topic_id=t.topic_id,
+                                                 isr=[r for r in reg.replicas if r in new_isr])
+                if p.leader_recovery_state != reg.leader_recovery_state:
+                    rec.leader_recovery_state = p.leader_recovery_state
+                records.append(_change(rec))
+                new = reg.merge(rec)
+                out_p.leader_id, out_p.leader_epoch, out_p.isr = new.leader, new.leader_epoch, list(new.isr)
+                out_p.leader_recovery_state, out_p.partition_epoch = new.leader_recovery_state, new.partition_epoch
+        return records, resp
+
+    @staticmethod
+    def _check_alter(image: MetadataImage, reg: PartitionRegistration, broker_id: int,
+                     p: AlterPartitionRequest.PartitionData, new_isr: list[int], version: int,
+                     usable: Callable[[int], bool]) -> int | None:
+        """Kafka's per-partition checks of ReplicationControlManager.alterPartition, in its order."""
+        if reg.leader != broker_id:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if p.leader_epoch != reg.leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH if p.leader_epoch < reg.leader_epoch else ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if p.partition_epoch != reg.partition_epoch:
+            return ErrorCode.INVALID_UPDATE_VERSION
+        if not new_isr or any(r not in reg.replicas for r in new_isr) or broker_id not in new_isr:
+            return ErrorCode.INVALID_REQUEST
+        if p.leader_recovery_state == 1 and len(new_isr) > 1:  # RECOVERING admits the leader alone
+            return ErrorCode.INVALID_REQUEST
+        if reg.leader_recovery_state == 0 and p.leader_recovery_state == 1:
+            return ErrorCode.INVALID_REQUEST
+        for r in new_isr:
+            if r in reg.isr:
+                continue
+            if not usable(r):
+                return ErrorCode.INELIGIBLE_REPLICA
+        if version >= 3:
+            for b in p.new_isr_with_epochs:  # KIP-903: a replica that restarted since it fetched is not in sync
+                reg_b = image.brokers.get(b.broker_id)
+                if b.broker_epoch != -1 and reg_b is not None and reg_b.epoch != b.broker_epoch:
+                    return ErrorCode.INELIGIBLE_REPLICA
+        return None
+
+    # -- a broker stops or starts being usable ---------------------------------------------------
+    def broker_unusable(self, image: MetadataImage, broker_id: int,
+                        usable: Callable[[int], bool]) -> list[ApiMessageAndVersion]:
+        """Take `broker_id` out of every ISR and leadership (Kafka: handleBrokerFenced /
+        handleBrokerInControlledShutdown / handleBrokerUnregistered)."""
+        out = []
+        for t in image.topics.values():
+            unclean = self.unclean(image, t.name)
+            for p, reg in sorted(t.partitions.items()):
+                if broker_id not in reg.isr and reg.leader != broker_id:
+                    continue
+                rec = change_record(t.id, p, reg, target_isr=[r for r in reg.isr if r != broker_id],
+                                    usable=usable, unclean=unclean)
+                if rec is not None:
+                    out.append(_change(rec))
+        return out
+
+    def broker_usable(self, image: MetadataImage, broker_id: int,
+                      usable: Callable[[int], bool]) -> list[ApiMessageAndVersion]:
+        """Elect leaders for leaderless partitions `broker_id` can now lead (Kafka: handleBrokerUnfenced)."""
+        out = []
+        for t in image.topics.values():
+            unclean = self.unclean(image, t.name)
+            for p, reg in sorted(t.partitions.items()):
+                if reg.leader == NO_LEADER and broker_id in reg.replicas:
+                    rec = change_record(t.id, p, reg, target_isr=reg.isr, usable=usable, unclean=unclean)
+                    if rec is not None:
+                        out.append(_change(rec))
+        return out
+
+    @staticmethod
+    def leaderships(image: MetadataImage, broker_id: int) -> int:
+        return sum(1 for t in image.topics.values() for reg in t.partitions.values() if reg.leader == broker_id)

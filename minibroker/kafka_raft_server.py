@@ -1,0 +1,202 @@
+"""A KRaft node by its `process.roles` (Kafka: KafkaRaftServer, SharedServer).
+
+`process.roles=controller`: a ControllerServer on the controller listener
+(`controller.listener.names`), its metadata log in the data dir. `broker`: the BrokerServer as
+always, plus registration and heartbeats with the controller named by `controller.quorum.voters`
+(`id@host:port`) or `controller.quorum.bootstrap.servers` (`host:port`), and the metadata log
+followed into an image whose changes go to the publishers (`add_publisher`; the server wires the
+ReplicaManager there). `broker,controller`: both in one process, the broker talking to its own
+controller over the controller listener, as Kafka's combined nodes do. Without `process.roles`
+none of this is imported: the node is the single combined broker it always was.
+
+Stopping a broker first runs a controlled shutdown (leadership moves away, bounded by
+`controlled.shutdown`-like 30 s), then stops the broker, then the controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from minibroker.config import BrokerConfig
+from minibroker.controller.controller_server import ControllerServer
+from minibroker.controller.quorum_controller import ControllerConfig
+from minibroker.controller.replication_control import TopicDefaults
+from minibroker.features import FEATURES
+from minibroker.metadata.alter_partition_manager import ControllerAlterPartitionManager
+from minibroker.metadata.broker_lifecycle_manager import BrokerLifecycleManager, ListenerInfo
+from minibroker.metadata.controller_channel import ControllerChannel
+from minibroker.metadata.metadata_loader import MetadataLoader, MetadataPublisher
+from minibroker.network.socket_server import SocketServer
+from minibroker.server import BrokerServer
+from storage.checkpoint import uuid_from_kafka
+from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
+
+log = logging.getLogger("minibroker.kraft")
+
+CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
+_SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumAddress:
+    node_id: int  # -1 when only a bootstrap server is known
+    host: str
+    port: int
+
+
+def _report_registration(task: asyncio.Task[None]) -> None:
+    # a refused registration (another cluster id, an unsupported metadata.version) ends the task:
+    # say why, as Kafka's broker logs it before giving up
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the broker could not register with the controller: %s", task.exception())
+
+
+def parse_quorum(config: BrokerConfig) -> list[QuorumAddress]:
+    """controller.quorum.voters (id@host:port) or controller.quorum.bootstrap.servers (host:port)."""
+    out = []
+    for entry in config.get("controller.quorum.voters"):
+        node, _, address = entry.partition("@")
+        host, _, port = address.rpartition(":")
+        out.append(QuorumAddress(int(node), host.strip("[]"), int(port)))
+    if not out:
+        for entry in config.get("controller.quorum.bootstrap.servers"):
+            host, _, port = entry.rpartition(":")
+            out.append(QuorumAddress(-1, host.strip("[]"), int(port)))
+    return out
+
+
+def roles(config: BrokerConfig) -> set[str]:
+    return {r.strip().lower() for r in config.get("process.roles") if r.strip()}
+
+
+class KafkaRaftServer:
+    def __init__(self, config: BrokerConfig):
+        self.config = config
+        self.roles = roles(config)
+        self.controller: ControllerServer | None = None
+        self.lifecycle: BrokerLifecycleManager | None = None
+        self.loader: MetadataLoader | None = None
+        # the leader's ISR proposals to the controller: what the ReplicaManager's partitions submit to
+        self.alter_partition_manager: ControllerAlterPartitionManager | None = None
+        self._publishers: list[MetadataPublisher] = []
+        self._registering: asyncio.Task[None] | None = None
+
+    def add_publisher(self, publisher: MetadataPublisher) -> None:
+        """A consumer of every new metadata image (before `start_broker`)."""
+        self._publishers.append(publisher)
+
+    async def start_controller(self) -> None:
+        if "controller" not in self.roles:
+            return
+        cfg, data_dir = self.config, Path(self.config.data_dir)
+        meta = ensure_meta_properties(data_dir, node_id=cfg.node_id,
+                                      cluster_id=cfg.get("cluster.id") if cfg.is_set("cluster.id") else None)
+        if not cfg.controller_endpoints:
+            raise ValueError("process.roles includes controller, but no listener is named in controller.listener.names")
+        endpoint = cfg.controller_endpoints[0]
+        voters = tuple(q.node_id for q in parse_quorum(cfg) if q.node_id >= 0) or (cfg.node_id,)
+        if voters != (cfg.node_id,):
+            raise ValueError(f"minibroker's controller is a single voter; controller.quorum.voters names {voters}")
+        controller_config = ControllerConfig(
+            node_id=cfg.node_id, cluster_id=meta.cluster_id, voters=voters,
+            session_timeout_ms=cfg.get("broker.session.timeout.ms"),
+            max_idle_interval_ms=cfg.get("metadata.max.idle.interval.ms"),
+            snapshot_max_bytes=cfg.get("metadata.log.max.record.bytes.between.snapshots"),
+            snapshot_interval_ms=cfg.get("metadata.log.max.snapshot.interval.ms"),
+            retention_bytes=cfg.get("metadata.max.retention.bytes"),
+            retention_ms=cfg.get("metadata.max.retention.ms"),
+            segment_bytes=cfg.get("metadata.log.segment.bytes"),
+            topic_defaults=TopicDefaults(cfg.get("num.partitions"), cfg.get("default.replication.factor"),
+                                         cfg.get("unclean.leader.election.enable")),
+            directory_id=uuid_from_kafka(meta.directory_id))
+        self.controller = ControllerServer(data_dir, controller_config, endpoint.host or "0.0.0.0", endpoint.port,
+                                           endpoint.listener_name)
+        await self.controller.startup()
+
+    async def start_broker(self, cluster_id: str) -> None:
+        """Register with the controller and follow the metadata log (in the background: the broker
+        keeps retrying until a controller answers, as Kafka's does)."""
+        if "broker" not in self.roles:
+            return
+        cfg = self.config
+        quorum = parse_quorum(cfg)
+        if not quorum:
+            raise ValueError("process.roles includes broker, but neither controller.quorum.voters nor "
+                             "controller.quorum.bootstrap.servers names a controller")
+        target = quorum[0]
+        if self.controller is not None:  # combined: our own controller, on the port it bound
+            target = QuorumAddress(cfg.node_id, target.host, self.controller.port)
+        self.loader = MetadataLoader(ControllerChannel(target.host, target.port, client_id=f"raft-client-{cfg.node_id}"),
+                                     node_id=cfg.node_id, cluster_id=cluster_id)
+        for p in self._publishers:
+            self.loader.add_publisher(p)
+        loader = self.loader
+        self.lifecycle = BrokerLifecycleManager(
+            ControllerChannel(target.host, target.port, client_id=f"broker-{cfg.node_id}-heartbeat-channel"),
+            node_id=cfg.node_id, cluster_id=cluster_id,
+            listeners=[ListenerInfo(e.listener_name, e.host, e.port, _SECURITY_PROTOCOL_IDS[e.security_protocol])
+                       for e in cfg.advertised_endpoints],
+            features={f.name: (f.min_version, f.max_version) for f in FEATURES.values()},
+            metadata_offset=lambda: loader.highest_offset,
+            heartbeat_interval_ms=cfg.get("broker.heartbeat.interval.ms"))
+        lifecycle = self.lifecycle
+        self.alter_partition_manager = ControllerAlterPartitionManager(
+            ControllerChannel(target.host, target.port, client_id=f"broker-{cfg.node_id}-alter-partition-channel"),
+            broker_id=cfg.node_id, broker_epoch=lambda: lifecycle.broker_epoch)
+        loader.start()
+        self._registering = asyncio.create_task(self.lifecycle.start(), name="broker-registration")
+        self._registering.add_done_callback(_report_registration)
+
+    async def shutdown(self) -> None:
+        if self.lifecycle is not None:
+            if self.lifecycle.broker_epoch >= 0:
+                done = await self.lifecycle.controlled_shutdown(CONTROLLED_SHUTDOWN_TIMEOUT_S)
+                log.info("controlled shutdown %s", "completed" if done else "timed out")
+            if self._registering is not None:
+                self._registering.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await self._registering
+            await self.lifecycle.stop()
+        if self.loader is not None:
+            await self.loader.stop()
+        if self.alter_partition_manager is not None:
+            await self.alter_partition_manager.close()
+
+    async def shutdown_controller(self) -> None:
+        if self.controller is not None:
+            await self.controller.shutdown()
+
+
+async def serve_kraft(config: BrokerConfig) -> int:
+    """A node with Kafka's process.roles: controller, broker or both (minibroker.kafka_raft_server)."""
+    node = KafkaRaftServer(config)
+    server = None
+    try:
+        await node.start_controller()
+        if "broker" in node.roles:
+            socket_server = SocketServer(config)
+            socket_server.bind()
+            server = BrokerServer(config, socket_server=socket_server)
+            await server.startup()
+            await node.start_broker(server.cluster_id)
+    except (MetaPropertiesError, ValueError) as e:
+        print(f"minibroker: {e}", file=sys.stderr, flush=True)
+        await node.shutdown_controller()
+        return 1
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    logging.getLogger("minibroker").info("shutting down")
+    await node.shutdown()  # the controlled shutdown first: leadership moves while the broker still serves
+    if server is not None:
+        await server.shutdown()
+    await node.shutdown_controller()
+    return 0

@@ -1,0 +1,105 @@
+"""A broker's connection to the controller (Kafka: NodeToControllerChannelManager).
+
+One TCP connection to the controller listener, opened on first use and again after a failure.
+The first request on it is ApiVersions; each later request goes at the highest version both
+sides serve (the broker's schemas, the controller's ApiVersions). Requests go one at a time and
+each waits for its answer, bounded by `timeout`. Raft fetches and heartbeats use separate
+channels, as Kafka's broker does, so a long-polling fetch never delays a heartbeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import struct
+from typing import TypeVar
+
+from protocol.apis import api_versions
+from protocol.codec import decode, encode
+from protocol.errors import ErrorCode
+from protocol.headers import RequestHeader, encode_request_header, response_header_version
+from protocol.schema import Api, Message
+from protocol.types import read_int32, read_uvarint
+
+R = TypeVar("R", bound=Message)
+
+
+class ControllerUnavailable(ConnectionError):
+    """The controller could not be reached or did not answer in time."""
+
+
+class ControllerChannel:
+    def __init__(self, host: str, port: int, *, client_id: str):
+        self.host, self.port, self.client_id = host, port, client_id
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._lock = asyncio.Lock()
+        self._correlation = itertools.count(1)
+        self.versions: dict[int, tuple[int, int]] = {}
+
+    async def _connect(self) -> None:
+        self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+        req = api_versions.REQUEST(client_software_name="minibroker", client_software_version="1")
+        resp = await self._exchange(api_versions.API, 3, req)
+        assert isinstance(resp, api_versions.ApiVersionsResponse)
+        if resp.error_code != ErrorCode.NONE:
+            raise ControllerUnavailable(f"ApiVersions failed with error {resp.error_code}")
+        self.versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+
+    def version_for(self, api: Api) -> int:
+        theirs = self.versions.get(api.key)
+        if theirs is None:
+            raise ControllerUnavailable(f"the controller does not serve {api.name}")
+        version = min(theirs[1], api.request.valid.hi)
+        if version < max(theirs[0], api.request.valid.lo):
+            raise ControllerUnavailable(f"no version of {api.name} both sides serve")
+        return version
+
+    async def send(self, api: Api, request: Message, *, timeout: float = 30.0, version: int | None = None) -> Message:
+        """The controller's answer to `request`; ControllerUnavailable if there is none."""
+        async with self._lock:
+            try:
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
+                # races with the answer, and a stopping loader would then never stop
+                async with asyncio.timeout(timeout):
+                    return await self._send(api, request, version)
+            except (OSError, asyncio.IncompleteReadError, TimeoutError) as e:
+                await self._close()
+                raise ControllerUnavailable(f"{api.name} to the controller at {self.host}:{self.port}: {e!r}") from e
+
+    async def _send(self, api: Api, request: Message, version: int | None) -> Message:
+        if self._writer is None:
+            await self._connect()
+        return await self._exchange(api, self.version_for(api) if version is None else version, request)
+
+    async def _exchange(self, api: Api, version: int, request: Message) -> Message:
+        assert self._reader is not None and self._writer is not None
+        correlation_id = next(self._correlation)
+        out = bytearray(4)
+        encode_request_header(out, RequestHeader(api.key, version, correlation_id, self.client_id))
+        body = encode(api.request, version, request).to_bytes()
+        out += body
+        struct.pack_into(">i", out, 0, len(out) - 4)
+        self._writer.write(bytes(out))
+        await self._writer.drain()
+        size = struct.unpack(">i", await self._reader.readexactly(4))[0]
+        frame = await self._reader.readexactly(size)
+        got, pos = read_int32(frame, 0)
+        if got != correlation_id:
+            raise ConnectionError(f"correlation id {got} answers no request (expected {correlation_id})")
+        if response_header_version(api.key, version) >= 1:
+            tags, pos = read_uvarint(frame, pos)
+            for _ in range(tags):
+                _, pos = read_uvarint(frame, pos)
+                size, pos = read_uvarint(frame, pos)
+                pos += size
+        return decode(api.response, version, frame, pos)
+
+    async def _close(self) -> None:
+        writer, self._reader, self._writer = self._writer, None, None
+        if writer is not None:
+            writer.close()
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self._close()

@@ -1,0 +1,209 @@
+"""The cluster's metadata as of one offset of the metadata log (Kafka: MetadataImage, MetadataDelta).
+
+Theory of operation. A `MetadataImage` is immutable: features, broker registrations, topics with
+their partitions (minibroker.metadata.partition_registration), configs and the producer-id
+high-water mark, plus the log offset and epoch it reflects. A `MetadataDelta` replays records on
+top of an image (`replay`) and makes the next image (`apply`), remembering what changed: that is
+what a broker hands its publishers after each committed batch (Kafka: MetadataLoader ->
+MetadataPublisher.onMetadataUpdate), and `local_changes(broker_id)` is the part a ReplicaManager
+acts on (Kafka: TopicsDelta.localChanges: partitions to lead, to follow, to delete). The
+controller keeps its own state as an image too, replaying each record it writes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from minibroker.metadata.partition_registration import PartitionRegistration
+from protocol import metadata_records as mr
+from protocol.metadata_serde import ApiMessageAndVersion
+from protocol.schema import Message
+
+FENCE = 1  # BrokerRegistrationChangeRecord.fenced (Kafka: BrokerRegistrationFencingChange)
+UNFENCE = -1
+TOPIC_RESOURCE = 2  # ConfigRecord.resource_type (Kafka: ConfigResource.Type.TOPIC)
+BROKER_RESOURCE = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    name: str
+    host: str
+    port: int
+    security_protocol: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    """Kafka: BrokerRegistration (from RegisterBrokerRecord and the changes after it)."""
+
+    id: int
+    epoch: int
+    incarnation_id: uuid.UUID
+    endpoints: tuple[Endpoint, ...]
+    rack: str | None = None
+    fenced: bool = True
+    in_controlled_shutdown: bool = False
+    features: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    log_dirs: tuple[uuid.UUID, ...] = ()
+
+    def endpoint(self, listener: str) -> Endpoint | None:
+        return next((e for e in self.endpoints if e.name == listener), None)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicImage:
+    name: str
+    id: uuid.UUID
+    partitions: Mapping[int, PartitionRegistration]
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataImage:
+    offset: int = -1  # the last record this image includes
+    epoch: int = 0
+    features: Mapping[str, int] = field(default_factory=dict)
+    brokers: Mapping[int, BrokerRegistration] = field(default_factory=dict)
+    topics: Mapping[uuid.UUID, TopicImage] = field(default_factory=dict)
+    topic_ids: Mapping[str, uuid.UUID] = field(default_factory=dict)
+    configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=dict)
+    next_producer_id: int = 0
+
+    def topic(self, name: str) -> TopicImage | None:
+        tid = self.topic_ids.get(name)
+        return self.topics.get(tid) if tid is not None else None
+
+    def records(self) -> list[ApiMessageAndVersion]:
+        """The records that rebuild this image from nothing: a snapshot's content (Kafka: MetadataImage.write)."""
+        out = [ApiMessageAndVersion(mr.FEATURE_LEVEL_RECORD(name=n, feature_level=level), 0)
+               for n, level in sorted(self.features.items())]
+        for b in sorted(self.brokers.values(), key=lambda b: b.id):
+            out.append(ApiMessageAndVersion(register_broker_record(b), 3))
+        for t in sorted(self.topics.values(), key=lambda t: t.name):
+            out.append(ApiMessageAndVersion(mr.TOPIC_RECORD(name=t.name, topic_id=t.id), 0))
+            out += [ApiMessageAndVersion(p.to_record(t.id, i), 2) for i, p in sorted(t.partitions.items())]
+        for (rtype, rname), kv in sorted(self.configs.items()):
+            out += [ApiMessageAndVersion(mr.CONFIG_RECORD(resource_type=rtype, resource_name=rname, name=k, value=v), 0)
+                    for k, v in sorted(kv.items())]
+        if self.next_producer_id > 0:
+            out.append(ApiMessageAndVersion(mr.PRODUCER_IDS_RECORD(broker_id=-1, broker_epoch=-1,
+                                                                   next_producer_id=self.next_producer_id), 0))
+        return out
+
+
+def register_broker_record(b: BrokerRegistration) -> mr.RegisterBrokerRecord:
+    rec = mr.REGISTER_BROKER_RECORD
+    return rec(broker_id=b.id, incarnation_id=b.incarnation_id, broker_epoch=b.epoch, rack=b.rack, fenced=b.fenced,
+               in_controlled_shutdown=b.in_controlled_shutdown, log_dirs=list(b.log_dirs),
+               end_points=[rec.BrokerEndpoint(name=e.name, host=e.host, port=e.port,
+                                              security_protocol=e.security_protocol) for e in b.endpoints],
+               features=[rec.BrokerFeature(name=n, min_supported_version=lo, max_supported_version=hi)
+                         for n, (lo, hi) in sorted(b.features.items())])
+
+
+@dataclass(slots=True)
+class LocalReplicaChanges:
+    """What one broker must do after a delta (Kafka: LocalReplicaChanges): keyed by (topic name, partition)."""
+
+    leaders: dict[tuple[str, int], tuple[uuid.UUID, PartitionRegistration]] = field(default_factory=dict)
+    followers: dict[tuple[str, int], tuple[uuid.UUID, PartitionRegistration]] = field(default_factory=dict)
+    deletes: set[tuple[str, int]] = field(default_factory=set)
+
+
+class MetadataDelta:
+    """Records replayed on top of `image`; `apply` makes the next image."""
+
+    def __init__(self, image: MetadataImage):
+        self.image = image
+        self.features = dict(image.features)
+        self.brokers = dict(image.brokers)
+        self.topics = dict(image.topics)
+        self.topic_ids = dict(image.topic_ids)
+        self.configs = {k: dict(v) for k, v in image.configs.items()}
+        self.next_producer_id = image.next_producer_id
+        self.changed_partitions: dict[uuid.UUID, dict[int, PartitionRegistration]] = {}
+        self.deleted_topics: dict[uuid.UUID, TopicImage] = {}
+        self.changed_brokers: set[int] = set()
+
+    def replay(self, record: ApiMessageAndVersion | Message) -> None:
+        m = record.message if isinstance(record, ApiMessageAndVersion) else record
+        if isinstance(m, mr.PartitionChangeRecord):
+            self._partition(m.topic_id, m.partition_id, self._current(m.topic_id, m.partition_id).merge(m))
+        elif isinstance(m, mr.PartitionRecord):
+            self._partition(m.topic_id, m.partition_id, PartitionRegistration.from_record(m))
+        elif isinstance(m, mr.TopicRecord):
+            self.topics[m.topic_id] = TopicImage(m.name, m.topic_id, {})
+            self.topic_ids[m.name] = m.topic_id
+        elif isinstance(m, mr.RemoveTopicRecord):
+            gone = self.topics.pop(m.topic_id)
+            self.topic_ids.pop(gone.name, None)
+            self.changed_partitions.pop(m.topic_id, None)
+            self.deleted_topics[m.topic_id] = self.image.topics.get(m.topic_id, gone)
+            self.configs.pop((TOPIC_RESOURCE, gone.name), None)
+        elif isinstance(m, mr.RegisterBrokerRecord):
+            self.brokers[m.broker_id] = BrokerRegistration(
+                m.broker_id, m.broker_epoch, m.incarnation_id,
+                tuple(Endpoint(e.name, e.host, e.port, e.security_protocol) for e in m.end_points), m.rack,
+                m.fenced, m.in_controlled_shutdown,
+                {f.name: (f.min_supported_version, f.max_supported_version) for f in m.features}, tuple(m.log_dirs))
+            self.changed_brokers.add(m.broker_id)
+        elif isinstance(m, mr.BrokerRegistrationChangeRecord):
+            b = self.brokers[m.broker_id]
+            if m.fenced:
+                b = replace(b, fenced=m.fenced == FENCE)
+            if m.in_controlled_shutdown:
+                b = replace(b, in_controlled_shutdown=True)
+            self.brokers[m.broker_id] = b
+            self.changed_brokers.add(m.broker_id)
+        elif isinstance(m, mr.FenceBrokerRecord | mr.UnfenceBrokerRecord):
+            self.brokers[m.id] = replace(self.brokers[m.id], fenced=isinstance(m, mr.FenceBrokerRecord))
+            self.changed_brokers.add(m.id)
+        elif isinstance(m, mr.UnregisterBrokerRecord):
+            self.brokers.pop(m.broker_id, None)
+            self.changed_brokers.add(m.broker_id)
+        elif isinstance(m, mr.FeatureLevelRecord):
+            if m.feature_level == 0:
+                self.features.pop(m.name, None)
+            else:
+                self.features[m.name] = m.feature_level
+        elif isinstance(m, mr.ConfigRecord):
+            kv = self.configs.setdefault((m.resource_type, m.resource_name), {})
+            if m.value is None:
+                kv.pop(m.name, None)
+            else:
+                kv[m.name] = m.value
+        elif isinstance(m, mr.ProducerIdsRecord):
+            self.next_producer_id = m.next_producer_id
+        # NoOpRecord, transaction markers of the bootstrap (Begin/EndTransactionRecord), ACLs, quotas,
+        # SCRAM and delegation tokens change nothing this image holds
+
+    def _current(self, topic_id: uuid.UUID, partition: int) -> PartitionRegistration:
+        return self.topics[topic_id].partitions[partition]
+
+    def _partition(self, topic_id: uuid.UUID, partition: int, reg: PartitionRegistration) -> None:
+        t = self.topics[topic_id]
+        self.topics[topic_id] = TopicImage(t.name, t.id, {**t.partitions, partition: reg})
+        self.changed_partitions.setdefault(topic_id, {})[partition] = reg
+
+    def apply(self, offset: int, epoch: int) -> MetadataImage:
+        return MetadataImage(offset, epoch, self.features, self.brokers, self.topics, self.topic_ids,
+                             self.configs, self.next_producer_id)
+
+    def local_changes(self, broker_id: int) -> LocalReplicaChanges:
+        """The partitions `broker_id` now leads or follows (changed in this delta), and those it must delete."""
+        out = LocalReplicaChanges()
+        for t in self.deleted_topics.values():
+            out.deletes |= {(t.name, p) for p, reg in t.partitions.items() if broker_id in reg.replicas}
+        for tid, parts in self.changed_partitions.items():
+            name = self.topics[tid].name
+            for p, reg in parts.items():
+                before = self.image.topics.get(tid)
+                old = before.partitions.get(p) if before is not None else None
+                if broker_id not in reg.replicas:
+                    if old is not None and broker_id in old.replicas:
+                        out.deletes.add((name, p))  # reassigned away
+                    continue
+                (out.leaders if reg.leader == broker_id else out.followers)[(name, p)] = (tid, reg)
+        return out
