@@ -6,6 +6,7 @@ PLAIN). A port the README names that is taken on this machine skips the test, sa
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import signal
@@ -36,6 +37,7 @@ def sh_block_after(heading: str) -> list[list[str]]:
 def make_run_command() -> list[str]:
     """`make run`'s broker command, from the Makefile's recipe ($(PY) is .venv/bin/python)."""
     recipe = (ROOT / "Makefile").read_text().split("\nrun:", 1)[1].split("\n\n", 1)[0]
+    recipe = re.sub(r"\\\n\s*", " ", recipe)  # a recipe line continued with a backslash is one command
     line = next(line.strip() for line in recipe.splitlines()[1:] if "-m minibroker" in line)
     return shlex.split(line.replace("$(PY)", ".venv/bin/python"))
 
@@ -105,7 +107,7 @@ def test_the_quickstart_works_as_written(tmp_path):
     clients = sh_lines_after("Then point any Kafka client at `localhost:9092`:")
     tools = [line for line in sh_lines_after("Tools that come with it:") if "..." not in line]
     assert len(clients) == 3 and len(tools) == 1
-    busy = [p for p in (9092, 8080) if not port_free(p)]
+    busy = [p for p in (9092, 8080, 8081) if not port_free(p)]
     if busy:
         pytest.skip(f"make run's ports {busy} are in use on this machine")
     scratch_checkout(tmp_path)
