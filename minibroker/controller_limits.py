@@ -50,7 +50,9 @@ DESCRIPTORS_PER_PARTITION = 1  # the active segment's .log file (indexes are map
 # what a new partition's directory takes on disk (partition.metadata, leader-epoch-checkpoint, the
 # directory, the sparse index files' first blocks), with room to spare: about 12 KiB measured
 DISK_PER_PARTITION = 64 * 1024
-DISK_RESERVE = 64 * 1024 * 1024  # left free for the records themselves
+# left free for the first records: small, so that a dev broker on a small disk (or a test's tmpfs)
+# still creates topics; running out later is the append's KAFKA_STORAGE_ERROR, as in Kafka
+DISK_RESERVE = 1024 * 1024
 
 
 def requested_partitions(counts: Iterable[int], default_partitions: int) -> int:
