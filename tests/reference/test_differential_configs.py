@@ -132,6 +132,7 @@ def test_describe_broker_configs(differential: Differential) -> None:
     assert set(mc) - set(kc) == {"cluster.id", "log.message.downconversion.enable", "log.message.format.version",
                                  "log.message.timestamp.difference.max.ms", "producer.id.expiration.check.interval.ms",
                                  "console.host", "console.port", "console.allow.writes", "console.allow.faults",
+                                 "schema.registry.port", "schema.registry.host",
                                  "socket.request.read.timeout.ms", "group.share.enable",
                                  # minibroker's stand-in for sasl.server.callback.handler.class (OAUTHBEARER)
                                  "sasl.server.callback.handler.python",
