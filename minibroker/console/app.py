@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from minibroker.console import actions, auth, pages, state
+from minibroker.console import actions, auth, pages, replication_page, state
 from minibroker.console.actions import ActionError, Done
 from minibroker.console.auth import AuthRequired
 from minibroker.console.exposition import metrics_text
@@ -104,6 +104,8 @@ class Console:
         r.add_get("/api/groups", api(lambda q: state.groups(s)))
         r.add_get("/groups/{gid}", page(lambda q: pages.group_page(state.group(s, q.match_info["gid"]), writes=w)))
         r.add_get("/api/groups/{gid}", api(lambda q: state.group(s, q.match_info["gid"])))
+        r.add_get("/replication", page(lambda q: replication_page.replication_page(replication_page.replication(s))))
+        r.add_get("/api/replication", api(lambda q: replication_page.replication(s)))
         r.add_get("/transactions", page(lambda q: pages.transactions_page(state.transactions(s))))
         r.add_get("/api/transactions", api(lambda q: state.transactions(s)))
         # the trace shows every client's requests: with an authorizer, an operator's (auth.authorize_trace)

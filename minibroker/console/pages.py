@@ -34,6 +34,7 @@ from minibroker.console.shapes import (
 )
 
 NAV = [("/", "Cluster"), ("/topics", "Topics"), ("/groups", "Groups"), ("/transactions", "Transactions"),
+       ("/replication", "Replication"),
        ("/trace", "Live trace"), ("/faults", "Faults"), ("/metrics", "/metrics")]
 
 

@@ -421,3 +421,50 @@ class TransactionsView(TypedDict):
     lso_held: list[HeldPartition]
     producers: list[ProducerRow]
     now: int
+
+
+# -- replication (issue 29) -------------------------------------------------------------------------
+class ReplicationBroker(TypedDict):
+    node_id: int
+    host: str
+    port: int
+    broker_epoch: int
+    fenced: bool
+    in_controlled_shutdown: bool
+    this_broker: bool
+
+
+class FollowerRow(TypedDict):
+    """What the leader knows of one follower (Kafka: kafka.cluster.Replica's ReplicaState)."""
+
+    node_id: int
+    log_end_offset: int  # -1 until its first fetch in this leader epoch
+    lag: int | None  # the leader's LEO minus the follower's, None while unknown
+    in_isr: bool
+    last_caught_up_ms_ago: int | None  # None: never caught up in this leader epoch
+    last_fetch_ms_ago: int | None
+
+
+class PartitionReplication(TypedDict):
+    topic: str
+    partition: int
+    role: Literal["leader", "follower"]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    pending_isr: list[int] | None  # an AlterPartition in flight (Kafka: PendingExpandIsr/PendingShrinkIsr)
+    under_min_isr: bool
+    min_insync_replicas: int
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    followers: list[FollowerRow]  # the leader's view; empty on a follower
+
+
+class ReplicationView(TypedDict):
+    node_id: int
+    now_ms: int
+    brokers: list[ReplicationBroker]
+    partitions: list[PartitionReplication]

@@ -99,4 +99,19 @@ function startTrace() {
   connect();
 }
 
-document.addEventListener("DOMContentLoaded", () => { startCharts(); startTrace(); });
+function startReplication() {
+  // the replication page re-reads itself every second and swaps its partition table in: the HW
+  // is seen stopping while a paused follower's lag grows (minibroker/console/replication_page.py)
+  const live = document.getElementById("replication-live");
+  if (!live) return;
+  async function tick() {
+    try {
+      const html = await (await fetch(location.pathname, {cache: "no-store"})).text();
+      const fresh = new DOMParser().parseFromString(html, "text/html").getElementById("replication-live");
+      if (fresh) { live.innerHTML = fresh.innerHTML; live.dataset.refreshed = String(Date.now()); }
+    } catch (e) { /* broker going away: keep the last picture */ }
+  }
+  setInterval(tick, 1000);
+}
+
+document.addEventListener("DOMContentLoaded", () => { startCharts(); startTrace(); startReplication(); });
