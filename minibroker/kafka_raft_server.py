@@ -20,6 +20,8 @@ import contextlib
 import logging
 import signal
 import sys
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,7 +121,7 @@ class KafkaRaftServer:
                                            endpoint.listener_name)
         await self.controller.startup()
 
-    async def start_broker(self, cluster_id: str) -> None:
+    async def start_broker(self, cluster_id: str, log_dirs: Sequence[uuid.UUID] = ()) -> None:
         """Register with the controller and follow the metadata log (in the background: the broker
         keeps retrying until a controller answers, as Kafka's does)."""
         if "broker" not in self.roles:
@@ -144,7 +146,10 @@ class KafkaRaftServer:
                        for e in cfg.advertised_endpoints],
             features={f.name: (f.min_version, f.max_version) for f in FEATURES.values()},
             metadata_offset=lambda: loader.highest_offset,
-            heartbeat_interval_ms=cfg.get("broker.heartbeat.interval.ms"))
+            heartbeat_interval_ms=cfg.get("broker.heartbeat.interval.ms"),
+            # the directory ids of meta.properties: Kafka's controller refuses a registration
+            # without them ("No directories specified in request", metadata.version >= 3.7-IV2)
+            log_dirs=log_dirs)
         lifecycle = self.lifecycle
         self.alter_partition_manager = ControllerAlterPartitionManager(
             ControllerChannel(target.host, target.port, client_id=f"broker-{cfg.node_id}-alter-partition-channel"),
@@ -184,7 +189,8 @@ async def serve_kraft(config: BrokerConfig) -> int:
             socket_server.bind()
             server = BrokerServer(config, socket_server=socket_server)
             await server.startup()
-            await node.start_broker(server.cluster_id)
+            await node.start_broker(server.cluster_id,
+                                    [uuid_from_kafka(server.meta_properties.directory_id)])
     except (MetaPropertiesError, ValueError) as e:
         print(f"minibroker: {e}", file=sys.stderr, flush=True)
         await node.shutdown_controller()

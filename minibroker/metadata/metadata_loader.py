@@ -49,9 +49,12 @@ class MetadataLoader:
         self.image = MetadataImage()
         self.publishers: list[MetadataPublisher] = []
         self.next_offset = 0
-        self.last_fetched_epoch = -1
+        # an empty log's end is epoch 0 (Kafka: ReplicatedLog.endOffset()); Kafka's controller
+        # refuses a Fetch whose LastFetchedEpoch is negative or above its CurrentLeaderEpoch
+        # (KafkaRaftClient.handleFetchRequest: INVALID_REQUEST)
+        self.last_fetched_epoch = 0
         self.high_watermark = 0
-        self.leader_epoch = -1
+        self.leader_epoch = 0  # learned from the answers' CurrentLeader (FENCED_LEADER_EPOCH at first)
         self._task: asyncio.Task[None] | None = None
         self._running = False
         self._advanced = asyncio.Condition()
@@ -114,10 +117,13 @@ class MetadataLoader:
             raise ControllerUnavailable(f"metadata fetch answered {ErrorCode(resp.error_code).name}")
         (topic,) = resp.responses
         (part,) = topic.partitions
+        if part.current_leader.leader_epoch >= 0:
+            self.leader_epoch = part.current_leader.leader_epoch
+        if part.error_code in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH):
+            return 0  # the epoch just learned goes in the next Fetch (Kafka: an observer's first answers)
         if part.error_code != ErrorCode.NONE:
             raise ControllerUnavailable(f"metadata fetch answered {ErrorCode(part.error_code).name}")
         self.high_watermark = part.high_watermark
-        self.leader_epoch = part.current_leader.leader_epoch
         if part.snapshot_id.end_offset >= 0:  # behind the leader's log start: its snapshot first
             return await self._load_snapshot(part.snapshot_id.end_offset, part.snapshot_id.epoch)
         data = part.records

@@ -1,0 +1,188 @@
+"""A minibroker broker in a cluster run by Apache Kafka 4.4's own KRaft controller (issue 37, first step).
+
+The data dir is formatted by Kafka's `kafka-storage format` (meta.properties with Kafka's cluster id,
+node id and directory id) and minibroker starts on it as it is, with Kafka's keys (process.roles=broker,
+controller.quorum.voters, controller.listener.names). It must register with Kafka's controller (its
+directory ids, its supported features), follow Kafka's metadata log until the controller unfences it,
+heartbeat, leave by controlled shutdown on SIGTERM, and after kill -9 register again as a new
+incarnation. What the controller recorded is read back from Kafka's metadata log by our own
+MetadataLoader as an observer: Kafka's records, our decoder.
+
+Kafka is formatted with share.version, streams.version and eligible.leader.replicas.version at 0:
+a broker must support every finalized feature level to register (Kafka: QuorumController refuses it
+with UNSUPPORTED_VERSION), and minibroker's broker does not advertise those three yet
+(docs/differences.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from minibroker.metadata.controller_channel import ControllerChannel
+from minibroker.metadata.image import MetadataImage
+from minibroker.metadata.metadata_loader import MetadataLoader
+from reference import kafka_reference as kr
+from tests.helpers import ROOT, free_port
+
+pytestmark = pytest.mark.timeout(300)
+TIMEOUT = 90.0
+BROKER = 1
+CONTROLLER = 100
+# what minibroker's broker does not support yet: formatted off, so that it may register
+FEATURES_OFF = ["share.version=0", "streams.version=0", "eligible.leader.replicas.version=0"]
+
+
+def _properties(props: dict[str, object]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def _format(conf: Path, cluster_id: str, features: list[str]) -> None:
+    args = ["format", "-t", cluster_id, "-c", str(conf)]
+    for f in features:
+        args += ["--feature", f]
+    run = subprocess.run(kr.java_command("kafka.tools.StorageTool", args, heap="256m"), capture_output=True,
+                         text=True, timeout=TIMEOUT)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+class KafkaController:
+    """Apache Kafka 4.4 with process.roles=controller, one voter, on loopback."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.cluster_id = kr.random_cluster_id()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def voters(self) -> str:
+        return f"{CONTROLLER}@127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        conf = self.workdir / "controller.properties"
+        conf.write_text(_properties({
+            "process.roles": "controller", "node.id": CONTROLLER, "controller.quorum.voters": self.voters,
+            "listeners": f"CONTROLLER://127.0.0.1:{self.port}", "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": self.workdir / "metadata", "broker.session.timeout.ms": 6000}))
+        _format(conf, self.cluster_id, FEATURES_OFF)
+        log4j = self.workdir / "log4j2.properties"
+        log4j.write_text(kr._BROKER_LOG4J.format(log=self.workdir / "controller.log"))
+        with open(self.workdir / "controller.out", "wb") as out:
+            self.proc = subprocess.Popen(kr.java_command("kafka.Kafka", [str(conf)], heap="256m", log4j=log4j),
+                                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def observe(ctrl: KafkaController, check: Callable[[MetadataImage], bool], what: str) -> MetadataImage:
+    """Follow Kafka's metadata log as an observer (our MetadataLoader) until `check` holds."""
+    async def run() -> MetadataImage:
+        loader = MetadataLoader(ControllerChannel("127.0.0.1", ctrl.port, client_id="observer"), node_id=99,
+                                cluster_id=ctrl.cluster_id)
+        deadline = time.monotonic() + TIMEOUT
+        try:
+            while not check(loader.image):
+                assert time.monotonic() < deadline, f"timed out waiting for {what}: {loader.image.brokers}"
+                try:
+                    await loader.fetch_once(max_wait_ms=200)
+                except (ConnectionError, OSError):
+                    await asyncio.sleep(0.2)  # the controller is still starting
+            return loader.image
+        finally:
+            await loader.channel.close()
+    return asyncio.run(run())
+
+
+def start_minibroker(ctrl: KafkaController, data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "minibroker", "--host", "127.0.0.1", "--port", str(port),
+           "--data-dir", str(data_dir),
+           "--override", "process.roles=broker", "--override", f"node.id={BROKER}",
+           "--override", f"controller.quorum.voters={ctrl.voters}",
+           "--override", "controller.listener.names=CONTROLLER",
+           "--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"]
+    with open(log, "ab") as out:
+        return subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="module")
+def kafka_controller(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaController]:
+    if kr.missing_prerequisites():
+        pytest.skip(kr.missing_prerequisites() or "")
+    if not kr.jars_ready():
+        kr.fetch()
+    ctrl = KafkaController(tmp_path_factory.mktemp("kafka-controller"))
+    ctrl.start()
+    try:
+        yield ctrl
+    finally:
+        ctrl.stop()
+        shutil.rmtree(ctrl.workdir, ignore_errors=True)
+
+
+def _unfenced(image: MetadataImage, epoch_above: int = -1) -> bool:
+    b = image.brokers.get(BROKER)
+    return b is not None and not b.fenced and b.epoch > epoch_above
+
+
+def test_a_minibroker_broker_registers_with_kafkas_controller_on_a_dir_kafka_formatted(kafka_controller, tmp_path):
+    data_dir = tmp_path / "broker-1"
+    port = free_port()
+    conf = tmp_path / "broker.properties"
+    conf.write_text(_properties({
+        "process.roles": "broker", "node.id": BROKER, "controller.quorum.voters": kafka_controller.voters,
+        "listeners": f"PLAINTEXT://127.0.0.1:{port}", "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", "log.dirs": data_dir}))
+    _format(conf, kafka_controller.cluster_id, FEATURES_OFF)
+    meta = dict(line.split("=", 1) for line in (data_dir / "meta.properties").read_text().splitlines()
+                if "=" in line and not line.startswith("#"))
+    log = tmp_path / "minibroker.log"
+    broker = start_minibroker(kafka_controller, data_dir, port, log)
+    try:
+        image = observe(kafka_controller, _unfenced, "broker 1 registered and unfenced")
+        reg = image.brokers[BROKER]
+        # the registration Kafka's controller wrote: our listener, our directory, our features
+        assert [(e.name, e.host, e.port) for e in reg.endpoints] == [("PLAINTEXT", "127.0.0.1", port)]
+        assert [str(d) for d in reg.log_dirs] and len(reg.log_dirs) == 1
+        assert {"metadata.version", "transaction.version", "group.version"} <= set(reg.features)
+        assert image.features["metadata.version"] >= 7
+        # meta.properties is Kafka's, untouched: same cluster id, node id and directory id
+        after = dict(line.split("=", 1) for line in (data_dir / "meta.properties").read_text().splitlines()
+                     if "=" in line and not line.startswith("#"))
+        assert {k: after[k] for k in ("cluster.id", "node.id", "directory.id")} == {
+            k: meta[k] for k in ("cluster.id", "node.id", "directory.id")}
+        first_epoch = reg.epoch
+
+        # kill -9, start again on the same dir: a new incarnation, a new (higher) broker epoch
+        broker.send_signal(signal.SIGKILL)
+        broker.wait(10)
+        broker = start_minibroker(kafka_controller, data_dir, port, log)
+        image = observe(kafka_controller, lambda img: _unfenced(img, first_epoch), "broker 1 back with a new epoch")
+        assert image.brokers[BROKER].epoch > first_epoch
+
+        # SIGTERM: a controlled shutdown; Kafka's controller fences the broker at once, and it exits 0
+        broker.send_signal(signal.SIGTERM)
+        assert broker.wait(60) == 0, log.read_text()[-3000:]
+        observe(kafka_controller, lambda img: BROKER in img.brokers and img.brokers[BROKER].fenced, "broker 1 fenced after its shutdown")
+        assert "controlled shutdown completed" in log.read_text()
+    finally:
+        if broker.poll() is None:
+            broker.kill()
+            broker.wait(10)
