@@ -8,7 +8,14 @@ import uuid
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+)
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic as KNewTopic
 
@@ -145,7 +152,8 @@ def test_delete_add_partitions_alter_config(mini_cluster: MiniCluster) -> None:
     admin.create_partitions([NewPartitions("admin-t", 5)])["admin-t"].result(30)
     assert all(len(partitions_of(c, n, "admin-t")) == 5 for n in c.brokers)
     assert all((c.brokers[n].data_dir / "admin-t-4").is_dir() for n in c.brokers)
-    res = ConfigResource("topic", "admin-t", set_config={"retention.ms": "123456"})
+    res = ConfigResource("topic", "admin-t", incremental_configs=[
+        ConfigEntry("retention.ms", "123456", incremental_operation=AlterConfigOpType.SET)])
     for f in admin.incremental_alter_configs([res]).values():
         f.result(30)
     for n in c.brokers:
