@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import base64
 import os
-import uuid
 import signal
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any

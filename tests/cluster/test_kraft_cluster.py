@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import (
