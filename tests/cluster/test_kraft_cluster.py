@@ -15,7 +15,7 @@ from confluent_kafka.admin import (
     NewPartitions,
     NewTopic,
 )
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import NewTopic as KNewTopic
 
 from .conftest import MiniCluster, wait_until
@@ -165,3 +165,33 @@ def test_delete_add_partitions_alter_config(mini_cluster: MiniCluster) -> None:
         on_n = AdminClient({"bootstrap.servers": c.brokers[n].bootstrap})
         assert "admin-t" not in on_n.list_topics(timeout=10).topics, n
         assert not (c.brokers[n].data_dir / "admin-t-0").exists()
+
+
+def test_kafka_python_clients_and_a_consumer_group(mini_cluster: MiniCluster) -> None:
+    """kafka-python's producer, and a consumer group whose coordinator is the leader of its
+    __consumer_offsets partition (auto-created through the controller by FindCoordinator)."""
+    c = mini_cluster
+    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=30000)
+    try:
+        admin.create_topics([KNewTopic("kp", 3, 3)])
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=c.bootstrap, acks="all")
+    for i in range(90):
+        producer.send("kp", value=b"k%d" % i, partition=i % 3)
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer("kp", bootstrap_servers=c.bootstrap, group_id="kp-group", auto_offset_reset="earliest",
+                             consumer_timeout_ms=30000, enable_auto_commit=False)
+    seen: list[bytes] = []
+    try:
+        for m in consumer:
+            seen.append(m.value)
+            if len(seen) == 90:
+                break
+        consumer.commit()
+    finally:
+        consumer.close()
+    assert sorted(seen) == sorted(b"k%d" % i for i in range(90))
+    views = {n: partitions_of(c, n, "__consumer_offsets") for n in c.brokers}
+    assert views[1] and views[1] == views[2] == views[3]
