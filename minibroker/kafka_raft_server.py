@@ -174,7 +174,7 @@ class KafkaRaftServer:
             metadata_cache=server.metadata_cache, replica_manager=rm, log_manager=server.log_manager,
             inter_broker_listener=self.config.listener_name,
             caught_up=lambda: loader.highest_offset >= loader.high_watermark - 1))
-        self.forwarding.install(server.handlers)
+        self.forwarding.install(server.handlers, server.services)
         server.topics.remote_creator = self.forwarding
         server.producer_ids.block_source = self.producer_id_blocks
 

@@ -2,8 +2,9 @@
 AutoTopicCreationManager).
 
 Theory of operation. In KRaft mode a broker decides no metadata change itself: CreateTopics,
-DeleteTopics, CreatePartitions and IncrementalAlterConfigs are handled by `forwarding_handler`s
-that send the client's request, decoded, to the controller on a channel of their own, and answer
+DeleteTopics, CreatePartitions, IncrementalAlterConfigs, ElectLeaders and UpdateFeatures (the last
+two served by a KRaft broker only for this) are handled by forwarding handlers (`install`) that
+send the client's request, decoded, to the controller on a channel of their own, and answer
 with the controller's response (the dispatcher encodes it at the client's version). Before
 answering, the broker waits until its own metadata image holds everything the controller had
 committed when it answered (the controller's high watermark, asked with DescribeQuorum), so a
@@ -21,26 +22,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from minibroker.config import BrokerConfig, ConfigValue
 from minibroker.handlers.registry import Handler, RequestContext, ServedHandlers
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
 from minibroker.metadata.metadata_loader import MetadataLoader
+from minibroker.services import BrokerServices
 from protocol.apis import (
     create_partitions,
     create_topics,
     delete_topics,
     describe_quorum,
+    elect_leaders,
     incremental_alter_configs,
+    update_features,
 )
 from protocol.errors import ErrorCode, KafkaError
-from protocol.schema import Api, Message
+from protocol.schema import Api, Message, Versions
 
 log = logging.getLogger("minibroker.metadata")
 
 FORWARDED: tuple[Api, ...] = (create_topics.API, delete_topics.API, create_partitions.API,
                               incremental_alter_configs.API)
+# served by Kafka's brokers for forwarding only, at Kafka 4.4's broker versions
+FORWARDED_ONLY: tuple[tuple[Api, str], ...] = ((elect_leaders.API, "0-2"), (update_features.API, "0-2"))
 METADATA_WAIT_S = 30.0  # the longest a forwarded answer waits for this broker's image to catch up
 # an internal topic's replication factor (Kafka: AutoTopicCreationManager.creatableTopic)
 INTERNAL_REPLICATION_FACTOR = {"__consumer_offsets": "offsets.topic.replication.factor",
@@ -106,7 +112,7 @@ class ForwardingManager:
                         ErrorCode(result.error_code).name, result.error_message)
             raise KafkaError(result.error_code, result.error_message or "")
 
-    def handler(self, api: Api, versions: Handler) -> Handler:
+    def handler(self, api: Api, versions: Versions) -> Handler:
         """The broker's handler of `api`, forwarding to the controller."""
         async def forwarded(ctx: RequestContext, request: Message) -> Message:
             timeout_ms = getattr(request, "timeout_ms", None)
@@ -115,13 +121,17 @@ class ForwardingManager:
             # a task of its own: the request's coroutine is not one (asyncio.timeout needs a task),
             # and a client that goes away does not cut the controller's exchange in half
             return await asyncio.ensure_future(self.forward(api, request, timeout_s, ctx.version))
-        return Handler(api, versions.versions, forwarded)
+        return Handler(api, versions, forwarded)
 
-    def install(self, handlers: ServedHandlers) -> None:
-        """Replace the broker's own handlers of the forwarded APIs (loaded first, for their versions)."""
+    def install(self, handlers: ServedHandlers, services: BrokerServices) -> None:
+        """Replace the broker's own handlers of the forwarded APIs, and serve (and advertise) the
+        ones only a KRaft broker serves: they exist only to be forwarded (ElectLeaders, UpdateFeatures)."""
         for api in FORWARDED:
             if api.key in handlers:
-                handlers.loaded[api.key] = self.handler(api, handlers[api.key])
+                handlers.loaded[api.key] = self.handler(api, handlers.versions[api.key])
+        served = dict(services.served_versions)
+        for api, versions in FORWARDED_ONLY:
+            served[api.key] = handlers.versions[api.key] = Versions(versions)
+            handlers.loaded[api.key] = self.handler(api, Versions(versions))
+        services.served_versions = served
 
-
-ForwardFn = Callable[[RequestContext, Message], Awaitable[Message]]

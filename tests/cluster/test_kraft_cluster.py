@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -142,6 +142,13 @@ def test_leader_killed_nothing_lost_nothing_duplicated(mini_cluster: MiniCluster
     c.restart(leader)
     wait_until(lambda: leader in partitions_of(c, new_leader, "failover")[0][2], "the old leader rejoins the ISR", 90)
     wait_until(lambda: len({log_files(c, n, "failover", 0) for n in c.brokers}) == 1, "identical logs", 60)
+    # ElectLeaders (forwarded to the controller): the preferred replica, the restarted broker, leads again
+    preferred = partitions_of(c, new_leader, "failover")[0][1][0]
+    assert preferred == leader  # the first leader was the preferred replica
+    elect = AdminClient({"bootstrap.servers": c.brokers[new_leader].bootstrap})
+    elect.elect_leaders(ElectionType.PREFERRED, [TopicPartition("failover", 0)]).result(30)
+    assert partitions_of(c, new_leader, "failover")[0][0] == preferred  # its answer waited for its image
+    wait_until(lambda: all(partitions_of(c, n, "failover")[0][0] == preferred for n in c.brokers), "all agree")
 
 
 def test_delete_add_partitions_alter_config(mini_cluster: MiniCluster) -> None:
