@@ -173,7 +173,8 @@ class KafkaRaftServer:
             self.config.node_id, config=lambda: server.dynamic_config.current, topics=server.topics,
             metadata_cache=server.metadata_cache, replica_manager=rm, log_manager=server.log_manager,
             inter_broker_listener=self.config.listener_name,
-            caught_up=lambda: loader.highest_offset >= loader.high_watermark - 1))
+            caught_up=lambda: loader.highest_offset >= loader.high_watermark - 1,
+            dynamic_config=server.dynamic_config))
         self.forwarding.install(server.handlers, server.services)
         server.topics.remote_creator = self.forwarding
         server.producer_ids.block_source = self.producer_id_blocks

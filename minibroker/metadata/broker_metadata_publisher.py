@@ -15,6 +15,8 @@ each new image (`on_metadata_update(delta, image)`) is applied to the broker, in
      missing (Kafka: Partition.createLogIfNotExists); a topic on disk whose id the image does not
      have (deleted and created again while this broker was down) is deleted first;
   3. `ReplicaManager.apply_delta`: leaders and followers, the fetchers;
+  0. the dynamic broker configs (cluster default and this broker's): a change republishes every
+     topic, whose effective configs lie over them;
   4. the topics deleted (and, on the first image, the topics on disk the image does not have:
      Kafka's stray logs): their partitions stopped, then deleted as the registry deletes them.
 
@@ -35,7 +37,8 @@ from minibroker.config import (
     to_log_config,
     validate_topic_config,
 )
-from minibroker.metadata.image import TOPIC_RESOURCE, MetadataDelta, MetadataImage
+from minibroker.dynamic_config import DynamicBrokerConfig
+from minibroker.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataDelta, MetadataImage
 from minibroker.metadata.image import TopicImage as MetaTopic
 from minibroker.metadata.partition_registration import PartitionRegistration
 from minibroker.metadata_cache import ClusterBroker, MetadataCache, PartitionImage, TopicImage
@@ -50,7 +53,8 @@ log = logging.getLogger("minibroker.metadata")
 class BrokerMetadataPublisher:
     def __init__(self, node_id: int, *, config: Callable[[], BrokerConfig], topics: TopicRegistry,
                  metadata_cache: MetadataCache, replica_manager: ReplicaManager, log_manager: LogManager,
-                 inter_broker_listener: str, caught_up: Callable[[], bool] = lambda: True):
+                 inter_broker_listener: str, caught_up: Callable[[], bool] = lambda: True,
+                 dynamic_config: DynamicBrokerConfig | None = None):
         self.node_id = node_id
         self.config = config  # the broker config in force (static under dynamic)
         self.topics = topics
@@ -58,6 +62,7 @@ class BrokerMetadataPublisher:
         self.replica_manager = replica_manager
         self.log_manager = log_manager
         self.inter_broker_listener = inter_broker_listener
+        self.dynamic_config = dynamic_config  # broker configs of the image (cluster default, this broker's)
         self.first = True
         # whether the stray topics were looked for: once, on the first image that reached the
         # controller's high watermark (an image half way through the log lacks later topics)
@@ -68,6 +73,8 @@ class BrokerMetadataPublisher:
     def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
         whole = self.first or delta.image.offset < 0  # the first image, or a snapshot: every topic
         self._publish_brokers(image)
+        broker_configs_changed = self._publish_broker_configs(delta, image, whole)
+        whole = whole or broker_configs_changed  # the defaults under every topic's config moved
         changed_ids = set(image.topics) if whole else set(delta.changed_partitions)
         if not whole:
             configs_changed = {name for (rtype, name), kv in delta.configs.items()
@@ -107,6 +114,27 @@ class BrokerMetadataPublisher:
         # requests, which it forwards): keep the one named while it lives
         if cache.controller_id not in alive:
             cache.controller_id = alive[0] if alive else -1
+
+    def _publish_broker_configs(self, delta: MetadataDelta, image: MetadataImage, whole: bool) -> bool:
+        """The dynamic broker configs of the image (ConfigRecords of resource type BROKER: "" the
+        cluster default, this node's id its own) made the DynamicBrokerConfig's layers (Kafka:
+        DynamicConfigPublisher). Returns whether a layer changed."""
+        if self.dynamic_config is None:
+            return False
+        changed = False
+        for name, per_broker in (("", False), (str(self.node_id), True)):
+            key = (BROKER_RESOURCE, name)
+            raw = dict(image.configs.get(key, {}))
+            if not whole and raw == dict(delta.image.configs.get(key, {})):
+                continue
+            try:
+                parsed = DynamicBrokerConfig.validate(dict(raw), per_broker)
+                if parsed != self.dynamic_config.layer(per_broker):
+                    self.dynamic_config.replace_layer(per_broker, parsed)
+                    changed = True
+            except Exception as e:  # ConfigError: the layer stays as it was
+                log.warning("broker configs %s of the metadata not applied: %s", raw, e)
+        return changed
 
     def _endpoints(self, image: MetadataImage) -> dict[int, BrokerEndpoint]:
         out = {}

@@ -2,7 +2,8 @@
 AutoTopicCreationManager).
 
 Theory of operation. In KRaft mode a broker decides no metadata change itself: CreateTopics,
-DeleteTopics, CreatePartitions, IncrementalAlterConfigs, ElectLeaders and UpdateFeatures (the last
+DeleteTopics, CreatePartitions, IncrementalAlterConfigs (and AlterConfigs, made incremental against
+the image), ElectLeaders and UpdateFeatures (the last
 two served by a KRaft broker only for this) are handled by forwarding handlers (`install`) that
 send the client's request, decoded, to the controller on a channel of their own, and answer
 with the controller's response (the dispatcher encodes it at the client's version). Before
@@ -30,6 +31,7 @@ from minibroker.metadata.controller_channel import ControllerChannel, Controller
 from minibroker.metadata.metadata_loader import MetadataLoader
 from minibroker.services import BrokerServices
 from protocol.apis import (
+    alter_configs,
     create_partitions,
     create_topics,
     delete_topics,
@@ -123,12 +125,41 @@ class ForwardingManager:
             return await asyncio.ensure_future(self.forward(api, request, timeout_s, ctx.version))
         return Handler(api, versions, forwarded)
 
+    def legacy_alter_configs(self, versions: Versions) -> Handler:
+        """AlterConfigs (the whole config of a resource) as the IncrementalAlterConfigs our
+        controller serves: SET for each key given, DELETE for each key the image holds that is not
+        (Kafka's controller serves AlterConfigs itself, with the same outcome)."""
+        inc = incremental_alter_configs.REQUEST
+        SET, DELETE = 0, 1
+
+        async def alter(ctx: RequestContext, request: alter_configs.AlterConfigsRequest) -> Message:
+            configs = self.loader.image.configs
+            resources = []
+            for r in request.resources:
+                given = {c.name: c.value for c in r.configs}
+                ops = [inc.AlterableConfig(name=k, config_operation=SET if v is not None else DELETE, value=v)
+                       for k, v in given.items()]
+                ops += [inc.AlterableConfig(name=k, config_operation=DELETE, value=None)
+                        for k in configs.get((r.resource_type, r.resource_name), {}) if k not in given]
+                resources.append(inc.AlterConfigsResource(resource_type=r.resource_type,
+                                                          resource_name=r.resource_name, configs=ops))
+            answer = await asyncio.ensure_future(self.forward(incremental_alter_configs.API, inc(
+                resources=resources, validate_only=request.validate_only)))
+            assert isinstance(answer, incremental_alter_configs.IncrementalAlterConfigsResponse)
+            R = alter_configs.RESPONSE
+            return R(throttle_time_ms=0, responses=[R.AlterConfigsResourceResponse(
+                error_code=a.error_code, error_message=a.error_message, resource_type=a.resource_type,
+                resource_name=a.resource_name) for a in answer.responses])
+        return Handler(alter_configs.API, versions, alter)
+
     def install(self, handlers: ServedHandlers, services: BrokerServices) -> None:
         """Replace the broker's own handlers of the forwarded APIs, and serve (and advertise) the
         ones only a KRaft broker serves: they exist only to be forwarded (ElectLeaders, UpdateFeatures)."""
         for api in FORWARDED:
             if api.key in handlers:
                 handlers.loaded[api.key] = self.handler(api, handlers.versions[api.key])
+        if alter_configs.API.key in handlers:
+            handlers.loaded[alter_configs.API.key] = self.legacy_alter_configs(handlers.versions[alter_configs.API.key])
         served = dict(services.served_versions)
         for api, versions in FORWARDED_ONLY:
             served[api.key] = handlers.versions[api.key] = Versions(versions)

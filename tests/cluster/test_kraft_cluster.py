@@ -16,6 +16,8 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka.admin import ConfigResource as KConfigResource
+from kafka.admin import ConfigResourceType as KConfigResourceType
 from kafka.admin import NewTopic as KNewTopic
 
 from .conftest import MiniCluster, wait_until
@@ -167,6 +169,27 @@ def test_delete_add_partitions_alter_config(mini_cluster: MiniCluster) -> None:
         described = on_n.describe_configs([ConfigResource("topic", "admin-t")])
         (cfg,) = [f.result(30) for f in described.values()]
         assert cfg["retention.ms"].value == "123456", n
+    # the legacy AlterConfigs (kafka-python's alter_configs) replaces the topic's whole config
+    kadmin = KafkaAdminClient(bootstrap_servers=c.brokers[1].bootstrap, request_timeout_ms=30000)
+    try:
+        kadmin.alter_configs([KConfigResource(KConfigResourceType.TOPIC, "admin-t", configs={"segment.ms": "7777777"})])
+    finally:
+        kadmin.close()
+    # each broker's own dynamic config (librdkafka sends it to that broker, which forwards it):
+    # its effective topic configs follow it
+    for n in c.brokers:
+        res = ConfigResource("broker", str(n), incremental_configs=[
+            ConfigEntry("log.retention.bytes", "4444444", incremental_operation=AlterConfigOpType.SET)])
+        for f in admin.incremental_alter_configs([res]).values():
+            f.result(30)
+
+    def topic_config(n: int) -> dict[str, str]:
+        on_n = AdminClient({"bootstrap.servers": c.brokers[n].bootstrap})
+        (cfg,) = [f.result(30) for f in on_n.describe_configs([ConfigResource("topic", "admin-t")]).values()]
+        return {k: e.value for k, e in cfg.items()}
+
+    wait_until(lambda: all(topic_config(n)["segment.ms"] == "7777777" and topic_config(n)["retention.bytes"] == "4444444"
+                           for n in c.brokers), "the new configs on every broker")
     admin.delete_topics(["admin-t"])["admin-t"].result(30)
     for n in c.brokers:  # all topics listed (a Metadata naming it would auto-create it again)
         on_n = AdminClient({"bootstrap.servers": c.brokers[n].bootstrap})
