@@ -133,6 +133,8 @@ def test_leader_killed_nothing_lost_nothing_duplicated(mini_cluster: MiniCluster
             time.sleep(0.2)
     assert producer.flush(90) == 0
     others = [n for n in c.brokers if n != leader]
+    # the controller fenced the killed broker after broker.session.timeout.ms: Metadata leaves it out
+    wait_until(lambda: c.metadata_brokers(others[0]) == set(others), "the killed broker is fenced")
     new_leader = wait_until(lambda: (p := partitions_of(c, others[0], "failover")[0])[0] in others and p[0],
                             "a new leader")
     got = consume_all(c.brokers[new_leader].bootstrap, "failover", 1, len(acked))
@@ -225,3 +227,30 @@ def test_kafka_python_clients_and_a_consumer_group(mini_cluster: MiniCluster) ->
     assert sorted(seen) == sorted(b"k%d" % i for i in range(90))
     views = {n: partitions_of(c, n, "__consumer_offsets") for n in c.brokers}
     assert views[1] and views[1] == views[2] == views[3]
+
+
+def test_a_topic_deleted_and_created_again_while_a_broker_was_down(mini_cluster: MiniCluster) -> None:
+    """The broker comes back with the old topic's logs on disk: they go (the metadata has another
+    topic id for the name, on other brokers)."""
+    c = mini_cluster
+    admin = AdminClient({"bootstrap.servers": c.brokers[1].bootstrap})
+    admin.create_topics([NewTopic("again", 1, 3)])["again"].result(30)
+    producer = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
+    producer.produce("again", value=b"old")
+    assert producer.flush(30) == 0
+    wait_until(lambda: len({log_files(c, n, "again", 0) for n in c.brokers}) == 1, "replicated")
+    c.brokers[3].stop()
+    admin.delete_topics(["again"])["again"].result(30)
+    admin.create_topics([NewTopic("again", 1, 2)])["again"].result(30)  # on brokers 1 and 2: 3 is fenced
+    wait_until(lambda: "again" in admin.list_topics(timeout=10).topics
+               and admin.list_topics(timeout=10).topics["again"].error is None, "created again")
+    producer.produce("again", value=b"new-1")
+    producer.produce("again", value=b"new-2")
+    assert producer.flush(60) == 0
+    c.restart(3)
+    # broker 3 holds no replica of the new topic: its old logs go, its Metadata has the new topic
+    wait_until(lambda: not (c.brokers[3].data_dir / "again-0").exists(), "broker 3 dropped the old topic's log")
+    wait_until(lambda: set(partitions_of(c, 3, "again")[0][1]) == {1, 2}, "broker 3 sees the new topic")
+    wait_until(lambda: log_files(c, 1, "again", 0) == log_files(c, 2, "again", 0), "the new replicas agree")
+    got = consume_all(c.bootstrap, "again", 1, 2)
+    assert [v for _, _, v in got] == [b"new-1", b"new-2"]
