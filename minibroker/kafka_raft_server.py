@@ -32,8 +32,11 @@ from minibroker.controller.replication_control import TopicDefaults
 from minibroker.features import FEATURES
 from minibroker.metadata.alter_partition_manager import ControllerAlterPartitionManager
 from minibroker.metadata.broker_lifecycle_manager import BrokerLifecycleManager, ListenerInfo
+from minibroker.metadata.broker_metadata_publisher import BrokerMetadataPublisher
 from minibroker.metadata.controller_channel import ControllerChannel
+from minibroker.metadata.forwarding_manager import ForwardingManager
 from minibroker.metadata.metadata_loader import MetadataLoader, MetadataPublisher
+from minibroker.metadata.producer_id_blocks import ControllerProducerIdBlocks
 from minibroker.network.socket_server import SocketServer
 from minibroker.server import BrokerServer
 from storage.checkpoint import uuid_from_kafka
@@ -88,6 +91,8 @@ class KafkaRaftServer:
         self.alter_partition_manager: ControllerAlterPartitionManager | None = None
         self._publishers: list[MetadataPublisher] = []
         self._registering: asyncio.Task[None] | None = None
+        self.forwarding: ForwardingManager | None = None
+        self.producer_id_blocks: ControllerProducerIdBlocks | None = None
 
     def add_publisher(self, publisher: MetadataPublisher) -> None:
         """A consumer of every new metadata image (before `start_broker`)."""
@@ -121,9 +126,9 @@ class KafkaRaftServer:
                                            endpoint.listener_name)
         await self.controller.startup()
 
-    async def start_broker(self, cluster_id: str, log_dirs: Sequence[uuid.UUID] = ()) -> None:
-        """Register with the controller and follow the metadata log (in the background: the broker
-        keeps retrying until a controller answers, as Kafka's does)."""
+    def prepare_broker(self, cluster_id: str, log_dirs: Sequence[uuid.UUID] = ()) -> None:
+        """Build the broker's side of KRaft (the loader, the lifecycle, the channels to the
+        controller); nothing runs until `start_broker`."""
         if "broker" not in self.roles:
             return
         cfg = self.config
@@ -136,8 +141,6 @@ class KafkaRaftServer:
             target = QuorumAddress(cfg.node_id, target.host, self.controller.port)
         self.loader = MetadataLoader(ControllerChannel(target.host, target.port, client_id=f"raft-client-{cfg.node_id}"),
                                      node_id=cfg.node_id, cluster_id=cluster_id)
-        for p in self._publishers:
-            self.loader.add_publisher(p)
         loader = self.loader
         self.lifecycle = BrokerLifecycleManager(
             ControllerChannel(target.host, target.port, client_id=f"broker-{cfg.node_id}-heartbeat-channel"),
@@ -154,9 +157,49 @@ class KafkaRaftServer:
         self.alter_partition_manager = ControllerAlterPartitionManager(
             ControllerChannel(target.host, target.port, client_id=f"broker-{cfg.node_id}-alter-partition-channel"),
             broker_id=cfg.node_id, broker_epoch=lambda: lifecycle.broker_epoch)
-        loader.start()
-        self._registering = asyncio.create_task(self.lifecycle.start(), name="broker-registration")
+        self.forwarding = ForwardingManager(
+            ControllerChannel(target.host, target.port, client_id=f"broker-{cfg.node_id}-forwarding-channel"),
+            loader, lambda: cfg)
+        self.producer_id_blocks = ControllerProducerIdBlocks(
+            ControllerChannel(target.host, target.port, client_id=f"broker-{cfg.node_id}-producer-id-channel"),
+            broker_id=cfg.node_id, broker_epoch=lambda: lifecycle.broker_epoch)
+
+    def wire(self, server: BrokerServer) -> None:
+        """The broker's components on the metadata log (Kafka: BrokerServer.startup's KRaft part):
+        the BrokerMetadataPublisher, the ReplicaManager's AlterPartition channel, the forwarded
+        admin requests and auto-created topics, producer id blocks from the controller."""
+        self.prepare_broker(server.cluster_id, [uuid_from_kafka(server.meta_properties.directory_id)])
+        if self.loader is None or self.forwarding is None or self.producer_id_blocks is None:
+            return
+        rm = server.replica_manager
+        rm.alter_partition_manager = self.alter_partition_manager
+        loader = self.loader
+        self.add_publisher(BrokerMetadataPublisher(
+            self.config.node_id, config=lambda: server.dynamic_config.current, topics=server.topics,
+            metadata_cache=server.metadata_cache, replica_manager=rm, log_manager=server.log_manager,
+            inter_broker_listener=self.config.listener_name,
+            caught_up=lambda: loader.highest_offset >= loader.high_watermark - 1,
+            dynamic_config=server.dynamic_config))
+        self.forwarding.install(server.handlers, server.services)
+        server.topics.remote_creator = self.forwarding
+        server.producer_ids.block_source = self.producer_id_blocks
+
+    async def start_broker(self) -> None:
+        """Register with the controller and follow the metadata log (in the background: the broker
+        keeps retrying until a controller answers, as Kafka's does)."""
+        if self.loader is None or self.lifecycle is None:
+            return
+        for p in self._publishers:
+            self.loader.add_publisher(p)
+        self.loader.start()
+        self._registering = asyncio.create_task(self._register(), name="broker-registration")
         self._registering.add_done_callback(_report_registration)
+
+    async def _register(self) -> None:
+        assert self.lifecycle is not None
+        await self.lifecycle.start()
+        if self.producer_id_blocks is not None:
+            self.producer_id_blocks.prefetch()
 
     async def shutdown(self) -> None:
         if self.lifecycle is not None:
@@ -172,6 +215,10 @@ class KafkaRaftServer:
             await self.loader.stop()
         if self.alter_partition_manager is not None:
             await self.alter_partition_manager.close()
+        if self.forwarding is not None:
+            await self.forwarding.channel.close()
+        if self.producer_id_blocks is not None:
+            await self.producer_id_blocks.close()
 
     async def shutdown_controller(self) -> None:
         if self.controller is not None:
@@ -188,9 +235,9 @@ async def serve_kraft(config: BrokerConfig) -> int:
             socket_server = SocketServer(config)
             socket_server.bind()
             server = BrokerServer(config, socket_server=socket_server)
+            server.on_built = node.wire  # before any request is served
             await server.startup()
-            await node.start_broker(server.cluster_id,
-                                    [uuid_from_kafka(server.meta_properties.directory_id)])
+            await node.start_broker()
     except (MetaPropertiesError, ValueError) as e:
         print(f"minibroker: {e}", file=sys.stderr, flush=True)
         await node.shutdown_controller()

@@ -57,6 +57,18 @@ class TopicImage:
         return len(self.partitions)
 
 
+@dataclass(frozen=True, slots=True)
+class ClusterBroker:
+    """One registered broker as the metadata log says it is (Kafka: BrokerRegistration, as the
+    KRaft MetadataCache reads it): its endpoint per listener name, fenced or not."""
+
+    node_id: int
+    endpoints: Mapping[str, tuple[str, int]]
+    rack: str | None = None
+    fenced: bool = False
+    in_controlled_shutdown: bool = False
+
+
 class MetadataPublisher(Protocol):
     """What the metadata's one writer tells (Kafka: MetadataPublisher.onMetadataUpdate): a topic's
     new image with its partitions' logs on this broker, or its removal."""
@@ -73,6 +85,10 @@ class MetadataCache:
         self.node_id = node_id  # the one broker, controller and leader of every partition
         self._by_name: dict[str, TopicImage] = {}
         self._by_id: dict[uuid.UUID, TopicImage] = {}
+        # a KRaft broker's view of the cluster (set by minibroker.metadata.broker_metadata_publisher);
+        # empty on the single broker, which answers with itself
+        self.brokers: Mapping[int, ClusterBroker] = {}
+        self.controller_id = node_id  # what Metadata and DescribeCluster name as the controller
 
     # -- reading (handlers) --------------------------------------------------------------------
     def __contains__(self, name: object) -> bool:
@@ -108,6 +124,17 @@ class MetadataCache:
     def topic_config(self, name: str) -> Mapping[str, ConfigValue] | None:
         t = self._by_name.get(name)
         return t.config if t is not None else None
+
+    def alive_brokers(self) -> list[ClusterBroker]:
+        """The unfenced brokers, by id (Kafka: KRaftMetadataCache.getAliveBrokerNodes)."""
+        return [b for _, b in sorted(self.brokers.items()) if not b.fenced]
+
+    def broker_endpoint(self, node_id: int, listener: str | None) -> tuple[str, int] | None:
+        """(host, port) of an unfenced broker on `listener`, None if it has none."""
+        b = self.brokers.get(node_id)
+        if b is None or b.fenced or listener is None:
+            return None
+        return b.endpoints.get(listener)
 
     # -- publishing (the one publisher: the topic registry today, the metadata log later) -----
     def publish_topic(self, image: TopicImage, logs: Mapping[int, Log] | None = None) -> None:

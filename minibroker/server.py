@@ -35,6 +35,7 @@ import functools
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -118,6 +119,9 @@ class BrokerServer:
         self.console: Console | None = None  # the web console and /metrics, when console.port >= 0
         self.schema_registry: SchemaRegistry | None = None  # when schema.registry.port >= 0
         self._background: list[asyncio.Task[None]] = []
+        # called once every component is built, before requests are served (a KRaft broker wires its
+        # metadata publisher and forwarding there: minibroker.kafka_raft_server)
+        self.on_built: Callable[[BrokerServer], None] | None = None
 
     # -- life ------------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -127,6 +131,8 @@ class BrokerServer:
         # acceptors, then the broker registers its endpoints).
         self.socket_server.bind()
         self.build()
+        if self.on_built is not None:
+            self.on_built(self)
         # the coordinators with state on disk load before the broker serves; the others are built
         # in the background, or by the first request that needs one (minibroker.coordinators)
         await self.coordinators.start()
@@ -185,8 +191,10 @@ class BrokerServer:
         self.replica_manager.replica_lag_time_max_ms = cfg.get("replica.lag.time.max.ms")
         self.replica_manager.fetcher_manager_factory = self._replica_fetcher_manager
         self.metadata_cache = MetadataCache(self.node_id)
-        self.topics.add_publisher(self.metadata_cache)  # the registry publishes every topic change
-        self.topics.add_publisher(self.replica_manager)
+        if not config.get("process.roles"):
+            self.topics.add_publisher(self.metadata_cache)  # the registry publishes every topic change
+            self.topics.add_publisher(self.replica_manager)
+        # else a KRaft broker: the metadata log is the one publisher (minibroker.kafka_raft_server)
         # producer ids (InitProducerId) never repeat: a persisted block, and never below an id in the logs
         self.producer_ids = ProducerIdManager(data_dir, self.node_id)
         self.fetch_sessions = FetchSessionCache(cfg.get("max.incremental.fetch.session.cache.slots"))

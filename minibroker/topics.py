@@ -21,7 +21,7 @@ import logging
 import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from minibroker.config import (
     BrokerConfig,
@@ -92,6 +92,12 @@ class Topic:
 TopicListener = Callable[[Topic], None]
 
 
+class RemoteTopicCreator(Protocol):
+    """Creates a topic through the controller and returns once this broker's metadata has it."""
+
+    async def create_topic(self, name: str, num_partitions: int, overrides: Mapping[str, ConfigValue]) -> None: ...
+
+
 class TopicRegistry:
     """Topics by name and by id (Fetch v13+, Produce v13 and the v10 offset APIs name topics by
     id, once per topic per request), over the `LogManager` that owns their partition logs."""
@@ -108,6 +114,9 @@ class TopicRegistry:
         self._adding = asyncio.Lock()  # CreatePartitions, one at a time (add_partitions_async)
         self._on_delete: list[TopicListener] = []
         self._publishers: list[MetadataPublisher] = []
+        # a KRaft broker's creations go to the controller (Kafka: AutoTopicCreationManager); the
+        # topic is here once the metadata log brought it (minibroker.metadata.forwarding_manager)
+        self.remote_creator: RemoteTopicCreator | None = None
 
     # -- reading ----------------------------------------------------------------------------
     def __contains__(self, name: object) -> bool:
@@ -175,6 +184,11 @@ class TopicRegistry:
             overrides = self.log_manager.topic_overrides(name)
             self._register(Topic(name, ids.get(name) or uuid.uuid4(), parts, overrides,
                                  effective_topic_config(self.config, overrides)))
+
+    def put(self, topic: Topic) -> None:
+        """Register a topic the metadata log made (a KRaft broker's BrokerMetadataPublisher), its logs
+        already open."""
+        self._register(topic)
 
     def _register(self, topic: Topic) -> None:
         old = self._by_name.get(topic.name)
@@ -258,6 +272,8 @@ class TopicRegistry:
                topic_id: uuid.UUID | None = None) -> Topic:
         """Create a topic now, on the calling thread (each partition costs a few fsyncs).
         `topic_id`: the id the metadata gave it (the same on every broker of a cluster)."""
+        if self.remote_creator is not None:  # a KRaft broker creates nothing itself (create_async asks the controller)
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} is not in the metadata yet")
         topic_id, overrides, effective, log_config = self._prepare(name, overrides, topic_id)
         parts = self._make_logs(name, topic_id, range(num_partitions), log_config)
         return self._finish(name, topic_id, parts, overrides, effective)
@@ -276,12 +292,24 @@ class TopicRegistry:
         existing = self._by_name.get(name)
         if existing is not None:
             return existing
+        if self.remote_creator is not None:
+            return await self._create_remotely(name, num_partitions, overrides)
         pending = self._creating.get(name)
         if pending is None:
             pending = asyncio.ensure_future(self._create_off_loop(name, num_partitions, overrides))
             self._creating[name] = pending
             pending.add_done_callback(lambda _f: self._creating.pop(name, None))
         return await asyncio.shield(pending)
+
+    async def _create_remotely(self, name: str, num_partitions: int,
+                               overrides: dict[str, ConfigValue] | None) -> Topic:
+        assert self.remote_creator is not None
+        # its own task (asyncio.timeout needs one; a request's coroutine is not)
+        await asyncio.ensure_future(self.remote_creator.create_topic(name, num_partitions, overrides or {}))
+        topic = self._by_name.get(name)
+        if topic is None:
+            raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"Topic {name} is not in this broker's metadata yet")
+        return topic
 
     async def _create_off_loop(self, name: str, num_partitions: int, overrides: dict[str, ConfigValue] | None) -> Topic:
         topic_id, overrides, effective, log_config = self._prepare(name, overrides)

@@ -81,10 +81,16 @@ async def handle_describe_cluster(ctx: RequestContext, req: describe_cluster.Des
     services = ctx.services
     endpoint_type = req.endpoint_type if ctx.version >= 1 else BROKER_ENDPOINT
     host, port = ctx.advertised
+    brokers = [DCL.DescribeClusterBroker(broker_id=services.node_id, host=host, port=port, rack=None, is_fenced=False)]
+    cache = services.metadata_cache
+    if cache.brokers:  # a KRaft broker: every registered one (fenced ones with v2's include_fenced_brokers)
+        listener = (ctx.connection.listener if ctx.connection is not None else None) or services.config.listener_name
+        brokers = [DCL.DescribeClusterBroker(broker_id=b.node_id, host=e[0], port=e[1], rack=b.rack, is_fenced=b.fenced)
+                   for _, b in sorted(cache.brokers.items())
+                   if (e := b.endpoints.get(listener)) is not None
+                   and (not b.fenced or (ctx.version >= 2 and req.include_fenced_brokers))]
     resp = DCL(error_code=0, error_message=None, endpoint_type=BROKER_ENDPOINT, cluster_id=services.cluster_id,
-               controller_id=services.node_id,
-               brokers=[DCL.DescribeClusterBroker(broker_id=services.node_id, host=host, port=port,
-                                                  rack=None, is_fenced=False)],
+               controller_id=cache.controller_id, brokers=brokers,
                cluster_authorized_operations=(authorized_ops.cluster(ctx) if req.include_cluster_authorized_operations
                                               else _NO_OPERATIONS))
     if endpoint_type != BROKER_ENDPOINT:
@@ -206,8 +212,8 @@ def _describe_partition(services: BrokerServices, name: str, image: PartitionIma
     """A partition's leadership from the metadata; its leader epoch as the partition's log last
     recorded one (this broker has led every partition since its log began)."""
     part = services.replica_manager.get_partition(name, image.partition)
-    epoch = part.latest_log_epoch() if part is not None else image.leader_epoch
+    epoch = part.latest_log_epoch() if part is not None and not part.from_metadata else image.leader_epoch
     return DTP.DescribeTopicPartitionsResponsePartition(
-        error_code=0, partition_index=image.partition, leader_id=image.leader_id, leader_epoch=epoch,
-        replica_nodes=list(image.replicas), isr_nodes=list(image.isr), eligible_leader_replicas=[], last_known_elr=[],
-        offline_replicas=[])
+        error_code=0 if image.leader_id >= 0 else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=image.partition, leader_id=image.leader_id, leader_epoch=epoch,
+        replica_nodes=list(image.replicas), isr_nodes=list(image.isr), eligible_leader_replicas=list(image.elr),
+        last_known_elr=list(image.last_known_elr), offline_replicas=[])

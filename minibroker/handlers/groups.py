@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, TypeAlias
 # The group modules come with this handler module (loaded by the first group request, not at start:
 # issue 22); the coordinator itself is built when first needed (minibroker.coordinators).
 from minibroker.coordinator.group.classic_group import ClientInfo, GroupState
+from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.coordinator.share.share_coordinator_shard import parse_coordinator_key
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
@@ -152,14 +153,38 @@ async def handle_find_coordinator(ctx: RequestContext, req: find_coordinator.Fin
         out = []
         for key in req.coordinator_keys:
             error, msg = _find(ctx, key, req.key_type)
-            ok = error == ErrorCode.NONE
-            out.append(R.Coordinator(key=key, node_id=services.node_id if ok else -1,
-                                     host=host if ok else "", port=port if ok else -1, error_code=error, error_message=msg))
+            node, h, p = _located(ctx, key, req.key_type, (services.node_id, host, port))
+            ok = error == ErrorCode.NONE and node >= 0
+            if error == ErrorCode.NONE and not ok:
+                error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            out.append(R.Coordinator(key=key, node_id=node if ok else -1,
+                                     host=h if ok else "", port=p if ok else -1, error_code=error, error_message=msg))
         return R(coordinators=out)
     error, msg = _find(ctx, req.key, req.key_type)
+    node, host, port = _located(ctx, req.key, req.key_type, (services.node_id, host, port))
+    if error == ErrorCode.NONE and node < 0:
+        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     if error != ErrorCode.NONE:
         return R(error_code=error, error_message=msg, node_id=-1, host="", port=-1)
-    return R(error_code=0, error_message=None, node_id=services.node_id, host=host, port=port)
+    return R(error_code=0, error_message=None, node_id=node, host=host, port=port)
+
+
+_COORDINATOR_TOPICS = {GROUP_KEY: "__consumer_offsets", TRANSACTION_KEY: "__transaction_state"}
+
+
+def _located(ctx: RequestContext, key: str, key_type: int, here: tuple[int, str, int]) -> tuple[int, str, int]:
+    """On a KRaft cluster, the leader of the key's coordinator partition (Kafka: the coordinator
+    is the partition's leader); (-1, "", -1) while it has none. Alone: this broker."""
+    cache = ctx.services.metadata_cache
+    topic = cache.topic(_COORDINATOR_TOPICS.get(key_type))
+    if not cache.brokers or topic is None:
+        return here
+    part = topic.partitions.get(partition_for(key, topic.num_partitions))
+    listener = (ctx.connection.listener if ctx.connection is not None else None) or ctx.services.config.listener_name
+    endpoint = cache.broker_endpoint(part.leader_id, listener) if part is not None else None
+    if part is None or endpoint is None:
+        return -1, "", -1
+    return part.leader_id, endpoint[0], endpoint[1]
 
 
 # ------------------------------------------------------------------------------------ JoinGroup

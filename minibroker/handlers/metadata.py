@@ -32,13 +32,26 @@ R = metadata.RESPONSE
 def topic_metadata(services: BrokerServices, topic: TopicImage, error: int = 0
                    ) -> metadata.MetadataResponse.MetadataResponseTopic:
     parts = [
-        R.MetadataResponsePartition(error_code=0, partition_index=p.partition, leader_id=p.leader_id,
+        R.MetadataResponsePartition(error_code=0 if p.leader_id >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+                                    partition_index=p.partition, leader_id=p.leader_id,
                                     leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
                                     isr_nodes=list(p.isr), offline_replicas=[])
         for p in sorted(topic.partitions.values(), key=lambda p: p.partition)
     ]
     return R.MetadataResponseTopic(error_code=error, name=topic.name, topic_id=topic.topic_id,
                                    is_internal=topic.is_internal, partitions=parts)
+
+
+def _brokers(ctx: RequestContext) -> list[metadata.MetadataResponse.MetadataResponseBroker]:
+    """This broker alone, or on a KRaft cluster every unfenced broker with its endpoint on the
+    listener the request came in on (Kafka: KRaftMetadataCache.getAliveBrokerNodes)."""
+    cache = ctx.services.metadata_cache
+    if not cache.brokers:
+        host, port = ctx.advertised
+        return [R.MetadataResponseBroker(node_id=ctx.services.node_id, host=host, port=port)]
+    listener = (ctx.connection.listener if ctx.connection is not None else None) or ctx.services.config.listener_name
+    return [R.MetadataResponseBroker(node_id=b.node_id, host=e[0], port=e[1], rack=b.rack)
+            for b in cache.alive_brokers() if (e := b.endpoints.get(listener)) is not None]
 
 
 @handles(metadata.API, "0-13")
@@ -99,11 +112,10 @@ async def handle_metadata(ctx: RequestContext, req: metadata.MetadataRequest) ->
             # Kafka flags an internal topic's name as internal even when the topic does not exist yet
             topics.append(R.MetadataResponseTopic(error_code=error, name=name, topic_id=ZERO_UUID,
                                                   is_internal=name in INTERNAL_TOPICS, partitions=[]))
-    host, port = ctx.advertised
     resp = R(
-        brokers=[R.MetadataResponseBroker(node_id=services.node_id, host=host, port=port)],
+        brokers=_brokers(ctx),
         cluster_id=services.cluster_id,
-        controller_id=services.node_id,
+        controller_id=services.metadata_cache.controller_id,
         topics=topics,
         error_code=ErrorCode.NONE,
     )

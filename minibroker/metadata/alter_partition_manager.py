@@ -10,8 +10,7 @@ A request-level error (STALE_BROKER_EPOCH, an unreachable controller) fails the 
 leader proposes again from its state. A second proposal for a partition already in flight is refused
 with OPERATION_NOT_ATTEMPTED, as Kafka's.
 
-The proposal type mirrors the replication side's `LeaderAndIsr` (minibroker/replica.py on the
-replication branch): same fields, so the two are one class once merged.
+The proposal type is the replication side's `LeaderAndIsr` (minibroker.replica).
 """
 
 from __future__ import annotations
@@ -21,28 +20,13 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
+from minibroker.replica import LeaderAndIsr
 from protocol.apis import alter_partition
 from protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("minibroker.metadata")
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderAndIsr:
-    """A partition's leadership as AlterPartition proposes and answers it (Kafka: LeaderAndIsr)."""
-
-    leader: int
-    leader_epoch: int
-    isr_with_epochs: tuple[tuple[int, int], ...]
-    partition_epoch: int
-    leader_recovery_state: int = 0
-
-    @property
-    def isr(self) -> tuple[int, ...]:
-        return tuple(b for b, _ in self.isr_with_epochs)
 
 
 Key = tuple[uuid.UUID, int]

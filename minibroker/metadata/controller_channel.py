@@ -55,22 +55,29 @@ class ControllerChannel:
             raise ControllerUnavailable(f"no version of {api.name} both sides serve")
         return version
 
-    async def send(self, api: Api, request: Message, *, timeout: float = 30.0, version: int | None = None) -> Message:
-        """The controller's answer to `request`; ControllerUnavailable if there is none."""
+    async def send(self, api: Api, request: Message, *, timeout: float = 30.0, version: int | None = None,
+                   near_version: int | None = None) -> Message:
+        """The controller's answer to `request`; ControllerUnavailable if there is none.
+        `near_version`: the version closest to it both sides serve (a forwarded request keeps the
+        client's version where it can: its fields are that version's)."""
         async with self._lock:
             try:
                 # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
                 # races with the answer, and a stopping loader would then never stop
                 async with asyncio.timeout(timeout):
-                    return await self._send(api, request, version)
+                    return await self._send(api, request, version, near_version)
             except (OSError, asyncio.IncompleteReadError, TimeoutError) as e:
                 await self._close()
                 raise ControllerUnavailable(f"{api.name} to the controller at {self.host}:{self.port}: {e!r}") from e
 
-    async def _send(self, api: Api, request: Message, version: int | None) -> Message:
+    async def _send(self, api: Api, request: Message, version: int | None, near_version: int | None) -> Message:
         if self._writer is None:
             await self._connect()
-        return await self._exchange(api, self.version_for(api) if version is None else version, request)
+        if version is None:
+            version = self.version_for(api)
+            if near_version is not None:
+                version = max(min(version, near_version), self.versions[api.key][0], api.request.valid.lo)
+        return await self._exchange(api, version, request)
 
     async def _exchange(self, api: Api, version: int, request: Message) -> Message:
         assert self._reader is not None and self._writer is not None

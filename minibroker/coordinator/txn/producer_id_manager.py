@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from protocol.errors import ErrorCode, KafkaError
@@ -39,6 +40,9 @@ class ProducerIdManager:
         self._next = 0  # next id to hand out
         self._block_end = -1  # last id of the current block (inclusive)
         self._granted_end = self._read_granted_end()  # last id of the latest block ever granted
+        # a KRaft broker's blocks come from the controller (AllocateProducerIds, KIP-730): the next
+        # block (first, last), or a KafkaError while it is being fetched (minibroker.metadata.producer_id_blocks)
+        self.block_source: Callable[[], tuple[int, int]] | None = None
 
     def _read_granted_end(self) -> int:
         try:
@@ -57,6 +61,10 @@ class ProducerIdManager:
             self._block_end = -1  # the current block (if any) lies below: take a new one
 
     def _new_block(self) -> None:
+        if self.block_source is not None:
+            self._next, self._block_end = self.block_source()
+            log.info("Acquired new producerId block [%d, %d] from the controller", self._next, self._block_end)
+            return
         start = self._granted_end + 1
         end = start + self.block_size - 1
         if end > MAX_PRODUCER_ID:
