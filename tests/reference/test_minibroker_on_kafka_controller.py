@@ -17,6 +17,7 @@ with UNSUPPORTED_VERSION), and minibroker's broker does not advertise those thre
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import shutil
 import signal
 import subprocess
@@ -186,3 +187,128 @@ def test_a_minibroker_broker_registers_with_kafkas_controller_on_a_dir_kafka_for
         if broker.poll() is None:
             broker.kill()
             broker.wait(10)
+
+
+class KafkaBroker:
+    """Apache Kafka 4.4 with process.roles=broker under the same controller."""
+
+    def __init__(self, ctrl: KafkaController, workdir: Path, node_id: int) -> None:
+        self.ctrl, self.workdir, self.node_id = ctrl, workdir, node_id
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def data_dir(self) -> Path:
+        return self.workdir / "data"
+
+    def start(self) -> None:
+        conf = self.workdir / "broker.properties"
+        conf.write_text(_properties({
+            "process.roles": "broker", "node.id": self.node_id, "controller.quorum.voters": self.ctrl.voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", "log.dirs": self.data_dir,
+            "offsets.topic.replication.factor": 1, "transaction.state.log.replication.factor": 1,
+            "transaction.state.log.min.isr": 1, "group.initial.rebalance.delay.ms": 0}))
+        if not (self.data_dir / "meta.properties").exists():
+            _format(conf, self.ctrl.cluster_id, FEATURES_OFF)
+        log4j = self.workdir / "log4j2.properties"
+        log4j.write_text(kr._BROKER_LOG4J.format(log=self.workdir / "server.log"))
+        with open(self.workdir / "broker.out", "ab") as out:
+            self.proc = subprocess.Popen(kr.java_command("kafka.Kafka", [str(conf)], heap="256m", log4j=log4j),
+                                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def _segments(part_dir: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(part_dir.glob("*.log"))}
+
+
+def test_kafka_and_minibroker_replicate_each_others_partitions_byte_for_byte(kafka_controller, tmp_path):
+    """Partition 0 led by minibroker (node 1) with a Kafka follower (node 2); partition 1 led by Kafka
+    with a minibroker follower. acks=all through both leaders; after catch-up each partition's .log
+    segments are the same bytes on both replicas, and so are the leader-epoch checkpoints."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    ours_dir, port = tmp_path / "minibroker-1", free_port()
+    conf = tmp_path / "broker-1.properties"
+    conf.write_text(_properties({
+        "process.roles": "broker", "node.id": BROKER, "controller.quorum.voters": kafka_controller.voters,
+        "listeners": f"PLAINTEXT://127.0.0.1:{port}", "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", "log.dirs": ours_dir}))
+    _format(conf, kafka_controller.cluster_id, FEATURES_OFF)
+    log = tmp_path / "minibroker.log"
+    ours = start_minibroker(kafka_controller, ours_dir, port, log)
+    theirs = KafkaBroker(kafka_controller, tmp_path / "kafka-2", 2)
+    (tmp_path / "kafka-2").mkdir()
+    theirs.start()
+    try:
+        observe(kafka_controller, lambda img: all(n in img.brokers and not img.brokers[n].fenced for n in (1, 2)),
+                "both brokers unfenced")
+        bootstrap = f"127.0.0.1:{port},127.0.0.1:{theirs.port}"
+        topic = "mixed"
+        admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{theirs.port}", request_timeout_ms=60_000)
+        try:
+            admin.create_topics([NewTopic(topic, num_partitions=-1, replication_factor=-1,
+                                          replica_assignments={0: [1, 2], 1: [2, 1]},
+                                          topic_configs={"min.insync.replicas": "2"})])
+        finally:
+            admin.close()
+        image = observe(kafka_controller, lambda img: img.topic(topic) is not None, "the topic in the metadata log")
+        tp = image.topic(topic)
+        assert tp is not None
+        assert {p: (r.leader, tuple(r.isr)) for p, r in tp.partitions.items()} == {0: (1, (1, 2)), 1: (2, (2, 1))}
+
+        n = 2000
+        p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5})
+        errors: list[object] = []
+        for i in range(n):
+            p.produce(topic, value=b"v%d" % i, key=b"k%d" % i, partition=i % 2,
+                      on_delivery=lambda err, msg: errors.append(err) if err else None)
+        assert p.flush(120) == 0 and errors == []
+
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "mixed-reader", "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest"})
+        c.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
+        got: dict[int, list[bytes]] = {0: [], 1: []}
+        deadline = time.monotonic() + 60
+        while sum(map(len, got.values())) < n and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got[m.partition()].append(m.value())
+        c.close()
+        assert got == {q: [b"v%d" % i for i in range(q, n, 2)] for q in (0, 1)}
+
+        # after catch-up both replicas of each partition hold the same bytes
+        for q in (0, 1):
+            mine, kafkas = ours_dir / f"{topic}-{q}", theirs.data_dir / f"{topic}-{q}"
+            deadline = time.monotonic() + 60
+            while _segments(mine) != _segments(kafkas) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert _segments(mine) == _segments(kafkas), (q, {k: len(v) for k, v in _segments(mine).items()},
+                                                          {k: len(v) for k, v in _segments(kafkas).items()})
+            assert sum(len(v) for v in _segments(mine).values()) > 0
+            for who, d in (("minibroker", mine), ("kafka", kafkas)):  # for the issue's note (pytest -s)
+                print(f"{topic}-{q} leader={1 if q == 0 else 2} {who}: " + ", ".join(
+                    f"{name} {len(b)} B sha256 {hashlib.sha256(b).hexdigest()[:16]}"
+                    for name, b in _segments(d).items()))
+            assert (mine / "leader-epoch-checkpoint").read_text() == (kafkas / "leader-epoch-checkpoint").read_text()
+    finally:
+        theirs.stop()
+        if ours.poll() is None:
+            ours.terminate()
+            try:
+                ours.wait(60)
+            except subprocess.TimeoutExpired:
+                ours.kill()
+                ours.wait(10)
