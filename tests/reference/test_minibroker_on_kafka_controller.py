@@ -32,7 +32,7 @@ from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.image import MetadataImage
 from minibroker.metadata.metadata_loader import MetadataLoader
 from reference import kafka_reference as kr
-from tests.helpers import ROOT, free_port
+from tests.helpers import ROOT, BrokerProcess, free_port
 
 pytestmark = pytest.mark.timeout(300)
 TIMEOUT = 90.0
@@ -93,7 +93,7 @@ class KafkaController:
                 self.proc.wait(10)
 
 
-def observe(ctrl: KafkaController, check: Callable[[MetadataImage], bool], what: str) -> MetadataImage:
+def observe(ctrl: KafkaController | MinibrokerController, check: Callable[[MetadataImage], bool], what: str) -> MetadataImage:
     """Follow Kafka's metadata log as an observer (our MetadataLoader) until `check` holds."""
     async def run() -> MetadataImage:
         loader = MetadataLoader(ControllerChannel("127.0.0.1", ctrl.port, client_id="observer"), node_id=99,
@@ -112,7 +112,7 @@ def observe(ctrl: KafkaController, check: Callable[[MetadataImage], bool], what:
     return asyncio.run(run())
 
 
-def start_minibroker(ctrl: KafkaController, data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def start_minibroker(ctrl: KafkaController | MinibrokerController, data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "minibroker", "--host", "127.0.0.1", "--port", str(port),
            "--data-dir", str(data_dir),
            "--override", "process.roles=broker", "--override", f"node.id={BROKER}",
@@ -192,7 +192,7 @@ def test_a_minibroker_broker_registers_with_kafkas_controller_on_a_dir_kafka_for
 class KafkaBroker:
     """Apache Kafka 4.4 with process.roles=broker under the same controller."""
 
-    def __init__(self, ctrl: KafkaController, workdir: Path, node_id: int) -> None:
+    def __init__(self, ctrl: KafkaController | MinibrokerController, workdir: Path, node_id: int) -> None:
         self.ctrl, self.workdir, self.node_id = ctrl, workdir, node_id
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -229,11 +229,49 @@ class KafkaBroker:
                 self.proc.wait(10)
 
 
+class MinibrokerController:
+    """minibroker's own KRaft controller (process.roles=controller): the same cluster with Kafka's
+    controller swapped for ours (a Kafka broker and a minibroker broker under it)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.port = free_port()
+        self.cluster_id = kr.random_cluster_id()
+        self.proc = BrokerProcess(workdir / "data", port=self.port, overrides={
+            "process.roles": "controller", "node.id": CONTROLLER, "controller.quorum.voters": self.voters,
+            "cluster.id": self.cluster_id, "listeners": f"CONTROLLER://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER", "broker.session.timeout.ms": 6000})
+
+    @property
+    def voters(self) -> str:
+        return f"{CONTROLLER}@127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.proc.start()
+
+    def stop(self) -> None:
+        self.proc.stop()
+
+
+@pytest.fixture(params=["kafka-controller", "minibroker-controller"])
+def controller(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KafkaController | MinibrokerController]:
+    if request.param == "kafka-controller":
+        yield request.getfixturevalue("kafka_controller")
+        return
+    ours = MinibrokerController(tmp_path / "controller")
+    (tmp_path / "controller").mkdir()
+    ours.start()
+    try:
+        yield ours
+    finally:
+        ours.stop()
+
+
 def _segments(part_dir: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(part_dir.glob("*.log"))}
 
 
-def test_kafka_and_minibroker_replicate_each_others_partitions_byte_for_byte(kafka_controller, tmp_path):
+def test_kafka_and_minibroker_replicate_each_others_partitions_byte_for_byte(controller, tmp_path):
     """Partition 0 led by minibroker (node 1) with a Kafka follower (node 2); partition 1 led by Kafka
     with a minibroker follower. acks=all through both leaders; after catch-up each partition's .log
     segments are the same bytes on both replicas, and so are the leader-epoch checkpoints."""
@@ -243,17 +281,17 @@ def test_kafka_and_minibroker_replicate_each_others_partitions_byte_for_byte(kaf
     ours_dir, port = tmp_path / "minibroker-1", free_port()
     conf = tmp_path / "broker-1.properties"
     conf.write_text(_properties({
-        "process.roles": "broker", "node.id": BROKER, "controller.quorum.voters": kafka_controller.voters,
+        "process.roles": "broker", "node.id": BROKER, "controller.quorum.voters": controller.voters,
         "listeners": f"PLAINTEXT://127.0.0.1:{port}", "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", "log.dirs": ours_dir}))
-    _format(conf, kafka_controller.cluster_id, FEATURES_OFF)
+    _format(conf, controller.cluster_id, FEATURES_OFF)
     log = tmp_path / "minibroker.log"
-    ours = start_minibroker(kafka_controller, ours_dir, port, log)
-    theirs = KafkaBroker(kafka_controller, tmp_path / "kafka-2", 2)
+    ours = start_minibroker(controller, ours_dir, port, log)
+    theirs = KafkaBroker(controller, tmp_path / "kafka-2", 2)
     (tmp_path / "kafka-2").mkdir()
     theirs.start()
     try:
-        observe(kafka_controller, lambda img: all(n in img.brokers and not img.brokers[n].fenced for n in (1, 2)),
+        observe(controller, lambda img: all(n in img.brokers and not img.brokers[n].fenced for n in (1, 2)),
                 "both brokers unfenced")
         bootstrap = f"127.0.0.1:{port},127.0.0.1:{theirs.port}"
         topic = "mixed"
@@ -264,7 +302,7 @@ def test_kafka_and_minibroker_replicate_each_others_partitions_byte_for_byte(kaf
                                           topic_configs={"min.insync.replicas": "2"})])
         finally:
             admin.close()
-        image = observe(kafka_controller, lambda img: img.topic(topic) is not None, "the topic in the metadata log")
+        image = observe(controller, lambda img: img.topic(topic) is not None, "the topic in the metadata log")
         tp = image.topic(topic)
         assert tp is not None
         assert {p: (r.leader, tuple(r.isr)) for p, r in tp.partitions.items()} == {0: (1, (1, 2)), 1: (2, (2, 1))}
