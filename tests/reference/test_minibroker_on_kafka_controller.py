@@ -350,3 +350,122 @@ def test_kafka_and_minibroker_replicate_each_others_partitions_byte_for_byte(con
             except subprocess.TimeoutExpired:
                 ours.kill()
                 ours.wait(10)
+
+
+def _format_minibroker(ctrl: KafkaController | MinibrokerController, tmp_path: Path, data_dir: Path, port: int) -> None:
+    conf = tmp_path / f"{data_dir.name}.properties"
+    conf.write_text(_properties({
+        "process.roles": "broker", "node.id": BROKER, "controller.quorum.voters": ctrl.voters,
+        "listeners": f"PLAINTEXT://127.0.0.1:{port}", "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", "log.dirs": data_dir}))
+    _format(conf, ctrl.cluster_id, FEATURES_OFF)
+
+
+def _leader_isr(img: MetadataImage, topic: str) -> tuple[int, list[int]] | None:
+    t = img.topic(topic)
+    return (t.partitions[0].leader, sorted(t.partitions[0].isr)) if t is not None else None
+
+
+def _catch_up(mine: Path, kafkas: Path) -> None:
+    deadline = time.monotonic() + 60
+    while _segments(mine) != _segments(kafkas) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _segments(mine) == _segments(kafkas), ({k: len(v) for k, v in _segments(mine).items()},
+                                                  {k: len(v) for k, v in _segments(kafkas).items()})
+
+
+def test_leadership_moves_between_the_kinds_and_nothing_is_lost(kafka_controller, tmp_path):
+    """minibroker leads, is killed with kill -9 under an idempotent acks=all producer: Kafka's
+    controller fences it and Kafka's broker takes over; minibroker comes back as Kafka's follower and
+    catches up; a preferred election gives it the lead again. Every acknowledged record is read once,
+    in order, and the replicas end byte-identical with indexes Kafka's kafka-dump-log verifies."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    ours_dir, port = tmp_path / "minibroker-1", free_port()
+    _format_minibroker(kafka_controller, tmp_path, ours_dir, port)
+    log = tmp_path / "minibroker.log"
+    ours = start_minibroker(kafka_controller, ours_dir, port, log)
+    (tmp_path / "kafka-2").mkdir()
+    theirs = KafkaBroker(kafka_controller, tmp_path / "kafka-2", 2)
+    theirs.start()
+    topic = "moves"
+    try:
+        observe(kafka_controller, lambda img: all(n in img.brokers and not img.brokers[n].fenced for n in (1, 2)),
+                "both brokers unfenced")
+        admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{theirs.port}", request_timeout_ms=60_000)
+        try:
+            admin.create_topics([NewTopic(topic, num_partitions=-1, replication_factor=-1,
+                                          replica_assignments={0: [1, 2]})])
+        finally:
+            admin.close()
+        observe(kafka_controller, lambda img: img.topic(topic) is not None, "the topic")
+        bootstrap = f"127.0.0.1:{port},127.0.0.1:{theirs.port}"
+        p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 2,
+                      "message.timeout.ms": 120_000})
+        acked: list[int] = []
+        errors: list[object] = []
+
+        def report(err: object, msg: object) -> None:
+            if err:
+                errors.append(err)
+            else:
+                acked.append(int(msg.value()))  # type: ignore[attr-defined]
+
+        n, kill_at = 3000, 1000
+        for i in range(n):
+            p.produce(topic, value=b"%d" % i, partition=0, on_delivery=report)
+            if i == kill_at:
+                p.flush(60)
+                ours.send_signal(signal.SIGKILL)  # the leader dies; Kafka's broker has every acked record
+                ours.wait(10)
+            p.poll(0)
+        assert p.flush(180) == 0 and errors == []
+        # Kafka's controller fenced the dead broker: Kafka's broker leads, alone in the ISR
+        observe(kafka_controller, lambda img: _leader_isr(img, topic) == (2, [2]), "Kafka's broker leads")
+
+        # back as Kafka's follower: it catches up to the same bytes, rejoins the ISR
+        ours = start_minibroker(kafka_controller, ours_dir, port, log)
+        mine, kafkas = ours_dir / f"{topic}-0", theirs.data_dir / f"{topic}-0"
+        observe(kafka_controller, lambda img: _leader_isr(img, topic) == (2, [1, 2]), "minibroker back in the ISR")
+        _catch_up(mine, kafkas)
+
+        # preferred leader election: minibroker (first replica) leads again; 500 more records
+        election = kr.run_tool("kafka-leader-election", ["--bootstrap-server", f"127.0.0.1:{theirs.port}",
+                                                          "--election-type", "preferred", "--topic", topic,
+                                                          "--partition", "0"], timeout=120)
+        assert election.returncode == 0, election.stdout + election.stderr
+        observe(kafka_controller, lambda img: _leader_isr(img, topic) == (1, [1, 2]), "minibroker leads again")
+        for i in range(n, n + 500):
+            p.produce(topic, value=b"%d" % i, partition=0, on_delivery=report)
+        assert p.flush(120) == 0 and errors == []
+        assert sorted(acked) == list(range(n + 500))
+
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "moves-reader", "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+        c.assign([TopicPartition(topic, 0, 0)])
+        got: list[int] = []
+        deadline = time.monotonic() + 60
+        while len(got) < n + 500 and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(int(m.value()))
+        c.close()
+        assert got == list(range(n + 500))  # nothing lost, nothing twice, in order
+
+        _catch_up(mine, kafkas)
+        assert (mine / "leader-epoch-checkpoint").read_text() == (kafkas / "leader-epoch-checkpoint").read_text()
+        for d in (mine, kafkas):
+            check = kr.run_tool("kafka-dump-log", ["--files", ",".join(str(x) for x in sorted(d.glob("*.index"))),
+                                                   "--verify-index-only"], timeout=120)
+            assert check.returncode == 0 and "Mismatches" not in check.stdout and "Exception" not in check.stdout, (
+                d, check.stdout[-2000:], check.stderr[-2000:])
+    finally:
+        theirs.stop()
+        if ours.poll() is None:
+            ours.terminate()
+            try:
+                ours.wait(60)
+            except subprocess.TimeoutExpired:
+                ours.kill()
+                ours.wait(10)
