@@ -17,11 +17,15 @@ with UNSUPPORTED_VERSION), and minibroker's broker does not advertise those thre
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
+import json
+import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -112,13 +116,16 @@ def observe(ctrl: KafkaController | MinibrokerController, check: Callable[[Metad
     return asyncio.run(run())
 
 
-def start_minibroker(ctrl: KafkaController | MinibrokerController, data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def start_minibroker(ctrl: KafkaController | MinibrokerController, data_dir: Path, port: int, log: Path,
+                     overrides: list[str] = ()) -> subprocess.Popen[bytes]:  # type: ignore[assignment]
     cmd = [sys.executable, "-m", "minibroker", "--host", "127.0.0.1", "--port", str(port),
            "--data-dir", str(data_dir),
            "--override", "process.roles=broker", "--override", f"node.id={BROKER}",
            "--override", f"controller.quorum.voters={ctrl.voters}",
            "--override", "controller.listener.names=CONTROLLER",
            "--override", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"]
+    for o in overrides:
+        cmd += ["--override", o]
     with open(log, "ab") as out:
         return subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
 
@@ -469,3 +476,141 @@ def test_leadership_moves_between_the_kinds_and_nothing_is_lost(kafka_controller
             except subprocess.TimeoutExpired:
                 ours.kill()
                 ours.wait(10)
+
+
+MIGRATION_SECONDS = float(os.environ.get("MINIBROKER_MIGRATION_SECONDS", "12"))  # the issue's run: 60
+
+
+def _reassign(bootstrap: str, moves: dict[tuple[str, int], list[int]], tmp_path: Path) -> None:
+    """kafka-reassign-partitions --execute, then --verify until it says every move is complete."""
+    plan = tmp_path / f"plan-{time.monotonic_ns()}.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(moves.items())]}))
+    run = kr.run_tool("kafka-reassign-partitions", ["--bootstrap-server", bootstrap, "--execute",
+                                                    "--reassignment-json-file", str(plan)], timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    deadline = time.monotonic() + 120
+    while True:
+        check = kr.run_tool("kafka-reassign-partitions", ["--bootstrap-server", bootstrap, "--verify",
+                                                          "--reassignment-json-file", str(plan)], timeout=120)
+        if check.returncode == 0 and "is still in progress" not in check.stdout:
+            assert check.stdout.count("is complete") == len(moves), check.stdout
+            return
+        assert time.monotonic() < deadline, check.stdout + check.stderr
+        time.sleep(1)
+
+
+def test_moving_from_minibroker_to_kafka_without_downtime(kafka_controller, tmp_path):
+    """docs/migrating.md's path: a topic and the consumer offsets live on a minibroker broker; a Kafka
+    broker joins; kafka-reassign-partitions moves every partition (the internal __consumer_offsets
+    included) onto it while an idempotent producer and a consumer group run; the minibroker broker is
+    retired. Every acknowledged record is read by the group exactly once and its committed offsets
+    survive the move."""
+    from confluent_kafka import Consumer, KafkaException, Producer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    ours_dir, port = tmp_path / "minibroker-1", free_port()
+    _format_minibroker(kafka_controller, tmp_path, ours_dir, port)
+    log = tmp_path / "minibroker.log"
+    ours = start_minibroker(kafka_controller, ours_dir, port, log, ["offsets.topic.replication.factor=1",
+                                                                    "offsets.topic.num.partitions=3"])
+    theirs: KafkaBroker | None = None
+    topic, group = "orders", "billing"
+    stop = threading.Event()
+    try:
+        observe(kafka_controller, lambda img: BROKER in img.brokers and not img.brokers[BROKER].fenced,
+                "minibroker unfenced")
+        admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{port}", request_timeout_ms=60_000)
+        try:
+            admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])
+        finally:
+            admin.close()
+        observe(kafka_controller, lambda img: img.topic(topic) is not None, "the topic")
+
+        acked: list[int] = []
+        errors: list[object] = []
+        consumed: list[int] = []
+
+        def produce() -> None:
+            p = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "acks": "all", "enable.idempotence": True,
+                          "linger.ms": 5, "message.timeout.ms": 120_000})
+            i = 0
+            while not stop.is_set():
+                for _ in range(50):  # about 2,000 records a second
+                    try:
+                        p.produce(topic, key=b"%d" % (i % 97), value=b"%d" % i,
+                                  on_delivery=lambda err, msg: errors.append(err) if err else acked.append(
+                                      int(msg.value())))
+                    except BufferError:  # nowhere to send for a while: wait, as an application would
+                        p.poll(0.1)
+                        continue
+                    i += 1
+                p.poll(0)
+                time.sleep(0.025)
+            assert p.flush(120) == 0
+
+        def consume() -> None:
+            c = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": group, "auto.offset.reset": "earliest",
+                          "enable.auto.commit": False})
+            c.subscribe([topic])
+            idle_since = None
+            while True:
+                m = c.poll(0.5)
+                if m is not None and not m.error():
+                    consumed.append(int(m.value()))
+                    c.commit(m, asynchronous=True)
+                    idle_since = None
+                elif stop.is_set():
+                    idle_since = idle_since or time.monotonic()
+                    if time.monotonic() - idle_since > 10 and len(consumed) >= len(acked):
+                        break
+            with contextlib.suppress(KafkaException):  # nothing new to commit since the last one
+                c.commit(asynchronous=False)
+            c.close()
+
+        threads = [threading.Thread(target=produce, daemon=True), threading.Thread(target=consume, daemon=True)]
+        for t in threads:
+            t.start()
+        time.sleep(MIGRATION_SECONDS / 3)
+
+        # a Kafka broker joins; every partition moves onto it, __consumer_offsets too
+        (tmp_path / "kafka-2").mkdir()
+        theirs = KafkaBroker(kafka_controller, tmp_path / "kafka-2", 2)
+        theirs.start()
+        image = observe(kafka_controller, lambda img: 2 in img.brokers and not img.brokers[2].fenced
+                        and img.topic("__consumer_offsets") is not None, "Kafka's broker unfenced")
+        offsets = image.topic("__consumer_offsets")
+        assert offsets is not None
+        moves = {(topic, q): [2] for q in range(3)} | {("__consumer_offsets", q): [2] for q in offsets.partitions}
+        _reassign(f"127.0.0.1:{theirs.port}", moves, tmp_path)
+
+        def all_on_kafka(img: MetadataImage) -> bool:
+            ts = [img.topic(t) for t in (topic, "__consumer_offsets")]
+            return all(t is not None and all(list(r.replicas) == [2] for r in t.partitions.values()) for t in ts)
+
+        observe(kafka_controller, all_on_kafka, "everything on Kafka's broker")
+        time.sleep(MIGRATION_SECONDS / 3)
+
+        # the minibroker broker retires (controlled shutdown): clients go on with Kafka alone
+        ours.send_signal(signal.SIGTERM)
+        assert ours.wait(60) == 0
+        time.sleep(MIGRATION_SECONDS / 3)
+        stop.set()
+        for t in threads:
+            t.join(240)
+        assert errors == [] and acked, errors[:5]
+        assert sorted(consumed) == sorted(acked) and len(set(consumed)) == len(consumed)  # once each
+        # the group's committed offsets came along: Kafka's broker reports them at the log ends
+        lag = kr.run_tool("kafka-consumer-groups", ["--bootstrap-server", f"127.0.0.1:{theirs.port}", "--describe",
+                                                   "--group", group], timeout=120)
+        rows = [line.split() for line in lag.stdout.splitlines() if line.startswith(group)]
+        assert len(rows) == 3 and all(r[3] == r[4] for r in rows), lag.stdout  # CURRENT-OFFSET == LOG-END-OFFSET
+        assert sum(int(r[3]) for r in rows) == len(acked)
+        print(f"migration: acknowledged {len(acked)}, read back {len(consumed)}, lost {len(set(acked) - set(consumed))}")
+    finally:
+        stop.set()
+        if theirs is not None:
+            theirs.stop()
+        if ours.poll() is None:
+            ours.kill()
+            ours.wait(10)
