@@ -55,6 +55,9 @@ class MetadataLoader:
         self._task: asyncio.Task[None] | None = None
         self._running = False
         self._advanced = asyncio.Condition()
+        # set once the image reached the high watermark the controller answered (Kafka: the
+        # broker's initial catch-up, before it serves clients)
+        self.caught_up = asyncio.Event()
 
     @property
     def highest_offset(self) -> int:
@@ -122,6 +125,8 @@ class MetadataLoader:
             return await self._load_snapshot(part.snapshot_id.end_offset, part.snapshot_id.epoch)
         data = part.records
         if not data:
+            if self.next_offset >= self.high_watermark:
+                self.caught_up.set()
             return 0
         raw = data if isinstance(data, bytes | bytearray | memoryview) else data.read_all()
         delta = MetadataDelta(self.image)
@@ -177,6 +182,8 @@ class MetadataLoader:
         return replayed
 
     async def _publish(self, delta: MetadataDelta) -> None:
+        if self.next_offset >= self.high_watermark:
+            self.caught_up.set()
         for p in self.publishers:
             try:
                 p.on_metadata_update(delta, self.image)
