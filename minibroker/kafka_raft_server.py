@@ -44,6 +44,7 @@ log = logging.getLogger("minibroker.kraft")
 
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
 CATCH_UP_LOG_INTERVAL_S = 10.0
+UNFENCE_WAIT_S = 30.0
 _SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
@@ -167,6 +168,8 @@ class KafkaRaftServer:
         self.prepare_broker(server.cluster_id)
         if self.loader is None or self.forwarding is None or self.producer_id_blocks is None:
             return
+        if self.lifecycle is not None:  # the data dir's directory id (Kafka's controller requires one, KIP-858)
+            self.lifecycle.log_dirs = [uuid_from_kafka(server.meta_properties.directory_id)]
         rm = server.replica_manager
         rm.alter_partition_manager = self.alter_partition_manager
         loader = self.loader
@@ -181,9 +184,10 @@ class KafkaRaftServer:
         server.producer_ids.block_source = self.producer_id_blocks
 
     async def wire_and_catch_up(self, server: BrokerServer) -> None:
-        """`wire`, `start_broker`, then wait for the initial catch-up with the metadata log: the
-        broker serves clients once its image has every topic (Kafka: BrokerServer.startup waits
-        for the lifecycle manager's initial catch-up before enabling request processing)."""
+        """`wire`, `start_broker`, then wait for the initial catch-up with the metadata log and (at
+        most UNFENCE_WAIT_S) for the controller to unfence this broker: it serves clients once its
+        image has every topic and names it (Kafka: BrokerServer.startup waits for the lifecycle
+        manager's initial catch-up before enabling request processing, then for the unfencing)."""
         self.wire(server)
         await self.start_broker()
         if self.loader is not None:
@@ -194,6 +198,16 @@ class KafkaRaftServer:
                 waited += CATCH_UP_LOG_INTERVAL_S
                 if not self.loader.caught_up.is_set():
                     log.info("broker %d: waiting for the metadata log (%.0f s)", self.config.node_id, waited)
+            # and, bounded, for the controller to unfence it (its Metadata would list no broker)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + UNFENCE_WAIT_S
+            while not self._unfenced() and loop.time() < deadline:
+                await asyncio.sleep(0.05)
+
+    def _unfenced(self) -> bool:
+        assert self.loader is not None
+        me = self.loader.image.brokers.get(self.config.node_id)
+        return me is not None and not me.fenced
 
     async def start_broker(self) -> None:
         """Register with the controller and follow the metadata log (in the background: the broker

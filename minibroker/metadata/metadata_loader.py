@@ -106,9 +106,11 @@ class MetadataLoader:
         msg = req(cluster_id=self.cluster_id, replica_id=self.node_id, max_wait_ms=max_wait_ms, min_bytes=1,
                   max_bytes=FETCH_MAX_BYTES, isolation_level=0, session_id=0, session_epoch=-1,
                   replica_state=req.ReplicaState(replica_id=self.node_id, replica_epoch=-1),
+                  # epochs of 0 before any is known: Kafka's raft leader refuses a negative
+                  # last fetched epoch, or one above the current leader epoch (INVALID_REQUEST)
                   topics=[req.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[req.FetchPartition(
-                      partition=0, current_leader_epoch=self.leader_epoch, fetch_offset=self.next_offset,
-                      last_fetched_epoch=self.last_fetched_epoch, log_start_offset=-1,
+                      partition=0, current_leader_epoch=max(self.leader_epoch, 0), fetch_offset=self.next_offset,
+                      last_fetched_epoch=max(self.last_fetched_epoch, 0), log_start_offset=-1,
                       partition_max_bytes=FETCH_MAX_BYTES)])],
                   forgotten_topics_data=[], rack_id="")
         resp = await self.channel.send(fetch.API, msg, timeout=max_wait_ms / 1000 + 30)
@@ -117,6 +119,8 @@ class MetadataLoader:
             raise ControllerUnavailable(f"metadata fetch answered {ErrorCode(resp.error_code).name}")
         (topic,) = resp.responses
         (part,) = topic.partitions
+        # a newer leader epoch answered with FENCED_LEADER_EPOCH too: the next fetch quotes it
+        self.leader_epoch = max(self.leader_epoch, part.current_leader.leader_epoch)
         if part.error_code != ErrorCode.NONE:
             raise ControllerUnavailable(f"metadata fetch answered {ErrorCode(part.error_code).name}")
         self.high_watermark = part.high_watermark

@@ -23,7 +23,7 @@ from kafka.admin import NewTopic as KNewTopic
 
 from tests.helpers import BrokerProcess, free_port
 
-from .conftest import MiniCluster, wait_until
+from .cluster_helpers import MiniCluster, wait_until
 
 
 def partitions_of(cluster: MiniCluster, node: int, topic: str) -> dict[int, tuple[int, tuple[int, ...], tuple[int, ...]]]:
