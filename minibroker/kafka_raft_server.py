@@ -45,6 +45,8 @@ from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
 log = logging.getLogger("minibroker.kraft")
 
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 30.0
+CATCH_UP_LOG_INTERVAL_S = 10.0
+UNFENCE_WAIT_S = 30.0
 _SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
@@ -184,6 +186,32 @@ class KafkaRaftServer:
         server.topics.remote_creator = self.forwarding
         server.producer_ids.block_source = self.producer_id_blocks
 
+    async def wire_and_catch_up(self, server: BrokerServer) -> None:
+        """`wire`, `start_broker`, then wait for the initial catch-up with the metadata log and (at
+        most UNFENCE_WAIT_S) for the controller to unfence this broker: it serves clients once its
+        image has every topic and names it (Kafka: BrokerServer.startup waits for the lifecycle
+        manager's initial catch-up before enabling request processing, then for the unfencing)."""
+        self.wire(server)
+        await self.start_broker()
+        if self.loader is not None:
+            waited = 0.0
+            while not self.loader.caught_up.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.loader.caught_up.wait(), CATCH_UP_LOG_INTERVAL_S)
+                waited += CATCH_UP_LOG_INTERVAL_S
+                if not self.loader.caught_up.is_set():
+                    log.info("broker %d: waiting for the metadata log (%.0f s)", self.config.node_id, waited)
+            # and, bounded, for the controller to unfence it (its Metadata would list no broker)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + UNFENCE_WAIT_S
+            while not self._unfenced() and loop.time() < deadline:
+                await asyncio.sleep(0.05)
+
+    def _unfenced(self) -> bool:
+        assert self.loader is not None
+        me = self.loader.image.brokers.get(self.config.node_id)
+        return me is not None and not me.fenced
+
     async def start_broker(self) -> None:
         """Register with the controller and follow the metadata log (in the background: the broker
         keeps retrying until a controller answers, as Kafka's does)."""
@@ -235,9 +263,8 @@ async def serve_kraft(config: BrokerConfig) -> int:
             socket_server = SocketServer(config)
             socket_server.bind()
             server = BrokerServer(config, socket_server=socket_server)
-            server.on_built = node.wire  # before any request is served
+            server.on_built = node.wire_and_catch_up  # before any request is served
             await server.startup()
-            await node.start_broker()
     except (MetaPropertiesError, ValueError) as e:
         print(f"minibroker: {e}", file=sys.stderr, flush=True)
         await node.shutdown_controller()

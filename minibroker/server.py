@@ -35,7 +35,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -119,9 +119,10 @@ class BrokerServer:
         self.console: Console | None = None  # the web console and /metrics, when console.port >= 0
         self.schema_registry: SchemaRegistry | None = None  # when schema.registry.port >= 0
         self._background: list[asyncio.Task[None]] = []
-        # called once every component is built, before requests are served (a KRaft broker wires its
-        # metadata publisher and forwarding there: minibroker.kafka_raft_server)
-        self.on_built: Callable[[BrokerServer], None] | None = None
+        # awaited once every component is built, before requests are served (a KRaft broker wires its
+        # metadata publisher and forwarding there and catches up with the metadata log:
+        # minibroker.kafka_raft_server)
+        self.on_built: Callable[[BrokerServer], Awaitable[None]] | None = None
 
     # -- life ------------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -132,7 +133,7 @@ class BrokerServer:
         self.socket_server.bind()
         self.build()
         if self.on_built is not None:
-            self.on_built(self)
+            await self.on_built(self)
         # the coordinators with state on disk load before the broker serves; the others are built
         # in the background, or by the first request that needs one (minibroker.coordinators)
         await self.coordinators.start()

@@ -35,11 +35,20 @@ def topic_metadata(services: BrokerServices, topic: TopicImage, error: int = 0
         R.MetadataResponsePartition(error_code=0 if p.leader_id >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
                                     partition_index=p.partition, leader_id=p.leader_id,
                                     leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
-                                    isr_nodes=list(p.isr), offline_replicas=[])
+                                    isr_nodes=list(p.isr), offline_replicas=_offline(services, p.replicas))
         for p in sorted(topic.partitions.values(), key=lambda p: p.partition)
     ]
     return R.MetadataResponseTopic(error_code=error, name=topic.name, topic_id=topic.topic_id,
                                    is_internal=topic.is_internal, partitions=parts)
+
+
+def _offline(services: BrokerServices, replicas: tuple[int, ...]) -> list[int]:
+    """Replicas on brokers that are not registered or fenced (Kafka: KRaftMetadataCache.getOfflineReplicas);
+    none on the single broker."""
+    brokers = services.metadata_cache.brokers
+    if not brokers:
+        return []
+    return [r for r in replicas if (b := brokers.get(r)) is None or b.fenced]
 
 
 def _brokers(ctx: RequestContext) -> list[metadata.MetadataResponse.MetadataResponseBroker]:

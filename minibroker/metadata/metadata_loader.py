@@ -58,6 +58,9 @@ class MetadataLoader:
         self._task: asyncio.Task[None] | None = None
         self._running = False
         self._advanced = asyncio.Condition()
+        # set once the image reached the high watermark the controller answered (Kafka: the
+        # broker's initial catch-up, before it serves clients)
+        self.caught_up = asyncio.Event()
 
     @property
     def highest_offset(self) -> int:
@@ -106,9 +109,11 @@ class MetadataLoader:
         msg = req(cluster_id=self.cluster_id, replica_id=self.node_id, max_wait_ms=max_wait_ms, min_bytes=1,
                   max_bytes=FETCH_MAX_BYTES, isolation_level=0, session_id=0, session_epoch=-1,
                   replica_state=req.ReplicaState(replica_id=self.node_id, replica_epoch=-1),
+                  # epochs of 0 before any is known: Kafka's raft leader refuses a negative
+                  # last fetched epoch, or one above the current leader epoch (INVALID_REQUEST)
                   topics=[req.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=[req.FetchPartition(
-                      partition=0, current_leader_epoch=self.leader_epoch, fetch_offset=self.next_offset,
-                      last_fetched_epoch=self.last_fetched_epoch, log_start_offset=-1,
+                      partition=0, current_leader_epoch=max(self.leader_epoch, 0), fetch_offset=self.next_offset,
+                      last_fetched_epoch=max(self.last_fetched_epoch, 0), log_start_offset=-1,
                       partition_max_bytes=FETCH_MAX_BYTES)])],
                   forgotten_topics_data=[], rack_id="")
         resp = await self.channel.send(fetch.API, msg, timeout=max_wait_ms / 1000 + 30)
@@ -128,6 +133,8 @@ class MetadataLoader:
             return await self._load_snapshot(part.snapshot_id.end_offset, part.snapshot_id.epoch)
         data = part.records
         if not data:
+            if self.next_offset >= self.high_watermark:
+                self.caught_up.set()
             return 0
         raw = data if isinstance(data, bytes | bytearray | memoryview) else data.read_all()
         delta = MetadataDelta(self.image)
@@ -183,6 +190,8 @@ class MetadataLoader:
         return replayed
 
     async def _publish(self, delta: MetadataDelta) -> None:
+        if self.next_offset >= self.high_watermark:
+            self.caught_up.set()
         for p in self.publishers:
             try:
                 p.on_metadata_update(delta, self.image)

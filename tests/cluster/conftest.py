@@ -1,118 +1,14 @@
-"""A minibroker cluster of processes for tests/cluster: one KRaft controller (process.roles=controller)
-and three brokers (process.roles=broker), each `python -m minibroker` on its own data dir, with
-short session timeouts and heartbeats so that a killed broker is fenced in a few seconds.
-
-`MiniCluster` is a stand-in until the launcher (`python -m minibroker cluster`, the `kafka_cluster`
-fixture) is on main: it starts, stops, kills, pauses and restarts single nodes by id.
-"""
+"""The `mini_cluster` fixture: a minibroker controller and three minibroker brokers, each a process
+(tests/cluster/cluster_helpers.py)."""
 
 from __future__ import annotations
 
-import base64
-import os
-import signal
-import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
 
-from tests.helpers import BrokerProcess, free_port
-
-CONTROLLER_ID = 3000
-SESSION_TIMEOUT_MS = 3000
-HEARTBEAT_MS = 500
-
-
-class MiniCluster:
-    def __init__(self, root: Path, brokers: int = 3, overrides: dict[str, Any] | None = None):
-        self.root = root
-        self.controller_port = free_port()
-        voters = f"{CONTROLLER_ID}@127.0.0.1:{self.controller_port}"
-        # one cluster id for every node (Kafka: kafka-storage format --cluster-id on each)
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        self.controller = BrokerProcess(root / "controller" / "data", port=self.controller_port, overrides={
-            "process.roles": "controller", "node.id": CONTROLLER_ID, "cluster.id": cluster_id, "controller.quorum.voters": voters,
-            "listeners": f"CONTROLLER://127.0.0.1:{self.controller_port}", "controller.listener.names": "CONTROLLER",
-            "broker.session.timeout.ms": SESSION_TIMEOUT_MS})
-        (root / "controller").mkdir(parents=True, exist_ok=True)
-        self.brokers: dict[int, BrokerProcess] = {}
-        for n in range(1, brokers + 1):
-            (root / f"broker-{n}").mkdir(parents=True, exist_ok=True)
-            self.brokers[n] = BrokerProcess(root / f"broker-{n}" / "data", overrides={
-                "process.roles": "broker", "node.id": n, "cluster.id": cluster_id, "controller.quorum.voters": voters,
-                "controller.listener.names": "CONTROLLER", "broker.heartbeat.interval.ms": HEARTBEAT_MS,
-                "replica.lag.time.max.ms": 4000, **(overrides or {})})
-
-    @property
-    def bootstrap(self) -> str:
-        return ",".join(b.bootstrap for b in self.brokers.values() if b.proc is not None and b.proc.poll() is None)
-
-    def start(self) -> None:
-        self.controller.start()
-        for b in self.brokers.values():
-            b.start()
-        self.wait_registered(list(self.brokers))
-
-    def metadata_brokers(self, node: int) -> set[int]:
-        """The broker ids broker `node` answers in Metadata (confluent-kafka's view)."""
-        admin = AdminClient({"bootstrap.servers": self.brokers[node].bootstrap})
-        return set(admin.list_topics(timeout=10).brokers)
-
-    def wait_registered(self, nodes: list[int], timeout: float = 60.0) -> None:
-        """Until every live broker's Metadata names all of `nodes` (registered and unfenced)."""
-        live = [n for n, b in self.brokers.items() if b.proc is not None and b.proc.poll() is None]
-        for n in live:
-            wait_until(lambda n=n: set(nodes) <= self.metadata_brokers(n), f"broker {n} sees brokers {nodes}",
-                       timeout)
-
-    def stop(self) -> None:
-        for b in self.brokers.values():
-            if b.proc is not None and b.proc.poll() is None:
-                self.resume(b)
-                try:
-                    b.stop(40)
-                except Exception:
-                    b.kill()
-        if self.controller.proc is not None and self.controller.proc.poll() is None:
-            self.controller.stop()
-
-    def kill(self, node: int) -> None:
-        self.brokers[node].kill()
-
-    def restart(self, node: int) -> None:
-        self.brokers[node].start()
-
-    def pause(self, node: int) -> None:
-        proc = self.brokers[node].proc
-        assert proc is not None
-        os.kill(proc.pid, signal.SIGSTOP)
-
-    def resume(self, b: BrokerProcess | int) -> None:
-        proc = (self.brokers[b] if isinstance(b, int) else b).proc
-        if proc is not None and proc.poll() is None:
-            os.kill(proc.pid, signal.SIGCONT)
-
-    def logs(self) -> str:
-        return "\n".join(f"--- {n}\n{b.log_text()[-4000:]}" for n, b in self.brokers.items())
-
-
-def wait_until(check: Callable[[], Any], what: str, timeout: float = 60.0, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except Exception as e:  # a broker not up yet: try again
-            last = e
-        else:
-            if last:
-                return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting until {what} (last: {last!r})")
+from tests.cluster.cluster_helpers import MiniCluster
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 
 from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import (
@@ -20,7 +21,9 @@ from kafka.admin import ConfigResource as KConfigResource
 from kafka.admin import ConfigResourceType as KConfigResourceType
 from kafka.admin import NewTopic as KNewTopic
 
-from .conftest import MiniCluster, wait_until
+from tests.helpers import BrokerProcess, free_port
+
+from .cluster_helpers import MiniCluster, wait_until
 
 
 def partitions_of(cluster: MiniCluster, node: int, topic: str) -> dict[int, tuple[int, tuple[int, ...], tuple[int, ...]]]:
@@ -254,3 +257,27 @@ def test_a_topic_deleted_and_created_again_while_a_broker_was_down(mini_cluster:
     wait_until(lambda: log_files(c, 1, "again", 0) == log_files(c, 2, "again", 0), "the new replicas agree")
     got = consume_all(c.bootstrap, "again", 1, 2)
     assert [v for _, _, v in got] == [b"new-1", b"new-2"]
+
+
+def test_a_combined_broker_and_controller_keeps_its_topics_across_a_restart(tmp_path: Path) -> None:
+    cport, bport = free_port(), free_port()
+    node = BrokerProcess(tmp_path / "node" / "data", port=bport, overrides={
+        "process.roles": "broker,controller", "node.id": 1, "controller.quorum.voters": f"1@127.0.0.1:{cport}",
+        "controller.listener.names": "CONTROLLER",
+        "listeners": f"PLAINTEXT://127.0.0.1:{bport},CONTROLLER://127.0.0.1:{cport}"})
+    (tmp_path / "node").mkdir()
+    node.start()
+    try:
+        admin = AdminClient({"bootstrap.servers": node.bootstrap})
+        wait_until(lambda: set(admin.list_topics(timeout=10).brokers) == {1}, "registered")
+        admin.create_topics([NewTopic("combined", 2, 1)])["combined"].result(30)
+        producer = Producer({"bootstrap.servers": node.bootstrap, "acks": "all", "enable.idempotence": True})
+        producer.produce("combined", value=b"kept", partition=1)
+        assert producer.flush(30) == 0
+        node.stop()
+        node.start()
+        got = consume_all(node.bootstrap, "combined", 2, 1)
+        assert [(p, v) for p, _, v in got] == [(1, b"kept")]
+        assert (node.data_dir / "__cluster_metadata-0").is_dir()  # the metadata log is no topic's stray
+    finally:
+        node.stop()
