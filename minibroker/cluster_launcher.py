@@ -27,7 +27,9 @@ read alike. Layout and ports:
 A broker *serves* when it answers a Metadata request that names itself among the brokers: the
 controller registered it and unfenced it (Kafka's BrokerHeartbeat answer with isFenced=false),
 and the broker's own metadata image has caught up to that record, so it answers clients with the
-cluster's topics and brokers (Kafka's BrokerServer moves to RUNNING at the same point).
+cluster's topics and brokers (Kafka's BrokerServer moves to RUNNING at the same point). The
+cluster serves, and cluster.json is written, when each broker serves and then, asked once more,
+names all N brokers (so a topic of replication factor N can be created at once).
 
 SIGTERM or SIGINT stops the cluster: the brokers one after the other (each runs a controlled
 shutdown, so leadership moves to the brokers still up, Kafka's rolling-restart order), then the
@@ -55,8 +57,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
 from minibroker.cli import EXIT_STARTUP_ERROR, STARTUP_ERRORS
+from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
 from protocol.apis import metadata
 from protocol.schema import Api, Message
 from storage.file_lock import FileLock, LogDirFailure
@@ -258,9 +260,9 @@ async def _ask(host: str, port: int, api: Api, request: Message, timeout: float 
         await channel.close()
 
 
-async def serves(node: Node) -> bool:
-    """The broker answers a Metadata that names itself (registered, unfenced, its image caught up);
-    the controller answers ApiVersions."""
+async def serves(node: Node, brokers: frozenset[int] = frozenset()) -> bool:
+    """The broker answers a Metadata that names itself (registered, unfenced, its image caught up),
+    and every broker of `brokers`; the controller answers ApiVersions."""
     try:
         if node.role == "controller":
             channel = ControllerChannel(node.host, node.port, client_id="minibroker-cluster")
@@ -273,10 +275,11 @@ async def serves(node: Node) -> bool:
                           metadata.REQUEST(topics=[], allow_auto_topic_creation=False))
     except (OSError, ControllerUnavailable, TimeoutError, asyncio.IncompleteReadError):
         return False
-    return any(b.node_id == node.node_id for b in getattr(resp, "brokers", None) or [])
+    named = {b.node_id for b in getattr(resp, "brokers", None) or []}
+    return node.node_id in named and brokers <= named
 
 
-async def _wait_serving(nodes: list[Node], timeout: float) -> None:
+async def _wait_serving(nodes: list[Node], timeout: float, brokers: frozenset[int] = frozenset()) -> None:
     deadline = time.monotonic() + timeout
     waiting = list(nodes)
     while waiting:
@@ -284,7 +287,7 @@ async def _wait_serving(nodes: list[Node], timeout: float) -> None:
             if n.proc is not None and n.proc.poll() is not None:
                 raise ClusterStartError(f"{n.name} exited with status {n.proc.returncode} while starting: "
                                         f"{_last_line(n.dir / NODE_LOG)} (log: {n.dir / NODE_LOG})")
-            if await serves(n):
+            if await serves(n, brokers):
                 waiting.remove(n)
         if not waiting:
             return
@@ -329,6 +332,8 @@ class ClusterLauncher:
         for b in self.brokers:  # all at once: each registers on its own
             b.proc = start_node_process(b.properties_path, b.dir / NODE_LOG)
         await _wait_serving(self.brokers, timeout)
+        # then all together: each broker names every broker (none was fenced again meanwhile)
+        await _wait_serving(self.brokers, timeout, frozenset(b.node_id for b in self.brokers))
 
     def pids(self, node: Node) -> list[int]:
         """The live processes of a node: the one started here, and one restarted alone (holding

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minibroker.controller import configuration_control, producer_id_control, topic_changes
+from minibroker.controller import configuration_control, producer_id_control, reassignment, topic_changes
 from minibroker.controller.cluster_control import (
     ClusterControlManager,
     controlled_shutdown_record,
@@ -53,6 +53,10 @@ from protocol.apis.broker_registration import BrokerRegistrationRequest, BrokerR
 from protocol.apis.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.apis.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.apis.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.apis.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
 from protocol.apis.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from protocol.apis.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
@@ -283,6 +287,13 @@ class QuorumController:
     async def elect_leaders(self, req: ElectLeadersRequest, version: int) -> ElectLeadersResponse:
         async with self._lock:
             records, resp = topic_changes.elect_leaders(self.image, req, version, self._usable())
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def alter_partition_reassignments(self, req: AlterPartitionReassignmentsRequest
+                                            ) -> AlterPartitionReassignmentsResponse:
+        async with self._lock:
+            records, resp = reassignment.alter_partition_reassignments(self.image, req)
             await self._commit(records, lock_held=True)
             return resp
 
