@@ -25,6 +25,7 @@ import asyncio
 import json
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -220,6 +221,11 @@ class Cluster(ClusterOps):
         self.cluster_id = ""
         self.started_in_s = 0.0
 
+    @property
+    def console_url(self) -> str | None:
+        """Broker 1's console (with `console_port`; 0 picks a free port at start)."""
+        return None if not self.console_port else f"http://{self.host}:{self.console_port}"
+
     def command(self) -> list[str]:
         args = [sys.executable, "-m", "minibroker", "cluster", "--brokers", str(self.size), "--host", self.host,
                 "--port", str(self.port), "--data-dir", str(self.root)]
@@ -234,6 +240,10 @@ class Cluster(ClusterOps):
     def start(self, timeout: float = START_TIMEOUT) -> Cluster:
         started = time.monotonic()
         self.root.mkdir(parents=True, exist_ok=True)
+        if self.console_port == 0:
+            with socket.socket() as s:
+                s.bind((self.host, 0))
+                self.console_port = int(s.getsockname()[1])
         with open(self.root / "launcher.log", "ab") as log:
             self.launcher = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL)

@@ -21,7 +21,8 @@ Registered through the `pytest11` entry point, so installing minibroker is enoug
 - `kafka_cluster`: a `minibroker.testing.Cluster` of processes (one KRaft controller, 3 brokers by
   default), shared by the tests of a module (its start-up takes seconds) and healed after each
   test (stopped brokers started again, paused ones resumed). Its size and config keys:
-  `pytestmark = pytest.mark.minibroker_cluster(brokers=5, overrides={...})` in the module.
+  `pytestmark = pytest.mark.minibroker_cluster(brokers=5, overrides={...}, console=True)` in the
+  module (console: broker 1's console with the faults HTTP API, `kafka_cluster.console_url`).
   `kafka_cluster_factory(brokers=1, overrides=...)` starts one of the test's own, stopped after it.
 
 Config keys for the shared broker go in the ini file: `minibroker_overrides = num.partitions=3`
@@ -54,8 +55,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "minibroker(overrides=None, faults=None): config keys and faults (dicts "
                                        "as POST /api/faults takes them) for kafka_broker_isolated")
-    config.addinivalue_line("markers", "minibroker_cluster(brokers=3, overrides=None): the size and config keys "
-                                       "of a module's kafka_cluster")
+    config.addinivalue_line("markers", "minibroker_cluster(brokers=3, overrides=None, console=False): the size, "
+                                       "config keys and console (faults over HTTP) of a module's kafka_cluster")
 
 
 def _testing() -> ModuleType:
@@ -122,7 +123,9 @@ def kafka_bootstrap(kafka_broker_session: BrokerThread) -> str:
 def kafka_cluster_module(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     marker = request.node.get_closest_marker("minibroker_cluster")
     kwargs = marker.kwargs if marker is not None else {}
-    cluster = _testing().Cluster(kwargs.get("brokers", 3), overrides=kwargs.get("overrides"))
+    console = kwargs.get("console", False)  # broker 1's console, with the faults HTTP API
+    cluster = _testing().Cluster(kwargs.get("brokers", 3), overrides=kwargs.get("overrides"),
+                                 console_port=0 if console else None, console_allow_faults=console)
     cluster.start()
     try:
         yield cluster

@@ -48,15 +48,15 @@ from protocol.apis import (
 )
 from protocol.apis.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
 from protocol.apis.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from protocol.apis.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
 from protocol.apis.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.apis.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
 from protocol.apis.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.apis.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.apis.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
-from protocol.apis.alter_partition_reassignments import (
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse,
-)
 from protocol.apis.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from protocol.apis.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
