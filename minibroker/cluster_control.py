@@ -296,9 +296,9 @@ async def move_leader(addresses: Sequence[Address], topic: str, p: int, to: int,
     if resp.error_code != ErrorCode.NONE:
         raise KafkaError(resp.error_code, "ElectLeaders")
     for result in resp.replica_election_results:
-        for r in result.partition_result:
-            if r.error_code not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED):
-                raise KafkaError(r.error_code, r.error_message or f"ElectLeaders of {topic}-{p}")
+        for elected in result.partition_result:
+            if elected.error_code not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED):
+                raise KafkaError(elected.error_code, elected.error_message or f"ElectLeaders of {topic}-{p}")
     deadline = time.monotonic() + timeout
     while (await partition(addresses, topic, p)).leader != to:
         if time.monotonic() > deadline:

@@ -461,11 +461,14 @@ def _lock_root(root: Path) -> FileLock:
     return lock
 
 
+_START_ERRORS: tuple[type[Exception], ...] = (ClusterStartError, *STARTUP_ERRORS)
+
+
 def main(argv: list[str]) -> int:
     """The `cluster` subcommand (minibroker.cli): exit 0 after a clean stop, 2 on a start-up error."""
     args = parse_args(argv)
     try:
         return asyncio.run(run(args))
-    except (ClusterStartError, *STARTUP_ERRORS) as e:
+    except _START_ERRORS as e:
         print("minibroker: " + " ".join(str(e).split()), file=sys.stderr, flush=True)  # one line
         return EXIT_STARTUP_ERROR

@@ -53,19 +53,20 @@ def _run(coro: Coroutine[object, object, T]) -> T:
     return asyncio.run(coro)
 
 
-def poll(check: Callable[[], T], what: str, timeout: float = DEFAULT_TIMEOUT, interval: float = 0.1) -> T:
+def poll(check: Callable[[], T | None], what: str, timeout: float = DEFAULT_TIMEOUT, interval: float = 0.1) -> T:
     """`check()` until it returns something truthy (returned); an exception counts as not yet.
     TimeoutError after `timeout` s, saying what was last seen."""
     deadline = time.monotonic() + timeout
     last: object = None
     while True:
         try:
-            last = check()
+            got = check()
         except Exception as e:  # noqa: BLE001 - a broker not answering yet: try again
             last = e
         else:
-            if last:
-                return last  # type: ignore[return-value]
+            if got:
+                return got
+            last = got
         if time.monotonic() >= deadline:
             raise TimeoutError(f"timed out after {timeout:.0f} s waiting until {what} (last: {last!r})")
         time.sleep(interval)
