@@ -32,10 +32,12 @@ from storage.meta_properties import MetaPropertiesError
 TOOLS = {
     "dump-log": "minibroker.tools.dump_log",
     "certs": "minibroker.security.certs",
+    "cluster": "minibroker.cluster_launcher",
 }
 TOOL_SUMMARIES = {  # for --help; each tool has its own --help
     "dump-log": "print segment, index and snapshot files as Kafka's kafka-dump-log does",
     "certs": "make a CA and server/client certificates for TLS listeners (development and tests)",
+    "cluster": "one KRaft controller and N brokers, each its own process (D/cluster.json lists them)",
 }
 # start-up errors said in one line (exit status 2); their messages name the key, listener or path
 # MetaPropertiesError: a data dir of another node or cluster (Kafka's MetaPropertiesEnsemble message)

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import minibroker.faults.cluster_kinds  # noqa: F401 - registers the cluster's fault kinds (broker.kill, leader.move...)
 from minibroker.config import BrokerConfig
 from minibroker.controller.controller_server import ControllerServer
 from minibroker.controller.quorum_controller import ControllerConfig

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar, overload
 
 import uvloop
 
+from minibroker.cluster_testing import Cluster, ClusterOps
 from minibroker.config import BrokerConfig
 from minibroker.faults.client import AsyncInjectedFault, BrokerFaults, InjectedFault
 from minibroker.security.scram import credential_from_password
@@ -811,4 +812,4 @@ class Namespace:
         return f"<Namespace {self.prefix!r} on {self._broker.bootstrap}>"
 
 
-__all__ = ["AsyncBroker", "BrokerThread", "GroupInfo", "Namespace", "ProducesCheck", "StoredRecord", "preload"]
+__all__ = ["AsyncBroker", "BrokerThread", "Cluster", "ClusterOps", "GroupInfo", "Namespace", "ProducesCheck", "StoredRecord", "preload"]

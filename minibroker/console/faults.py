@@ -10,7 +10,8 @@
     GET    /faults            the same as a page
 
 The JSON of a fault: "api" (Kafka's API name) or "kind" ("disk.full", "disk.slow",
-"broker.pause"); the filters "version" / "versions" ([lo, hi]), "client_id", "topic",
+"broker.pause"; on a broker of `minibroker cluster` also "broker.stop", "broker.kill",
+"broker.start", "leader.move", "leader.shuffle": minibroker.faults.cluster_kinds); the filters "version" / "versions" ([lo, hi]), "client_id", "topic",
 "partition", "group_id", "transactional_id", "node"; one action: "error" (Kafka's error name),
 "delay_ms", or "action" ("close", "close_after", "drop"); the trigger "count" (default 1; 0 or
 null: every time until removed), "nth", "after", "probability" with "seed". It is the Python API's

@@ -40,6 +40,7 @@ from minibroker.raft.snapshots import SnapshotId, latest_snapshot
 from protocol.apis import (
     allocate_producer_ids,
     alter_partition,
+    alter_partition_reassignments,
     api_versions,
     broker_heartbeat,
     broker_registration,
@@ -127,6 +128,10 @@ class ControllerApis:
             assert isinstance(req, elect_leaders.ElectLeadersRequest)
             return await c.elect_leaders(req, v)
 
+        async def reassign(req: Message, v: int) -> Message:
+            assert isinstance(req, alter_partition_reassignments.AlterPartitionReassignmentsRequest)
+            return await c.alter_partition_reassignments(req)
+
         async def configs(req: Message, v: int) -> Message:
             assert isinstance(req, incremental_alter_configs.IncrementalAlterConfigsRequest)
             return await c.incremental_alter_configs(req)
@@ -172,6 +177,7 @@ class ControllerApis:
             Served(delete_topics.API, 0, 6, delete),
             Served(create_partitions.API, 0, 3, partitions),
             Served(elect_leaders.API, 0, 2, elect),
+            Served(alter_partition_reassignments.API, 0, 1, reassign),
             Served(incremental_alter_configs.API, 0, 1, configs),
             Served(update_features.API, 0, 2, features),
             Served(fetch_snapshot.API, 0, 1, snapshot),

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minibroker.controller import configuration_control, producer_id_control, topic_changes
+from minibroker.controller import configuration_control, producer_id_control, reassignment, topic_changes
 from minibroker.controller.cluster_control import (
     ClusterControlManager,
     controlled_shutdown_record,
@@ -48,6 +48,10 @@ from protocol.apis import (
 )
 from protocol.apis.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
 from protocol.apis.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from protocol.apis.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
 from protocol.apis.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.apis.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
 from protocol.apis.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
@@ -283,6 +287,13 @@ class QuorumController:
     async def elect_leaders(self, req: ElectLeadersRequest, version: int) -> ElectLeadersResponse:
         async with self._lock:
             records, resp = topic_changes.elect_leaders(self.image, req, version, self._usable())
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def alter_partition_reassignments(self, req: AlterPartitionReassignmentsRequest
+                                            ) -> AlterPartitionReassignmentsResponse:
+        async with self._lock:
+            records, resp = reassignment.alter_partition_reassignments(self.image, req)
             await self._commit(records, lock_held=True)
             return resp
 

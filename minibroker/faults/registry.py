@@ -141,7 +141,8 @@ class FaultRegistry:
         return f
 
     def _target(self, fault: Fault) -> FaultTarget:
-        if fault.node is None:
+        # a cluster kind's node is the broker it acts on, from any broker (faults.cluster_kinds)
+        if fault.node is None or getattr(KINDS.get(fault.kind or ""), "any_node", False):
             return self._default
         target = self._targets.get(fault.node)
         if target is None:

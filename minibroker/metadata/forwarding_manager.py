@@ -32,6 +32,7 @@ from minibroker.metadata.metadata_loader import MetadataLoader
 from minibroker.services import BrokerServices
 from protocol.apis import (
     alter_configs,
+    alter_partition_reassignments,
     create_partitions,
     create_topics,
     delete_topics,
@@ -48,7 +49,8 @@ log = logging.getLogger("minibroker.metadata")
 FORWARDED: tuple[Api, ...] = (create_topics.API, delete_topics.API, create_partitions.API,
                               incremental_alter_configs.API)
 # served by Kafka's brokers for forwarding only, at Kafka 4.4's broker versions
-FORWARDED_ONLY: tuple[tuple[Api, str], ...] = ((elect_leaders.API, "0-2"), (update_features.API, "0-2"))
+FORWARDED_ONLY: tuple[tuple[Api, str], ...] = ((elect_leaders.API, "0-2"), (update_features.API, "0-2"),
+                                               (alter_partition_reassignments.API, "0-1"))
 METADATA_WAIT_S = 30.0  # the longest a forwarded answer waits for this broker's image to catch up
 # an internal topic's replication factor (Kafka: AutoTopicCreationManager.creatableTopic)
 INTERNAL_REPLICATION_FACTOR = {"__consumer_offsets": "offsets.topic.replication.factor",
