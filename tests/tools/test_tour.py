@@ -1,4 +1,5 @@
-"""docs/tour.md cannot drift: every command in it runs here, against a broker started with the
+"""docs/tour.md and docs/tour-replication.md cannot drift: every command in them runs here,
+against a broker (or, for the replication part, a `python -m minibroker cluster`) started with the
 doc's own command line, and every output block shown after a command must match what the
 command printed (or, for `tour:trace` blocks, what the broker's --trace printed meanwhile).
 
@@ -14,6 +15,8 @@ masked on both sides.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shutil
@@ -29,6 +32,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TOUR = ROOT / "docs" / "tour.md"
+REPLICATION_TOUR = ROOT / "docs" / "tour-replication.md"
 
 _MASKS = [
     (re.compile(r"\b1[5-9]\d{11}\b"), "<ts>"),  # epoch milliseconds
@@ -113,6 +117,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_run(n: int) -> int:
+    """A port P with P..P+n-1 all free now (the cluster's brokers listen on P+i)."""
+    for _ in range(50):
+        base = free_port()
+        try:
+            for i in range(n):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", base + i))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError(f"no run of {n} free ports")
+
+
 class Tour:
     """Runs the doc's steps; `results` keeps what each shown block was compared with."""
 
@@ -130,20 +148,36 @@ class Tour:
     def start_broker(self, command: str) -> None:
         command = command.replace("9092", str(self.port))
         self.trace_file = open(self.trace_path, "w")
+        cluster = " cluster " in command
+        if cluster:  # brokers on port+1.., the console on a port of its own, ready once cluster.json exists
+            self.port = free_run(5)  # the launcher's ports: P (unused), brokers P+1..P+3, controller P+4
+            command = command.replace(command.split("--port ")[1].split()[0], str(self.port), 1)
+            console = free_port()
+            command = command.replace("8080", str(console))
+            self.env["BOOTSTRAP"] = ",".join(f"localhost:{self.port + i}" for i in (1, 2, 3))
+            self.env["CONSOLE"] = f"http://localhost:{console}"
         self.broker = subprocess.Popen(["bash", "-c", "exec " + command], cwd=ROOT, env=self.env,
-                                       stdout=self.trace_file, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
+                                       stdout=self.trace_file, stderr=subprocess.STDOUT if cluster else subprocess.DEVNULL)
+        deadline = time.monotonic() + (180 if cluster else 20)
         while time.monotonic() < deadline:
+            if cluster:
+                if (Path(self.data) / "cluster.json").exists():
+                    return
+                if self.broker.poll() is not None:
+                    break
+                time.sleep(0.2)
+                continue
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
                 return
             except OSError:
                 time.sleep(0.02)
-        raise RuntimeError("the tour's broker did not start")
+        self.trace_file.flush()
+        raise RuntimeError(f"the tour's broker did not start: {self.trace_path.read_text()[-2000:]}")
 
     def run(self, command: str) -> None:
         r = subprocess.run(["bash", "-c", "set -eo pipefail\n" + command], cwd=ROOT, env=self.env,
-                           capture_output=True, text=True, timeout=60)
+                           capture_output=True, text=True, timeout=240)  # Kafka's tools start JVMs
         if r.returncode != 0:
             raise AssertionError(f"command failed ({r.returncode}):\n{command}\n{r.stderr}")
         self.last_stdout = r.stdout
@@ -168,18 +202,23 @@ class Tour:
         return out
 
     def stop(self) -> None:
+        nodes = Path(self.data) / "cluster.json"
+        if nodes.exists():  # a broker the tour paused must run to stop
+            for b in json.loads(nodes.read_text())["brokers"]:
+                with contextlib.suppress(OSError):
+                    os.kill(b["pid"], signal.SIGCONT)
         if self.broker is not None and self.broker.poll() is None:
             self.broker.send_signal(signal.SIGTERM)
             try:
-                self.broker.wait(20)
+                self.broker.wait(60)
             except subprocess.TimeoutExpired:
                 self.broker.kill()
                 self.broker.wait(10)
             self.trace_file.close()
 
 
-def run_tour(workdir: Path, check: bool = True) -> list[tuple[Step, str]]:
-    steps = parse(TOUR.read_text())
+def run_tour(workdir: Path, check: bool = True, doc: Path = TOUR) -> list[tuple[Step, str]]:
+    steps = parse(doc.read_text())
     tour = Tour(workdir)
     compared: list[tuple[Step, str]] = []
     try:
@@ -196,7 +235,7 @@ def run_tour(workdir: Path, check: bool = True) -> list[tuple[Step, str]]:
                 if check:
                     problem = matches(mask(step.text, tour.data), actual)
                     if problem:
-                        raise AssertionError(f"docs/tour.md line {step.line}: {problem}\n--- actual ---\n{actual}")
+                        raise AssertionError(f"docs/{doc.name} line {step.line}: {problem}\n--- actual ---\n{actual}")
     finally:
         tour.stop()
     return compared
@@ -208,6 +247,21 @@ def test_every_output_in_the_tour_is_what_its_command_prints(tmp_path):
     assert [s.kind for s in steps].count("broker") == 1
     assert sum(s.kind in ("output", "trace") for s in steps) >= 6
     run_tour(tmp_path)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.skipif(shutil.which("kcat") is None or shutil.which("jq") is None, reason="the tour uses kcat and jq")
+def test_every_output_in_the_replication_tour_is_what_its_command_prints(tmp_path):
+    """Three brokers: the HW stays behind the LEO while a follower is paused, the ISR shrinks and
+    grows back, a killed leader's partition moves to a follower in a new leader epoch."""
+    from reference import kafka_reference as kr
+
+    if kr.missing_prerequisites():
+        pytest.skip(kr.missing_prerequisites() or "")
+    steps = parse(REPLICATION_TOUR.read_text())
+    assert [s.kind for s in steps].count("broker") == 1
+    assert sum(s.kind == "output" for s in steps) >= 5
+    run_tour(tmp_path, doc=REPLICATION_TOUR)
 
 
 def test_the_matcher_can_fail():
