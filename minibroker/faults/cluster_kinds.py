@@ -15,6 +15,8 @@ by the KRaft broker (minibroker.kafka_raft_server imports this module), so a bro
   PREFERRED (kfake's MoveTopicPartition, librdkafka's partition_set_leader).
 - `leader.shuffle` (`topic` optional, `seed` optional): each partition's leadership to another
   in-sync replica at random (kfake's ShufflePartitionLeaders).
+- `coordinator.move` (`group_id` or `transactional_id`, `node`): the leadership of the key's
+  coordinator partition moves to `node` (kfake's RehashCoordinators, librdkafka's coordinator_set).
 
 Theory of operation. The kinds act on the cluster from outside the brokers it names, with the
 functions the test fixtures use (minibroker.cluster_control): the processes through the cluster
@@ -36,6 +38,7 @@ from typing import Protocol
 from minibroker import cluster_control as cc
 from minibroker.cluster_launcher import NODE_PROPERTIES
 from minibroker.config import BrokerConfig
+from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.faults.components import FaultTarget, register_kind
 from minibroker.faults.model import Fault, FaultError
 
@@ -147,7 +150,31 @@ class _Shuffle(ClusterKind):
         return "leaders: " + (", ".join(f"{t}-{p} -> {n}" for (t, p), n in sorted(moved.items())) or "none moved")
 
 
-KIND_NAMES = ("broker.stop", "broker.kill", "broker.start", "leader.move", "leader.shuffle")
+class _MoveCoordinator(ClusterKind):
+    """The coordinator of a group (`group_id`) or of a transactional id (`transactional_id`) moves
+    to `node`: the leadership of its partition of __consumer_offsets / __transaction_state moves
+    (Kafka: a coordinator is the leader of partition abs(key.hashCode()) % partitions; kfake's
+    RehashCoordinators, librdkafka's coordinator_set). The old coordinator answers NOT_COORDINATOR
+    from then on; the new one loads the partition first (COORDINATOR_LOAD_IN_PROGRESS)."""
+
+    async def act(self, processes: cc.NodeProcesses, fault: Fault) -> str:
+        assert fault.node is not None
+        if fault.group_id is not None:
+            topic, key = "__consumer_offsets", fault.group_id
+        elif fault.transactional_id is not None:
+            topic, key = "__transaction_state", fault.transactional_id
+        else:
+            raise FaultError("coordinator.move needs group_id or transactional_id")
+        addresses = _addresses(processes)
+        parts = await cc.partitions(addresses, topic)
+        if not parts:
+            raise FaultError(f"{topic} does not exist yet: no coordinator to move")
+        partition = partition_for(key, len(parts))
+        await cc.move_leader(addresses, topic, partition, fault.node)
+        return f"the coordinator of {key!r} ({topic}-{partition}) on node {fault.node}"
+
+
+KIND_NAMES = ("broker.stop", "broker.kill", "broker.start", "leader.move", "leader.shuffle", "coordinator.move")
 
 
 def register() -> None:
@@ -156,6 +183,7 @@ def register() -> None:
     register_kind("broker.start", _Start("broker.start", ("node",)))
     register_kind("leader.move", _MoveLeader("leader.move", ("topic", "node")))
     register_kind("leader.shuffle", _Shuffle("leader.shuffle", ()))
+    register_kind("coordinator.move", _MoveCoordinator("coordinator.move", ("node",)))
 
 
 register()

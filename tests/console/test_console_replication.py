@@ -17,9 +17,20 @@ import pytest
 
 from tests.console.helpers import CHROMIUM, CHROMIUM_ARGS, get_json
 from tests.replication.cluster_helpers import InProcessController, start_brokers, wait_until
-from tests.replication.test_replication import produce
 
 pytestmark = pytest.mark.timeout(180)
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes], **conf: Any) -> list[Any]:
+    """Produce `values` to partition 0 and wait for every delivery report: the errors (None = ok)."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, **conf})
+    reports: list[Any] = []
+    for v in values:
+        p.produce(topic, v, partition=0, on_delivery=lambda err, msg: reports.append(err))
+    p.flush(60)
+    return reports
 
 
 def _console(cluster: InProcessController, node: int) -> str:
