@@ -80,6 +80,8 @@ class VersionView(TypedDict):
     referenced_by: list[int]
     also_in: list[VersionRow]  # other versions holding the same id
     versions: list[int]  # the subject's version numbers, soft-deleted too
+    metadata: object  # Confluent's data contract metadata and rule set, as registered (None: none)
+    rule_set: object
 
 
 def _pretty(sv: SchemaVersion) -> str:
@@ -139,7 +141,9 @@ class RegistryBrowser:
                 "deleted": sv.deleted, "schema": sv.schema, "pretty": _pretty(sv),
                 "references": _row(sv)["references"], "referenced_by": st.referenced_by(sv.subject, sv.version),
                 "also_in": [_row(h) for h in st.holders(sv.schema_id) if (h.subject, h.version) != (subject, sv.version)],
-                "versions": [v.version for v in st.versions(subject, deleted=True)]}
+                "versions": [v.version for v in st.versions(subject, deleted=True)],
+                "metadata": json.loads(sv.metadata) if sv.metadata else None,
+                "rule_set": json.loads(sv.rule_set) if sv.rule_set else None}
 
     def schema(self, schema_id: int) -> VersionView:
         """The first version holding `schema_id` (what GET /schemas/ids/{id} answers)."""

@@ -19,7 +19,13 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import (
+    Metadata,
+    MetadataProperties,
+    MetadataTags,
+    Schema,
+    SchemaRegistryClient,
+)
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
 from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
@@ -180,13 +186,23 @@ def test_soft_deleted_version_is_listed_and_still_decodes(broker: BrokerThread, 
     topic = unique("soft")
     subject = f"{topic}-value"
     ser = AvroSerializer(client, PAYMENT_V1)
-    _produce(broker, topic, [ser({"id": "s", "amount": 1.0}, SerializationContext(topic, MessageField.VALUE))])
-    client.register_schema(subject, Schema(PAYMENT_V2, "AVRO"))
+    key_ser = AvroSerializer(client, '"string"')  # a framed key: decoded by <topic>-key
+    _produce(broker, topic, [ser({"id": "s", "amount": 1.0}, SerializationContext(topic, MessageField.VALUE))],
+             keys=[key_ser("order-7", SerializationContext(topic, MessageField.KEY))])
+    client.register_schema(subject, Schema(PAYMENT_V2, "AVRO", metadata=Metadata(
+        tags=MetadataTags({}), properties=MetadataProperties({"owner": "shop"}), sensitive=[])))
     client.delete_version(subject, 1)
     detail = get_json(f"{url}/api/schema-registry/subjects/{subject}")
     assert [(v["version"], v["deleted"]) for v in detail["versions"]] == [(1, True), (2, False)]
-    (value,) = _values(url, topic)
-    assert (value["schema"]["version"], value["schema"]["json"]) == (1, {"id": "s", "amount": 1.0})
+    view = get_json(f"{url}/api/topics/{topic}/0/messages?offset=0")
+    (rec,) = [r for b in view["batches"] for r in b["records"]]
+    assert (rec["value"]["schema"]["version"], rec["value"]["schema"]["json"]) == (1, {"id": "s", "amount": 1.0})
+    assert (rec["key"]["schema"]["subject"], rec["key"]["schema"]["json"]) == (f"{topic}-key", "order-7")
+    # the version's page shows its data contract metadata
+    v2 = get_json(f"{url}/api/schema-registry/subjects/{subject}/versions/2")
+    assert v2["metadata"]["properties"] == {"owner": "shop"} and v2["rule_set"] is None
+    status, _, body = get(f"{url}/schema-registry/subjects/{subject}/versions/2")
+    assert status == 200 and 'data-field="metadata"' in body and "&quot;owner&quot;: &quot;shop&quot;" in body
 
 
 def test_console_without_the_registry_says_it_is_off(tmp_path_factory: Any) -> None:
