@@ -182,7 +182,8 @@ def version_page(v: VersionView) -> str:
             + (f'<p>references:<br>{_refs(v["references"])}</p>' if v["references"] else "")
             + (f'<p>the same schema (id {v["id"]}) is also {others}</p>' if others else "")
             + f'<h2>Schema</h2><pre class="schema" data-field="schema">{h(v["pretty"])}</pre>'
-            + "".join(f'<h2>{title}</h2><pre class="schema" data-field="{key}">{h(json.dumps(v[key], indent=2))}</pre>'
-                      for key, title in (("metadata", "Metadata"), ("rule_set", "Rule set")) if v[key] is not None))
+            + "".join(f'<h2>{title}</h2><pre class="schema" data-field="{key}">{h(json.dumps(value, indent=2))}</pre>'
+                      for key, title, value in (("metadata", "Metadata", v["metadata"]),
+                                                ("rule_set", "Rule set", v["rule_set"])) if value is not None))
     return layout(f"{s} version {v['version']}", body,
                   crumbs=[(ROOT, "Schema registry"), (f"{ROOT}/subjects/{q(s)}", s), ("", f"version {v['version']}")])
