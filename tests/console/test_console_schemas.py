@@ -15,6 +15,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -158,6 +159,42 @@ def test_json_schema_and_protobuf_records_decode(broker: BrokerThread, url: str,
     assert part["schema"]["message_type"] == "logistics.Shipment.Leg"
     assert part["schema"]["json"] == {"from": "x", "to": "y"}
     assert part["schema"]["schema_id"] == whole["schema"]["schema_id"]
+
+
+def test_protobuf_with_a_reference_and_a_well_known_import_decodes(broker: BrokerThread, url: str,
+                                                                   client: SchemaRegistryClient,
+                                                                   tmp_path_factory: Any) -> None:
+    """The serializer registers the imported file as a subject of its own and references it; the
+    decoder builds its pool from that reference and Google's timestamp.proto (not registered)."""
+    from grpc_tools import protoc
+
+    out = tmp_path_factory.mktemp("proto-refs")
+    tag = unique("r").replace("-", "_")
+    (out / f"money_{tag}.proto").write_text('syntax = "proto3";\npackage fin;\n'
+                                            "message Money { string currency = 1; int64 cents = 2; }\n")
+    (out / f"invoice_{tag}.proto").write_text(
+        f'syntax = "proto3";\npackage fin;\nimport "money_{tag}.proto";\nimport "google/protobuf/timestamp.proto";\n'
+        "message Invoice { string number = 1; Money total = 2; google.protobuf.Timestamp issued = 3; }\n")
+    include = str(Path(protoc.__file__).with_name("_proto"))
+    assert protoc.main(["protoc", f"-I{out}", f"-I{include}", f"--python_out={out}", f"money_{tag}.proto",
+                        f"invoice_{tag}.proto"]) == 0
+    sys.path.insert(0, str(out))
+    try:
+        pb = importlib.import_module(f"invoice_{tag}_pb2")
+    finally:
+        sys.path.remove(str(out))
+    topic = unique("invoices")
+    ser = ProtobufSerializer(pb.Invoice, client, {"use.deprecated.format": False})
+    invoice = pb.Invoice(number="A-1")
+    invoice.total.currency, invoice.total.cents = "EUR", 1250
+    invoice.issued.seconds = 1_700_000_000
+    _produce(broker, topic, [ser(invoice, SerializationContext(topic, MessageField.VALUE))])
+    assert client.get_latest_version(f"{topic}-value").schema.references  # the import became a reference
+    (value,) = _values(url, topic)
+    assert value["schema"]["error"] is None, value["schema"]
+    assert value["schema"]["message_type"] == "fin.Invoice"
+    assert value["schema"]["json"] == {"number": "A-1", "total": {"currency": "EUR", "cents": "1250"},
+                                       "issued": "2023-11-14T22:13:20Z"}
 
 
 def test_registry_pages_json(url: str, avro_topic: str, client: SchemaRegistryClient) -> None:
