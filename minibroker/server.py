@@ -261,7 +261,8 @@ class BrokerServer:
                                bootstrap=self.bootstrap, allow_writes=self.config.get("console.allow.writes"),
                                limits=limits,
                                plain_users={u: pw for st in ss.sasl.values() for u, pw in st.plain_users.items()},
-                               faults=(lambda: self.faults) if self.config.get("console.allow.faults") else None)
+                               faults=(lambda: self.faults) if self.config.get("console.allow.faults") else None,
+                               schema_registry=lambda: self.schema_registry.browser if self.schema_registry else None)
         host, port = self.config.get("console.host"), self.config.get("console.port")
         try:
             await self.console.start(host, port)

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from minibroker.console import actions, auth, pages, replication_page, state
+from minibroker.console import actions, auth, pages, replication_page, schema_pages, state
 from minibroker.console.actions import ActionError, Done
 from minibroker.console.auth import AuthRequired
 from minibroker.console.exposition import metrics_text
@@ -36,8 +36,12 @@ class Console:
     def __init__(self, services: BrokerServices, handlers: Mapping[int, Handler], trace: TraceListeners,
                  *, bootstrap: str, allow_writes: bool = False, limits: Limits | None = None,
                  plain_users: Mapping[str, str] | None = None,
-                 faults: Callable[[], FaultRegistry] | None = None) -> None:
+                 faults: Callable[[], FaultRegistry] | None = None,
+                 schema_registry: schema_pages.Browser | None = None) -> None:
         self.services = services
+        # the broker's schema registry, when it runs (it starts after the console): its pages and
+        # the message browser's decoding of records by their schema ids (console.schema_pages)
+        self.schema_registry: schema_pages.Browser = schema_registry or (lambda: None)
         self.faults = faults  # the broker's fault registry, with --console-allow-faults (/api/faults)
         # the SASL/PLAIN users of the broker's listeners (their JAAS configs): with an authorizer, a
         # write logs in as one of them or as a SCRAM user (minibroker.console.auth)
@@ -106,6 +110,7 @@ class Console:
         r.add_get("/api/groups/{gid}", api(lambda q: state.group(s, q.match_info["gid"])))
         r.add_get("/replication", page(lambda q: replication_page.replication_page(replication_page.replication(s))))
         r.add_get("/api/replication", api(lambda q: replication_page.replication(s)))
+        schema_pages.add_routes(r, schema_pages.Routes(lambda: self.schema_registry()), page, api)
         r.add_get("/transactions", page(lambda q: pages.transactions_page(state.transactions(s))))
         r.add_get("/api/transactions", api(lambda q: state.transactions(s)))
         # the trace shows every client's requests: with an authorizer, an operator's (auth.authorize_trace)
@@ -201,8 +206,9 @@ class Console:
 
     def _messages(self, q: web.Request) -> MessagesView:
         m = q.match_info
-        return state.messages(self.services, m["name"], m["p"], offset=q.query.get("offset") or None,
+        view = state.messages(self.services, m["name"], m["p"], offset=q.query.get("offset") or None,
                               timestamp=q.query.get("timestamp") or None, limit=q.query.get("limit"))
+        return schema_pages.annotate(view, self.schema_registry())
 
     def _batch(self, q: web.Request) -> BatchBytesView:
         m = q.match_info

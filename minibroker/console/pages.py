@@ -23,6 +23,7 @@ from minibroker.console.shapes import (
     GroupView,
     MessagesView,
     PartitionView,
+    SchemaDecoded,
     SegmentView,
     ShareGroupView,
     ShownBytes,
@@ -34,7 +35,7 @@ from minibroker.console.shapes import (
 )
 
 NAV = [("/", "Cluster"), ("/topics", "Topics"), ("/groups", "Groups"), ("/transactions", "Transactions"),
-       ("/replication", "Replication"),
+       ("/replication", "Replication"), ("/schema-registry", "Schemas"),
        ("/trace", "Live trace"), ("/faults", "Faults"), ("/metrics", "/metrics")]
 
 
@@ -248,7 +249,9 @@ def _value(v: ShownBytes | None) -> str:
     if v is None:
         return '<span class="null">null</span>'
     parts = []
-    if "json" in v:
+    if "schema" in v:  # framed with a schema id: decoded by the registry (minibroker.console.schema_pages)
+        parts.append(_decoded(v["schema"]))
+    elif "json" in v:
         # one line when it fits one (a small event reads at a glance), indented when it does not
         text = json.dumps(v["json"])
         parts.append(f'<pre class="json">{h((text if len(text) <= 100 else json.dumps(v["json"], indent=1))[:2000])}</pre>')
@@ -257,6 +260,23 @@ def _value(v: ShownBytes | None) -> str:
     parts.append(f'<details><summary>hex ({v["size"]} B)</summary><code class="hex">{h(v["hex"])}'
                  f'{"…" if v["truncated"] else ""}</code></details>')
     return "".join(parts)
+
+
+def _decoded(d: SchemaDecoded) -> str:
+    """A key or value in Confluent's wire format: its JSON, and the schema version that decoded it."""
+    link = "/schema-registry"
+    where = (f'<a href="{link}/subjects/{q(d["subject"])}">{h(d["subject"])}</a> '
+             f'v<a href="{link}/subjects/{q(d["subject"])}/versions/{d["version"]}">{d["version"]}</a>'
+             if d["subject"] is not None and d["version"] is not None else "not in the registry")
+    kind = f'{h(d["schema_type"] or "")}{" " + h(d["message_type"]) if d["message_type"] else ""}'
+    head = (f'<span class="schema-ref" data-field="schema">schema <a href="{link}/schemas/{d["schema_id"]}">'
+            f'id {d["schema_id"]}</a> {kind} {where}</span>')
+    if d["error"] is not None:
+        return f'<div class="decoded">{head}<p class="error" data-field="decode-error">{h(d["error"])}</p></div>'
+    text = json.dumps(d["json"], ensure_ascii=False)
+    if len(text) > 100:
+        text = json.dumps(d["json"], indent=1, ensure_ascii=False)
+    return f'<div class="decoded">{head}<pre class="json" data-field="decoded">{h(text[:4000])}</pre></div>'
 
 
 def messages_page(m: MessagesView) -> str:

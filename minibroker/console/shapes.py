@@ -144,6 +144,19 @@ class ShownBytes(TypedDict):
     truncated: bool
     text: str | None
     json: NotRequired[JsonValue]
+    schema: NotRequired[SchemaDecoded]  # framed with a schema id the registry holds (console.schema_pages)
+
+
+class SchemaDecoded(TypedDict):
+    """A key or value in Confluent's wire format (magic 0, schema id), decoded by its schema."""
+
+    schema_id: int
+    schema_type: str | None  # None: the registry does not hold the id
+    subject: str | None  # the version that decoded it: the topic's subject when that holds the id
+    version: int | None
+    message_type: str | None  # Protobuf: the message the indexes name
+    json: JsonValue
+    error: str | None
 
 
 class ShownHeader(TypedDict):

@@ -7,6 +7,7 @@ import logging
 from aiohttp import web
 
 from minibroker.replica_manager import ReplicaManager
+from minibroker.schema_registry.browse import RegistryBrowser
 from minibroker.schema_registry.http_api import MAX_BODY, RegistryApi, confluent_errors
 from minibroker.schema_registry.registry import Registry
 from minibroker.schema_registry.schema_log import TOPIC, SchemaLog
@@ -24,6 +25,7 @@ class SchemaRegistry:
     def __init__(self, topics: TopicRegistry, replica_manager: ReplicaManager, clock: Clock) -> None:
         self.registry = Registry(SchemaLog(topics, replica_manager, clock))
         self.api = RegistryApi(self.registry)
+        self.browser = RegistryBrowser(self.registry, "")  # what the console shows (its url set at start)
         # the broker-side check of topics with confluent.*.schema.validation (the ReplicaManager calls it)
         self.validator = SchemaValidator(self._ids_of)
         self._runner: web.AppRunner | None = None
@@ -45,6 +47,7 @@ class SchemaRegistry:
         self._runner = runner
         sockets = getattr(site._server, "sockets", None) or []
         self.host, self.port = host, sockets[0].getsockname()[1] if sockets else port
+        self.browser.url = self.url
         state = self.registry.state
         log.info("schema registry on %s (%d records of %s: %d subjects, largest id %d)", self.url, records, TOPIC,
                  len(state.subjects), state.max_id)

@@ -21,7 +21,7 @@ from minibroker.schema_registry import errors
 from minibroker.schema_registry.protobuf_schema import ProtobufSchema
 from minibroker.schema_registry.registry import GLOBAL, NewSchema, Registry
 from minibroker.schema_registry.schemas import AVRO, SCHEMA_TYPES, ParsedSchema, SchemaReference
-from minibroker.schema_registry.state import RegistryState, SchemaVersion
+from minibroker.schema_registry.state import RegistryState, SchemaVersion, canonical_json
 
 log = logging.getLogger("minibroker.schema_registry")
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
@@ -120,7 +120,13 @@ def new_schema(body: dict[str, object]) -> NewSchema:
         references = tuple(SchemaReference(str(r["name"]), str(r["subject"]), int(r["version"])) for r in refs)
     except (KeyError, TypeError, ValueError):
         raise errors.RegistryError(422, 422, "A reference needs a name, a subject and a version") from None
-    return NewSchema(schema, schema_type, references)
+    contract = []
+    for name in ("metadata", "ruleSet"):  # Confluent's data contracts (7.4+): stored and answered as sent
+        value = body.get(name)
+        if value is not None and not isinstance(value, dict):
+            raise errors.RegistryError(422, 422, f"{name} must be an object")
+        contract.append(canonical_json(value))
+    return NewSchema(schema, schema_type, references, contract[0], contract[1])
 
 
 def optional_int(body: dict[str, object], name: str) -> int | None:
@@ -173,6 +179,7 @@ class RegistryApi:
             web.post("/subjects/{subject:[^/]+}", self.lookup),
             web.delete("/subjects/{subject:[^/]+}", self.delete_subject),
             web.get("/subjects/{subject:[^/]+}/versions", self.list_versions),
+            web.get("/subjects/{subject:[^/]+}/metadata", self.latest_with_metadata),
             web.post("/subjects/{subject:[^/]+}/versions", self.register),
             web.get("/subjects/{subject:[^/]+}/versions/{version}", self.get_version),
             web.get("/subjects/{subject:[^/]+}/versions/{version}/schema", self.raw_version),
@@ -207,8 +214,16 @@ class RegistryApi:
             body["schemaType"] = sv.schema_type
         if sv.references:
             body["references"] = [r.to_json() for r in sv.references]
+        self._contract(body, sv)
         body["schema"] = self._schema_text(sv, fmt)
         return body
+
+    @staticmethod
+    def _contract(body: dict[str, object], sv: SchemaVersion) -> None:
+        if sv.metadata:
+            body["metadata"] = json.loads(sv.metadata)
+        if sv.rule_set:
+            body["ruleSet"] = json.loads(sv.rule_set)
 
     def _by_id(self, request: web.Request) -> SchemaVersion:
         raw = request.match_info["id"]
@@ -248,6 +263,7 @@ class RegistryApi:
             body["schemaType"] = sv.schema_type
         if sv.references:
             body["references"] = [r.to_json() for r in sv.references]
+        self._contract(body, sv)
         body["schema"] = self._schema_text(sv, request.query.get("format"))
         if flag(request, "includeSubjects"):
             body["subjects"] = sorted({h.subject for h in self.state.holders(sv.schema_id) if not h.deleted})
@@ -321,6 +337,14 @@ class RegistryApi:
         sv = self.registry.version(request.match_info["subject"], request.match_info["version"],
                                    deleted=flag(request, "deleted"))
         return self._raw(sv, request.query.get("format"))
+
+    async def latest_with_metadata(self, request: web.Request) -> web.Response:
+        keys, values = request.query.getall("key", []), request.query.getall("value", [])
+        if len(keys) != len(values):
+            raise errors.bad_request("each key needs a value", 400)
+        sv = self.registry.latest_with_metadata(request.match_info["subject"], dict(zip(keys, values, strict=True)),
+                                                deleted=flag(request, "deleted"))
+        return reply(self._version_body(sv, request.query.get("format")))
 
     async def referenced_by(self, request: web.Request) -> web.Response:
         sv = self.registry.version(request.match_info["subject"], request.match_info["version"])

@@ -225,8 +225,23 @@ class _Diff:
             if not (isinstance(r_items, list) and isinstance(w_items, list)):
                 self.add("TYPE_CHANGED", f"{path}/items", "An array changed to a tuple or back")
                 return
-            if len(r_items) > len(w_items) and reader.get("additionalItems", True) is not True:
-                self.add("ITEM_ADDED_TO_CLOSED_CONTENT_MODEL", f"{path}/items", "The tuple has more items")
+            # Confluent's ArraySchemaDiff: an item the reader adds reads what the writer's
+            # additionalItems let it write there (anything when open: ITEM_ADDED_TO_OPEN_CONTENT_MODEL;
+            # nothing when closed: compatible); an item the reader drops is read by its additionalItems
+            # (refused when closed: ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL)
+            w_extra, r_extra = writer.get("additionalItems", True), reader.get("additionalItems", True)
+            for i in range(len(w_items), len(r_items)):
+                if w_extra is True:
+                    self.add("ITEM_ADDED_TO_OPEN_CONTENT_MODEL", f"{path}/items/{i}",
+                             f"The tuple's item {i} was added, where the old schema allowed any item")
+                elif isinstance(w_extra, dict):
+                    self.compare(r_items[i], w_extra, f"{path}/items/{i}")
+            for i in range(len(r_items), len(w_items)):
+                if r_extra is False:
+                    self.add("ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL", f"{path}/items/{i}",
+                             f"The tuple's item {i} was removed, and the new schema allows no more items")
+                elif isinstance(r_extra, dict):
+                    self.compare(r_extra, w_items[i], f"{path}/items/{i}")
             for i, (r, w) in enumerate(zip(r_items, w_items, strict=False)):
                 self.compare(r, w, f"{path}/items/{i}")
             return

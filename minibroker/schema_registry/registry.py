@@ -35,6 +35,8 @@ class NewSchema:
     schema: str
     schema_type: str
     references: tuple[SchemaReference, ...] = ()
+    metadata: str = ""  # canonical JSON (state.canonical_json), "" when the request has none
+    rule_set: str = ""
 
 
 class Registry:
@@ -46,7 +48,7 @@ class Registry:
         self._parsed: dict[int, ParsedSchema] = {}  # by id: a stored schema is parsed once
         # (type, normalized form, references) -> id, for the schemas parsed so far: the same schema
         # stored in another rendering keeps its id
-        self._normal_ids: dict[tuple[str, str, tuple[SchemaReference, ...]], int] = {}
+        self._normal_ids: dict[tuple[str, str, tuple[SchemaReference, ...], str, str], int] = {}
 
     def catch_up(self) -> int:
         """Apply the records of `_schemas` from `position` to its end (all of them at start); how many.
@@ -117,13 +119,15 @@ class Registry:
         cached = self._parsed.get(sv.schema_id)
         if cached is None:
             cached = self._parsed[sv.schema_id] = parse_schema(sv.schema_type, sv.schema, self.resolve(sv.references))
-            self._normal_ids.setdefault((sv.schema_type, cached.normalized(), sv.references), sv.schema_id)
+            self._normal_ids.setdefault((sv.schema_type, cached.normalized(), sv.references, sv.metadata, sv.rule_set),
+                                        sv.schema_id)
         return cached
 
     def _same_schema(self, sv: SchemaVersion, new: NewSchema, parsed: ParsedSchema) -> bool:
         """`sv` holds the schema `new` is, in whatever rendering (another registry wrote it to _schemas
         with its own spacing or key order: Confluent as Avro Java renders it)."""
-        return (sv.schema_type, sv.references) == (new.schema_type, new.references) and (
+        return (sv.schema_type, sv.references, sv.metadata, sv.rule_set) == (
+            new.schema_type, new.references, new.metadata, new.rule_set) and (
             self.parsed(sv).normalized() == parsed.normalized())
 
     def _string(self, parsed: ParsedSchema, subject: str, normalize: bool) -> str:
@@ -158,8 +162,10 @@ class Registry:
             if schema_id is not None and schema_id >= 0:
                 raise errors.operation_not_permitted(f"Subject {subject} is not in import mode")
         text = self._string(parsed, subject, normalize)
-        content = (new.schema_type, text, new.references)
         live = self.state.versions(subject)
+        if live:  # metadata and rules not given are the previous version's (Confluent: maybePopulateFromPrevious)
+            new = replace(new, metadata=new.metadata or live[-1].metadata, rule_set=new.rule_set or live[-1].rule_set)
+        content = (new.schema_type, text, new.references, new.metadata, new.rule_set)
         for sv in live:
             if (sv.content == content or self._same_schema(sv, new, parsed)) and (
                     schema_id is None or schema_id < 0 or schema_id == sv.schema_id):
@@ -173,7 +179,8 @@ class Registry:
                                           f"subject \"{subject}\", details: [{', '.join(messages)}]")
         known = self.state.ids.get(content)
         if known is None:
-            known = self._normal_ids.get((new.schema_type, parsed.normalized(), new.references))
+            known = self._normal_ids.get((new.schema_type, parsed.normalized(), new.references, new.metadata,
+                                          new.rule_set))
         if schema_id is not None and schema_id >= 0:
             holder = self.state.by_id.get(schema_id)
             if holder is not None and holder.content != content:
@@ -185,10 +192,12 @@ class Registry:
         number = version if version is not None and version > 0 else max(every, default=0) + 1
         if number in every:
             raise errors.invalid_version(str(number))
-        sv = SchemaVersion(subject, number, new_id, new.schema_type, text, new.references)
+        sv = SchemaVersion(subject, number, new_id, new.schema_type, text, new.references,
+                           metadata=new.metadata, rule_set=new.rule_set)
         self._write([(schema_key(subject, number), sv.to_record())])
         self._parsed.setdefault(new_id, parsed)
-        self._normal_ids.setdefault((new.schema_type, parsed.normalized(), new.references), new_id)
+        self._normal_ids.setdefault((new.schema_type, parsed.normalized(), new.references, new.metadata,
+                                     new.rule_set), new_id)
         return new_id
 
     def lookup(self, subject: str, new: NewSchema, parsed: ParsedSchema, *, normalize: bool = False,
@@ -197,14 +206,30 @@ class Registry:
         versions = self.versions(subject, deleted=deleted)
         for text in dict.fromkeys((self._string(parsed, subject, normalize), parsed.canonical(), new.schema)):
             for sv in reversed(versions):
-                if sv.content == (new.schema_type, text, new.references):
+                if sv.content[:3] == (new.schema_type, text, new.references) and self._same_contract(sv, new):
                     return sv
         if normalize:  # stored un-normalized: compare the normalized forms of both
             target = parsed.normalized()
             for sv in reversed(versions):
-                if sv.schema_type == new.schema_type and self.parsed(sv).normalized() == target:
+                if (sv.schema_type == new.schema_type and self._same_contract(sv, new)
+                        and self.parsed(sv).normalized() == target):
                     return sv
         raise errors.schema_not_found()
+
+    @staticmethod
+    def _same_contract(sv: SchemaVersion, new: NewSchema) -> bool:
+        """A look-up without metadata or rules matches any version's; with them, only equal ones."""
+        return (not new.metadata or new.metadata == sv.metadata) and (not new.rule_set or new.rule_set == sv.rule_set)
+
+    def latest_with_metadata(self, subject: str, properties: dict[str, str], *, deleted: bool = False) -> SchemaVersion:
+        """GET /subjects/{subject}/metadata: the latest version whose metadata properties hold every pair."""
+        versions = self.versions(subject, deleted=deleted)
+        for sv in reversed(versions):
+            props = (json.loads(sv.metadata).get("properties") or {}) if sv.metadata else {}
+            if all(props.get(k) == v for k, v in properties.items()):
+                return sv
+        raise errors.RegistryError(404, 40403, f"Schema not found: no version of subject '{subject}' has the metadata "
+                                               f"{properties}")
 
     def delete_subject(self, subject: str, *, permanent: bool = False) -> list[int]:
         self._writable(subject)

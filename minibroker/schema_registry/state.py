@@ -11,6 +11,7 @@ Karapace's behaviour; within one run of the broker, as the tombstoned record is 
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field, replace
 
@@ -22,7 +23,9 @@ log = logging.getLogger("minibroker.schema_registry")
 GLOBAL = None  # the key of the global config and mode
 DEFAULT_COMPATIBILITY = "BACKWARD"
 DEFAULT_MODE = "READWRITE"
-ContentKey = tuple[str, str, tuple[SchemaReference, ...]]
+# type, schema, references, metadata, rule set (the last two as canonical JSON, "" when absent):
+# a schema with other metadata or rules is another content, with an id of its own (Confluent 7.4+)
+ContentKey = tuple[str, str, tuple[SchemaReference, ...], str, str]
 
 
 @dataclass(frozen=True)
@@ -36,10 +39,12 @@ class SchemaVersion:
     schema: str
     references: tuple[SchemaReference, ...] = ()
     deleted: bool = False
+    metadata: str = ""  # Confluent's data contract metadata {tags, properties, sensitive}, canonical JSON
+    rule_set: str = ""  # and its ruleSet {migrationRules, domainRules}
 
     @property
     def content(self) -> ContentKey:
-        return (self.schema_type, self.schema, self.references)
+        return (self.schema_type, self.schema, self.references, self.metadata, self.rule_set)
 
     def to_record(self) -> JsonObject:
         value: JsonObject = {"subject": self.subject, "version": self.version, "id": self.schema_id,
@@ -47,7 +52,18 @@ class SchemaVersion:
         if self.schema_type != AVRO:
             value["schemaType"] = self.schema_type
         value["references"] = [r.to_json() for r in self.references]
+        if self.metadata:
+            value["metadata"] = json.loads(self.metadata)
+        if self.rule_set:
+            value["ruleSet"] = json.loads(self.rule_set)
         return value
+
+
+def canonical_json(value: object) -> str:
+    """A metadata or ruleSet object as the one string compared and stored ("" for none or empty)."""
+    if value is None or value == {}:
+        return ""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 def _version_from(value: JsonObject) -> SchemaVersion | None:
@@ -58,7 +74,8 @@ def _version_from(value: JsonObject) -> SchemaVersion | None:
             subject=str(value["subject"]), version=int(str(value["version"])), schema_id=int(str(value["id"])),
             schema_type=str(value.get("schemaType") or AVRO), schema=str(value["schema"]),
             references=tuple(SchemaReference(str(r["name"]), str(r["subject"]), int(r["version"])) for r in refs),
-            deleted=bool(value.get("deleted", False)))
+            deleted=bool(value.get("deleted", False)), metadata=canonical_json(value.get("metadata")),
+            rule_set=canonical_json(value.get("ruleSet")))
     except (KeyError, ValueError, TypeError, AssertionError):
         return None
 

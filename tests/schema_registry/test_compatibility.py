@@ -86,6 +86,14 @@ MATRIX: dict[str, tuple[str, list[str], str, set[str], str]] = {
     "json array to tuple": (
         "JSON", [json.dumps({"type": "array", "items": {"type": "integer"}})],
         json.dumps({"type": "array", "items": [{"type": "integer"}]}), {"NONE"}, "TYPE_CHANGED"),
+    "json item added to an open tuple": (
+        "JSON", [json.dumps({"type": "array", "items": [{"type": "integer"}]})],
+        json.dumps({"type": "array", "items": [{"type": "integer"}, {"type": "integer"}]}),
+        {"FORWARD", "FORWARD_TRANSITIVE", "NONE"}, "ITEM_ADDED_TO_OPEN_CONTENT_MODEL"),
+    "json item added to a closed tuple": (
+        "JSON", [json.dumps({"type": "array", "items": [{"type": "integer"}], "additionalItems": False})],
+        json.dumps({"type": "array", "items": [{"type": "integer"}, {"type": "integer"}], "additionalItems": False}),
+        {"BACKWARD", "BACKWARD_TRANSITIVE", "NONE"}, "ITEM_REMOVED_FROM_CLOSED_CONTENT_MODEL"),
     "json untyped oneOf to its one type": (
         "JSON", [json.dumps({"oneOf": [{"type": "string"}]})], json.dumps({"type": "string"}), ALL, ""),
     "protobuf add field": (

@@ -23,11 +23,18 @@ def connector_package() -> str:
     return f"org.apache.spark:spark-sql-kafka-0-10_2.13:{pyspark.__version__}"
 
 
+def avro_package() -> str:
+    """spark-avro (from_avro, to_avro) for the installed pyspark: the Avro pipeline (issue 36)."""
+    import pyspark
+
+    return f"org.apache.spark:spark-avro_2.13:{pyspark.__version__}"
+
+
 def spark_builder(app: str):
     from pyspark.sql import SparkSession
 
     return (SparkSession.builder.master("local[2]").appName(app)
-            .config("spark.jars.packages", connector_package())
+            .config("spark.jars.packages", f"{connector_package()},{avro_package()}")
             .config("spark.jars.ivy", str(IVY_DIR))
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
