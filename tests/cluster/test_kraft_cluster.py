@@ -63,9 +63,12 @@ def test_a_topic_created_through_any_broker_replicates_on_three(mini_cluster: Mi
         admin.create_topics([KNewTopic("orders", 3, 3)])
     finally:
         admin.close()
-    # every broker's Metadata agrees at once (the forwarded CreateTopics waited for the image)
-    views = {n: partitions_of(c, n, "orders") for n in c.brokers}
-    assert len(views[1]) == 3 and views[1] == views[2] == views[3], views
+    # the broker that forwarded CreateTopics answered once its image had the topic; the others
+    # follow within a metadata fetch, and every broker's Metadata agrees
+    assert len(partitions_of(c, 2, "orders")) == 3
+    views = wait_until(lambda: (v := {n: partitions_of(c, n, "orders") for n in c.brokers})[1] == v[2] == v[3] and v,
+                       "every broker's Metadata agrees")
+    assert len(views[1]) == 3
     assert {leader for leader, _, _ in views[1].values()} == {1, 2, 3}  # leaders spread
     assert all(set(r) == {1, 2, 3} for _, r, _ in views[1].values())
     producer = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "enable.idempotence": True})
@@ -163,7 +166,8 @@ def test_delete_add_partitions_alter_config(mini_cluster: MiniCluster) -> None:
     admin = AdminClient({"bootstrap.servers": c.brokers[3].bootstrap})
     admin.create_topics([NewTopic("admin-t", 2, 3)])["admin-t"].result(30)
     admin.create_partitions([NewPartitions("admin-t", 5)])["admin-t"].result(30)
-    assert all(len(partitions_of(c, n, "admin-t")) == 5 for n in c.brokers)
+    assert len(partitions_of(c, 3, "admin-t")) == 5  # the broker that answered has it already
+    wait_until(lambda: all(len(partitions_of(c, n, "admin-t")) == 5 for n in c.brokers), "every broker has 5")
     assert all((c.brokers[n].data_dir / "admin-t-4").is_dir() for n in c.brokers)
     res = ConfigResource("topic", "admin-t", incremental_configs=[
         ConfigEntry("retention.ms", "123456", incremental_operation=AlterConfigOpType.SET)])
@@ -196,10 +200,14 @@ def test_delete_add_partitions_alter_config(mini_cluster: MiniCluster) -> None:
     wait_until(lambda: all(topic_config(n)["segment.ms"] == "7777777" and topic_config(n)["retention.bytes"] == "4444444"
                            for n in c.brokers), "the new configs on every broker")
     admin.delete_topics(["admin-t"])["admin-t"].result(30)
-    for n in c.brokers:  # all topics listed (a Metadata naming it would auto-create it again)
+    assert "admin-t" not in admin.list_topics(timeout=10).topics  # the broker that answered: at once
+
+    def gone(n: int) -> bool:  # all topics listed (a Metadata naming it would auto-create it again)
         on_n = AdminClient({"bootstrap.servers": c.brokers[n].bootstrap})
-        assert "admin-t" not in on_n.list_topics(timeout=10).topics, n
-        assert not (c.brokers[n].data_dir / "admin-t-0").exists()
+        return "admin-t" not in on_n.list_topics(timeout=10).topics and not (
+            c.brokers[n].data_dir / "admin-t-0").exists()
+
+    wait_until(lambda: all(gone(n) for n in c.brokers), "the topic gone from every broker")
 
 
 def test_kafka_python_clients_and_a_consumer_group(mini_cluster: MiniCluster) -> None:
