@@ -157,6 +157,11 @@ class _MoveCoordinator(ClusterKind):
     RehashCoordinators, librdkafka's coordinator_set). The old coordinator answers NOT_COORDINATOR
     from then on; the new one loads the partition first (COORDINATOR_LOAD_IN_PROGRESS)."""
 
+    def apply(self, target: FaultTarget, fault: Fault, on_fire: Callable[[Fault, str], None]) -> None:
+        if fault.group_id is None and fault.transactional_id is None:
+            raise FaultError("coordinator.move needs group_id or transactional_id")
+        super().apply(target, fault, on_fire)
+
     async def act(self, processes: cc.NodeProcesses, fault: Fault) -> str:
         assert fault.node is not None
         if fault.group_id is not None:

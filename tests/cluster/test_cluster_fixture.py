@@ -150,3 +150,36 @@ def test_cluster_fault_kinds_over_http(kafka_cluster: Cluster) -> None:
     assert 400 <= status < 500 and "node" in json.dumps(err), err
     status, err = http(c, "POST", "/api/faults", {"kind": "broker.stop", "node": 9})
     assert 400 <= status < 500 and "no broker with node id 9" in json.dumps(err), err
+
+
+def test_coordinator_move_over_http(kafka_cluster: Cluster) -> None:
+    """coordinator.move: the leadership of the group's __consumer_offsets partition moves to the
+    named broker, and FindCoordinator (asked through confluent-kafka's admin) names that broker."""
+    from minibroker.coordinator.runtime.coordinator_store import partition_for
+
+    c = kafka_cluster
+    topic = new_topic(c)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+    finally:
+        consumer.close()
+    p = partition_for(group, len(c.partitions("__consumer_offsets")))
+    to = next(n for n in (1, 2, 3) if n != c.leader("__consumer_offsets", p))
+    status, fault = http(c, "POST", "/api/faults", {"kind": "coordinator.move", "group_id": group, "node": to})
+    assert status == 201, fault
+    assert isinstance(fault, dict)
+    status, fired = http(c, "GET", f"/api/faults/{fault['id']}?wait_fired=1&timeout=60")
+    assert status == 200 and isinstance(fired, dict) and fired["fired"] == 1, fired
+    assert c.leader("__consumer_offsets", p) == to
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    deadline = time.monotonic() + 60
+    while True:
+        desc = admin.describe_consumer_groups([group])[group].result(30)
+        if desc.coordinator.id == to or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert desc.coordinator.id == to
+    status, err = http(c, "POST", "/api/faults", {"kind": "coordinator.move", "node": to})
+    assert 400 <= status < 500 and "group_id or transactional_id" in json.dumps(err), err
