@@ -24,10 +24,9 @@ from pathlib import Path
 import uvloop
 
 # the config and the socket server come before the broker's modules: the listeners are bound first
-from minibroker.config import BrokerConfig, ConfigError
+from minibroker.config import BrokerConfig
 from minibroker.network.socket_server import ListenerBindError, SocketServer
-from storage.file_lock import LogDirFailure
-from storage.meta_properties import MetaPropertiesError
+from minibroker.startup_errors import EXIT_STARTUP_ERROR, STARTUP_ERRORS
 
 TOOLS = {
     "dump-log": "minibroker.tools.dump_log",
@@ -40,9 +39,7 @@ TOOL_SUMMARIES = {  # for --help; each tool has its own --help
     "cluster": "one KRaft controller and N brokers, each its own process (D/cluster.json lists them)",
 }
 # start-up errors said in one line (exit status 2); their messages name the key, listener or path
-# MetaPropertiesError: a data dir of another node or cluster (Kafka's MetaPropertiesEnsemble message)
-STARTUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, ListenerBindError, LogDirFailure, MetaPropertiesError)
-EXIT_STARTUP_ERROR = 2  # as argparse's usage errors
+# (minibroker.startup_errors: shared with `python -m minibroker cluster`)
 DEFAULT_DATA_DIR = "data"  # log.dir's dev default (minibroker.config.keys), under the working directory
 
 

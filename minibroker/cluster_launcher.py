@@ -57,8 +57,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minibroker.cli import EXIT_STARTUP_ERROR, STARTUP_ERRORS
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
+from minibroker.startup_errors import EXIT_STARTUP_ERROR, STARTUP_ERRORS
 from protocol.apis import metadata
 from protocol.schema import Api, Message
 from storage.file_lock import FileLock, LogDirFailure
