@@ -38,6 +38,8 @@ TOOL_SUMMARIES = {  # for --help; each tool has its own --help
     "certs": "make a CA and server/client certificates for TLS listeners (development and tests)",
     "cluster": "one KRaft controller and N brokers, each its own process (D/cluster.json lists them)",
 }
+# start-up errors said in one line (exit status 2); their messages name the key, listener or path
+# (minibroker.startup_errors: shared with `python -m minibroker cluster`)
 DEFAULT_DATA_DIR = "data"  # log.dir's dev default (minibroker.config.keys), under the working directory
 
 

@@ -91,6 +91,10 @@ class ClusterOps(ABC):
         """Start a stopped broker again on its data dir; returns once it serves."""
 
     @abstractmethod
+    def running(self, node_id: int) -> bool:
+        """Whether the broker's process is alive (a paused one is)."""
+
+    @abstractmethod
     def pause(self, node_id: int) -> None:
         """SIGSTOP the broker's process."""
 
