@@ -119,6 +119,11 @@ class Coordinators:
         return self._share if self._share is not None else self._on_loop(self._build_share)
 
     @property
+    def share_if_built(self) -> ShareGroupCoordinator | None:
+        """The share coordinator if something built it (its group configs are then in memory)."""
+        return self._share
+
+    @property
     def group_if_built(self) -> GroupCoordinator | None:
         """The group coordinator if something built it (a deleted topic has no offsets to drop
         in a coordinator that was never loaded: there is no __consumer_offsets on disk)."""

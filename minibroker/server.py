@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from minibroker.cleaner import LogCleanerTask
+from minibroker.client_metrics import ClientMetricsConfigs
 from minibroker.config import BrokerConfig, ConfigValue, effective_topic_config, to_log_config
 from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupConfigs
 from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
@@ -96,6 +97,7 @@ class BrokerServer:
     producer_ids: ProducerIdManager
     fetch_sessions: FetchSessionCache
     consumer_group_configs: ConsumerGroupConfigs
+    client_metrics: ClientMetricsConfigs
     coordinators: Coordinators
     cleaner: LogCleanerTask | None
     scheduler: LogScheduler
@@ -202,6 +204,8 @@ class BrokerServer:
         # GROUP config resources of consumer groups, read by the manager from the next heartbeat on
         self.consumer_group_configs = ConsumerGroupConfigs(data_dir, {})
         self.consumer_group_configs.load()
+        self.client_metrics = ClientMetricsConfigs(data_dir)  # KIP-714 subscriptions (config resources)
+        self.client_metrics.load()
         # the group, transaction and share-group coordinators: built when first needed, or at
         # start when their state is on disk (minibroker.coordinators; issue 22)
         self.coordinators = Coordinators(cfg, data_dir, clock, self.topics, self.replica_manager, self.producer_ids,
@@ -240,7 +244,8 @@ class BrokerServer:
             advertised={e.listener_name: e for e in config.advertised_endpoints},
             scram_credentials=self.scram_credentials,
             client_quotas=self.client_quotas, authorizer=self.authorizer,
-            consumer_group_configs=self.consumer_group_configs, served_versions=served)
+            consumer_group_configs=self.consumer_group_configs, served_versions=served,
+            client_metrics=self.client_metrics)
         self.handlers = ServedHandlers(served)
         self.apis = KafkaApis(self.services, self.handlers)
         # storage: the logs (recovery happens here) and the topics on them

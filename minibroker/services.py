@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from minibroker.client_metrics import ClientMetricsConfigs
 from minibroker.config import BrokerConfig, Endpoint
 from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupConfigs
 from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
@@ -61,6 +62,7 @@ class BrokerServices:
     authorizer: Authorizer  # ACLs and the authorization decision (minibroker.security.authorizer)
     client_quotas: ClientQuotaManager  # Fetch caps max_bytes at the consumer's quota window
     consumer_group_configs: ConsumerGroupConfigs  # consumer.* keys of GROUP config resources (KIP-848)
+    client_metrics: ClientMetricsConfigs  # CLIENT_METRICS config resources (KIP-714)
     # the API keys and versions this broker serves (ApiVersions): the registry's table less the
     # share-group APIs when group.share.enable=false
     served_versions: Mapping[int, Versions]

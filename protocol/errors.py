@@ -144,6 +144,7 @@ class ErrorCode(IntEnum):
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128
+    REBOOTSTRAP_REQUIRED = 129  # KIP-1242: ApiVersions v5 names another cluster or node
 
 
 # Kafka's exception class for these derives from RetriableException.

@@ -5,6 +5,8 @@
     python tools/gen_schemas.py --stubs     # only the .pyi stubs, from the checked-in schemas
     python tools/gen_schemas.py --kraft DIR... # only the KRaft APIs and records (issue 29), e.g. from
         the 4.4 jars' common/message (kafka-clients) and common/metadata (kafka-metadata)
+    python tools/gen_schemas.py --only Name,Name DIR... # only these APIs' modules (issue 35: the
+        versions Kafka 4.4 added, from the kafka-clients 4.4 jar's common/message)
 
 Kafka's JSON (clients/src/main/resources/common/message/*.json) is the source of the *facts*:
 field names, types, version ranges, nullability, tags and defaults. We emit them in our own
@@ -58,6 +60,8 @@ KRAFT_APIS = [
     "AlterPartitionReassignments", "ListPartitionReassignments", "ElectLeaders", "Envelope",
 ]
 APIS += KRAFT_APIS
+# The rest of Kafka 4.4's broker API (issue 35), generated with --only from the 4.4 JSON.
+APIS += ["ListConfigResources", "UnregisterController"]
 # The metadata records of __cluster_metadata (kafka-metadata's common/metadata/*.json), framed by
 # api key and version (protocol/metadata_records.py's BY_API_KEY; Kafka: MetadataRecordType).
 METADATA_RECORDS = [
@@ -157,8 +161,15 @@ class Emitter:
                 self.lines.append(f"{pad}F({', '.join(args)}),")
 
 
+# Versions Kafka 4 removed (KIP-896) that minibroker keeps serving for old clients: the schema
+# starts at 0 (its fields say "0+", so v0 is the v1 layout, as in Kafka 3.x's JSON).
+KEEP_FROM_ZERO = {"DescribeLogDirsRequest", "DescribeLogDirsResponse"}
+
+
 def valid_range(d: dict) -> str:
     vv = d["validVersions"]
+    if d["name"] in KEEP_FROM_ZERO:
+        vv = "0-" + vv.partition("-")[2]
     if d.get("latestVersionUnstable"):
         lo, _, hi = vv.partition("-")
         vv = lo if not hi or int(hi) - 1 == int(lo) else f"{lo}-{int(hi) - 1}"
@@ -178,6 +189,9 @@ def emit_struct(name: str, d: dict, var: str, out: list[str]) -> None:
 
 
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--only"]:
+        only(argv[1].split(","), [Path(p) for p in argv[2:]])
+        return
     kraft_only = argv[:1] == ["--kraft"]
     dirs = [Path(p) for p in argv[1 if kraft_only else 0:]]
     files = {p.stem: p for d in dirs for p in d.glob("*.json")}
@@ -186,26 +200,45 @@ def main(argv: list[str]) -> None:
     outdir = Path(__file__).resolve().parent.parent / "protocol" / "apis"
     apis = KRAFT_APIS if kraft_only else APIS
     for api in apis:
-        req, resp = load(files[api + "Request"]), load(files[api + "Response"])
-        out = [
-            f'"""{api} (api key {req["apiKey"]}): schema data generated from Kafka\'s message definitions',
-            "by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",
-            "",
-            "from protocol.schema import Api, F, Schema, message_classes",
-            "",
-        ]
-        emit_struct(api + "Request", req, "REQUEST", out)
-        out.append("")
-        emit_struct(api + "Response", resp, "RESPONSE", out)
-        out.append("")
-        out.append(f"API = Api({req['apiKey']}, {api!r}, REQUEST, RESPONSE)")
-        out.append("__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi")
-        (outdir / f"{module_name(api)}.py").write_text("\n".join(out) + "\n")
+        write_api(api, files, outdir)
     write_kraft_records(files, outdir.parent)
     if kraft_only:
         print(f"wrote {len(apis)} API modules and the KRaft records")
         write_stubs()
         return
+    _write_records(files, outdir)
+
+
+def only(apis: list[str], dirs: list[Path]) -> None:
+    """Regenerate just `apis` (and every stub), leaving the other schemas at their release."""
+    files = {p.stem: p for d in dirs for p in d.glob("*.json")}
+    outdir = Path(__file__).resolve().parent.parent / "protocol" / "apis"
+    for api in apis:
+        write_api(api, files, outdir)
+    print(f"wrote {len(apis)} API modules")
+    write_stubs()
+
+
+def write_api(api: str, files: dict[str, Path], outdir: Path) -> None:
+    """protocol/apis/<api>.py from the API's request and response JSON."""
+    req, resp = load(files[api + "Request"]), load(files[api + "Response"])
+    out = [
+        f'"""{api} (api key {req["apiKey"]}): schema data generated from Kafka\'s message definitions',
+        "by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",
+        "",
+        "from protocol.schema import Api, F, Schema, message_classes",
+        "",
+    ]
+    emit_struct(api + "Request", req, "REQUEST", out)
+    out.append("")
+    emit_struct(api + "Response", resp, "RESPONSE", out)
+    out.append("")
+    out.append(f"API = Api({req['apiKey']}, {api!r}, REQUEST, RESPONSE)")
+    out.append("__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi")
+    (outdir / f"{module_name(api)}.py").write_text("\n".join(out) + "\n")
+
+
+def _write_records(files: dict[str, Path], outdir: Path) -> None:
     rec = [
         '"""Coordinator records (__consumer_offsets, __transaction_state): schema data generated from',
         "Kafka's definitions by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",

@@ -1,4 +1,4 @@
-"""DeleteRecords v0-2, DescribeCluster v0-2, DescribeLogDirs v0-4, OffsetForLeaderEpoch v0-4,
+"""DeleteRecords v0-2, DescribeCluster v0-2, DescribeLogDirs v0-5, OffsetForLeaderEpoch v0-4,
 DescribeTopicPartitions v0 (KIP-966).
 
 Behavior, for one broker that leads every partition and is its whole ISR:
@@ -21,7 +21,8 @@ Behavior, for one broker that leads every partition and is its whole ISR:
 
 Version notes: DeleteRecords v1 is v0, v2 flexible. DescribeCluster v0 is flexible, v1 adds
 endpoint_type, v2 include_fenced_brokers / is_fenced. DescribeLogDirs v2 flexible, v3 a top-level
-error code, v4 total/usable bytes.
+error code, v4 total/usable bytes, v5 is_cordoned
+(KIP-1066: a directory no new partition is placed in; minibroker never cordons its one directory).
 OffsetForLeaderEpoch v1 returns the epoch, v2 adds current_leader_epoch and throttle time, v3
 replica_id, v4 flexible. DescribeTopicPartitions has only v0.
 """
@@ -103,7 +104,7 @@ async def handle_describe_cluster(ctx: RequestContext, req: describe_cluster.Des
     return resp
 
 
-@handles(describe_log_dirs.API, "0-4")
+@handles(describe_log_dirs.API, "0-5")
 async def handle_describe_log_dirs(ctx: RequestContext, req: describe_log_dirs.DescribeLogDirsRequest) -> describe_log_dirs.DescribeLogDirsResponse:
     services = ctx.services
     if code := authz.cluster_denied(ctx, authz.Op.DESCRIBE):  # DESCRIBE on the cluster (KafkaApis)

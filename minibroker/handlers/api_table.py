@@ -33,7 +33,7 @@ API_TABLE: dict[int, ServedApi] = {
     15: ServedApi('0-6', 'groups', 'handle_describe_groups', False),  # DescribeGroups
     16: ServedApi('0-5', 'groups', 'handle_list_groups', False),  # ListGroups
     17: ServedApi('0-1', 'security', 'handle_sasl_handshake', False),  # SaslHandshake
-    18: ServedApi('0-4', 'api_versions', 'handle_api_versions', False),  # ApiVersions
+    18: ServedApi('0-5', 'api_versions', 'handle_api_versions', False),  # ApiVersions
     19: ServedApi('0-7', 'topics', 'handle_create_topics', False),  # CreateTopics
     20: ServedApi('0-6', 'topics', 'handle_delete_topics', False),  # DeleteTopics
     21: ServedApi('0-2', 'admin', 'handle_delete_records', False),  # DeleteRecords
@@ -42,16 +42,16 @@ API_TABLE: dict[int, ServedApi] = {
     24: ServedApi('0-5', 'transactions', 'handle_add_partitions_to_txn', False),  # AddPartitionsToTxn
     25: ServedApi('0-4', 'transactions', 'handle_add_offsets_to_txn', False),  # AddOffsetsToTxn
     26: ServedApi('0-5', 'transactions', 'handle_end_txn', False),  # EndTxn
-    28: ServedApi('0-5', 'transactions', 'handle_txn_offset_commit', False),  # TxnOffsetCommit
+    28: ServedApi('0-6', 'transactions', 'handle_txn_offset_commit', False),  # TxnOffsetCommit
     29: ServedApi('1-3', 'acls', 'handle_describe_acls', False),  # DescribeAcls
     30: ServedApi('1-3', 'acls', 'handle_create_acls', False),  # CreateAcls
     31: ServedApi('1-3', 'acls', 'handle_delete_acls', False),  # DeleteAcls
     32: ServedApi('0-4', 'configs', 'handle_describe_configs', False),  # DescribeConfigs
     33: ServedApi('0-2', 'configs', 'handle_alter_configs', False),  # AlterConfigs
-    35: ServedApi('0-4', 'admin', 'handle_describe_log_dirs', False),  # DescribeLogDirs
+    35: ServedApi('0-5', 'admin', 'handle_describe_log_dirs', False),  # DescribeLogDirs
     36: ServedApi('0-2', 'security', 'handle_sasl_authenticate', False),  # SaslAuthenticate
     37: ServedApi('0-3', 'topics', 'handle_create_partitions', False),  # CreatePartitions
-    42: ServedApi('0-2', 'groups', 'handle_delete_groups', False),  # DeleteGroups
+    42: ServedApi('0-3', 'groups', 'handle_delete_groups', False),  # DeleteGroups
     44: ServedApi('0-1', 'configs', 'handle_incremental_alter_configs', False),  # IncrementalAlterConfigs
     47: ServedApi('0', 'groups', 'handle_offset_delete', False),  # OffsetDelete
     48: ServedApi('0-1', 'client_quotas', 'handle_describe_client_quotas', False),  # DescribeClientQuotas
@@ -64,6 +64,7 @@ API_TABLE: dict[int, ServedApi] = {
     66: ServedApi('0-2', 'transactions', 'handle_list_transactions', False),  # ListTransactions
     68: ServedApi('0-1', 'consumer_groups', 'handle_consumer_group_heartbeat', False),  # ConsumerGroupHeartbeat
     69: ServedApi('0-1', 'consumer_groups', 'handle_consumer_group_describe', False),  # ConsumerGroupDescribe
+    74: ServedApi('0-1', 'config_resources', 'handle_list_config_resources', False),  # ListConfigResources
     75: ServedApi('0', 'admin', 'handle_describe_topic_partitions', False),  # DescribeTopicPartitions
     76: ServedApi('1', 'share_groups', 'handle_share_group_heartbeat', True),  # ShareGroupHeartbeat
     77: ServedApi('1', 'share_groups', 'handle_share_group_describe', True),  # ShareGroupDescribe

@@ -1,4 +1,4 @@
-"""ApiVersions: v0-4.
+"""ApiVersions: v0-5.
 
 Behavior: lists every API this broker serves with the versions its handler states (the table
 minibroker/handlers/api_table.py, generated from the handlers' `@handles` lines; without the
@@ -12,7 +12,12 @@ UNSUPPORTED_VERSION (KIP-511), and the client retries lower. The response header
 
 Version notes: v1 throttle time; v3 flexible, client software name/version (KIP-511) and feature
 flags (KIP-584): the supported and finalized levels of minibroker/features.py, as Kafka 4 reports
-them (the Java producer 4.x turns transactions v2 on from `transaction.version`).
+them (the Java producer 4.x turns transactions v2 on from `transaction.version`). v4 only lets
+SupportedFeatures.MinVersion be 0 (KAFKA-17011). v5 (KIP-1242): the client may name the cluster
+and node it means to reach (both or neither, else INVALID_REQUEST, as Kafka's
+`ApiVersionsRequest.isValid`); a name that is not this broker's cluster id and node id answers
+REBOOTSTRAP_REQUIRED with no keys (KafkaApis.handleApiVersionsRequest), so a client whose
+bootstrap address now reaches another cluster or node bootstraps again.
 """
 
 from __future__ import annotations
@@ -40,11 +45,16 @@ def advertised(served: Mapping[int, Versions]) -> list[api_versions.ApiVersionsR
     return out
 
 
-@handles(api_versions.API, "0-4")
+@handles(api_versions.API, "0-5")
 async def handle_api_versions(ctx: RequestContext, req: api_versions.ApiVersionsRequest) -> api_versions.ApiVersionsResponse:
+    if ctx.version >= 5 and (req.cluster_id is None) != (req.node_id == -1):
+        return R(error_code=ErrorCode.INVALID_REQUEST)  # KIP-1242: both or neither
     if ctx.version >= 3 and not (_SOFTWARE.match(req.client_software_name)
                                  and _SOFTWARE.match(req.client_software_version)):
         return R(error_code=ErrorCode.INVALID_REQUEST)
+    if ctx.version >= 5 and req.cluster_id is not None and (
+            req.cluster_id != ctx.services.cluster_id or req.node_id != ctx.services.node_id):
+        return R(error_code=ErrorCode.REBOOTSTRAP_REQUIRED)
     if ctx.version < 3:
         return R(error_code=0, api_keys=advertised(ctx.services.served_versions))
     # the KIP-584 tagged fields: every supported feature; the finalized ones (level > 0)

@@ -1,7 +1,8 @@
 """DescribeConfigs v0-4, AlterConfigs v0-2, IncrementalAlterConfigs v0-1.
 
 Behavior (Kafka: ConfigHelper, ConfigAdminManager, ControllerConfigurationValidator):
-- Resources are TOPIC (2), BROKER (4) and GROUP (32, the keys of each group kind: the consumer
+- Resources are TOPIC (2), BROKER (4), CLIENT_METRICS (16, KIP-714: minibroker/client_metrics.py)
+  and GROUP (32, the keys of each group kind: the consumer
   and share-group handler modules, GROUP_CONFIG_PROVIDERS). A BROKER resource is named by this node's id (every
   broker key with its value, source and synonyms) or "" (the cluster-wide dynamic defaults only).
   Another id, or a non-numeric name, gets INVALID_REQUEST with Kafka's message. BROKER_LOGGER and
@@ -101,6 +102,20 @@ def _alter_group(services: BrokerServices, name: str, new_text: dict[str, str | 
         mine = [op for op in given if op[0] in p.group_keys()]
         if mine or ops is None:
             p.alter_group(services, name, mine, ops is None, validate_only)
+def _alter_client_metrics(services: BrokerServices, name: str, new_text: dict[str, str | None] | None,
+                          ops: list[tuple[str, int, str | None]] | None, validate_only: bool) -> None:
+    """KIP-714 subscriptions (minibroker/client_metrics.py): SET and DELETE; APPEND/SUBTRACT refused."""
+    if ops is None:
+        services.client_metrics.alter(name, list((new_text or {}).items()), True, validate_only)
+        return
+    pairs: list[tuple[str, str | None]] = []
+    for key, op, value in ops:
+        if OpType(op) not in (OpType.SET, OpType.DELETE):
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Config value append is not allowed for config key: {key}")
+        pairs.append((key, value if OpType(op) is OpType.SET else None))
+    services.client_metrics.alter(name, pairs, False, validate_only)
+
+
 if TYPE_CHECKING:
 
     # the two AlterConfigs forms share the resource fields, not the config entries
@@ -181,6 +196,8 @@ async def handle_describe_configs(ctx: RequestContext, req: describe_configs.Des
                     entries = dyn.describe_default()
             elif r.resource_type == GROUP and GROUP_CONFIG_PROVIDERS:
                 entries = _describe_group(services, r.resource_name)
+            elif r.resource_type == CLIENT_METRICS:
+                entries = services.client_metrics.describe(r.resource_name)
             else:
                 raise _unsupported(r.resource_type)
         except KafkaError as e:
@@ -303,6 +320,8 @@ def _alter(ctx: RequestContext, resources: Sequence[_AlterResource], incremental
                 _alter_broker(services, r.resource_name, text, ops, validate_only)
             elif r.resource_type == GROUP and GROUP_CONFIG_PROVIDERS:
                 _alter_group(services, r.resource_name, text, ops, validate_only)
+            elif r.resource_type == CLIENT_METRICS:
+                _alter_client_metrics(services, r.resource_name, text, ops, validate_only)
             else:
                 raise _unsupported(r.resource_type)
         except _Refused as e:

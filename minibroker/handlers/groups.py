@@ -1,6 +1,6 @@
 """The group APIs: FindCoordinator v0-6, JoinGroup v0-9, SyncGroup v0-5, Heartbeat v0-4,
 LeaveGroup v0-5, OffsetCommit v0-10, OffsetFetch v0-10, ListGroups v0-5, DescribeGroups v0-6,
-DeleteGroups v0-2, OffsetDelete v0.
+DeleteGroups v0-3, OffsetDelete v0.
 
 Behavior: this broker coordinates every group and, until a transaction coordinator says
 otherwise, every transactional id, so FindCoordinator answers with itself (creating
@@ -23,6 +23,8 @@ Version notes:
   commit timestamp; v2-4 retention time; v6 leader epoch; v7 instance id; v8 flexible; v9 an
   unknown group with a generation is GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION; v10 (Kafka 4.2,
   KIP-848) names topics by id in request and response, an unknown id being UNKNOWN_TOPIC_ID.
+- DeleteGroups: v2 flexible; v3 an error message per group (null here, as Kafka 4.4 leaves it for
+  the errors this broker answers).
 - OffsetFetch: v0 read ZooKeeper in Kafka; here it reads the same store as v1. v1-7 one group
   (v2+ null topics = all, top-level error); v5 leader epoch; v7 require_stable; v8 several groups;
   v9 member id and epoch (KIP-848: a consumer group's member must read at its epoch, else the group
@@ -473,7 +475,7 @@ async def handle_describe_groups(ctx: RequestContext, req: describe_groups.Descr
 
 
 # ---------------------------------------------------------------------------------- DeleteGroups
-@handles(delete_groups.API, "0-2")
+@handles(delete_groups.API, "0-3")
 async def handle_delete_groups(ctx: RequestContext, req: delete_groups.DeleteGroupsRequest) -> delete_groups.DeleteGroupsResponse:
     R = delete_groups.RESPONSE
     coord = _coordinator(ctx)

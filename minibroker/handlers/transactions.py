@@ -1,5 +1,5 @@
 """The transaction APIs: AddPartitionsToTxn v0-5, AddOffsetsToTxn v0-4, EndTxn v0-5,
-TxnOffsetCommit v0-5, DescribeProducers v0, DescribeTransactions v0, ListTransactions v0-2.
+TxnOffsetCommit v0-6, DescribeProducers v0, DescribeTransactions v0, ListTransactions v0-2.
 
 Behavior: the handlers translate between wire versions and the transaction coordinator
 (minibroker/coordinator/txn/transaction_coordinator.py); TxnOffsetCommit writes through the group
@@ -20,8 +20,8 @@ Version notes:
 - TxnOffsetCommit: v2 leader epoch; v3 flexible, generation, member and instance id; v4
   TRANSACTION_ABORTABLE-aware clients (still mapped to INVALID_TXN_STATE before v5); v5
   transactions v2: the group's __consumer_offsets partition is added to the transaction by the
-  commit itself (no AddOffsetsToTxn), and TRANSACTION_ABORTABLE is answered as it is. v6 (topic ids,
-  KIP-1319) is not served.
+  commit itself (no AddOffsetsToTxn), and TRANSACTION_ABORTABLE is answered as it is. v6 (KIP-1319):
+  topics by id, resolved to names before anything else; an unknown id answers UNKNOWN_TOPIC_ID.
 - ListTransactions: v1 duration filter (KIP-994); v2 transactional id pattern (KIP-1152): a regular
   expression the whole id must match (null or empty: no filter); one that does not compile is
   INVALID_REGULAR_EXPRESSION. Kafka compiles it with RE2/J; Python's `re` is used here, which
@@ -49,6 +49,7 @@ from protocol.apis import (
     txn_offset_commit,
 )
 from protocol.errors import ErrorCode, KafkaError
+from protocol.schema import ZERO_UUID
 
 if TYPE_CHECKING:
     from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator
@@ -167,14 +168,29 @@ async def handle_end_txn(ctx: RequestContext, req: end_txn.EndTxnRequest) -> end
 
 
 # ----------------------------------------------------------------------------- TxnOffsetCommit
-@handles(txn_offset_commit.API, "0-5")
+@handles(txn_offset_commit.API, "0-6")
 async def handle_txn_offset_commit(ctx: RequestContext, req: txn_offset_commit.TxnOffsetCommitRequest) -> txn_offset_commit.TxnOffsetCommitResponse:
     R = txn_offset_commit.RESPONSE
     services = ctx.services
     if refused := _txn_group_denied(ctx, req.transactional_id, req.group_id):
-        return R(throttle_time_ms=0, topics=[R.TxnOffsetCommitResponseTopic(name=t.name, partitions=[
-            R.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=refused)
-            for p in t.partitions]) for t in req.topics])
+        return R(throttle_time_ms=0, topics=[R.TxnOffsetCommitResponseTopic(
+            name=t.name, topic_id=t.topic_id, partitions=[
+                R.TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=refused)
+                for p in t.partitions]) for t in req.topics])
+    unknown_ids = []
+    if ctx.version >= 6:  # KIP-1319: topics by id; an id no topic has answers UNKNOWN_TOPIC_ID
+        by_name = []
+        for t in req.topics:
+            name = services.metadata_cache.topic_name(t.topic_id)
+            if name is None:
+                unknown_ids.append(R.TxnOffsetCommitResponseTopic(topic_id=t.topic_id, partitions=[
+                    R.TxnOffsetCommitResponsePartition(partition_index=p.partition_index,
+                                                       error_code=ErrorCode.UNKNOWN_TOPIC_ID)
+                    for p in t.partitions]))
+            else:
+                t.name = name
+                by_name.append(t)
+        req.topics = by_name
     unreadable = authz.denied_topics(ctx, (t.name for t in req.topics), authz.Op.READ)
     results: dict[tuple[str, int], int] = {}
     valid = []
@@ -208,8 +224,10 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: txn_offset_commit.T
         if ctx.version < 2 and code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             code = ErrorCode.COORDINATOR_NOT_AVAILABLE  # clients before 2.0 crash on it (KAFKA-7296)
         by_topic.setdefault(name, []).append(R.TxnOffsetCommitResponsePartition(partition_index=index, error_code=code))
-    return R(throttle_time_ms=0, topics=[R.TxnOffsetCommitResponseTopic(name=t, partitions=ps)
-                                         for t, ps in by_topic.items()])
+    return R(throttle_time_ms=0, topics=[
+        R.TxnOffsetCommitResponseTopic(name=t, topic_id=(services.metadata_cache.topic_id(t) or ZERO_UUID)
+                                       if ctx.version >= 6 else ZERO_UUID, partitions=ps)
+        for t, ps in by_topic.items()] + unknown_ids)
 
 
 def _verify_offsets_partition(ctx: RequestContext, req: txn_offset_commit.TxnOffsetCommitRequest) -> int:

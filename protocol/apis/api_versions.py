@@ -4,15 +4,17 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
-    'ApiVersionsRequest', '0-4', flexible='3+',
+    'ApiVersionsRequest', '0-5', flexible='3+',
     fields=[
         F('client_software_name', 'string', '3+', ignorable=True),
         F('client_software_version', 'string', '3+', ignorable=True),
+        F('cluster_id', 'string', '5+', nullable='5+', default=None, ignorable=True),
+        F('node_id', 'int32', '5+', default=-1, ignorable=True),
     ],
 )
 
 RESPONSE = Schema(
-    'ApiVersionsResponse', '0-4', flexible='3+',
+    'ApiVersionsResponse', '0-5', flexible='3+',
     fields=[
         F('error_code', 'int16', '0+'),
         F('api_keys', '[]ApiVersion', '0+', fields=[

@@ -7,12 +7,14 @@ from protocol.schema import Api, Message, Schema
 class ApiVersionsRequest(Message):
     client_software_name: str
     client_software_version: str
-    def __init__(self, *, client_software_name: str = ..., client_software_version: str = ...) -> None: ...
+    cluster_id: str | None
+    node_id: int
+    def __init__(self, *, client_software_name: str = ..., client_software_version: str = ..., cluster_id: str | None = ..., node_id: int = ...) -> None: ...
 
 class _ApiVersionsRequestSchema(Schema[ApiVersionsRequest]):
     @property
     def cls(self) -> type[ApiVersionsRequest]: ...
-    def __call__(self, *, client_software_name: str = ..., client_software_version: str = ...) -> ApiVersionsRequest: ...  # type: ignore[override]
+    def __call__(self, *, client_software_name: str = ..., client_software_version: str = ..., cluster_id: str | None = ..., node_id: int = ...) -> ApiVersionsRequest: ...  # type: ignore[override]
 
 REQUEST: _ApiVersionsRequestSchema
 

@@ -19,7 +19,8 @@ class DeleteGroupsResponse(Message):
     class DeletableGroupResult(Message):
         group_id: str
         error_code: int
-        def __init__(self, *, group_id: str = ..., error_code: int = ...) -> None: ...
+        error_message: str | None
+        def __init__(self, *, group_id: str = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
     throttle_time_ms: int
     results: list[DeleteGroupsResponse.DeletableGroupResult]

@@ -4,7 +4,7 @@ by tools/gen_schemas.py. Edit the generator, not this file."""
 from protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
-    'DescribeLogDirsRequest', '0-4', flexible='2+',
+    'DescribeLogDirsRequest', '0-5', flexible='2+',
     fields=[
         F('topics', '[]DescribableLogDirTopic', '0+', nullable='0+', fields=[
             F('topic', 'string', '0+'),
@@ -14,7 +14,7 @@ REQUEST = Schema(
 )
 
 RESPONSE = Schema(
-    'DescribeLogDirsResponse', '0-4', flexible='2+',
+    'DescribeLogDirsResponse', '0-5', flexible='2+',
     fields=[
         F('throttle_time_ms', 'int32', '0+'),
         F('error_code', 'int16', '3+', ignorable=True),
@@ -32,6 +32,7 @@ RESPONSE = Schema(
             ]),
             F('total_bytes', 'int64', '4+', default=-1, ignorable=True),
             F('usable_bytes', 'int64', '4+', default=-1, ignorable=True),
+            F('is_cordoned', 'bool', '5+', ignorable=True),
         ]),
     ],
 )

@@ -40,7 +40,8 @@ class DescribeLogDirsResponse(Message):
         topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic]
         total_bytes: int
         usable_bytes: int
-        def __init__(self, *, error_code: int = ..., log_dir: str = ..., topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = ..., total_bytes: int = ..., usable_bytes: int = ...) -> None: ...
+        is_cordoned: bool
+        def __init__(self, *, error_code: int = ..., log_dir: str = ..., topics: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = ..., total_bytes: int = ..., usable_bytes: int = ..., is_cordoned: bool = ...) -> None: ...
 
     throttle_time_ms: int
     error_code: int

@@ -2,6 +2,8 @@
 this file. The classes exist at run time (protocol/schema.py makes them); `_...Schema` are
 type-only views of the module's Schema objects."""
 
+import uuid
+
 from protocol.schema import Api, Message, Schema
 
 class TxnOffsetCommitRequest(Message):
@@ -14,25 +16,26 @@ class TxnOffsetCommitRequest(Message):
 
     class TxnOffsetCommitRequestTopic(Message):
         name: str
+        topic_id: uuid.UUID
         partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition]
-        def __init__(self, *, name: str = ..., partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = ...) -> None: ...
+        def __init__(self, *, name: str = ..., topic_id: uuid.UUID = ..., partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = ...) -> None: ...
 
     transactional_id: str
     group_id: str
     producer_id: int
     producer_epoch: int
-    generation_id: int
+    generation_id_or_member_epoch: int
     member_id: str
     group_instance_id: str | None
     topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic]
-    def __init__(self, *, transactional_id: str = ..., group_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., generation_id: int = ..., member_id: str = ..., group_instance_id: str | None = ..., topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = ...) -> None: ...
+    def __init__(self, *, transactional_id: str = ..., group_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., generation_id_or_member_epoch: int = ..., member_id: str = ..., group_instance_id: str | None = ..., topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = ...) -> None: ...
 
 class _TxnOffsetCommitRequestSchema(Schema[TxnOffsetCommitRequest]):
     TxnOffsetCommitRequestPartition: type[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition]
     TxnOffsetCommitRequestTopic: type[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic]
     @property
     def cls(self) -> type[TxnOffsetCommitRequest]: ...
-    def __call__(self, *, transactional_id: str = ..., group_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., generation_id: int = ..., member_id: str = ..., group_instance_id: str | None = ..., topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = ...) -> TxnOffsetCommitRequest: ...  # type: ignore[override]
+    def __call__(self, *, transactional_id: str = ..., group_id: str = ..., producer_id: int = ..., producer_epoch: int = ..., generation_id_or_member_epoch: int = ..., member_id: str = ..., group_instance_id: str | None = ..., topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic] = ...) -> TxnOffsetCommitRequest: ...  # type: ignore[override]
 
 REQUEST: _TxnOffsetCommitRequestSchema
 
@@ -44,8 +47,9 @@ class TxnOffsetCommitResponse(Message):
 
     class TxnOffsetCommitResponseTopic(Message):
         name: str
+        topic_id: uuid.UUID
         partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]
-        def __init__(self, *, name: str = ..., partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = ...) -> None: ...
+        def __init__(self, *, name: str = ..., topic_id: uuid.UUID = ..., partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = ...) -> None: ...
 
     throttle_time_ms: int
     topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic]

@@ -68,7 +68,7 @@ class Client:
 
     def txn_commit(self, epoch: int, partitions: list[int]) -> list[int]:
         T = txn_offset_commit.REQUEST
-        req = T(transactional_id="tx", group_id=self.group, producer_id=7, producer_epoch=0, generation_id=epoch,
+        req = T(transactional_id="tx", group_id=self.group, producer_id=7, producer_epoch=0, generation_id_or_member_epoch=epoch,
                 member_id=self.member_id, topics=[T.TxnOffsetCommitRequestTopic(name="t", partitions=[
                     T.TxnOffsetCommitRequestPartition(partition_index=p, committed_offset=5, committed_metadata="")
                     for p in partitions])])

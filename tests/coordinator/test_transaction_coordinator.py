@@ -64,7 +64,7 @@ async def test_offsets_of_a_committed_transaction_reach_the_group_coordinator(tm
     T = txn_offset_commit.REQUEST.TxnOffsetCommitRequestTopic
     P = txn_offset_commit.REQUEST.TxnOffsetCommitRequestPartition
     req = txn_offset_commit.REQUEST(transactional_id="tx", group_id="g", producer_id=pid, producer_epoch=epoch,
-                                    generation_id=-1, member_id="", group_instance_id=None,
+                                    generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
                                     topics=[T(name="t", partitions=[P(partition_index=0, committed_offset=7,
                                                                       committed_leader_epoch=-1,
                                                                       committed_metadata="")])])

@@ -221,7 +221,7 @@ def test_txn_offset_commit_is_pending_until_the_commit(kafka_broker_module):
 
     def commit_offsets(c: RawClient, pid: int, epoch: int, offset: int) -> int:
         resp = c.call(txn_offset_commit.API, 3, T(
-            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1,
+            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id_or_member_epoch=-1,
             member_id="", group_instance_id=None, topics=[T.TxnOffsetCommitRequestTopic(name=topic, partitions=[
                 T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=offset,
                                                   committed_leader_epoch=-1, committed_metadata="m")])]))

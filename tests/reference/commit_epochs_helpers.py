@@ -103,7 +103,7 @@ def _txn_commit(c: RawClient, group: str, topic: str, m: Member, epoch: int, par
     assert ip.error_code == 0, ip.error_code
     r = c.call(txn_offset_commit.API, 5, TOC(
         transactional_id=txn_id, group_id=group, producer_id=ip.producer_id, producer_epoch=ip.producer_epoch,
-        generation_id=epoch, member_id=m.member_id, topics=[TOC.TxnOffsetCommitRequestTopic(name=topic, partitions=[
+        generation_id_or_member_epoch=epoch, member_id=m.member_id, topics=[TOC.TxnOffsetCommitRequestTopic(name=topic, partitions=[
             TOC.TxnOffsetCommitRequestPartition(partition_index=p, committed_offset=1, committed_metadata="")
             for p in partitions])]))
     codes = [p.error_code for rt in r.topics for p in sorted(rt.partitions, key=lambda p: partitions.index(

@@ -343,12 +343,12 @@ def _raw_steps(topic_ids: dict[str, Any]) -> list[tuple[str, Any, int, Any]]:
         ("EndTxn", et.API, 4, et.REQUEST(transactional_id="acl2-u", producer_id=1, producer_epoch=0,
                                          committed=True)),
         ("TxnOffsetCommit, group refused", toc.API, 4, toc.REQUEST(
-            transactional_id="acl2-t", group_id="acl2-h", producer_id=1, producer_epoch=0, generation_id=-1,
+            transactional_id="acl2-t", group_id="acl2-h", producer_id=1, producer_epoch=0, generation_id_or_member_epoch=-1,
             member_id="", group_instance_id=None, topics=[toc.REQUEST.TxnOffsetCommitRequestTopic(
                 name="acl2-a", partitions=[toc.REQUEST.TxnOffsetCommitRequestPartition(
                     partition_index=0, committed_offset=0, committed_leader_epoch=-1, committed_metadata="")])])),
         ("TxnOffsetCommit, topic refused", toc.API, 4, toc.REQUEST(
-            transactional_id="acl2-t", group_id="acl2-g", producer_id=1, producer_epoch=0, generation_id=-1,
+            transactional_id="acl2-t", group_id="acl2-g", producer_id=1, producer_epoch=0, generation_id_or_member_epoch=-1,
             member_id="", group_instance_id=None, topics=[toc.REQUEST.TxnOffsetCommitRequestTopic(
                 name="acl2-b", partitions=[toc.REQUEST.TxnOffsetCommitRequestPartition(
                     partition_index=0, committed_offset=0, committed_leader_epoch=-1, committed_metadata="")])])),

@@ -28,10 +28,10 @@ def test_feature_levels_clients_read_match_kafka(pair: Pair) -> None:
     for name in ("transaction.version", "group.version", "metadata.version"):
         assert mini.get(name) == kafka.get(name), name
     assert "kraft.version" not in mini and "kraft.version" not in kafka
-    # EndTxn v5, Produce v12+, AddPartitionsToTxn v5 and TxnOffsetCommit v5 (Kafka 4.4 has v6 too)
-    for key in (26, 0, 24):
+    # EndTxn v5, Produce v12+, AddPartitionsToTxn v5 and TxnOffsetCommit v6 (KIP-1319, issue 35)
+    for key in (26, 0, 24, 28):
         assert mini_apis[key] == kafka_apis[key], key
-    assert mini_apis[28] == 5 and kafka_apis[28] >= 5
+    assert mini_apis[28] == 6
 
 
 def test_transactions_v2_answers_match_kafka(pair: Pair) -> None:

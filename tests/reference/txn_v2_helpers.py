@@ -143,7 +143,7 @@ def raw_scenario(bootstrap: str, name: str | None = None) -> list[tuple[Any, ...
         end = time.monotonic() + 30
         while True:  # retried as clients do while a new __consumer_offsets partition loads
             r = c.call(txn_offset_commit.API, 5, T(
-                transactional_id=txn_id, group_id=group, producer_id=pid, producer_epoch=e1, generation_id=-1,
+                transactional_id=txn_id, group_id=group, producer_id=pid, producer_epoch=e1, generation_id_or_member_epoch=-1,
                 member_id="", group_instance_id=None, topics=[T.TxnOffsetCommitRequestTopic(name=topic, partitions=[
                     T.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1, committed_leader_epoch=-1,
                                                       committed_metadata="")])]))

@@ -233,18 +233,18 @@ class OffsetMetadataManager:
             assert self.consumer_groups is not None
             try:
                 self.consumer_groups.validate_offset_commit(
-                    req.group_id, req.member_id, req.generation_id, 5, transactional=True,
+                    req.group_id, req.member_id, req.generation_id_or_member_epoch, 5, transactional=True,
                     instance_id=req.group_instance_id, partitions=self._checked_partitions(req.topics))
             except KafkaError as e:
                 return dict.fromkeys(requested, e.code)
         elif group is None:
-            if req.generation_id >= 0:
+            if req.generation_id_or_member_epoch >= 0:
                 return dict.fromkeys(requested, ErrorCode.ILLEGAL_GENERATION)
             group = ClassicGroup(req.group_id, current_state_timestamp=self.now_ms())
             created = True
         if group is not None and not self._is_consumer_group(req.group_id):
             try:
-                self._validate_offset_commit(group, req.member_id, req.group_instance_id, req.generation_id,
+                self._validate_offset_commit(group, req.member_id, req.group_instance_id, req.generation_id_or_member_epoch,
                                              transactional=True)
             except KafkaError as e:
                 return dict.fromkeys(requested, e.code)

@@ -1,0 +1,186 @@
+"""Kafka Connect's distributed worker against minibroker and Kafka 4.4 (issue 35).
+
+One worker per broker, both run at once (reference/connect_worker.py): the worker creates its
+config, offset and status topics as Connect wants them (compacted; 1, 25 and 5 partitions), then
+the FileStream source and sink connectors are driven through Connect's REST API as an operator
+does: create, pause (nothing flows), resume, restart a task, read the connectors' offsets
+(KIP-875), delete. The lines the sink wrote, the records of the topic and both connectors'
+offsets are the same on the two brokers.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocol.apis import describe_configs, metadata
+from reference import connect_worker as cw
+from reference import kafka_reference as kr
+from tests.integration.helpers import RawClient
+from tests.reference.helpers import Pair
+
+TOPIC = "connect-lines"
+INTERNAL = {"connect-configs": 1, "connect-offsets": 25, "connect-status": 5}  # Connect's defaults
+WAIT = 240.0  # a JVM worker joining its group on a loaded 2-core machine
+
+
+def _until(what: str, pred: Callable[[], Any], log: Path, timeout: float = WAIT) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+            raise AssertionError(f"timed out waiting for {what}; worker log tail:\n{tail}")
+        time.sleep(0.5)
+
+
+class Worker:
+    """One Connect worker process on `bootstrap`, its REST port, its files."""
+
+    def __init__(self, name: str, bootstrap: str, tmp: Path):
+        self.name, self.bootstrap, self.dir = name, bootstrap, tmp
+        self.port = kr.free_port()
+        self.log = tmp / "worker.log"
+        self.source_file, self.sink_file = tmp / "in.txt", tmp / "out.txt"
+        props = cw.worker_properties(tmp / "worker.properties", bootstrap, self.port, group=f"connect-{name}")
+        with self.log.open("w") as out:
+            self.proc = subprocess.Popen(cw.command(props), stdout=out, stderr=subprocess.STDOUT)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def rest(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        return cw.rest(self.port, method, path, body)
+
+    def until(self, what: str, pred: Callable[[], Any]) -> Any:
+        def checked() -> Any:
+            assert self.proc.poll() is None, f"the worker exited:\n{self.log.read_text(errors='replace')[-3000:]}"
+            return pred()
+        return _until(f"{self.name}: {what}", checked, self.log)
+
+    def up(self) -> bool:
+        try:
+            return self.rest("GET", "/connectors")[0] == 200
+        except OSError:
+            return False
+
+    def state(self, connector: str) -> tuple[str, list[str]] | None:
+        code, body = self.rest("GET", f"/connectors/{connector}/status")
+        if code != 200:
+            return None
+        return body["connector"]["state"], [t["state"] for t in body["tasks"]]
+
+    def sink_lines(self) -> list[str]:
+        return self.sink_file.read_text().splitlines() if self.sink_file.exists() else []
+
+    def append(self, lines: list[str]) -> None:
+        with self.source_file.open("a") as f:
+            f.write("".join(line + "\n" for line in lines))
+
+
+def _scenario(w: Worker) -> dict[str, Any]:
+    """The whole REST session on one worker; what it saw, for comparing the two brokers."""
+    seen: dict[str, Any] = {}
+    w.until("the REST API", w.up)
+    w.append([f"line-{i}" for i in range(20)])
+    code, body = w.rest("POST", "/connectors", {"name": "file-source", "config": {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "tasks.max": "1",
+        "file": str(w.source_file), "topic": TOPIC}})
+    assert code == 201, body
+    code, body = w.rest("POST", "/connectors", {"name": "file-sink", "config": {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "tasks.max": "1",
+        "file": str(w.sink_file), "topics": TOPIC}})
+    assert code == 201, body
+    w.until("20 lines through source and sink", lambda: len(w.sink_lines()) >= 20)
+    seen["running"] = [w.state("file-source"), w.state("file-sink")]
+
+    assert w.rest("PUT", "/connectors/file-source/pause")[0] == 202
+    w.until("the source paused", lambda: w.state("file-source") == ("PAUSED", ["PAUSED"]))
+    w.append([f"paused-{i}" for i in range(10)])
+    time.sleep(5)  # a paused source reads nothing: the sink must still hold 20 lines
+    seen["while_paused"] = len(w.sink_lines())
+    assert w.rest("PUT", "/connectors/file-source/resume")[0] == 202
+    w.until("30 lines after resume", lambda: len(w.sink_lines()) >= 30)
+
+    code, body = w.rest("POST", "/connectors/file-sink/tasks/0/restart")
+    assert code in (200, 204), body
+    w.until("the sink task running again", lambda: w.state("file-sink") == ("RUNNING", ["RUNNING"]))
+    w.append([f"after-restart-{i}" for i in range(5)])
+    w.until("35 lines after the task restart", lambda: len(w.sink_lines()) >= 35)
+
+    def offsets(name: str, want: Callable[[Any], bool]) -> Any:
+        def get() -> Any:
+            code, body = w.rest("GET", f"/connectors/{name}/offsets")
+            return body if code == 200 and want(body) else None
+        return w.until(f"{name} offsets", get)
+
+    size = w.source_file.stat().st_size
+    src = offsets("file-source", lambda b: [o["offset"] for o in b["offsets"]] == [{"position": size}])
+    sink = offsets("file-sink", lambda b: [o["offset"] for o in b["offsets"]] == [{"kafka_offset": 35}])
+    seen["source_offsets"] = [{"partition": {"filename": "<in.txt>"}, "offset": o["offset"]} for o in src["offsets"]]
+    seen["sink_offsets"] = sink["offsets"]
+    seen["sink_lines"] = w.sink_lines()
+
+    for name in ("file-source", "file-sink"):
+        assert w.rest("DELETE", f"/connectors/{name}")[0] == 204
+    w.until("no connectors", lambda: w.rest("GET", "/connectors") == (200, []))
+    seen["internal_topics"] = _internal_topics(w.bootstrap)
+    return seen
+
+
+def _internal_topics(bootstrap: str) -> dict[str, tuple[int, str | None]]:
+    """Connect's three topics: (partitions, cleanup.policy)."""
+    with RawClient(bootstrap) as c:
+        md = c.call(metadata.API, 12, metadata.REQUEST(
+            topics=[metadata.REQUEST.MetadataRequestTopic(name=n) for n in INTERNAL],
+            allow_auto_topic_creation=False)).to_dict()
+        DC = describe_configs.REQUEST
+        dc = c.call(describe_configs.API, 4, DC(resources=[
+            DC.DescribeConfigsResource(resource_type=2, resource_name=n, configuration_keys=["cleanup.policy"])
+            for n in INTERNAL], include_synonyms=False, include_documentation=False)).to_dict()
+    policy = {r["resource_name"]: (r["configs"][0]["value"] if r["configs"] else None) for r in dc["results"]}
+    return {t["name"]: (len(t["partitions"]), policy.get(t["name"])) for t in md["topics"]}
+
+
+@pytest.fixture(scope="module")
+def workers(pair: Pair, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Worker, Worker]]:
+    why = cw.missing_prerequisites()
+    if why is not None:
+        pytest.skip(f"KAFKA CONNECT UNAVAILABLE: {why}")
+    cw.fetch()
+    ws = (Worker("kafka", pair.kafka.bootstrap, tmp_path_factory.mktemp("connect-kafka")),
+          Worker("minibroker", pair.mini.bootstrap, tmp_path_factory.mktemp("connect-mini")))
+    try:
+        yield ws
+    finally:
+        for w in ws:
+            w.stop()
+
+
+@pytest.mark.timeout(1200)  # two Connect JVMs start, join their groups and run the whole session
+def test_file_connectors_through_rest(workers: tuple[Worker, Worker]) -> None:
+    with ThreadPoolExecutor(2) as pool:
+        k, m = pool.map(_scenario, workers)
+    assert m["running"] == [("RUNNING", ["RUNNING"])] * 2
+    assert m["while_paused"] == k["while_paused"] == 20
+    assert m["sink_lines"] == k["sink_lines"]
+    assert m["sink_lines"] == ([f"line-{i}" for i in range(20)] + [f"paused-{i}" for i in range(10)]
+                               + [f"after-restart-{i}" for i in range(5)])
+    assert m["source_offsets"] == k["source_offsets"]
+    assert m["sink_offsets"] == k["sink_offsets"]
+    assert m["internal_topics"] == k["internal_topics"] == {n: (p, "compact") for n, p in INTERNAL.items()}
