@@ -8,7 +8,8 @@ coordinator's share-group paths); the state machine is minibroker.coordinator.sh
 - ShareGroupHeartbeat joins (epoch 0, client-chosen member id), heartbeats, leaves (epoch -1);
   the answer carries the assignment when it changed or the request was a full one.
 - ShareFetch first applies the acknowledgements it carries (each partition's outcome in
-  acknowledge_error_code), then acquires up to max_records records across the session's
+  acknowledge_error_code), then (unless v2's IsRenewAck marks it as carrying only acknowledgements,
+  KIP-1222: MaxBytes, MinBytes, MaxRecords and MaxWaitMs must then be 0) acquires up to max_records records across the session's
   partitions and waits up to max_wait_ms while none is available. Every partition with records,
   an error or an acknowledgement outcome is answered; records are whole log batches, and
   `acquired_records` says which offsets of them this member holds (with their delivery counts).
@@ -32,9 +33,13 @@ from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
 # a GROUP config resource through handlers/configs.py; not at start: issue 22)
 from minibroker.coordinator.share.share_group import (
     FINAL_SESSION_EPOCH,
-    GROUP_KEYS,
     INITIAL_SESSION_EPOCH,
     AcquiredPartition,
+)
+from minibroker.coordinator.share.share_group_configs import (
+    BOOLEAN_KEYS,
+    GROUP_KEYS,
+    STRING_KEYS,
     validate_group_config,
 )
 from minibroker.handlers import authorized_ops, authz
@@ -185,6 +190,10 @@ async def handle_share_fetch(ctx: RequestContext, req: share_fetch.ShareFetchReq
     if code := authz.group_denied(ctx, group):  # READ on the group: a top-level error (KafkaApis)
         return R(error_code=code, acquisition_lock_timeout_ms=0, responses=[])
     lock_ms = coord.lock_ms(group) if group else 0
+    renew_only = ctx.version >= 2 and req.is_renew_ack  # KIP-1222: acknowledgements only, nothing fetched
+    if renew_only and (unset := _renew_fields_set(req)):
+        return R(error_code=ErrorCode.INVALID_REQUEST, error_message=unset + "if isRenewAck is true.",
+                 acquisition_lock_timeout_ms=0, responses=[])
     try:
         coord.check_member(group, member)
         session = coord.session_for(group, member, req.share_session_epoch)
@@ -201,7 +210,7 @@ async def handle_share_fetch(ctx: RequestContext, req: share_fetch.ShareFetchReq
     results: list[AcquiredPartition] = []
     if req.share_session_epoch == FINAL_SESSION_EPOCH:
         coord.close_session(group, member)
-    else:
+    elif not renew_only:
         for t in req.topics:
             for p in t.partitions:
                 session.partitions[(t.topic_id, p.partition_index)] = None
@@ -230,6 +239,13 @@ async def handle_share_fetch(ctx: RequestContext, req: share_fetch.ShareFetchReq
     return R(error_code=0, acquisition_lock_timeout_ms=lock_ms, responses=[
         R.ShareFetchableTopicResponse(topic_id=tid, partitions=list(parts.values()))
         for tid, parts in by_topic.items()], node_endpoints=[])
+
+
+def _renew_fields_set(req: share_fetch.ShareFetchRequest) -> str:
+    """What a renew-only ShareFetch must leave at 0, as KafkaApis.handleShareFetchRequest words it."""
+    return "".join(f"{name} must be set to 0," for name, value in (
+        ("maxBytes", req.max_bytes), ("minBytes", req.min_bytes), ("maxRecords", req.max_records),
+        ("maxWaitMs", req.max_wait_ms)) if value != 0)
 
 
 def _bind_to_connection(coord: ShareGroupCoordinator, conn: Channel, group: str, session: ShareSession) -> None:
@@ -459,7 +475,8 @@ class _ShareGroupConfigs:
         own = coord.group_configs.get(group, {})
         out = []
         for name in sorted(GROUP_KEYS):
-            ctype = ConfigType.STRING if name in ("share.auto.offset.reset", "share.isolation.level") else ConfigType.INT
+            ctype = (ConfigType.STRING if name in STRING_KEYS else ConfigType.BOOLEAN if name in BOOLEAN_KEYS
+                     else ConfigType.INT)
             set_here = name in own
             out.append(ConfigEntry(name=name, value=coord.group_config(group, name),
                                    source=ConfigSource.GROUP_CONFIG if set_here else ConfigSource.DEFAULT_CONFIG,
