@@ -372,12 +372,10 @@ def dlq(boot: str, prefix: str) -> str:
     return ("RESULT dlq " + " | ".join(seen) + " || " + " | ".join(contents)).replace(prefix, "P")
 
 
-def _dlq_expected() -> str:
-    """What `dlq` prints on both brokers (seen on Kafka 4.4): every member saw offset 1 twice and
-    the rest once; the DLQ holds offsets 0 (rejected, count 1) and 1 (count 2) of each source
+def dlq_expected_contents() -> list[str]:
+    """What the DLQ topics hold after the dlq scenario (seen on Kafka 4.4), as `dlq_contents` lists
+    it with the prefix as P: offsets 0 (rejected, count 1) and 1 (count 2) of each source
     partition for the two groups whose DLQ topic is usable, partition p in DLQ partition p % 2."""
-    deliveries = [((p, o), 2 if o == 1 else 1) for p in range(3) for o in range(4)]
-    seen = [f"{case}: deliveries={deliveries}" for case in DLQ_GROUPS]
     reasons = {0: (1, "Offset rejected by client."), 1: (2, "Offset delivery count exceeded the threshold.")}
     contents = []
     for case in ("copy", "nocopy"):
@@ -389,7 +387,73 @@ def _dlq_expected() -> str:
                            ("__dlq.errors.offset", str(off)), ("__dlq.errors.group", f"P-g-dlq-{case}"),
                            ("__dlq.errors.delivery.count", str(count)), ("__dlq.errors.message", why)]
                 contents.append(f"dlq.P[{part % 2}] ts_type=1 {kv} headers={headers}")
-    return "RESULT dlq " + " | ".join(seen) + " || " + " | ".join(sorted(contents))
+    return sorted(contents)
+
+
+def _broker_default(boot: str, key: str, value: str | None) -> None:
+    """Set (or delete, with None) a cluster-wide dynamic broker config (IncrementalAlterConfigs on
+    the BROKER resource "", which confluent-kafka's admin client does not address)."""
+    from protocol.apis import incremental_alter_configs
+    from tests.integration.helpers import RawClient
+
+    R = incremental_alter_configs.REQUEST
+    with RawClient(boot) as raw:
+        resp = raw.call(incremental_alter_configs.API, 1, R(resources=[R.AlterConfigsResource(
+            resource_type=4, resource_name="", configs=[R.AlterableConfig(
+                name=key, config_operation=0 if value is not None else 1, value=value)])], validate_only=False))
+    assert [r.error_code for r in resp.responses] == [0], resp
+
+
+def dlq_auto_create(boot: str, prefix: str) -> str:
+    """errors.deadletterqueue.auto.create.topics.enable=true (set cluster-wide for the scenario):
+    a group naming a DLQ topic that does not exist rejects 3 records; the broker creates the topic
+    and writes them. Its partition count, configs set on it, and contents."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    topic, group, dlq_topic = f"{prefix}-auto-src", f"{prefix}-g-auto", f"dlq.{prefix}-auto"
+    sc.create_topic(boot, topic, {group: {"share.auto.offset.reset": "earliest",
+                                          "errors.deadletterqueue.topic.name": dlq_topic}})
+    sc.produce(boot, topic, ["a", "b", "c"])
+    _broker_default(boot, "errors.deadletterqueue.auto.create.topics.enable", "true")
+    try:
+        c = sc.consumer(boot, group, topic, 10)
+        try:
+            sc.poll_until(c, lambda g: len(g) >= 3, lambda _m: sc.ack_type("reject"))
+        finally:
+            c.close()
+        admin = AdminClient({"bootstrap.servers": boot})
+        deadline = time.monotonic() + 30
+        while dlq_topic not in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        _broker_default(boot, "errors.deadletterqueue.auto.create.topics.enable", None)
+    meta = admin.list_topics(dlq_topic, timeout=10).topics[dlq_topic]
+    configs = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, dlq_topic)])
+    set_here = sorted(f"{e.name}={e.value}" for e in next(iter(configs.values())).result(30).values()
+                      if e.source == 1)  # DYNAMIC_TOPIC_CONFIG
+    from confluent_kafka import Consumer, TopicPartition
+
+    reader = Consumer({"bootstrap.servers": boot, "group.id": f"{prefix}-auto-reader", "enable.auto.commit": False})
+    reader.assign([TopicPartition(dlq_topic, p, 0) for p in meta.partitions])
+    offsets = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(offsets) < 3 and time.monotonic() < deadline:
+            m = reader.poll(0.5)
+            if m is not None and m.error() is None:
+                offsets.append(dict(m.headers() or [])["__dlq.errors.offset"].decode())
+    finally:
+        reader.close()
+    return (f"RESULT dlq_auto_create partitions={len(meta.partitions)} configs={set_here} "
+            f"offsets={sorted(offsets)}")
+
+
+def _dlq_expected() -> str:
+    """What `dlq` prints on both brokers (seen on Kafka 4.4): every member saw offset 1 twice and
+    the rest once, then the DLQ topics' records."""
+    deliveries = [((p, o), 2 if o == 1 else 1) for p in range(3) for o in range(4)]
+    seen = [f"{case}: deliveries={deliveries}" for case in DLQ_GROUPS]
+    return "RESULT dlq " + " | ".join(seen) + " || " + " | ".join(dlq_expected_contents())
 
 _HOWS = ["explicit-commit", "explicit-poll", "implicit-poll", "implicit-commit", "explicit-heartbeat-commit"]
 # what each scenario prints, on Apache Kafka 4.4 and on minibroker
@@ -405,4 +469,6 @@ EXPECTED = {
                "members_per_partition=[2, 2] received=60 duplicates=0 each_from_own=True"),
     "bounds": "RESULT bounds polls=[50, 30, 20]",
     "dlq": _dlq_expected(),
+    "dlq_auto_create": "RESULT dlq_auto_create partitions=1 configs=['errors.deadletterqueue.group.enable=true', "
+                       "'message.timestamp.type=CreateTime'] offsets=['0', '1', '2']",
 }

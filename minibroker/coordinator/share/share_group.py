@@ -173,7 +173,7 @@ class ShareGroupCoordinator:
         self.store = store  # __share_group_state (the handlers create it on FindCoordinator)
         self.shard = ShareCoordinatorShard(store)  # the persisted share-partition states
         # KIP-1191: records given up on go to their group's dead-letter queue topic
-        self.dlq = ShareGroupDLQManager(broker_config, topics, replica_manager, self.group_config, now_ms)
+        self.dlq = ShareGroupDLQManager(topics, replica_manager, self.group_config, now_ms)
         self.topics = topics
         self.replica_manager = replica_manager
         self.now_ms = now_ms

@@ -31,7 +31,6 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from minibroker.config import BrokerConfig
 from minibroker.config.topic import validate_topic_config
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import Topic, TopicRegistry
@@ -84,9 +83,8 @@ def ranges(group_id: str, topic_id: uuid.UUID, partition: int,
 class ShareGroupDLQManager:
     """Writes the ranges it is given to their group's DLQ topic, one at a time, in order."""
 
-    def __init__(self, broker_config: BrokerConfig, topics: TopicRegistry, replica_manager: ReplicaManager,
+    def __init__(self, topics: TopicRegistry, replica_manager: ReplicaManager,
                  group_config: Callable[[str, str], str], now_ms: Clock) -> None:
-        self.broker_config = broker_config
         self.topics = topics
         self.replica_manager = replica_manager
         self.group_config = group_config  # (group id, key) -> the group's value
@@ -157,16 +155,17 @@ class ShareGroupDLQManager:
         if topic is not None and not topic.config.get(TOPIC_CONFIG):
             raise KafkaError(ErrorCode.INVALID_CONFIG, "DLQ is not enabled on configured DLQ topic for share group: "
                                                        f"{group_id}, topic: {name}.")
-        if topic is None and not self.broker_config.get(AUTO_CREATE_CONFIG):
+        broker = self.topics.config  # the broker config in force: the DLQ keys are dynamic ones
+        if topic is None and not broker.get(AUTO_CREATE_CONFIG):
             raise KafkaError(ErrorCode.INVALID_CONFIG, "DLQ topic does not exist and auto create is disabled on "
                                                        f"cluster for share group: {group_id}, topic: {name}.")
-        prefix = str(self.broker_config.get(PREFIX_CONFIG) or "")
+        prefix = str(broker.get(PREFIX_CONFIG) or "")
         if prefix and not name.startswith(prefix):
             raise KafkaError(ErrorCode.INVALID_CONFIG, "Configured DLQ topic name does not comply with the DLQ topic "
                                                        f"prefix in share group: {group_id}, topic: {name}, prefix: "
                                                        f"{prefix}.")
         if topic is None:
-            topic = await self.topics.create_async(name, int(self.broker_config.get("num.partitions")),
+            topic = await self.topics.create_async(name, int(broker.get("num.partitions")),
                                                    validate_topic_config({TOPIC_CONFIG: "true",
                                                                           "message.timestamp.type": "CreateTime"}))
         return topic
