@@ -66,6 +66,7 @@ if TYPE_CHECKING:
 ASSIGNOR = "simple"
 DEFAULT_MAX_RECORDS = 500
 RECORD_LIMIT = 1  # ShareFetch's ShareAcquireMode (KIP-1206): 0 batch_optimized, 1 record_limit
+RENEW = 4  # the RENEW acknowledge type (KIP-1222)
 
 
 def _coord(ctx: RequestContext) -> ShareGroupCoordinator:
@@ -170,12 +171,18 @@ UNDESCRIBABLE_TOPICS = "The group has described topic(s) that the client is not 
 def _apply_acks(coord: ShareGroupCoordinator, group: str, member: str,
                 topics: list[share_fetch.ShareFetchRequest.FetchTopic] | list[
                     share_acknowledge.ShareAcknowledgeRequest.AcknowledgeTopic],
-                unreadable: set[uuid.UUID]) -> dict[tuple[uuid.UUID, int], int]:
+                unreadable: set[uuid.UUID], version: int, renew: bool) -> dict[tuple[uuid.UUID, int], int]:
     outcomes: dict[tuple[uuid.UUID, int], int] = {}
+    # KafkaApis.validateAcknowledgementBatches: types up to RENEW from v2 (KIP-1222), and RENEW
+    # only in a request marked IsRenewAck; otherwise the partition is INVALID_REQUEST
+    max_type = RENEW if version >= 2 else RENEW - 1
     for t in topics:
         for p in t.partitions:
+            types = [k for b in p.acknowledgement_batches for k in b.acknowledge_types]
             if p.acknowledgement_batches and t.topic_id in unreadable:
                 outcomes[(t.topic_id, p.partition_index)] = _TOPIC_DENIED
+            elif any(not 0 <= k <= max_type for k in types) or (RENEW in types and not renew):
+                outcomes[(t.topic_id, p.partition_index)] = ErrorCode.INVALID_REQUEST
             elif p.acknowledgement_batches:
                 outcomes[(t.topic_id, p.partition_index)] = coord.acknowledge(
                     group, member, t.topic_id, p.partition_index, p.acknowledgement_batches)
@@ -206,7 +213,7 @@ async def handle_share_fetch(ctx: RequestContext, req: share_fetch.ShareFetchReq
         return R(error_code=ErrorCode.INVALID_REQUEST, error_message="Acknowledge data present on initial epoch",
                  acquisition_lock_timeout_ms=lock_ms, responses=[])
     unreadable = _unreadable_ids(ctx, [t.topic_id for t in req.topics] + [tid for tid, _ in session.partitions])
-    acks = _apply_acks(coord, group, member, req.topics, unreadable)
+    acks = _apply_acks(coord, group, member, req.topics, unreadable, ctx.version, renew_only)
     results: list[AcquiredPartition] = []
     if req.share_session_epoch == FINAL_SESSION_EPOCH:
         coord.close_session(group, member)
@@ -312,7 +319,8 @@ async def handle_share_acknowledge(ctx: RequestContext, req: share_acknowledge.S
     except KafkaError as e:
         if not (e.code == ErrorCode.UNKNOWN_MEMBER_ID and req.share_session_epoch == FINAL_SESSION_EPOCH):
             return R(error_code=e.code, error_message=e.message, acquisition_lock_timeout_ms=lock_ms, responses=[])
-    acks = _apply_acks(coord, group, member, req.topics, _unreadable_ids(ctx, [t.topic_id for t in req.topics]))
+    acks = _apply_acks(coord, group, member, req.topics, _unreadable_ids(ctx, [t.topic_id for t in req.topics]),
+                       ctx.version, ctx.version >= 2 and req.is_renew_ack)
     if req.share_session_epoch == FINAL_SESSION_EPOCH:
         coord.close_session(group, member)
     leader = R.LeaderIdAndEpoch(leader_id=ctx.services.node_id, leader_epoch=0)
