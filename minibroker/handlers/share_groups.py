@@ -38,6 +38,7 @@ from minibroker.coordinator.share.share_group import (
 )
 from minibroker.coordinator.share.share_group_configs import (
     BOOLEAN_KEYS,
+    GROUP_DEFAULTS,
     GROUP_KEYS,
     STRING_KEYS,
     validate_group_config,
@@ -486,9 +487,17 @@ class _ShareGroupConfigs:
             ctype = (ConfigType.STRING if name in STRING_KEYS else ConfigType.BOOLEAN if name in BOOLEAN_KEYS
                      else ConfigType.INT)
             set_here = name in own
+            # synonyms as Kafka lists them: the group's own value, then the default it overrides (the
+            # broker key's, or the group key's own default when it has no broker key)
+            default_key = GROUP_KEYS[name] or name
+            default = str(services.config.get(default_key)) if GROUP_KEYS[name] else GROUP_DEFAULTS[name]
+            synonyms: list[tuple[str, str | None, int]] = [(default_key, default, int(ConfigSource.DEFAULT_CONFIG))]
+            if set_here:
+                synonyms.insert(0, (name, own[name], int(ConfigSource.GROUP_CONFIG)))
             out.append(ConfigEntry(name=name, value=coord.group_config(group, name),
                                    source=ConfigSource.GROUP_CONFIG if set_here else ConfigSource.DEFAULT_CONFIG,
-                                   is_default=not set_here, read_only=False, sensitive=False, type=ctype))
+                                   is_default=not set_here, read_only=False, sensitive=False, synonyms=synonyms,
+                                   type=ctype))
         return out
 
     def alter_group(self, services: BrokerServices, group: str, ops: list[tuple[str, int, str | None]],

@@ -50,6 +50,9 @@ BOOLEAN_KEYS = frozenset({RENEW_ACKNOWLEDGE_ENABLE, DLQ_COPY_RECORD_ENABLE})
 # (group.share.{min,max}.partition.max.record.locks, group.share.{min,max}.assignment.interval.ms)
 _FIXED_BOUNDS = {DELIVERY_COUNT_LIMIT: (2, 10), PARTITION_MAX_RECORD_LOCKS: (100, 4000),
                  ASSIGNMENT_INTERVAL_MS: (0, 15000)}
+# GroupConfig's ConfigDef Range.atLeast of the INT keys
+_AT_LEAST = {RECORD_LOCK_DURATION_MS: 1000, DELIVERY_COUNT_LIMIT: 2, PARTITION_MAX_RECORD_LOCKS: 100,
+             ASSIGNMENT_INTERVAL_MS: 0}
 _DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
 
 
@@ -119,6 +122,10 @@ def validate_group_config(name: str, value: str | None, broker: BrokerConfig) ->
     except ValueError:
         raise KafkaError(ErrorCode.INVALID_CONFIG,
                          f"Invalid value {value} for configuration {name}: Not a number of type INT") from None
+    least = _AT_LEAST.get(name, 1)  # GroupConfig's ConfigDef checks this first, with its own words
+    if n < least:
+        raise KafkaError(ErrorCode.INVALID_CONFIG,
+                         f"Invalid value {value} for configuration {name}: Value must be at least {least}")
     bounds = {
         RECORD_LOCK_DURATION_MS: (broker.get("group.share.min.record.lock.duration.ms"),
                                   broker.get("group.share.max.record.lock.duration.ms")),
