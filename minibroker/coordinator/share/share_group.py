@@ -32,6 +32,10 @@ fetches parked on the partition (the ReplicaManager's fetch waiters, keyed by to
 Every change of a share partition's state is written to __share_group_state before the answer
 (minibroker.coordinator.share.share_coordinator_shard).
 
+Records a share partition gives up on while its group has a dead-letter queue (KIP-1191: rejected,
+or at the delivery-count limit) are ARCHIVING; every persist hands them to the DLQ writer
+(minibroker.coordinator.share.share_group_dlq), which archives them once written.
+
 Group configs (DescribeConfigs/IncrementalAlterConfigs on GROUP resources) are kept per group in
 `share_group_configs.json` in the data directory (Kafka keeps them in the cluster metadata).
 """
@@ -144,7 +148,6 @@ class ShareGroupConfig:
     enabled: bool
     lock_ms: int
     delivery_count_limit: int
-    max_in_flight: int
     session_timeout_ms: int
     heartbeat_interval_ms: int
     max_size: int
@@ -154,8 +157,7 @@ class ShareGroupConfig:
     @classmethod
     def from_broker_config(cls, cfg: BrokerConfig) -> ShareGroupConfig:
         return cls(bool(cfg.get("group.share.enable")), cfg.get("group.share.record.lock.duration.ms"),
-                   cfg.get("group.share.delivery.count.limit"), cfg.get("group.share.partition.max.record.locks"),
-                   cfg.get("group.share.session.timeout.ms"), cfg.get("group.share.heartbeat.interval.ms"),
+                   cfg.get("group.share.delivery.count.limit"), cfg.get("group.share.session.timeout.ms"), cfg.get("group.share.heartbeat.interval.ms"),
                    cfg.get("group.share.max.size"), cfg.get("share.coordinator.state.topic.num.partitions"),
                    cfg.get("share.coordinator.state.topic.segment.bytes"))
 
