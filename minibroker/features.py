@@ -16,8 +16,8 @@ Kafka, it is not among the finalized features (a level-0 feature is not listed).
 The finalized epoch is constant: Kafka's is the metadata offset of the last feature change, and
 clients only ask that it grows, which it would if these levels ever changed.
 
-Other features register here (`register`) before the broker answers its first request, e.g. the
-share groups' `share.version`.
+Other features register here (`register`) before the broker answers its first request.
+`share.version` 2 is what makes share groups write to a dead-letter queue (KIP-1191).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ TRANSACTION_VERSION = "transaction.version"
 GROUP_VERSION = "group.version"
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
+SHARE_VERSION = "share.version"
 
 FINALIZED_FEATURES_EPOCH = 1
 
@@ -55,6 +56,8 @@ register(Feature(GROUP_VERSION, 0, 1, 1))
 # 3.3-IV3 (the oldest KRaft level Kafka 4 supports) up to Kafka 4.4's latest production level
 register(Feature(METADATA_VERSION, 7, 33, 33))
 register(Feature(KRAFT_VERSION, 0, 0, 0))
+# KIP-932 share groups (level 1, Kafka 4.2) and their dead-letter queue (level 2, KIP-1191, Kafka 4.4)
+register(Feature(SHARE_VERSION, 0, 2, 2))
 
 
 def finalized_level(name: str) -> int:

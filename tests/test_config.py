@@ -70,7 +70,8 @@ def test_every_default_passes_its_own_validator_and_type():
 def test_topic_keys_cover_kafka_topic_config():
     expected = {
         "cleanup.policy", "compression.type", "compression.gzip.level", "compression.lz4.level",
-        "compression.zstd.level", "delete.retention.ms", "file.delete.delay.ms", "flush.messages", "flush.ms",
+        "compression.zstd.level", "delete.retention.ms", "errors.deadletterqueue.group.enable",  # KIP-1191
+        "file.delete.delay.ms", "flush.messages", "flush.ms",
         "follower.replication.throttled.replicas", "index.interval.bytes", "leader.replication.throttled.replicas",
         "local.retention.bytes", "local.retention.ms", "max.compaction.lag.ms", "max.message.bytes",
         "message.downconversion.enable", "message.format.version", "message.timestamp.after.max.ms",

@@ -81,6 +81,9 @@ _TOPIC_KEYS: list[ConfigKey] = [
     _topic("delete.retention.ms", "long", 24 * 3600 * 1000,
            "On compacted topics, how long a tombstone (null value) stays readable after its segment was cleaned.",
            AtLeast(0), ("log.cleaner.delete.retention.ms",)),
+    _topic("errors.deadletterqueue.group.enable", "boolean", False,
+           "Whether share groups may write the records they give up on to this topic, their dead-letter "
+           "queue (KIP-1191: errors.deadletterqueue.topic.name of a GROUP names it)."),
     _topic("file.delete.delay.ms", "long", 60000,
            "How long a retired segment waits under its .deleted name before its files are removed.",
            AtLeast(0), ("log.segment.delete.delay.ms",)),
@@ -541,6 +544,12 @@ _BROKER_KEYS += [
     _broker("group.share.assignment.interval.ms", "int", 1000,
             "Least time between two target assignments of a share group (KIP-1263): membership changes "
             "within it are assigned together.", AtLeast(0), dynamic=True),
+    _broker("errors.deadletterqueue.auto.create.topics.enable", "boolean", False,
+            "Create a share group's dead-letter queue topic (KIP-1191) when it does not exist, with the "
+            "broker's defaults and errors.deadletterqueue.group.enable=true.", dynamic=True),
+    _broker("errors.deadletterqueue.topic.name.prefix", "string", "dlq.",
+            "The prefix every share group's dead-letter queue topic name must have (\"\": any name).",
+            dynamic=True),
     _broker("share.coordinator.state.topic.num.partitions", "int", 50,
             "Partitions of __share_group_state; fixed once the topic exists.", AtLeast(1)),
     _broker("share.coordinator.state.topic.replication.factor", "short", 1,

@@ -56,8 +56,8 @@ from minibroker.console.shapes import (
     TransactionsView,
 )
 from minibroker.coordinator.group.consumer_group import ConsumerGroup, same_assignment
-from minibroker.coordinator.share.share_group import GROUP_KEYS as SHARE_GROUP_KEYS
 from minibroker.coordinator.share.share_group import ShareGroup
+from minibroker.coordinator.share.share_group_configs import GROUP_KEYS as SHARE_GROUP_KEYS
 from minibroker.partition import Partition
 from minibroker.services import BrokerServices
 from minibroker.tools.trace import batch_field_spans

@@ -8,7 +8,8 @@ coordinator's share-group paths); the state machine is minibroker.coordinator.sh
 - ShareGroupHeartbeat joins (epoch 0, client-chosen member id), heartbeats, leaves (epoch -1);
   the answer carries the assignment when it changed or the request was a full one.
 - ShareFetch first applies the acknowledgements it carries (each partition's outcome in
-  acknowledge_error_code), then acquires up to max_records records across the session's
+  acknowledge_error_code), then (unless v2's IsRenewAck marks it as carrying only acknowledgements,
+  KIP-1222: MaxBytes, MinBytes, MaxRecords and MaxWaitMs must then be 0) acquires up to max_records records across the session's
   partitions and waits up to max_wait_ms while none is available. Every partition with records,
   an error or an acknowledgement outcome is answered; records are whole log batches, and
   `acquired_records` says which offsets of them this member holds (with their delivery counts).
@@ -32,9 +33,14 @@ from minibroker.config import ConfigEntry, ConfigSource, ConfigType, OpType
 # a GROUP config resource through handlers/configs.py; not at start: issue 22)
 from minibroker.coordinator.share.share_group import (
     FINAL_SESSION_EPOCH,
-    GROUP_KEYS,
     INITIAL_SESSION_EPOCH,
     AcquiredPartition,
+)
+from minibroker.coordinator.share.share_group_configs import (
+    BOOLEAN_KEYS,
+    GROUP_DEFAULTS,
+    GROUP_KEYS,
+    STRING_KEYS,
     validate_group_config,
 )
 from minibroker.handlers import authorized_ops, authz
@@ -61,6 +67,7 @@ if TYPE_CHECKING:
 ASSIGNOR = "simple"
 DEFAULT_MAX_RECORDS = 500
 RECORD_LIMIT = 1  # ShareFetch's ShareAcquireMode (KIP-1206): 0 batch_optimized, 1 record_limit
+RENEW = 4  # the RENEW acknowledge type (KIP-1222)
 
 
 def _coord(ctx: RequestContext) -> ShareGroupCoordinator:
@@ -165,12 +172,18 @@ UNDESCRIBABLE_TOPICS = "The group has described topic(s) that the client is not 
 def _apply_acks(coord: ShareGroupCoordinator, group: str, member: str,
                 topics: list[share_fetch.ShareFetchRequest.FetchTopic] | list[
                     share_acknowledge.ShareAcknowledgeRequest.AcknowledgeTopic],
-                unreadable: set[uuid.UUID]) -> dict[tuple[uuid.UUID, int], int]:
+                unreadable: set[uuid.UUID], version: int, renew: bool) -> dict[tuple[uuid.UUID, int], int]:
     outcomes: dict[tuple[uuid.UUID, int], int] = {}
+    # KafkaApis.validateAcknowledgementBatches: types up to RENEW from v2 (KIP-1222), and RENEW
+    # only in a request marked IsRenewAck; otherwise the partition is INVALID_REQUEST
+    max_type = RENEW if version >= 2 else RENEW - 1
     for t in topics:
         for p in t.partitions:
+            types = [k for b in p.acknowledgement_batches for k in b.acknowledge_types]
             if p.acknowledgement_batches and t.topic_id in unreadable:
                 outcomes[(t.topic_id, p.partition_index)] = _TOPIC_DENIED
+            elif any(not 0 <= k <= max_type for k in types) or (RENEW in types and not renew):
+                outcomes[(t.topic_id, p.partition_index)] = ErrorCode.INVALID_REQUEST
             elif p.acknowledgement_batches:
                 outcomes[(t.topic_id, p.partition_index)] = coord.acknowledge(
                     group, member, t.topic_id, p.partition_index, p.acknowledgement_batches)
@@ -185,6 +198,10 @@ async def handle_share_fetch(ctx: RequestContext, req: share_fetch.ShareFetchReq
     if code := authz.group_denied(ctx, group):  # READ on the group: a top-level error (KafkaApis)
         return R(error_code=code, acquisition_lock_timeout_ms=0, responses=[])
     lock_ms = coord.lock_ms(group) if group else 0
+    renew_only = ctx.version >= 2 and req.is_renew_ack  # KIP-1222: acknowledgements only, nothing fetched
+    if renew_only and (unset := _renew_fields_set(req)):
+        return R(error_code=ErrorCode.INVALID_REQUEST, error_message=unset + "if isRenewAck is true.",
+                 acquisition_lock_timeout_ms=0, responses=[])
     try:
         coord.check_member(group, member)
         session = coord.session_for(group, member, req.share_session_epoch)
@@ -197,11 +214,11 @@ async def handle_share_fetch(ctx: RequestContext, req: share_fetch.ShareFetchReq
         return R(error_code=ErrorCode.INVALID_REQUEST, error_message="Acknowledge data present on initial epoch",
                  acquisition_lock_timeout_ms=lock_ms, responses=[])
     unreadable = _unreadable_ids(ctx, [t.topic_id for t in req.topics] + [tid for tid, _ in session.partitions])
-    acks = _apply_acks(coord, group, member, req.topics, unreadable)
+    acks = _apply_acks(coord, group, member, req.topics, unreadable, ctx.version, renew_only)
     results: list[AcquiredPartition] = []
     if req.share_session_epoch == FINAL_SESSION_EPOCH:
         coord.close_session(group, member)
-    else:
+    elif not renew_only:
         for t in req.topics:
             for p in t.partitions:
                 session.partitions[(t.topic_id, p.partition_index)] = None
@@ -230,6 +247,13 @@ async def handle_share_fetch(ctx: RequestContext, req: share_fetch.ShareFetchReq
     return R(error_code=0, acquisition_lock_timeout_ms=lock_ms, responses=[
         R.ShareFetchableTopicResponse(topic_id=tid, partitions=list(parts.values()))
         for tid, parts in by_topic.items()], node_endpoints=[])
+
+
+def _renew_fields_set(req: share_fetch.ShareFetchRequest) -> str:
+    """What a renew-only ShareFetch must leave at 0, as KafkaApis.handleShareFetchRequest words it."""
+    return "".join(f"{name} must be set to 0," for name, value in (
+        ("maxBytes", req.max_bytes), ("minBytes", req.min_bytes), ("maxRecords", req.max_records),
+        ("maxWaitMs", req.max_wait_ms)) if value != 0)
 
 
 def _bind_to_connection(coord: ShareGroupCoordinator, conn: Channel, group: str, session: ShareSession) -> None:
@@ -296,7 +320,8 @@ async def handle_share_acknowledge(ctx: RequestContext, req: share_acknowledge.S
     except KafkaError as e:
         if not (e.code == ErrorCode.UNKNOWN_MEMBER_ID and req.share_session_epoch == FINAL_SESSION_EPOCH):
             return R(error_code=e.code, error_message=e.message, acquisition_lock_timeout_ms=lock_ms, responses=[])
-    acks = _apply_acks(coord, group, member, req.topics, _unreadable_ids(ctx, [t.topic_id for t in req.topics]))
+    acks = _apply_acks(coord, group, member, req.topics, _unreadable_ids(ctx, [t.topic_id for t in req.topics]),
+                       ctx.version, ctx.version >= 2 and req.is_renew_ack)
     if req.share_session_epoch == FINAL_SESSION_EPOCH:
         coord.close_session(group, member)
     leader = R.LeaderIdAndEpoch(leader_id=ctx.services.node_id, leader_epoch=0)
@@ -459,11 +484,20 @@ class _ShareGroupConfigs:
         own = coord.group_configs.get(group, {})
         out = []
         for name in sorted(GROUP_KEYS):
-            ctype = ConfigType.STRING if name in ("share.auto.offset.reset", "share.isolation.level") else ConfigType.INT
+            ctype = (ConfigType.STRING if name in STRING_KEYS else ConfigType.BOOLEAN if name in BOOLEAN_KEYS
+                     else ConfigType.INT)
             set_here = name in own
+            # synonyms as Kafka lists them: the group's own value, then the default it overrides (the
+            # broker key's, or the group key's own default when it has no broker key)
+            default_key = GROUP_KEYS[name] or name
+            default = str(services.config.get(default_key)) if GROUP_KEYS[name] else GROUP_DEFAULTS[name]
+            synonyms: list[tuple[str, str | None, int]] = [(default_key, default, int(ConfigSource.DEFAULT_CONFIG))]
+            if set_here:
+                synonyms.insert(0, (name, own[name], int(ConfigSource.GROUP_CONFIG)))
             out.append(ConfigEntry(name=name, value=coord.group_config(group, name),
                                    source=ConfigSource.GROUP_CONFIG if set_here else ConfigSource.DEFAULT_CONFIG,
-                                   is_default=not set_here, read_only=False, sensitive=False, type=ctype))
+                                   is_default=not set_here, read_only=False, sensitive=False, synonyms=synonyms,
+                                   type=ctype))
         return out
 
     def alter_group(self, services: BrokerServices, group: str, ops: list[tuple[str, int, str | None]],

@@ -247,3 +247,53 @@ def test_acquire_modes_of_kip_1206() -> None:
     sp = SharePartition("g", "t", 0, 0)
     assert sp.acquire("m", big, 30, 1000, 0, 50, whole_batches=False, batch_size=10) == [(0, 29, 1)]
     assert sp.acquire("m", big, 30, 1000, 0, 50, whole_batches=False, batch_size=10) == [(30, 49, 1)]
+
+
+def test_dead_letter_queue_states_of_kip_1191() -> None:
+    """With a DLQ, a rejected record and one given up at the delivery-count limit (release, lock
+    timeout, leaving member) go ARCHIVING, queued with Kafka's reason; the start offset waits for
+    them until `archive`; ARCHIVING is persisted as state 3 and queued again after a restore."""
+    clock = ManualClock()
+    sp = SharePartition("g", "t", 0, start_offset=0, delivery_count_limit=2, dlq_enabled=True)
+    batches = [BatchInfo(i, i) for i in range(4)]
+    assert sp.acquire("a", batches, 4, LOCK_MS, clock(), 4) == [(0, 3, 1)]
+    assert sp.acknowledge("a", 0, 0, [AckType.REJECT], LOCK_MS, clock()) == ErrorCode.NONE
+    assert sp.acknowledge("a", 1, 3, [AckType.RELEASE], LOCK_MS, clock()) == ErrorCode.NONE
+    assert sp.take_dlq_pending() == [(0, 1, "Offset rejected by client.")]
+    assert sp.acquire("a", batches, 4, LOCK_MS, clock(), 4) == [(1, 3, 2)]
+    assert sp.acknowledge("a", 1, 1, [AckType.RELEASE], LOCK_MS, clock()) == ErrorCode.NONE  # at the limit
+    clock.advance(LOCK_MS)
+    assert sp.expire_locks(clock()) == 2  # 2 and 3, also at the limit
+    exceeded = "Offset delivery count exceeded the threshold."
+    assert sp.take_dlq_pending() == [(1, 2, exceeded), (2, 2, exceeded), (3, 2, exceeded)]
+    assert sp.take_dlq_pending() == []
+    assert sp.start_offset == 0  # ARCHIVING is not done yet
+    assert [(b.first_offset, b.last_offset, b.state, b.delivery_count) for b in sp.state_batches()] == [
+        (0, 0, 3, 1), (1, 3, 3, 2)]
+    restored = SharePartition("g", "t", 0, start_offset=0, delivery_count_limit=2, dlq_enabled=True)
+    restored.restore(0, sp.state_batches())
+    assert restored.take_dlq_pending() == [(0, 1, "Offset rejected by client."), (1, 2, exceeded), (2, 2, exceeded),
+                                           (3, 2, exceeded)]
+    sp.archive(0, 1)
+    assert sp.start_offset == 2
+    sp.archive(2, 3)
+    assert sp.start_offset == 4 and not sp.records
+    # without a DLQ the same records are archived at once
+    plain = SharePartition("g", "t", 0, start_offset=0, delivery_count_limit=2)
+    plain.acquire("a", batches, 1, LOCK_MS, clock(), 4)
+    assert plain.acknowledge("a", 0, 0, [AckType.REJECT], LOCK_MS, clock()) == ErrorCode.NONE
+    assert plain.start_offset == 1 and plain.take_dlq_pending() == []
+
+
+def test_renew_refused_when_the_group_disables_it() -> None:
+    """share.renew.acknowledge.enable=false (KIP-1222): RENEW is INVALID_RECORD_STATE and changes nothing."""
+    clock = ManualClock()
+    sp = SharePartition("g", "t", 0, start_offset=0)
+    sp.acquire("a", [BatchInfo(0, 1)], 2, LOCK_MS, clock(), 2)
+    assert sp.acknowledge("a", 0, 1, [AckType.ACCEPT, AckType.RENEW], LOCK_MS, clock(),
+                          renew_enabled=False) == ErrorCode.INVALID_RECORD_STATE
+    assert [r.state for _, r in sp.in_flight()] == [RecordState.ACQUIRED, RecordState.ACQUIRED]
+    clock.advance(LOCK_MS // 2)
+    assert sp.acknowledge("a", 0, 1, [AckType.RENEW], LOCK_MS, clock()) == ErrorCode.NONE
+    clock.advance(LOCK_MS // 2)
+    assert sp.expire_locks(clock()) == 0  # renewed: the lock runs from the renewal

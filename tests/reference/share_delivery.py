@@ -13,6 +13,11 @@ minibroker and on Apache Kafka (tests/reference/test_share_delivery.py runs both
   leave heartbeat or the final ShareAcknowledge reaches the broker first.
 - spread: partitions spread over members (SimpleAssignor), shared only when members outnumber them.
 - bounds: what one poll (ShareFetch MaxRecords/BatchSize) acquires, log batches whole.
+- dlq: the dead-letter queue of KIP-1191 (share.version 2): records rejected, and records released
+  until share.delivery.count.limit, written to the group's DLQ topic with Kafka's __dlq.errors.*
+  headers, the original key and value when errors.deadletterqueue.copy.record.enable, in DLQ
+  partition `source partition % DLQ partitions`; nothing written for a DLQ topic without
+  errors.deadletterqueue.group.enable or a name without the broker's `dlq.` prefix.
 """
 
 from __future__ import annotations
@@ -278,6 +283,177 @@ def bounds(boot: str, prefix: str) -> str:
     return f"RESULT bounds polls={polls}"
 
 
+DLQ_GROUPS = ("copy", "nocopy", "off", "unprefixed")
+
+
+def dlq_setup(boot: str, prefix: str) -> tuple[str, dict[str, str]]:
+    """A source topic of 3 partitions holding 4 keyed records each (one batch per record), the
+    DLQ topics, and one group per case (earliest, delivery count limit 2): the source topic and
+    group id of each case."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic, dlq_topic = f"{prefix}-dlqsrc", f"dlq.{prefix}"
+    admin = AdminClient({"bootstrap.servers": boot})
+    for f in admin.create_topics([NewTopic(topic, 3, 1),
+                                  NewTopic(dlq_topic, 2, 1, config={"errors.deadletterqueue.group.enable": "true"}),
+                                  NewTopic(f"{dlq_topic}-off", 1, 1)]).values():
+        f.result(30)
+    p = Producer({"bootstrap.servers": boot, "linger.ms": 0})
+    for part in range(3):
+        for i in range(4):
+            p.produce(topic, key=f"k{part}-{i}".encode(), value=f"v{part}-{i}".encode(), partition=part,
+                      headers=[("original", b"kept?")])
+            assert p.flush(30) == 0
+    names = {"copy": dlq_topic, "nocopy": dlq_topic, "off": f"{dlq_topic}-off", "unprefixed": f"nodlq.{prefix}"}
+    groups = {}
+    for case in DLQ_GROUPS:
+        group = groups[case] = f"{prefix}-g-dlq-{case}"
+        _set_group_configs(boot, group, {"share.auto.offset.reset": "earliest", "share.delivery.count.limit": "2",
+                                         "errors.deadletterqueue.topic.name": names[case],
+                                         "errors.deadletterqueue.copy.record.enable": str(case == "copy").lower()})
+    return topic, groups
+
+
+def dlq_plan(offset: int) -> str:
+    """Offset 0 of each partition is rejected, offset 1 released at every delivery, the rest accepted."""
+    return {0: "reject", 1: "release"}.get(offset, "accept")
+
+
+def dlq_contents(boot: str, prefix: str, want: int) -> list[str]:
+    """The records of the DLQ topics (`dlq.<prefix>`, `dlq.<prefix>-off`), sorted: partition,
+    timestamp type, key, value and headers (timestamps differ)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": boot, "group.id": f"{prefix}-dlq-reader", "enable.auto.commit": False})
+    c.assign([TopicPartition(f"dlq.{prefix}", 0, 0), TopicPartition(f"dlq.{prefix}", 1, 0),
+              TopicPartition(f"dlq.{prefix}-off", 0, 0)])
+    got: list[str] = []
+    try:
+        deadline = time.monotonic() + 30
+        quiet_until = None
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                headers = [(k, v.decode() if v is not None else None) for k, v in (m.headers() or [])]
+                got.append(f"{m.topic()}[{m.partition()}] ts_type={m.timestamp()[0]} key={m.key()!r} "
+                           f"value={m.value()!r} headers={headers}")
+            if len(got) >= want:  # then a little longer: nothing more may come
+                quiet_until = quiet_until or time.monotonic() + 3
+                if time.monotonic() > quiet_until:
+                    break
+    finally:
+        c.close()
+    return sorted(got)
+
+
+def dlq(boot: str, prefix: str) -> str:
+    """The confluent ShareConsumer of each case rejects offset 0, releases offset 1 until the
+    limit and accepts the rest; then what the DLQ topics hold and what each member saw."""
+    topic, groups = dlq_setup(boot, prefix)
+    seen = []
+    for case in DLQ_GROUPS:
+        c = sc.consumer(boot, groups[case], topic, 50)
+        deliveries: Counter[tuple[int, int]] = Counter()
+        try:
+            def ack(m: sc.Message, deliveries: Counter[tuple[int, int]] = deliveries) -> int:
+                deliveries[(m.partition(), m.offset())] += 1
+                return sc.ack_type(dlq_plan(m.offset()))
+            deadline = time.monotonic() + 60
+            while sum(deliveries.values()) < 15 and time.monotonic() < deadline:  # 3 x (4 + 1 redelivery)
+                sc.poll(c, ack)
+            extra = time.monotonic() + 3
+            while time.monotonic() < extra:  # nothing comes back
+                sc.poll(c, ack)
+        finally:
+            c.close()
+        seen.append(f"{case}: deliveries={sorted(deliveries.items())}")
+    contents = dlq_contents(boot, prefix, 12)
+    return ("RESULT dlq " + " | ".join(seen) + " || " + " | ".join(contents)).replace(prefix, "P")
+
+
+def dlq_expected_contents() -> list[str]:
+    """What the DLQ topics hold after the dlq scenario (seen on Kafka 4.4), as `dlq_contents` lists
+    it with the prefix as P: offsets 0 (rejected, count 1) and 1 (count 2) of each source
+    partition for the two groups whose DLQ topic is usable, partition p in DLQ partition p % 2."""
+    reasons = {0: (1, "Offset rejected by client."), 1: (2, "Offset delivery count exceeded the threshold.")}
+    contents = []
+    for case in ("copy", "nocopy"):
+        for part in range(3):
+            for off, (count, why) in reasons.items():
+                kv = (f"key={f'k{part}-{off}'.encode()!r} value={f'v{part}-{off}'.encode()!r}" if case == "copy"
+                      else "key=None value=None")
+                headers = [("__dlq.errors.topic", "P-dlqsrc"), ("__dlq.errors.partition", str(part)),
+                           ("__dlq.errors.offset", str(off)), ("__dlq.errors.group", f"P-g-dlq-{case}"),
+                           ("__dlq.errors.delivery.count", str(count)), ("__dlq.errors.message", why)]
+                contents.append(f"dlq.P[{part % 2}] ts_type=1 {kv} headers={headers}")
+    return sorted(contents)
+
+
+def _broker_default(boot: str, key: str, value: str | None) -> None:
+    """Set (or delete, with None) a cluster-wide dynamic broker config (IncrementalAlterConfigs on
+    the BROKER resource "", which confluent-kafka's admin client does not address)."""
+    from protocol.apis import incremental_alter_configs
+    from tests.integration.helpers import RawClient
+
+    R = incremental_alter_configs.REQUEST
+    with RawClient(boot) as raw:
+        resp = raw.call(incremental_alter_configs.API, 1, R(resources=[R.AlterConfigsResource(
+            resource_type=4, resource_name="", configs=[R.AlterableConfig(
+                name=key, config_operation=0 if value is not None else 1, value=value)])], validate_only=False))
+    assert [r.error_code for r in resp.responses] == [0], resp
+
+
+def dlq_auto_create(boot: str, prefix: str) -> str:
+    """errors.deadletterqueue.auto.create.topics.enable=true (set cluster-wide for the scenario):
+    a group naming a DLQ topic that does not exist rejects 3 records; the broker creates the topic
+    and writes them. Its partition count, configs set on it, and contents."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    topic, group, dlq_topic = f"{prefix}-auto-src", f"{prefix}-g-auto", f"dlq.{prefix}-auto"
+    sc.create_topic(boot, topic, {group: {"share.auto.offset.reset": "earliest",
+                                          "errors.deadletterqueue.topic.name": dlq_topic}})
+    sc.produce(boot, topic, ["a", "b", "c"])
+    _broker_default(boot, "errors.deadletterqueue.auto.create.topics.enable", "true")
+    try:
+        c = sc.consumer(boot, group, topic, 10)
+        try:
+            sc.poll_until(c, lambda g: len(g) >= 3, lambda _m: sc.ack_type("reject"))
+        finally:
+            c.close()
+        admin = AdminClient({"bootstrap.servers": boot})
+        deadline = time.monotonic() + 30
+        while dlq_topic not in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        _broker_default(boot, "errors.deadletterqueue.auto.create.topics.enable", None)
+    meta = admin.list_topics(dlq_topic, timeout=10).topics[dlq_topic]
+    configs = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, dlq_topic)])
+    set_here = sorted(f"{e.name}={e.value}" for e in next(iter(configs.values())).result(30).values()
+                      if e.source == 1)  # DYNAMIC_TOPIC_CONFIG
+    from confluent_kafka import Consumer, TopicPartition
+
+    reader = Consumer({"bootstrap.servers": boot, "group.id": f"{prefix}-auto-reader", "enable.auto.commit": False})
+    reader.assign([TopicPartition(dlq_topic, p, 0) for p in meta.partitions])
+    offsets = []
+    try:
+        deadline = time.monotonic() + 30
+        while len(offsets) < 3 and time.monotonic() < deadline:
+            m = reader.poll(0.5)
+            if m is not None and m.error() is None:
+                offsets.append(dict(m.headers() or [])["__dlq.errors.offset"].decode())
+    finally:
+        reader.close()
+    return (f"RESULT dlq_auto_create partitions={len(meta.partitions)} configs={set_here} "
+            f"offsets={sorted(offsets)}")
+
+
+def _dlq_expected() -> str:
+    """What `dlq` prints on both brokers (seen on Kafka 4.4): every member saw offset 1 twice and
+    the rest once, then the DLQ topics' records."""
+    deliveries = [((p, o), 2 if o == 1 else 1) for p in range(3) for o in range(4)]
+    seen = [f"{case}: deliveries={deliveries}" for case in DLQ_GROUPS]
+    return "RESULT dlq " + " | ".join(seen) + " || " + " | ".join(dlq_expected_contents())
 
 _HOWS = ["explicit-commit", "explicit-poll", "implicit-poll", "implicit-commit", "explicit-heartbeat-commit"]
 # what each scenario prints, on Apache Kafka 4.4 and on minibroker
@@ -292,4 +468,7 @@ EXPECTED = {
                "duplicates=0 each_from_own=True per_member=[200, 200] | partitions=2 members=3 sizes=[1, 1, 2] "
                "members_per_partition=[2, 2] received=60 duplicates=0 each_from_own=True"),
     "bounds": "RESULT bounds polls=[50, 30, 20]",
+    "dlq": _dlq_expected(),
+    "dlq_auto_create": "RESULT dlq_auto_create partitions=1 configs=['errors.deadletterqueue.group.enable=true', "
+                       "'message.timestamp.type=CreateTime'] offsets=['0', '1', '2']",
 }

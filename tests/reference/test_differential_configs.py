@@ -23,7 +23,7 @@ IAC = incremental_alter_configs.API
 CT = create_topics.API
 TOPIC, BROKER = 2, 4
 
-TOPIC_ONLY_KAFKA = {"errors.deadletterqueue.group.enable", "max.decompressed.message.bytes",
+TOPIC_ONLY_KAFKA = {"max.decompressed.message.bytes",
                     "remote.copy.lag.bytes", "remote.copy.lag.ms"}
 TOPIC_ONLY_MINIBROKER = {"message.downconversion.enable", "message.format.version",
                          "confluent.key.schema.validation", "confluent.value.schema.validation",

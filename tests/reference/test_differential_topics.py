@@ -128,7 +128,7 @@ def _create(name: str, partitions: int = 1, rf: int = 1, configs: dict[str, str 
 
 # Topic configs whose presence or default differs between Kafka 4.4 and minibroker
 # (docs/differences.md#topic-config-keys); CreateTopics v5+ and DescribeConfigs list every key.
-TOPIC_KEYS_ONLY_KAFKA = {"errors.deadletterqueue.group.enable", "max.decompressed.message.bytes",
+TOPIC_KEYS_ONLY_KAFKA = {"max.decompressed.message.bytes",
                          "remote.copy.lag.bytes", "remote.copy.lag.ms"}
 TOPIC_KEYS_ONLY_MINIBROKER = {"message.downconversion.enable", "message.format.version",
                               "confluent.key.schema.validation", "confluent.value.schema.validation",

@@ -43,3 +43,31 @@ def test_consumer_group_configs_match_kafka(pair: Pair) -> None:
     k, m = pair.stdout("kafka-configs", [*base, "--describe"])
     assert _consumer_lines(m) == _consumer_lines(k)
     assert [line.split()[0] for line in _consumer_lines(m)] == ["consumer.heartbeat.interval.ms=6000"]
+
+
+def _share_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip().startswith(("share.", "errors."))]
+
+
+def test_share_group_configs_match_kafka(pair: Pair) -> None:
+    """The share.* keys (KIP-932, KIP-1222's renew switch, KIP-1240's record-lock limit and
+    assignment interval) and KIP-1191's errors.deadletterqueue.* keys: described, set and refused
+    as Kafka does."""
+    group = f"gcfg-share-{uuid.uuid4().hex[:8]}"
+    base = ["--bootstrap-server", BOOT, "--entity-type", "groups", "--entity-name", group]
+    k, m = pair.stdout("kafka-configs", [*base, "--describe", "--all"])
+    assert _share_lines(m) == _share_lines(k)
+    assert any(line.startswith("errors.deadletterqueue.topic.name=") for line in _share_lines(m))
+    k, m = pair.stdout("kafka-configs", [*base, "--alter", "--add-config",
+                                         "errors.deadletterqueue.topic.name=dlq.x,share.renew.acknowledge.enable=false,"
+                                         "share.partition.max.record.locks=500,share.assignment.interval.ms=2000"])
+    assert m == k
+    k, m = pair.stdout("kafka-configs", [*base, "--describe"])
+    assert _share_lines(m) == _share_lines(k) and len(_share_lines(m)) == 4
+    for bad in ("errors.deadletterqueue.topic.name=__x", "share.partition.max.record.locks=50",
+                "share.partition.max.record.locks=5000", "share.assignment.interval.ms=20000",
+                "share.renew.acknowledge.enable=maybe", "errors.deadletterqueue.copy.record.enable=yes"):
+        ka, mi = pair.run("kafka-configs", [*base, "--alter", "--add-config", bad])
+        assert (mi.returncode, mi.stdout) == (ka.returncode, ka.stdout), bad
+        errors = [[line for line in r.stderr.splitlines() if "Exception:" in line][:1] for r in (ka, mi)]
+        assert errors[1] == errors[0], bad

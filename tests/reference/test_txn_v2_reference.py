@@ -25,7 +25,7 @@ def _features(bootstrap: str) -> tuple[dict[str, int], dict[int, int]]:
 
 def test_feature_levels_clients_read_match_kafka(pair: Pair) -> None:
     (kafka, kafka_apis), (mini, mini_apis) = _features(pair.kafka.bootstrap), _features(pair.mini.bootstrap)
-    for name in ("transaction.version", "group.version", "metadata.version"):
+    for name in ("transaction.version", "group.version", "metadata.version", "share.version"):
         assert mini.get(name) == kafka.get(name), name
     assert "kraft.version" not in mini and "kraft.version" not in kafka
     # EndTxn v5, Produce v12+, AddPartitionsToTxn v5 and TxnOffsetCommit v6 (KIP-1319, issue 35)

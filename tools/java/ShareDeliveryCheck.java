@@ -13,6 +13,11 @@
 //   closed: the acknowledgement-commit callback reports the 12 offsets without error.
 // - bounds: max.poll.records 30 in the batch_optimized acquire mode on a 50-record batch then 50
 //   batches of one: what each poll returns.
+// - dlq (KIP-1191): the topics and groups of tests/reference/share_delivery.py's dlq scenario
+//   (prefix PREFIX + "dlq"); each group's member rejects offset 0, releases offset 1 at every
+//   delivery (limit 2) and accepts the rest; the test then reads the DLQ topics in Python.
+// - renew (KIP-1222): 5 records acknowledged RENEW and committed, then ACCEPT and committed, in a
+//   group with share.renew.acknowledge.enable true and one with false: the outcomes.
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.*;
@@ -194,6 +199,91 @@ public class ShareDeliveryCheck {
         out("RESULT bounds polls=" + polls);
     }
 
+    static void dlq(Admin admin, String pre) throws Exception {
+        String p = pre + "dlq", topic = p + "-dlqsrc", dlqTopic = "dlq." + p;
+        admin.createTopics(List.of(new NewTopic(topic, 3, (short) 1),
+            new NewTopic(dlqTopic, 2, (short) 1).configs(Map.of("errors.deadletterqueue.group.enable", "true")),
+            new NewTopic(dlqTopic + "-off", 1, (short) 1))).all().get();
+        Properties pp = producerProps(null, 0);
+        try (KafkaProducer<String, String> prod = new KafkaProducer<>(pp)) {
+            for (int part = 0; part < 3; part++)
+                for (int i = 0; i < 4; i++)
+                    prod.send(new ProducerRecord<>(topic, part, "k" + part + "-" + i, "v" + part + "-" + i)).get();
+        }
+        Map<String, String> names = Map.of("copy", dlqTopic, "nocopy", dlqTopic, "off", dlqTopic + "-off",
+            "unprefixed", "nodlq." + p);
+        List<String> seen = new ArrayList<>();
+        for (String c : List.of("copy", "nocopy", "off", "unprefixed")) {
+            String group = p + "-g-dlq-" + c;
+            groupConfig(admin, group, Map.of("share.auto.offset.reset", "earliest", "share.delivery.count.limit", "2",
+                "errors.deadletterqueue.topic.name", names.get(c),
+                "errors.deadletterqueue.copy.record.enable", Boolean.toString(c.equals("copy"))));
+            TreeMap<String, Integer> deliveries = new TreeMap<>();
+            try (KafkaShareConsumer<String, String> cons = consumer(group, 50, "batch_optimized")) {
+                cons.subscribe(List.of(topic));
+                long end = System.currentTimeMillis() + 60000, quiet = Long.MAX_VALUE;
+                while (System.currentTimeMillis() < Math.min(end, quiet)) {
+                    for (ConsumerRecord<String, String> r : cons.poll(Duration.ofMillis(500))) {
+                        deliveries.merge(r.partition() + ":" + r.offset(), 1, Integer::sum);
+                        AcknowledgeType t = r.offset() == 0 ? AcknowledgeType.REJECT
+                            : r.offset() == 1 ? AcknowledgeType.RELEASE : AcknowledgeType.ACCEPT;
+                        cons.acknowledge(r, t);
+                    }
+                    cons.commitSync();
+                    int n = deliveries.values().stream().mapToInt(Integer::intValue).sum();
+                    if (n >= 15 && quiet == Long.MAX_VALUE) quiet = System.currentTimeMillis() + 3000;
+                }
+            }
+            seen.add(c + ": deliveries=" + deliveries);
+        }
+        out("RESULT dlq " + String.join(" | ", seen));
+    }
+
+    static void renew(Admin admin, String pre) throws Exception {
+        String topic = pre + "renew";
+        admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
+        try (KafkaProducer<String, String> prod = new KafkaProducer<>(producerProps(null, 0))) {
+            for (int i = 0; i < 5; i++) prod.send(new ProducerRecord<>(topic, 0, null, "r" + i)).get();
+        }
+        List<String> rounds = new ArrayList<>();
+        for (String enabled : List.of("true", "false")) {
+            String group = pre + "g-renew-" + enabled;
+            groupConfig(admin, group, Map.of("share.auto.offset.reset", "earliest",
+                "share.renew.acknowledge.enable", enabled));
+            List<String> steps = new ArrayList<>();
+            int redelivered = 0;
+            try (KafkaShareConsumer<String, String> c = consumer(group, 5, "batch_optimized")) {
+                c.subscribe(List.of(topic));
+                List<ConsumerRecord<String, String>> got = new ArrayList<>();
+                long end = System.currentTimeMillis() + 30000;
+                while (got.size() < 5 && System.currentTimeMillis() < end)
+                    for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) got.add(r);
+                steps.add("got=" + got.size());
+                for (AcknowledgeType t : List.of(AcknowledgeType.RENEW, AcknowledgeType.ACCEPT)) {
+                    try {
+                        for (ConsumerRecord<String, String> r : got) c.acknowledge(r, t);
+                        List<String> outcome = new ArrayList<>();
+                        for (Map.Entry<TopicIdPartition, Optional<KafkaException>> e : c.commitSync().entrySet())
+                            outcome.add(e.getValue().map(x -> x.getClass().getSimpleName()).orElse("ok"));
+                        steps.add(t + "=" + outcome);
+                    } catch (RuntimeException e) {
+                        steps.add(t + "=" + e.getClass().getSimpleName());
+                    }
+                }
+                long quiet = System.currentTimeMillis() + 3000;
+                while (System.currentTimeMillis() < quiet)
+                    for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
+                        redelivered++;
+                        c.acknowledge(r, AcknowledgeType.ACCEPT);
+                    }
+            } catch (RuntimeException e) {
+                steps.add("close=" + e.getClass().getSimpleName());
+            }
+            rounds.add("enable=" + enabled + " " + String.join(" ", steps) + " redelivered=" + redelivered);
+        }
+        out("RESULT renew " + String.join(" | ", rounds));
+    }
+
     public static void main(String[] args) throws Exception {
         boot = args[0];
         String pre = args[1];
@@ -204,6 +294,8 @@ public class ShareDeliveryCheck {
             deletedTopic(admin, pre);
             closeReceipts(admin, pre);
             bounds(admin, pre);
+            dlq(admin, pre);
+            renew(admin, pre);
         }
         out("DONE");
         System.exit(0);

@@ -32,6 +32,10 @@ fetches parked on the partition (the ReplicaManager's fetch waiters, keyed by to
 Every change of a share partition's state is written to __share_group_state before the answer
 (minibroker.coordinator.share.share_coordinator_shard).
 
+Records a share partition gives up on while its group has a dead-letter queue (KIP-1191: rejected,
+or at the delivery-count limit) are ARCHIVING; every persist hands them to the DLQ writer
+(minibroker.coordinator.share.share_group_dlq), which archives them once written.
+
 Group configs (DescribeConfigs/IncrementalAlterConfigs on GROUP resources) are kept per group in
 `share_group_configs.json` in the data directory (Kafka keeps them in the cluster metadata).
 """
@@ -41,16 +45,29 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from minibroker import features
 from minibroker.config import BrokerConfig
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.share.share_coordinator_shard import ShareCoordinatorShard, ShareKey
+from minibroker.coordinator.share.share_group_configs import (
+    ASSIGNMENT_INTERVAL_MS,
+    AUTO_OFFSET_RESET,
+    DELIVERY_COUNT_LIMIT,
+    DLQ_TOPIC_NAME,
+    PARTITION_MAX_RECORD_LOCKS,
+    RENEW_ACKNOWLEDGE_ENABLE,
+    config_value,
+    parse_bool,
+    parse_duration_ms,
+    store_group_configs,
+)
+from minibroker.coordinator.share.share_group_dlq import DLQRecordParameter, ShareGroupDLQManager, ranges
 from minibroker.coordinator.share.share_partition import BatchInfo, SharePartition
 from minibroker.coordinator.share.simple_assignor import assign
 from minibroker.replica_manager import ReplicaManager
@@ -78,65 +95,6 @@ LEAVE_EPOCH = -1
 INITIAL_SESSION_EPOCH = 0
 FINAL_SESSION_EPOCH = -1
 READ_COMMITTED = 1
-
-# Group config keys of share groups (Kafka's GroupConfig), with the broker key giving each default.
-GROUP_KEYS: dict[str, str | None] = {
-    "share.auto.offset.reset": None,
-    "share.isolation.level": None,
-    "share.record.lock.duration.ms": "group.share.record.lock.duration.ms",
-    "share.session.timeout.ms": "group.share.session.timeout.ms",
-    "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
-    "share.delivery.count.limit": "group.share.delivery.count.limit",
-}
-_GROUP_DEFAULTS = {"share.auto.offset.reset": "latest", "share.isolation.level": "read_uncommitted"}
-_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
-
-
-def parse_duration_ms(text: str) -> int:
-    """An ISO-8601 duration (Java's Duration.parse subset: PnDTnHnMn.nS) in milliseconds."""
-    m = _DURATION.match(text.strip().upper())
-    if m is None or text.strip().upper() in ("P", "PT"):
-        raise ValueError(f"not an ISO-8601 duration: {text}")
-    d, h, mi, s = (m.group(i) for i in range(1, 5))
-    return int(((int(d or 0) * 24 + int(h or 0)) * 60 + int(mi or 0)) * 60_000 + float(s or 0) * 1000)
-
-
-def validate_group_config(name: str, value: str | None, broker: BrokerConfig) -> None:
-    """Kafka's GroupConfig validation for the share keys we serve (INVALID_CONFIG on failure)."""
-    if name not in GROUP_KEYS:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {name}")
-    if value is None:
-        return
-    if name == "share.auto.offset.reset":
-        v = value.strip().lower()
-        if v not in ("earliest", "latest") and not v.startswith("by_duration:"):
-            raise KafkaError(ErrorCode.INVALID_CONFIG,
-                             f"Invalid value {value} for configuration {name}: String must be one of (case "
-                             "insensitive): earliest, latest, by_duration:PnDTnHnMn.nS")
-        if v.startswith("by_duration:"):
-            try:
-                parse_duration_ms(value.split(":", 1)[1])
-            except ValueError:
-                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}") from None
-        return
-    if name == "share.isolation.level":
-        if value.strip().lower() not in ("read_committed", "read_uncommitted"):
-            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}: "
-                             "String must be one of: read_committed, read_uncommitted")
-        return
-    try:
-        n = int(value)
-    except ValueError:
-        raise KafkaError(ErrorCode.INVALID_CONFIG,
-                         f"Invalid value {value} for configuration {name}: Not a number of type INT") from None
-    bounds = {
-        "share.record.lock.duration.ms": (broker.get("group.share.min.record.lock.duration.ms"),
-                                          broker.get("group.share.max.record.lock.duration.ms")),
-        "share.delivery.count.limit": (2, 10),
-    }.get(name, (1, 1 << 31))
-    if not bounds[0] <= n <= bounds[1]:
-        raise KafkaError(ErrorCode.INVALID_CONFIG, f"{name} must be between {bounds[0]} and {bounds[1]}")
-
 
 @dataclass(slots=True)
 class ShareMember:
@@ -190,7 +148,6 @@ class ShareGroupConfig:
     enabled: bool
     lock_ms: int
     delivery_count_limit: int
-    max_in_flight: int
     session_timeout_ms: int
     heartbeat_interval_ms: int
     max_size: int
@@ -200,8 +157,7 @@ class ShareGroupConfig:
     @classmethod
     def from_broker_config(cls, cfg: BrokerConfig) -> ShareGroupConfig:
         return cls(bool(cfg.get("group.share.enable")), cfg.get("group.share.record.lock.duration.ms"),
-                   cfg.get("group.share.delivery.count.limit"), cfg.get("group.share.partition.max.record.locks"),
-                   cfg.get("group.share.session.timeout.ms"), cfg.get("group.share.heartbeat.interval.ms"),
+                   cfg.get("group.share.delivery.count.limit"), cfg.get("group.share.session.timeout.ms"), cfg.get("group.share.heartbeat.interval.ms"),
                    cfg.get("group.share.max.size"), cfg.get("share.coordinator.state.topic.num.partitions"),
                    cfg.get("share.coordinator.state.topic.segment.bytes"))
 
@@ -218,6 +174,8 @@ class ShareGroupCoordinator:
         self.broker_config = broker_config
         self.store = store  # __share_group_state (the handlers create it on FindCoordinator)
         self.shard = ShareCoordinatorShard(store)  # the persisted share-partition states
+        # KIP-1191: records given up on go to their group's dead-letter queue topic
+        self.dlq = ShareGroupDLQManager(topics, replica_manager, self.group_config, now_ms)
         self.topics = topics
         self.replica_manager = replica_manager
         self.now_ms = now_ms
@@ -250,6 +208,7 @@ class ShareGroupCoordinator:
             sp = self._new_partition(key, st.start_offset)
             sp.state_epoch = st.state_epoch
             sp.restore(st.start_offset, st.batches)
+            self._send_to_dlq(key, sp)  # records caught ARCHIVING by the restart (Kafka resumes them)
             self.groups.setdefault(key[0], ShareGroup(key[0]))
 
     def unload_partition(self, partition: int) -> None:
@@ -286,23 +245,17 @@ class ShareGroupCoordinator:
 
     # -- configs -----------------------------------------------------------------------------
     def group_config(self, group_id: str, name: str) -> str:
-        value = self.group_configs.get(group_id, {}).get(name)
-        if value is not None:
-            return value
-        broker_key = GROUP_KEYS[name]
-        return str(self.broker_config.get(broker_key)) if broker_key else _GROUP_DEFAULTS[name]
+        return config_value(self.group_configs.get(group_id, {}), self.broker_config, name)
 
     def set_group_configs(self, group_id: str, configs: dict[str, str]) -> None:
         if configs:
             self.group_configs[group_id] = dict(configs)
         else:
             self.group_configs.pop(group_id, None)
-        tmp = self._configs_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.group_configs, sort_keys=True))
-        tmp.replace(self._configs_path)
+        store_group_configs(self._configs_path, self.group_configs)
         for key, sp in self.partitions.items():
             if key[0] == group_id:
-                sp.delivery_count_limit = int(self.group_config(group_id, "share.delivery.count.limit"))
+                self._configure(sp)
 
     def lock_ms(self, group_id: str) -> int:
         return int(self.group_config(group_id, "share.record.lock.duration.ms"))
@@ -363,7 +316,7 @@ class ShareGroupCoordinator:
             group.subscribed_metadata = metadata
             group.group_epoch += 1
         # a join is assigned at once (see _maybe_assign)
-        interval = 0 if joined else int(self.broker_config.get("group.share.assignment.interval.ms"))
+        interval = 0 if joined else int(self.group_config(group_id, ASSIGNMENT_INTERVAL_MS))
         _maybe_assign(group, self.topics, interval, now)
         send = member_epoch == 0 or subscribed is not None
         if member.member_epoch != group.assignment_epoch:
@@ -421,11 +374,17 @@ class ShareGroupCoordinator:
     # -- share partitions --------------------------------------------------------------------
     def _new_partition(self, key: ShareKey, start: int) -> SharePartition:
         topic = self.topics.by_id(key[1])
-        sp = SharePartition(key[0], topic.name if topic else "", key[2], start,
-                            delivery_count_limit=int(self.group_config(key[0], "share.delivery.count.limit")),
-                            max_in_flight=self.config.max_in_flight)
+        sp = SharePartition(key[0], topic.name if topic else "", key[2], start)
+        self._configure(sp)
         self.partitions[key] = sp
         return sp
+
+    def _configure(self, sp: SharePartition) -> None:
+        """The group configs a share partition applies (the DLQ needs share.version 2, KIP-1191)."""
+        sp.delivery_count_limit = int(self.group_config(sp.group_id, DELIVERY_COUNT_LIMIT))
+        sp.max_in_flight = int(self.group_config(sp.group_id, PARTITION_MAX_RECORD_LOCKS))
+        sp.dlq_enabled = (features.finalized_level(features.SHARE_VERSION) >= 2
+                          and bool(self.group_config(sp.group_id, DLQ_TOPIC_NAME)))
 
     def _initialised(self, group_id: str, topic_id: uuid.UUID, topic: str, partition: int) -> SharePartition | None:
         key = (group_id, topic_id, partition)
@@ -436,18 +395,9 @@ class ShareGroupCoordinator:
         lg = self.topics.get_log(topic, partition)
         if lg is None:
             return None
-        sp = self._new_partition(key, self._reset_offset(group_id, lg))
+        sp = self._new_partition(key, _reset_offset(self.group_config(group_id, AUTO_OFFSET_RESET), lg, self.now_ms()))
         self._persist(key, sp)
         return sp
-
-    def _reset_offset(self, group_id: str, lg: Log) -> int:
-        policy = self.group_config(group_id, "share.auto.offset.reset").strip().lower()
-        if policy == "earliest":
-            return lg.log_start_offset
-        if policy.startswith("by_duration:"):
-            found = lg.offset_for_timestamp(self.now_ms() - parse_duration_ms(policy.split(":", 1)[1]))
-            return found.offset if found is not None else lg.high_watermark
-        return lg.high_watermark
 
     def partition_state(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition | None:
         return self.partitions.get((group_id, topic_id, partition))
@@ -455,6 +405,20 @@ class ShareGroupCoordinator:
     def _persist(self, key: ShareKey, sp: SharePartition) -> None:
         batches = sp.state_batches()
         self.shard.write(key, sp.start_offset, sp.state_epoch, batches, batches)
+        self._send_to_dlq(key, sp)  # ARCHIVING is persisted first, as Kafka's SharePartition
+
+    def _send_to_dlq(self, key: ShareKey, sp: SharePartition) -> None:
+        for param in ranges(key[0], key[1], key[2], sp.take_dlq_pending()):
+            self.dlq.enqueue(param, self._archived)
+
+    def _archived(self, param: DLQRecordParameter) -> None:
+        """The DLQ write of `param` ended (written or not): its records are done."""
+        key = (param.group_id, param.topic_id, param.partition)
+        sp = self.partitions.get(key)
+        if sp is not None:
+            sp.archive(param.first_offset, param.last_offset)
+            self._persist(key, sp)
+            self.replica_manager.wake(sp.topic, sp.partition)
 
     def alter_start_offset(self, group_id: str, topic_id: uuid.UUID, topic: str, partition: int, offset: int) -> None:
         key = (group_id, topic_id, partition)
@@ -546,9 +510,11 @@ class ShareGroupCoordinator:
         if sp is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         now, lock = self.now_ms(), self.lock_ms(group_id)
+        renew = parse_bool(self.group_config(group_id, RENEW_ACKNOWLEDGE_ENABLE))
         error = 0
         for b in batches:
-            code = sp.acknowledge(member_id, b.first_offset, b.last_offset, list(b.acknowledge_types), lock, now)
+            code = sp.acknowledge(member_id, b.first_offset, b.last_offset, list(b.acknowledge_types), lock, now,
+                                  renew_enabled=renew)
             error = error or code
         self._persist(key, sp)
         self.replica_manager.wake(sp.topic, sp.partition)
@@ -624,6 +590,17 @@ def _maybe_assign(group: ShareGroup, topics: TopicRegistry, interval_ms: int, no
                           {mid: group.target.get(mid, {}) for mid in group.members})
     group.assignment_epoch = group.group_epoch
     group.assigned_at_ms = now
+
+
+def _reset_offset(policy: str, lg: Log, now: int) -> int:
+    """Where a new share partition starts (share.auto.offset.reset: latest, earliest, by_duration:<ISO-8601>)."""
+    policy = policy.strip().lower()
+    if policy == "earliest":
+        return lg.log_start_offset
+    if policy.startswith("by_duration:"):
+        found = lg.offset_for_timestamp(now - parse_duration_ms(policy.split(":", 1)[1]))
+        return found.offset if found is not None else lg.high_watermark
+    return lg.high_watermark
 
 
 def _skipped(lg: Log, views: list[BatchView], offset: int, limit: int) -> set[int]:

@@ -13,6 +13,13 @@ a lock timeout on a record already delivered `delivery.count.limit` times archiv
 poison-record guard). Whenever the offsets at the start of the window are done, the start moves
 past them and they leave memory.
 
+The dead-letter queue (KIP-1191): when the group has one (`dlq_enabled`), a rejected record and one
+given up at the delivery-count limit go to ARCHIVING instead, are queued in `dlq_pending` with the
+reason Kafka writes in the `__dlq.errors.message` header, and become ARCHIVED once the caller has
+written them to the DLQ topic (`archive`), as Kafka's SharePartition.initiateDLQAndArchive. ARCHIVING
+is not done: the start offset waits for it, and it is persisted (state 3), so that records caught
+by a restart are sent again (Kafka's maybeResumeDlqArchiving).
+
 We keep the window per offset (Kafka keeps it per batch and splits a batch into offsets only when
 its records diverge); the states on the wire and in `__share_group_state` are the same. What is
 persisted: the start offset and every non-done state batch (acquired is persisted as available:
@@ -37,7 +44,13 @@ class RecordState(IntEnum):
     AVAILABLE = 0
     ACQUIRED = 1
     ACKNOWLEDGED = 2
+    ARCHIVING = 3  # on its way to the dead-letter queue (KIP-1191)
     ARCHIVED = 4
+
+
+# the __dlq.errors.message of each reason (Kafka's ShareGroupDLQManager.CLIENT_REJECT / DELIVERY_COUNT_EXCEEDED)
+CLIENT_REJECT = "Offset rejected by client."
+DELIVERY_COUNT_EXCEEDED = "Offset delivery count exceeded the threshold."
 
 
 class AckType(IntEnum):
@@ -86,6 +99,9 @@ class SharePartition:
     records: dict[int, InFlight] = field(default_factory=dict)
     end_offset: int = -1
     state_epoch: int = 0
+    dlq_enabled: bool = False  # the group has a dead-letter queue topic (and share.version >= 2)
+    # (offset, delivery count, reason) of records gone ARCHIVING, for the caller to write to the DLQ
+    dlq_pending: list[tuple[int, int, str]] = field(default_factory=list)
     # deliveries made and redeliveries seen, for the broker trace and tests
     log: list[tuple[str, str, int, int, int]] = field(default_factory=list)
 
@@ -163,11 +179,14 @@ class SharePartition:
 
     # -- acknowledgement ---------------------------------------------------------------------
     def acknowledge(self, member_id: str, first: int, last: int, types: list[int], lock_ms: int,
-                    now_ms: int) -> int:
+                    now_ms: int, *, renew_enabled: bool = True) -> int:
         """Apply one acknowledgement batch; returns an error code (INVALID_RECORD_STATE when an
-        offset is not acquired by this member, checked before anything changes)."""
+        offset is not acquired by this member, or for RENEW when the group's
+        share.renew.acknowledge.enable is off (KIP-1222), checked before anything changes)."""
         if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
             return ErrorCode.INVALID_REQUEST
+        if not renew_enabled and AckType.RENEW in types:
+            return ErrorCode.INVALID_RECORD_STATE
         for off in range(first, last + 1):
             r = self.records.get(off)
             if r is None or r.state is not RecordState.ACQUIRED or r.member_id != member_id:
@@ -177,10 +196,13 @@ class SharePartition:
             r = self.records[off]
             if kind == AckType.ACCEPT:
                 self._done(r, RecordState.ACKNOWLEDGED)
+            elif kind == AckType.REJECT and self.dlq_enabled:
+                self._done(r, RecordState.ARCHIVING)
+                self.dlq_pending.append((off, r.delivery_count, CLIENT_REJECT))
             elif kind in (AckType.REJECT, AckType.GAP):
                 self._done(r, RecordState.ARCHIVED)
             elif kind == AckType.RELEASE:
-                self._release(r)
+                self._release(off, r)
             elif kind == AckType.RENEW:
                 r.lock_deadline_ms = now_ms + lock_ms
             else:
@@ -191,9 +213,9 @@ class SharePartition:
     def release_member(self, member_id: str) -> int:
         """Every record `member_id` holds goes back (its session closed or it left the group)."""
         n = 0
-        for r in self.records.values():
+        for off, r in self.records.items():
             if r.state is RecordState.ACQUIRED and r.member_id == member_id:
-                self._release(r)
+                self._release(off, r)
                 n += 1
         self._advance()
         return n
@@ -201,18 +223,36 @@ class SharePartition:
     def expire_locks(self, now_ms: int) -> int:
         """Acquisition locks past their deadline: the records go back (Kafka's AcquisitionLockTimerTask)."""
         n = 0
-        for r in self.records.values():
+        for off, r in self.records.items():
             if r.state is RecordState.ACQUIRED and r.lock_deadline_ms <= now_ms:
-                self._release(r)
+                self._release(off, r)
                 n += 1
         if n:
             self._advance()
         return n
 
-    def _release(self, r: InFlight) -> None:
+    def _release(self, off: int, r: InFlight) -> None:
         r.member_id = None
-        r.state = (RecordState.ARCHIVED if r.delivery_count >= self.delivery_count_limit
-                   else RecordState.AVAILABLE)
+        if r.delivery_count < self.delivery_count_limit:
+            r.state = RecordState.AVAILABLE
+        elif self.dlq_enabled:
+            r.state = RecordState.ARCHIVING
+            self.dlq_pending.append((off, r.delivery_count, DELIVERY_COUNT_EXCEEDED))
+        else:
+            r.state = RecordState.ARCHIVED
+
+    def take_dlq_pending(self) -> list[tuple[int, int, str]]:
+        """The records gone ARCHIVING since the last call, for the dead-letter queue."""
+        out, self.dlq_pending = self.dlq_pending, []
+        return out
+
+    def archive(self, first: int, last: int) -> None:
+        """Records written to the dead-letter queue (or given up on) are done: ARCHIVING -> ARCHIVED."""
+        for off in range(first, last + 1):
+            r = self.records.get(off)
+            if r is not None and r.state is RecordState.ARCHIVING:
+                r.state = RecordState.ARCHIVED
+        self._advance()
 
     @staticmethod
     def _done(r: InFlight, state: RecordState) -> None:
@@ -268,6 +308,9 @@ class SharePartition:
             for off in range(max(b.first_offset, start_offset), b.last_offset + 1):
                 self.records[off] = InFlight(RecordState(b.state), b.delivery_count)
                 self.end_offset = max(self.end_offset, off + 1)
+                if b.state == RecordState.ARCHIVING:  # caught on its way to the DLQ: sent again
+                    self.dlq_pending.append((off, b.delivery_count, DELIVERY_COUNT_EXCEEDED
+                                             if b.delivery_count >= self.delivery_count_limit else CLIENT_REJECT))
         self._advance()
 
     def in_flight(self) -> Iterator[tuple[int, InFlight]]:
