@@ -8,9 +8,9 @@ heartbeat, leave by controlled shutdown on SIGTERM, and after kill -9 register a
 incarnation. What the controller recorded is read back from Kafka's metadata log by our own
 MetadataLoader as an observer: Kafka's records, our decoder.
 
-Kafka is formatted with share.version, streams.version and eligible.leader.replicas.version at 0:
+Kafka is formatted with streams.version and eligible.leader.replicas.version at 0:
 a broker must support every finalized feature level to register (Kafka: QuorumController refuses it
-with UNSUPPORTED_VERSION), and minibroker's broker does not advertise those three yet
+with UNSUPPORTED_VERSION), and minibroker's broker does not advertise those two yet
 (docs/differences.md).
 """
 
@@ -43,7 +43,7 @@ TIMEOUT = 90.0
 BROKER = 1
 CONTROLLER = 100
 # what minibroker's broker does not support yet: formatted off, so that it may register
-FEATURES_OFF = ["share.version=0", "streams.version=0", "eligible.leader.replicas.version=0"]
+FEATURES_OFF = ["streams.version=0", "eligible.leader.replicas.version=0"]
 
 
 def _properties(props: dict[str, object]) -> str:
