@@ -65,6 +65,7 @@ def serve(prof_out: str, argv: list[str]) -> int:
 
     signal.signal(signal.SIGUSR1, on)
     signal.signal(signal.SIGUSR2, off)
+    sys.path.insert(0, os.getcwd())  # the checkout being measured (--checkout), ahead of this one
     from minibroker.cli import main  # lazy: the broker's checkout is on sys.path only now
 
     return main(argv)
