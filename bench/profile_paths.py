@@ -123,7 +123,7 @@ def recv_response(sock: socket.socket) -> bytes:
 
 def connect(bootstrap: str) -> socket.socket:
     host, port = bootstrap.rsplit(":", 1)
-    sock = socket.create_connection((host, int(port)), timeout=30)
+    sock = socket.create_connection((host, int(port)), timeout=600)  # valgrind at a load of 20+
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 
