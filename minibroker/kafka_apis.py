@@ -22,6 +22,7 @@ Handlers get one `RequestContext` (minibroker.handlers.registry) carrying the `B
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Protocol
@@ -128,7 +129,10 @@ class KafkaApis:
                 channel.close("internal error")
                 return None
         services = self.services
-        services.metrics.request(header.api_key, version, time.perf_counter() - started)
+        # counted once the answer is on its way (the connection writes it as this returns): the
+        # client waits for no bookkeeping, and the time includes the send, as Kafka's
+        # RequestMetrics TotalTimeMs does (issue 33)
+        asyncio.get_running_loop().call_soon(services.metrics.request_answered, header.api_key, version, started)
         if self.tracer is not None:
             self.tracer.request(ctx, request, response, frame, started)
         if response is None:

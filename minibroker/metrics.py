@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -54,6 +55,10 @@ class BrokerMetrics:
     def fetched(self, topic: str, nbytes: int) -> None:
         """Record bytes a Fetch response carries for `topic` (Kafka: BytesOutPerSec)."""
         self.bytes_out[topic] = self.bytes_out.get(topic, 0) + nbytes
+
+    def request_answered(self, api_key: int, version: int, started: float) -> None:
+        """A request taken off the queue at time.perf_counter() `started` was answered."""
+        self.request(api_key, version, time.perf_counter() - started)
 
     def request(self, api_key: int, version: int, elapsed_s: float) -> None:
         """A request was answered `elapsed_s` after its frame was taken off the queue."""

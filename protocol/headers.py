@@ -9,6 +9,7 @@ sent an unsupported version must still be able to read the answer (KIP-511).
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 from protocol import types as t
@@ -21,6 +22,12 @@ from protocol.types import DecodeError
 API_VERSIONS_KEY = 18
 # Response header version forced regardless of flexibility: {api_key: header version}.
 RESPONSE_HEADER_EXCEPTIONS = {API_VERSIONS_KEY: 0}
+_FIXED_PART = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id's length
+# Header versions by (api_key, api_version), filled on first use: every request asked the schema
+# twice (its flexibility) per request (issue 33). Only pairs a schema defines are kept, so a
+# client sending made-up keys or versions cannot grow them.
+_REQUEST_HEADER_VERSIONS: dict[tuple[int, int], int] = {}
+_RESPONSE_HEADER_VERSIONS: dict[tuple[int, int], int] = {}
 
 
 @dataclass(slots=True)
@@ -33,28 +40,47 @@ class RequestHeader:
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
+    known = _REQUEST_HEADER_VERSIONS.get((api_key, api_version))
+    if known is not None:
+        return known
     # only this key's schema is imported (protocol.apis.api), not every API's (issue 22)
     schema = LOADED.get(api_key) or load_api(api_key)
-    if schema is not None and api_version in schema.versions and schema.is_flexible(api_version):
-        return 2
-    return 1
+    if schema is None or api_version not in schema.versions:
+        return 1
+    version = _REQUEST_HEADER_VERSIONS[api_key, api_version] = 2 if schema.is_flexible(api_version) else 1
+    return version
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
+    known = _RESPONSE_HEADER_VERSIONS.get((api_key, api_version))
+    if known is not None:
+        return known
     if api_key in RESPONSE_HEADER_EXCEPTIONS:
         return RESPONSE_HEADER_EXCEPTIONS[api_key]
     schema = LOADED.get(api_key) or load_api(api_key)
-    if schema is not None and api_version in schema.versions and schema.is_flexible(api_version):
-        return 1
-    return 0
+    if schema is None or api_version not in schema.versions:
+        return 0
+    version = _RESPONSE_HEADER_VERSIONS[api_key, api_version] = 1 if schema.is_flexible(api_version) else 0
+    return version
 
 
 def decode_request_header(buf, pos: int = 0) -> tuple[RequestHeader, int]:
     """Read a request header; the version comes from the api key and version it starts with."""
-    api_key, pos = t.read_int16(buf, pos)
-    api_version, pos = t.read_int16(buf, pos)
-    correlation_id, pos = t.read_int32(buf, pos)
-    client_id, pos = t.read_nullable_string(buf, pos)
+    try:  # the fixed part in one unpack (issue 33: the header is read on every request)
+        api_key, api_version, correlation_id, n = _FIXED_PART.unpack_from(buf, pos)
+    except struct.error:
+        n = -2  # too short: the field-by-field reads below name what is missing
+    start = pos + 10
+    end = start + n
+    if n >= 0 and end <= len(buf):
+        # Kafka reads strings with `new String(bytes, UTF_8)` (protocol.types.read_nullable_string)
+        client_id = str(buf[start:end], "utf-8", "replace")
+        pos = end
+    else:
+        api_key, pos = t.read_int16(buf, pos)
+        api_version, pos = t.read_int16(buf, pos)
+        correlation_id, pos = t.read_int32(buf, pos)
+        client_id, pos = t.read_nullable_string(buf, pos)
     header = RequestHeader(api_key, api_version, correlation_id, client_id)
     if request_header_version(api_key, api_version) >= 2:
         count, pos = t.read_uvarint(buf, pos)

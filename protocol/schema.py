@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import builtins
 import keyword
+import operator
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 ZERO_UUID = uuid.UUID(int=0)
 _IMMUTABLE = (int, float, str, bytes, bool, type(None), uuid.UUID)
@@ -101,7 +102,7 @@ class F:
 
     __slots__ = (
         "name", "type", "versions", "nullable", "tag", "tagged", "ignorable", "flexible",
-        "fields", "is_array", "base", "struct", "_default", "_plan",
+        "fields", "is_array", "base", "struct", "_default", "_plan", "_flat",
     )
 
     def __init__(
@@ -132,6 +133,9 @@ class F:
         self.struct: builtins.type | None = None  # set by Schema for struct-typed fields
         self._default = default
         self._plan: tuple[Any, Any] | None = None
+        # for a struct whose fields all default to shared constants: (getter of those fields,
+        # their defaults), else False; None until first asked (is_default)
+        self._flat: tuple[Callable[[object], object], object] | Literal[False] | None = None
 
     @property
     def is_struct(self) -> bool:
@@ -187,11 +191,28 @@ class F:
         if factory is list:
             return value == []
         if factory is self.struct and self.struct is not None and issubclass(self.struct, Message):
+            flat = self._flat
+            if flat is None:
+                flat = self._flat = _flat_defaults(self.struct._fields)
+            if flat:
+                # one attrgetter and a tuple compare instead of a call per field: a Fetch
+                # response's partition has three such tagged structs, left at their defaults (issue 33)
+                getter, consts = flat
+                return value is not None and getter(value) == consts
             return value is not None and all(f.is_default(getattr(value, f.name)) for f in self.struct._fields)
         d = self.default()
         if isinstance(d, Message):
             return value is not None and all(f.is_default(getattr(value, f.name)) for f in d._fields)
         return value == d
+
+
+def _flat_defaults(fields: tuple[F, ...]) -> tuple[Callable[[object], object], object] | Literal[False]:
+    """(getter, defaults) when every field's default is a shared constant (F.is_default)."""
+    plans = [f.plan() for f in fields]
+    if not fields or any(factory is not None for _, factory in plans):
+        return False
+    consts = tuple(const for const, _ in plans)
+    return operator.attrgetter(*(f.name for f in fields)), consts if len(consts) > 1 else consts[0]
 
 
 class Message:
