@@ -27,7 +27,10 @@ read alike. Layout and ports:
 A broker *serves* when it answers a Metadata request that names itself among the brokers: the
 controller registered it and unfenced it (Kafka's BrokerHeartbeat answer with isFenced=false),
 and the broker's own metadata image has caught up to that record, so it answers clients with the
-cluster's topics and brokers (Kafka's BrokerServer moves to RUNNING at the same point). The
+cluster's topics and brokers (Kafka's BrokerServer moves to RUNNING at the same point). On a data
+dir that held a broker before, its old image names it too: so the check counts only once this
+run registered (the broker epoch E its log reports) and the controller saw it fetch the metadata
+log past E (DescribeQuorum's observers), so the unfencing it names is this run's. The
 cluster serves, and cluster.json is written, when each broker serves and then, asked once more,
 names all N brokers (so a topic of replication factor N can be created at once).
 
@@ -48,6 +51,7 @@ import base64
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -59,7 +63,7 @@ from pathlib import Path
 
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
 from minibroker.startup_errors import EXIT_STARTUP_ERROR, STARTUP_ERRORS
-from protocol.apis import metadata
+from protocol.apis import describe_quorum, metadata
 from protocol.schema import Api, Message
 from storage.file_lock import FileLock, LogDirFailure
 
@@ -87,6 +91,7 @@ class Node:
     port: int
     dir: Path
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    log_mark: int = 0  # node.log's size when this run started
 
     @property
     def name(self) -> str:
@@ -261,8 +266,8 @@ async def _ask(host: str, port: int, api: Api, request: Message, timeout: float 
 
 
 async def serves(node: Node, brokers: frozenset[int] = frozenset()) -> bool:
-    """The broker answers a Metadata that names itself (registered, unfenced, its image caught up),
-    and every broker of `brokers`; the controller answers ApiVersions."""
+    """The broker answers a Metadata that names itself and every broker of `brokers` (its image
+    has it registered and unfenced); the controller answers ApiVersions."""
     try:
         if node.role == "controller":
             channel = ControllerChannel(node.host, node.port, client_id="minibroker-cluster")
@@ -279,7 +284,53 @@ async def serves(node: Node, brokers: frozenset[int] = frozenset()) -> bool:
     return node.node_id in named and brokers <= named
 
 
-async def _wait_serving(nodes: list[Node], timeout: float, brokers: frozenset[int] = frozenset()) -> None:
+_REGISTERED = re.compile(rb"broker (\d+) registered with broker epoch (\d+)")
+
+
+def registered_epoch(log_path: Path, mark: int, node_id: int) -> int | None:
+    """The broker epoch this run of the broker registered with (its node.log from `mark`, the
+    size the log had when the process started; minibroker.metadata.broker_lifecycle_manager)."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(mark)
+            text = f.read()
+    except OSError:
+        return None
+    epochs = [int(m.group(2)) for m in _REGISTERED.finditer(text) if int(m.group(1)) == node_id]
+    return epochs[-1] if epochs else None
+
+
+async def observer_offset(controller: Node, node_id: int) -> int:
+    """How far broker `node_id` has fetched the metadata log (the controller's DescribeQuorum: its
+    observers' log end offsets); -1 if the controller has not seen it fetch."""
+    R = describe_quorum.REQUEST
+    try:
+        resp = await _ask(controller.host, controller.port, describe_quorum.API, R(topics=[R.TopicData(
+            topic_name="__cluster_metadata", partitions=[R.PartitionData(partition_index=0)])]))
+    except (OSError, ControllerUnavailable, TimeoutError, asyncio.IncompleteReadError):
+        return -1
+    assert isinstance(resp, describe_quorum.DescribeQuorumResponse)
+    for t in resp.topics:
+        for p in t.partitions:
+            for o in p.observers:
+                if o.replica_id == node_id:
+                    return int(o.log_end_offset)
+    return -1
+
+
+async def serving(node: Node, controller: Node, log_mark: int, brokers: frozenset[int] = frozenset()) -> bool:
+    """This run of the broker serves: it registered (a new broker epoch E, the offset of its
+    RegisterBrokerRecord), has fetched the metadata log past E, and its Metadata names itself,
+    so the unfencing that followed the registration is in its image. An image from before a
+    restart (a broker serves from its old image while it catches up) does not count."""
+    epoch = registered_epoch(node.dir / NODE_LOG, log_mark, node.node_id)
+    if epoch is None or await observer_offset(controller, node.node_id) <= epoch:
+        return False
+    return await serves(node, brokers)
+
+
+async def _wait_serving(nodes: list[Node], timeout: float, controller: Node | None = None,
+                        brokers: frozenset[int] = frozenset()) -> None:
     deadline = time.monotonic() + timeout
     waiting = list(nodes)
     while waiting:
@@ -287,7 +338,9 @@ async def _wait_serving(nodes: list[Node], timeout: float, brokers: frozenset[in
             if n.proc is not None and n.proc.poll() is not None:
                 raise ClusterStartError(f"{n.name} exited with status {n.proc.returncode} while starting: "
                                         f"{_last_line(n.dir / NODE_LOG)} (log: {n.dir / NODE_LOG})")
-            if await serves(n, brokers):
+            ok = (await serving(n, controller, n.log_mark, brokers) if controller is not None
+                  else await serves(n, brokers))
+            if ok:
                 waiting.remove(n)
         if not waiting:
             return
@@ -295,6 +348,13 @@ async def _wait_serving(nodes: list[Node], timeout: float, brokers: frozenset[in
             raise ClusterStartError(f"{', '.join(n.name for n in waiting)} did not serve within {timeout:.0f} s "
                                     f"(logs: {', '.join(str(n.dir / NODE_LOG) for n in waiting)})")
         await asyncio.sleep(0.05)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _last_line(path: Path) -> str:
@@ -330,10 +390,11 @@ class ClusterLauncher:
         self.controller.proc = start_node_process(self.controller.properties_path, self.controller.dir / NODE_LOG)
         await _wait_serving([self.controller], timeout)
         for b in self.brokers:  # all at once: each registers on its own
+            b.log_mark = _size(b.dir / NODE_LOG)
             b.proc = start_node_process(b.properties_path, b.dir / NODE_LOG)
-        await _wait_serving(self.brokers, timeout)
+        await _wait_serving(self.brokers, timeout, self.controller)
         # then all together: each broker names every broker (none was fenced again meanwhile)
-        await _wait_serving(self.brokers, timeout, frozenset(b.node_id for b in self.brokers))
+        await _wait_serving(self.brokers, timeout, self.controller, frozenset(b.node_id for b in self.brokers))
 
     def pids(self, node: Node) -> list[int]:
         """The live processes of a node: the one started here, and one restarted alone (holding

@@ -38,7 +38,7 @@ from typing import TypeVar
 
 from minibroker import cluster_control as cc
 from minibroker.cluster_control import Address, NodeProcesses, PartitionState
-from minibroker.cluster_launcher import CLUSTER_JSON, Node, serves
+from minibroker.cluster_launcher import CLUSTER_JSON, Node, serves, serving
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT = 60.0
@@ -303,18 +303,26 @@ class Cluster(ClusterOps):
         b = self.brokers[node_id]
         return _run(serves(Node(node_id, "broker", b.host, b.port, self.root)))
 
+    def _serving_since(self, node_id: int, log_mark: int) -> bool:
+        b, c = self.brokers[node_id], self.controller
+        assert c is not None
+        return _run(serving(Node(node_id, "broker", b.host, b.port, self.root / f"broker-{node_id}"),
+                            Node(c.node_id, "controller", c.host, c.port, self.root / "controller"), log_mark))
+
     def stop_broker(self, node_id: int, *, kill: bool = False) -> None:
         self.brokers[node_id]  # noqa: B018 - a KeyError names a broker the cluster does not have
         self._processes.stop(node_id, kill=kill)
 
     def start_broker(self, node_id: int, timeout: float = START_TIMEOUT) -> None:
         self.brokers[node_id]  # noqa: B018 - as above
+        log = self._processes.node(node_id).log_path
+        mark = log.stat().st_size if log.exists() else 0
         proc = self._processes.start(node_id)
 
         def up() -> bool:
             if proc.poll() is not None:
                 raise RuntimeError(f"broker {node_id} exited with {proc.returncode}: {self.node_log(node_id)[-2000:]}")
-            return self.serves(node_id)
+            return self._serving_since(node_id, mark)
         deadline = time.monotonic() + timeout
         while not up():
             if time.monotonic() > deadline:
