@@ -14,8 +14,8 @@ from tests.integration.helpers import unique
 from tests.reference.helpers import Pair
 
 pytest.importorskip("faststream")
-from tests.integration import test_quixstreams as quix  # noqa: E402  (after the skip)
-from tests.integration.test_faststream import expected, run_pipeline  # noqa: E402
+from tests.integration import quixstreams_app as quix  # noqa: E402  (after the skip)
+from tests.integration.faststream_app import expected, run_pipeline  # noqa: E402
 
 
 def _topics(bootstrap: str, *names: str, partitions: int = 3) -> None:
