@@ -175,8 +175,8 @@ class Coordinators:
 
     def _start(self, coordinator: GroupCoordinator | TransactionCoordinator | ShareGroupCoordinator,
                topic: str) -> None:
-        """Start `coordinator`: its `start()` loads every partition of `topic` on disk (this broker
-        leads them all), so they are the runtime's loaded partitions from then on."""
+        """Start `coordinator`: its `start()` loads the partitions of `topic` on disk this broker
+        leads (on one node, all of them), so they are the runtime's loaded partitions from then on."""
         if self._loop is not None:  # before `start` (tests/coordinator's Stack), the owner starts it
             _run_now(coordinator.start())
             self.runtime.register(topic, coordinator, loaded=coordinator.store.partitions())
@@ -199,6 +199,28 @@ class Coordinators:
             return build()
 
         return asyncio.run_coroutine_threadsafe(on_loop(), loop).result()
+
+    # -- leadership (minibroker.coordinator_elections, from ReplicaManager.apply_delta) ------
+    def on_election(self, topic: str, partition: int, leader_epoch: int) -> None:
+        """This broker leads `topic`-`partition` of a coordinator's internal topic (Kafka:
+        GroupCoordinator / TransactionCoordinator / ShareCoordinator onElection). The coordinator
+        is built if nothing built it yet (its start loads the partitions this broker leads), then
+        the runtime loads the partition. Before `start` nothing is done: `start` builds the
+        coordinators whose topic is on disk, and they load what this broker leads."""
+        if self._loop is None:
+            return
+        build = {OFFSETS_TOPIC: self._build_group, TRANSACTION_TOPIC: self._build_txn,
+                 SHARE_STATE_TOPIC: self._build_share}.get(topic)
+        if build is None:
+            return
+        build()
+        self.runtime.on_election(topic, partition, leader_epoch)
+
+    def on_resignation(self, topic: str, partition: int, leader_epoch: int | None) -> None:
+        """This broker no longer leads `topic`-`partition` (Kafka: onResignation): its state is
+        unloaded (NOT_COORDINATOR for its keys from now on)."""
+        if self._runtime is not None:
+            self._runtime.on_resignation(topic, partition, leader_epoch)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:

@@ -107,8 +107,10 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: add_partitions_
         elif verify_only:
             errors = coord.verify_partitions(txn_id, pid, epoch, partitions)
         else:
-            code = _fenced_for_old_clients(coord.add_partitions(txn_id, pid, epoch, partitions), v)
-            errors = dict.fromkeys(partitions, code)
+            code = coord.add_partitions(txn_id, pid, epoch, partitions)
+            if not code:  # answered once the Ongoing record is replicated
+                code = await coord.replicated(txn_id)
+            errors = dict.fromkeys(partitions, _fenced_for_old_clients(code, v))
         results.append((txn_id, _by_topic(R, errors)))
     if v < 4:
         return R(throttle_time_ms=0, results_by_topic_v3_and_below=results[0][1])
@@ -148,6 +150,8 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, req: add_offsets_to_txn
         return R(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     code = coord.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
                                 [coord.offsets_partition(req.group_id)])
+    if not code:
+        code = await coord.replicated(req.transactional_id)
     return R(throttle_time_ms=0, error_code=_fenced_for_old_clients(code, ctx.version))
 
 
@@ -163,6 +167,8 @@ async def handle_end_txn(ctx: RequestContext, req: end_txn.EndTxnRequest) -> end
     # v5 is transactions v2 (KafkaApis: TransactionVersion.transactionVersionForEndTxn)
     code, pid, epoch = coord.end_transaction_and_epoch(req.transactional_id, req.producer_id, req.producer_epoch,
                                                        req.committed, tv=2 if ctx.version >= 5 else 0)
+    if not code:  # the Prepare* record is replicated before the answer (Kafka: appendTransactionToLog)
+        code = await coord.replicated(req.transactional_id)
     return R(throttle_time_ms=0, error_code=_fenced_for_old_clients(code, ctx.version), producer_id=pid,
              producer_epoch=epoch)
 
@@ -214,7 +220,9 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: txn_offset_commit.T
     if valid:
         req.topics = valid
         requested = [(t.name, p.partition_index) for t in valid for p in t.partitions]
-        code = _verify_offsets_partition(ctx, req)
+        group = services.group_coordinator
+        code = (group.store.coordinator_error(req.group_id) if group is not None else 0) or \
+            _verify_offsets_partition(ctx, req)
         if code:
             results.update(dict.fromkeys(requested, code))
         else:

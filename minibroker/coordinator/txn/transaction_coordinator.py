@@ -116,6 +116,10 @@ class TransactionConfig:
         )
 
 
+# how long a __transaction_state write waits for its replication (Kafka: request.timeout.ms's default)
+WRITE_TIMEOUT_MS = 30_000
+
+
 def append_error_to_coordinator_error(code: int) -> int:
     """TransactionStateManager.appendTransactionToLog's translation of append errors."""
     if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -255,6 +259,13 @@ class TransactionCoordinator:
         md.complete_transition(transit)
         return ErrorCode.NONE
 
+    async def replicated(self, transactional_id: str) -> int:
+        """Until the transactional id's __transaction_state writes are replicated (the HW passed
+        them; Kafka: TransactionStateManager.appendTransactionToLog with acks=-1 and
+        request.timeout.ms): NONE, or the append error as the transaction APIs answer it."""
+        code = await self.store.wait_replicated(transactional_id, WRITE_TIMEOUT_MS)
+        return append_error_to_coordinator_error(code) if code else ErrorCode.NONE
+
     def ensure_topic(self) -> Topic:
         return self.store.ensure_topic()
 
@@ -276,7 +287,11 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_TRANSACTION_TIMEOUT, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if self.store.topic() is None:
             await self.ensure_topic_async()
+        if code := self.store.coordinator_error(transactional_id):  # led elsewhere, or loading
+            return code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         code = self._init_producer_id(transactional_id, timeout_ms, expected)
+        if not code:
+            code = await self.replicated(transactional_id)
         if code:
             return code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         md = self.txns[transactional_id]
@@ -329,6 +344,8 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_REQUEST, None
         if not self.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        if code := self.store.coordinator_error(transactional_id):
+            return code, None
         md = self.txns.get(transactional_id)
         if md is None or md.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
@@ -384,6 +401,8 @@ class TransactionCoordinator:
             return (ErrorCode.INVALID_REQUEST, *none)
         if not self.active:
             return (ErrorCode.COORDINATOR_NOT_AVAILABLE, *none)
+        if code := self.store.coordinator_error(transactional_id):
+            return (code, *none)
         md = self.txns.get(transactional_id)
         if md is None:
             return (ErrorCode.INVALID_PRODUCER_ID_MAPPING, *none)

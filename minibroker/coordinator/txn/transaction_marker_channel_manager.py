@@ -54,6 +54,14 @@ class TransactionMarkerChannelManager:
         failed = False
         for topic, partition in sorted(md.topic_partitions):
             lg = self.topics.get_log(topic, partition)
+            if not self._leads(topic, partition):
+                # led by another broker: Kafka sends it WriteTxnMarkers there; not done yet
+                # (docs/differences.md#repl-txn-markers), so the transaction stays decided but
+                # incomplete and is retried, never completed without its marker
+                log.warning("The %s marker of %s for %s-%d is for another broker's partition: not written yet",
+                            kind.name, md.transactional_id, topic, partition)
+                failed = True
+                continue
             if lg is not None:
                 # the transaction's producer id and epoch (PrepareCommit/PrepareAbort's): with
                 # transactions v2 the bumped epoch, and the old id when Complete* rotates it
@@ -96,6 +104,15 @@ class TransactionMarkerChannelManager:
             self.incomplete[md.transactional_id] = (commit, complete)
             return
         log.debug("Completed %s of transactional id %s", "commit" if commit else "abort", md.transactional_id)
+
+    def _leads(self, topic: str, partition: int) -> bool:
+        """Whether this broker may write `topic`-`partition`'s marker: its leader, or a single
+        broker's partition (or a deleted one, which needs no marker)."""
+        part = self.replica_manager.get_partition(topic, partition)
+        if part is not None:
+            return part.is_leader or not part.from_metadata
+        t = self.topics.get(topic)
+        return t is None or not self.replica_manager.brokers or partition in t.partitions
 
     def retry(self, txns: dict[str, TransactionMetadata]) -> None:
         """Send again the markers (or Complete records) that could not be written yet."""
