@@ -37,12 +37,14 @@ from minibroker import features
 from minibroker.config import BrokerConfig
 from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupConfigs
 from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
+from minibroker.metadata_cache import MetadataCache
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
 from storage.clock import Clock
 from storage.log_manager import LogManager
 
 if TYPE_CHECKING:
+    from minibroker.add_partitions_to_txn_manager import AddPartitionsToTxnManager
     from minibroker.coordinator.group.group_coordinator import GroupCoordinator
     from minibroker.coordinator.runtime.coordinator_runtime import CoordinatorRuntime
     from minibroker.coordinator.share.share_group import ShareGroupCoordinator
@@ -93,6 +95,11 @@ class Coordinators:
         self._started: list[GroupCoordinator | TransactionCoordinator | ShareGroupCoordinator] = []
         # the broker's loop once `start` ran: from then on a coordinator is started when built
         self._loop: asyncio.AbstractEventLoop | None = None
+        # the metadata (partition leaders, brokers): the transaction coordinator sends markers to
+        # other brokers' partitions from it (set by the composition root, minibroker.server)
+        self.metadata_cache: MetadataCache | None = None
+        # KIP-890 verification against coordinators on other brokers (built by the produce handler)
+        self.add_partitions_manager: AddPartitionsToTxnManager | None = None
 
     # -- the coordinators ------------------------------------------------------------------
     @property
@@ -148,7 +155,11 @@ class Coordinators:
 
     def _build_txn(self) -> TransactionCoordinator:
         if self._txn is None:
-            from minibroker.coordinator.txn import transaction_coordinator, transaction_log  # lazy: issue 22
+            from minibroker.coordinator.txn import (  # lazy: issue 22
+                transaction_coordinator,
+                transaction_log,
+                txn_marker_sender,
+            )
 
             tc = transaction_coordinator
 
@@ -156,8 +167,11 @@ class Coordinators:
             config = tc.TransactionConfig.from_broker_config(self._cfg, features.transaction_version())
             store = self.runtime.store(TRANSACTION_TOPIC, config.num_partitions,
                                        transaction_log.topic_configs(config.segment_bytes, config.min_isr))
+            sender = (txn_marker_sender.TxnMarkerSender(self._replica_manager.node_id, self.metadata_cache,
+                                                        self._replica_manager)
+                      if self.metadata_cache is not None else None)
             self._txn = tc.TransactionCoordinator(config, store, self._producer_ids, self._topics, self._replica_manager,
-                                               group, self._log_manager, now_ms=self._clock)
+                                               group, self._log_manager, now_ms=self._clock, marker_sender=sender)
             self._start(self._txn, TRANSACTION_TOPIC)
         return self._txn
 
@@ -249,8 +263,12 @@ class Coordinators:
             build()
 
     async def stop(self) -> None:
+        if self.add_partitions_manager is not None:
+            await self.add_partitions_manager.close()
         self._loop = None  # one reached while the broker stops is built, not started (no timers left behind)
         for coordinator in reversed(self._started):
             await coordinator.stop()
+        if self._txn is not None and self._txn.markers.sender is not None:
+            await self._txn.markers.sender.close()
         self._started = []
 

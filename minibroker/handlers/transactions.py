@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 # the coordinator's module comes with this handler module (the first transactional request); the
 # coordinator itself is built when first needed (minibroker.coordinators)
-from minibroker.coordinator.txn.transaction_coordinator import verification_error_for_produce
+from minibroker.coordinator.txn.transaction_coordinator import replicated, verification_error_for_produce
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.topics import validate_topic_name
@@ -109,7 +109,7 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: add_partitions_
         else:
             code = coord.add_partitions(txn_id, pid, epoch, partitions)
             if not code:  # answered once the Ongoing record is replicated
-                code = await coord.replicated(txn_id)
+                code = await replicated(coord.store, txn_id)
             errors = dict.fromkeys(partitions, _fenced_for_old_clients(code, v))
         results.append((txn_id, _by_topic(R, errors)))
     if v < 4:
@@ -151,7 +151,7 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, req: add_offsets_to_txn
     code = coord.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
                                 [coord.offsets_partition(req.group_id)])
     if not code:
-        code = await coord.replicated(req.transactional_id)
+        code = await replicated(coord.store, req.transactional_id)
     return R(throttle_time_ms=0, error_code=_fenced_for_old_clients(code, ctx.version))
 
 
@@ -168,7 +168,7 @@ async def handle_end_txn(ctx: RequestContext, req: end_txn.EndTxnRequest) -> end
     code, pid, epoch = coord.end_transaction_and_epoch(req.transactional_id, req.producer_id, req.producer_epoch,
                                                        req.committed, tv=2 if ctx.version >= 5 else 0)
     if not code:  # the Prepare* record is replicated before the answer (Kafka: appendTransactionToLog)
-        code = await coord.replicated(req.transactional_id)
+        code = await replicated(coord.store, req.transactional_id)
     return R(throttle_time_ms=0, error_code=_fenced_for_old_clients(code, ctx.version), producer_id=pid,
              producer_epoch=epoch)
 

@@ -66,23 +66,27 @@ class CoordinatorPartitionWriter:
         return part.is_leader
 
     async def wait_replicated(self, topic: str, partition: int, timeout_ms: int) -> int:
-        """Until the partition's HW reaches its LEO as it is now (every coordinator record
-        appended so far is committed), as an acks=all produce waits in DelayedProduce: NONE,
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND (the ISR shrank under min.insync.replicas),
-        NOT_LEADER_OR_FOLLOWER (leadership moved) or REQUEST_TIMED_OUT."""
-        rm = self.replica_manager
-        part = rm.get_partition(topic, partition)
-        if part is None or part.log.high_watermark_follows_leo:
-            return ErrorCode.NONE  # the leader alone in the ISR: committed as appended
-        target = part.log_end_offset
-        deadline = time.monotonic() + max(0, timeout_ms) / 1000
-        while part.high_watermark < target:
-            if rm.get_partition(topic, partition) is not part or not part.is_leader:
-                return ErrorCode.NOT_LEADER_OR_FOLLOWER
-            if len(part.isr) < part.min_insync_replicas:
-                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return ErrorCode.REQUEST_TIMED_OUT
-            await rm.produce_waiters.wait([(topic, partition)], remaining)
-        return ErrorCode.NONE
+        """`wait_replicated` of this writer's replica manager."""
+        return await wait_replicated(self.replica_manager, topic, partition, timeout_ms)
+
+
+async def wait_replicated(rm: ReplicaManager, topic: str, partition: int, timeout_ms: int) -> int:
+    """Until the partition's HW reaches its LEO as it is now (every record appended so far is
+    committed), as an acks=all produce waits in DelayedProduce: NONE,
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND (the ISR shrank under min.insync.replicas),
+    NOT_LEADER_OR_FOLLOWER (leadership moved) or REQUEST_TIMED_OUT."""
+    part = rm.get_partition(topic, partition)
+    if part is None or part.log.high_watermark_follows_leo:
+        return ErrorCode.NONE  # the leader alone in the ISR: committed as appended
+    target = part.log_end_offset
+    deadline = time.monotonic() + max(0, timeout_ms) / 1000
+    while part.high_watermark < target:
+        if rm.get_partition(topic, partition) is not part or not part.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if len(part.isr) < part.min_insync_replicas:
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return ErrorCode.REQUEST_TIMED_OUT
+        await rm.produce_waiters.wait([(topic, partition)], remaining)
+    return ErrorCode.NONE
