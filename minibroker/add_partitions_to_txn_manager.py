@@ -91,7 +91,7 @@ class AddPartitionsToTxnManager:
                         await conn.close()
                     conn = self._connections[coordinator] = NodeConnection(
                         endpoint.host, endpoint.port, f"broker-{self.node_id}-add-partitions-to-txn")
-                    await conn.connect()
+                    await asyncio.ensure_future(conn.connect())  # its own task: asyncio.timeout needs one
                 resp = await conn.request(add_partitions_to_txn.API, 5, req)
                 assert isinstance(resp, add_partitions_to_txn.AddPartitionsToTxnResponse)
             except (OSError, EOFError, ConnectionError, TimeoutError, KafkaError) as e:

@@ -93,7 +93,7 @@ class TxnMarkerSender:
                     await conn.close()
                 conn = self._connections[node] = NodeConnection(host, port,
                                                                 f"broker-{self.node_id}-txn-marker-sender")
-                await conn.connect()
+                await asyncio.ensure_future(conn.connect())  # its own task: asyncio.timeout needs one
             resp = await conn.request(write_txn_markers.API, 1, req)
             assert isinstance(resp, write_txn_markers.WriteTxnMarkersResponse)
         except (OSError, EOFError, ConnectionError, TimeoutError, KafkaError) as e:
