@@ -96,9 +96,12 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: add_partitions_
             continue
         unwritable = authz.denied_topics(ctx, (t.name for t in topics), authz.Op.WRITE) if v < 4 else set()
         for tp in partitions:
+            image = services.metadata_cache.topic(tp[0])
             if v < 4 and (tp[0] in INTERNAL_TOPICS or tp[0] in unwritable):
                 refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            elif services.replica_manager.get_partition(*tp) is None:
+            elif image is None or tp[1] not in image.partitions:
+                # the metadata's partitions, not this broker's replicas: on a cluster the
+                # coordinator holds few of a transaction's partitions (Kafka: the metadata cache)
                 refused[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if refused:
             errors = {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}

@@ -120,9 +120,11 @@ async def test_coordinator_failover_finishes_a_prepared_commit(cluster):
     try:
         await asyncio.to_thread(p.init_transactions, 60)
         await asyncio.to_thread(p.begin_transaction)
+        reports: list[Any] = []
         for topic, value in (("a", b"a1"), ("b", b"b1")):
-            p.produce(topic, value, partition=0)
+            p.produce(topic, value, partition=0, on_delivery=lambda err, msg: reports.append(err))
         assert await asyncio.to_thread(p.flush, 60) == 0
+        assert reports == [None, None]
         await wait_until(lambda: cluster.partition(2, "b").log_end_offset == 1, "broker 2 has b's record")
         # broker 3, the leader of b, goes away: its marker cannot be written
         await cluster.brokers[3].stop()
