@@ -24,6 +24,11 @@ COORDINATOR_LOAD_IN_PROGRESS meanwhile); here a request never sees a coordinator
 
 Off the broker's loop (a test thread reading `broker.group_coordinator`), the build runs on the
 loop and the caller waits for it.
+
+On a cluster a coordinator loads only the partitions of its internal topic this broker leads, and
+`on_election` / `on_resignation` (called by ReplicaManager.apply_delta through
+minibroker.coordinator_elections, Kafka's onElection / onResignation) load and unload the others
+as leadership moves; an election builds its coordinator if nothing has yet.
 """
 
 from __future__ import annotations
