@@ -20,7 +20,7 @@ from kafka.admin import NewTopic as KNewTopic
 
 from minibroker.coordinator.runtime.coordinator_store import partition_for
 
-from .conftest import MiniCluster, wait_until
+from .cluster_helpers import MiniCluster, wait_until
 from .test_kraft_cluster import partitions_of
 
 
