@@ -229,7 +229,15 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: txn_offset_commit.T
         if code:
             results.update(dict.fromkeys(requested, code))
         else:
-            results.update(services.group_coordinator.commit_transactional_offsets(req))
+            committed = services.group_coordinator.commit_transactional_offsets(req)
+            if any(c == ErrorCode.NONE for c in committed.values()):  # answered once replicated
+                code = await services.group_coordinator.store.wait_replicated(
+                    req.group_id, services.config.get("offsets.commit.timeout.ms"))
+                if code:  # the group coordinator's mapping (GroupCoordinatorService.handleOperationException)
+                    code = ErrorCode.NOT_COORDINATOR if code == ErrorCode.NOT_LEADER_OR_FOLLOWER \
+                        else ErrorCode.COORDINATOR_NOT_AVAILABLE
+                    committed = {tp: c or code for tp, c in committed.items()}
+            results.update(committed)
     by_topic: dict[str, list[txn_offset_commit.TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]] = {}
     for (name, index), code in results.items():
         if ctx.version < 2 and code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
