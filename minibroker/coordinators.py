@@ -24,6 +24,11 @@ COORDINATOR_LOAD_IN_PROGRESS meanwhile); here a request never sees a coordinator
 
 Off the broker's loop (a test thread reading `broker.group_coordinator`), the build runs on the
 loop and the caller waits for it.
+
+On a cluster a coordinator loads only the partitions of its internal topic this broker leads, and
+`on_election` / `on_resignation` (called by ReplicaManager.apply_delta through
+minibroker.coordinator_elections, Kafka's onElection / onResignation) load and unload the others
+as leadership moves; an election builds its coordinator if nothing has yet.
 """
 
 from __future__ import annotations
@@ -37,12 +42,14 @@ from minibroker import features
 from minibroker.config import BrokerConfig
 from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupConfigs
 from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
+from minibroker.metadata_cache import MetadataCache
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
 from storage.clock import Clock
 from storage.log_manager import LogManager
 
 if TYPE_CHECKING:
+    from minibroker.add_partitions_to_txn_manager import AddPartitionsToTxnManager
     from minibroker.coordinator.group.group_coordinator import GroupCoordinator
     from minibroker.coordinator.runtime.coordinator_runtime import CoordinatorRuntime
     from minibroker.coordinator.share.share_group import ShareGroupCoordinator
@@ -93,6 +100,11 @@ class Coordinators:
         self._started: list[GroupCoordinator | TransactionCoordinator | ShareGroupCoordinator] = []
         # the broker's loop once `start` ran: from then on a coordinator is started when built
         self._loop: asyncio.AbstractEventLoop | None = None
+        # the metadata (partition leaders, brokers): the transaction coordinator sends markers to
+        # other brokers' partitions from it (set by the composition root, minibroker.server)
+        self.metadata_cache: MetadataCache | None = None
+        # KIP-890 verification against coordinators on other brokers (built by the produce handler)
+        self.add_partitions_manager: AddPartitionsToTxnManager | None = None
 
     # -- the coordinators ------------------------------------------------------------------
     @property
@@ -148,7 +160,11 @@ class Coordinators:
 
     def _build_txn(self) -> TransactionCoordinator:
         if self._txn is None:
-            from minibroker.coordinator.txn import transaction_coordinator, transaction_log  # lazy: issue 22
+            from minibroker.coordinator.txn import (  # lazy: issue 22
+                transaction_coordinator,
+                transaction_log,
+                txn_marker_sender,
+            )
 
             tc = transaction_coordinator
 
@@ -156,8 +172,11 @@ class Coordinators:
             config = tc.TransactionConfig.from_broker_config(self._cfg, features.transaction_version())
             store = self.runtime.store(TRANSACTION_TOPIC, config.num_partitions,
                                        transaction_log.topic_configs(config.segment_bytes, config.min_isr))
+            sender = (txn_marker_sender.TxnMarkerSender(self._replica_manager.node_id, self.metadata_cache,
+                                                        self._replica_manager)
+                      if self.metadata_cache is not None else None)
             self._txn = tc.TransactionCoordinator(config, store, self._producer_ids, self._topics, self._replica_manager,
-                                               group, self._log_manager, now_ms=self._clock)
+                                               group, self._log_manager, now_ms=self._clock, marker_sender=sender)
             self._start(self._txn, TRANSACTION_TOPIC)
         return self._txn
 
@@ -175,8 +194,8 @@ class Coordinators:
 
     def _start(self, coordinator: GroupCoordinator | TransactionCoordinator | ShareGroupCoordinator,
                topic: str) -> None:
-        """Start `coordinator`: its `start()` loads every partition of `topic` on disk (this broker
-        leads them all), so they are the runtime's loaded partitions from then on."""
+        """Start `coordinator`: its `start()` loads the partitions of `topic` on disk this broker
+        leads (on one node, all of them), so they are the runtime's loaded partitions from then on."""
         if self._loop is not None:  # before `start` (tests/coordinator's Stack), the owner starts it
             _run_now(coordinator.start())
             self.runtime.register(topic, coordinator, loaded=coordinator.store.partitions())
@@ -199,6 +218,28 @@ class Coordinators:
             return build()
 
         return asyncio.run_coroutine_threadsafe(on_loop(), loop).result()
+
+    # -- leadership (minibroker.coordinator_elections, from ReplicaManager.apply_delta) ------
+    def on_election(self, topic: str, partition: int, leader_epoch: int) -> None:
+        """This broker leads `topic`-`partition` of a coordinator's internal topic (Kafka:
+        GroupCoordinator / TransactionCoordinator / ShareCoordinator onElection). The coordinator
+        is built if nothing built it yet (its start loads the partitions this broker leads), then
+        the runtime loads the partition. Before `start` nothing is done: `start` builds the
+        coordinators whose topic is on disk, and they load what this broker leads."""
+        if self._loop is None:
+            return
+        build = {OFFSETS_TOPIC: self._build_group, TRANSACTION_TOPIC: self._build_txn,
+                 SHARE_STATE_TOPIC: self._build_share}.get(topic)
+        if build is None:
+            return
+        build()
+        self.runtime.on_election(topic, partition, leader_epoch)
+
+    def on_resignation(self, topic: str, partition: int, leader_epoch: int | None) -> None:
+        """This broker no longer leads `topic`-`partition` (Kafka: onResignation): its state is
+        unloaded (NOT_COORDINATOR for its keys from now on)."""
+        if self._runtime is not None:
+            self._runtime.on_resignation(topic, partition, leader_epoch)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -227,8 +268,12 @@ class Coordinators:
             build()
 
     async def stop(self) -> None:
+        if self.add_partitions_manager is not None:
+            await self.add_partitions_manager.close()
         self._loop = None  # one reached while the broker stops is built, not started (no timers left behind)
         for coordinator in reversed(self._started):
             await coordinator.stop()
+        if self._txn is not None and self._txn.markers.sender is not None:
+            await self._txn.markers.sender.close()
         self._started = []
 

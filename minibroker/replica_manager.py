@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from minibroker.config.definitions import as_int
+from minibroker.coordinator_elections import CoordinatorElectionListener, update_coordinators
 from minibroker.delayed_produce import ProducePartitionResult, wait_for_replication
 from minibroker.metadata_cache import PartitionImage, TopicImage
 from minibroker.metrics import BrokerMetrics
@@ -178,6 +179,8 @@ class ReplicaManager:
         self.brokers: dict[int, BrokerEndpoint] = {}  # the metadata's brokers, for KIP-951 and the fetchers
         # set by the schema registry when it runs; a topic that asks for validation without it is refused
         self.record_schema_validator: RecordSchemaValidator | None = None
+        # the coordinators, told of their partitions' elections by apply_delta (minibroker.coordinator_elections)
+        self.coordinator_elections: CoordinatorElectionListener | None = None
 
     # -- the partitions (written by the metadata publisher) -------------------------------------
     def publish_topic(self, topic: TopicImage, logs: Mapping[int, Log]) -> None:
@@ -245,6 +248,7 @@ class ReplicaManager:
         here, or of a deleted topic, stops (its log stays for the log manager to delete). The
         partition's log is created if missing (Kafka: Partition.createLogIfNotExists)."""
         self.brokers = dict(brokers)
+        topics, deleted = list(topics), list(deleted)
         now = self._now_ms()
         followers: dict[TopicPartition, tuple[Partition, BrokerEndpoint]] = {}
         not_following: list[TopicPartition] = []
@@ -279,6 +283,7 @@ class ReplicaManager:
         if self.fetcher_manager is not None:
             self.fetcher_manager.remove_fetcher_for_partitions(not_following + list(followers))
             self.fetcher_manager.add_fetcher_for_partitions(followers)
+        update_coordinators(self.node_id, topics, deleted, self.coordinator_elections)
 
     def _partition_for(self, topic: TopicImage, p: int, image: PartitionImage) -> Partition:
         tp = (topic.name, p)

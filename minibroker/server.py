@@ -210,6 +210,9 @@ class BrokerServer:
         # start when their state is on disk (minibroker.coordinators; issue 22)
         self.coordinators = Coordinators(cfg, data_dir, clock, self.topics, self.replica_manager, self.producer_ids,
                                          self.log_manager, self.consumer_group_configs)
+        # apply_delta tells them which internal-topic partitions this broker leads (Kafka: onElection)
+        self.replica_manager.coordinator_elections = self.coordinators
+        self.coordinators.metadata_cache = self.metadata_cache
         file_deletion_lock = asyncio.Lock()
         self.cleaner = (LogCleanerTask(self.log_manager, self.dynamic_config, clock, file_deletion_lock)
                         if cfg.get("log.cleaner.enable") else None)

@@ -6,8 +6,9 @@ CoordinatorRuntime). Each is built by `minibroker.coordinators.Coordinators` fro
 - runtime/: what the three share. `CoordinatorPartitionWriter` (the one path from a coordinator to
   `ReplicaManager.append`), `CoordinatorLoader` (replays a partition's log), `CoordinatorStore` (one
   internal topic: created on first use, key -> partition, append, load), `CoordinatorRuntime` (the
-  stores, and the leadership hooks `on_become_leader` / `on_resign` that load and unload a
-  partition's state in its coordinator) and `KeyedTimer`.
+  stores, and the leadership hooks `on_election` / `on_resignation` that load and unload a
+  partition's state in its coordinator as ReplicaManager.apply_delta moves its leadership:
+  minibroker.coordinator_elections) and `KeyedTimer`.
 - group/: __consumer_offsets. `GroupCoordinator` (the façade the handlers call) over
   `GroupMetadataManager` (classic groups: sync, heartbeat, leave, sessions) with `ClassicGroupJoin`
   (JoinGroup and rebalances), `ConsumerGroupManager` (KIP-848 consumer groups) with
@@ -20,5 +21,5 @@ CoordinatorRuntime). Each is built by `minibroker.coordinators.Coordinators` fro
   (one partition's in-flight records), `ShareCoordinatorShard` (their state in __share_group_state).
 - txn/: __transaction_state. `TransactionCoordinator`, `TransactionMarkerChannelManager` (the
   markers, then the Complete* state), `TransactionMetadata`, the record codec (`transaction_log.py`)
-  and `ProducerIdManager`.
+  `TxnMarkerSender` (WriteTxnMarkers to other brokers' partitions) and `ProducerIdManager`.
 """

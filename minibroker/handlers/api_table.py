@@ -42,6 +42,7 @@ API_TABLE: dict[int, ServedApi] = {
     24: ServedApi('0-5', 'transactions', 'handle_add_partitions_to_txn', False),  # AddPartitionsToTxn
     25: ServedApi('0-4', 'transactions', 'handle_add_offsets_to_txn', False),  # AddOffsetsToTxn
     26: ServedApi('0-5', 'transactions', 'handle_end_txn', False),  # EndTxn
+    27: ServedApi('1-2', 'txn_markers', 'handle_write_txn_markers', False),  # WriteTxnMarkers
     28: ServedApi('0-6', 'transactions', 'handle_txn_offset_commit', False),  # TxnOffsetCommit
     29: ServedApi('1-3', 'acls', 'handle_describe_acls', False),  # DescribeAcls
     30: ServedApi('1-3', 'acls', 'handle_create_acls', False),  # CreateAcls

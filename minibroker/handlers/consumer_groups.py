@@ -41,11 +41,20 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, req: consumer_gro
         return consumer_group_heartbeat.RESPONSE(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     # the topic for the group's records must exist before the first one is written
     await coord.store.ensure_topic_async()
+    if code := coord.store.coordinator_error(req.group_id):  # led elsewhere, or loading
+        return consumer_group_heartbeat.RESPONSE(error_code=code)
     may_describe = None
     if authz.enabled(ctx):  # a regex subscription gets only the topics the member may DESCRIBE
         def may_describe(topic: str) -> bool:
             return authz.allowed(ctx, authz.Op.DESCRIBE, authz.ResourceType.TOPIC, topic)
-    return coord.consumer_groups.heartbeat(req, ctx.version, ctx.client_id or "", ctx.client_host, may_describe)
+    resp = coord.consumer_groups.heartbeat(req, ctx.version, ctx.client_id or "", ctx.client_host, may_describe)
+    if not resp.error_code:  # answered once its records are replicated (Kafka: the runtime's write)
+        code = await coord.store.wait_replicated(req.group_id, ctx.services.config.get("offsets.commit.timeout.ms"))
+        if code:
+            return consumer_group_heartbeat.RESPONSE(error_code=ErrorCode.NOT_COORDINATOR
+                                                     if code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+                                                     else ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return resp
 
 
 @handles(consumer_group_describe.API, "0-1")

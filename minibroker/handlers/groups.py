@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, TypeAlias
 # The group modules come with this handler module (loaded by the first group request, not at start:
 # issue 22); the coordinator itself is built when first needed (minibroker.coordinators).
 from minibroker.coordinator.group.classic_group import ClientInfo, GroupState
+from minibroker.coordinator.group.group_metadata_manager import append_error_to_response_error
 from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.coordinator.share.share_coordinator_shard import parse_coordinator_key
 from minibroker.handlers import authorized_ops, authz
@@ -86,6 +87,24 @@ _INVALID_REQUEST_TEXT = ("This most likely occurs because of a request being mal
 def _coordinator(ctx: RequestContext) -> GroupCoordinator | None:
     coord = ctx.services.group_coordinator
     return coord if coord is not None and coord.active else None
+
+
+def _not_here(coord: GroupCoordinator, group_id: str) -> int:
+    """NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when this broker does not (yet) coordinate
+    the group: its __consumer_offsets partition is led elsewhere, or is being loaded."""
+    return coord.store.coordinator_error(group_id)
+
+
+async def _committed(ctx: RequestContext, coord: GroupCoordinator, group_id: str) -> int:
+    """Wait until the group's writes are replicated (the HW of its __consumer_offsets partition
+    passed them, bounded by offsets.commit.timeout.ms), as Kafka's runtime answers a write only
+    then; NONE, or the write's error as the group APIs answer it
+    (GroupCoordinatorService.handleOperationException: NOT_ENOUGH_REPLICAS(_AFTER_APPEND) and
+    REQUEST_TIMED_OUT -> COORDINATOR_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER -> NOT_COORDINATOR)."""
+    code = await coord.store.wait_replicated(group_id, ctx.services.config.get("offsets.commit.timeout.ms"))
+    if code == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return append_error_to_response_error(code)
 
 
 def _client(ctx: RequestContext) -> ClientInfo:
@@ -199,8 +218,12 @@ async def handle_join_group(ctx: RequestContext, req: join_group.JoinGroupReques
         resp = join_group.RESPONSE(error_code=denied, member_id=req.member_id)
     elif coord is None:
         resp = join_group.RESPONSE(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=req.member_id)
+    elif code := _not_here(coord, req.group_id):
+        resp = join_group.RESPONSE(error_code=code, member_id=req.member_id)
     else:
         resp = await coord.join_group(req, _client(ctx))
+        if not resp.error_code and (code := await _committed(ctx, coord, req.group_id)):
+            resp = join_group.RESPONSE(error_code=code, member_id=req.member_id)
     if ctx.version < 7 and resp.protocol_name is None:
         resp.protocol_name = ""  # nullable only from v7
     return resp
@@ -217,7 +240,12 @@ async def handle_sync_group(ctx: RequestContext, req: sync_group.SyncGroupReques
         return R(error_code=denied)
     if coord is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    return await coord.sync_group(req)
+    if code := _not_here(coord, req.group_id):
+        return R(error_code=code)
+    resp = await coord.sync_group(req)
+    if not resp.error_code and (code := await _committed(ctx, coord, req.group_id)):
+        return R(error_code=code)
+    return resp
 
 
 # ------------------------------------------------------------------------------------ Heartbeat
@@ -225,7 +253,8 @@ async def handle_sync_group(ctx: RequestContext, req: sync_group.SyncGroupReques
 async def handle_heartbeat(ctx: RequestContext, req: heartbeat.HeartbeatRequest) -> heartbeat.HeartbeatResponse:
     coord = _coordinator(ctx)
     error = authz.group_denied(ctx, req.group_id) or (
-        ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None else coord.heartbeat(req))
+        ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None else _not_here(coord, req.group_id)
+        or coord.heartbeat(req))
     return heartbeat.RESPONSE(error_code=error)
 
 
@@ -242,7 +271,11 @@ async def handle_leave_group(ctx: RequestContext, req: leave_group.LeaveGroupReq
         return R(error_code=denied)
     if coord is None:
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if code := _not_here(coord, req.group_id):
+        return R(error_code=code)
     error, responses = coord.leave_group(req.group_id, members)
+    if not error and (code := await _committed(ctx, coord, req.group_id)):
+        return R(error_code=code)
     if ctx.version < 3:
         # One member and no per-member errors before v3: its error is the response's.
         if error == ErrorCode.NONE:
@@ -275,12 +308,19 @@ async def handle_offset_commit(ctx: RequestContext, req: offset_commit.OffsetCom
             valid.append(offset_commit.REQUEST.OffsetCommitRequestTopic(name=name, partitions=known))
     if valid:
         coord = _coordinator(ctx)
-        if coord is None:
+        code = ErrorCode.COORDINATOR_NOT_AVAILABLE if coord is None else _not_here(coord, req.group_id)
+        if code:
             for t in valid:
                 for p in t.partitions:
-                    errors[(t.name, p.partition_index)] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+                    errors[(t.name, p.partition_index)] = code
         else:
-            errors.update(coord.commit_offsets(req, ctx.version, valid))
+            assert coord is not None
+            committed = coord.commit_offsets(req, ctx.version, valid)
+            # the answer waits until the commit is replicated (Kafka: the runtime's write completes at the HW)
+            if any(c == ErrorCode.NONE for c in committed.values()) and (
+                    code := await _committed(ctx, coord, req.group_id)):
+                committed = {tp: c or code for tp, c in committed.items()}
+            errors.update(committed)
     return R(topics=[
         R.OffsetCommitResponseTopic(name=t.name, topic_id=t.topic_id, partitions=[
             R.OffsetCommitResponsePartition(
@@ -309,6 +349,8 @@ def _fetch_group(ctx: RequestContext, coord: GroupCoordinator | None, group_id: 
     wanted = None if topics is None else [(t.name, list(t.partition_indexes)) for t in topics if t.name not in hidden]
     if coord is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+    if code := _not_here(coord, group_id):
+        return code, []
     error, offsets = coord.fetch_offsets(group_id, wanted)
     found: _GroupOffsets = [(name, list(parts)) for name, parts in offsets]
     if topics is None and authz.enabled(ctx):

@@ -47,10 +47,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from minibroker import record_walks
+from minibroker.add_partitions_to_txn_manager import AddPartitionsToTxnManager, verify_remotely
 from minibroker.coordinator.txn.transaction_coordinator import check_transactional_produce
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.partition import Partition
+from minibroker.services import BrokerServices
 from protocol.apis import produce
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records.batch import BatchView
@@ -99,7 +101,10 @@ async def handle_produce(ctx: RequestContext, req: produce.ProduceRequest) -> pr
         responses.append(_TopicResponse(name=td.name, topic_id=td.topic_id, partition_responses=parts))
     leaders: set[int] = set()
     if entries:
-        verifier = _TransactionVerifier(ctx, transactional_id) if ctx.version >= 3 else None
+        remote = None  # KIP-890 on a cluster: the transaction coordinator on another broker asked first
+        if transactional_id and ctx.version >= 3 and services.replica_manager.brokers:
+            remote = await verify_remotely(_verification_manager(services), transactional_id, entries, ctx.version)
+        verifier = _TransactionVerifier(ctx, transactional_id, remote) if ctx.version >= 3 else None
         # millions of compressed records are walked on a worker thread first (issue 30)
         large = record_walks.large_batches(entries)
         walked = await record_walks.prewalk_produce(services.replica_manager, large) if large else None
@@ -146,12 +151,23 @@ class _TransactionVerifier:
     """KIP-890's check of a transactional Produce partition, for the ReplicaManager; called only
     for transactional batches, so a plain produce never builds the transaction coordinator."""
 
-    __slots__ = ("ctx", "transactional_id")
+    __slots__ = ("ctx", "remote", "transactional_id")
 
-    def __init__(self, ctx: RequestContext, transactional_id: str | None) -> None:
+    def __init__(self, ctx: RequestContext, transactional_id: str | None,
+                 remote: dict[tuple[str, int], int] | None = None) -> None:
         self.ctx = ctx
         self.transactional_id = transactional_id
+        self.remote = remote  # the answers of a coordinator on another broker
 
     def __call__(self, batches: Sequence[BatchView], topic: str, partition: int, lg: Partition) -> None:
         check_transactional_produce(self.ctx.services.txn_coordinator, self.transactional_id, list(batches),
-                                    topic, partition, lg, self.ctx.version)
+                                    topic, partition, lg, self.ctx.version, self.remote)
+
+
+def _verification_manager(services: BrokerServices) -> AddPartitionsToTxnManager:
+    """The broker's AddPartitionsToTxnManager, built with its first transactional produce on a cluster."""
+    coordinators = services.coordinators
+    if coordinators.add_partitions_manager is None:
+        coordinators.add_partitions_manager = AddPartitionsToTxnManager(
+            services.node_id, services.metadata_cache, services.replica_manager)
+    return coordinators.add_partitions_manager

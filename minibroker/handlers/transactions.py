@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 # the coordinator's module comes with this handler module (the first transactional request); the
 # coordinator itself is built when first needed (minibroker.coordinators)
-from minibroker.coordinator.txn.transaction_coordinator import verification_error_for_produce
+from minibroker.coordinator.txn.transaction_coordinator import replicated, verification_error_for_produce
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.topics import validate_topic_name
@@ -96,9 +96,12 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: add_partitions_
             continue
         unwritable = authz.denied_topics(ctx, (t.name for t in topics), authz.Op.WRITE) if v < 4 else set()
         for tp in partitions:
+            image = services.metadata_cache.topic(tp[0])
             if v < 4 and (tp[0] in INTERNAL_TOPICS or tp[0] in unwritable):
                 refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            elif services.replica_manager.get_partition(*tp) is None:
+            elif image is None or tp[1] not in image.partitions:
+                # the metadata's partitions, not this broker's replicas: on a cluster the
+                # coordinator holds few of a transaction's partitions (Kafka: the metadata cache)
                 refused[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if refused:
             errors = {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
@@ -107,8 +110,10 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, req: add_partitions_
         elif verify_only:
             errors = coord.verify_partitions(txn_id, pid, epoch, partitions)
         else:
-            code = _fenced_for_old_clients(coord.add_partitions(txn_id, pid, epoch, partitions), v)
-            errors = dict.fromkeys(partitions, code)
+            code = coord.add_partitions(txn_id, pid, epoch, partitions)
+            if not code:  # answered once the Ongoing record is replicated
+                code = await replicated(coord.store, txn_id)
+            errors = dict.fromkeys(partitions, _fenced_for_old_clients(code, v))
         results.append((txn_id, _by_topic(R, errors)))
     if v < 4:
         return R(throttle_time_ms=0, results_by_topic_v3_and_below=results[0][1])
@@ -148,6 +153,8 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, req: add_offsets_to_txn
         return R(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     code = coord.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
                                 [coord.offsets_partition(req.group_id)])
+    if not code:
+        code = await replicated(coord.store, req.transactional_id)
     return R(throttle_time_ms=0, error_code=_fenced_for_old_clients(code, ctx.version))
 
 
@@ -163,6 +170,8 @@ async def handle_end_txn(ctx: RequestContext, req: end_txn.EndTxnRequest) -> end
     # v5 is transactions v2 (KafkaApis: TransactionVersion.transactionVersionForEndTxn)
     code, pid, epoch = coord.end_transaction_and_epoch(req.transactional_id, req.producer_id, req.producer_epoch,
                                                        req.committed, tv=2 if ctx.version >= 5 else 0)
+    if not code:  # the Prepare* record is replicated before the answer (Kafka: appendTransactionToLog)
+        code = await replicated(coord.store, req.transactional_id)
     return R(throttle_time_ms=0, error_code=_fenced_for_old_clients(code, ctx.version), producer_id=pid,
              producer_epoch=epoch)
 
@@ -214,11 +223,21 @@ async def handle_txn_offset_commit(ctx: RequestContext, req: txn_offset_commit.T
     if valid:
         req.topics = valid
         requested = [(t.name, p.partition_index) for t in valid for p in t.partitions]
-        code = _verify_offsets_partition(ctx, req)
+        group = services.group_coordinator
+        code = (group.store.coordinator_error(req.group_id) if group is not None else 0) or \
+            _verify_offsets_partition(ctx, req)
         if code:
             results.update(dict.fromkeys(requested, code))
         else:
-            results.update(services.group_coordinator.commit_transactional_offsets(req))
+            committed = services.group_coordinator.commit_transactional_offsets(req)
+            if any(c == ErrorCode.NONE for c in committed.values()):  # answered once replicated
+                code = await services.group_coordinator.store.wait_replicated(
+                    req.group_id, services.config.get("offsets.commit.timeout.ms"))
+                if code:  # the group coordinator's mapping (GroupCoordinatorService.handleOperationException)
+                    code = ErrorCode.NOT_COORDINATOR if code == ErrorCode.NOT_LEADER_OR_FOLLOWER \
+                        else ErrorCode.COORDINATOR_NOT_AVAILABLE
+                    committed = {tp: c or code for tp, c in committed.items()}
+            results.update(committed)
     by_topic: dict[str, list[txn_offset_commit.TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]] = {}
     for (name, index), code in results.items():
         if ctx.version < 2 and code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:

@@ -7,12 +7,14 @@ was. Other partitions' state is untouched either way.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from minibroker.coordinator.group.records import TOPIC as OFFSETS_TOPIC
 from minibroker.coordinator.runtime.coordinator_runtime import CoordinatorRuntime
 from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.coordinator.txn.transaction_log import TOPIC as TRANSACTION_TOPIC
+from protocol.errors import ErrorCode
 from tests.coordinator.group_helpers import commit_req, stable_group
 from tests.coordinator.stack import Stack
 
@@ -101,5 +103,36 @@ async def test_share_states_unload_and_reload_with_their_partition(tmp_path: Pat
         runtime.on_become_leader(TOPIC, p)
         assert set(shard.states) == set(keys)
         assert all(shard.states[k].start_offset == i for i, k in enumerate(keys))
+    finally:
+        await s.stop()
+
+
+async def test_elections_load_on_the_next_turn_and_stale_epochs_are_ignored(tmp_path: Path) -> None:
+    """on_election / on_resignation (minibroker.coordinator_elections calls them from
+    ReplicaManager.apply_delta): the load runs on the next turn of the loop, its keys answered
+    COORDINATOR_LOAD_IN_PROGRESS meanwhile; a resignation or election older than the election in
+    force changes nothing (Kafka: CoordinatorRuntime's epoch checks)."""
+    s = await Stack(tmp_path / "d").start()
+    try:
+        c = s.groups
+        runtime = CoordinatorRuntime(s.topics, s.replica_manager)
+        key = "key-0"
+        c.commit_offsets(commit_req(key, offsets=[("t", 0, 9, -1, "")]), 8)
+        store = runtime.store(OFFSETS_TOPIC, 7, {})
+        runtime.register(OFFSETS_TOPIC, c, loaded=c.store.partitions())
+        p = c.store.partition_for(key)
+        assert store.coordinator_error(key) == ErrorCode.NONE
+        runtime.on_resignation(OFFSETS_TOPIC, p, 3)
+        assert c.committed(key, "t", 0) is None
+        runtime.on_election(OFFSETS_TOPIC, p, 2)  # older than the resignation's epoch: ignored
+        await asyncio.sleep(0)
+        assert not runtime.is_loaded(OFFSETS_TOPIC, p)
+        runtime.on_election(OFFSETS_TOPIC, p, 4)
+        assert store.coordinator_error(key) == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        await asyncio.sleep(0)
+        assert runtime.is_loaded(OFFSETS_TOPIC, p) and store.coordinator_error(key) == ErrorCode.NONE
+        assert c.committed(key, "t", 0).offset == 9
+        runtime.on_resignation(OFFSETS_TOPIC, p, 3)  # a delayed resignation of an older epoch
+        assert runtime.is_loaded(OFFSETS_TOPIC, p) and c.committed(key, "t", 0).offset == 9
     finally:
         await s.stop()

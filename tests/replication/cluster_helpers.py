@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from minibroker.metadata_cache import PartitionImage, TopicImage
+from minibroker.metadata_cache import ClusterBroker, PartitionImage, TopicImage
 from minibroker.partition import Partition
 from minibroker.replica import BrokerEndpoint, LeaderAndIsr
 from minibroker.testing import AsyncBroker
@@ -26,8 +26,12 @@ from protocol.errors import ErrorCode, KafkaError
 
 
 class InProcessController:
-    def __init__(self, brokers: dict[int, AsyncBroker]) -> None:
+    def __init__(self, brokers: dict[int, AsyncBroker], *, metadata: bool = False) -> None:
+        """`metadata`: the registrations go to every broker's MetadataCache too, with the brokers'
+        endpoints (as the KRaft BrokerMetadataPublisher does), so Metadata and FindCoordinator
+        answer the real leaders."""
         self.brokers = brokers
+        self.metadata = metadata
         self.topics: dict[str, TopicImage] = {}
         self.broker_epochs = {n: 100 + n for n in brokers}
         self.alter_requests: list[tuple[str, int, LeaderAndIsr]] = []
@@ -63,6 +67,12 @@ class InProcessController:
                 continue  # a stopped broker catches up when started again
             rm = b.broker.replica_manager
             rm.alter_partition_manager = self
+            if self.metadata:
+                cache = b.broker.metadata_cache
+                listener = b.broker.config.listener_name
+                cache.brokers = {n: ClusterBroker(n, {listener: (e.host, e.port)}, fenced=e.fenced)
+                                 for n, e in endpoints.items()}
+                cache.publish_topic(image)
             rm.apply_delta([image], endpoints)
         return image
 

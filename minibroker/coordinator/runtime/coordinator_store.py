@@ -14,13 +14,14 @@ it exists its partition count is what the mapping uses (Kafka fixes it at creati
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TypeAlias
 
 from minibroker.config import ConfigValue
 from minibroker.coordinator.runtime.coordinator_loader import CoordinatorLoader, LoadedRecord
 from minibroker.coordinator.runtime.partition_writer import CoordinatorPartitionWriter, CoordinatorRecord
 from minibroker.topics import Topic
+from protocol.errors import ErrorCode
 from storage.clock import Clock, wall_clock_ms
 
 # The configs an internal topic is created with, as Kafka states them (cleanup.policy a list,
@@ -47,7 +48,8 @@ class CoordinatorStore:
     """An internal topic of one coordinator: its topic, its key -> partition mapping, appends and loads."""
 
     def __init__(self, name: str, num_partitions: int, overrides: TopicConfigs, writer: CoordinatorPartitionWriter,
-                 loader: CoordinatorLoader, *, now_ms: Clock = wall_clock_ms) -> None:
+                 loader: CoordinatorLoader, *, now_ms: Clock = wall_clock_ms,
+                 ownership: Callable[[str, int], int] | None = None) -> None:
         self.name = name
         self.num_partitions = num_partitions
         self.overrides = overrides  # the topic configs it is created with
@@ -57,6 +59,8 @@ class CoordinatorStore:
         self.now_ms = now_ms
         # producer id -> records of transactions without a marker at the end of the last load
         self.open_transactions: dict[int, list[LoadedRecord]] = {}
+        # (topic, partition) -> NONE / NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS (the runtime's)
+        self.ownership = ownership
 
     # -- the topic ---------------------------------------------------------------------------
     def topic(self) -> Topic | None:
@@ -91,9 +95,28 @@ class CoordinatorStore:
         return partition_for(key, self.num_partitions)
 
     def partitions(self) -> list[int]:
-        """The partitions of the topic on disk, in order (none before it is created)."""
+        """The partitions of the topic on disk that this broker leads, in order (none before it is
+        created; on one node every partition on disk): those a coordinator's start loads."""
         topic = self.topic()
-        return [] if topic is None else sorted(topic.partitions)
+        return [] if topic is None else [p for p in sorted(topic.partitions) if self.writer.leads(self.name, p)]
+
+    def coordinator_error(self, key: str) -> int:
+        """Whether this broker coordinates `key` now: NONE, NOT_COORDINATOR or
+        COORDINATOR_LOAD_IN_PROGRESS (CoordinatorRuntime.coordinator_error). NONE before the
+        topic exists (a single broker creates it on the first write)."""
+        if self.ownership is None or self.topic() is None:
+            return ErrorCode.NONE
+        return self.ownership(self.name, partition_for(key, self.num_partitions))
+
+    async def wait_replicated(self, key: str, timeout_ms: int) -> int:
+        """Until the high watermark of `key`'s partition passed everything appended to it so far
+        (the coordinator's write is committed: acks=all against the topic's min.insync.replicas):
+        NONE, or the produce error (NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER,
+        REQUEST_TIMED_OUT) for the coordinator to map to its API's error."""
+        topic = self.topic()
+        if topic is None:
+            return ErrorCode.NONE
+        return await self.writer.wait_replicated(self.name, partition_for(key, len(topic.partitions)), timeout_ms)
 
     # -- writing -----------------------------------------------------------------------------
     def append(self, key: str, records: list[CoordinatorRecord], *, producer_id: int = -1,

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from minibroker.config import BrokerConfig
@@ -73,6 +73,7 @@ from minibroker.coordinator.txn.transaction_metadata import (
     list_transaction_states,
     supports_epoch_bump,
 )
+from minibroker.coordinator.txn.txn_marker_sender import TxnMarkerSender
 from minibroker.partition import Partition
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import Topic, TopicRegistry
@@ -116,6 +117,18 @@ class TransactionConfig:
         )
 
 
+# how long a __transaction_state write waits for its replication (Kafka: request.timeout.ms's default)
+WRITE_TIMEOUT_MS = 30_000
+
+
+async def replicated(store: CoordinatorStore, transactional_id: str) -> int:
+    """Until the transactional id's __transaction_state writes are replicated (the HW passed
+    them; Kafka: TransactionStateManager.appendTransactionToLog with acks=-1 and
+    request.timeout.ms): NONE, or the append error as the transaction APIs answer it."""
+    code = await store.wait_replicated(transactional_id, WRITE_TIMEOUT_MS)
+    return append_error_to_coordinator_error(code) if code else ErrorCode.NONE
+
+
 def append_error_to_coordinator_error(code: int) -> int:
     """TransactionStateManager.appendTransactionToLog's translation of append errors."""
     if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS,
@@ -148,7 +161,8 @@ class TransactionCoordinator:
 
     def __init__(self, config: TransactionConfig, store: CoordinatorStore, producer_ids: ProducerIdManager,
                  topics: TopicRegistry, replica_manager: ReplicaManager, groups: GroupCoordinator,
-                 log_manager: LogManager, *, now_ms: Clock = wall_clock_ms) -> None:
+                 log_manager: LogManager, *, now_ms: Clock = wall_clock_ms,
+                 marker_sender: TxnMarkerSender | None = None) -> None:
         self.config = config
         self.store = store
         self.producer_ids = producer_ids
@@ -160,7 +174,7 @@ class TransactionCoordinator:
         self.txns: dict[str, TransactionMetadata] = {}
         self.active = False
         self.markers = TransactionMarkerChannelManager(topics, replica_manager, groups, now_ms=now_ms,
-                                                       write_complete=self._append)
+                                                       write_complete=self._append, sender=marker_sender)
         self._tasks: list[asyncio.Task[None]] = []
 
     # ------------------------------------------------------------------------------ lifecycle
@@ -276,7 +290,11 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_TRANSACTION_TIMEOUT, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         if self.store.topic() is None:
             await self.ensure_topic_async()
+        if code := self.store.coordinator_error(transactional_id):  # led elsewhere, or loading
+            return code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         code = self._init_producer_id(transactional_id, timeout_ms, expected)
+        if not code:
+            code = await replicated(self.store, transactional_id)
         if code:
             return code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
         md = self.txns[transactional_id]
@@ -329,6 +347,8 @@ class TransactionCoordinator:
             return ErrorCode.INVALID_REQUEST, None
         if not self.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        if code := self.store.coordinator_error(transactional_id):
+            return code, None
         md = self.txns.get(transactional_id)
         if md is None or md.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
@@ -384,6 +404,8 @@ class TransactionCoordinator:
             return (ErrorCode.INVALID_REQUEST, *none)
         if not self.active:
             return (ErrorCode.COORDINATOR_NOT_AVAILABLE, *none)
+        if code := self.store.coordinator_error(transactional_id):
+            return (code, *none)
         md = self.txns.get(transactional_id)
         if md is None:
             return (ErrorCode.INVALID_PRODUCER_ID_MAPPING, *none)
@@ -538,7 +560,7 @@ class TransactionCoordinator:
 # ------------------------------------------------------------------------ the produce path
 def check_transactional_produce(coordinator: TransactionCoordinator | None, transactional_id: str | None,
                                 batches: list[BatchView], topic: str, partition: int, lg: Partition,
-                                version: int) -> None:
+                                version: int, remote: Mapping[TopicPartition, int] | None = None) -> None:
     """Before a Produce partition is appended: transactional batches of a producer that has no
     transaction open in this partition yet must belong to a partition of its ongoing
     transaction (KIP-890 verification; Kafka asks the coordinator with AddPartitionsToTxn
@@ -546,7 +568,8 @@ def check_transactional_produce(coordinator: TransactionCoordinator | None, tran
     to the transaction instead, as AddPartitionsToTxn would (Kafka's AddPartitionsToTxnManager
     with the ADD_PARTITION operation). `batches` are the headers of the transactional batches,
     parsed once by the log's validator (the ReplicaManager calls this only when there are some).
-    Raises KafkaError with the error the client expects."""
+    `remote`: the answers of the coordinator on another broker, asked before the append
+    (minibroker.add_partitions_to_txn_manager). Raises KafkaError with the error the client expects."""
     txn_producers = {(v.producer_id, v.producer_epoch) for v in batches}
     if not txn_producers:
         return
@@ -561,7 +584,9 @@ def check_transactional_produce(coordinator: TransactionCoordinator | None, tran
     if lg.has_ongoing_transaction(pid):
         return
     code: int
-    if coordinator is None:
+    if remote is not None:
+        code = remote.get((topic, partition), ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    elif coordinator is None:
         code = ErrorCode.COORDINATOR_NOT_AVAILABLE
     elif version >= 12:
         code = coordinator.add_partitions(transactional_id, pid, epoch, [(topic, partition)], tv=2)

@@ -1,0 +1,124 @@
+"""The coordinators on a KRaft cluster of processes (issue 29): the metadata log's leadership
+changes reach them through ReplicaManager.apply_delta (minibroker.coordinator_elections).
+
+- the group coordinator's broker is killed with kill -9: the controller elects a new leader of the
+  group's __consumer_offsets partition, that broker loads it, and the group goes on from the
+  offsets committed before the kill (each acknowledged only once replicated);
+- a transaction over partitions led by different brokers, committed and aborted: read_committed
+  consumers see exactly the committed records (markers sent with WriteTxnMarkers, produce
+  verified with AddPartitionsToTxn between brokers).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic as KNewTopic
+
+from minibroker.coordinator.runtime.coordinator_store import partition_for
+
+from .cluster_helpers import MiniCluster, wait_until
+from .test_kraft_cluster import partitions_of
+
+
+def _consume(c: Consumer, count: int, rounds: int = 300) -> list[bytes]:
+    out: list[bytes] = []
+    for _ in range(rounds):
+        if len(out) >= count:
+            break
+        m = c.poll(0.5)
+        if m is None or m.error():
+            continue
+        out.append(m.value())
+    return out
+
+
+def _coordinator(bootstrap: str, group: str) -> int:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    return admin.describe_consumer_groups([group])[group].result(30).coordinator.id
+
+
+def test_group_coordinator_killed_the_group_goes_on_from_its_commits(mini_cluster: MiniCluster) -> None:
+    c = mini_cluster
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic("cg", 1, 3)])["cg"].result(30)
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
+    for i in range(10):
+        p.produce("cg", b"v%d" % i, partition=0)
+    assert p.flush(30) == 0
+    conf = {"bootstrap.servers": c.bootstrap, "group.id": "kg", "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "session.timeout.ms": 6000}
+    first = Consumer(conf)
+    try:
+        first.subscribe(["cg"])
+        assert _consume(first, 5) == [b"v%d" % i for i in range(5)]
+        first.commit(asynchronous=False)
+    finally:
+        first.close()
+    coordinator = _coordinator(c.bootstrap, "kg")
+    offsets_partition = partition_for("kg", 50)
+    assert partitions_of(c, coordinator, "__consumer_offsets")[offsets_partition][0] == coordinator
+    c.kill(coordinator)
+    others = [n for n in c.brokers if n != coordinator]
+    wait_until(lambda: partitions_of(c, others[0], "__consumer_offsets")[offsets_partition][0] in others,
+               "a new leader of the group's __consumer_offsets partition")
+    bootstrap = ",".join(c.brokers[n].bootstrap for n in others)
+    assert _coordinator(bootstrap, "kg") in others
+    second = Consumer({**conf, "bootstrap.servers": bootstrap})
+    try:
+        second.subscribe(["cg"])
+        # the commit made before the kill is there: the group goes on at offset 5
+        assert _consume(second, 5) == [b"v%d" % i for i in range(5, 10)]
+        second.commit(asynchronous=False)
+        assert second.committed([TopicPartition("cg", 0)], 30)[0].offset == 10
+    finally:
+        second.close()
+
+
+def _read_committed(bootstrap: str, topic: str, expected: int) -> list[bytes]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4()}", "enable.auto.commit": False,
+                  "isolation.level": "read_committed", "enable.partition.eof": True})
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        out: list[bytes] = []
+        for _ in range(300):
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == -191 and len(out) >= expected:  # _PARTITION_EOF at the LSO
+                    return out
+                continue
+            out.append(m.value())
+        return out
+    finally:
+        c.close()
+
+
+def test_a_transaction_over_partitions_led_by_different_brokers(mini_cluster: MiniCluster) -> None:
+    c = mini_cluster
+    # two single-partition topics whose leaders differ (replica assignments placed by hand)
+    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=30000)
+    try:
+        admin.create_topics([KNewTopic("ta", -1, -1, replica_assignments={0: [1, 2, 3]}),
+                             KNewTopic("tb", -1, -1, replica_assignments={0: [2, 3, 1]})])
+    finally:
+        admin.close()
+    wait_until(lambda: partitions_of(c, 1, "ta")[0][0] == 1 and partitions_of(c, 1, "tb")[0][0] == 2,
+               "ta led by broker 1, tb by broker 2")
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": "kraft-tx", "linger.ms": 0})
+    p.init_transactions(60)
+    for outcome, tag in (("commit", b"1"), ("abort", b"x"), ("commit", b"2")):
+        p.begin_transaction()
+        p.produce("ta", b"a" + tag, partition=0)
+        p.produce("tb", b"b" + tag, partition=0)
+        assert p.flush(60) == 0
+        if outcome == "commit":
+            p.commit_transaction(60)
+        else:
+            p.abort_transaction(60)
+    assert _read_committed(c.bootstrap, "ta", 2) == [b"a1", b"a2"]
+    assert _read_committed(c.bootstrap, "tb", 2) == [b"b1", b"b2"]
