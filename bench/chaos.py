@@ -153,7 +153,8 @@ def _leaders(c: Cluster, topic: str) -> dict[int, int] | None:
 
 
 def _chaos(c: Cluster, topic: str, seconds: float, rng: random.Random, r: ChaosResult) -> None:
-    """Every 2-5 s: bring the broker that is down back, or (none down) kill / pause / restart one."""
+    """Every 2-5 s: bring the broker that is down back, or (none down) kill / pause / restart one
+    (weights 3 / 2 / 1: the unclean kill is the case that truncates logs)."""
     started = time.monotonic()
     down: tuple[int, str] | None = None
     leaders = _leaders(c, topic)
@@ -162,7 +163,9 @@ def _chaos(c: Cluster, topic: str, seconds: float, rng: random.Random, r: ChaosR
         r.timeline.append(f"{time.monotonic() - started:7.1f}s {what}")
 
     while time.monotonic() - started < seconds:
-        time.sleep(rng.uniform(2.0, 5.0))
+        # a pause outlasts broker.session.timeout.ms (3 s) and replica.lag.time.max.ms (4 s) of the
+        # test cluster: the paused broker is fenced, leaves the ISR, and wakes up as a zombie leader
+        time.sleep(rng.uniform(5.0, 8.0) if down is not None and down[1] == "paused" else rng.uniform(2.0, 5.0))
         if down is not None:
             node, how = down
             if how == "paused":
