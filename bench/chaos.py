@@ -152,7 +152,8 @@ def _leaders(c: Cluster, topic: str) -> dict[int, int] | None:
         return None
 
 
-def _chaos(c: Cluster, topic: str, seconds: float, rng: random.Random, r: ChaosResult) -> None:
+def _chaos(c: Cluster, topic: str, seconds: float, rng: random.Random, r: ChaosResult,
+           gap: tuple[float, float] = (2.0, 5.0)) -> None:
     """Every 2-5 s: bring the broker that is down back, or (none down) kill / pause / restart one
     (weights 3 / 2 / 1: the unclean kill is the case that truncates logs)."""
     started = time.monotonic()
@@ -165,7 +166,7 @@ def _chaos(c: Cluster, topic: str, seconds: float, rng: random.Random, r: ChaosR
     while time.monotonic() - started < seconds:
         # a pause outlasts broker.session.timeout.ms (3 s) and replica.lag.time.max.ms (4 s) of the
         # test cluster: the paused broker is fenced, leaves the ISR, and wakes up as a zombie leader
-        time.sleep(rng.uniform(5.0, 8.0) if down is not None and down[1] == "paused" else rng.uniform(2.0, 5.0))
+        time.sleep(rng.uniform(5.0, 8.0) if down is not None and down[1] == "paused" else rng.uniform(*gap))
         if down is not None:
             node, how = down
             if how == "paused":
@@ -267,7 +268,7 @@ def _heal(c: Cluster, topic: str) -> None:
         c.wait_for_isr(topic, p, lambda isr: sorted(isr) == sorted(c.brokers), timeout=WAIT)
 
 
-def run_chaos(c: Cluster, seconds: float = 120.0, seed: int = 1) -> ChaosResult:
+def run_chaos(c: Cluster, seconds: float = 120.0, seed: int = 1, gap: tuple[float, float] = (2.0, 5.0)) -> ChaosResult:
     """The run on a started cluster of three brokers (the module doc); the cluster is healed after."""
     r = ChaosResult(seed, seconds)
     rng = random.Random(seed)
@@ -281,7 +282,7 @@ def run_chaos(c: Cluster, seconds: float = 120.0, seed: int = 1) -> ChaosResult:
     for pr in producers:
         pr.start()
     try:
-        _chaos(c, topic, seconds, rng, r)
+        _chaos(c, topic, seconds, rng, r, gap)
     finally:
         for pr in producers:
             pr.stop_flag.set()
@@ -303,11 +304,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=120.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--gap", type=float, nargs=2, default=(2.0, 5.0), metavar=("MIN", "MAX"),
+                    help="seconds between two steps (a pause lasts 5-8 s whatever this says)")
     ap.add_argument("--data-dir", help="keep the cluster's files here (default: a temporary directory)")
     ap.add_argument("--timeline", action="store_true", help="print what was done to which broker, when")
     a = ap.parse_args(argv)
     with Cluster(3, data_dir=a.data_dir) as c:
-        r = run_chaos(c, a.seconds, a.seed)
+        r = run_chaos(c, a.seconds, a.seed, tuple(a.gap))
     print(r.summary())
     if a.timeline or not r.ok:
         print("\n".join(r.timeline))
