@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.helpers import BrokerProcess, free_port
@@ -112,3 +113,33 @@ def wait_until(check: Callable[[], Any], what: str, timeout: float = 60.0, inter
                 return last
         time.sleep(interval)
     raise AssertionError(f"timed out waiting until {what} (last: {last!r})")
+
+
+def partitions_of(cluster: MiniCluster, node: int, topic: str) -> dict[int, tuple[int, tuple[int, ...], tuple[int, ...]]]:
+    """{partition: (leader, replicas, isr)} in broker `node`'s Metadata."""
+    md = AdminClient({"bootstrap.servers": cluster.brokers[node].bootstrap}).list_topics(topic, timeout=10)
+    t = md.topics[topic]
+    if t.error is not None:
+        return {}
+    return {p.id: (p.leader, tuple(p.replicas), tuple(sorted(p.isrs))) for p in t.partitions.values()}
+
+
+def log_files(cluster: MiniCluster, node: int, topic: str, partition: int) -> bytes:
+    d = cluster.brokers[node].data_dir / f"{topic}-{partition}"
+    return b"".join(f.read_bytes() for f in sorted(d.glob("*.log")))
+
+
+def consume_all(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 60.0) -> list[tuple[int, int, bytes]]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4()}", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: list[tuple[int, int, bytes]] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < expected and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None or m.error():
+                continue
+            out.append((m.partition(), m.offset(), m.value()))
+    finally:
+        c.close()
+    return out

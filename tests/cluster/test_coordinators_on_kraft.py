@@ -20,8 +20,7 @@ from kafka.admin import NewTopic as KNewTopic
 
 from minibroker.coordinator.runtime.coordinator_store import partition_for
 
-from .cluster_helpers import MiniCluster, wait_until
-from .test_kraft_cluster import partitions_of
+from .cluster_helpers import MiniCluster, partitions_of, wait_until
 
 
 def _consume(c: Consumer, count: int, rounds: int = 300) -> list[bytes]:

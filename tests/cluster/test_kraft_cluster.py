@@ -4,10 +4,9 @@ real clients: topics come from the metadata log, replicate, and survive a leader
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
 
-from confluent_kafka import Consumer, ElectionType, Producer, TopicPartition
+from confluent_kafka import ElectionType, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -23,37 +22,7 @@ from kafka.admin import NewTopic as KNewTopic
 
 from tests.helpers import BrokerProcess, free_port
 
-from .cluster_helpers import MiniCluster, wait_until
-
-
-def partitions_of(cluster: MiniCluster, node: int, topic: str) -> dict[int, tuple[int, tuple[int, ...], tuple[int, ...]]]:
-    """{partition: (leader, replicas, isr)} in broker `node`'s Metadata."""
-    md = AdminClient({"bootstrap.servers": cluster.brokers[node].bootstrap}).list_topics(topic, timeout=10)
-    t = md.topics[topic]
-    if t.error is not None:
-        return {}
-    return {p.id: (p.leader, tuple(p.replicas), tuple(sorted(p.isrs))) for p in t.partitions.values()}
-
-
-def log_files(cluster: MiniCluster, node: int, topic: str, partition: int) -> bytes:
-    d = cluster.brokers[node].data_dir / f"{topic}-{partition}"
-    return b"".join(f.read_bytes() for f in sorted(d.glob("*.log")))
-
-
-def consume_all(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 60.0) -> list[tuple[int, int, bytes]]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4()}", "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    out: list[tuple[int, int, bytes]] = []
-    deadline = time.monotonic() + timeout
-    try:
-        while len(out) < expected and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None or m.error():
-                continue
-            out.append((m.partition(), m.offset(), m.value()))
-    finally:
-        c.close()
-    return out
+from .cluster_helpers import MiniCluster, consume_all, log_files, partitions_of, wait_until
 
 
 def test_a_topic_created_through_any_broker_replicates_on_three(mini_cluster: MiniCluster) -> None:
