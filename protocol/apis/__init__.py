@@ -41,6 +41,8 @@ KEYS: dict[int, str] = {
     46: "list_partition_reassignments", 55: "describe_quorum", 56: "alter_partition", 57: "update_features",
     59: "fetch_snapshot", 62: "broker_registration", 63: "broker_heartbeat", 64: "unregister_broker",
     67: "allocate_producer_ids", 70: "controller_registration", 58: "envelope",
+    # KIP-1071 streams groups (issue 35)
+    88: "streams_group_heartbeat", 89: "streams_group_describe",
 }
 MODULES: tuple[str, ...] = tuple(KEYS.values())
 
