@@ -185,7 +185,9 @@ class StreamsGroupManager:
             statuses.append(HB.Status(status_code=StatusCode.STALE_TOPOLOGY,
                                       status_detail=f"The member's topology epoch {m.topology_epoch} is behind the "
                                                     f"group's {g.topology.epoch}."))
-        if g.configured is not None and g.configured.ready and g.assignment_epoch < g.group_epoch:
+        # a topology not ready yet is assigned too, with no tasks: the member moves to the group
+        # epoch and waits (Kafka does the same), instead of rejoining at epoch 0
+        if g.configured is not None and g.assignment_epoch < g.group_epoch:
             self._compute_target(g)
         before = (m.member_epoch, m.assigned.active, m.assigned.standby, m.assigned.warmup)
         reported = None if req.active_tasks is None else tasks_of(req.active_tasks)
