@@ -154,6 +154,7 @@ class Coordinators:
                                         topics=self._topics)
             # GROUP config resources (consumer.*), loaded at broker construction, read from the next heartbeat on
             group.consumer_groups.group_configs = self._consumer_group_configs.configs
+            group.streams_groups.config = gc.StreamsGroupConfig.from_broker_config(cfg)
             self._group = group
             self._start(group, OFFSETS_TOPIC)
         return self._group

@@ -3,6 +3,7 @@
     python tools/gen_schemas.py /path/to/kafka/clients/src/main/resources/common/message \
         [/path/to/kafka/group-coordinator/src/main/resources/common/message ...]
     python tools/gen_schemas.py --stubs     # only the .pyi stubs, from the checked-in schemas
+    python tools/gen_schemas.py --streams DIR  # only the KIP-1071 streams-group APIs (issue 35)
     python tools/gen_schemas.py --kraft DIR... # only the KRaft APIs and records (issue 29), e.g. from
         the 4.4 jars' common/message (kafka-clients) and common/metadata (kafka-metadata)
     python tools/gen_schemas.py --only Name,Name DIR... # only these APIs' modules (issue 35: the
@@ -62,6 +63,10 @@ KRAFT_APIS = [
 APIS += KRAFT_APIS
 # The rest of Kafka 4.4's broker API (issue 35), generated with --only from the 4.4 JSON.
 APIS += ["ListConfigResources", "UnregisterController"]
+# KIP-1071 streams groups (issue 35): generated alone with --streams from the 4.4 jars'
+# common/message (kafka-clients), like --kraft.
+STREAMS_APIS = ["StreamsGroupHeartbeat", "StreamsGroupDescribe"]
+APIS += STREAMS_APIS
 # The metadata records of __cluster_metadata (kafka-metadata's common/metadata/*.json), framed by
 # api key and version (protocol/metadata_records.py's BY_API_KEY; Kafka: MetadataRecordType).
 METADATA_RECORDS = [
@@ -193,14 +198,19 @@ def main(argv: list[str]) -> None:
         only(argv[1].split(","), [Path(p) for p in argv[2:]])
         return
     kraft_only = argv[:1] == ["--kraft"]
-    dirs = [Path(p) for p in argv[1 if kraft_only else 0:]]
+    streams_only = argv[:1] == ["--streams"]
+    dirs = [Path(p) for p in argv[1 if kraft_only or streams_only else 0:]]
     files = {p.stem: p for d in dirs for p in d.glob("*.json")}
     # the metadata records' JSON is named after the file, not always after the record
     files.update({load(p)["name"]: p for d in dirs for p in d.glob("*Record.json")})
     outdir = Path(__file__).resolve().parent.parent / "protocol" / "apis"
-    apis = KRAFT_APIS if kraft_only else APIS
+    apis = KRAFT_APIS if kraft_only else STREAMS_APIS if streams_only else APIS
     for api in apis:
         write_api(api, files, outdir)
+    if streams_only:
+        print(f"wrote {len(apis)} API modules")
+        write_stubs()
+        return
     write_kraft_records(files, outdir.parent)
     if kraft_only:
         print(f"wrote {len(apis)} API modules and the KRaft records")

@@ -593,6 +593,18 @@ _BROKER_KEYS += [
 ]
 
 
+# --- KIP-1071 streams groups (issue 35; Kafka's GroupCoordinatorConfig group.streams.*)
+_BROKER_KEYS += [
+    _broker("group.streams.session.timeout.ms", "int", 45000,
+            "A streams-group member that does not heartbeat within this leaves the group.", AtLeast(1)),
+    _broker("group.streams.heartbeat.interval.ms", "int", 5000,
+            "Heartbeat interval given to streams-group members.", AtLeast(1)),
+    _broker("group.streams.num.standby.replicas", "int", 0,
+            "Standby replicas of each stateful task a streams group gets (the group config "
+            "streams.num.standby.replicas overrides it).", AtLeast(0)),
+]
+
+
 def _kafka_dynamic_keys(modelled: set[str]) -> list[ConfigKey]:
     """Kafka 4.4's dynamic broker keys that minibroker does not model (config/kafka_dynamic.py):
     accepted by AlterConfigs, kept and described, acting on nothing."""

@@ -71,6 +71,8 @@ API_TABLE: dict[int, ServedApi] = {
     77: ServedApi('1', 'share_groups', 'handle_share_group_describe', True),  # ShareGroupDescribe
     78: ServedApi('1-2', 'share_groups', 'handle_share_fetch', True),  # ShareFetch
     79: ServedApi('1-2', 'share_groups', 'handle_share_acknowledge', True),  # ShareAcknowledge
+    88: ServedApi('0-1', 'streams_groups', 'handle_streams_group_heartbeat', False),  # StreamsGroupHeartbeat
+    89: ServedApi('0-1', 'streams_groups', 'handle_streams_group_describe', False),  # StreamsGroupDescribe
     90: ServedApi('0-1', 'share_groups', 'handle_describe_share_group_offsets', True),  # DescribeShareGroupOffsets
     91: ServedApi('0', 'share_groups', 'handle_alter_share_group_offsets', True),  # AlterShareGroupOffsets
     92: ServedApi('0', 'share_groups', 'handle_delete_share_group_offsets', True),  # DeleteShareGroupOffsets

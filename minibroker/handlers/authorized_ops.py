@@ -23,7 +23,7 @@ from minibroker.security.authorizer import CLUSTER_NAME, AclOperation, ResourceT
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from protocol.apis import consumer_group_describe, describe_groups, metadata
+    from protocol.apis import consumer_group_describe, describe_groups, metadata, streams_group_describe
 
 OMITTED = -(1 << 31)  # Integer.MIN_VALUE: the schema default, "not asked for"
 # entries Kafka answers without describing the resource, so without operations
@@ -69,7 +69,8 @@ def fill_metadata(ctx: RequestContext, req: metadata.MetadataRequest, resp: meta
 
 
 def group_field(ctx: RequestContext, asked: bool, described: describe_groups.DescribeGroupsResponse.DescribedGroup
-                | consumer_group_describe.ConsumerGroupDescribeResponse.DescribedGroup) -> int:
+                | consumer_group_describe.ConsumerGroupDescribeResponse.DescribedGroup
+                | streams_group_describe.StreamsGroupDescribeResponse.DescribedGroup) -> int:
     """DescribeGroups v3+, ConsumerGroupDescribe, ShareGroupDescribe: the `authorized_operations`
     of one group entry -- its operations when asked and the group was described without error,
     the default otherwise (Kafka sets them on the entries whose error code is NONE)."""

@@ -43,6 +43,8 @@ KEYS: dict[int, str] = {
     67: "allocate_producer_ids", 70: "controller_registration", 58: "envelope",
     # the rest of Kafka 4.4's broker API (issue 35)
     74: "list_config_resources", 94: "unregister_controller",
+    # KIP-1071 streams groups (issue 35)
+    88: "streams_group_heartbeat", 89: "streams_group_describe",
 }
 MODULES: tuple[str, ...] = tuple(KEYS.values())
 

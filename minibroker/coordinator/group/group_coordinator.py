@@ -50,6 +50,7 @@ from minibroker.coordinator.group.records import (
     group_metadata_tombstone,
     offset_commit_tombstone,
 )
+from minibroker.coordinator.group.streams_group_manager import StreamsGroupConfig, StreamsGroupManager
 from minibroker.coordinator.runtime.coordinator_loader import LoadedRecord
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
     from protocol.apis.sync_group import SyncGroupRequest, SyncGroupResponse
     from protocol.apis.txn_offset_commit import TxnOffsetCommitRequest
 
-__all__ = ["ClientInfo", "GroupConfig", "GroupCoordinator", "append_error_to_response_error"]
+__all__ = ["ClientInfo", "GroupConfig", "GroupCoordinator", "StreamsGroupConfig", "append_error_to_response_error"]
 
 log = logging.getLogger("minibroker.coordinator.group")
 
@@ -87,6 +88,11 @@ class GroupCoordinator:
             consumer_config or ConsumerGroupConfig(), store, topics, now_ms=now_ms,
             classic_group_exists=self._classic_group_exists, drop_classic_group=self._drop_empty_classic_group)
         self.offset_manager.consumer_groups = self.consumer_groups
+        # KIP-1071 streams groups (issue 35): a third kind, sharing the group id space and offsets
+        self.streams_groups = StreamsGroupManager(
+            StreamsGroupConfig(), now_ms=now_ms,
+            other_group_exists=lambda gid: self._classic_group_exists(gid) is not None or gid in self.consumer_groups.groups)
+        self.offset_manager.streams_groups = self.streams_groups
         # online migration between the two protocols (group.consumer.migration.policy)
         self.migration = GroupMigration(MigrationPolicy.parse(self.consumer_groups.config.migration_policy),
                                         self.membership, self.consumer_groups, topics)
@@ -133,6 +139,7 @@ class GroupCoordinator:
     async def start(self) -> None:
         self.membership.timer = KeyedTimer(asyncio.get_running_loop())
         self.consumer_groups.timer = KeyedTimer(asyncio.get_running_loop())
+        self.streams_groups.timer = KeyedTimer(asyncio.get_running_loop())
         self.load()
         self.membership.active = True
         self._expiry_task = asyncio.create_task(self._expire_offsets_periodically(),
@@ -149,6 +156,7 @@ class GroupCoordinator:
             self._expiry_task = None
         self.membership.unload()
         self.consumer_groups.unload()
+        self.streams_groups.unload()
 
     def load(self) -> None:
         """Rebuild groups and offsets from __consumer_offsets, every partition (one node leads them all)."""
@@ -304,6 +312,10 @@ class GroupCoordinator:
         wanted_states = {s.strip().lower() for s in states}
         wanted_types = {t.strip().lower() for t in types}
         out = []
+        for entry in self.streams_groups.list_entries():
+            if (not wanted_states or entry[2].lower() in wanted_states) and \
+                    (not wanted_types or "streams" in wanted_types):
+                out.append(entry)
         for entry in self.consumer_groups.list_entries():
             if (not wanted_states or entry[2].lower() in wanted_states) and \
                     (not wanted_types or "consumer" in wanted_types):
@@ -329,6 +341,13 @@ class GroupCoordinator:
         for gid in group_ids:
             if not self.active:
                 out.append((gid, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                continue
+            if gid in self.streams_groups.groups:
+                code = self.streams_groups.delete(gid)
+                if code == ErrorCode.NONE:
+                    write_records(self.store, gid, [offset_commit_tombstone(gid, t, p) for (t, p) in self.offsets.get(gid, {})])
+                    self.offsets.pop(gid, None)
+                out.append((gid, code))
                 continue
             if gid in self.consumer_groups.groups:
                 tombstones: list[CoordinatorRecord] = [offset_commit_tombstone(gid, t, p)

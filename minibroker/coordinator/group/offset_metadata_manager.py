@@ -32,6 +32,7 @@ from minibroker.coordinator.group.records import (
     offset_commit_record,
     offset_commit_tombstone,
 )
+from minibroker.coordinator.group.streams_group_manager import StreamsGroupManager
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from protocol.errors import ErrorCode, KafkaError
@@ -76,9 +77,14 @@ class OffsetMetadataManager:
         self.pending_txn_offsets: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
         # KIP-848 consumer groups: their commits are validated against member epochs there
         self.consumer_groups: ConsumerGroupManager | None = None
+        # KIP-1071 streams groups: commits validated against member epochs too (issue 35)
+        self.streams_groups: StreamsGroupManager | None = None
 
     def _is_consumer_group(self, group_id: str | None) -> bool:
         return self.consumer_groups is not None and group_id in self.consumer_groups.groups
+
+    def _is_streams_group(self, group_id: str | None) -> bool:
+        return self.streams_groups is not None and group_id in self.streams_groups.groups
 
     @property
     def groups(self) -> dict[str, ClassicGroup]:
@@ -137,6 +143,13 @@ class OffsetMetadataManager:
             return all_failed(ErrorCode.INVALID_GROUP_ID)
         generation = req.generation_id_or_member_epoch
         created = False
+        if self._is_streams_group(req.group_id):
+            assert self.streams_groups is not None
+            try:
+                self.streams_groups.validate_offset_commit(req.group_id, req.member_id, generation)
+            except KafkaError as e:
+                return all_failed(e.code)
+            return self._store_commits(req, topics, created, None)
         if self._is_consumer_group(req.group_id):
             assert self.consumer_groups is not None
             try:
@@ -229,7 +242,13 @@ class OffsetMetadataManager:
             return dict.fromkeys(requested, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         group = self.groups.get(req.group_id)
         created = False
-        if self._is_consumer_group(req.group_id):
+        if self._is_streams_group(req.group_id):
+            assert self.streams_groups is not None
+            try:
+                self.streams_groups.validate_offset_commit(req.group_id, req.member_id, req.generation_id)
+            except KafkaError as e:
+                return dict.fromkeys(requested, e.code)
+        elif self._is_consumer_group(req.group_id):
             assert self.consumer_groups is not None
             try:
                 self.consumer_groups.validate_offset_commit(
@@ -242,7 +261,7 @@ class OffsetMetadataManager:
                 return dict.fromkeys(requested, ErrorCode.ILLEGAL_GENERATION)
             group = ClassicGroup(req.group_id, current_state_timestamp=self.now_ms())
             created = True
-        if group is not None and not self._is_consumer_group(req.group_id):
+        if group is not None and not self._is_consumer_group(req.group_id) and not self._is_streams_group(req.group_id):
             try:
                 self._validate_offset_commit(group, req.member_id, req.group_instance_id, req.generation_id_or_member_epoch,
                                              transactional=True)
@@ -282,7 +301,8 @@ class OffsetMetadataManager:
         for group_id in [g for g in held if self.store.partition_for(g) in done]:
             offsets = held.pop(group_id)
             group = self.groups.get(group_id)
-            live = (group is not None and not group.is_in(GroupState.DEAD)) or self._is_consumer_group(group_id)
+            live = (group is not None and not group.is_in(GroupState.DEAD)) or self._is_consumer_group(group_id) \
+            or self._is_streams_group(group_id)
             if committed and live:
                 self.offsets.setdefault(group_id, {}).update(offsets)
         if not held:
@@ -301,7 +321,8 @@ class OffsetMetadataManager:
         if group_id is None:
             return ErrorCode.INVALID_GROUP_ID, []
         group = self.groups.get(group_id)
-        known = (group is not None and not group.is_in(GroupState.DEAD)) or self._is_consumer_group(group_id)
+        known = (group is not None and not group.is_in(GroupState.DEAD)) or self._is_consumer_group(group_id) \
+            or self._is_streams_group(group_id)
         offsets = self.offsets.get(group_id, {}) if known else {}
         if topics is None:
             by_topic: dict[str, list[tuple[int, OffsetAndMetadata | None]]] = {}
