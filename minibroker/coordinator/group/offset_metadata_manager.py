@@ -245,7 +245,7 @@ class OffsetMetadataManager:
         if self._is_streams_group(req.group_id):
             assert self.streams_groups is not None
             try:
-                self.streams_groups.validate_offset_commit(req.group_id, req.member_id, req.generation_id)
+                self.streams_groups.validate_offset_commit(req.group_id, req.member_id, req.generation_id_or_member_epoch)
             except KafkaError as e:
                 return dict.fromkeys(requested, e.code)
         elif self._is_consumer_group(req.group_id):
