@@ -4,6 +4,9 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY protocol protocol
 COPY storage storage
+# the installed names of protocol/ and storage/ (symlinks in the repository, issue 31)
+COPY minibroker_protocol minibroker_protocol
+COPY minibroker_storage minibroker_storage
 COPY minibroker minibroker
 COPY config.yaml ./
 RUN pip install --no-cache-dir .

@@ -26,7 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE))
 
-from protocol.apis import consumer_group_heartbeat, create_partitions, create_topics, produce  # noqa: E402
+from minibroker_protocol.apis import consumer_group_heartbeat, create_partitions, create_topics, produce  # noqa: E402
 from tests.console.batch_helpers import big_batch  # noqa: E402
 from tests.helpers import free_port  # noqa: E402
 from tests.integration.helpers import RawClient  # noqa: E402

@@ -5,7 +5,7 @@ byte-identical and in order.
     .venv/bin/python bench/crash_loop.py [--rounds 100] [--producers 2] [--flush fsync|page-cache]
 
 Theory of operation. One partition per producer, so each producer's order is the partition's.
-A producer is a raw-protocol client (protocol.codec + RecordBatch v2 from protocol.records.v2)
+A producer is a raw-protocol client (minibroker_protocol.codec + RecordBatch v2 from minibroker_protocol.records.v2)
 that pipelines up to `max_in_flight` Produce requests (acks=-1). Record `seq` of producer `p` has
 key `p:seq` and a value derived from (p, seq) alone, so any byte read back can be checked against
 what was sent. When the connection breaks (the broker was killed), the batches without an answer
@@ -62,11 +62,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from protocol.apis import create_topics, fetch, init_producer_id, produce  # noqa: E402
-from protocol.codec import decode, encode  # noqa: E402
-from protocol.headers import RequestHeader, encode_request_header, response_header_version  # noqa: E402
-from protocol.records.batch import BatchView, InvalidBatch  # noqa: E402
-from protocol.records.v2 import Record, build_batch, decode_batches  # noqa: E402
+from minibroker_protocol.apis import create_topics, fetch, init_producer_id, produce  # noqa: E402
+from minibroker_protocol.codec import decode, encode  # noqa: E402
+from minibroker_protocol.headers import RequestHeader, encode_request_header, response_header_version  # noqa: E402
+from minibroker_protocol.records.batch import BatchView, InvalidBatch  # noqa: E402
+from minibroker_protocol.records.v2 import Record, build_batch, decode_batches  # noqa: E402
 
 PRODUCE_V = 9
 FETCH_V = 12

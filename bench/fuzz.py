@@ -78,7 +78,7 @@ def fuzz_decoders(seconds: float, out: Path, seed: int) -> dict[str, dict[str, i
 
 
 def _frames(rng: random.Random, seeds: list[bytes]) -> list[bytes]:
-    from protocol.records.batch import crc32c
+    from minibroker_protocol.records.batch import crc32c
     from tests.fuzz.targets import mutate, seed_batches
     from tests.fuzz.test_live_connection import produce_request_bytes
 
@@ -120,7 +120,7 @@ def _closes_within(sock: socket.socket, timeout: float) -> bool:
 
 def _api_versions_ok(port: int) -> bool:
     from bench.crash_loop import Wire
-    from protocol.apis import api_versions
+    from minibroker_protocol.apis import api_versions
 
     w = Wire(port, timeout=10)
     try:
@@ -177,8 +177,8 @@ def _stored(part_dir: Path) -> dict[str, int]:
     """What the fuzzed produces got into the log: batches that decode whole, batches whose header
     passes but whose records do not (header-only validation: a known gap), and batches whose
     header fails (a bug)."""
-    from protocol.records.batch import InvalidBatch, iter_batches
-    from protocol.records.v2 import decode_batch
+    from minibroker_protocol.records.batch import InvalidBatch, iter_batches
+    from minibroker_protocol.records.v2 import decode_batch
 
     whole = record_gaps = bad_headers = 0
     for path in sorted(part_dir.glob("*.log")):
@@ -203,8 +203,8 @@ def _stored(part_dir: Path) -> dict[str, int]:
 def atheris_child(name: str, seconds: int) -> None:
     import atheris
 
-    assert "protocol" not in sys.modules, "protocol/ imported before instrumentation"
-    with atheris.instrument_imports(include=["protocol"]):
+    assert "minibroker_protocol" not in sys.modules, "protocol/ imported before instrumentation"
+    with atheris.instrument_imports(include=["minibroker_protocol"]):
         from tests.fuzz import targets
     target = targets.TARGETS[name]
     seeds = targets.seeds_for(name)

@@ -55,10 +55,10 @@ from brokers import (
 from run import create_topic
 
 sys.path.insert(0, str(ROOT))
-from protocol.apis import metadata, produce  # noqa: E402
-from protocol.codec import encode  # noqa: E402
-from protocol.headers import RequestHeader, encode_request_header  # noqa: E402
-from protocol.records.v2 import Record, build_batch  # noqa: E402
+from minibroker_protocol.apis import metadata, produce  # noqa: E402
+from minibroker_protocol.codec import encode  # noqa: E402
+from minibroker_protocol.headers import RequestHeader, encode_request_header  # noqa: E402
+from minibroker_protocol.records.v2 import Record, build_batch  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.brokers import ROOT, Minibroker  # noqa: E402
-from protocol.apis import describe_configs, describe_producers, fetch, metadata, produce  # noqa: E402
+from minibroker_protocol.apis import describe_configs, describe_producers, fetch, metadata, produce  # noqa: E402
 from tests.integration.helpers import RawClient  # noqa: E402
 from tests.integration.limits_helpers import rss_mb  # noqa: E402
 from tests.integration.stall_helpers import MetadataProbe, constant_records_batch  # noqa: E402

@@ -18,7 +18,7 @@ import statistics
 import tempfile
 import time
 
-from protocol.records.batch import crc32c
+from minibroker_protocol.records.batch import crc32c
 
 CHUNK = 1 << 20
 

@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from run import Minibroker, Tansu, cpu_seconds, create_topic  # noqa: E402
 
-from protocol.apis import produce  # noqa: E402
-from protocol.codec import encode  # noqa: E402
-from protocol.headers import RequestHeader, encode_request_header  # noqa: E402
-from protocol.records.v2 import Record, build_batch  # noqa: E402
+from minibroker_protocol.apis import produce  # noqa: E402
+from minibroker_protocol.codec import encode  # noqa: E402
+from minibroker_protocol.headers import RequestHeader, encode_request_header  # noqa: E402
+from minibroker_protocol.records.v2 import Record, build_batch  # noqa: E402
 
 VERSION = 9
 

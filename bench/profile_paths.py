@@ -73,8 +73,8 @@ def serve(prof_out: str, argv: list[str]) -> int:
 
 # -- the client side ---------------------------------------------------------------------------
 def frame_of(api_key: int, version: int, schema: object, body: object, client: str = "prof") -> bytearray:
-    from protocol.codec import encode
-    from protocol.headers import RequestHeader, encode_request_header
+    from minibroker_protocol.codec import encode
+    from minibroker_protocol.headers import RequestHeader, encode_request_header
 
     out = bytearray()
     encode_request_header(out, RequestHeader(api_key, version, 0, client))
@@ -83,8 +83,8 @@ def frame_of(api_key: int, version: int, schema: object, body: object, client: s
 
 
 def produce_frame(topic: str, acks: int) -> bytearray:
-    from protocol.apis import produce
-    from protocol.records.v2 import Record, build_batch
+    from minibroker_protocol.apis import produce
+    from minibroker_protocol.records.v2 import Record, build_batch
 
     batch = build_batch([Record(offset_delta=0, key=None, value=b"x" * 100)], base_timestamp=int(time.time() * 1000))
     R = produce.REQUEST
@@ -95,7 +95,7 @@ def produce_frame(topic: str, acks: int) -> bytearray:
 
 def fetch_frame(topic: str) -> tuple[bytearray, int]:
     """A Fetch of partition 0 at offset 0x7eadbeef..., and where that offset is in the frame."""
-    from protocol.apis import fetch
+    from minibroker_protocol.apis import fetch
 
     R = fetch.REQUEST
     marker = 0x7EADBEEF01020304
@@ -179,7 +179,7 @@ def run_e2e(bootstrap: str, topic: str, count: int, around: tuple) -> list[float
 
 
 def create_topic(bootstrap: str, topic: str) -> None:
-    from protocol.apis import create_topics
+    from minibroker_protocol.apis import create_topics
 
     R = create_topics.REQUEST
     body = R(topics=[R.CreatableTopic(name=topic, num_partitions=1, replication_factor=1, assignments=[],

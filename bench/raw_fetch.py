@@ -4,7 +4,7 @@
                                         [--baseline <another checkout>]
 
 Starts minibroker, fills one partition with confluent-kafka, then sends Fetch v12 requests over a
-plain socket (protocol.codec) and times each until its whole response is read. Prints the best and
+plain socket (minibroker_protocol.codec) and times each until its whole response is read. Prints the best and
 median MB/s for 1 MiB and 10 MiB partition fetches: what the sendfile path delivers, to compare
 with bench/limits.py's sendfile-to-loopback figure.
 """
@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import Minibroker, client, create_topic  # noqa: E402
 
-from protocol.apis import fetch  # noqa: E402
-from protocol.codec import encode  # noqa: E402
-from protocol.headers import RequestHeader, encode_request_header  # noqa: E402
+from minibroker_protocol.apis import fetch  # noqa: E402
+from minibroker_protocol.codec import encode  # noqa: E402
+from minibroker_protocol.headers import RequestHeader, encode_request_header  # noqa: E402
 
 
 def fetch_frame(cid: int, topic: str, pmax: int) -> bytes:

@@ -20,7 +20,7 @@ import time
 import timeit
 
 from minibroker.testing import AsyncBroker
-from protocol.records.v2 import Record, build_batch
+from minibroker_protocol.records.v2 import Record, build_batch
 
 
 def batch(schema_id: int, n: int = 100) -> bytes:

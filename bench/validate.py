@@ -1,4 +1,4 @@
-"""What the produce path's record walk costs (protocol.records.validate.validate_records).
+"""What the produce path's record walk costs (minibroker_protocol.records.validate.validate_records).
 
     .venv/bin/python bench/validate.py [--records 10000] [--rounds 7]
 
@@ -18,10 +18,10 @@ import statistics
 import time
 from collections.abc import Callable
 
-from protocol.records.batch import BatchView, crc32c
-from protocol.records.compression import LZ4
-from protocol.records.v2 import Record, build_batch
-from protocol.records.validate import validate_records
+from minibroker_protocol.records.batch import BatchView, crc32c
+from minibroker_protocol.records.compression import LZ4
+from minibroker_protocol.records.v2 import Record, build_batch
+from minibroker_protocol.records.validate import validate_records
 
 
 def _time(fn: Callable[[], object], rounds: int) -> float:

@@ -24,9 +24,9 @@ from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.metadata_cache import MetadataCache
 from minibroker.network.node_connection import NodeConnection
 from minibroker.replica_manager import ReplicaManager
-from protocol.apis import add_partitions_to_txn
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import InvalidBatch, iter_batches
+from minibroker_protocol.apis import add_partitions_to_txn
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.batch import InvalidBatch, iter_batches
 
 log = logging.getLogger("minibroker.txn_verification")
 

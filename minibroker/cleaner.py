@@ -10,7 +10,7 @@ A log being cleaned is marked in `in_progress` so that retention of a `compact,d
 not retire the segments being read; a cleaning whose segments were retired anyway (DeleteRecords,
 topic deletion) is dropped by `swap_in`.
 
-The cleaning itself (storage.cleaner, which reads the record formats) is imported when a compacted
+The cleaning itself (minibroker_storage.cleaner, which reads the record formats) is imported when a compacted
 log first exists: a broker without one starts without it (issue 22, tests/test_startup_imports.py).
 """
 
@@ -21,12 +21,12 @@ import logging
 from typing import TYPE_CHECKING
 
 from minibroker.dynamic_config import DynamicBrokerConfig
-from storage.clock import Clock
-from storage.log_manager import LogManager
+from minibroker_storage.clock import Clock
+from minibroker_storage.log_manager import LogManager
 
 if TYPE_CHECKING:
-    from storage.cleaner import CleanResult, LogToClean
-    from storage.log import Log
+    from minibroker_storage.cleaner import CleanResult, LogToClean
+    from minibroker_storage.log import Log
 
 log = logging.getLogger("minibroker.cleaner")
 
@@ -47,7 +47,9 @@ class LogCleanerTask:
 
     async def _learn_horizons(self) -> None:
         """Once per log: the delete horizons already on disk (a restart forgets the in-memory ones)."""
-        from storage.cleaner import pending_delete_horizon  # lazy: imports storage.log (not at start-up)
+        from minibroker_storage.cleaner import (
+            pending_delete_horizon,  # lazy: imports minibroker_storage.log (not at start-up)
+        )
 
         loop = asyncio.get_running_loop()
         for tp, lg in self.log_manager.logs().items():
@@ -63,7 +65,9 @@ class LogCleanerTask:
                 self.horizons[tp] = horizon
 
     def _candidates(self, now: int) -> list[LogToClean]:
-        from storage.cleaner import log_to_clean  # lazy: imports storage.log (not at start-up)
+        from minibroker_storage.cleaner import (
+            log_to_clean,  # lazy: imports minibroker_storage.log (not at start-up)
+        )
 
         lm = self.log_manager
         out = []
@@ -79,8 +83,8 @@ class LogCleanerTask:
     async def clean_once(self) -> bool:
         """Clean the filthiest log if one needs it; True if a cleaning was swapped in."""
         if not any(lg.config.compact for lg in self.log_manager.logs().values()):
-            return False  # nothing to compact (and storage.cleaner not imported yet)
-        from storage.cleaner import (  # lazy: imports storage.log (not at start-up)
+            return False  # nothing to compact (and minibroker_storage.cleaner not imported yet)
+        from minibroker_storage.cleaner import (  # lazy: imports minibroker_storage.log (not at start-up)
             CleanerAborted,
             UncleanableLog,
             clean,
@@ -116,7 +120,9 @@ class LogCleanerTask:
             self.in_progress.discard(tp)
 
     def _finish(self, result: CleanResult) -> bool:
-        from storage.cleaner import swap_in  # lazy: imports storage.log (not at start-up)
+        from minibroker_storage.cleaner import (
+            swap_in,  # lazy: imports minibroker_storage.log (not at start-up)
+        )
 
         lg = result.log
         tp = (lg.topic, lg.partition)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from minibroker.config import ConfigEntry
 from minibroker.config.definitions import ConfigSource, ConfigType
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 METRICS = "metrics"
 INTERVAL_MS = "interval.ms"

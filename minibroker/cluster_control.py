@@ -38,10 +38,10 @@ from minibroker.cluster_launcher import (
     start_node_process,
 )
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
-from protocol.apis import alter_partition_reassignments as apr
-from protocol.apis import elect_leaders, list_offsets, metadata
-from protocol.errors import ErrorCode, KafkaError
-from protocol.schema import Api, Message
+from minibroker_protocol.apis import alter_partition_reassignments as apr
+from minibroker_protocol.apis import elect_leaders, list_offsets, metadata
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.schema import Api, Message
 
 Address = tuple[str, int]
 PREFERRED = 0  # ElectLeaders' election_type

@@ -63,9 +63,9 @@ from pathlib import Path
 
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
 from minibroker.startup_errors import EXIT_STARTUP_ERROR, STARTUP_ERRORS
-from protocol.apis import describe_quorum, metadata
-from protocol.schema import Api, Message
-from storage.file_lock import FileLock, LogDirFailure
+from minibroker_protocol.apis import describe_quorum, metadata
+from minibroker_protocol.schema import Api, Message
+from minibroker_storage.file_lock import FileLock, LogDirFailure
 
 CONTROLLER_NODE_ID = 3000
 CONTROLLER_LISTENER = "CONTROLLER"

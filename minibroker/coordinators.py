@@ -45,8 +45,8 @@ from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
 from minibroker.metadata_cache import MetadataCache
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
-from storage.clock import Clock
-from storage.log_manager import LogManager
+from minibroker_storage.clock import Clock
+from minibroker_storage.log_manager import LogManager
 
 if TYPE_CHECKING:
     from minibroker.add_partitions_to_txn_manager import AddPartitionsToTxnManager
@@ -112,7 +112,9 @@ class Coordinators:
         """The one partition writer and loader of the three internal topics, and their leadership
         hooks (`on_become_leader` / `on_resign`), built with the first coordinator."""
         if self._runtime is None:
-            from minibroker.coordinator.runtime import coordinator_runtime  # lazy: imports storage.log
+            from minibroker.coordinator.runtime import (
+                coordinator_runtime,  # lazy: imports minibroker_storage.log
+            )
 
             self._runtime = coordinator_runtime.CoordinatorRuntime(self._topics, self._replica_manager,
                                                                    now_ms=self._clock)

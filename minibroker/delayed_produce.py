@@ -15,11 +15,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
-if TYPE_CHECKING:  # storage.log is imported by the first log opened, not at start (issue 22)
+if TYPE_CHECKING:  # minibroker_storage.log is imported by the first log opened, not at start (issue 22)
     from minibroker.partition import Partition
-    from storage.log import LogAppendInfo
+    from minibroker_storage.log import LogAppendInfo
 
 TopicPartition = tuple[str, int]
 

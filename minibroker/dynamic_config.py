@@ -37,7 +37,7 @@ from minibroker.config import (
     format_value,
     parse_value,
 )
-from storage.log_files import atomic_write
+from minibroker_storage.log_files import atomic_write
 
 log = logging.getLogger("minibroker.dynamic_config")
 

@@ -34,13 +34,13 @@ from minibroker.quotas.manager import quota_user
 from minibroker.quotas.throttle import request_throttle_ms
 from minibroker.request_decoding import decode_off_loop, decodes_off_loop, encode_off_loop
 from minibroker.services import BrokerServices
-from protocol import types as t
-from protocol.apis import api_versions
-from protocol.codec import Output, decode_from, encode
-from protocol.errors import ErrorCode, KafkaError
-from protocol.headers import decode_request_header, encode_response_frame
-from protocol.schema import Api, Message
-from protocol.types import DecodeError
+from minibroker_protocol import types as t
+from minibroker_protocol.apis import api_versions
+from minibroker_protocol.codec import Output, decode_from, encode
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.headers import decode_request_header, encode_response_frame
+from minibroker_protocol.schema import Api, Message
+from minibroker_protocol.types import DecodeError
 
 log = logging.getLogger("minibroker.kafka_apis")
 
@@ -72,7 +72,7 @@ class KafkaApis:
         if sasl is not None and (early := sasl.before_header(channel, frame)) is not None:
             return await early
         if self.tracer is not None:
-            # The produce path assigns offsets in a writable frame in place (storage.log); a trace
+            # The produce path assigns offsets in a writable frame in place (minibroker_storage.log); a trace
             # shows the bytes as they came, so it gets an immutable copy and the log copies instead.
             frame = bytes(frame)
         try:

@@ -40,8 +40,8 @@ from minibroker.metadata.metadata_loader import MetadataLoader, MetadataPublishe
 from minibroker.metadata.producer_id_blocks import ControllerProducerIdBlocks
 from minibroker.network.socket_server import SocketServer
 from minibroker.server import BrokerServer
-from storage.checkpoint import uuid_from_kafka
-from storage.meta_properties import MetaPropertiesError, ensure_meta_properties
+from minibroker_storage.checkpoint import uuid_from_kafka
+from minibroker_storage.meta_properties import MetaPropertiesError, ensure_meta_properties
 
 log = logging.getLogger("minibroker.kraft")
 

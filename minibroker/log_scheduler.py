@@ -15,8 +15,8 @@ import logging
 from collections.abc import Callable
 
 from minibroker.dynamic_config import DynamicBrokerConfig
-from storage.clock import Clock
-from storage.log_manager import LogManager
+from minibroker_storage.clock import Clock
+from minibroker_storage.log_manager import LogManager
 
 log = logging.getLogger("minibroker.log_scheduler")
 

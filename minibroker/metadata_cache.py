@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from minibroker.config import ConfigValue
 
-if TYPE_CHECKING:  # storage.log is imported by the first log opened, not at start (issue 22)
-    from storage.log import Log
+if TYPE_CHECKING:  # minibroker_storage.log is imported by the first log opened, not at start (issue 22)
+    from minibroker_storage.log import Log
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,18 +25,18 @@ from typing import TYPE_CHECKING
 
 from minibroker.partition_isr import IsrUpkeep
 from minibroker.replica import AlterPartitionManager, Replica
-from protocol.errors import ErrorCode, KafkaError
-from storage.append_origin import AppendOrigin
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_storage.append_origin import AppendOrigin
 
-if TYPE_CHECKING:  # storage.log is imported by the first log opened, not at start (issue 22)
+if TYPE_CHECKING:  # minibroker_storage.log is imported by the first log opened, not at start (issue 22)
     from minibroker.metadata_cache import PartitionImage
-    from protocol.records.batch import BatchView
-    from storage.config import LogConfig
-    from storage.file_region import FileRegion
-    from storage.log import Log, LogAppendInfo, OffsetAndTimestamp, TimestampAndOffset
-    from storage.producer_state import ProducerStateEntry
-    from storage.segments import LogSegments
-    from storage.txn_index import AbortedTxn
+    from minibroker_protocol.records.batch import BatchView
+    from minibroker_storage.config import LogConfig
+    from minibroker_storage.file_region import FileRegion
+    from minibroker_storage.log import Log, LogAppendInfo, OffsetAndTimestamp, TimestampAndOffset
+    from minibroker_storage.producer_state import ProducerStateEntry
+    from minibroker_storage.segments import LogSegments
+    from minibroker_storage.txn_index import AbortedTxn
 
 logger = logging.getLogger("minibroker.partition")
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # Fetch / ListOffsets isolation_level
@@ -154,7 +154,7 @@ class Partition(IsrUpkeep):
     def append_records_to_leader(self, records: bytes | bytearray | memoryview, *, origin: str = AppendOrigin.CLIENT,
                                  request_version: int | None = None,
                                  verify: Callable[[Sequence[BatchView]], None] | None = None) -> LogAppendInfo:
-        """Validate (storage.log_validator, once) and append as leader (Kafka:
+        """Validate (minibroker_storage.log_validator, once) and append as leader (Kafka:
         Partition.appendRecordsToLeader -> UnifiedLog.appendAsLeader)."""
         lg = self.log
         validated = lg.validate(records, origin=origin, request_version=request_version, verify=verify)
@@ -241,7 +241,7 @@ class Partition(IsrUpkeep):
 
     def _set_isr(self, isr: tuple[int, ...]) -> None:
         self.isr = isr
-        # the leader alone in the replica set: every append is committed at once (storage.log);
+        # the leader alone in the replica set: every append is committed at once (minibroker_storage.log);
         # with followers, even out of the ISR, the append path asks maybe_increment_leader_hw
         self.log.high_watermark_follows_leo = self.is_leader and isr == (self.local_id,) and not self.remote_replicas
 

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 
 from minibroker.replica import AlterPartitionManager, LeaderAndIsr, Replica
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 logger = logging.getLogger("minibroker.partition")
 

@@ -1,7 +1,7 @@
 """The record walk of large compressed produce batches, off the event loop (issue 30, finding 3).
 
 Theory of operation: the log's validator walks every record of a producer's batch (Kafka:
-LogValidator's record loop; protocol.records.validate), on the event loop, as part of the append.
+LogValidator's record loop; minibroker_protocol.records.validate), on the event loop, as part of the append.
 A compressed batch of a few KB can hold millions of tiny records (zstd packs 7.5 M empty records
 in 5 KB), whose walk took seconds while every other client waited. Kafka walks them too, on one of
 its request-handler threads, so the network threads keep serving. Here the produce handler walks
@@ -19,9 +19,9 @@ import functools
 
 from minibroker.replica_manager import ReplicaManager
 from minibroker.request_decoding import worker
-from protocol.records.batch import BatchView, InvalidBatch
-from protocol.records.validate import PREWALK_MIN_RECORDS, forget_prewalk, prewalk_records
-from protocol.schema import MemoryRecords
+from minibroker_protocol.records.batch import BatchView, InvalidBatch
+from minibroker_protocol.records.validate import PREWALK_MIN_RECORDS, forget_prewalk, prewalk_records
+from minibroker_protocol.schema import MemoryRecords
 
 Walked = list[tuple[BatchView, bool, str]]
 Entries = list[tuple[tuple[str, int], MemoryRecords | None]]
@@ -53,7 +53,7 @@ async def prewalk_produce(replica_manager: ReplicaManager, large: list[tuple[tup
         part = replica_manager.get_partition(topic, partition)
         if part is None:
             continue  # the ReplicaManager answers it without a walk
-        where = f"{topic}-{partition}"  # as storage.log names the partition in its messages
+        where = f"{topic}-{partition}"  # as minibroker_storage.log names the partition in its messages
         require_keys = part.config.compact
         await loop.run_in_executor(worker(), functools.partial(prewalk_records, view, require_keys=require_keys,
                                                                where=where))

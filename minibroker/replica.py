@@ -22,7 +22,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 UNKNOWN_OFFSET = -1
 LEADER_RECOVERY_RECOVERED = 0  # Kafka: LeaderRecoveryState.RECOVERED

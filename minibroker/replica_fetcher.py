@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 from minibroker.network.node_connection import NodeConnection
 from minibroker.partition import Partition
 from minibroker.replica import BrokerEndpoint
-from protocol.apis import fetch, list_offsets
-from protocol.errors import ErrorCode, KafkaError
-from protocol.schema import Message
+from minibroker_protocol.apis import fetch, list_offsets
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.schema import Message
 
 logger = logging.getLogger("minibroker.replica_fetcher")
 TopicPartition = tuple[str, int]

@@ -5,7 +5,7 @@ Theory of operation: the ReplicaManager owns a `Partition` (minibroker.partition
 partition whose log is on this broker; the metadata publisher (today the TopicRegistry) makes and
 drops them (`publish_topic` / `remove_topic`). It is the one door to a partition's log:
 
-* `append_records` — a Produce's partitions: lookup, validation once (storage.log_validator), the
+* `append_records` — a Produce's partitions: lookup, validation once (minibroker_storage.log_validator), the
   KIP-890 verification for transactional batches only (on the batch headers the validator parsed,
   not parsed again), the append as leader, the topic's flush policy (an fsync off the loop when
   the topic sets one), metrics, and the fetches parked on the partition woken. acks=all parks in
@@ -45,15 +45,15 @@ from minibroker.metadata_cache import PartitionImage, TopicImage
 from minibroker.metrics import BrokerMetrics
 from minibroker.partition import LogReadResult, Partition
 from minibroker.replica import AlterPartitionManager, BrokerEndpoint
-from protocol.errors import ErrorCode, KafkaError
-from storage.append_origin import AppendOrigin
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_storage.append_origin import AppendOrigin
 
-if TYPE_CHECKING:  # storage.log is imported by the first log opened, not at start (issue 22)
+if TYPE_CHECKING:  # minibroker_storage.log is imported by the first log opened, not at start (issue 22)
     from minibroker.replica_fetcher_manager import ReplicaFetcherManager
-    from protocol.records.batch import BatchView
-    from storage.log import Log, LogAppendInfo
-    from storage.log_manager import LogManager
-    from storage.log_validator import ValidatedRecords
+    from minibroker_protocol.records.batch import BatchView
+    from minibroker_storage.log import Log, LogAppendInfo
+    from minibroker_storage.log_manager import LogManager
+    from minibroker_storage.log_validator import ValidatedRecords
 
 log = logging.getLogger("minibroker.produce")
 TopicPartition = tuple[str, int]

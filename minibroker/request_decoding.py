@@ -1,7 +1,7 @@
 """Decoding a large request body, and encoding its response, off the event loop (issue 30,
 finding 9).
 
-Theory of operation: the generic codec (protocol.codec) builds an object per struct, about a
+Theory of operation: the generic codec (minibroker_protocol.codec) builds an object per struct, about a
 microsecond or more per element, so a request of many megabytes of small elements (a
 DescribeProducers of a million topic names) took seconds of the one event loop, and every other
 client waited. Kafka decodes on its network and request-handler threads. Here a body above
@@ -12,7 +12,7 @@ there too. One thread, so only one large body's objects are built at a time; the
 their turn (their frames are already charged to the memory pool).
 
 Bounds: Kafka's own come first, the codec refuses a collection of more than 1,000,000 elements
-and more than 10,000 tagged fields (protocol.codec). Then what the handler does with the request
+and more than 10,000 tagged fields (minibroker_protocol.codec). Then what the handler does with the request
 runs on the loop, at a cost per element (a DescribeProducers topic costs its handler and its
 response about as much as its decoding): so a request is refused once it holds more than
 `MAX_REQUEST_ELEMENTS` array elements in all, as soon as its decoding passes that count, and its
@@ -26,10 +26,10 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
-from protocol.apis import produce
-from protocol.codec import Chunk, decode_from
-from protocol.headers import encode_response_frame
-from protocol.schema import Api, M, Message, Schema
+from minibroker_protocol.apis import produce
+from minibroker_protocol.codec import Chunk, decode_from
+from minibroker_protocol.headers import encode_response_frame
+from minibroker_protocol.schema import Api, M, Message, Schema
 
 OFF_LOOP_BYTES = 64 * 1024
 OFF_LOOP_PRODUCE_BYTES = 1024 * 1024

@@ -62,10 +62,10 @@ from minibroker.security.authorizer import AUTHORIZER_CLASSES, Authorizer, parse
 from minibroker.security.credentials import ScramCredentialStore
 from minibroker.services import BrokerServices
 from minibroker.topics import Topic, TopicRegistry
-from storage.clock import Clock, wall_clock_ms
-from storage.file_lock import FileLock, lock_log_dir
-from storage.log_manager import LogManager
-from storage.meta_properties import MetaProperties, ensure_meta_properties
+from minibroker_storage.clock import Clock, wall_clock_ms
+from minibroker_storage.file_lock import FileLock, lock_log_dir
+from minibroker_storage.log_manager import LogManager
+from minibroker_storage.meta_properties import MetaProperties, ensure_meta_properties
 
 if TYPE_CHECKING:
     from minibroker.console import Console
@@ -76,7 +76,7 @@ if TYPE_CHECKING:
     from minibroker.replica_fetcher_manager import ReplicaFetcherManager
     from minibroker.schema_registry import SchemaRegistry
     from minibroker.tools.trace import TraceListeners
-    from storage.log import Log
+    from minibroker_storage.log import Log
 
 log = logging.getLogger("minibroker.server")
 
@@ -161,7 +161,7 @@ class BrokerServer:
         no socket, no task (tests/coordinator builds a broker this way, without a server)."""
         data_dir = Path(self.config.data_dir)
         # Kafka's LogManager creates and locks its log dir (`.lock`) before anything in it is read
-        # or written: a second broker on this directory stops here (storage.file_lock)
+        # or written: a second broker on this directory stops here (minibroker_storage.file_lock)
         dir_lock = lock_log_dir(data_dir)
         try:
             self._build(data_dir, dir_lock)

@@ -28,9 +28,9 @@ from minibroker.replica_manager import ReplicaManager
 from minibroker.security.authorizer import Authorizer
 from minibroker.security.credentials import ScramCredentialStore
 from minibroker.topics import TopicRegistry
-from protocol.schema import Versions
-from storage.clock import Clock
-from storage.log_manager import LogManager
+from minibroker_protocol.schema import Versions
+from minibroker_storage.clock import Clock
+from minibroker_storage.log_manager import LogManager
 
 if TYPE_CHECKING:  # built when first needed (minibroker.coordinators): not imported at start-up
     from minibroker.coordinator.group.group_coordinator import GroupCoordinator

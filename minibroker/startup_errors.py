@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from minibroker.config import ConfigError
 from minibroker.network.socket_server import ListenerBindError
-from storage.file_lock import LogDirFailure
-from storage.meta_properties import MetaPropertiesError
+from minibroker_storage.file_lock import LogDirFailure
+from minibroker_storage.meta_properties import MetaPropertiesError
 
 # MetaPropertiesError: a data dir of another node or cluster (Kafka's MetaPropertiesEnsemble message)
 STARTUP_ERRORS: tuple[type[Exception], ...] = (ConfigError, ListenerBindError, LogDirFailure, MetaPropertiesError)

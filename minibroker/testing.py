@@ -30,7 +30,7 @@ a broker shared by a whole session (the pytest plugin, minibroker.pytest_plugin,
 every test).
 
 Theory of operation: every read goes through `Log.read`, the same path a Fetch takes, bounded by
-the high watermark, and the batches are summarised by protocol.records.dump (all record formats
+the high watermark, and the batches are summarised by minibroker_protocol.records.dump (all record formats
 and codecs; control batches of transactions are skipped, as consumers skip them). On a
 BrokerThread the reads run on the broker's loop (`call`), so they never race an append; on an
 AsyncBroker they run on the caller's loop, which is the broker's. Waiting is polling with a
@@ -63,11 +63,11 @@ from minibroker.faults.client import AsyncInjectedFault, BrokerFaults, InjectedF
 from minibroker.security.scram import credential_from_password
 from minibroker.server import BrokerServer
 from minibroker.tools.dump_log import consumer_protocol_schemas, decode_embedded
-from protocol.records import v2
-from protocol.records.dump import Trailing, iter_summaries
+from minibroker_protocol.records import v2
+from minibroker_protocol.records.dump import Trailing, iter_summaries
 
 if TYPE_CHECKING:
-    from storage.log import Log
+    from minibroker_storage.log import Log
 
 T = TypeVar("T")
 # A config value as tests write it (`_fmt` turns it into Kafka's text: true/false, a,b,c lists).

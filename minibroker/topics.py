@@ -31,12 +31,12 @@ from minibroker.config import (
     validate_topic_config,
 )
 from minibroker.metadata_cache import MetadataPublisher, PartitionImage, TopicImage
-from protocol.errors import ErrorCode, KafkaError
-from storage.config import LogConfig
-from storage.log_manager import LogManager
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log_manager import LogManager
 
-if TYPE_CHECKING:  # the logs are opened by storage.log_manager, which imports storage.log then (issue 22)
-    from storage.log import Log
+if TYPE_CHECKING:  # the logs are opened by minibroker_storage.log_manager, which imports minibroker_storage.log then (issue 22)
+    from minibroker_storage.log import Log
 
 log = logging.getLogger("minibroker.topics")
 

@@ -19,9 +19,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
-from protocol import types as t
-from protocol.schema import BaseRecords, F, M, Message, RecordsRegion, Schema
-from protocol.types import DecodeError
+from minibroker_protocol import types as t
+from minibroker_protocol.schema import BaseRecords, F, M, Message, RecordsRegion, Schema
+from minibroker_protocol.types import DecodeError
 
 Reader = Callable[[Any, int], tuple[Any, int]]
 Writer = Callable[[bytearray, Any], None]

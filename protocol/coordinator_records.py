@@ -1,7 +1,7 @@
 """Coordinator records (__consumer_offsets, __transaction_state): schema data generated from
 Kafka's definitions by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import F, Schema, message_classes
+from minibroker_protocol.schema import F, Schema, message_classes
 
 OFFSET_COMMIT_KEY = Schema(
     'OffsetCommitKey', '0-1', flexible='none',

@@ -12,12 +12,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from protocol import types as t
-from protocol.apis import LOADED
-from protocol.apis import api as load_api
-from protocol.codec import Chunk, Output, encode
-from protocol.schema import Api, Message
-from protocol.types import DecodeError
+from minibroker_protocol import types as t
+from minibroker_protocol.apis import LOADED
+from minibroker_protocol.apis import api as load_api
+from minibroker_protocol.codec import Chunk, Output, encode
+from minibroker_protocol.schema import Api, Message
+from minibroker_protocol.types import DecodeError
 
 API_VERSIONS_KEY = 18
 # Response header version forced regardless of flexibility: {api_key: header version}.
@@ -43,7 +43,7 @@ def request_header_version(api_key: int, api_version: int) -> int:
     known = _REQUEST_HEADER_VERSIONS.get((api_key, api_version))
     if known is not None:
         return known
-    # only this key's schema is imported (protocol.apis.api), not every API's (issue 22)
+    # only this key's schema is imported (minibroker_protocol.apis.api), not every API's (issue 22)
     schema = LOADED.get(api_key) or load_api(api_key)
     if schema is None or api_version not in schema.versions:
         return 1
@@ -73,7 +73,7 @@ def decode_request_header(buf, pos: int = 0) -> tuple[RequestHeader, int]:
     start = pos + 10
     end = start + n
     if n >= 0 and end <= len(buf):
-        # Kafka reads strings with `new String(bytes, UTF_8)` (protocol.types.read_nullable_string)
+        # Kafka reads strings with `new String(bytes, UTF_8)` (minibroker_protocol.types.read_nullable_string)
         client_id = str(buf[start:end], "utf-8", "replace")
         pos = end
     else:

@@ -2,7 +2,7 @@
 common/metadata definitions by tools/gen_schemas.py. Edit the generator, not this file.
 BY_API_KEY maps the api key a record is framed with to its schema (Kafka: MetadataRecordType)."""
 
-from protocol.schema import F, Message, Schema, message_classes
+from minibroker_protocol.schema import F, Message, Schema, message_classes
 
 REGISTER_BROKER_RECORD = Schema(
     'RegisterBrokerRecord', '0-4', flexible='0+',

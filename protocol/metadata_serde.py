@@ -12,7 +12,7 @@ written at version 0 with no frame, the message carrying its own `version` field
 `ControlRecordUtils`). Snapshots (`.checkpoint` files) are the same batches, opened by a
 SnapshotHeader control batch and closed by a SnapshotFooter one.
 
-Sans-IO: bytes in, messages out. Batches are built with protocol.records.v2.build_batch, so they
+Sans-IO: bytes in, messages out. Batches are built with minibroker_protocol.records.v2.build_batch, so they
 are byte for byte what Kafka's `MemoryRecordsBuilder` writes (tests/protocol/test_metadata_serde.py
 re-encodes a log and snapshots written by Kafka 4.4 and compares).
 """
@@ -23,16 +23,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
-from protocol import codec
-from protocol.metadata_records import BY_API_KEY
-from protocol.raft_records import (
+from minibroker_protocol import codec
+from minibroker_protocol.metadata_records import BY_API_KEY
+from minibroker_protocol.raft_records import (
     K_RAFT_VERSION_RECORD,
     LEADER_CHANGE_MESSAGE,
     SNAPSHOT_FOOTER_RECORD,
     SNAPSHOT_HEADER_RECORD,
     VOTERS_RECORD,
 )
-from protocol.records.v2 import (
+from minibroker_protocol.records.v2 import (
     ControlType,
     DecodedBatch,
     Record,
@@ -41,8 +41,8 @@ from protocol.records.v2 import (
     decode_batches,
     parse_control_record,
 )
-from protocol.schema import Message, Schema
-from protocol.types import read_uvarint, write_uvarint
+from minibroker_protocol.schema import Message, Schema
+from minibroker_protocol.types import read_uvarint, write_uvarint
 
 FRAME_VERSION = 1  # Kafka: AbstractApiMessageSerde.DEFAULT_FRAME_VERSION
 CONTROL_VALUE_VERSION = 0  # Kafka: ControlRecordUtils.*_CURRENT_VERSION, all 0

@@ -1,7 +1,7 @@
 """KRaft control record values (LeaderChange, snapshot header/footer, KRaftVersion, Voters): schema
 data generated from Kafka's definitions by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import F, Schema, message_classes
+from minibroker_protocol.schema import F, Schema, message_classes
 
 LEADER_CHANGE_MESSAGE = Schema(
     'LeaderChangeMessage', '0-1', flexible='0+',

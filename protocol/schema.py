@@ -7,7 +7,7 @@ JSON (clients/src/main/resources/common/message/README.md) in a compact form of 
 data in protocol/apis/ is generated from Kafka's files by tools/gen_schemas.py.
 
 Messages do not know their version. A schema builds one plain class per struct (with __slots__),
-and protocol.codec compiles, per (schema, version), a reader and a writer for it. Code that builds
+and minibroker_protocol.codec compiles, per (schema, version), a reader and a writer for it. Code that builds
 a response writes `produce.RESPONSE(...)`, and nested structs are reached by their Kafka name:
 `produce.RESPONSE.PartitionProduceResponse(index=0)`. The message class is also the module's
 attribute by its Kafka name (`produce.ProduceResponse`), and each struct class an attribute of it
@@ -37,7 +37,7 @@ _BUILD_LOCK = threading.Lock()
 
 
 class RecordsRegion(Protocol):
-    """Record data still in a file (storage.file_region.FileRegion): the writer leaves a hole of
+    """Record data still in a file (minibroker_storage.file_region.FileRegion): the writer leaves a hole of
     `size` bytes that the connection fills with sendfile (Kafka: FileRecords)."""
 
     @property
@@ -307,7 +307,7 @@ class Schema(Generic[M_co]):
         self.fields = tuple(fields)
         self._cls: type[Message] | None = None
         self._classes: dict[str, type[Message]] = {}
-        self._codecs: dict[int, Any] = {}  # version -> (reader, writer), filled by protocol.codec
+        self._codecs: dict[int, Any] = {}  # version -> (reader, writer), filled by minibroker_protocol.codec
 
     @property
     def cls(self) -> type[M_co]:

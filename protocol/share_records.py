@@ -1,7 +1,7 @@
 """Share-coordinator records (__share_group_state, KIP-932): schema data generated from
 Kafka's definitions by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import F, Schema, message_classes
+from minibroker_protocol.schema import F, Schema, message_classes
 
 SHARE_SNAPSHOT_KEY = Schema(
     'ShareSnapshotKey', '0', flexible='none',

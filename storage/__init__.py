@@ -2,11 +2,11 @@
 
 Imports only `protocol` (batch headers, error codes); never `minibroker`.
 
-The package itself imports nothing: `from storage.config import LogConfig` (what the broker's
-config needs before it listens) must not pull in the append path (storage.log with the log
+The package itself imports nothing: `from minibroker_storage.config import LogConfig` (what the broker's
+config needs before it listens) must not pull in the append path (minibroker_storage.log with the log
 validator, the record formats and the producer state), which an empty data dir needs only at its
 first Produce (issue 22, tests/test_startup_imports.py). The public names below still work as
-`storage.Log` etc.: each is imported from its module on first use.
+`minibroker_storage.Log` etc.: each is imported from its module on first use.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from storage.config import LogConfig
-    from storage.file_region import FileRegion
-    from storage.log import FetchDataInfo, Log, LogAppendInfo
-    from storage.log_manager import LogManager
+    from minibroker_storage.config import LogConfig
+    from minibroker_storage.file_region import FileRegion
+    from minibroker_storage.log import FetchDataInfo, Log, LogAppendInfo
+    from minibroker_storage.log_manager import LogManager
 
 _PUBLIC = {
-    "FetchDataInfo": "storage.log", "FileRegion": "storage.file_region", "Log": "storage.log",
-    "LogAppendInfo": "storage.log", "LogConfig": "storage.config", "LogManager": "storage.log_manager",
+    "FetchDataInfo": "minibroker_storage.log", "FileRegion": "minibroker_storage.file_region", "Log": "minibroker_storage.log",
+    "LogAppendInfo": "minibroker_storage.log", "LogConfig": "minibroker_storage.config", "LogManager": "minibroker_storage.log_manager",
 }
 
 __all__ = ["FetchDataInfo", "FileRegion", "Log", "LogAppendInfo", "LogConfig", "LogManager"]
@@ -31,5 +31,5 @@ __all__ = ["FetchDataInfo", "FileRegion", "Log", "LogAppendInfo", "LogConfig", "
 def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name)
     if module is None:
-        raise AttributeError(f"module 'storage' has no attribute {name!r}")
+        raise AttributeError(f"module 'minibroker_storage' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)

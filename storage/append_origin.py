@@ -1,6 +1,6 @@
 """Who is appending to a log (Kafka: AppendOrigin), in a module of its own so that code which only
 names an origin (minibroker.replica_manager's defaults) does not import the append path with it
-(storage.log, storage.producer_state: issue 22). storage.log and storage.producer_state re-export it."""
+(minibroker_storage.log, minibroker_storage.producer_state: issue 22). minibroker_storage.log and minibroker_storage.producer_state re-export it."""
 
 from __future__ import annotations
 

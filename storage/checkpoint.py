@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
-from storage.log_files import atomic_write
+from minibroker_storage.log_files import atomic_write
 
 RECOVERY_POINT_CHECKPOINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT_FILE = "log-start-offset-checkpoint"

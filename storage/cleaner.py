@@ -46,9 +46,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from protocol.errors import KafkaError
-from protocol.records.batch import DELETE_HORIZON_BIT, BatchView, InvalidBatch
-from protocol.records.v2 import (
+from minibroker_protocol.errors import KafkaError
+from minibroker_protocol.records.batch import DELETE_HORIZON_BIT, BatchView, InvalidBatch
+from minibroker_protocol.records.v2 import (
     ControlType,
     DecodedBatch,
     DecodedRecord,
@@ -57,17 +57,17 @@ from protocol.records.v2 import (
     decode_batch,
     parse_control_record,
 )
-from storage.log import Log
-from storage.log_files import (
+from minibroker_storage.log import Log
+from minibroker_storage.log_files import (
     CLEANED_FILE_SUFFIX,
     SEGMENT_FILE_SUFFIXES,
     SWAP_FILE_SUFFIX,
     fsync_dir,
     segment_file,
 )
-from storage.segment import BatchInfo, LogSegment
+from minibroker_storage.segment import BatchInfo, LogSegment
 
-logger = logging.getLogger("storage.cleaner")
+logger = logging.getLogger("minibroker_storage.cleaner")
 
 INT_MAX = 2**31 - 1
 

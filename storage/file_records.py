@@ -13,8 +13,14 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from protocol.records.batch import LOG_OVERHEAD, MAGIC_OFFSET, V2_HEADER_SIZE, BatchView, InvalidBatch
-from storage.file_region import FileRegion
+from minibroker_protocol.records.batch import (
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    V2_HEADER_SIZE,
+    BatchView,
+    InvalidBatch,
+)
+from minibroker_storage.file_region import FileRegion
 
 _MIN_HEADER = LOG_OVERHEAD + 5  # offset, size, epoch/crc, magic: enough to know the entry's format
 # Header scans (an offset lookup walks from the index entry below the target, at most about

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from storage.checkpoint import CorruptCheckpoint, LeaderEpochCheckpointFile
+from minibroker_storage.checkpoint import CorruptCheckpoint, LeaderEpochCheckpointFile
 
-logger = logging.getLogger("storage.leader_epoch")
+logger = logging.getLogger("minibroker_storage.leader_epoch")
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1

@@ -37,12 +37,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.records.batch import BatchView
-from protocol.records.v2 import last_sequence
-from storage.config import LogConfig
-from storage.index import CorruptIndex
-from storage.leader_epoch import LeaderEpochFileCache
-from storage.log_files import (
+from minibroker_protocol.records.batch import BatchView
+from minibroker_protocol.records.v2 import last_sequence
+from minibroker_storage.config import LogConfig
+from minibroker_storage.index import CorruptIndex
+from minibroker_storage.leader_epoch import LeaderEpochFileCache
+from minibroker_storage.log_files import (
     CLEANED_FILE_SUFFIX,
     DELETED_FILE_SUFFIX,
     INDEX_FILE_SUFFIX,
@@ -54,11 +54,11 @@ from storage.log_files import (
     offset_from_file,
     segment_file,
 )
-from storage.producer_state import ProducerStateManager, end_txn_marker
-from storage.segment import LogSegment
-from storage.segments import LogSegments
+from minibroker_storage.producer_state import ProducerStateManager, end_txn_marker
+from minibroker_storage.segment import LogSegment
+from minibroker_storage.segments import LogSegments
 
-logger = logging.getLogger("storage.loader")
+logger = logging.getLogger("minibroker_storage.loader")
 
 
 @dataclass

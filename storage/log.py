@@ -2,7 +2,7 @@
 
 Theory of operation.
 
-Append (the back half of Produce). storage.log_validator checks the batches of an append
+Append (the back half of Produce). minibroker_storage.log_validator checks the batches of an append
 (headers, CRC, records for a Produce request, timestamps, old formats) and nothing is written
 unless every batch passes; it then assigns offsets in the batch headers (baseOffset rewritten,
 the leader epoch, for `LogAppendTime` the broker's time), in the request's own bytes when they
@@ -44,7 +44,7 @@ of the segment it closed (Kafka flushes it asynchronously after a roll). `flush`
 executor thread while appends continue on the loop thread: `_flush_lock` covers the fsyncs and
 the recovery point update, and the file objects guard against a concurrent close.
 
-Deletion (storage.retention). Retention and DeleteRecords never cut a segment: whole segments below the new log
+Deletion (minibroker_storage.retention). Retention and DeleteRecords never cut a segment: whole segments below the new log
 start go. Their files are renamed `*.deleted` and closed/removed after `file.delete.delay.ms`
 (`cleanup_deleted`), so a fetch region handed out just before stays readable.
 
@@ -66,35 +66,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import (
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.batch import (
     LOG_OVERHEAD,
     MAGIC_OFFSET,
     BatchView,
     InvalidBatch,
 )
-from protocol.records.legacy import iter_deep
-from protocol.records.v2 import decode_batch, last_sequence
-from storage import log_validator, retention
-from storage.checkpoint import (
+from minibroker_protocol.records.legacy import iter_deep
+from minibroker_protocol.records.v2 import decode_batch, last_sequence
+from minibroker_storage import log_validator, retention
+from minibroker_storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     PARTITION_METADATA_FILE,
     CorruptCheckpoint,
     PartitionMetadataFile,
 )
-from storage.config import LogConfig
-from storage.file_region import FileRegion
-from storage.leader_epoch import LeaderEpochFileCache
-from storage.loader import load_log, rebuild_producer_state
-from storage.log_files import (
+from minibroker_storage.config import LogConfig
+from minibroker_storage.file_region import FileRegion
+from minibroker_storage.leader_epoch import LeaderEpochFileCache
+from minibroker_storage.loader import load_log, rebuild_producer_state
+from minibroker_storage.log_files import (
     DELETED_FILE_SUFFIX,
     SEGMENT_FILE_SUFFIXES,
     fsync_dir,
     parse_topic_partition_name,
     segment_file,
 )
-from storage.log_validator import AppendPlan, ValidatedRecords
-from storage.producer_state import (
+from minibroker_storage.log_validator import AppendPlan, ValidatedRecords
+from minibroker_storage.producer_state import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     AppendOrigin,
     BatchMetadata,
@@ -103,11 +103,11 @@ from storage.producer_state import (
     ProducerStateManager,
     end_txn_marker,
 )
-from storage.segment import BatchInfo, LogSegment, RollParams
-from storage.segments import LogSegments
-from storage.txn_index import AbortedTxn
+from minibroker_storage.segment import BatchInfo, LogSegment, RollParams
+from minibroker_storage.segments import LogSegments
+from minibroker_storage.txn_index import AbortedTxn
 
-logger = logging.getLogger("storage.log")
+logger = logging.getLogger("minibroker_storage.log")
 
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -116,7 +116,7 @@ RecordTimestamps = Callable[[bytes], Iterable[tuple[int, int]]]
 
 
 def decode_record_timestamps(batch: bytes) -> Iterable[tuple[int, int]]:
-    """The default RecordTimestamps: protocol.records decodes the one batch a timestamp lookup
+    """The default RecordTimestamps: minibroker_protocol.records decodes the one batch a timestamp lookup
     lands in (Kafka does the same in FileRecords.searchForTimestamp). Appends and fetches never
     decode records; only ListOffsets by time and MAX_TIMESTAMP come here."""
     if batch[MAGIC_OFFSET] < 2:  # a message set of a magic 0/1 topic (issue 7)
@@ -303,7 +303,7 @@ class Log:
     def validate(self, records: bytes | bytearray | memoryview, *, origin: str = AppendOrigin.CLIENT,
                  request_version: int | None = None,
                  verify: Callable[[list[BatchView]], None] | None = None) -> ValidatedRecords:
-        """Check the batches of an append against this log's config (storage.log_validator); for a
+        """Check the batches of an append against this log's config (minibroker_storage.log_validator); for a
         Produce partition `request_version` adds the request's checks, the record walk and the
         conversion to the topic's format. Pass the result to `append_as_leader`."""
         self._check_open()
@@ -709,7 +709,7 @@ class Log:
             logger.warning("cannot read the records of the batch at %d in %s: %s", pos, segment, e)
             return ()
 
-    # -- log start offset, retention (storage.retention) ---------------------------------------------------------------
+    # -- log start offset, retention (minibroker_storage.retention) ---------------------------------------------------------------
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to `offset` (-1 = the high watermark);
         whole segments below it go. Returns the new log start offset."""
@@ -725,7 +725,7 @@ class Log:
         return self.log_start_offset
 
     def delete_old_segments(self) -> int:
-        """Retention (Kafka: UnifiedLog.deleteOldSegments, storage.retention): segments wholly below
+        """Retention (Kafka: UnifiedLog.deleteOldSegments, minibroker_storage.retention): segments wholly below
         the log start offset, then by retention.bytes, then by retention.ms, if cleanup.policy has
         "delete". The active segment too when the rule holds for it (after a roll to an empty one),
         never data at or past the HW. Returns how many went."""

@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from storage.checkpoint import (
+from minibroker_storage.checkpoint import (
     CLEANER_OFFSET_CHECKPOINT_FILE,
     LOG_START_OFFSET_CHECKPOINT_FILE,
     PARTITION_METADATA_FILE,
@@ -54,9 +54,9 @@ from storage.checkpoint import (
     random_kafka_uuid,
     uuid_to_kafka,
 )
-from storage.config import LogConfig
-from storage.file_lock import FileLock, lock_log_dir
-from storage.log_files import (
+from minibroker_storage.config import LogConfig
+from minibroker_storage.file_lock import FileLock, lock_log_dir
+from minibroker_storage.log_files import (
     DELETE_DIR_SUFFIX,
     atomic_write,
     fsync_dir,
@@ -64,14 +64,14 @@ from storage.log_files import (
     log_dir_name,
     parse_topic_partition_name,
 )
-from storage.meta_properties import ensure_meta_properties
+from minibroker_storage.meta_properties import ensure_meta_properties
 
 if TYPE_CHECKING:
-    # storage.log (the append path: validator, record formats, producer state) is imported by the
+    # minibroker_storage.log (the append path: validator, record formats, producer state) is imported by the
     # first log opened or created, not by a broker starting on an empty data dir (issue 22)
-    from storage.log import Log
+    from minibroker_storage.log import Log
 
-logger = logging.getLogger("storage.log_manager")
+logger = logging.getLogger("minibroker_storage.log_manager")
 
 TOPIC_CONFIG_FILE = "topic-config-overrides.json"
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"  # Kafka: Topic.CLUSTER_METADATA_TOPIC_NAME
@@ -110,7 +110,7 @@ class LogManager:
         self._log_start_offsets = OffsetCheckpointFile(self.data_dir / LOG_START_OFFSET_CHECKPOINT_FILE)
         self._high_watermarks = OffsetCheckpointFile(self.data_dir / REPLICATION_OFFSET_CHECKPOINT_FILE)
         self._cleaner_offsets = OffsetCheckpointFile(self.data_dir / CLEANER_OFFSET_CHECKPOINT_FILE)
-        # the log cleaner's progress: the first dirty offset of each compacted log (storage.cleaner)
+        # the log cleaner's progress: the first dirty offset of each compacted log (minibroker_storage.cleaner)
         self.cleaner_checkpoints: dict[tuple[str, int], int] = {}
         self._dir_lock = dir_lock
         self._checkpointed_high_watermarks: dict[tuple[str, int], int] = {}
@@ -118,7 +118,7 @@ class LogManager:
     def lock_log_dir(self) -> None:
         """Create the data directory if missing and take its `.lock` (Kafka: the LogManager
         constructor's createAndValidateLogDirs and lockLogDirs), before anything in it is read or
-        written; storage.file_lock.LogDirFailure if another broker holds it."""
+        written; minibroker_storage.file_lock.LogDirFailure if another broker holds it."""
         if self._dir_lock is None:
             self._dir_lock = lock_log_dir(self.data_dir)
 
@@ -156,7 +156,7 @@ class LogManager:
             if tp[0] == CLUSTER_METADATA_TOPIC:
                 continue  # KRaft's metadata log belongs to the raft layer, not to the partitions (Kafka: LogManager)
             config = self._config_for(tp[0])
-            from storage.log import Log
+            from minibroker_storage.log import Log
 
             lg = Log.open(d, config, recovery_point=recovery_points.get(tp, 0),
                           log_start_offset=log_starts.get(tp, 0), clean_shutdown=self.had_clean_shutdown,
@@ -265,7 +265,7 @@ class LogManager:
         if existing is not None:
             return existing
         d = self.data_dir / log_dir_name(topic, partition)
-        from storage.log import Log
+        from minibroker_storage.log import Log
 
         lg = Log.open(d, config or self._config_for(topic), now_ms=self._now_ms, topic_id=topic_id)
         lg.maybe_assign_epoch_start_offset(leader_epoch, lg.log_end_offset)

@@ -6,20 +6,20 @@ Theory of operation. An append is validated in one place, in two calls:
 * `validate(records, config, ...)` needs nothing of the log's state but the clock. For a Produce
   partition (`request_version` given) it first makes the request's checks (from v3 exactly one
   RecordBatch v2, zstd from v7), then brings the batches to the topic's stored magic and codec
-  (protocol.records.convert: up-/down-conversion, recompression; the producer's batches are
+  (minibroker_protocol.records.convert: up-/down-conversion, recompression; the producer's batches are
   walked before that, so that conversion never trips first on a bad record). Then each batch
   header is checked (`_header_error`: whole, size against max.message.bytes, CRC, counts, magic,
   and for clients base offset 0 and no control batch), then each batch's records
-  (protocol.records.validate: every field of every record; keys on a compacted topic, reported
+  (minibroker_protocol.records.validate: every field of every record; keys on a compacted topic, reported
   per record for Produce v8+ `record_errors`), then what Kafka checks per record and we per batch
   (sequence, LogAppendTime set by a producer, timestamps within message.timestamp.*.max.ms),
   and the whole against segment.bytes. A MessageSet v0/v1 for a magic 0/1 topic is checked by
-  protocol.records.legacy (CRC-32 of every message, wrappers, sizes) and its v1 timestamps here.
+  minibroker_protocol.records.legacy (CRC-32 of every message, wrappers, sizes) and its v1 timestamps here.
   The result, `ValidatedRecords`, holds the bytes to write and their headers, parsed once.
 * `assign_offsets(validated, first_offset, ...)` numbers them: baseOffset and the leader epoch
   are rewritten in the request's own bytes when they are writable (outside the CRC, as Kafka's
   LogValidator rewrites the request's ByteBuffer), maxTimestamp and the CRC under LogAppendTime;
-  a message set is renumbered by protocol.records.legacy.assign_offsets. No record is decoded
+  a message set is renumbered by minibroker_protocol.records.legacy.assign_offsets. No record is decoded
   into objects unless a conversion was needed.
 
 The ReplicaManager calls `validate` once per Produce partition (through Partition.validate), with
@@ -40,9 +40,9 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import legacy
-from protocol.records.batch import (
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records import legacy
+from minibroker_protocol.records.batch import (
     LOG_OVERHEAD,
     NO_TIMESTAMP,
     V2_HEADER_SIZE,
@@ -53,11 +53,11 @@ from protocol.records.batch import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
-from protocol.records.convert import CODEC_BY_NAME, conform_produce, recompress
-from protocol.records.validate import validate_records
-from storage.config import LogConfig
-from storage.producer_state import AppendOrigin
-from storage.segment import BatchInfo
+from minibroker_protocol.records.convert import CODEC_BY_NAME, conform_produce, recompress
+from minibroker_protocol.records.validate import validate_records
+from minibroker_storage.config import LogConfig
+from minibroker_storage.producer_state import AppendOrigin
+from minibroker_storage.segment import BatchInfo
 
 ZSTD = 4  # compression codec id in a batch's attributes
 _MIN_ENTRY_SIZE = 14  # Kafka: LegacyRecord.RECORD_OVERHEAD_V0
@@ -295,7 +295,7 @@ def _check_timestamp(ts: int, config: LogConfig, now: int, which: str) -> None:
 
 def _validate_legacy(records: bytes | bytearray | memoryview, config: LogConfig, now: int, client: bool,
                      where: str) -> ValidatedRecords:
-    """A message set for a magic 0/1 log (issue 7): protocol.records.legacy's checks (every
+    """A message set for a magic 0/1 log (issue 7): minibroker_protocol.records.legacy's checks (every
     message whole, CRC-32 right, wrappers of one level holding messages of their magic, no zstd,
     no message above max.message.bytes), the log's magic, and v1 CreateTime timestamps."""
     if len(records) == 0:
@@ -359,7 +359,7 @@ def assign_offsets(validated: ValidatedRecords, config: LogConfig, *, first_offs
 
 
 def _assign_legacy(validated: ValidatedRecords, config: LogConfig, first_offset: int, now: int) -> AppendPlan:
-    """A message set numbered by protocol.records.legacy.assign_offsets: offsets rewritten in
+    """A message set numbered by minibroker_protocol.records.legacy.assign_offsets: offsets rewritten in
     uncompressed messages and v1 wrappers (KIP-31), v0 wrappers rebuilt (seed 000)."""
     lat = now if config.log_append_time and stored_magic(config) == 1 else NO_TIMESTAMP
     data, next_offset = legacy.assign_offsets(validated.records, first_offset,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.checkpoint import (
+from minibroker_storage.checkpoint import (
     META_PROPERTIES_FILE,
     random_kafka_uuid,
     read_properties,

@@ -57,13 +57,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP, crc32c
-from protocol.records.v2 import ControlType, decode_batch, parse_control_record
-from storage.append_origin import AppendOrigin
-from storage.log_files import PRODUCER_SNAPSHOT_FILE_SUFFIX, filename_prefix_from_offset, fsync_dir
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.batch import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    crc32c,
+)
+from minibroker_protocol.records.v2 import ControlType, decode_batch, parse_control_record
+from minibroker_storage.append_origin import AppendOrigin
+from minibroker_storage.log_files import PRODUCER_SNAPSHOT_FILE_SUFFIX, filename_prefix_from_offset, fsync_dir
 
-logger = logging.getLogger("storage.producer_state")
+logger = logging.getLogger("minibroker_storage.producer_state")
 
 NUM_BATCHES_TO_RETAIN = 5  # Kafka: ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 INT32_MAX = 2**31 - 1

@@ -21,13 +21,13 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from storage.config import LogConfig
-from storage.segment import LogSegment
-from storage.segments import LogSegments
+from minibroker_storage.config import LogConfig
+from minibroker_storage.segment import LogSegment
+from minibroker_storage.segments import LogSegments
 
 
 class Log(Protocol):
-    """What retention reads and changes of a partition log (storage.log.Log; a Protocol, so that
+    """What retention reads and changes of a partition log (minibroker_storage.log.Log; a Protocol, so that
     the log can call into this module without a cycle)."""
 
     topic: str
@@ -46,7 +46,7 @@ class Log(Protocol):
 
     def remove_and_delete_segments(self, segs: list[LogSegment]) -> None: ...
 
-logger = logging.getLogger("storage.log")
+logger = logging.getLogger("minibroker_storage.log")
 
 SegmentPredicate = Callable[[LogSegment, LogSegment | None], bool]
 """(segment, the segment after it) -> whether the segment may go."""

@@ -29,22 +29,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from protocol.records.batch import LOG_OVERHEAD, BatchView, InvalidBatch
-from storage.config import LogConfig
-from storage.file_records import FileRecords
-from storage.index import IndexOffsetOverflow
-from storage.log_files import (
+from minibroker_protocol.records.batch import LOG_OVERHEAD, BatchView, InvalidBatch
+from minibroker_storage.config import LogConfig
+from minibroker_storage.file_records import FileRecords
+from minibroker_storage.index import IndexOffsetOverflow
+from minibroker_storage.log_files import (
     INDEX_FILE_SUFFIX,
     LOG_FILE_SUFFIX,
     TIME_INDEX_FILE_SUFFIX,
     TXN_INDEX_FILE_SUFFIX,
     segment_file,
 )
-from storage.offset_index import OffsetIndex
-from storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
-from storage.txn_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
+from minibroker_storage.offset_index import OffsetIndex
+from minibroker_storage.time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
+from minibroker_storage.txn_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
 
-logger = logging.getLogger("storage.segment")
+logger = logging.getLogger("minibroker_storage.segment")
 
 _RECOVERY_CHUNK = 1 << 20
 

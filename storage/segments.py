@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator
 
-from storage.segment import LogSegment
+from minibroker_storage.segment import LogSegment
 
 
 class LogSegments:

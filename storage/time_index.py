@@ -15,7 +15,7 @@ import struct
 from pathlib import Path
 from typing import NamedTuple
 
-from storage.index import AbstractIndex, Buffer, CorruptIndex
+from minibroker_storage.index import AbstractIndex, Buffer, CorruptIndex
 
 _ENTRY = struct.Struct(">qi")
 NO_TIMESTAMP = -1

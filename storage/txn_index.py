@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from storage.index import CorruptIndex
+from minibroker_storage.index import CorruptIndex
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34

@@ -35,8 +35,8 @@ from minibroker.config import (
 from minibroker.config.definitions import _java_double
 from minibroker.config.kafka_dynamic import KAFKA_DYNAMIC_BROKER_KEYS
 from minibroker.config.keys import KAFKA_KEYS_WITHOUT_EFFECT
-from protocol.errors import ErrorCode
-from storage.config import LogConfig
+from minibroker_protocol.errors import ErrorCode
+from minibroker_storage.config import LogConfig
 
 REPO = Path(__file__).resolve().parents[1]
 WEEK_MS = 7 * 24 * 3600 * 1000

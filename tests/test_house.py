@@ -28,7 +28,7 @@ def test_no_handler_is_typed_any() -> None:
 
 def test_no_handler_or_console_module_touches_a_log() -> None:
     found = check_house.log_calls()
-    assert not found, (f"{len(found)} uses of a storage.log.Log in minibroker/handlers or minibroker/console "
+    assert not found, (f"{len(found)} uses of a minibroker_storage.log.Log in minibroker/handlers or minibroker/console "
                        f"(go through the ReplicaManager):\n{_listed(found)}")
 
 

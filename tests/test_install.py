@@ -88,6 +88,17 @@ def test_a_fresh_virtualenv_in_another_project_runs_the_example_on_the_installed
 
     project = tmp_path / "project"
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    # the user's project has packages of its own with generic names: the installed broker claims
+    # none of them (issue 31: a project's own `storage` broke the fixture with "No module named
+    # 'storage.config'"); its layers install as minibroker_storage and minibroker_protocol
+    for own in ("storage", "protocol"):
+        (project / own).mkdir()
+        (project / own / "__init__.py").write_text(f"WHOSE = 'the project {own}'\n")
+    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], env=env,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    installed = {p.name for p in Path(site).iterdir()}
+    assert {"minibroker", "minibroker_storage", "minibroker_protocol"} <= installed
+    assert not {"storage", "protocol"} & installed, sorted(installed)
     where = subprocess.run([str(py), "-c", "import minibroker; print(minibroker.__file__)"], cwd=project, env=env,
                            capture_output=True, text=True, check=True)
     assert str(venv) in where.stdout and str(ROOT) not in where.stdout  # the installed copy

@@ -14,8 +14,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("protocol", "storage", "minibroker")
-LAYER = {"protocol": 0, "storage": 1, "minibroker": 2}
+PACKAGES = ("minibroker_protocol", "minibroker_storage", "minibroker")  # protocol/ and storage/ as installed
+LAYER = {"minibroker_protocol": 0, "minibroker_storage": 1, "minibroker": 2}
 
 
 def module_name(root: Path, path: Path) -> str:
@@ -116,10 +116,10 @@ def test_layers_import_downward_only() -> None:
 
 def test_the_checks_can_fail(tmp_path: Path) -> None:
     files = {
-        "protocol/__init__.py": "",
-        "protocol/a.py": "from storage import s\n",
-        "storage/__init__.py": "",
-        "storage/s.py": "import protocol.a\n",
+        "minibroker_protocol/__init__.py": "",
+        "minibroker_protocol/a.py": "from minibroker_storage import s\n",
+        "minibroker_storage/__init__.py": "",
+        "minibroker_storage/s.py": "import minibroker_protocol.a\n",
         "minibroker/__init__.py": "",
         "minibroker/x.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from minibroker.y import Y\n",
         "minibroker/y.py": "def f():\n    from . import x\n",
@@ -130,5 +130,5 @@ def test_the_checks_can_fail(tmp_path: Path) -> None:
         (tmp_path / rel).write_text(text)
     graph = import_graph(tmp_path)
     assert graph["minibroker.z"] == {"minibroker.x"}
-    assert cycles(graph) == [["minibroker.x", "minibroker.y"], ["protocol.a", "storage.s"]]
-    assert upward(graph) == [("protocol.a", "storage.s")]
+    assert cycles(graph) == [["minibroker.x", "minibroker.y"], ["minibroker_protocol.a", "minibroker_storage.s"]]
+    assert upward(graph) == [("minibroker_protocol.a", "minibroker_storage.s")]

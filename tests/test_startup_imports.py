@@ -29,15 +29,15 @@ NOT_AT_START = [
     # SCRAM (hashlib, hmac, secrets): read with the first stored credential or SCRAM request
     "minibroker.security.scram",
     # the trace tool (--trace, the console's live trace) and the other tools
-    "minibroker.tools.trace", "minibroker.tools.dump_log", "protocol.records.dump",
-    # reading installed packages' metadata (the crc32c package's __init__ does; protocol.records.batch
+    "minibroker.tools.trace", "minibroker.tools.dump_log", "minibroker_protocol.records.dump",
+    # reading installed packages' metadata (the crc32c package's __init__ does; minibroker_protocol.records.batch
     # loads its extension module alone)
     "importlib.metadata", "email",
     # KRaft roles (issue 29): the controller, the raft log and the broker's metadata follower, only
     # with process.roles
     "minibroker.kafka_raft_server", "minibroker.controller.quorum_controller", "minibroker.raft.metadata_log",
     "minibroker.metadata.metadata_loader", "minibroker.metadata.image",
-    # the compression codecs (protocol.records.compression imports each when a batch needs it)
+    # the compression codecs (minibroker_protocol.records.compression imports each when a batch needs it)
     "lz4", "snappy", "cramjam", "zstandard",
     # glibc tuning through ctypes, set a second after listening (minibroker.cli)
     "ctypes", "minibroker.malloc_tuning",
@@ -51,19 +51,19 @@ NOT_AT_START = [
     "minibroker.coordinator.share.share_group", "minibroker.coordinator.share.share_partition",
     "minibroker.coordinator.share.share_coordinator_shard", "minibroker.coordinator.group.classic_group",
     # the handlers other than ApiVersions' and the schemas of their APIs: imported by the first
-    # request of their key (minibroker/handlers/api_table.py, protocol.apis.api)
+    # request of their key (minibroker/handlers/api_table.py, minibroker_protocol.apis.api)
     *(f"minibroker.handlers.{m}" for m in (
         "acls", "admin", "client_quotas", "configs", "consumer_groups", "fetch", "groups", "legacy",
         "list_offsets", "metadata", "produce", "producer_ids", "security", "share_groups", "topics",
         "transactions")),
-    *(f"protocol.apis.{m}" for m in (
+    *(f"minibroker_protocol.apis.{m}" for m in (
         "fetch", "metadata", "offset_commit", "join_group", "create_topics", "share_fetch", "describe_acls",
         "sasl_handshake", "init_producer_id", "describe_configs")),
     # the storage engine's append path and the record formats: imported by the first log opened or
-    # created (storage.log_manager), the cleaning by the first compacted log (minibroker.cleaner)
-    "storage.log", "storage.log_validator", "storage.producer_state", "storage.segment", "storage.segments",
-    "storage.cleaner", "protocol.records.v2", "protocol.records.validate", "protocol.records.convert",
-    "protocol.records.compression", "protocol.records.legacy",
+    # created (minibroker_storage.log_manager), the cleaning by the first compacted log (minibroker.cleaner)
+    "minibroker_storage.log", "minibroker_storage.log_validator", "minibroker_storage.producer_state", "minibroker_storage.segment", "minibroker_storage.segments",
+    "minibroker_storage.cleaner", "minibroker_protocol.records.v2", "minibroker_protocol.records.validate", "minibroker_protocol.records.convert",
+    "minibroker_protocol.records.compression", "minibroker_protocol.records.legacy",
     # a config file (--config) and what only tests, benches and tools use
     "yaml", "minibroker.testing", "minibroker.pytest_plugin", "pytest", "hypothesis", "prometheus_client",
     "confluent_kafka", "kafka", "aiokafka", "playwright", "matplotlib",
@@ -100,7 +100,7 @@ def test_start_path_imports_no_tool_test_console_or_tls_module() -> None:
     crept_in = sorted(m for m in loaded if any(m == bad or m.startswith(bad + ".") for bad in NOT_AT_START))
     assert not crept_in, f"imported before the first request: {crept_in}"
     # the start path is there (the probe measured something real)
-    assert {"minibroker.kafka_apis", "minibroker.handlers.api_versions", "protocol.apis.api_versions"} <= loaded
+    assert {"minibroker.kafka_apis", "minibroker.handlers.api_versions", "minibroker_protocol.apis.api_versions"} <= loaded
 
 
 def test_coordinators_know_the_internal_topics_and_files_their_state_is_in() -> None:
@@ -119,22 +119,22 @@ def test_coordinators_know_the_internal_topics_and_files_their_state_is_in() -> 
 
 def test_broker_config_does_not_import_the_storage_append_path() -> None:
     """The CLI loads the config package before it binds the listeners; it needs only
-    storage.config (LogConfig), and the storage package's __init__ imports nothing, so the append
-    path (storage.log, the log validator, the record formats) comes after binding at the earliest."""
-    code = ("import json, sys; import minibroker.config, storage; "
-            "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('storage', 'protocol.records')))))")
+    minibroker_storage.config (LogConfig), and the storage package's __init__ imports nothing, so the append
+    path (minibroker_storage.log, the log validator, the record formats) comes after binding at the earliest."""
+    code = ("import json, sys; import minibroker.config, minibroker_storage; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('minibroker_storage', 'minibroker_protocol.records')))))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
                          check=True)
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
-    assert "storage.config" in loaded
-    assert not {"storage.log", "storage.log_validator", "storage.producer_state", "storage.segment",
-                "protocol.records.v2"} & set(loaded), loaded
+    assert "minibroker_storage.config" in loaded
+    assert not {"minibroker_storage.log", "minibroker_storage.log_validator", "minibroker_storage.producer_state", "minibroker_storage.segment",
+                "minibroker_protocol.records.v2"} & set(loaded), loaded
 
 
 def test_storage_public_names_resolve_lazily() -> None:
-    import storage
-    from storage.log import Log
-    from storage.log_manager import LogManager
+    import minibroker_storage as storage
+    from minibroker_storage.log import Log
+    from minibroker_storage.log_manager import LogManager
 
     assert storage.Log is Log and storage.LogManager is LogManager
     assert {name for name in storage.__all__ if getattr(storage, name) is None} == set()

@@ -14,7 +14,7 @@ import pytest
 from kafka import KafkaProducer
 
 from minibroker.testing import AsyncBroker, BrokerThread, Namespace
-from protocol.records import v2
+from minibroker_protocol.records import v2
 from tests.helpers import TEST_OVERRIDES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,7 +147,7 @@ def test_namespaces_keep_tests_apart(bt):
 
 
 def test_create_topic_applies_kafka_rules(bt):
-    from protocol.errors import ErrorCode, KafkaError
+    from minibroker_protocol.errors import ErrorCode, KafkaError
 
     bt.create_topic("dup")
     with pytest.raises(KafkaError) as e:
@@ -219,7 +219,7 @@ def test_plugin_import_does_not_start_or_import_the_broker():
     import sys
 
     code = ("import sys, minibroker.pytest_plugin; "
-            "print(sorted(m for m in sys.modules if m.startswith(('minibroker.server', 'storage', 'protocol'))))")
+            "print(sorted(m for m in sys.modules if m.startswith(('minibroker.server', 'minibroker_storage', 'minibroker_protocol'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
 

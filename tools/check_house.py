@@ -8,8 +8,8 @@ tests/test_house.py fails on each of them:
   tests/test_layering.py, every import statement counted);
 - a handler typed `Any`: the request or response annotation of a function that
   minibroker/handlers/api_table.py names, missing or using `Any`;
-- a module under minibroker/handlers/ or minibroker/console/ touching a `storage.log.Log`: importing
-  storage.log, calling a `get_log` method (what hands a Log out), or using a public method,
+- a module under minibroker/handlers/ or minibroker/console/ touching a `minibroker_storage.log.Log`: importing
+  minibroker_storage.log, calling a `get_log` method (what hands a Log out), or using a public method,
   property or attribute of Log on a name that the same function binds to one (assigned from a
   `get_log(...)` call or a topic's partition map, annotated `Log`, or a loop over such a value;
   and `lg`, the house's name for a Log).
@@ -106,7 +106,7 @@ def handlers_typed_any() -> list[Offence]:
 
 # -- handlers and console touching a Log ------------------------------------------------------------
 def log_members() -> frozenset[str]:
-    """The public methods and properties of storage.log.Log, and the attributes its __init__ sets."""
+    """The public methods and properties of minibroker_storage.log.Log, and the attributes its __init__ sets."""
     for node in _parse(ROOT / "storage" / "log.py").body:
         if isinstance(node, ast.ClassDef) and node.name == "Log":
             names = {f.name for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -215,11 +215,11 @@ def log_calls() -> list[Offence]:
         tree = _parse(path)
         where = _rel(path)
         for n in ast.walk(tree):
-            if isinstance(n, ast.Import) and any(a.name == "storage.log" for a in n.names):
-                out.add(Offence(f"{where}:{n.lineno}", "imports storage.log"))
-            elif isinstance(n, ast.ImportFrom) and (n.module == "storage.log" or n.module == "storage"
+            if isinstance(n, ast.Import) and any(a.name == "minibroker_storage.log" for a in n.names):
+                out.add(Offence(f"{where}:{n.lineno}", "imports minibroker_storage.log"))
+            elif isinstance(n, ast.ImportFrom) and (n.module == "minibroker_storage.log" or n.module == "minibroker_storage"
                                                     and any(a.name == "log" for a in n.names)):
-                out.add(Offence(f"{where}:{n.lineno}", "imports storage.log"))
+                out.add(Offence(f"{where}:{n.lineno}", "imports minibroker_storage.log"))
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get_log":
                 out.add(Offence(f"{where}:{n.lineno}", f"{ast.unparse(n.func)}(...) hands out a Log"))
             elif isinstance(n, ast.Attribute) and _hands_out_log(n):
@@ -290,7 +290,7 @@ def mypy_untyped(timeout: float = 900) -> list[Offence]:
     outside the repo, kept between runs)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "mypy", "--cache-dir", str(MYPY_CACHE), "--disallow-untyped-defs",
-           "--disallow-incomplete-defs", "--no-error-summary", "minibroker", "storage"]
+           "--disallow-incomplete-defs", "--no-error-summary", "minibroker", "minibroker_storage"]
     run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
     out = []
     for line in run.stdout.splitlines():

@@ -74,7 +74,7 @@ def collect() -> dict[int, tuple[str, str, str, bool]]:
 
 
 def render() -> str:
-    from protocol.apis import api
+    from minibroker_protocol.apis import api
 
     lines = [HEADER]
     for key, (versions, module, function, share) in collect().items():

@@ -236,7 +236,7 @@ def write_api(api: str, files: dict[str, Path], outdir: Path) -> None:
         f'"""{api} (api key {req["apiKey"]}): schema data generated from Kafka\'s message definitions',
         "by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",
         "",
-        "from protocol.schema import Api, F, Schema, message_classes",
+        "from minibroker_protocol.schema import Api, F, Schema, message_classes",
         "",
     ]
     emit_struct(api + "Request", req, "REQUEST", out)
@@ -253,7 +253,7 @@ def _write_records(files: dict[str, Path], outdir: Path) -> None:
         '"""Coordinator records (__consumer_offsets, __transaction_state): schema data generated from',
         "Kafka's definitions by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",
         "",
-        "from protocol.schema import F, Schema, message_classes",
+        "from minibroker_protocol.schema import F, Schema, message_classes",
         "",
     ]
     for name in RECORDS:
@@ -267,7 +267,7 @@ def _write_records(files: dict[str, Path], outdir: Path) -> None:
         '"""Share-coordinator records (__share_group_state, KIP-932): schema data generated from',
         "Kafka's definitions by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",
         "",
-        "from protocol.schema import F, Schema, message_classes",
+        "from minibroker_protocol.schema import F, Schema, message_classes",
         "",
     ]
     for name in SHARE_RECORDS:
@@ -288,7 +288,7 @@ def write_kraft_records(files: dict[str, Path], outdir: Path) -> None:
         "common/metadata definitions by tools/gen_schemas.py. Edit the generator, not this file.",
         "BY_API_KEY maps the api key a record is framed with to its schema (Kafka: MetadataRecordType).\"\"\"",
         "",
-        "from protocol.schema import F, Message, Schema, message_classes",
+        "from minibroker_protocol.schema import F, Message, Schema, message_classes",
         "",
     ]
     keys = {}
@@ -307,7 +307,7 @@ def write_kraft_records(files: dict[str, Path], outdir: Path) -> None:
         '"""KRaft control record values (LeaderChange, snapshot header/footer, KRaftVersion, Voters): schema',
         "data generated from Kafka's definitions by tools/gen_schemas.py. Edit the generator, not this file.\"\"\"",
         "",
-        "from protocol.schema import F, Schema, message_classes",
+        "from minibroker_protocol.schema import F, Schema, message_classes",
         "",
     ]
     for name in RAFT_RECORDS:
@@ -330,15 +330,15 @@ _STUB_NAMES = {"bool", "int", "float", "str", "bytes", "list", "type", "uuid", "
 
 def stub_modules() -> dict[str, list[str]]:
     """Module (dotted) -> the names of its schema variables, for every module that gets a stub."""
-    mods = {f"protocol.apis.{module_name(a)}": ["REQUEST", "RESPONSE"] for a in APIS}
-    mods["protocol.coordinator_records"] = [snake(n).upper() for n in RECORDS]
-    mods["protocol.share_records"] = [snake(n).upper() for n in SHARE_RECORDS]
-    mods["protocol.metadata_records"] = [snake(n).upper() for n in METADATA_RECORDS]
-    mods["protocol.raft_records"] = [snake(n).upper() for n in RAFT_RECORDS]
+    mods = {f"minibroker_protocol.apis.{module_name(a)}": ["REQUEST", "RESPONSE"] for a in APIS}
+    mods["minibroker_protocol.coordinator_records"] = [snake(n).upper() for n in RECORDS]
+    mods["minibroker_protocol.share_records"] = [snake(n).upper() for n in SHARE_RECORDS]
+    mods["minibroker_protocol.metadata_records"] = [snake(n).upper() for n in METADATA_RECORDS]
+    mods["minibroker_protocol.raft_records"] = [snake(n).upper() for n in RAFT_RECORDS]
     return mods
 
 
-def field_type(f, top: str, request: bool) -> str:  # f: protocol.schema.F
+def field_type(f, top: str, request: bool) -> str:  # f: minibroker_protocol.schema.F
     if f.is_struct:
         assert f.struct is not None
         t = f"{top}.{f.struct.__name__}"
@@ -411,7 +411,7 @@ def render_stub(module: str, variables: list[str]) -> str:
     text = "\n".join(out[header:])
     used = [n for n in ("Api", "BaseRecords", "MemoryRecords", "Message", "Schema") if re.search(rf"\b{n}\b", text)]
     imports = ["import uuid", ""] if "uuid.UUID" in text else []
-    imports += [f"from protocol.schema import {', '.join(used)}", "", ""]
+    imports += [f"from minibroker_protocol.schema import {', '.join(used)}", "", ""]
     return "\n".join(out[:header] + imports) + text
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TypeAlias
 
-from protocol.errors import ErrorCode
+from minibroker_protocol.errors import ErrorCode
 
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1

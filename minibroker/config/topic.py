@@ -2,7 +2,7 @@
 
 A topic's config in force is its own overrides laid over the broker's defaults for topic keys
 (`BrokerConfig.topic_defaults`). Overrides are parsed and validated here, once; storage never sees
-a Kafka key string. It receives a `storage.config.LogConfig` built by `to_log_config` from values
+a Kafka key string. It receives a `minibroker_storage.config.LogConfig` built by `to_log_config` from values
 already parsed, with the decisions already made (the stored record magic, the KIP-937 timestamp
 bounds).
 """
@@ -25,7 +25,7 @@ from minibroker.config.definitions import (
     record_version_for,
 )
 from minibroker.config.keys import TOPIC_CONFIGS
-from storage.config import LogConfig
+from minibroker_storage.config import LogConfig
 
 # --------------------------------------------------------------------------- topic configs
 

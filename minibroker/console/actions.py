@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from minibroker.console.state import parse_int
 from minibroker.services import BrokerServices
 from minibroker.tools.json_value import JsonValue
-from protocol.apis import offset_commit
-from protocol.errors import ErrorCode, KafkaError, error_name
-from protocol.records.v2 import Record, build_batch
+from minibroker_protocol.apis import offset_commit
+from minibroker_protocol.errors import ErrorCode, KafkaError, error_name
+from minibroker_protocol.records.v2 import Record, build_batch
 
 # Any Produce version from 3 checks a single uncompressed v2 batch the same way; the highest we
 # serve is named so the log applies every check a current client's request gets.

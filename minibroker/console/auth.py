@@ -38,9 +38,9 @@ from minibroker.handlers.registry import RequestContext
 from minibroker.security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from minibroker.security.scram import MECHANISMS, credential_from_salted, salted_password
 from minibroker.services import BrokerServices
-from protocol.apis import create_topics, delete_topics, describe_cluster, offset_commit, produce
-from protocol.errors import ErrorCode, error_name
-from protocol.headers import RequestHeader
+from minibroker_protocol.apis import create_topics, delete_topics, describe_cluster, offset_commit, produce
+from minibroker_protocol.errors import ErrorCode, error_name
+from minibroker_protocol.headers import RequestHeader
 
 CLIENT_ID = "minibroker-console"
 REALM = "minibroker console"

@@ -36,7 +36,7 @@ from minibroker.faults import FaultError, FaultRegistry
 from minibroker.faults.model import fault_kwargs
 from minibroker.security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from minibroker.services import BrokerServices
-from protocol.apis import alter_configs
+from minibroker_protocol.apis import alter_configs
 
 OFF = ("faults are off: start the broker with --console-allow-faults (console.allow.faults=true) to set faults "
        "over HTTP")

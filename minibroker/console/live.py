@@ -15,7 +15,7 @@ import json
 import logging
 
 from minibroker.tools.trace import Traced, TraceEntry, TraceListeners, trace_entry
-from protocol.schema import Message
+from minibroker_protocol.schema import Message
 
 log = logging.getLogger("minibroker.console")
 

@@ -20,10 +20,10 @@ from collections.abc import Iterator
 import lz4.frame  # the console's own import: a broker without a console never loads it
 import zstandard
 
-from protocol.records import v2
-from protocol.records.batch import NO_SEQUENCE, V2_HEADER_SIZE, BatchView, InvalidBatch
-from protocol.records.compression import Codec, decompress
-from protocol.records.dump import RecordSummary
+from minibroker_protocol.records import v2
+from minibroker_protocol.records.batch import NO_SEQUENCE, V2_HEADER_SIZE, BatchView, InvalidBatch
+from minibroker_protocol.records.compression import Codec, decompress
+from minibroker_protocol.records.dump import RecordSummary
 
 MAX_PAGE_RECORDS = 500  # records rendered by one page, over all its batches
 MAX_PAGE_DECOMPRESSED = 4 * 1024 * 1024  # bytes of one batch decompressed for a page

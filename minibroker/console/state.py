@@ -61,10 +61,10 @@ from minibroker.coordinator.share.share_group_configs import GROUP_KEYS as SHARE
 from minibroker.partition import Partition
 from minibroker.services import BrokerServices
 from minibroker.tools.trace import batch_field_spans
-from protocol.records.batch import BatchView, InvalidBatch
-from protocol.records.dump import BatchSummary, RecordSummary, iter_summaries, summarize
-from storage.segment import LogSegment
-from storage.txn_index import AbortedTxn
+from minibroker_protocol.records.batch import BatchView, InvalidBatch
+from minibroker_protocol.records.dump import BatchSummary, RecordSummary, iter_summaries, summarize
+from minibroker_storage.segment import LogSegment
+from minibroker_storage.txn_index import AbortedTxn
 
 MAX_BATCHES = 50
 MAX_READ_BYTES = 4 * 1024 * 1024

@@ -24,11 +24,11 @@ from minibroker.metadata.image import (
     MetadataImage,
     register_broker_record,
 )
-from protocol import metadata_records as mr
-from protocol.apis.broker_heartbeat import BrokerHeartbeatRequest
-from protocol.apis.broker_registration import BrokerRegistrationRequest
-from protocol.errors import ErrorCode, KafkaError
-from protocol.metadata_serde import ApiMessageAndVersion
+from minibroker_protocol import metadata_records as mr
+from minibroker_protocol.apis.broker_heartbeat import BrokerHeartbeatRequest
+from minibroker_protocol.apis.broker_registration import BrokerRegistrationRequest
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 
 REGISTER_BROKER_RECORD_VERSION = 3  # with log_dirs (KIP-858), read by every Kafka 4 tool
 BROKER_REGISTRATION_CHANGE_VERSION = 2

@@ -14,14 +14,14 @@ from minibroker.config import ConfigError
 from minibroker.config.keys import BROKER_CONFIGS
 from minibroker.config.topic import validate_topic_config
 from minibroker.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
-from protocol import metadata_records as mr
-from protocol.apis import incremental_alter_configs as iac
-from protocol.apis.incremental_alter_configs import (
+from minibroker_protocol import metadata_records as mr
+from minibroker_protocol.apis import incremental_alter_configs as iac
+from minibroker_protocol.apis.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
-from protocol.errors import ErrorCode, KafkaError
-from protocol.metadata_serde import ApiMessageAndVersion
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # Kafka: AlterConfigOp.OpType
 

@@ -37,7 +37,7 @@ from minibroker.controller.quorum_controller import QuorumController
 from minibroker.features import FEATURES
 from minibroker.raft.metadata_log import METADATA_TOPIC, METADATA_TOPIC_ID
 from minibroker.raft.snapshots import SnapshotId, latest_snapshot
-from protocol.apis import (
+from minibroker_protocol.apis import (
     allocate_producer_ids,
     alter_partition,
     alter_partition_reassignments,
@@ -57,12 +57,12 @@ from protocol.apis import (
     unregister_broker,
     update_features,
 )
-from protocol.apis.fetch import FetchRequest, FetchResponse
-from protocol.codec import decode
-from protocol.errors import ErrorCode, KafkaError
-from protocol.headers import decode_request_header, encode_response_frame
-from protocol.schema import ZERO_UUID, Api, Message
-from protocol.types import DecodeError
+from minibroker_protocol.apis.fetch import FetchRequest, FetchResponse
+from minibroker_protocol.codec import decode
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.headers import decode_request_header, encode_response_frame
+from minibroker_protocol.schema import ZERO_UUID, Api, Message
+from minibroker_protocol.types import DecodeError
 
 CONTROLLER_ENDPOINT = 2  # DescribeCluster endpoint_type (KIP-919)
 ControllerHandler = Callable[[Message, int], Awaitable[Message]]

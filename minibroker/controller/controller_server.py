@@ -18,10 +18,10 @@ from pathlib import Path
 
 from minibroker.controller.controller_apis import ControllerApis
 from minibroker.controller.quorum_controller import ControllerConfig, QuorumController
-from protocol.codec import decode
-from protocol.errors import ErrorCode
-from protocol.headers import decode_request_header, encode_response_frame
-from protocol.schema import Message
+from minibroker_protocol.codec import decode
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.headers import decode_request_header, encode_response_frame
+from minibroker_protocol.schema import Message
 
 log = logging.getLogger("minibroker.controller")
 

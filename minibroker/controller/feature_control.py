@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from minibroker.features import FEATURES, METADATA_VERSION
 from minibroker.metadata.image import MetadataImage
-from protocol import metadata_records as mr
-from protocol.apis import update_features as uf
-from protocol.apis.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
-from protocol.errors import ErrorCode, KafkaError
-from protocol.metadata_serde import ApiMessageAndVersion
+from minibroker_protocol import metadata_records as mr
+from minibroker_protocol.apis import update_features as uf
+from minibroker_protocol.apis.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 
 
 def bootstrap_records() -> list[ApiMessageAndVersion]:

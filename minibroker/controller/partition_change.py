@@ -21,7 +21,7 @@ from minibroker.metadata.partition_registration import (
     LeaderRecoveryState,
     PartitionRegistration,
 )
-from protocol import metadata_records as mr
+from minibroker_protocol import metadata_records as mr
 
 
 def elect_leader(reg: PartitionRegistration, isr: Sequence[int], usable: Callable[[int], bool], *,

@@ -7,8 +7,8 @@ ProducerIdsRecord with the id after the block, so no id is handed out twice, acr
 from __future__ import annotations
 
 from minibroker.metadata.image import MetadataImage
-from protocol import metadata_records as mr
-from protocol.metadata_serde import ApiMessageAndVersion
+from minibroker_protocol import metadata_records as mr
+from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 
 PRODUCER_ID_BLOCK_SIZE = 1000  # Kafka: ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 MAX_PRODUCER_ID = (1 << 63) - 1

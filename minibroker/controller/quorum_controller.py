@@ -38,36 +38,39 @@ from minibroker.controller.feature_control import bootstrap_records, update_feat
 from minibroker.controller.replication_control import ReplicationControlManager, TopicDefaults
 from minibroker.metadata.image import MetadataDelta, MetadataImage
 from minibroker.raft.metadata_log import MetadataLog, MetadataLogConfig
-from protocol import metadata_records as mr
-from protocol.apis import (
+from minibroker_protocol import metadata_records as mr
+from minibroker_protocol.apis import (
     allocate_producer_ids,
     alter_partition,
     broker_heartbeat,
     broker_registration,
     unregister_broker,
 )
-from protocol.apis.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
-from protocol.apis.alter_partition import AlterPartitionRequest, AlterPartitionResponse
-from protocol.apis.alter_partition_reassignments import (
+from minibroker_protocol.apis.allocate_producer_ids import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+)
+from minibroker_protocol.apis.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from minibroker_protocol.apis.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
-from protocol.apis.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
-from protocol.apis.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
-from protocol.apis.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
-from protocol.apis.create_topics import CreateTopicsRequest, CreateTopicsResponse
-from protocol.apis.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
-from protocol.apis.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
-from protocol.apis.incremental_alter_configs import (
+from minibroker_protocol.apis.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+from minibroker_protocol.apis.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
+from minibroker_protocol.apis.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
+from minibroker_protocol.apis.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from minibroker_protocol.apis.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from minibroker_protocol.apis.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
+from minibroker_protocol.apis.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
-from protocol.apis.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
-from protocol.apis.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
-from protocol.errors import ErrorCode, KafkaError
-from protocol.metadata_serde import ApiMessageAndVersion, write_metadata_record
-from protocol.schema import ZERO_UUID
-from storage.log import FetchDataInfo
+from minibroker_protocol.apis.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
+from minibroker_protocol.apis.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.metadata_serde import ApiMessageAndVersion, write_metadata_record
+from minibroker_protocol.schema import ZERO_UUID
+from minibroker_storage.log import FetchDataInfo
 
 log = logging.getLogger("minibroker.controller")
 

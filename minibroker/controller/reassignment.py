@@ -15,14 +15,14 @@ reassignment in progress (NO_REASSIGNMENT_IN_PROGRESS), as Kafka answers when no
 from __future__ import annotations
 
 from minibroker.metadata.image import MetadataImage
-from protocol import metadata_records as mr
-from protocol.apis import alter_partition_reassignments as apr
-from protocol.apis.alter_partition_reassignments import (
+from minibroker_protocol import metadata_records as mr
+from minibroker_protocol.apis import alter_partition_reassignments as apr
+from minibroker_protocol.apis.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
-from protocol.errors import ErrorCode
-from protocol.metadata_serde import ApiMessageAndVersion
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 
 PARTITION_CHANGE_RECORD_VERSION = 2
 

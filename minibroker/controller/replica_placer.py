@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 
 def place(brokers: Sequence[int], partitions: int, replication_factor: int, *, start_partition: int = 0,

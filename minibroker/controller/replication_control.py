@@ -24,12 +24,12 @@ from minibroker.controller.partition_change import change_record
 from minibroker.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from minibroker.metadata.partition_registration import NO_LEADER, PartitionRegistration
 from minibroker.topics import validate_topic_name
-from protocol import metadata_records as mr
-from protocol.apis import alter_partition, create_topics
-from protocol.apis.alter_partition import AlterPartitionRequest, AlterPartitionResponse
-from protocol.apis.create_topics import CreateTopicsRequest, CreateTopicsResponse
-from protocol.errors import ErrorCode, KafkaError
-from protocol.metadata_serde import ApiMessageAndVersion
+from minibroker_protocol import metadata_records as mr
+from minibroker_protocol.apis import alter_partition, create_topics
+from minibroker_protocol.apis.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from minibroker_protocol.apis.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 
 PARTITION_RECORD_VERSION = 2
 PARTITION_CHANGE_RECORD_VERSION = 2

@@ -21,16 +21,16 @@ from minibroker.controller import replica_placer
 from minibroker.controller.partition_change import change_record
 from minibroker.metadata.image import MetadataImage, TopicImage
 from minibroker.metadata.partition_registration import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration
-from protocol import metadata_records as mr
-from protocol.apis import create_partitions as cp_api
-from protocol.apis import delete_topics as dt_api
-from protocol.apis import elect_leaders as el_api
-from protocol.apis.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
-from protocol.apis.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
-from protocol.apis.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
-from protocol.errors import ErrorCode, KafkaError
-from protocol.metadata_serde import ApiMessageAndVersion
-from protocol.schema import ZERO_UUID
+from minibroker_protocol import metadata_records as mr
+from minibroker_protocol.apis import create_partitions as cp_api
+from minibroker_protocol.apis import delete_topics as dt_api
+from minibroker_protocol.apis import elect_leaders as el_api
+from minibroker_protocol.apis.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
+from minibroker_protocol.apis.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from minibroker_protocol.apis.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.metadata_serde import ApiMessageAndVersion
+from minibroker_protocol.schema import ZERO_UUID
 
 PREFERRED, UNCLEAN = 0, 1  # ElectLeaders election_type (Kafka: ElectionType)
 

@@ -31,7 +31,7 @@ from typing import Protocol
 
 from minibroker.faults.model import Fault
 from minibroker.replica_manager import DiskFaultHook
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 
 class DiskHook(Protocol):

@@ -26,8 +26,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator
 
-from protocol.errors import ErrorCode
-from protocol.schema import F, Message
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.schema import F, Message
 
 # a request field name -> the key it is, shared by request and response
 _KEYS = {"name": "topic", "topic": "topic", "topic_id": "topic_id", "partition_index": "partition",

@@ -23,8 +23,8 @@ import random
 from dataclasses import dataclass, field
 from typing import TypeAlias, TypedDict
 
-from protocol import apis
-from protocol.errors import ErrorCode
+from minibroker_protocol import apis
+from minibroker_protocol.errors import ErrorCode
 
 ACTIONS = ("close", "close_after", "drop")
 # a fault as JSON (GET /api/faults, the fixtures' `all()`)

@@ -35,8 +35,8 @@ from minibroker.faults.components import KINDS, FaultTarget
 from minibroker.faults.model import Fault, FaultError, FaultSpec, JsonValue, make_fault
 from minibroker.handlers.registry import HandlerFn, RequestContext
 from minibroker.kafka_apis import RequestFaults
-from protocol.apis import metadata, produce
-from protocol.schema import Api, Message
+from minibroker_protocol.apis import metadata, produce
+from minibroker_protocol.schema import Api, Message
 
 log = logging.getLogger("minibroker.faults")
 

@@ -23,8 +23,8 @@ from minibroker.security.authorizer import (
     ResourceType,
     validate_new_acl,
 )
-from protocol.apis import create_acls, delete_acls, describe_acls
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import create_acls, delete_acls, describe_acls
+from minibroker_protocol.errors import ErrorCode
 
 log = logging.getLogger("minibroker.security")
 

@@ -35,15 +35,15 @@ from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.metadata_cache import PartitionImage
 from minibroker.services import BrokerServices
-from protocol.apis import (
+from minibroker_protocol.apis import (
     delete_records,
     describe_cluster,
     describe_log_dirs,
     describe_topic_partitions,
     offset_for_leader_epoch,
 )
-from protocol.errors import ErrorCode, KafkaError
-from protocol.schema import ZERO_UUID
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.schema import ZERO_UUID
 
 DR = delete_records.RESPONSE
 DCL = describe_cluster.RESPONSE

@@ -8,7 +8,7 @@ Produce is served, so advertised, from v0 (minibroker/handlers/produce.py): Kafk
 turns gzip, snappy and lz4 off unless the broker's Produce range includes v0.
 A request at a version we do not know is answered by the dispatcher in the v0 form with
 UNSUPPORTED_VERSION (KIP-511), and the client retries lower. The response header is always v0
-(see protocol.headers).
+(see minibroker_protocol.headers).
 
 Version notes: v1 throttle time; v3 flexible, client software name/version (KIP-511) and feature
 flags (KIP-584): the supported and finalized levels of minibroker/features.py, as Kafka 4 reports
@@ -27,9 +27,9 @@ from collections.abc import Mapping
 
 from minibroker import features
 from minibroker.handlers.registry import RequestContext, handles
-from protocol.apis import api_versions
-from protocol.errors import ErrorCode
-from protocol.schema import Versions
+from minibroker_protocol.apis import api_versions
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.schema import Versions
 
 R = api_versions.RESPONSE
 # KIP-511: software name and version must match this pattern, else INVALID_REQUEST.

@@ -20,10 +20,15 @@ from typing import TYPE_CHECKING
 
 from minibroker.handlers.registry import RequestContext
 from minibroker.security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
-from protocol.errors import ErrorCode
+from minibroker_protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from protocol.apis import consumer_group_describe, describe_groups, metadata, streams_group_describe
+    from minibroker_protocol.apis import (
+        consumer_group_describe,
+        describe_groups,
+        metadata,
+        streams_group_describe,
+    )
 
 OMITTED = -(1 << 31)  # Integer.MIN_VALUE: the schema default, "not asked for"
 # entries Kafka answers without describing the resource, so without operations

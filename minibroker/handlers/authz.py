@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from minibroker.handlers.registry import RequestContext
 from minibroker.security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 Op = AclOperation
 _DENIED = {ResourceType.TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED,

@@ -28,8 +28,8 @@ from minibroker.quotas.store import (
     check_value,
     make_entity,
 )
-from protocol.apis import alter_client_quotas, describe_client_quotas
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import alter_client_quotas, describe_client_quotas
+from minibroker_protocol.errors import ErrorCode
 
 D = describe_client_quotas.RESPONSE
 A = alter_client_quotas.RESPONSE

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
-from protocol.apis import list_config_resources
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import list_config_resources
+from minibroker_protocol.errors import ErrorCode
 
 R = list_config_resources.RESPONSE
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32  # ConfigResource.Type ids

@@ -45,8 +45,8 @@ from minibroker.handlers.registry import RequestContext, handles
 from minibroker.metadata_cache import TopicImage
 from minibroker.services import BrokerServices
 from minibroker.topics import validate_topic_name
-from protocol.apis import alter_configs, describe_configs, incremental_alter_configs
-from protocol.errors import ErrorCode, KafkaError, error_name
+from minibroker_protocol.apis import alter_configs, describe_configs, incremental_alter_configs
+from minibroker_protocol.errors import ErrorCode, KafkaError, error_name
 
 TOPIC = 2
 BROKER = 4

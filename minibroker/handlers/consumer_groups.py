@@ -25,8 +25,8 @@ from minibroker.coordinator.group.consumer_group_configs import BROKER_KEYS, GRO
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
-from protocol.apis import consumer_group_describe, consumer_group_heartbeat
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.apis import consumer_group_describe, consumer_group_heartbeat
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 
 @handles(consumer_group_heartbeat.API, "0-1")

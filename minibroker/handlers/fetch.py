@@ -46,12 +46,12 @@ from minibroker.quotas.manager import quota_user
 from minibroker.quotas.store import CONSUMER_BYTE_RATE
 from minibroker.replica_manager import HW_NOT_SUPPORTED, FetchPartition, FetchReplica
 from minibroker.services import BrokerServices
-from protocol.apis import fetch
-from protocol.errors import ErrorCode, KafkaError
-from protocol.schema import ZERO_UUID
+from minibroker_protocol.apis import fetch
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.schema import ZERO_UUID
 
 if TYPE_CHECKING:
-    from storage.file_region import FileRegion
+    from minibroker_storage.file_region import FileRegion
 
 EMPTY = b""  # a partition with no data gets empty records, not null, as Kafka sends
 R = fetch.RESPONSE

@@ -51,7 +51,7 @@ from minibroker.coordinator.share.share_coordinator_shard import parse_coordinat
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.services import BrokerServices
-from protocol.apis import (
+from minibroker_protocol.apis import (
     delete_groups,
     describe_groups,
     find_coordinator,
@@ -64,8 +64,8 @@ from protocol.apis import (
     offset_fetch,
     sync_group,
 )
-from protocol.errors import ErrorCode, KafkaError
-from protocol.schema import ZERO_UUID
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.schema import ZERO_UUID
 
 if TYPE_CHECKING:
     from minibroker.coordinator.group.group_coordinator import GroupCoordinator

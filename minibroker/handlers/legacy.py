@@ -8,8 +8,8 @@ so that the seeds' formats can be seen working and old clients keep working.
 
 * Stored format. A topic's `message.format.version` picks the magic its segments hold, as in
   Kafka 2.x (`record_version_for`): 0.8.x/0.9.x -> 0, 0.10.x -> 1, anything newer -> 2 (the
-  default). `protocol.records.convert.conform_produce`, called by the append validator
-  (storage.log_validator), brings what a producer sent to that format before it is stored: a
+  default). `minibroker_protocol.records.convert.conform_produce`, called by the append validator
+  (minibroker_storage.log_validator), brings what a producer sent to that format before it is stored: a
   v0/v1 message set for a magic-2 topic is up-converted to one RecordBatch v2 (Kafka 3.x
   behaviour); v2 batches for a magic 0/1 topic are down-converted into a message set (Kafka:
   LogValidator's conversion path, which refuses idempotent and transactional batches,
@@ -29,11 +29,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from minibroker.config import record_version_for
-from protocol.records.convert import down_convert
+from minibroker_protocol.records.convert import down_convert
 
 if TYPE_CHECKING:
     from minibroker.metadata_cache import TopicImage
-    from storage.file_region import FileRegion
+    from minibroker_storage.file_region import FileRegion
 
 DEFAULT_FORMAT_VERSION = "3.0-IV1"
 

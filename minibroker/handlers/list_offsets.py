@@ -25,8 +25,8 @@ from __future__ import annotations
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.partition import Partition
-from protocol.apis import list_offsets
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.apis import list_offsets
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 R = list_offsets.RESPONSE
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6

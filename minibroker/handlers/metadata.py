@@ -22,9 +22,9 @@ from minibroker.handlers.registry import RequestContext, handles
 from minibroker.metadata_cache import TopicImage
 from minibroker.services import BrokerServices
 from minibroker.topics import INTERNAL_TOPICS, validate_topic_name
-from protocol.apis import metadata
-from protocol.errors import ErrorCode, KafkaError
-from protocol.schema import ZERO_UUID
+from minibroker_protocol.apis import metadata
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.schema import ZERO_UUID
 
 R = metadata.RESPONSE
 

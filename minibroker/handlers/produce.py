@@ -1,11 +1,11 @@
 """Produce: v0-13.
 
 Behavior:
-- Each partition's records are checked once, by the log's validator (storage.log_validator, Kafka's
+- Each partition's records are checked once, by the log's validator (minibroker_storage.log_validator, Kafka's
   LogValidator): from v3 exactly one RecordBatch v2 and zstd only from v7 (Kafka's
   ProduceRequest.validateRecords: INVALID_RECORD / UNSUPPORTED_COMPRESSION_TYPE); every field of
   every record of a client batch, as Kafka reads them with DefaultRecord.readFrom
-  (protocol.records.validate; INVALID_RECORD, an undecompressable batch UNKNOWN_SERVER_ERROR as
+  (minibroker_protocol.records.validate; INVALID_RECORD, an undecompressable batch UNKNOWN_SERVER_ERROR as
   Kafka answers; on a compacted topic each keyless record's index in record_errors from v8); each
   batch header (length, magic, CRC-32C, record count, size against max.message.bytes, base offset
   0, no control batch, timestamps). No record is decoded into objects; offsets are assigned by
@@ -13,7 +13,7 @@ Behavior:
   through here.
 - A batch is decoded and rebuilt only when the topic's compression.type names a codec other than
   the batch's (seed 002: the broker recompresses only then, and loses zero-copy for it), or its
-  format must change (protocol.records.convert).
+  format must change (minibroker_protocol.records.convert).
 - A transactional batch's partition is verified (KIP-890) once the records are in the topic's
   format, before their headers are checked, as this handler always answered.
 - acks: 0 gets no response at all (and an error closes the connection, as Kafka does, so the client
@@ -28,7 +28,7 @@ Behavior:
 - Appends wake long-polling fetches on the partition.
 - Old formats (issue 7): a MessageSet v0/v1 is validated (CRC-32, sizes, wrapper/inner offsets)
   and up-converted to RecordBatch v2, unless the topic's message.format.version keeps magic 0/1
-  on disk; then newer producers' batches are down-converted instead (protocol.records.convert).
+  on disk; then newer producers' batches are down-converted instead (minibroker_protocol.records.convert).
 
 Version notes: v0 MessageSet (magic 0; the seeds' Produce); v1 throttle time in the response; v2
 magic 1 (timestamps) and the log append time in the response; v3 adds the transactional id and
@@ -53,11 +53,11 @@ from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.partition import Partition
 from minibroker.services import BrokerServices
-from protocol.apis import produce
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import BatchView
-from protocol.records.validate import RecordValidationError
-from protocol.schema import MemoryRecords
+from minibroker_protocol.apis import produce
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.batch import BatchView
+from minibroker_protocol.records.validate import RecordValidationError
+from minibroker_protocol.schema import MemoryRecords
 
 R = produce.RESPONSE
 _PartitionResponse = R.PartitionProduceResponse  # looked up once: built per partition

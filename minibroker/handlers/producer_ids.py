@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
-from protocol.apis import init_producer_id
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from minibroker_protocol.apis import init_producer_id
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 R = init_producer_id.RESPONSE
 

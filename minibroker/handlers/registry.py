@@ -24,8 +24,8 @@ from minibroker.handlers.api_table import API_TABLE
 from minibroker.network.channel import Channel
 from minibroker.security.authorizer import AclOperation, ResourceType
 from minibroker.services import BrokerServices
-from protocol.headers import RequestHeader
-from protocol.schema import Api, Message, Versions
+from minibroker_protocol.headers import RequestHeader
+from minibroker_protocol.schema import Api, Message, Versions
 
 
 @dataclass(slots=True)

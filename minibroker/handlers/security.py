@@ -27,13 +27,13 @@ from minibroker.security.scram import (
     ScramCredential,
     credential_from_salted,
 )
-from protocol.apis import (
+from minibroker_protocol.apis import (
     alter_user_scram_credentials,
     describe_user_scram_credentials,
     sasl_authenticate,
     sasl_handshake,
 )
-from protocol.errors import ErrorCode
+from minibroker_protocol.errors import ErrorCode
 
 
 @handles(sasl_handshake.API, "0-1")

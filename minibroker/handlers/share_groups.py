@@ -46,7 +46,7 @@ from minibroker.coordinator.share.share_group_configs import (
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import Channel, RequestContext, handles
 from minibroker.services import BrokerServices
-from protocol.apis import (
+from minibroker_protocol.apis import (
     alter_share_group_offsets,
     delete_share_group_offsets,
     describe_share_group_offsets,
@@ -55,8 +55,8 @@ from protocol.apis import (
     share_group_describe,
     share_group_heartbeat,
 )
-from protocol.errors import ErrorCode, KafkaError
-from protocol.schema import ZERO_UUID
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.schema import ZERO_UUID
 
 if TYPE_CHECKING:
     from minibroker.coordinator.share.share_group import ShareGroupCoordinator, ShareSession

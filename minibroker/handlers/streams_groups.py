@@ -22,8 +22,8 @@ import logging
 
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
-from protocol.apis import streams_group_describe, streams_group_heartbeat
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.apis import streams_group_describe, streams_group_heartbeat
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("minibroker.handlers.streams_groups")
 

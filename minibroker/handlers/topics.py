@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 from minibroker import controller_limits
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
-from protocol.apis import create_partitions, create_topics, delete_topics
-from protocol.errors import ErrorCode, KafkaError, error_name
-from protocol.schema import ZERO_UUID
+from minibroker_protocol.apis import create_partitions, create_topics, delete_topics
+from minibroker_protocol.errors import ErrorCode, KafkaError, error_name
+from minibroker_protocol.schema import ZERO_UUID
 
 if TYPE_CHECKING:
     from minibroker.config.definitions import ConfigValue

@@ -39,7 +39,7 @@ from minibroker.coordinator.txn.transaction_coordinator import replicated, verif
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.topics import validate_topic_name
-from protocol.apis import (
+from minibroker_protocol.apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     describe_producers,
@@ -48,8 +48,8 @@ from protocol.apis import (
     list_transactions,
     txn_offset_commit,
 )
-from protocol.errors import ErrorCode, KafkaError
-from protocol.schema import ZERO_UUID
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.schema import ZERO_UUID
 
 if TYPE_CHECKING:
     from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator

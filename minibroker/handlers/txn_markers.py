@@ -21,10 +21,10 @@ from __future__ import annotations
 from minibroker.coordinator.runtime.partition_writer import wait_replicated
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
-from protocol.apis import write_txn_markers
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.v2 import ControlType, build_control_batch
-from storage.append_origin import AppendOrigin
+from minibroker_protocol.apis import write_txn_markers
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.v2 import ControlType, build_control_batch
+from minibroker_storage.append_origin import AppendOrigin
 
 OFFSETS_TOPIC = "__consumer_offsets"
 # how long a marker waits for its replication (Kafka: the request's timeout, config.requestTimeoutMs)

@@ -23,8 +23,8 @@ from collections.abc import Callable
 
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
 from minibroker.replica import LeaderAndIsr
-from protocol.apis import alter_partition
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.apis import alter_partition
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("minibroker.metadata")
 

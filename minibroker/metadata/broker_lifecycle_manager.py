@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
-from protocol.apis import broker_heartbeat, broker_registration
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import broker_heartbeat, broker_registration
+from minibroker_protocol.errors import ErrorCode
 
 log = logging.getLogger("minibroker.metadata")
 

@@ -45,7 +45,7 @@ from minibroker.metadata_cache import ClusterBroker, MetadataCache, PartitionIma
 from minibroker.replica import BrokerEndpoint
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import INTERNAL_TOPICS, Topic, TopicRegistry
-from storage.log_manager import LogManager
+from minibroker_storage.log_manager import LogManager
 
 log = logging.getLogger("minibroker.metadata")
 

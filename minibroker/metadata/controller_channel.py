@@ -14,12 +14,12 @@ import itertools
 import struct
 from typing import TypeVar
 
-from protocol.apis import api_versions
-from protocol.codec import decode, encode
-from protocol.errors import ErrorCode
-from protocol.headers import RequestHeader, encode_request_header, response_header_version
-from protocol.schema import Api, Message
-from protocol.types import read_int32, read_uvarint
+from minibroker_protocol.apis import api_versions
+from minibroker_protocol.codec import decode, encode
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.headers import RequestHeader, encode_request_header, response_header_version
+from minibroker_protocol.schema import Api, Message
+from minibroker_protocol.types import read_int32, read_uvarint
 
 R = TypeVar("R", bound=Message)
 

@@ -30,7 +30,7 @@ from minibroker.handlers.registry import Handler, RequestContext, ServedHandlers
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
 from minibroker.metadata.metadata_loader import MetadataLoader
 from minibroker.services import BrokerServices
-from protocol.apis import (
+from minibroker_protocol.apis import (
     alter_configs,
     alter_partition_reassignments,
     create_partitions,
@@ -41,8 +41,8 @@ from protocol.apis import (
     incremental_alter_configs,
     update_features,
 )
-from protocol.errors import ErrorCode, KafkaError
-from protocol.schema import Api, Message, Versions
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.schema import Api, Message, Versions
 
 log = logging.getLogger("minibroker.metadata")
 

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from minibroker.metadata.partition_registration import PartitionRegistration
-from protocol import metadata_records as mr
-from protocol.metadata_serde import ApiMessageAndVersion
-from protocol.schema import Message
+from minibroker_protocol import metadata_records as mr
+from minibroker_protocol.metadata_serde import ApiMessageAndVersion
+from minibroker_protocol.schema import Message
 
 FENCE = 1  # BrokerRegistrationChangeRecord.fenced (Kafka: BrokerRegistrationFencingChange)
 UNFENCE = -1

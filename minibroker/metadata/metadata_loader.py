@@ -26,9 +26,9 @@ from typing import Protocol
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
 from minibroker.metadata.image import MetadataDelta, MetadataImage
 from minibroker.raft.metadata_log import METADATA_TOPIC, METADATA_TOPIC_ID
-from protocol.apis import fetch, fetch_snapshot
-from protocol.errors import ErrorCode
-from protocol.metadata_serde import ApiMessageAndVersion, read_metadata_batches
+from minibroker_protocol.apis import fetch, fetch_snapshot
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.metadata_serde import ApiMessageAndVersion, read_metadata_batches
 
 log = logging.getLogger("minibroker.metadata")
 

@@ -16,8 +16,8 @@ import logging
 from collections.abc import Callable
 
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
-from protocol.apis import allocate_producer_ids
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.apis import allocate_producer_ids
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("minibroker.metadata")
 RETRY_BACKOFF_S = 0.1

@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 if TYPE_CHECKING:  # kept out of what minibroker.cli imports before binding the listeners
-    from protocol.codec import Chunk
-    from protocol.headers import RequestHeader
+    from minibroker_protocol.codec import Chunk
+    from minibroker_protocol.headers import RequestHeader
 
 Answer: TypeAlias = "list[Chunk] | None"  # a response's chunks, or None for no response
 

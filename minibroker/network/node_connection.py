@@ -15,12 +15,12 @@ from __future__ import annotations
 import asyncio
 import struct
 
-from protocol import types as t
-from protocol.apis import api_versions
-from protocol.codec import Output, decode, encode
-from protocol.errors import ErrorCode, KafkaError
-from protocol.headers import RequestHeader, encode_request_header, response_header_version
-from protocol.schema import Api, Message
+from minibroker_protocol import types as t
+from minibroker_protocol.apis import api_versions
+from minibroker_protocol.codec import Output, decode, encode
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.headers import RequestHeader, encode_request_header, response_header_version
+from minibroker_protocol.schema import Api, Message
 
 _SIZE = struct.Struct(">i")
 

@@ -36,11 +36,11 @@ from minibroker.network.channel import Answer, Authenticator
 from minibroker.network.memory_pool import MemoryPool
 from minibroker.network.request_reader import RequestReader
 from minibroker.network.transport import Transport
-from protocol.framing import FrameError
+from minibroker_protocol.framing import FrameError
 
 if TYPE_CHECKING:
     from minibroker.security.tls import TlsSession
-    from protocol.codec import Chunk
+    from minibroker_protocol.codec import Chunk
 
 log = logging.getLogger("minibroker.network.processor")
 

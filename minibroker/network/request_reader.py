@@ -1,7 +1,7 @@
 """`RequestReader`: size-prefixed request frames out of a connection's bytes, each charged to the
 memory pool (Kafka: NetworkReceive, and the Selector's use of `queued.max.request.bytes`).
 
-Theory of operation: bytes go into a sans-IO `FrameReader` (protocol.framing), which rejects a
+Theory of operation: bytes go into a sans-IO `FrameReader` (minibroker_protocol.framing), which rejects a
 size prefix above `max_frame_size` (`socket.request.max.bytes`, or `sasl.server.max.receive.size`
 before authentication) before buffering the body. Before each read the connection asks
 `reserve()` how many bytes it may read, and those bytes are charged to the pool: a frame is
@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable
 
 from minibroker.network.memory_pool import MemoryPool
-from protocol.framing import FrameReader
+from minibroker_protocol.framing import FrameReader
 
 log = logging.getLogger("minibroker.network.request_reader")
 

@@ -24,7 +24,7 @@ from minibroker.network.transport import BYTES_LIKE, Transport
 from minibroker.security.tls import TlsError, TlsSession
 
 if TYPE_CHECKING:
-    from protocol.codec import Chunk
+    from minibroker_protocol.codec import Chunk
 
 log = logging.getLogger("minibroker.network.tls_transport")
 

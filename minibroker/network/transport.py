@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from minibroker.network.memory_pool import MemoryPool
 
 if TYPE_CHECKING:
-    from protocol.codec import Chunk
+    from minibroker_protocol.codec import Chunk
 
 BYTES_LIKE = (bytes, bytearray, memoryview)
 _SENDFILE_CHUNK = 8 * 1024 * 1024

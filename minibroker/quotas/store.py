@@ -15,8 +15,8 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from protocol.errors import ErrorCode
-from storage.log_files import atomic_write
+from minibroker_protocol.errors import ErrorCode
+from minibroker_storage.log_files import atomic_write
 
 log = logging.getLogger("minibroker.quotas")
 

@@ -18,8 +18,8 @@ from minibroker.quotas.manager import ANONYMOUS, ClientQuotaManager
 from minibroker.quotas.store import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
 
 if TYPE_CHECKING:
-    from protocol.codec import Chunk
-    from protocol.schema import Message
+    from minibroker_protocol.codec import Chunk
+    from minibroker_protocol.schema import Message
 
 PRODUCE, FETCH = 0, 1
 _BYTES_LIKE = (bytes, bytearray, memoryview)

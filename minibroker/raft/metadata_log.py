@@ -32,7 +32,7 @@ from minibroker.raft.snapshots import (
     read_snapshot,
     write_snapshot,
 )
-from protocol.metadata_serde import (
+from minibroker_protocol.metadata_serde import (
     ApiMessageAndVersion,
     ControlMessage,
     MetadataBatch,
@@ -40,11 +40,11 @@ from protocol.metadata_serde import (
     build_metadata_batch,
     read_metadata_batches,
 )
-from protocol.raft_records import LEADER_CHANGE_MESSAGE
-from protocol.records.v2 import ControlType
-from storage.append_origin import AppendOrigin
-from storage.config import LogConfig
-from storage.log import FetchDataInfo, Log
+from minibroker_protocol.raft_records import LEADER_CHANGE_MESSAGE
+from minibroker_protocol.records.v2 import ControlType
+from minibroker_storage.append_origin import AppendOrigin
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log import FetchDataInfo, Log
 
 METADATA_TOPIC = "__cluster_metadata"  # Kafka: Topic.CLUSTER_METADATA_TOPIC_NAME
 METADATA_DIR = f"{METADATA_TOPIC}-0"

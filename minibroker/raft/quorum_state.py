@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.log_files import atomic_write
+from minibroker_storage.log_files import atomic_write
 
 QUORUM_STATE_FILE = "quorum-state"
 NO_LEADER = -1

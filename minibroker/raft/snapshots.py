@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.metadata_serde import (
+from minibroker_protocol.metadata_serde import (
     ApiMessageAndVersion,
     ControlMessage,
     build_control_batch,
@@ -28,9 +28,13 @@ from protocol.metadata_serde import (
     read_metadata_batches,
     write_metadata_record,
 )
-from protocol.raft_records import SNAPSHOT_FOOTER_RECORD, SNAPSHOT_HEADER_RECORD, SnapshotHeaderRecord
-from protocol.records.v2 import ControlType
-from storage.log_files import fsync_dir
+from minibroker_protocol.raft_records import (
+    SNAPSHOT_FOOTER_RECORD,
+    SNAPSHOT_HEADER_RECORD,
+    SnapshotHeaderRecord,
+)
+from minibroker_protocol.records.v2 import ControlType
+from minibroker_storage.log_files import fsync_dir
 
 SUFFIX = ".checkpoint"
 PARTIAL_SUFFIX = ".checkpoint.part"

@@ -13,7 +13,7 @@ from minibroker.schema_registry.registry import Registry
 from minibroker.schema_registry.schema_log import TOPIC, SchemaLog
 from minibroker.schema_registry.validation import SchemaValidator
 from minibroker.topics import TopicRegistry
-from storage.clock import Clock
+from minibroker_storage.clock import Clock
 
 log = logging.getLogger("minibroker.schema_registry")
 

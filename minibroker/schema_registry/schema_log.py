@@ -34,8 +34,8 @@ from minibroker.coordinator.runtime.partition_writer import CoordinatorPartition
 from minibroker.replica_manager import ReplicaManager
 from minibroker.schema_registry import errors
 from minibroker.topics import Topic, TopicRegistry
-from protocol.records.v2 import decode_batches
-from storage.clock import Clock
+from minibroker_protocol.records.v2 import decode_batches
+from minibroker_storage.clock import Clock
 
 log = logging.getLogger("minibroker.schema_registry")
 

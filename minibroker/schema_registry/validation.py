@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import InvalidBatch, iter_batches
-from protocol.records.validate import RecordValidationError, record_section
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.batch import InvalidBatch, iter_batches
+from minibroker_protocol.records.validate import RecordValidationError, record_section
 
 MAGIC_BYTE = 0
 FRAME = 5  # magic byte + schema id

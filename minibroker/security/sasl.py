@@ -38,12 +38,12 @@ from minibroker.security.oauthbearer import (
 from minibroker.security.plain import PlainAuthFailed, PlainMalformed, PlainServer
 from minibroker.security.scram import ScramError, ScramServer
 from minibroker.security.settings import SaslSettings
-from protocol.apis import APIS, api_versions, metadata, sasl_authenticate, sasl_handshake
-from protocol.codec import Chunk, decode_from
-from protocol.errors import ErrorCode
-from protocol.headers import RequestHeader, encode_response_frame
-from protocol.schema import Message
-from protocol.types import DecodeError
+from minibroker_protocol.apis import APIS, api_versions, metadata, sasl_authenticate, sasl_handshake
+from minibroker_protocol.codec import Chunk, decode_from
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.headers import RequestHeader, encode_response_frame
+from minibroker_protocol.schema import Message
+from minibroker_protocol.types import DecodeError
 
 log = logging.getLogger("minibroker.security")
 

@@ -38,13 +38,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from minibroker.tools.json_value import JsonValue
-from protocol import coordinator_records as cr
-from protocol import share_records as sr
-from protocol.codec import decode
-from protocol.records import legacy
-from protocol.records.batch import LOG_OVERHEAD, V2_HEADER_SIZE
-from protocol.records.compression import decompress
-from protocol.records.dump import (
+from minibroker_protocol import coordinator_records as cr
+from minibroker_protocol import share_records as sr
+from minibroker_protocol.codec import decode
+from minibroker_protocol.records import legacy
+from minibroker_protocol.records.batch import LOG_OVERHEAD, V2_HEADER_SIZE
+from minibroker_protocol.records.compression import decompress
+from minibroker_protocol.records.dump import (
     BatchSummary,
     RecordSummary,
     Trailing,
@@ -52,9 +52,9 @@ from protocol.records.dump import (
     format_record,
     iter_summaries,
 )
-from protocol.schema import F, Message, Schema
-from storage.producer_state import CorruptSnapshot, read_snapshot
-from storage.txn_index import TransactionIndex
+from minibroker_protocol.schema import F, Message, Schema
+from minibroker_storage.producer_state import CorruptSnapshot, read_snapshot
+from minibroker_storage.txn_index import TransactionIndex
 
 _TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 _DELETE_HORIZON_FLAG = 0x40  # RecordBatch v2 attribute bit 6 (KIP-534): base timestamp is the delete horizon
@@ -414,7 +414,7 @@ def _uuid(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-# Tagged fields Kafka 4.x writes that protocol.coordinator_records does not declare yet:
+# Tagged fields Kafka 4.x writes that minibroker_protocol.coordinator_records does not declare yet:
 # OffsetCommitValue v4 carries the topic's id as tag 0 (Kafka 4.4's group coordinator writes it;
 # minibroker does not, see docs/differences.md#offset-commit-topic-id).
 _OFFSET_COMMIT_VALUE_TAGS = {0: ("topicId", "uuid")}

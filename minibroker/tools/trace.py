@@ -31,11 +31,11 @@ from enum import IntEnum
 from typing import NotRequired, Protocol, TextIO, TypedDict, cast
 
 from minibroker.tools.trace_redact import Redaction
-from protocol.apis import APIS
-from protocol.errors import ErrorCode
-from protocol.headers import RequestHeader, decode_request_header, encode_response_frame
-from protocol.records.batch import BatchView, InvalidBatch, iter_batches
-from protocol.schema import BaseRecords, Message
+from minibroker_protocol.apis import APIS
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.headers import RequestHeader, decode_request_header, encode_response_frame
+from minibroker_protocol.records.batch import BatchView, InvalidBatch, iter_batches
+from minibroker_protocol.schema import BaseRecords, Message
 
 log = logging.getLogger("minibroker.trace")
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from minibroker.config.kafka_dynamic import KAFKA_DYNAMIC_BROKER_KEYS
 from minibroker.config.keys import BROKER_CONFIGS, TOPIC_CONFIGS
-from protocol.apis import (
+from minibroker_protocol.apis import (
     alter_configs,
     alter_user_scram_credentials,
     create_topics,

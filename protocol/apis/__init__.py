@@ -4,7 +4,7 @@ Which of them the broker *serves*, and at which versions, is stated by the handl
 minibroker/handlers (their `@handles` lines, collected in minibroker/handlers/api_table.py, which
 ApiVersions is built from), not here: a schema's `versions` are what Kafka's JSON defines.
 
-The schemas are imported one by one when first needed (`api(key)`, `from protocol.apis import
+The schemas are imported one by one when first needed (`api(key)`, `from minibroker_protocol.apis import
 fetch`): reading a request header needs only its own API's flexible versions, and the broker
 answers its first ApiVersions without importing the other schemas (issue 22). `APIS` and
 `BY_NAME`, the whole registry, import every schema on first access. `KEYS` is checked against
@@ -16,9 +16,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from protocol.schema import Api
+from minibroker_protocol.schema import Api
 
-# api key -> the schema module under protocol.apis
+# api key -> the schema module under minibroker_protocol.apis
 KEYS: dict[int, str] = {
     0: "produce", 1: "fetch", 2: "list_offsets", 3: "metadata", 8: "offset_commit", 9: "offset_fetch",
     10: "find_coordinator", 11: "join_group", 12: "heartbeat", 13: "leave_group", 14: "sync_group",
@@ -59,7 +59,7 @@ def api(key: int) -> Api | None:
         name = KEYS.get(key)
         if name is None:
             return None
-        found = LOADED[key] = importlib.import_module(f"protocol.apis.{name}").API
+        found = LOADED[key] = importlib.import_module(f"minibroker_protocol.apis.{name}").API
     return found
 
 
@@ -73,7 +73,7 @@ def __getattr__(name: str) -> Any:
         by_name = {a.name: a for a in __getattr__("APIS").values()}
         globals()["BY_NAME"] = by_name
         return by_name
-    raise AttributeError(f"module 'protocol.apis' has no attribute {name!r}")
+    raise AttributeError(f"module 'minibroker_protocol.apis' has no attribute {name!r}")
 
 
 APIS: dict[int, Api]

@@ -1,7 +1,7 @@
 """AlterPartition (api key 56): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema, message_classes
+from minibroker_protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'AlterPartitionRequest', '2-3', flexible='0+',

@@ -1,7 +1,7 @@
 """FindCoordinator (api key 10): schema data generated from Kafka's message definitions
 by tools/gen_schemas.py. Edit the generator, not this file."""
 
-from protocol.schema import Api, F, Schema, message_classes
+from minibroker_protocol.schema import Api, F, Schema, message_classes
 
 REQUEST = Schema(
     'FindCoordinatorRequest', '0-6', flexible='3+',

@@ -8,5 +8,5 @@
     dump         summaries and DumpLogSegments-style lines for trace and dump tools
     xxhash32     the LZ4 frame descriptor checksum
 
-Nothing is imported here, so that importing `protocol.records.batch` does not load the codecs.
+Nothing is imported here, so that importing `minibroker_protocol.records.batch` does not load the codecs.
 """

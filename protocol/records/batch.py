@@ -16,7 +16,7 @@ position 16 is the magic in every format:
 For a v0/v1 entry the "batch" is one message (a compressed one wraps the others, and its offset
 is the *last* inner offset, seed 000). The storage layer works on this view alone (Kafka:
 DefaultRecordBatch / AbstractLegacyRecordBatch header accessors); the produce path adds a walk of
-the records' framing (protocol.records.validate).
+the records' framing (minibroker_protocol.records.validate).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import struct
 import zlib
 
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 LOG_OVERHEAD = 12  # offset + size, in front of every entry
 V2_HEADER_SIZE = 61

@@ -23,7 +23,7 @@ layout real producers send:
 Decompression never trusts a size the data claims: output is produced in chunks and stops with
 `DecompressionBomb` (INVALID_RECORD, a non-retriable answer) once it would exceed `max_size`.
 Data that is not a valid stream raises `CompressionError` (CORRUPT_MESSAGE). On produce Kafka answers
-UNKNOWN_SERVER_ERROR instead (its codecs throw a plain KafkaException); protocol.records.validate
+UNKNOWN_SERVER_ERROR instead (its codecs throw a plain KafkaException); minibroker_protocol.records.validate
 translates.
 """
 
@@ -35,10 +35,10 @@ import zlib
 from enum import IntEnum
 from types import ModuleType
 
-from protocol.errors import ErrorCode
-from protocol.records.batch import InvalidBatch
-from protocol.records.xxhash32 import xxh32
-from protocol.types import DecodeError, read_uvarint
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records.batch import InvalidBatch
+from minibroker_protocol.records.xxhash32 import xxh32
+from minibroker_protocol.types import DecodeError, read_uvarint
 
 
 class Codec(IntEnum):

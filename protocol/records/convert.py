@@ -12,10 +12,10 @@ and RecordsUtil.downConvert (old fetch versions):
   topic whose message.format.version keeps magic 0/1 on disk; control batches are dropped, zstd
   is refused, headers cannot be carried.
 * conform_produce: a Produce partition's entries in the topic's stored magic and codec (the one
-  call the append validator, storage.log_validator, makes).
+  call the append validator, minibroker_storage.log_validator, makes).
 
 Validation is not done here: callers hand in batches whose headers were checked
-(storage.log_validator), or bytes from a log.
+(minibroker_storage.log_validator), or bytes from a log.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import legacy, v2
-from protocol.records.batch import TRANSACTIONAL_BIT, InvalidBatch, iter_batches
-from protocol.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Codec, codec_of
-from protocol.records.legacy import (
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records import legacy, v2
+from minibroker_protocol.records.batch import TRANSACTIONAL_BIT, InvalidBatch, iter_batches
+from minibroker_protocol.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Codec, codec_of
+from minibroker_protocol.records.legacy import (
     CREATE_TIME,
     LOG_APPEND_TIME,
     NO_TIMESTAMP,
@@ -36,7 +36,7 @@ from protocol.records.legacy import (
     iter_deep,
     iter_shallow,
 )
-from protocol.records.v2 import build_batch, decode_batch
+from minibroker_protocol.records.v2 import build_batch, decode_batch
 
 # compression.type values (topic or broker config) -> codec; "producer" keeps what came.
 CODEC_BY_NAME = {

@@ -3,7 +3,7 @@ the style of Kafka's DumpLogSegments (seed 003 shows its output).
 
 Theory of operation: `iter_summaries` walks the entries of a buffer (segment file contents, a
 produce request's records, a fetch response's records) by their size fields, as
-protocol.records.batch.iter_batches does, and summarises each one without trusting it: a bad
+minibroker_protocol.records.batch.iter_batches does, and summarises each one without trusting it: a bad
 CRC or an unreadable record section is reported in the summary (`is_valid`, `error`) rather than
 raised, because the tools that call this exist to look at broken data. It stops at a partial
 entry at the end (a fetch may end mid-batch) or at an entry whose header cannot be trusted to
@@ -15,9 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from protocol.records import legacy, v2
-from protocol.records.batch import LOG_OVERHEAD, NO_SEQUENCE, V2_HEADER_SIZE, BatchView, InvalidBatch
-from protocol.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Codec
+from minibroker_protocol.records import legacy, v2
+from minibroker_protocol.records.batch import (
+    LOG_OVERHEAD,
+    NO_SEQUENCE,
+    V2_HEADER_SIZE,
+    BatchView,
+    InvalidBatch,
+)
+from minibroker_protocol.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Codec
 
 _TIMESTAMP_TYPE_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 

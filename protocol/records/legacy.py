@@ -19,7 +19,7 @@ reader can tell where a set ends without decompressing it (seed 000). Inner offs
 The v1 wrapper timestamp is the max inner timestamp (CreateTime) or the log append time, which
 then also stands for every inner message.
 
-Conversions to and from RecordBatch v2 live in protocol.records.convert; this module reads, writes,
+Conversions to and from RecordBatch v2 live in minibroker_protocol.records.convert; this module reads, writes,
 validates and numbers message sets.
 """
 
@@ -31,8 +31,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from protocol.errors import ErrorCode
-from protocol.records.batch import (
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records.batch import (
     COMPRESSION_MASK,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
@@ -40,7 +40,13 @@ from protocol.records.batch import (
     TIMESTAMP_TYPE_BIT,
     InvalidBatch,
 )
-from protocol.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Codec, codec_of, compress, decompress
+from minibroker_protocol.records.compression import (
+    DEFAULT_MAX_DECOMPRESSED_SIZE,
+    Codec,
+    codec_of,
+    compress,
+    decompress,
+)
 
 RECORD_OVERHEAD_V0 = 14  # crc 4 + magic 1 + attributes 1 + key length 4 + value length 4
 RECORD_OVERHEAD_V1 = 22  # + timestamp 8

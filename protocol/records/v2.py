@@ -1,6 +1,6 @@
 """RecordBatch v2 (magic 2, KIP-98): building and fully decoding batches and their records.
 
-Theory of operation: a batch is the 61-byte header described in protocol.records.batch, then
+Theory of operation: a batch is the 61-byte header described in minibroker_protocol.records.batch, then
 `recordsCount` records, compressed together when the codec is not NONE (the header never is).
 A record is small because everything in it is relative to the header and varint encoded
 (zigzag, as protobuf's sint; org.apache.kafka.common.utils.ByteUtils):
@@ -17,8 +17,8 @@ Control batches (attribute bit 5, KIP-98) hold one record whose key is `version 
 int16` (ControlRecordType: 0 abort, 1 commit) and, for transaction markers, whose value is
 `version int16, coordinatorEpoch int32` (EndTransactionMarker).
 
-The broker itself reads headers (protocol.records.batch) and, on produce, the records' framing
-(protocol.records.validate); this module is for the places that must decode records: format
+The broker itself reads headers (minibroker_protocol.records.batch) and, on produce, the records' framing
+(minibroker_protocol.records.validate); this module is for the places that must decode records: format
 conversion, compaction, transaction markers, tests and dump tools.
 """
 
@@ -29,8 +29,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from protocol.errors import ErrorCode
-from protocol.records.batch import (
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records.batch import (
     COMPRESSION_MASK,
     CONTROL_BIT,
     DELETE_HORIZON_BIT,
@@ -46,8 +46,14 @@ from protocol.records.batch import (
     InvalidBatch,
     crc32c,
 )
-from protocol.records.compression import DEFAULT_MAX_DECOMPRESSED_SIZE, Codec, codec_of, compress, decompress
-from protocol.types import DecodeError, read_varint, varint_size, write_varint
+from minibroker_protocol.records.compression import (
+    DEFAULT_MAX_DECOMPRESSED_SIZE,
+    Codec,
+    codec_of,
+    compress,
+    decompress,
+)
+from minibroker_protocol.types import DecodeError, read_varint, varint_size, write_varint
 
 MAGIC = 2
 CREATE_TIME = 0

@@ -1,7 +1,7 @@
 """Record-level checks of a producer's RecordBatch v2, every field of every record, cheaply (Kafka:
 LogValidator's record loop over DefaultRecord.readFrom).
 
-Theory of operation: the header checks (protocol.records.batch.BatchView.validate) cannot see
+Theory of operation: the header checks (minibroker_protocol.records.batch.BatchView.validate) cannot see
 whether the records section holds what the header claims. Kafka finds out by iterating every
 record of a client batch (DefaultRecordBatch's RecordIterator): fewer records than `recordsCount`
 is "premature EOF", more bytes than the records use is "records still remaining", a compressed
@@ -11,7 +11,7 @@ non-negative header key sizes, and fields that end exactly at the record's lengt
 topics each record must have a key (LogValidator.validateKey), reported per record
 (RecordValidationException's RecordErrors, which Produce v8+ returns as `record_errors`).
 
-The rules are the union of Kafka's and our decoder's (protocol.records.v2.read_record), so that
+The rules are the union of Kafka's and our decoder's (minibroker_protocol.records.v2.read_record), so that
 nothing reaches a segment that either would refuse to read back:
 - Kafka's: an int32 varint (the record length, offsetDelta, every size and count) has at most 5
   bytes, a varlong (timestampDelta) at most 10; our decoder reads 10 for all.
@@ -54,9 +54,9 @@ from __future__ import annotations
 
 import hashlib
 
-from protocol.errors import ErrorCode
-from protocol.records.batch import V2_HEADER_SIZE, BatchView, InvalidBatch
-from protocol.records.compression import (
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records.batch import V2_HEADER_SIZE, BatchView, InvalidBatch
+from minibroker_protocol.records.compression import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     Codec,
     CompressionError,
@@ -118,7 +118,7 @@ def record_section(view: BatchView, *, max_size: int = DEFAULT_MAX_DECOMPRESSED_
 
 def _varint(body: bytes, p: int, most: int) -> tuple[int, int]:
     """The zigzag varint at `p` (at most `most` bytes, as ByteUtils) and the position after it;
-    IndexError if it runs off the end. The value is not cut to 32 bits, as protocol.types.read_varint."""
+    IndexError if it runs off the end. The value is not cut to 32 bits, as minibroker_protocol.types.read_varint."""
     raw = shift = 0
     for q in range(p, p + most):
         b = body[q]

@@ -16,9 +16,9 @@ from minibroker.controller.quorum_controller import ControllerConfig, QuorumCont
 from minibroker.controller.replication_control import TopicDefaults
 from minibroker.metadata.image import MetadataDelta, MetadataImage
 from minibroker.metadata.partition_registration import LeaderRecoveryState
-from protocol import codec
-from protocol import metadata_records as mr
-from protocol.apis import (
+from minibroker_protocol import codec
+from minibroker_protocol import metadata_records as mr
+from minibroker_protocol.apis import (
     allocate_producer_ids,
     alter_partition,
     broker_heartbeat,
@@ -31,9 +31,9 @@ from protocol.apis import (
     unregister_broker,
     update_features,
 )
-from protocol.errors import ErrorCode
-from protocol.metadata_serde import ApiMessageAndVersion, read_metadata_batches
-from protocol.schema import Message, Schema
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.metadata_serde import ApiMessageAndVersion, read_metadata_batches
+from minibroker_protocol.schema import Message, Schema
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
 M = TypeVar("M", bound=Message)

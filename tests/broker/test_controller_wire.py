@@ -20,9 +20,9 @@ from minibroker.metadata.broker_lifecycle_manager import BrokerLifecycleManager,
 from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.image import LocalReplicaChanges, MetadataDelta, MetadataImage
 from minibroker.metadata.metadata_loader import MetadataLoader
-from protocol.apis import api_versions, create_topics
-from protocol.errors import ErrorCode, KafkaError
-from protocol.headers import RequestHeader, encode_request_header
+from minibroker_protocol.apis import api_versions, create_topics
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.headers import RequestHeader, encode_request_header
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
 TIMEOUT = 30.0

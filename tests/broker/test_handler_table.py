@@ -26,8 +26,8 @@ from minibroker.handlers.registry import (
     marked,
     served_versions,
 )
-from protocol.apis import api_versions
-from protocol.schema import Versions
+from minibroker_protocol.apis import api_versions
+from minibroker_protocol.schema import Versions
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -97,7 +97,7 @@ def test_a_handler_marked_with_other_versions_than_the_table_fails_to_load(monke
 
 def test_docs_formats_states_the_served_versions() -> None:
     """docs/formats.md's "Versions served" table names each API's versions as the handlers do."""
-    from protocol.apis import BY_NAME
+    from minibroker_protocol.apis import BY_NAME
 
     text = (ROOT / "docs" / "formats.md").read_text()
     section = text.split("## Versions served", 1)[1].split("\n## ", 1)[0]
@@ -114,7 +114,7 @@ def test_each_handler_module_header_names_the_versions_the_table_has() -> None:
     import ast
     import re
 
-    from protocol.apis import api
+    from minibroker_protocol.apis import api
 
     wrong = []
     for key, served in API_TABLE.items():
@@ -130,7 +130,7 @@ def test_each_handler_module_header_names_the_versions_the_table_has() -> None:
 FIRST_REQUEST_DESCRIBES_A_GROUP = r"""
 import json, sys, tempfile
 from minibroker.testing import BrokerThread
-from protocol.apis import describe_configs
+from minibroker_protocol.apis import describe_configs
 from tests.helpers import TEST_OVERRIDES
 from tests.integration.helpers import RawClient
 

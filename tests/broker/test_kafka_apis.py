@@ -18,9 +18,9 @@ from minibroker.config import BrokerConfig
 from minibroker.security.sasl import SaslAuthenticator
 from minibroker.security.settings import SaslSettings
 from minibroker.server import BrokerServer
-from protocol.apis import api_versions, metadata, sasl_authenticate, sasl_handshake
-from protocol.codec import Output, decode, encode
-from protocol.headers import RequestHeader, encode_request_header, response_header_version
+from minibroker_protocol.apis import api_versions, metadata, sasl_authenticate, sasl_handshake
+from minibroker_protocol.codec import Output, decode, encode
+from minibroker_protocol.headers import RequestHeader, encode_request_header, response_header_version
 
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";'
 

@@ -17,10 +17,10 @@ from minibroker.raft.snapshots import (
     snapshot_bytes,
     write_snapshot,
 )
-from protocol import metadata_records as mr
-from protocol.metadata_serde import ApiMessageAndVersion, ControlMessage, read_metadata_batches
-from protocol.raft_records import SnapshotHeaderRecord
-from protocol.records.v2 import ControlType, decode_batches
+from minibroker_protocol import metadata_records as mr
+from minibroker_protocol.metadata_serde import ApiMessageAndVersion, ControlMessage, read_metadata_batches
+from minibroker_protocol.raft_records import SnapshotHeaderRecord
+from minibroker_protocol.records.v2 import ControlType, decode_batches
 
 GOLDEN = Path(__file__).resolve().parent.parent / "protocol" / "kraft_golden"
 TID = uuid.UUID("c68858cf-7b48-4aab-b11c-b33b151cf2b3")

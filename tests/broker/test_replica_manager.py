@@ -1,5 +1,5 @@
 """The ReplicaManager is the one door to a partition's log (issue 28): handlers and the console
-never import storage.log nor call a Log's methods; a plain Produce never builds the transaction
+never import minibroker_storage.log nor call a Log's methods; a plain Produce never builds the transaction
 coordinator; a transactional batch's header reaches the verification parsed once."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pytest
 from minibroker.config import BrokerConfig
 from minibroker.replica_manager import FetchPartition
 from minibroker.server import BrokerServer
-from protocol.errors import ErrorCode
-from protocol.records.v2 import Record, build_batch
-from storage.clock import ManualClock
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records.v2 import Record, build_batch
+from minibroker_storage.clock import ManualClock
 
 ROOT = Path(__file__).resolve().parents[2]
-# what a handler or console module may not call: the Log's own API (storage.log.Log) and the
+# what a handler or console module may not call: the Log's own API (minibroker_storage.log.Log) and the
 # registry's way to a Log
 LOG_ONLY = {"get_log", "validate", "append_as_leader", "append_async", "read", "delete_records_before",
             "end_offset_for_epoch", "producer_state", "maybe_flush", "latest_epoch"}
@@ -32,7 +32,7 @@ def test_handlers_and_console_do_not_touch_a_log(path: Path) -> None:
     tree = ast.parse(path.read_text(), filename=str(path))
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            assert node.module != "storage.log", f"{path.name}:{node.lineno} imports storage.log"
+            assert node.module != "minibroker_storage.log", f"{path.name}:{node.lineno} imports minibroker_storage.log"
         if isinstance(node, ast.Attribute) and node.attr in LOG_ONLY:
             # the console's segment inspector reads a segment file (FileRecords.read), not the Log;
             # DynamicBrokerConfig.validate and ConsumerGroupConfigs.validate are config checks

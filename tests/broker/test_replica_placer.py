@@ -7,7 +7,7 @@ import random
 import pytest
 
 from minibroker.controller.replica_placer import place
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 
 def test_striping_as_kafka_documents_it() -> None:

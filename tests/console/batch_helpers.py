@@ -7,8 +7,8 @@ import struct
 
 import zstandard
 
-from protocol.records import v2
-from protocol.records.batch import crc32c
+from minibroker_protocol.records import v2
+from minibroker_protocol.records.batch import crc32c
 
 ZSTD = 4
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from minibroker.testing import BrokerThread
-from protocol.records import v2
-from protocol.records.batch import BatchView
-from storage.log_validator import ValidatedRecords
+from minibroker_protocol.records import v2
+from minibroker_protocol.records.batch import BatchView
+from minibroker_storage.log_validator import ValidatedRecords
 from tests.console.batch_helpers import big_batch
 from tests.console.helpers import CONSOLE_OVERRIDES, console_url
 from tests.integration.helpers import module_broker, unique

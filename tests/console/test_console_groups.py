@@ -138,7 +138,7 @@ def _metrics(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 def _describe_share_offsets(bootstrap: str, group: str, topic: str) -> tuple[int, int]:
     """(start offset, lag) of partition 0 as DescribeShareGroupOffsets v1 answers (what
     kafka-share-groups.sh --describe prints)."""
-    from protocol.apis import describe_share_group_offsets as d
+    from minibroker_protocol.apis import describe_share_group_offsets as d
     from tests.integration.helpers import RawClient
 
     R = d.REQUEST

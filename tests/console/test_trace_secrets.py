@@ -23,7 +23,7 @@ import pytest
 
 from minibroker.testing import SCRAM_JAAS, BrokerThread
 from minibroker.tools.trace import Tracer
-from protocol.apis import (
+from minibroker_protocol.apis import (
     alter_configs,
     alter_user_scram_credentials,
     create_topics,

@@ -10,8 +10,8 @@ import struct
 from minibroker.coordinator.group.classic_group import GroupState
 from minibroker.coordinator.group.group_coordinator import ClientInfo, GroupConfig, GroupCoordinator
 from minibroker.coordinator.group.records import decode_record
-from protocol.apis import heartbeat, join_group, offset_commit, sync_group
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.apis import heartbeat, join_group, offset_commit, sync_group
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 E = ErrorCode
 TIMEOUT = 5.0

@@ -13,7 +13,7 @@ from typing import Any
 
 from minibroker.config import BrokerConfig
 from minibroker.server import BrokerServer
-from storage.clock import ManualClock
+from minibroker_storage.clock import ManualClock
 
 DEFAULTS: dict[str, Any] = {"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 7,
                             "transaction.state.log.num.partitions": 5}

@@ -12,9 +12,9 @@ import uuid
 from typing import Any
 
 from minibroker.coordinator.group import consumer_group_records as cgr
-from protocol.apis import consumer_group_heartbeat, offset_commit, txn_offset_commit
-from protocol.errors import ErrorCode
-from storage.clock import ManualClock
+from minibroker_protocol.apis import consumer_group_heartbeat, offset_commit, txn_offset_commit
+from minibroker_protocol.errors import ErrorCode
+from minibroker_storage.clock import ManualClock
 from tests.coordinator.stack import Stack
 
 E = ErrorCode

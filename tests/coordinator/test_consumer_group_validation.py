@@ -21,8 +21,8 @@ from minibroker.coordinator.txn.transaction_metadata import (
     TransactionState,
     list_transaction_states,
 )
-from protocol.apis import consumer_group_heartbeat
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.apis import consumer_group_heartbeat
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 HB = consumer_group_heartbeat.REQUEST
 ASSIGNORS = ("uniform", "range")

@@ -14,7 +14,7 @@ from minibroker.coordinator.group.records import TOPIC as OFFSETS_TOPIC
 from minibroker.coordinator.runtime.coordinator_runtime import CoordinatorRuntime
 from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.coordinator.txn.transaction_log import TOPIC as TRANSACTION_TOPIC
-from protocol.errors import ErrorCode
+from minibroker_protocol.errors import ErrorCode
 from tests.coordinator.group_helpers import commit_req, stable_group
 from tests.coordinator.stack import Stack
 

@@ -15,8 +15,8 @@ from minibroker.coordinator.group.records import (
 )
 from minibroker.coordinator.runtime.coordinator_loader import CoordinatorLoader
 from minibroker.coordinator.runtime.coordinator_store import partition_for
-from protocol.records.v2 import ControlType, Record, build_batch, build_control_batch
-from storage.log import AppendOrigin
+from minibroker_protocol.records.v2 import ControlType, Record, build_batch, build_control_batch
+from minibroker_storage.log import AppendOrigin
 from tests.coordinator.stack import Stack
 
 

@@ -13,8 +13,8 @@ import struct
 import pytest
 
 from minibroker.coordinator.group.classic_group import GroupState
-from protocol.apis import leave_group
-from storage.clock import ManualClock
+from minibroker_protocol.apis import leave_group
+from minibroker_storage.clock import ManualClock
 from tests.coordinator.group_helpers import (
     TIMEOUT,
     E,

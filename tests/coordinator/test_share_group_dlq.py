@@ -13,8 +13,8 @@ import pytest
 from minibroker.config.topic import validate_topic_config
 from minibroker.coordinator.share.share_group_dlq import DLQRecordParameter
 from minibroker.coordinator.share.share_partition import AckType, RecordState
-from protocol.records.batch import iter_batches
-from protocol.records.v2 import Record, build_batch, iter_batch_records
+from minibroker_protocol.records.batch import iter_batches
+from minibroker_protocol.records.v2 import Record, build_batch, iter_batch_records
 from tests.coordinator.stack import Stack
 
 SHARE = {"share.coordinator.state.topic.num.partitions": 1}

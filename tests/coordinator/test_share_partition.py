@@ -22,8 +22,8 @@ from minibroker.coordinator.runtime.coordinator_runtime import CoordinatorRuntim
 from minibroker.coordinator.share import share_coordinator_shard
 from minibroker.coordinator.share.share_coordinator_shard import TOPIC, ShareCoordinatorShard, topic_configs
 from minibroker.coordinator.share.share_partition import AckType, BatchInfo, RecordState, SharePartition
-from protocol.errors import ErrorCode
-from storage.clock import ManualClock
+from minibroker_protocol.errors import ErrorCode
+from minibroker_storage.clock import ManualClock
 from tests.coordinator.stack import Stack
 
 LIMIT = 3

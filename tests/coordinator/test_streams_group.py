@@ -17,8 +17,8 @@ from minibroker.coordinator.group.streams_group import (
 from minibroker.coordinator.group.streams_group_manager import StreamsGroupConfig, StreamsGroupManager
 from minibroker.coordinator.group.streams_task_assignor import AssignorMember, assign
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
-from protocol.apis import streams_group_heartbeat
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import streams_group_heartbeat
+from minibroker_protocol.errors import ErrorCode
 
 Q = streams_group_heartbeat.REQUEST
 TOPICS = {"in": 4, "out": 2}

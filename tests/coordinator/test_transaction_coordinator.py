@@ -9,12 +9,12 @@ import pytest
 
 from minibroker.coordinator.group.records import TOPIC as OFFSETS_TOPIC
 from minibroker.coordinator.txn.transaction_coordinator import check_transactional_produce
-from protocol.apis import txn_offset_commit
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import iter_batches
-from protocol.records.v2 import Record, build_batch, decode_batches
-from storage.config import LogConfig
-from storage.log import Log
+from minibroker_protocol.apis import txn_offset_commit
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.batch import iter_batches
+from minibroker_protocol.records.v2 import Record, build_batch, decode_batches
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log import Log
 from tests.coordinator.stack import Stack
 
 E = ErrorCode

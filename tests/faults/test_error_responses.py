@@ -8,9 +8,17 @@ import uuid
 import pytest
 
 from minibroker.faults import error_response as er
-from protocol.apis import APIS, fetch, find_coordinator, join_group, metadata, offset_fetch, produce
-from protocol.codec import decode, encode
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import (
+    APIS,
+    fetch,
+    find_coordinator,
+    join_group,
+    metadata,
+    offset_fetch,
+    produce,
+)
+from minibroker_protocol.codec import decode, encode
+from minibroker_protocol.errors import ErrorCode
 
 TOPIC_ID = uuid.UUID(int=7)
 
@@ -118,7 +126,7 @@ def test_metadata_error_per_topic_and_join_group_on_top():
 
 
 def test_entries_carry_the_requests_own_keys():
-    from protocol.apis import consumer_group_heartbeat
+    from minibroker_protocol.apis import consumer_group_heartbeat
 
     req = consumer_group_heartbeat.REQUEST(group_id="g", member_id="m", topic_partitions=[])
     assert er.entries(req, 0, resolve) == [(("group", "g"),)]

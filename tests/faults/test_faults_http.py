@@ -146,7 +146,7 @@ def test_a_get_waits_until_the_fault_fired(faults_broker):
     waiter = threading.Thread(target=lambda: answers.append(_call(f"{api}/{fault['id']}?wait_fired=1&timeout=10")))
     waiter.start()
     try:
-        from protocol.apis import describe_cluster
+        from minibroker_protocol.apis import describe_cluster
 
         with RawClient(b.bootstrap, client_id="waited-for") as c:
             c.call(describe_cluster.API, 1, describe_cluster.REQUEST())

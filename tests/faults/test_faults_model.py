@@ -16,9 +16,9 @@ import pytest
 
 from minibroker.faults import FaultError
 from minibroker.tools.trace import Tracer
-from protocol.apis import api_versions, list_offsets, metadata, produce
-from protocol.errors import ErrorCode
-from protocol.records.v2 import Record, build_batch
+from minibroker_protocol.apis import api_versions, list_offsets, metadata, produce
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records.v2 import Record, build_batch
 from tests.integration.helpers import RawClient
 
 

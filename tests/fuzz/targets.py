@@ -16,9 +16,9 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from protocol.apis import APIS
-from protocol.codec import decode, encode
-from protocol.coordinator_records import (
+from minibroker_protocol.apis import APIS
+from minibroker_protocol.codec import decode, encode
+from minibroker_protocol.coordinator_records import (
     GROUP_METADATA_KEY,
     GROUP_METADATA_VALUE,
     OFFSET_COMMIT_KEY,
@@ -26,15 +26,15 @@ from protocol.coordinator_records import (
     TRANSACTION_LOG_KEY,
     TRANSACTION_LOG_VALUE,
 )
-from protocol.framing import FrameError, FrameReader
-from protocol.headers import RequestHeader, decode_request_header, encode_request_header
-from protocol.records import convert, legacy
-from protocol.records.batch import InvalidBatch, iter_batches
-from protocol.records.compression import compress, decompress
-from protocol.records.convert import recompress
-from protocol.records.dump import iter_summaries
-from protocol.records.v2 import Record, build_batch, decode_batches
-from protocol.types import DecodeError
+from minibroker_protocol.framing import FrameError, FrameReader
+from minibroker_protocol.headers import RequestHeader, decode_request_header, encode_request_header
+from minibroker_protocol.records import convert, legacy
+from minibroker_protocol.records.batch import InvalidBatch, iter_batches
+from minibroker_protocol.records.compression import compress, decompress
+from minibroker_protocol.records.convert import recompress
+from minibroker_protocol.records.dump import iter_summaries
+from minibroker_protocol.records.v2 import Record, build_batch, decode_batches
+from minibroker_protocol.types import DecodeError
 
 EXPECTED: tuple[type[BaseException], ...] = (DecodeError, InvalidBatch, FrameError)
 MAX_OUT = 1 << 20  # decompression limit used by the targets: fuzz inputs must not allocate much
@@ -150,7 +150,7 @@ def seed_batches() -> list[bytes]:
 
 def seed_requests() -> list[bytes]:
     """Header + body of a few common requests (unframed), as the dispatcher sees them."""
-    from protocol.apis import api_versions, fetch, metadata, produce
+    from minibroker_protocol.apis import api_versions, fetch, metadata, produce
 
     out = []
     R = produce.REQUEST

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.codec import decode, encode
+from minibroker_protocol.codec import decode, encode
 from tests.fuzz.targets import SCHEMAS, TARGETS, mutate, run, seeds_for
 from tests.protocol.strategies import message_strategy
 

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.apis import api_versions, produce
-from protocol.codec import encode
-from protocol.headers import RequestHeader, encode_request_header
-from protocol.records.batch import InvalidBatch, crc32c, iter_batches
-from protocol.records.v2 import decode_batch
+from minibroker_protocol.apis import api_versions, produce
+from minibroker_protocol.codec import encode
+from minibroker_protocol.headers import RequestHeader, encode_request_header
+from minibroker_protocol.records.batch import InvalidBatch, crc32c, iter_batches
+from minibroker_protocol.records.v2 import decode_batch
 from tests.fuzz.targets import mutate, seed_batches, seed_requests
 from tests.integration.helpers import RawClient, create_topic, module_broker
 

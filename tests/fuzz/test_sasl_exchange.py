@@ -31,9 +31,9 @@ from hypothesis import strategies as st
 
 from minibroker.security.oauthbearer import unsecured_jwt
 from minibroker.testing import SCRAM_JAAS, BrokerThread
-from protocol.apis import api_versions, metadata, sasl_authenticate, sasl_handshake
-from protocol.codec import decode, encode
-from protocol.headers import RequestHeader, encode_request_header
+from minibroker_protocol.apis import api_versions, metadata, sasl_authenticate, sasl_handshake
+from minibroker_protocol.codec import decode, encode
+from minibroker_protocol.headers import RequestHeader, encode_request_header
 from tests.fuzz.targets import mutate
 from tests.integration.helpers import RawClient, module_broker
 

@@ -4,7 +4,7 @@ request's response. The broker did write the batch; the client cannot know and s
 
 The broker advertises the proxy's port (advertised.listeners), so every connection a client
 opens goes through it. The proxy reads whole frames in both directions (size-prefixed, see
-protocol.framing) and looks only at the request header's api key and correlation id and the
+minibroker_protocol.framing) and looks only at the request header's api key and correlation id and the
 response's correlation id. Tested here on its own with a raw Produce.
 """
 

@@ -3,7 +3,7 @@
 - `module_broker`: one in-process broker for all tests of a module (tests use unique topic names).
 - `create_topic`, `stored_records`: set up and inspect the broker directly through `BrokerThread.call`,
   so a client test checks what the client saw against what the broker stored, not against itself.
-- `RawClient`: a blocking socket speaking the wire protocol with `protocol.codec`, for what no
+- `RawClient`: a blocking socket speaking the wire protocol with `minibroker_protocol.codec`, for what no
   client lets us do (acks=0 ordering, bad frames, unsupported versions).
 - `Deadline` / `poll_*`: every wait in these tests is bounded.
 """
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from minibroker.testing import BrokerThread
-from protocol.codec import decode, encode
-from protocol.headers import RequestHeader, encode_request_header, response_header_version
-from protocol.records.v2 import DecodedRecord, Record, build_batch, decode_batches
+from minibroker_protocol.codec import decode, encode
+from minibroker_protocol.headers import RequestHeader, encode_request_header, response_header_version
+from minibroker_protocol.records.v2 import DecodedRecord, Record, build_batch, decode_batches
 from tests.helpers import TEST_OVERRIDES
 
 TIMEOUT = 20.0  # seconds any single wait in these tests may take before it fails

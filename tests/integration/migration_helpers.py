@@ -16,7 +16,7 @@ import time
 import uuid
 from typing import Any
 
-from protocol.apis import (
+from minibroker_protocol.apis import (
     consumer_group_describe,
     consumer_group_heartbeat,
     find_coordinator,

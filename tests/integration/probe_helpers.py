@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any
 
-from protocol.apis import metadata
+from minibroker_protocol.apis import metadata
 from tests.integration.helpers import RawClient
 
 

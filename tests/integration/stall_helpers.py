@@ -7,10 +7,10 @@ import struct
 import threading
 import time
 
-from protocol.apis import metadata
-from protocol.records.batch import crc32c
-from protocol.records.compression import Codec, compress
-from protocol.records.v2 import MAGIC, build_batch
+from minibroker_protocol.apis import metadata
+from minibroker_protocol.records.batch import crc32c
+from minibroker_protocol.records.compression import Codec, compress
+from minibroker_protocol.records.v2 import MAGIC, build_batch
 from tests.integration.helpers import RawClient
 
 

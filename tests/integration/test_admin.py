@@ -9,9 +9,14 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from protocol.apis import delete_records, describe_cluster, describe_log_dirs, describe_topic_partitions
-from protocol.apis import offset_for_leader_epoch as ole
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import (
+    delete_records,
+    describe_cluster,
+    describe_log_dirs,
+    describe_topic_partitions,
+)
+from minibroker_protocol.apis import offset_for_leader_epoch as ole
+from minibroker_protocol.errors import ErrorCode
 
 from .helpers import TIMEOUT, RawClient, confluent_consume, create_topic, module_broker, offsets, unique
 

@@ -19,8 +19,8 @@ from minibroker.security.authorizer import (
     ResourceType,
 )
 from minibroker.testing import BrokerThread
-from protocol.apis import metadata, sasl_authenticate, sasl_handshake
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import metadata, sasl_authenticate, sasl_handshake
+from minibroker_protocol.errors import ErrorCode
 from tests.integration.helpers import RawClient
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '

@@ -14,8 +14,8 @@ import pytest
 from confluent_kafka import KafkaError, Producer
 
 from minibroker.testing import BrokerThread
-from protocol.apis import metadata
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import metadata
+from minibroker_protocol.errors import ErrorCode
 from tests.integration.helpers import RawClient, module_broker, unique
 
 

@@ -25,13 +25,13 @@ from typing import Any
 
 import pytest
 
-from protocol.apis import api_versions, metadata, produce
-from protocol.codec import decode
-from protocol.errors import ErrorCode as E
-from protocol.headers import RequestHeader, encode_request_header, response_header_version
-from protocol.records.batch import crc32c
-from protocol.records.compression import compress
-from protocol.records.v2 import Record, build_batch, encode_records
+from minibroker_protocol.apis import api_versions, metadata, produce
+from minibroker_protocol.codec import decode
+from minibroker_protocol.errors import ErrorCode as E
+from minibroker_protocol.headers import RequestHeader, encode_request_header, response_header_version
+from minibroker_protocol.records.batch import crc32c
+from minibroker_protocol.records.compression import compress
+from minibroker_protocol.records.v2 import Record, build_batch, encode_records
 from tests.integration.helpers import (
     RawClient,
     create_topic,
@@ -93,7 +93,7 @@ def patched(fmt: str, at: int, value: int, *, crc: bool = True, batch: bytearray
     return bytes(fix_crc(b) if crc else b)
 
 
-# v2 header field positions (protocol.records.batch): the tests poke them directly.
+# v2 header field positions (minibroker_protocol.records.batch): the tests poke them directly.
 BASE_OFFSET, BATCH_LENGTH, MAGIC, ATTRIBUTES, LAST_OFFSET_DELTA, RECORDS_COUNT = 0, 8, 16, 21, 23, 57
 
 
@@ -130,7 +130,7 @@ def compressed_garbage(codec: int) -> bytes:
 
 def decompression_bomb() -> bytes:
     """A zstd batch of one record whose value decompresses to 80 MB of zeros (the codec limit is
-    64 MiB: protocol.records.compression.DEFAULT_MAX_DECOMPRESSED_SIZE)."""
+    64 MiB: minibroker_protocol.records.compression.DEFAULT_MAX_DECOMPRESSED_SIZE)."""
     body = encode_records([Record(value=bytes(80 << 20))])
     b = good_batch(1, compression=4)
     b = b[:61] + compress(4, body, magic=2)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from minibroker.testing import BrokerThread
-from protocol.apis import describe_configs
+from minibroker_protocol.apis import describe_configs
 from tests.helpers import BrokerProcess
 from tests.integration.helpers import RawClient
 from tests.integration.limits_helpers import wait_for

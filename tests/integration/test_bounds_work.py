@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from minibroker.testing import BrokerThread
-from protocol import types as t
-from protocol.apis import describe_producers, fetch, produce
-from protocol.records.legacy import iter_shallow
+from minibroker_protocol import types as t
+from minibroker_protocol.apis import describe_producers, fetch, produce
+from minibroker_protocol.records.legacy import iter_shallow
 from tests.helpers import BrokerProcess
 from tests.integration.helpers import RawClient
 from tests.integration.stall_helpers import MetadataProbe, constant_records_batch

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from minibroker.testing import BrokerThread
-from protocol.records.dump import dump
+from minibroker_protocol.records.dump import dump
 
 from .helpers import TIMEOUT, create_topic, offsets, stored_records, unique, wait_until
 
@@ -194,7 +194,7 @@ def test_dump_before_and_after(tmp_path, capsys):
         b.call(lambda br: lg.roll())
         seg0 = tmp_path / "data" / f"{t}-0" / "00000000000000000000.log"
         before = "\n".join(dump(seg0.read_bytes(), records=True, payload=True))
-        from storage.cleaner import clean, log_to_clean, swap_in
+        from minibroker_storage.cleaner import clean, log_to_clean, swap_in
 
         def run(br):
             now_ms = br.clock

@@ -10,8 +10,8 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigResource
 from confluent_kafka.admin import ConfigEntry as CEntry
 
 from minibroker.testing import BrokerThread
-from protocol.apis import alter_configs, describe_configs, incremental_alter_configs
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import alter_configs, describe_configs, incremental_alter_configs
+from minibroker_protocol.errors import ErrorCode
 
 from .helpers import TIMEOUT, RawClient, create_topic, module_broker, unique
 

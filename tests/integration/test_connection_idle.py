@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from protocol.apis import api_versions
+from minibroker_protocol.apis import api_versions
 from tests.integration.helpers import RawClient, module_broker
 
 MAX_IDLE_MS = 300

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from bench.crash_loop import FSYNC_OVERRIDES, Wire, create_topic
-from protocol.apis import produce
-from protocol.records.v2 import Record, build_batch
+from minibroker_protocol.apis import produce
+from minibroker_protocol.records.v2 import Record, build_batch
 from tests.helpers import ROOT, TEST_OVERRIDES, free_port
 
 N = 12

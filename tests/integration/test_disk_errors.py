@@ -7,7 +7,7 @@ to a memory-mapped index page on the full disk raised SIGBUS it would show as a 
 rather than a dead test run. Kafka, on the same error, marks the whole log directory offline
 (LogDirFailureChannel) and the partitions stay offline until a restart; this broker answers
 KAFKA_STORAGE_ERROR for the failed append, cuts the segment back to its last whole batch
-(storage.file_records.FileRecords.append), and appends again once space is back.
+(minibroker_storage.file_records.FileRecords.append), and appends again once space is back.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from bench.crash_loop import Wire, create_topic, fetch_all, scan_partition_dir
-from protocol.apis import api_versions, produce
-from protocol.errors import ErrorCode as E
-from protocol.records.v2 import Record, build_batch
+from minibroker_protocol.apis import api_versions, produce
+from minibroker_protocol.errors import ErrorCode as E
+from minibroker_protocol.records.v2 import Record, build_batch
 
 PRODUCE_V = 9
 VALUE = 60 * 1024  # bytes of each record value: a few dozen appends fill the disk

@@ -2,7 +2,7 @@
 
 A small TCP proxy on 127.0.0.1 sits between client and broker (the broker advertises the proxy's
 port, so every connection after bootstrap goes through it too) and records each frame in each
-direction. The test then decodes every request and response with protocol.codec and checks:
+direction. The test then decodes every request and response with minibroker_protocol.codec and checks:
 - decode -> encode reproduces the frame byte for byte (header and body), for every API and
   version the client chose: our schemas agree with what librdkafka / kafka-python / aiokafka
   write, and what the broker writes is what our codec reads;
@@ -28,10 +28,10 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KpTopicPartition
 
 from minibroker.testing import BrokerThread
-from protocol.apis import APIS, api_versions, fetch, produce
-from protocol.codec import decode_from, encode
-from protocol.headers import decode_request_header, encode_request_header, response_header_version
-from protocol.records.v2 import decode_batches
+from minibroker_protocol.apis import APIS, api_versions, fetch, produce
+from minibroker_protocol.codec import decode_from, encode
+from minibroker_protocol.headers import decode_request_header, encode_request_header, response_header_version
+from minibroker_protocol.records.v2 import decode_batches
 from tests.helpers import TEST_OVERRIDES
 from tests.integration.helpers import TIMEOUT, Rec, confluent_consume, create_topic, unique
 

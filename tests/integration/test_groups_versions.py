@@ -15,7 +15,7 @@ import struct
 import pytest
 
 from minibroker.testing import BrokerThread
-from protocol.apis import (
+from minibroker_protocol.apis import (
     delete_groups,
     describe_groups,
     find_coordinator,
@@ -28,9 +28,9 @@ from protocol.apis import (
     offset_fetch,
     sync_group,
 )
-from protocol.codec import decode, encode
-from protocol.errors import ErrorCode as E
-from protocol.headers import RequestHeader, encode_request_header, response_header_version
+from minibroker_protocol.codec import decode, encode
+from minibroker_protocol.errors import ErrorCode as E
+from minibroker_protocol.headers import RequestHeader, encode_request_header, response_header_version
 from tests.helpers import TEST_OVERRIDES
 
 TOPIC = "versioned"

@@ -100,9 +100,9 @@ def test_aiokafka_idempotent_producer_with_dropped_connections(proxied):
 
 def test_old_epoch_and_sequence_gap_through_the_wire(proxied):
     """What a client sees for a gap and for a fenced epoch (raw requests, no retries)."""
-    from protocol.apis import init_producer_id, produce
-    from protocol.errors import ErrorCode
-    from protocol.records.v2 import Record, build_batch
+    from minibroker_protocol.apis import init_producer_id, produce
+    from minibroker_protocol.errors import ErrorCode
+    from minibroker_protocol.records.v2 import Record, build_batch
     from tests.integration.helpers import RawClient
 
     b, _ = proxied

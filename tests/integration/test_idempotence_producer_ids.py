@@ -8,7 +8,7 @@ import json
 import pytest
 
 from minibroker.coordinator.txn.producer_id_manager import BLOCK_FILE, ProducerIdManager
-from protocol.apis import init_producer_id
+from minibroker_protocol.apis import init_producer_id
 from tests.integration.helpers import RawClient
 
 

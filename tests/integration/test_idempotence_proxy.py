@@ -10,8 +10,8 @@ from tests.integration.dropping_proxy import DroppingProxy
 
 def test_proxy_forwards_and_drops_the_chosen_produce_response(tmp_path):
     from minibroker.testing import BrokerThread
-    from protocol.apis import produce
-    from protocol.records.v2 import Record, build_batch
+    from minibroker_protocol.apis import produce
+    from minibroker_protocol.records.v2 import Record, build_batch
     from tests.helpers import TEST_OVERRIDES
     from tests.integration.helpers import RawClient, create_topic, stored_records
 

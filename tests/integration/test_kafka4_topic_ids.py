@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from minibroker.testing import BrokerThread
-from protocol.apis import api_versions, init_producer_id, offset_commit, offset_fetch, produce
-from protocol.errors import ErrorCode as E
-from protocol.records.v2 import Record, build_batch
-from protocol.schema import ZERO_UUID
+from minibroker_protocol.apis import api_versions, init_producer_id, offset_commit, offset_fetch, produce
+from minibroker_protocol.errors import ErrorCode as E
+from minibroker_protocol.records.v2 import Record, build_batch
+from minibroker_protocol.schema import ZERO_UUID
 from tests.integration.helpers import (
     RawClient,
     create_topic,

@@ -18,7 +18,7 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from protocol.apis import (
+from minibroker_protocol.apis import (
     api_versions,
     describe_cluster,
     describe_groups,
@@ -31,8 +31,8 @@ from protocol.apis import (
     produce,
     txn_offset_commit,
 )
-from protocol.codec import encode
-from protocol.errors import ErrorCode
+from minibroker_protocol.codec import encode
+from minibroker_protocol.errors import ErrorCode
 from tests.integration.helpers import TIMEOUT, RawClient, create_topic, module_broker, records_batch, unique
 
 E = ErrorCode

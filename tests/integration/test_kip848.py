@@ -20,7 +20,7 @@ import sys
 import textwrap
 import uuid
 
-from protocol.apis import api_versions, join_group
+from minibroker_protocol.apis import api_versions, join_group
 from tests.integration import kip848_helpers as k848
 from tests.integration.helpers import RawClient
 

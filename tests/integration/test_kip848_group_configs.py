@@ -9,8 +9,8 @@ from __future__ import annotations
 import uuid
 
 from minibroker.testing import BrokerThread
-from protocol.apis import consumer_group_heartbeat, describe_configs, incremental_alter_configs
-from protocol.errors import ErrorCode as E
+from minibroker_protocol.apis import consumer_group_heartbeat, describe_configs, incremental_alter_configs
+from minibroker_protocol.errors import ErrorCode as E
 from tests.helpers import TEST_OVERRIDES
 from tests.integration.helpers import RawClient, create_topic
 

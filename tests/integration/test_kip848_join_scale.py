@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from minibroker.testing import BrokerThread
-from protocol.apis import consumer_group_heartbeat
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import consumer_group_heartbeat
+from minibroker_protocol.errors import ErrorCode
 from tests.integration.helpers import RawClient, module_broker, unique
 from tests.integration.probe_helpers import MetadataProbe
 

@@ -16,8 +16,8 @@ from kafka.admin import KafkaAdminClient
 from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.image import MetadataImage
 from minibroker.metadata.metadata_loader import MetadataLoader
-from protocol.metadata_serde import read_metadata_batches
-from storage.checkpoint import read_properties
+from minibroker_protocol.metadata_serde import read_metadata_batches
+from minibroker_storage.checkpoint import read_properties
 from tests.helpers import ROOT, BrokerProcess, free_port
 
 TIMEOUT = 60.0

@@ -23,8 +23,8 @@ from confluent_kafka import TopicPartition as CTopicPartition
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
-from protocol.records import legacy
-from protocol.records.batch import iter_batches
+from minibroker_protocol.records import legacy
+from minibroker_protocol.records.batch import iter_batches
 from tests.integration.helpers import (
     TIMEOUT,
     Deadline,

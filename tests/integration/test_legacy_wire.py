@@ -7,13 +7,13 @@ import gzip
 
 import pytest
 
-from protocol.apis import api_versions, fetch, list_offsets, produce
-from protocol.errors import ErrorCode
-from protocol.records import legacy
-from protocol.records.batch import iter_batches
-from protocol.records.compression import compress
-from protocol.records.legacy import RecordData, build_message_set, encode_message
-from protocol.records.v2 import Record, build_batch, decode_batches
+from minibroker_protocol.apis import api_versions, fetch, list_offsets, produce
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records import legacy
+from minibroker_protocol.records.batch import iter_batches
+from minibroker_protocol.records.compression import compress
+from minibroker_protocol.records.legacy import RecordData, build_message_set, encode_message
+from minibroker_protocol.records.v2 import Record, build_batch, decode_batches
 from tests.integration.helpers import RawClient, create_topic, module_broker, unique
 
 T = 1_700_000_000_000

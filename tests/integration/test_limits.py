@@ -16,7 +16,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from protocol.apis import api_versions
+from minibroker_protocol.apis import api_versions
 from tests.helpers import BrokerProcess
 from tests.integration.helpers import RawClient, module_broker
 from tests.integration.limits_helpers import MemoryAttack, open_idle, raise_fd_limit, rss_mb, wait_for

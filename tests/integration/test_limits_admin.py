@@ -27,8 +27,8 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from minibroker.testing import BrokerThread
-from protocol.apis import create_partitions, create_topics, metadata
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import create_partitions, create_topics, metadata
+from minibroker_protocol.errors import ErrorCode
 from tests.helpers import BrokerProcess
 from tests.integration.helpers import RawClient, module_broker, unique
 from tests.integration.probe_helpers import MetadataProbe

@@ -25,7 +25,7 @@ from minibroker.quotas.store import (
     USER,
 )
 from minibroker.testing import BrokerThread
-from protocol.apis import api_versions, metadata
+from minibroker_protocol.apis import api_versions, metadata
 from tests.integration.helpers import RawClient, module_broker, unique
 
 SMALL_WINDOWS = {"quota.window.num": 2, "quota.window.size.seconds": 1}

@@ -32,9 +32,9 @@ from pathlib import Path
 import pytest
 
 from bench.crash_loop import Wire, create_topic
-from protocol.apis import api_versions, fetch, metadata, produce
-from protocol.headers import RequestHeader, encode_request_header
-from protocol.records.v2 import Record, build_batch
+from minibroker_protocol.apis import api_versions, fetch, metadata, produce
+from minibroker_protocol.headers import RequestHeader, encode_request_header
+from minibroker_protocol.records.v2 import Record, build_batch
 
 IDLE = 1000
 PRODUCE_V = 9
@@ -131,7 +131,7 @@ class Consumer(threading.Thread):
 
 
 def raw_request(api, version: int, body: object, correlation_id: int) -> bytes:
-    from protocol.codec import encode
+    from minibroker_protocol.codec import encode
 
     out = bytearray()
     encode_request_header(out, RequestHeader(api.key, version, correlation_id, "load"))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
-from storage.checkpoint import read_properties
+from minibroker_storage.checkpoint import read_properties
 from tests.helpers import ROOT, BrokerProcess, free_port
 
 GOLDEN = ROOT / "tests" / "protocol" / "kraft_golden"

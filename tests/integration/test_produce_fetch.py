@@ -1,5 +1,5 @@
 """Produce and Fetch on the wire: long-poll timing, acks=0, fetch from the middle of a batch,
-errors a client must see. Requests are built with protocol.codec on a raw socket where a client
+errors a client must see. Requests are built with minibroker_protocol.codec on a raw socket where a client
 library would hide what is being tested; real clients produce from the other side."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from protocol.apis import api_versions, fetch, produce
-from protocol.errors import ErrorCode
-from protocol.records.v2 import decode_batches
+from minibroker_protocol.apis import api_versions, fetch, produce
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records.v2 import decode_batches
 from tests.integration.helpers import (
     TIMEOUT,
     RawClient,

@@ -9,10 +9,10 @@ import struct
 
 import pytest
 
-from protocol.apis import api_versions, metadata, produce
-from protocol.codec import decode
-from protocol.errors import ErrorCode
-from protocol.headers import RequestHeader, encode_request_header
+from minibroker_protocol.apis import api_versions, metadata, produce
+from minibroker_protocol.codec import decode
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.headers import RequestHeader, encode_request_header
 from tests.integration.helpers import RawClient, create_topic, module_broker, unique
 
 MAX_REQUEST = 64 * 1024  # socket.request.max.bytes for this module's broker

@@ -11,9 +11,9 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from protocol.apis import fetch, list_offsets, produce
-from protocol.errors import ErrorCode
-from protocol.records.v2 import decode_batches
+from minibroker_protocol.apis import fetch, list_offsets, produce
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records.v2 import decode_batches
 from tests.integration.helpers import (
     CODEC_IDS,
     TIMEOUT,

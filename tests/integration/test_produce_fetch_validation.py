@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, Producer
 
-from protocol.apis import produce
-from protocol.errors import ErrorCode
-from protocol.records.v2 import Record, build_batch
+from minibroker_protocol.apis import produce
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records.v2 import Record, build_batch
 from tests.integration.helpers import (
     TIMEOUT,
     RawClient,

@@ -17,7 +17,7 @@ import pytest
 from kafka import KafkaAdminClient
 
 from minibroker.testing import BrokerThread
-from protocol.apis import describe_configs
+from minibroker_protocol.apis import describe_configs
 from tests.integration.helpers import RawClient, create_topic, module_broker, offsets, unique
 from tests.integration.quixstreams_app import (
     expected,

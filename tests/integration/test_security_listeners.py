@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from minibroker.testing import BrokerThread
-from protocol.apis import describe_cluster, find_coordinator, metadata
+from minibroker_protocol.apis import describe_cluster, find_coordinator, metadata
 from tests.integration.helpers import RawClient, module_broker
 
 # INSIDE is advertised as "localhost" and OUTSIDE as 127.0.0.1: both reach the broker here, and

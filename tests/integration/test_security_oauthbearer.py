@@ -18,7 +18,7 @@ from confluent_kafka import KafkaError, Producer
 from minibroker.config import ConfigError
 from minibroker.security.oauthbearer import unsecured_jwt
 from minibroker.testing import BrokerThread
-from protocol.apis import metadata, sasl_authenticate, sasl_handshake
+from minibroker_protocol.apis import metadata, sasl_authenticate, sasl_handshake
 from tests.integration.helpers import RawClient
 from tests.integration.oauth_helpers import hs256_jwt
 

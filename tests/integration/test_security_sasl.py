@@ -25,7 +25,7 @@ from confluent_kafka.admin import (
 )
 
 from minibroker.testing import SCRAM_JAAS, BrokerThread
-from protocol.apis import metadata
+from minibroker_protocol.apis import metadata
 from tests.integration.helpers import RawClient, module_broker, unique
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '

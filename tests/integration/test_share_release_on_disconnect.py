@@ -13,8 +13,8 @@ from typing import Any
 from confluent_kafka import Producer
 
 from minibroker.testing import BrokerThread
-from protocol.apis import share_fetch, share_group_heartbeat
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import share_fetch, share_group_heartbeat
+from minibroker_protocol.errors import ErrorCode
 from tests.integration.helpers import RawClient, create_topic, unique, wait_until
 
 LOCK_S = 30  # group.share.record.lock.duration.ms, the default

@@ -17,8 +17,8 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin import NewTopic as CfNewTopic
 from kafka.admin import KafkaAdminClient
 
-from protocol.apis import create_topics
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import create_topics
+from minibroker_protocol.errors import ErrorCode
 from tests.integration.helpers import TIMEOUT, RawClient, module_broker, topic_names, unique
 
 E = ErrorCode

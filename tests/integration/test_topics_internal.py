@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 
 from minibroker.testing import BrokerThread
-from protocol.apis import find_coordinator
-from storage.checkpoint import PartitionMetadataFile
+from minibroker_protocol.apis import find_coordinator
+from minibroker_storage.checkpoint import PartitionMetadataFile
 from tests.helpers import TEST_OVERRIDES
 from tests.integration.helpers import RawClient, wait_until
 

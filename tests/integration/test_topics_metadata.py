@@ -9,9 +9,9 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaProducer
 
-from protocol.apis import metadata
-from protocol.errors import ErrorCode
-from protocol.schema import ZERO_UUID
+from minibroker_protocol.apis import metadata
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.schema import ZERO_UUID
 from tests.integration.helpers import TIMEOUT, RawClient, create_topic, module_broker, topic_names, unique
 
 E = ErrorCode

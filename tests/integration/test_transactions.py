@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from minibroker.testing import BrokerThread
-from protocol.records.v2 import ControlType
+from minibroker_protocol.records.v2 import ControlType
 from tests.integration.helpers import TIMEOUT, Deadline, create_topic, unique
 from tests.integration.txn_helpers import PARTS, TXN_OVERRIDES, confluent_read_all, lso_and_hw, markers
 
@@ -215,11 +215,11 @@ def test_transaction_timeout_aborts_and_fences(kafka_broker_module):
 
 
 def test_partition_dump_shows_markers_and_txnindex(kafka_broker_module, tmp_path):
-    """The files Kafka's tools read: control batches in the `.log` (protocol.records.dump) and
+    """The files Kafka's tools read: control batches in the `.log` (minibroker_protocol.records.dump) and
     the 34-byte entries of the `.txnindex`."""
     from confluent_kafka import Producer
 
-    from protocol.records.dump import dump
+    from minibroker_protocol.records.dump import dump
 
     topic = unique("td")
     create_topic(kafka_broker_module, topic, 1)
@@ -244,7 +244,7 @@ def test_partition_dump_shows_markers_and_txnindex(kafka_broker_module, tmp_path
 def test_describe_and_list_transactions_and_producers(kafka_broker_module):
     from confluent_kafka import Producer
 
-    from protocol.apis import describe_producers, describe_transactions, list_transactions
+    from minibroker_protocol.apis import describe_producers, describe_transactions, list_transactions
     from tests.integration.helpers import RawClient
 
     topic = unique("tl")

@@ -19,9 +19,15 @@ from minibroker.coordinator.txn.transaction_metadata import (
     TxnTransitMetadata,
 )
 from minibroker.testing import BrokerThread
-from protocol.apis import add_offsets_to_txn, add_partitions_to_txn, end_txn, init_producer_id, produce
-from protocol.errors import ErrorCode
-from protocol.records.v2 import Record, build_batch
+from minibroker_protocol.apis import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
+    end_txn,
+    init_producer_id,
+    produce,
+)
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records.v2 import Record, build_batch
 from tests.integration.helpers import RawClient, create_topic, stored_records, unique
 from tests.integration.txn_helpers import TXN_OVERRIDES
 
@@ -213,7 +219,7 @@ def test_verify_only_batched_form_v4(kafka_broker_module):
 
 
 def test_txn_offset_commit_is_pending_until_the_commit(kafka_broker_module):
-    from protocol.apis import offset_fetch, txn_offset_commit
+    from minibroker_protocol.apis import offset_fetch, txn_offset_commit
 
     topic, tid, group = unique("to"), unique("tid"), unique("g")
     create_topic(kafka_broker_module, topic, 1)

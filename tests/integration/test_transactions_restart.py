@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from protocol.records.v2 import ControlType
+from minibroker_protocol.records.v2 import ControlType
 from tests.integration.helpers import TIMEOUT, Deadline, unique
 from tests.integration.txn_helpers import TXN_OVERRIDES, markers
 

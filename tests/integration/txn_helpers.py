@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from minibroker.testing import BrokerThread
-from protocol.records.v2 import parse_control_record
+from minibroker_protocol.records.v2 import parse_control_record
 from tests.helpers import TEST_OVERRIDES
 from tests.integration.helpers import Deadline, stored_batches, unique
 

@@ -7,7 +7,7 @@ import uuid
 
 from hypothesis import strategies as st
 
-from protocol.schema import F, Message
+from minibroker_protocol.schema import F, Message
 
 _INT_RANGES = {
     "int8": (-(2**7), 2**7 - 1),

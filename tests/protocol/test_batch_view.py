@@ -1,4 +1,4 @@
-"""BatchView and the in-place rewrites of protocol.records.batch, checked against full decoders
+"""BatchView and the in-place rewrites of minibroker_protocol.records.batch, checked against full decoders
 (ours and kafka-python's)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.memory_records import MemoryRecords
 
-from protocol.errors import ErrorCode
-from protocol.records import legacy as L
-from protocol.records import v2
-from protocol.records.batch import (
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records import legacy as L
+from minibroker_protocol.records import v2
+from minibroker_protocol.records.batch import (
     BatchView,
     InvalidBatch,
     iter_batches,
@@ -19,7 +19,7 @@ from protocol.records.batch import (
     set_log_append_time,
     set_partition_leader_epoch,
 )
-from protocol.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
+from minibroker_protocol.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
 

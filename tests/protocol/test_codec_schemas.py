@@ -1,4 +1,4 @@
-"""Every schema in protocol.apis at every valid version: random values drawn from the schema tree
+"""Every schema in minibroker_protocol.apis at every valid version: random values drawn from the schema tree
 survive encode -> decode -> encode byte for byte. And protocol/ stays sans-IO."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.apis import APIS
-from protocol.codec import decode, encode
-from protocol.schema import Schema
-from protocol.types import DecodeError
+from minibroker_protocol.apis import APIS
+from minibroker_protocol.codec import decode, encode
+from minibroker_protocol.schema import Schema
+from minibroker_protocol.types import DecodeError
 from tests.protocol.strategies import message_strategy
 
 
@@ -50,17 +50,17 @@ def test_every_api_and_version_is_covered():
 
 
 def test_the_key_table_names_each_schema_module_by_its_own_key():
-    """protocol.apis.KEYS says which module to import for a key (a request header is read with its
+    """minibroker_protocol.apis.KEYS says which module to import for a key (a request header is read with its
     API's schema alone); every schema module under protocol/apis is in it under its API.key."""
     import importlib
     import pkgutil
 
-    import protocol.apis as apis
+    import minibroker_protocol.apis as apis
 
     on_disk = {m.name for m in pkgutil.iter_modules(apis.__path__)}
     assert set(apis.KEYS.values()) == on_disk
     for key, name in apis.KEYS.items():
-        assert importlib.import_module(f"protocol.apis.{name}").API.key == key, name
+        assert importlib.import_module(f"minibroker_protocol.apis.{name}").API.key == key, name
         assert apis.api(key) is APIS[key]
     assert apis.api(max(apis.KEYS) + 1) is None
 
@@ -68,7 +68,7 @@ def test_the_key_table_names_each_schema_module_by_its_own_key():
 # ------------------------------------------------------------------------- layering
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "protocol"
-FORBIDDEN = {"asyncio", "socket", "selectors", "ssl", "aiofiles", "uvloop", "storage", "minibroker"}
+FORBIDDEN = {"asyncio", "socket", "selectors", "ssl", "aiofiles", "uvloop", "minibroker_storage", "minibroker"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -95,5 +95,5 @@ def test_protocol_is_sans_io():
 
 def test_the_import_check_can_fail(tmp_path):
     p = tmp_path / "bad.py"
-    p.write_text("import asyncio.streams\nfrom storage.log import Log\ndef f():\n    import socket\n")
-    assert _imports(p) & FORBIDDEN == {"asyncio", "storage", "socket"}
+    p.write_text("import asyncio.streams\nfrom minibroker_storage.log import Log\ndef f():\n    import socket\n")
+    assert _imports(p) & FORBIDDEN == {"asyncio", "minibroker_storage", "socket"}

@@ -17,8 +17,8 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import ErrorCode
-from protocol.records.compression import (
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records.compression import (
     GZIP,
     LZ4,
     NONE,
@@ -34,7 +34,7 @@ from protocol.records.compression import (
     decompress,
     lz4_header_checksum,
 )
-from protocol.records.xxhash32 import xxh32
+from minibroker_protocol.records.xxhash32 import xxh32
 
 CODECS = [GZIP, SNAPPY, LZ4, ZSTD]
 CODEC_MAGIC = [(c, m) for c in CODECS for m in (0, 1, 2) if not (c is ZSTD and m < 2)]

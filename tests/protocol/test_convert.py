@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.records.batch import BatchView, iter_batches
-from protocol.records.compression import Codec
-from protocol.records.convert import recompress
-from protocol.records.v2 import Record, build_batch, decode_batch
+from minibroker_protocol.records.batch import BatchView, iter_batches
+from minibroker_protocol.records.compression import Codec
+from minibroker_protocol.records.convert import recompress
+from minibroker_protocol.records.v2 import Record, build_batch, decode_batch
 
 codecs = st.sampled_from(list(Codec))
 

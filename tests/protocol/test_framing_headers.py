@@ -6,10 +6,10 @@ import struct
 
 import pytest
 
-from protocol.apis import APIS, api_versions, fetch, metadata, produce
-from protocol.codec import decode, encode
-from protocol.framing import FrameError, FrameReader, frame
-from protocol.headers import (
+from minibroker_protocol.apis import APIS, api_versions, fetch, metadata, produce
+from minibroker_protocol.codec import decode, encode
+from minibroker_protocol.framing import FrameError, FrameReader, frame
+from minibroker_protocol.headers import (
     RequestHeader,
     decode_request_header,
     encode_request_header,

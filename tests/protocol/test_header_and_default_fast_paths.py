@@ -8,11 +8,15 @@ import struct
 
 import pytest
 
-from protocol import types as t
-from protocol.apis import fetch
-from protocol.codec import decode, encode
-from protocol.headers import _REQUEST_HEADER_VERSIONS, decode_request_header, request_header_version
-from protocol.types import DecodeError
+from minibroker_protocol import types as t
+from minibroker_protocol.apis import fetch
+from minibroker_protocol.codec import decode, encode
+from minibroker_protocol.headers import (
+    _REQUEST_HEADER_VERSIONS,
+    decode_request_header,
+    request_header_version,
+)
+from minibroker_protocol.types import DecodeError
 
 
 def _header(api_key: int, version: int, correlation_id: int, client_id: bytes | None) -> bytes:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol import metadata_records as mr
-from protocol import raft_records as rr
-from protocol.metadata_serde import (
+from minibroker_protocol import metadata_records as mr
+from minibroker_protocol import raft_records as rr
+from minibroker_protocol.metadata_serde import (
     ApiMessageAndVersion,
     ControlMessage,
     MetadataParseError,
@@ -19,7 +19,7 @@ from protocol.metadata_serde import (
     read_metadata_record,
     write_metadata_record,
 )
-from protocol.records.v2 import ControlType, decode_batches
+from minibroker_protocol.records.v2 import ControlType, decode_batches
 
 GOLDEN = Path(__file__).resolve().parent / "kraft_golden"
 FILES = ["00000000000000000000.log", "00000000000000000000-0000000000.checkpoint",

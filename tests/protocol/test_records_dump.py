@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.records import legacy as L
-from protocol.records import v2
-from protocol.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
-from protocol.records.dump import BatchSummary, Trailing, dump, format_batch, iter_summaries
+from minibroker_protocol.records import legacy as L
+from minibroker_protocol.records import v2
+from minibroker_protocol.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
+from minibroker_protocol.records.dump import BatchSummary, Trailing, dump, format_batch, iter_summaries
 
 # seed 003, `kafka-run-class.sh kafka.tools.DumpLogSegments --files 00000000000000000000.log`
 SEED_003_LINES = [

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from protocol.errors import ErrorCode
-from protocol.records import convert, v2
-from protocol.records import legacy as L
-from protocol.records.batch import V0_HEADER_SIZE, V1_HEADER_SIZE, BatchView, InvalidBatch
-from protocol.records.compression import (
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records import convert, v2
+from minibroker_protocol.records import legacy as L
+from minibroker_protocol.records.batch import V0_HEADER_SIZE, V1_HEADER_SIZE, BatchView, InvalidBatch
+from minibroker_protocol.records.compression import (
     GZIP,
     LZ4,
     NONE,
@@ -26,8 +26,8 @@ from protocol.records.compression import (
     compress,
     decompress,
 )
-from protocol.records.legacy import RecordData
-from protocol.records.xxhash32 import xxh32
+from minibroker_protocol.records.legacy import RecordData
+from minibroker_protocol.records.xxhash32 import xxh32
 
 LEGACY_CODECS = [NONE, GZIP, SNAPPY, LZ4]
 

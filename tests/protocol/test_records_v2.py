@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from protocol.errors import ErrorCode
-from protocol.records import v2
-from protocol.records.batch import BatchView, InvalidBatch
-from protocol.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, DecompressionBomb
-from protocol.records.v2 import (
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records import v2
+from minibroker_protocol.records.batch import BatchView, InvalidBatch
+from minibroker_protocol.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, DecompressionBomb
+from minibroker_protocol.records.v2 import (
     ControlType,
     Record,
     build_batch,

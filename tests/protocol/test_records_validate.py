@@ -1,4 +1,4 @@
-"""Record-level validation of producer batches (protocol.records.validate): golden bytes, the
+"""Record-level validation of producer batches (minibroker_protocol.records.validate): golden bytes, the
 uniform fast path against the loop, and properties over every codec."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import ErrorCode
-from protocol.records import validate
-from protocol.records.batch import BatchView, InvalidBatch, crc32c
-from protocol.records.compression import (
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records import validate
+from minibroker_protocol.records.batch import BatchView, InvalidBatch, crc32c
+from minibroker_protocol.records.compression import (
     GZIP,
     LZ4,
     NONE,
@@ -22,9 +22,9 @@ from protocol.records.compression import (
     compress,
     decompress,
 )
-from protocol.records.v2 import Record, build_batch, decode_batch, encode_records
-from protocol.records.validate import RecordValidationError, validate_records, walk_records
-from protocol.types import read_varint
+from minibroker_protocol.records.v2 import Record, build_batch, decode_batch, encode_records
+from minibroker_protocol.records.validate import RecordValidationError, validate_records, walk_records
+from minibroker_protocol.types import read_varint
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
 

@@ -27,10 +27,10 @@ MODULES = GEN.stub_modules()
 
 
 def test_every_schema_module_has_a_stub() -> None:
-    from protocol.apis import MODULES as API_MODULES
+    from minibroker_protocol.apis import MODULES as API_MODULES
 
-    assert {f"protocol.apis.{m}" for m in API_MODULES} | {"protocol.coordinator_records", "protocol.share_records",
-                                                            "protocol.metadata_records", "protocol.raft_records"} \
+    assert {f"minibroker_protocol.apis.{m}" for m in API_MODULES} | {"minibroker_protocol.coordinator_records", "minibroker_protocol.share_records",
+                                                            "minibroker_protocol.metadata_records", "minibroker_protocol.raft_records"} \
         == set(MODULES)
 
 
@@ -58,7 +58,7 @@ def test_stub_names_exist_at_run_time(module: str) -> None:
 def test_struct_named_twice_in_one_message_is_one_class() -> None:
     # AddPartitionsToTxnTopicResult appears twice in the v4+ response (results_by_transaction and
     # results_by_topic_v3_and_below): the run time makes one class, and the stub declares one
-    from protocol.apis import add_partitions_to_txn as m
+    from minibroker_protocol.apis import add_partitions_to_txn as m
 
     R = m.RESPONSE
     by_txn = R.AddPartitionsToTxnResult(transactional_id="t", topic_results=[R.AddPartitionsToTxnTopicResult(name="a")])
@@ -68,10 +68,10 @@ def test_struct_named_twice_in_one_message_is_one_class() -> None:
 
 
 def test_field_types_in_a_stub() -> None:
-    text = GEN.stub_path("protocol.apis.fetch").read_text()
+    text = GEN.stub_path("minibroker_protocol.apis.fetch").read_text()
     assert "        records: BaseRecords | None\n" in text  # a response's records may be a file region
     assert "        topic_id: uuid.UUID\n" in text
-    req = GEN.stub_path("protocol.apis.produce").read_text()
+    req = GEN.stub_path("minibroker_protocol.apis.produce").read_text()
     assert "        records: MemoryRecords | None\n" in req
     assert "    transactional_id: str | None\n" in req  # nullable
     assert "    acks: int\n" in req
@@ -83,8 +83,8 @@ def test_mypy_refuses_a_wrong_field_through_the_stubs(tmp_path: Path, monkeypatc
     monkeypatch.chdir(ROOT)  # mypy finds `protocol` (and its stubs) from the working directory
     snippet = tmp_path / "snippet.py"
     snippet.write_text(
-        "from protocol.apis import produce\n"
-        "from protocol.codec import decode\n"
+        "from minibroker_protocol.apis import produce\n"
+        "from minibroker_protocol.codec import decode\n"
         "def answer(req: produce.ProduceRequest) -> produce.ProduceResponse:\n"
         "    R = produce.RESPONSE\n"
         "    part = R.PartitionProduceResponse(index='0', error_kode=0)\n"  # 2 errors

@@ -76,7 +76,7 @@ def client_conf(sasl: str, user: str) -> dict[str, Any]:
 def raw_as(bootstrap: str, user: str, api: Any, version: int, body: Any) -> dict[str, Any]:
     """One raw request (our codec) on a connection authenticated as `user` with SASL PLAIN: the
     decoded response as a dict."""
-    from protocol.apis import sasl_authenticate, sasl_handshake
+    from minibroker_protocol.apis import sasl_authenticate, sasl_handshake
     from tests.integration.helpers import RawClient
 
     with RawClient(bootstrap, client_id="acl-raw") as c:

@@ -14,10 +14,10 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
-from protocol.apis import KEYS, api_versions
+from minibroker_protocol.apis import KEYS, api_versions
 from tests.integration.helpers import RawClient
 
-# the names of the keys minibroker has no schema for (so protocol.apis cannot name them)
+# the names of the keys minibroker has no schema for (so minibroker_protocol.apis cannot name them)
 _OTHER_NAMES = {
     34: "AlterReplicaLogDirs", 38: "CreateDelegationToken", 39: "RenewDelegationToken",
     40: "ExpireDelegationToken", 41: "DescribeDelegationToken", 71: "GetTelemetrySubscriptions",

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.apis import (
+from minibroker_protocol.apis import (
     consumer_group_heartbeat,
     end_txn,
     find_coordinator,

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.schema import Api
+from minibroker_protocol.schema import Api
 from tests.integration.helpers import RawClient
 
 # fields whose value is a broker's own (address, identity, clock): compared as "set or not"

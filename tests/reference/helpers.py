@@ -77,7 +77,7 @@ def java_available() -> bool:
 def sasl_plain_client(bootstrap: str, user: str, password: str, client_id: str = "acl-raw") -> Any:
     """A RawClient (tests/integration/helpers.py) logged in with SASL PLAIN: SaslHandshake v1 and
     SaslAuthenticate v2 (KIP-152), for raw requests as that user over a SASL_PLAINTEXT listener."""
-    from protocol.apis import sasl_authenticate, sasl_handshake
+    from minibroker_protocol.apis import sasl_authenticate, sasl_handshake
     from tests.integration.helpers import RawClient
 
     c = RawClient(bootstrap, client_id=client_id)

@@ -30,7 +30,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Producer
 
 from minibroker.security.oauthbearer import unsecured_jwt
-from protocol.apis import sasl_authenticate, sasl_handshake
+from minibroker_protocol.apis import sasl_authenticate, sasl_handshake
 from reference import kafka_reference as kr
 from tests.integration.helpers import RawClient
 

@@ -180,7 +180,7 @@ def close_receipts(boot: str, prefix: str) -> str:
 
 def _assignments(boot: str, group: str) -> list[list[int]]:
     """Each member's assigned partitions (ShareGroupDescribe), sorted."""
-    from protocol.apis import share_group_describe
+    from minibroker_protocol.apis import share_group_describe
     from tests.integration.helpers import RawClient
 
     with RawClient(boot) as raw:
@@ -393,7 +393,7 @@ def dlq_expected_contents() -> list[str]:
 def _broker_default(boot: str, key: str, value: str | None) -> None:
     """Set (or delete, with None) a cluster-wide dynamic broker config (IncrementalAlterConfigs on
     the BROKER resource "", which confluent-kafka's admin client does not address)."""
-    from protocol.apis import incremental_alter_configs
+    from minibroker_protocol.apis import incremental_alter_configs
     from tests.integration.helpers import RawClient
 
     R = incremental_alter_configs.REQUEST

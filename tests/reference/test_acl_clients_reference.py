@@ -426,7 +426,7 @@ def _raw_kip430(sasl: str) -> dict[str, Any]:
     """Metadata v10 (both flags), v12 (topics) and DescribeGroups v5 as alice and bob: each entry's
     error and operations bit field (none on a refused one), and the cluster's (0 for bob: no
     DESCRIBE on the cluster)."""
-    from protocol.apis import describe_groups, metadata
+    from minibroker_protocol.apis import describe_groups, metadata
 
     M = metadata.API.request
     out: dict[str, Any] = {}

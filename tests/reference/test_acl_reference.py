@@ -196,103 +196,103 @@ def _raw_steps(topic_ids: dict[str, Any]) -> list[tuple[str, Any, int, Any]]:
     topic acl2-a, READ on group acl2-g, DELETE on group acl2-d, WRITE on transactional id acl2-t,
     DESCRIBE on acl2-u; nothing on topic acl2-b, group acl2-h, transactional id acl2-w and the
     cluster."""
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         add_offsets_to_txn as aot,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         add_partitions_to_txn as apt,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         alter_client_quotas as acq,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         alter_configs as ac,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         alter_share_group_offsets as asgo,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         alter_user_scram_credentials as ausc,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         consumer_group_describe as cgd,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         consumer_group_heartbeat as cgh,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         create_partitions as cp,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         delete_groups as dg,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         delete_records as dr,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         delete_share_group_offsets as dsgo,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         describe_client_quotas as dcq,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         describe_configs as dc,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         describe_groups as dgr,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         describe_log_dirs as dld,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         describe_producers as dp,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         describe_share_group_offsets as dsg,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         describe_topic_partitions as dtp,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         describe_transactions as dt,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         describe_user_scram_credentials as dusc,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         end_txn as et,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         incremental_alter_configs as iac,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         list_groups as lg,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         list_transactions as lt,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         offset_delete as od,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         offset_fetch as of,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         offset_for_leader_epoch as ole,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         share_acknowledge as sa,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         share_fetch as sf,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         share_group_describe as sgd,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         share_group_heartbeat as sgh,
     )
-    from protocol.apis import (
+    from minibroker_protocol.apis import (
         txn_offset_commit as toc,
     )
 
@@ -496,7 +496,7 @@ def _setup_raw(plain: str) -> dict[str, Any]:
 def bob_setup(brokers: dict[str, tuple[str, str]]) -> Iterator[dict[str, dict[str, Any]]]:
     """Each broker's topic ids once `_setup_raw` made the resources and bob's ACLs there, and bob's
     ACLs are in force (Kafka applies them from its metadata log a moment after CreateAcls)."""
-    from protocol.apis import describe_configs as dc
+    from minibroker_protocol.apis import describe_configs as dc
     from tests.reference.helpers import sasl_plain_client
 
     probe = dc.REQUEST(resources=[dc.REQUEST.DescribeConfigsResource(resource_type=2, resource_name="acl2-a",
@@ -577,7 +577,7 @@ def _heartbeat_until_assigned(c: Any, group: str, member: str, *, names: list[st
                               regex: str | None = None) -> tuple[int, list[Any]]:
     """KIP-848 heartbeats until the coordinator assigns something (Kafka resolves a regex in the
     background): (member epoch, assigned topic ids)."""
-    from protocol.apis import consumer_group_heartbeat as cgh
+    from minibroker_protocol.apis import consumer_group_heartbeat as cgh
 
     epoch, deadline = 0, time.monotonic() + 15
     while True:
@@ -598,9 +598,9 @@ def test_assignments_and_transactions_hide_topics_as_kafka(brokers: dict[str, tu
     """A regex subscription gets only the topics bob may DESCRIBE; ConsumerGroupDescribe refuses a
     group assigned a topic bob may not DESCRIBE; DescribeTransactions leaves that topic out;
     ShareFetch and ShareAcknowledge refuse that topic's partitions and serve the others."""
-    from protocol.apis import consumer_group_describe as cgd
-    from protocol.apis import describe_transactions as dt
-    from protocol.apis import list_groups as lg
+    from minibroker_protocol.apis import consumer_group_describe as cgd
+    from minibroker_protocol.apis import describe_transactions as dt
+    from minibroker_protocol.apis import list_groups as lg
     from tests.integration.helpers import RawClient
     from tests.reference.helpers import sasl_plain_client
 
@@ -639,9 +639,9 @@ def test_assignments_and_transactions_hide_topics_as_kafka(brokers: dict[str, tu
 def _share_fetch_and_ack(bob: Any, topic_ids: dict[str, Any]) -> tuple[Any, Any]:
     """bob joins share group acl2-v, fetches acl2-a and acl2-b (READ on acl2-a only) and
     acknowledges an offset of acl2-b."""
-    from protocol.apis import share_acknowledge as sa
-    from protocol.apis import share_fetch as sf
-    from protocol.apis import share_group_heartbeat as sgh
+    from minibroker_protocol.apis import share_acknowledge as sa
+    from minibroker_protocol.apis import share_fetch as sf
+    from minibroker_protocol.apis import share_group_heartbeat as sgh
 
     member = "BBBBBBBBBBBBBBBBBBBBBB"
     joined = bob.call(sgh.API, 1, sgh.REQUEST(group_id="acl2-v", member_id=member, member_epoch=0, rack_id=None,

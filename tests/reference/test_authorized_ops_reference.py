@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from protocol.apis import (
+from minibroker_protocol.apis import (
     consumer_group_describe,
     consumer_group_heartbeat,
     create_topics,
@@ -29,7 +29,7 @@ from protocol.apis import (
     share_group_describe,
     share_group_heartbeat,
 )
-from protocol.errors import ErrorCode
+from minibroker_protocol.errors import ErrorCode
 from tests.reference.differential import Differential
 
 TOPIC = f"kip430-{uuid.uuid4().hex[:6]}"

@@ -17,7 +17,13 @@ from typing import Any
 
 import pytest
 
-from protocol.apis import create_partitions, create_topics, metadata, sasl_authenticate, sasl_handshake
+from minibroker_protocol.apis import (
+    create_partitions,
+    create_topics,
+    metadata,
+    sasl_authenticate,
+    sasl_handshake,
+)
 from tests.integration.helpers import RawClient
 from tests.reference.acl_helpers import acl_brokers
 

@@ -10,8 +10,13 @@ from typing import Any
 
 import pytest
 
-from protocol.apis import create_topics, describe_configs, incremental_alter_configs, list_config_resources
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import (
+    create_topics,
+    describe_configs,
+    incremental_alter_configs,
+    list_config_resources,
+)
+from minibroker_protocol.errors import ErrorCode
 from tests.reference.differential import Differential
 from tests.reference.helpers import BOOT, Pair
 

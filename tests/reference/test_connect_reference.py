@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from protocol.apis import describe_configs, metadata
+from minibroker_protocol.apis import describe_configs, metadata
 from reference import connect_worker as cw
 from reference import kafka_reference as kr
 from tests.integration.helpers import RawClient

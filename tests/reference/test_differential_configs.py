@@ -15,7 +15,7 @@ import pytest
 
 from minibroker.config.kafka_dynamic import KAFKA_DYNAMIC_BROKER_KEYS, per_broker_only
 from minibroker.config.keys import BROKER_CONFIGS
-from protocol.apis import create_topics, describe_configs, incremental_alter_configs
+from minibroker_protocol.apis import create_topics, describe_configs, incremental_alter_configs
 from tests.reference.differential import Differential, differences, drop, normalise
 
 DC = describe_configs.API

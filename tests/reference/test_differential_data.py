@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from protocol.apis import (
+from minibroker_protocol.apis import (
     add_partitions_to_txn,
     create_topics,
     delete_records,
@@ -30,8 +30,8 @@ from protocol.apis import (
     produce,
     sync_group,
 )
-from protocol.records.legacy import encode_message, legacy_attributes
-from protocol.records.v2 import Record, build_batch
+from minibroker_protocol.records.legacy import encode_message, legacy_attributes
+from minibroker_protocol.records.v2 import Record, build_batch
 from tests.reference.differential import Differential
 
 PR = produce.API
@@ -267,7 +267,7 @@ def test_delete_topics_edge_cases(differential: Differential, topics: dict[str, 
 
 def test_unsupported_produce_version_closes(differential: Differential) -> None:
     """A request at a version the broker does not serve (Produce v99): both close the connection."""
-    from protocol.headers import RequestHeader, encode_request_header
+    from minibroker_protocol.headers import RequestHeader, encode_request_header
     from tests.integration.helpers import RawClient
     for bootstrap in (differential.kafka, differential.mini):
         with RawClient(bootstrap) as c:

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from protocol.apis import APIS, api_versions, create_topics, metadata
-from protocol.codec import decode
-from protocol.errors import ErrorCode
-from protocol.headers import RequestHeader, encode_request_header
+from minibroker_protocol.apis import APIS, api_versions, create_topics, metadata
+from minibroker_protocol.codec import decode
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.headers import RequestHeader, encode_request_header
 from tests.integration.helpers import RawClient
 from tests.reference.differential import Differential
 
@@ -98,7 +98,7 @@ def test_metadata_internal_topics_are_flagged(differential: Differential, name: 
 
 def test_metadata_internal_topic_created(differential: Differential) -> None:
     """`__consumer_offsets` after a group used it: present, internal, 50 partitions on both."""
-    from protocol.apis import find_coordinator
+    from minibroker_protocol.apis import find_coordinator
     fc = find_coordinator.API
     differential.call(fc, 4, fc.request(key_type=0, coordinator_keys=["differential-group"]))
     body = MD.request(topics=[MD.request.MetadataRequestTopic(name="__consumer_offsets")],

@@ -10,7 +10,7 @@ import time
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from protocol.apis import fetch
+from minibroker_protocol.apis import fetch
 from tests.integration.helpers import RawClient, unique, wait_until
 from tests.reference.helpers import Pair
 

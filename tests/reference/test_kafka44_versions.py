@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from protocol.apis import (
+from minibroker_protocol.apis import (
     api_versions,
     create_topics,
     delete_groups,
@@ -22,7 +22,7 @@ from protocol.apis import (
     offset_commit,
     txn_offset_commit,
 )
-from protocol.errors import ErrorCode
+from minibroker_protocol.errors import ErrorCode
 from tests.reference.differential import Differential, differences, drop, normalise
 
 AV = api_versions.API

@@ -25,10 +25,10 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.image import MetadataImage
 from minibroker.metadata.metadata_loader import MetadataLoader
-from protocol import apis
-from protocol.apis import envelope
-from protocol.codec import decode, encode
-from protocol.headers import decode_request_header, encode_request_header
+from minibroker_protocol import apis
+from minibroker_protocol.apis import envelope
+from minibroker_protocol.codec import decode, encode
+from minibroker_protocol.headers import decode_request_header, encode_request_header
 from reference import kafka_reference as kr
 from tests.helpers import BrokerProcess, free_port
 

@@ -14,7 +14,7 @@ import uuid
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from protocol.apis import consumer_group_describe, describe_groups, offset_fetch
+from minibroker_protocol.apis import consumer_group_describe, describe_groups, offset_fetch
 from tests.integration.helpers import RawClient
 from tests.reference.helpers import POOL, Pair
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol.apis import list_groups
+from minibroker_protocol.apis import list_groups
 from tests.helpers import ROOT
 from tests.integration.helpers import RawClient
 from tests.reference.helpers import POOL, Pair

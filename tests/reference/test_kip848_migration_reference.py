@@ -134,7 +134,7 @@ def test_migration_policy_as_kafka(kafka_reference, kafka_migration_disabled, mi
 
 def _describe(bootstrap: str, group: str) -> list[tuple[int, int, int]]:
     """(member type, member epoch, partitions) of each member, by ConsumerGroupDescribe v1."""
-    from protocol.apis import consumer_group_describe as cgd
+    from minibroker_protocol.apis import consumer_group_describe as cgd
 
     with RawClient(bootstrap) as c:
         r = c.call(cgd.API, 1, cgd.REQUEST(group_ids=[group], include_authorized_operations=False))
@@ -145,7 +145,7 @@ def _describe(bootstrap: str, group: str) -> list[tuple[int, int, int]]:
 def test_migrated_group_replays_and_kafka_dump_log_reads_it(tmp_path: Path,
                                                             kafka_reference: kr.KafkaReference) -> None:
     from minibroker.testing import BrokerThread
-    from protocol.apis import heartbeat
+    from minibroker_protocol.apis import heartbeat
 
     data = tmp_path / "data"
     overrides = {"group.initial.rebalance.delay.ms": 0}

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from minibroker.raft.metadata_log import MetadataLog
-from protocol import metadata_records as mr
-from protocol.metadata_serde import ApiMessageAndVersion
+from minibroker_protocol import metadata_records as mr
+from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 from reference import kafka_reference as kr
 
 TID = uuid.UUID("c68858cf-7b48-4aab-b11c-b33b151cf2b3")

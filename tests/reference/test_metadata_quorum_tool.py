@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from minibroker_storage.checkpoint import read_properties
 from reference import kafka_reference as kr
-from storage.checkpoint import read_properties
 from tests.helpers import BrokerProcess, free_port
 
 

@@ -13,8 +13,8 @@ import uuid
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from protocol.apis import fetch
-from protocol.records.v2 import decode_batches
+from minibroker_protocol.apis import fetch
+from minibroker_protocol.records.v2 import decode_batches
 from tests.integration.helpers import RawClient
 from tests.reference.helpers import BOOT
 

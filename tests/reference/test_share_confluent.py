@@ -213,7 +213,7 @@ def _find_share_coordinators(boot: str) -> list[object]:
 
 FindCoordinator key type 2 (share state) at v3-6, after __share_group_state exists (Kafka
     answers COORDINATOR_NOT_AVAILABLE while it creates the topic; ours creates it at once)."""
-    from protocol.apis import find_coordinator as fc
+    from minibroker_protocol.apis import find_coordinator as fc
     from tests.integration.helpers import RawClient
 
     out: list[object] = []

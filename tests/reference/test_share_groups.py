@@ -364,7 +364,7 @@ RESTART_PLAN = "0-3:accept,4:reject,5-7:release"
 
 def _start_offset(boot: str, group: str, topic: str, timeout: float = 30.0) -> int:
     """DescribeShareGroupOffsets' start offset of partition 0 (retried while the broker loads)."""
-    from protocol.apis import describe_share_group_offsets as d
+    from minibroker_protocol.apis import describe_share_group_offsets as d
     from tests.integration.helpers import RawClient
 
     req = d.REQUEST(groups=[d.REQUEST.DescribeShareGroupOffsetsRequestGroup(

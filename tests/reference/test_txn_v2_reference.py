@@ -8,8 +8,8 @@ nothing, v1 requests beside v2 ones, and the fence of a new instance (one bump, 
 
 from __future__ import annotations
 
-from protocol.apis import api_versions
-from protocol.errors import ErrorCode as E
+from minibroker_protocol.apis import api_versions
+from minibroker_protocol.errors import ErrorCode as E
 from tests.integration.helpers import RawClient
 from tests.reference.helpers import POOL, Pair
 from tests.reference.txn_v2_helpers import raw_scenario

@@ -11,7 +11,7 @@ import time
 import uuid
 from typing import Any
 
-from protocol.apis import (
+from minibroker_protocol.apis import (
     add_partitions_to_txn,
     create_topics,
     describe_producers,
@@ -24,7 +24,7 @@ from protocol.apis import (
     produce,
     txn_offset_commit,
 )
-from protocol.records.v2 import Record, build_batch
+from minibroker_protocol.records.v2 import Record, build_batch
 from tests.integration.helpers import RawClient
 
 PR = produce.REQUEST

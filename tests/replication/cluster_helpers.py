@@ -22,7 +22,7 @@ from minibroker.metadata_cache import ClusterBroker, PartitionImage, TopicImage
 from minibroker.partition import Partition
 from minibroker.replica import BrokerEndpoint, LeaderAndIsr
 from minibroker.testing import AsyncBroker
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 
 class InProcessController:

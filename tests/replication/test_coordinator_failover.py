@@ -20,8 +20,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from minibroker.network.node_connection import NodeConnection
-from protocol.apis import find_coordinator, offset_commit, offset_fetch
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import find_coordinator, offset_commit, offset_fetch
+from minibroker_protocol.errors import ErrorCode
 
 from .cluster_helpers import InProcessController, start_brokers, wait_until
 

@@ -18,11 +18,11 @@ from minibroker.security.authorizer import (
     ResourceType,
 )
 from minibroker.testing import AsyncBroker
-from protocol.apis import fetch
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.v2 import Record, build_batch
-from storage.checkpoint import OffsetCheckpointFile
-from storage.file_region import FileRegion
+from minibroker_protocol.apis import fetch
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.v2 import Record, build_batch
+from minibroker_storage.checkpoint import OffsetCheckpointFile
+from minibroker_storage.file_region import FileRegion
 
 from .cluster_helpers import InProcessController, log_bytes, start_brokers, wait_until
 

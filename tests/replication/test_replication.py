@@ -18,10 +18,10 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from kafka import KafkaConsumer, TopicPartition
 
 from minibroker.network.node_connection import NodeConnection
-from protocol.apis import fetch, list_offsets, offset_for_leader_epoch
-from protocol.apis import produce as produce_api
-from protocol.errors import ErrorCode
-from protocol.records.v2 import Record, build_batch
+from minibroker_protocol.apis import fetch, list_offsets, offset_for_leader_epoch
+from minibroker_protocol.apis import produce as produce_api
+from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.records.v2 import Record, build_batch
 
 from .cluster_helpers import InProcessController, log_bytes, start_brokers, wait_until
 

@@ -16,8 +16,8 @@ from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from minibroker.testing import BrokerThread
-from protocol.apis import produce
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import produce
+from minibroker_protocol.errors import ErrorCode
 from tests.integration.helpers import RawClient, create_topic, module_broker, offsets, records_batch, unique
 from tests.schema_registry.helpers import REGISTRY_OVERRIDES, record, registry_url
 

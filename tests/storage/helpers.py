@@ -1,21 +1,21 @@
-"""Building blocks for the storage tests: v2 batches (protocol.records.v2), a settable clock, and
+"""Building blocks for the storage tests: v2 batches (minibroker_protocol.records.v2), a settable clock, and
 seed 003's segment (shared/seeds/003), which tests/tools reads too."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from protocol.records.batch import BatchView, iter_batches
-from protocol.records.v2 import Record, build_batch
-from storage.clock import ManualClock
-from storage.config import LogConfig
-from storage.log import Log
+from minibroker_protocol.records.batch import BatchView, iter_batches
+from minibroker_protocol.records.v2 import Record, build_batch
+from minibroker_storage.clock import ManualClock
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log import Log
 
 SEED_TS = 1672712725376  # shared/seeds/003: FirstTimestamp of the first batch
 
 
 class Clock(ManualClock):
-    """storage.clock.ManualClock (Kafka's MockTime) starting 10 s after seed 003's first batch."""
+    """minibroker_storage.clock.ManualClock (Kafka's MockTime) starting 10 s after seed 003's first batch."""
 
     def __init__(self, start_ms: int = SEED_TS + 10_000) -> None:
         super().__init__(start_ms)

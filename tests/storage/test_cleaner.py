@@ -10,8 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.records.v2 import ControlType, Record, build_batch, build_control_batch, decode_batches
-from storage.cleaner import (
+from minibroker_protocol.records.v2 import (
+    ControlType,
+    Record,
+    build_batch,
+    build_control_batch,
+    decode_batches,
+)
+from minibroker_storage.cleaner import (
     UncleanableLog,
     clean,
     grab_filthiest,
@@ -19,9 +25,9 @@ from storage.cleaner import (
     pending_delete_horizon,
     swap_in,
 )
-from storage.config import LogConfig
-from storage.log import AppendOrigin, Log
-from storage.log_files import SWAP_FILE_SUFFIX
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log import AppendOrigin, Log
+from minibroker_storage.log_files import SWAP_FILE_SUFFIX
 
 from .helpers import SEED_TS, Clock
 
@@ -288,7 +294,7 @@ def test_commit_marker_kept_while_its_records_survive(tmp_path):
 
 
 def test_message_set_v1_log_is_uncleanable(tmp_path):
-    from protocol.records.legacy import RecordData, build_message_set
+    from minibroker_protocol.records.legacy import RecordData, build_message_set
 
     clock = Clock()
     cfg = LogConfig(record_version=1, cleanup_policy="compact", segment_bytes=200)

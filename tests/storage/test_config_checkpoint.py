@@ -8,15 +8,15 @@ import dataclasses
 
 import pytest
 
-from storage.checkpoint import (
+from minibroker_storage.checkpoint import (
     CorruptCheckpoint,
     LeaderEpochCheckpointFile,
     OffsetCheckpointFile,
     PartitionMetadataFile,
     read_properties,
 )
-from storage.config import LogConfig
-from storage.leader_epoch import LeaderEpochFileCache
+from minibroker_storage.config import LogConfig
+from minibroker_storage.leader_epoch import LeaderEpochFileCache
 
 
 def test_defaults_are_kafkas():

@@ -1,4 +1,4 @@
-"""storage.file_lock: the data directory's `.lock` (Kafka's FileLock, taken by LogManager).
+"""minibroker_storage.file_lock: the data directory's `.lock` (Kafka's FileLock, taken by LogManager).
 
 Two brokers in real processes, with kill -9, are in tests/integration/test_data_dir_lock.py.
 """
@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from storage.config import LogConfig
-from storage.file_lock import LOCK_FILE_NAME, FileLock, LogDirFailure, lock_log_dir
-from storage.log_manager import LogManager
+from minibroker_storage.config import LogConfig
+from minibroker_storage.file_lock import LOCK_FILE_NAME, FileLock, LogDirFailure, lock_log_dir
+from minibroker_storage.log_manager import LogManager
 
 from .helpers import Clock
 

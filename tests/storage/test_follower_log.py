@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import iter_batches, set_base_offset, set_partition_leader_epoch
-from protocol.records.v2 import ControlType, build_control_batch
-from storage.config import LogConfig
-from storage.log import Log
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.batch import iter_batches, set_base_offset, set_partition_leader_epoch
+from minibroker_protocol.records.v2 import ControlType, build_control_batch
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log import Log
 
 from .helpers import SEED_INDEX, SEED_TIMES, SEED_TS, Clock, batch, seed_batch
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.index import CorruptIndex
-from storage.offset_index import InvalidOffset, OffsetIndex
-from storage.time_index import TimeIndex
+from minibroker_storage.index import CorruptIndex
+from minibroker_storage.offset_index import InvalidOffset, OffsetIndex
+from minibroker_storage.time_index import TimeIndex
 
 
 def test_offset_index_is_preallocated_then_trimmed(tmp_path):

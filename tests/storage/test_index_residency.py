@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.records.batch import iter_batches
-from storage import index as index_module
-from storage.config import LogConfig
-from storage.log import Log
+from minibroker_protocol.records.batch import iter_batches
+from minibroker_storage import index as index_module
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log import Log
 
 from .helpers import SEED_TS, Clock, batch
 

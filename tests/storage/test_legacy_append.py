@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import legacy
-from protocol.records.batch import iter_batches
-from protocol.records.legacy import RecordData, build_message_set
-from storage.config import LogConfig
-from storage.log import Log
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records import legacy
+from minibroker_protocol.records.batch import iter_batches
+from minibroker_protocol.records.legacy import RecordData, build_message_set
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log import Log
 
 from .helpers import Clock, log_file
 
@@ -166,7 +166,7 @@ def test_bad_message_sets_are_refused_and_nothing_is_written(tmp_path, make, cod
 
 
 def test_a_v1_log_refuses_record_batch_v2(tmp_path):
-    from protocol.records.v2 import Record, build_batch
+    from minibroker_protocol.records.v2 import Record, build_batch
     lg = v1_log(tmp_path)
     with pytest.raises(KafkaError) as e:
         lg.append_as_leader(build_batch([Record(value=b"a")], base_timestamp=T))
@@ -196,8 +196,8 @@ def test_batches_on_disk_are_whole_entries(tmp_path):
 def test_coordinator_appends_stay_record_batch_v2_on_a_legacy_log(tmp_path):
     """__consumer_offsets under a broker-wide old message.format.version: the coordinators' v2
     batches are written as they are, after the client's message sets (a mixed log reads fine)."""
-    from protocol.records.v2 import Record, build_batch
-    from storage.log import AppendOrigin
+    from minibroker_protocol.records.v2 import Record, build_batch
+    from minibroker_storage.log import AppendOrigin
     lg = v1_log(tmp_path)
     lg.append_as_leader(build_message_set(recs((None, b"a")), magic=1))
     lg.append_as_leader(build_batch([Record(value=b"b")], base_timestamp=T), origin=AppendOrigin.COORDINATOR)

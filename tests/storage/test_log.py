@@ -7,11 +7,11 @@ import threading
 
 import pytest
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import BatchView, iter_batches
-from protocol.records.v2 import ControlType, build_control_batch, decode_batch
-from storage.config import LogConfig
-from storage.log import AppendOrigin, Log
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.batch import BatchView, iter_batches
+from minibroker_protocol.records.v2 import ControlType, build_control_batch, decode_batch
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log import AppendOrigin, Log
 
 from .helpers import SEED_TS, Clock, batch
 

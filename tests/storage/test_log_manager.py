@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from storage.checkpoint import uuid_from_kafka, uuid_to_kafka
-from storage.config import LogConfig
-from storage.log_manager import LogManager
+from minibroker_storage.checkpoint import uuid_from_kafka, uuid_to_kafka
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log_manager import LogManager
 
 from .helpers import Clock, batch
 
@@ -131,7 +131,7 @@ def test_unclean_restart_recovers_from_the_checkpointed_recovery_point(tmp_path)
     for log in lm.logs().values():
         log.close_handlers()  # crash
     assert not (data / ".kafka_cleanshutdown").exists()
-    del lm  # and the crashed process is gone, with its flock on .lock (storage.file_lock)
+    del lm  # and the crashed process is gone, with its flock on .lock (minibroker_storage.file_lock)
     gc.collect()
     lm = started(data)
     assert not lm.had_clean_shutdown

@@ -1,19 +1,19 @@
-"""storage.log_validator: one pass over a Produce partition's batches, in the order the answers
+"""minibroker_storage.log_validator: one pass over a Produce partition's batches, in the order the answers
 are given, headers read once, offsets assigned in the request's own bytes."""
 
 from __future__ import annotations
 
 import pytest
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records import batch as batch_module
-from protocol.records.batch import BatchView, InvalidBatch
-from protocol.records.compression import Codec
-from protocol.records.v2 import Record, build_batch
-from protocol.records.validate import RecordValidationError
-from storage import log_validator
-from storage.config import LogConfig
-from storage.log_validator import assign_offsets, stored_magic, validate
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records import batch as batch_module
+from minibroker_protocol.records.batch import BatchView, InvalidBatch
+from minibroker_protocol.records.compression import Codec
+from minibroker_protocol.records.v2 import Record, build_batch
+from minibroker_protocol.records.validate import RecordValidationError
+from minibroker_storage import log_validator
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log_validator import assign_offsets, stored_magic, validate
 
 from .helpers import SEED_TS, batch
 

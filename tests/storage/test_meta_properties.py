@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from storage.checkpoint import read_properties
-from storage.config import LogConfig
-from storage.log_manager import LogManager
-from storage.meta_properties import MetaProperties, MetaPropertiesError, ensure_meta_properties
+from minibroker_storage.checkpoint import read_properties
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log_manager import LogManager
+from minibroker_storage.meta_properties import MetaProperties, MetaPropertiesError, ensure_meta_properties
 
 GOLDEN = Path(__file__).resolve().parent.parent / "protocol" / "kraft_golden"
 KAFKA_CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"

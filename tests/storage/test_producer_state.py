@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import iter_batches
-from protocol.records.v2 import ControlType, build_control_batch
-from storage.config import LogConfig
-from storage.log import AppendOrigin, Log
-from storage.producer_state import (
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.batch import iter_batches
+from minibroker_protocol.records.v2 import ControlType, build_control_batch
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log import AppendOrigin, Log
+from minibroker_storage.producer_state import (
     INT32_MAX,
     BatchMetadata,
     CompletedTxn,
@@ -27,7 +27,7 @@ from storage.producer_state import (
     snapshot_file,
     write_snapshot,
 )
-from storage.txn_index import AbortedTxn
+from minibroker_storage.txn_index import AbortedTxn
 
 from .helpers import SEED_TS, Clock, batch
 

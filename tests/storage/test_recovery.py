@@ -19,10 +19,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.records.batch import iter_batches
-from storage.config import LogConfig
-from storage.log import Log
-from storage.log_manager import LogManager
+from minibroker_protocol.records.batch import iter_batches
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log import Log
+from minibroker_storage.log_manager import LogManager
 
 from .helpers import SEED_TS, Clock, batch
 
@@ -187,7 +187,7 @@ def test_torn_tail_is_cut_with_a_log_line(tmp_path, caplog):
     data = active.read_bytes()
     views = list(iter_batches(data))
     os.truncate(active, views[-1].pos + 30)  # half of the last batch made it to disk
-    caplog.set_level(logging.INFO, "storage")
+    caplog.set_level(logging.INFO, "minibroker_storage")
     lg = Log.open(d, LogConfig(segment_bytes=1000, index_interval_bytes=200), now_ms=Clock())
     assert lg.log_end_offset == views[-1].base_offset
     msg = [r.getMessage() for r in caplog.records if "truncated" in r.getMessage()]

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from protocol.errors import ErrorCode, KafkaError
-from storage.config import LogConfig
-from storage.log import Log
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log import Log
 
 from .helpers import SEED_TS, Clock, batch
 

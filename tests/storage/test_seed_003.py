@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import struct
 
-from protocol.records.batch import BatchView, iter_batches
-from storage.config import LogConfig
-from storage.log import Log
+from minibroker_protocol.records.batch import BatchView, iter_batches
+from minibroker_storage.config import LogConfig
+from minibroker_storage.log import Log
 
 from .helpers import SEED_INDEX, SEED_TIMES, SEED_TS, seed_batch, write_seed_segment
 

@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from storage.index import CorruptIndex
-from storage.txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
+from minibroker_storage.index import CorruptIndex
+from minibroker_storage.txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
 
 
 def test_entry_layout_is_kafkas_abortedtxn():

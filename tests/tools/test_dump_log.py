@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, Producer
 
 from minibroker.testing import BrokerThread
 from minibroker.tools import dump_log
-from protocol.records import legacy, v2
+from minibroker_protocol.records import legacy, v2
 from tests.helpers import ROOT, TEST_OVERRIDES
 from tests.storage.helpers import SEED_INDEX, SEED_TS, write_seed_segment
 
@@ -204,7 +204,7 @@ def test_offsets_decoder_reports_unknown_types_and_tombstones():
 
 
 def test_producer_snapshot(tmp_path):
-    ps = pytest.importorskip("storage.producer_state")
+    ps = pytest.importorskip("minibroker_storage.producer_state")
     from collections import deque
 
     e = ps.ProducerStateEntry(4000, 2, 0, 1700000000123, 17,
@@ -224,7 +224,7 @@ def test_producer_snapshot(tmp_path):
 
 
 def test_txn_index(tmp_path):
-    ti = pytest.importorskip("storage.txn_index")
+    ti = pytest.importorskip("minibroker_storage.txn_index")
     path = tmp_path / f"{SEG}.txnindex"
     path.write_bytes(ti.AbortedTxn(4000, 3, 9, 10).to_bytes() + ti.AbortedTxn(4001, 12, 15, 16).to_bytes())
     out, _, _ = run(str(path))
@@ -243,8 +243,8 @@ def test_cli_dispatch_and_kafka_style_files_option(tmp_path):
 
 
 def test_transaction_log_decoder(tmp_path):
-    from protocol import coordinator_records as cr
-    from protocol.codec import encode
+    from minibroker_protocol import coordinator_records as cr
+    from minibroker_protocol.codec import encode
 
     def prefixed(schema, version, obj):
         return struct.pack(">h", version) + bytes(encode(schema, version, obj))
@@ -276,8 +276,8 @@ def test_transaction_log_decoder(tmp_path):
 def test_group_metadata_json_is_kafkas(tmp_path):
     # The expected string is the one Kafka's DumpLogSegmentsTest.testOffsetsMessageParser asserts
     # for the same group (OffsetsMessageParser on a GroupMetadataValue v4 with the consumer protocol).
-    from protocol import coordinator_records as cr
-    from protocol.codec import encode
+    from minibroker_protocol import coordinator_records as cr
+    from minibroker_protocol.codec import encode
 
     sub_schema, assign_schema = dump_log.consumer_protocol_schemas()
     sub = struct.pack(">h", 3) + bytes(encode(sub_schema, 3, sub_schema(

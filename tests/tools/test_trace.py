@@ -17,9 +17,9 @@ from kafka import KafkaProducer
 
 from minibroker.testing import BrokerThread
 from minibroker.tools.trace import Tracer
-from protocol.apis import api_versions
-from protocol.codec import encode
-from protocol.headers import RequestHeader, encode_request_header
+from minibroker_protocol.apis import api_versions
+from minibroker_protocol.codec import encode
+from minibroker_protocol.headers import RequestHeader, encode_request_header
 from tests.helpers import TEST_OVERRIDES
 
 kcat = shutil.which("kcat")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from minibroker.tools.trace_redact import HIDDEN, Redaction, sensitive_config
-from protocol.apis import describe_configs, incremental_alter_configs
+from minibroker_protocol.apis import describe_configs, incremental_alter_configs
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from minibroker.coordinator.group.consumer_protocol import subscription_topics
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
-    from protocol.apis.join_group import JoinGroupResponse
-    from protocol.apis.sync_group import SyncGroupResponse
+    from minibroker_protocol.apis.join_group import JoinGroupResponse
+    from minibroker_protocol.apis.sync_group import SyncGroupResponse
 
 _T = TypeVar("_T")
 

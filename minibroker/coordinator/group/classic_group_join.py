@@ -28,11 +28,11 @@ from minibroker.coordinator.group.group_events import GroupEvents
 from minibroker.coordinator.group.group_responses import JoinResponse, join_error, join_response, sync_error
 from minibroker.coordinator.group.group_responses import protocols as request_protocols
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
-from protocol.errors import ErrorCode, KafkaError
-from storage.clock import Clock
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_storage.clock import Clock
 
 if TYPE_CHECKING:
-    from protocol.apis.join_group import JoinGroupRequest, JoinGroupResponse
+    from minibroker_protocol.apis.join_group import JoinGroupRequest, JoinGroupResponse
 
     JoinFuture = asyncio.Future[JoinGroupResponse]
 

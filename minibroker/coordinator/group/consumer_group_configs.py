@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from minibroker.config import BrokerConfig
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 SESSION_TIMEOUT = "consumer.session.timeout.ms"
 HEARTBEAT_INTERVAL = "consumer.heartbeat.interval.ms"

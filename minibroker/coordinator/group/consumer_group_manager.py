@@ -66,9 +66,9 @@ from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.topics import TopicRegistry
-from protocol.apis import consumer_group_describe, consumer_group_heartbeat
-from protocol.errors import ErrorCode, KafkaError
-from storage.clock import Clock
+from minibroker_protocol.apis import consumer_group_describe, consumer_group_heartbeat
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_storage.clock import Clock
 
 log = logging.getLogger("minibroker.coordinator.consumer_group")
 

@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from protocol import coordinator_records as cr
-from protocol.codec import decode, encode
-from protocol.schema import Message, Schema
+from minibroker_protocol import coordinator_records as cr
+from minibroker_protocol.codec import decode, encode
+from minibroker_protocol.schema import Message, Schema
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4

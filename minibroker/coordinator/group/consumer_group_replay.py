@@ -19,7 +19,7 @@ from minibroker.coordinator.group.consumer_group import (
     MemberState,
 )
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
-from protocol import coordinator_records as cr
+from minibroker_protocol import coordinator_records as cr
 
 
 def member_metadata_record(g: ConsumerGroup, m: ConsumerGroupMember) -> CoordinatorRecord:

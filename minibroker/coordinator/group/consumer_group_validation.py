@@ -22,10 +22,10 @@ from minibroker.coordinator.group.consumer_group import (
     ConsumerGroupMember,
 )
 from minibroker.topics import TopicRegistry
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
-    from protocol.apis.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+    from minibroker_protocol.apis.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 
 
 class InvalidRequest(KafkaError):

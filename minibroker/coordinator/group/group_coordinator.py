@@ -56,17 +56,17 @@ from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.topics import TopicRegistry
-from protocol.errors import ErrorCode, KafkaError
-from storage.clock import Clock, wall_clock_ms
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_storage.clock import Clock, wall_clock_ms
 
 if TYPE_CHECKING:
-    from protocol.apis.describe_groups import DescribeGroupsResponse
-    from protocol.apis.heartbeat import HeartbeatRequest
-    from protocol.apis.join_group import JoinGroupRequest, JoinGroupResponse
-    from protocol.apis.leave_group import LeaveGroupRequest, LeaveGroupResponse
-    from protocol.apis.offset_commit import OffsetCommitRequest
-    from protocol.apis.sync_group import SyncGroupRequest, SyncGroupResponse
-    from protocol.apis.txn_offset_commit import TxnOffsetCommitRequest
+    from minibroker_protocol.apis.describe_groups import DescribeGroupsResponse
+    from minibroker_protocol.apis.heartbeat import HeartbeatRequest
+    from minibroker_protocol.apis.join_group import JoinGroupRequest, JoinGroupResponse
+    from minibroker_protocol.apis.leave_group import LeaveGroupRequest, LeaveGroupResponse
+    from minibroker_protocol.apis.offset_commit import OffsetCommitRequest
+    from minibroker_protocol.apis.sync_group import SyncGroupRequest, SyncGroupResponse
+    from minibroker_protocol.apis.txn_offset_commit import TxnOffsetCommitRequest
 
 __all__ = ["ClientInfo", "GroupConfig", "GroupCoordinator", "StreamsGroupConfig", "append_error_to_response_error"]
 

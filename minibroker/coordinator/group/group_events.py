@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
-from storage.clock import Clock, wall_clock_ms
+from minibroker_storage.clock import Clock, wall_clock_ms
 
 PER_GROUP = 100
 MAX_GROUPS = 1000

@@ -48,15 +48,15 @@ from minibroker.coordinator.group.records import GroupMetadataRecord, group_meta
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
-from protocol.errors import ErrorCode, KafkaError
-from storage.clock import Clock
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_storage.clock import Clock
 
 if TYPE_CHECKING:
-    from protocol.apis.heartbeat import HeartbeatRequest
-    from protocol.apis.join_group import JoinGroupRequest, JoinGroupResponse
-    from protocol.apis.leave_group import LeaveGroupRequest, LeaveGroupResponse
-    from protocol.apis.sync_group import SyncGroupRequest, SyncGroupResponse
-    from protocol.coordinator_records import GroupMetadataValue
+    from minibroker_protocol.apis.heartbeat import HeartbeatRequest
+    from minibroker_protocol.apis.join_group import JoinGroupRequest, JoinGroupResponse
+    from minibroker_protocol.apis.leave_group import LeaveGroupRequest, LeaveGroupResponse
+    from minibroker_protocol.apis.sync_group import SyncGroupRequest, SyncGroupResponse
+    from minibroker_protocol.coordinator_records import GroupMetadataValue
 
 log = logging.getLogger("minibroker.coordinator.group")
 

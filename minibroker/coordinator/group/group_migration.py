@@ -68,13 +68,13 @@ from minibroker.coordinator.group.group_responses import protocols as request_pr
 from minibroker.coordinator.group.records import group_metadata_record, group_metadata_tombstone
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.topics import TopicRegistry
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
-    from protocol.apis.heartbeat import HeartbeatRequest
-    from protocol.apis.join_group import JoinGroupRequest, JoinGroupResponse
-    from protocol.apis.leave_group import LeaveGroupRequest, LeaveGroupResponse
-    from protocol.apis.sync_group import SyncGroupRequest, SyncGroupResponse
+    from minibroker_protocol.apis.heartbeat import HeartbeatRequest
+    from minibroker_protocol.apis.join_group import JoinGroupRequest, JoinGroupResponse
+    from minibroker_protocol.apis.leave_group import LeaveGroupRequest, LeaveGroupResponse
+    from minibroker_protocol.apis.sync_group import SyncGroupRequest, SyncGroupResponse
 
 log = logging.getLogger("minibroker.coordinator.group")
 

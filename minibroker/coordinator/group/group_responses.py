@@ -8,8 +8,8 @@ one place (Kafka builds these in GroupMetadataManager and GroupCoordinatorServic
 from __future__ import annotations
 
 from minibroker.coordinator.group.classic_group import EMPTY_ASSIGNMENT, ClassicGroup, GroupState
-from protocol.apis import describe_groups, join_group, leave_group, sync_group
-from protocol.errors import ErrorCode
+from minibroker_protocol.apis import describe_groups, join_group, leave_group, sync_group
+from minibroker_protocol.errors import ErrorCode
 
 # The message classes are built at run time from the schema data (protocol/schema.py); their
 # fields are typed by the generated stubs (protocol/apis/*.pyi).

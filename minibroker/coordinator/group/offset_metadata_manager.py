@@ -35,12 +35,12 @@ from minibroker.coordinator.group.records import (
 from minibroker.coordinator.group.streams_group_manager import StreamsGroupManager
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
-from protocol.errors import ErrorCode, KafkaError
-from storage.clock import Clock
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_storage.clock import Clock
 
 if TYPE_CHECKING:
-    from protocol.apis.offset_commit import OffsetCommitRequest
-    from protocol.apis.txn_offset_commit import TxnOffsetCommitRequest
+    from minibroker_protocol.apis.offset_commit import OffsetCommitRequest
+    from minibroker_protocol.apis.txn_offset_commit import TxnOffsetCommitRequest
 
 log = logging.getLogger("minibroker.coordinator.group")
 

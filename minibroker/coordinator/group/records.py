@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from minibroker.coordinator.group.classic_group import ClassicGroup
-from protocol import coordinator_records as cr
-from protocol.codec import decode, encode
-from protocol.schema import M, Message, Schema
+from minibroker_protocol import coordinator_records as cr
+from minibroker_protocol.codec import decode, encode
+from minibroker_protocol.schema import M, Message, Schema
 
 if TYPE_CHECKING:
     from minibroker.coordinator.runtime.coordinator_store import TopicConfigs

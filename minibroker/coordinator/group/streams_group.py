@@ -21,7 +21,7 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from protocol.apis import streams_group_heartbeat
+from minibroker_protocol.apis import streams_group_heartbeat
 
 Tasks = dict[str, frozenset[int]]  # subtopology id -> partitions (Kafka: a TaskIds list)
 TopicConfigs = dict[str, str]

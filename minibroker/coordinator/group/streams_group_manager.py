@@ -46,9 +46,9 @@ from minibroker.coordinator.group.streams_group import (
 )
 from minibroker.coordinator.group.streams_task_assignor import AssignorMember, assign
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
-from protocol.apis import streams_group_describe, streams_group_heartbeat
-from protocol.errors import ErrorCode, KafkaError
-from storage.clock import Clock
+from minibroker_protocol.apis import streams_group_describe, streams_group_heartbeat
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_storage.clock import Clock
 
 log = logging.getLogger("minibroker.coordinator.streams_group")
 

@@ -30,8 +30,8 @@ from minibroker.coordinator.group.consumer_group import (
 from minibroker.coordinator.group.group_events import GroupEvents
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.topics import TopicRegistry
-from protocol.errors import ErrorCode, KafkaError
-from storage.clock import Clock
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_storage.clock import Clock
 
 
 class TargetAssignmentBuilder:

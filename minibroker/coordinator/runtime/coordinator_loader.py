@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.topics import TopicRegistry
-from protocol.records.v2 import decode_batches, parse_control_record
-from storage.log import Log
+from minibroker_protocol.records.v2 import decode_batches, parse_control_record
+from minibroker_storage.log import Log
 
 log = logging.getLogger("minibroker.coordinator.loader")
 

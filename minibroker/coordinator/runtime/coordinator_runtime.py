@@ -32,8 +32,8 @@ from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore, T
 from minibroker.coordinator.runtime.partition_writer import CoordinatorPartitionWriter
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
-from protocol.errors import ErrorCode
-from storage.clock import Clock, wall_clock_ms
+from minibroker_protocol.errors import ErrorCode
+from minibroker_storage.clock import Clock, wall_clock_ms
 
 log = logging.getLogger("minibroker.coordinator.runtime")
 

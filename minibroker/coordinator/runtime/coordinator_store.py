@@ -21,8 +21,8 @@ from minibroker.config import ConfigValue
 from minibroker.coordinator.runtime.coordinator_loader import CoordinatorLoader, LoadedRecord
 from minibroker.coordinator.runtime.partition_writer import CoordinatorPartitionWriter, CoordinatorRecord
 from minibroker.topics import Topic
-from protocol.errors import ErrorCode
-from storage.clock import Clock, wall_clock_ms
+from minibroker_protocol.errors import ErrorCode
+from minibroker_storage.clock import Clock, wall_clock_ms
 
 # The configs an internal topic is created with, as Kafka states them (cleanup.policy a list,
 # sizes ints, flags bools; e.g. GroupCoordinatorService.groupMetadataTopicConfigs).

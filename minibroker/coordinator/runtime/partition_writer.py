@@ -18,9 +18,9 @@ from collections.abc import Sequence
 
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.v2 import Record, build_batch
-from storage.log import AppendOrigin
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.v2 import Record, build_batch
+from minibroker_storage.log import AppendOrigin
 
 CoordinatorRecord = tuple[bytes, "bytes | None"]
 

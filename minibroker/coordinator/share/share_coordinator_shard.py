@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore, TopicConfigs
 from minibroker.coordinator.share.share_partition import StateBatch
-from protocol import share_records as sr
-from protocol.codec import decode, encode
-from protocol.schema import M, Schema
+from minibroker_protocol import share_records as sr
+from minibroker_protocol.codec import decode, encode
+from minibroker_protocol.schema import M, Schema
 
 log = logging.getLogger("minibroker.coordinator.share_state")
 

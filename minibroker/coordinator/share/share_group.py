@@ -72,10 +72,10 @@ from minibroker.coordinator.share.share_partition import BatchInfo, SharePartiti
 from minibroker.coordinator.share.simple_assignor import assign
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import BatchView, iter_batches
-from storage.clock import Clock, wall_clock_ms
-from storage.log import Log
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.batch import BatchView, iter_batches
+from minibroker_storage.clock import Clock, wall_clock_ms
+from minibroker_storage.log import Log
 
 log = logging.getLogger("minibroker.coordinator.share_group")
 

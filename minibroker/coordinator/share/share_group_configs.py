@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from minibroker.config import BrokerConfig
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 AUTO_OFFSET_RESET = "share.auto.offset.reset"
 ISOLATION_LEVEL = "share.isolation.level"

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from minibroker.config.topic import validate_topic_config
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import Topic, TopicRegistry
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import iter_batches
-from protocol.records.v2 import Record, build_batch, iter_batch_records
-from storage.clock import Clock
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.batch import iter_batches
+from minibroker_protocol.records.v2 import Record, build_batch, iter_batch_records
+from minibroker_storage.clock import Clock
 
 log = logging.getLogger("minibroker.coordinator.share_group_dlq")
 

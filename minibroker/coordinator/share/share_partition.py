@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from protocol.errors import ErrorCode
+from minibroker_protocol.errors import ErrorCode
 
 
 class RecordState(IntEnum):

@@ -22,8 +22,8 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from protocol.errors import ErrorCode, KafkaError
-from storage.log_files import atomic_write
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_storage.log_files import atomic_write
 
 log = logging.getLogger("minibroker.coordinator.producer_ids")
 

@@ -77,10 +77,10 @@ from minibroker.coordinator.txn.txn_marker_sender import TxnMarkerSender
 from minibroker.partition import Partition
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import Topic, TopicRegistry
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, BatchView
-from storage.clock import Clock, wall_clock_ms
-from storage.log_manager import LogManager
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, BatchView
+from minibroker_storage.clock import Clock, wall_clock_ms
+from minibroker_storage.log_manager import LogManager
 
 log = logging.getLogger("minibroker.coordinator.transaction")
 

@@ -31,9 +31,9 @@ from minibroker.coordinator.txn.transaction_metadata import (
     TransactionState,
     TxnTransitMetadata,
 )
-from protocol import coordinator_records as cr
-from protocol.codec import decode, encode
-from protocol.records.batch import NO_PRODUCER_EPOCH
+from minibroker_protocol import coordinator_records as cr
+from minibroker_protocol.codec import decode, encode
+from minibroker_protocol.records.batch import NO_PRODUCER_EPOCH
 
 log = logging.getLogger("minibroker.coordinator.transaction_log")
 

@@ -25,10 +25,10 @@ from minibroker.coordinator.txn.transaction_metadata import TransactionMetadata,
 from minibroker.coordinator.txn.txn_marker_sender import TxnMarkerSender
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import TopicRegistry
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.v2 import ControlType, build_control_batch
-from storage.clock import Clock
-from storage.log import AppendOrigin
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.v2 import ControlType, build_control_batch
+from minibroker_storage.clock import Clock
+from minibroker_storage.log import AppendOrigin
 
 log = logging.getLogger("minibroker.coordinator.transaction")
 

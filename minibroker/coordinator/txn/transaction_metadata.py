@@ -29,8 +29,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from protocol.errors import ErrorCode, KafkaError
-from protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from minibroker_protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 SHORT_MAX = 32767
 

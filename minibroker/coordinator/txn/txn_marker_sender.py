@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from minibroker.metadata_cache import MetadataCache
 from minibroker.network.node_connection import NodeConnection
 from minibroker.replica_manager import ReplicaManager
-from protocol.apis import write_txn_markers
-from protocol.errors import ErrorCode, KafkaError
+from minibroker_protocol.apis import write_txn_markers
+from minibroker_protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("minibroker.coordinator.transaction")
 
