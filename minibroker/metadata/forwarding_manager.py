@@ -39,6 +39,7 @@ from minibroker_protocol.apis import (
     describe_quorum,
     elect_leaders,
     incremental_alter_configs,
+    list_partition_reassignments,
     update_features,
 )
 from minibroker_protocol.errors import ErrorCode, KafkaError
@@ -49,8 +50,12 @@ log = logging.getLogger("minibroker.metadata")
 FORWARDED: tuple[Api, ...] = (create_topics.API, delete_topics.API, create_partitions.API,
                               incremental_alter_configs.API)
 # served by Kafka's brokers for forwarding only, at Kafka 4.4's broker versions
+# (ListPartitionReassignments too: Kafka's admin client sends it to any broker Metadata names as
+# the controller, and kafka-reassign-partitions --execute asks it first; minibroker's own controller
+# does not serve it yet, so there the answer is an error, on Kafka's it is Kafka's list)
 FORWARDED_ONLY: tuple[tuple[Api, str], ...] = ((elect_leaders.API, "0-2"), (update_features.API, "0-2"),
-                                               (alter_partition_reassignments.API, "0-1"))
+                                               (alter_partition_reassignments.API, "0-1"),
+                                               (list_partition_reassignments.API, "0-0"))
 METADATA_WAIT_S = 30.0  # the longest a forwarded answer waits for this broker's image to catch up
 # an internal topic's replication factor (Kafka: AutoTopicCreationManager.creatableTopic)
 INTERNAL_REPLICATION_FACTOR = {"__consumer_offsets": "offsets.topic.replication.factor",

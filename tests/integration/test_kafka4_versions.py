@@ -71,9 +71,9 @@ def test_api_versions_advertises_the_4x_versions_served(kafka_broker_module):
     assert top[describe_cluster.API.key] == 2
     assert top[list_transactions.API.key] == 2
     # Transactions v2 (KIP-890 part 2): a client uses these with transaction.version >= 2
-    # finalized, which this broker reports (TxnOffsetCommit v6, KIP-1319's topic ids, is not served).
+    # finalized, which this broker reports; TxnOffsetCommit v6 (KIP-1319's topic ids) as Kafka 4.4 (issue 35)
     assert top[end_txn.API.key] == 5
-    assert top[txn_offset_commit.API.key] == 5
+    assert top[txn_offset_commit.API.key] == 6
     assert {f.name: f.max_version_level for f in resp.finalized_features}["transaction.version"] == 2
     assert resp.finalized_features_epoch >= 0
 

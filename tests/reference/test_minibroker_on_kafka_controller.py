@@ -500,7 +500,21 @@ def _reassign(bootstrap: str, moves: dict[tuple[str, int], list[int]], tmp_path:
         time.sleep(1)
 
 
-def test_moving_from_minibroker_to_kafka_without_downtime(kafka_controller, tmp_path):
+@pytest.fixture
+def fresh_kafka_controller(tmp_path: Path) -> Iterator[KafkaController]:
+    """A controller of its own: the module's carries the other tests' topics and broker ids."""
+    if kr.missing_prerequisites():
+        pytest.skip(kr.missing_prerequisites() or "")
+    (tmp_path / "controller").mkdir()
+    ctrl = KafkaController(tmp_path / "controller")
+    ctrl.start()
+    try:
+        yield ctrl
+    finally:
+        ctrl.stop()
+
+
+def test_moving_from_minibroker_to_kafka_without_downtime(fresh_kafka_controller, tmp_path):
     """docs/migrating.md's path: a topic and the consumer offsets live on a minibroker broker; a Kafka
     broker joins; kafka-reassign-partitions moves every partition (the internal __consumer_offsets
     included) onto it while an idempotent producer and a consumer group run; the minibroker broker is
@@ -510,22 +524,22 @@ def test_moving_from_minibroker_to_kafka_without_downtime(kafka_controller, tmp_
     from kafka.admin import KafkaAdminClient, NewTopic
 
     ours_dir, port = tmp_path / "minibroker-1", free_port()
-    _format_minibroker(kafka_controller, tmp_path, ours_dir, port)
+    _format_minibroker(fresh_kafka_controller, tmp_path, ours_dir, port)
     log = tmp_path / "minibroker.log"
-    ours = start_minibroker(kafka_controller, ours_dir, port, log, ["offsets.topic.replication.factor=1",
+    ours = start_minibroker(fresh_kafka_controller, ours_dir, port, log, ["offsets.topic.replication.factor=1",
                                                                     "offsets.topic.num.partitions=3"])
     theirs: KafkaBroker | None = None
     topic, group = "orders", "billing"
     stop = threading.Event()
     try:
-        observe(kafka_controller, lambda img: BROKER in img.brokers and not img.brokers[BROKER].fenced,
+        observe(fresh_kafka_controller, lambda img: BROKER in img.brokers and not img.brokers[BROKER].fenced,
                 "minibroker unfenced")
         admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{port}", request_timeout_ms=60_000)
         try:
             admin.create_topics([NewTopic(topic, num_partitions=3, replication_factor=1)])
         finally:
             admin.close()
-        observe(kafka_controller, lambda img: img.topic(topic) is not None, "the topic")
+        observe(fresh_kafka_controller, lambda img: img.topic(topic) is not None, "the topic")
 
         acked: list[int] = []
         errors: list[object] = []
@@ -575,9 +589,9 @@ def test_moving_from_minibroker_to_kafka_without_downtime(kafka_controller, tmp_
 
         # a Kafka broker joins; every partition moves onto it, __consumer_offsets too
         (tmp_path / "kafka-2").mkdir()
-        theirs = KafkaBroker(kafka_controller, tmp_path / "kafka-2", 2)
+        theirs = KafkaBroker(fresh_kafka_controller, tmp_path / "kafka-2", 2)
         theirs.start()
-        image = observe(kafka_controller, lambda img: 2 in img.brokers and not img.brokers[2].fenced
+        image = observe(fresh_kafka_controller, lambda img: 2 in img.brokers and not img.brokers[2].fenced
                         and img.topic("__consumer_offsets") is not None, "Kafka's broker unfenced")
         offsets = image.topic("__consumer_offsets")
         assert offsets is not None
@@ -588,7 +602,7 @@ def test_moving_from_minibroker_to_kafka_without_downtime(kafka_controller, tmp_
             ts = [img.topic(t) for t in (topic, "__consumer_offsets")]
             return all(t is not None and all(list(r.replicas) == [2] for r in t.partitions.values()) for t in ts)
 
-        observe(kafka_controller, all_on_kafka, "everything on Kafka's broker")
+        observe(fresh_kafka_controller, all_on_kafka, "everything on Kafka's broker")
         time.sleep(MIGRATION_SECONDS / 3)
 
         # the minibroker broker retires (controlled shutdown): clients go on with Kafka alone
