@@ -52,10 +52,12 @@ class MiniCluster:
         return ",".join(b.bootstrap for b in self.brokers.values() if b.proc is not None and b.proc.poll() is None)
 
     def start(self) -> None:
-        self.controller.start()
+        # generous: on a fresh clone every process compiles the KRaft modules first (no .pyc is
+        # written under PYTHONDONTWRITEBYTECODE), four at once on two cores
+        self.controller.start(timeout=90)
         for b in self.brokers.values():
-            b.start()
-        self.wait_registered(list(self.brokers))
+            b.start(timeout=90)
+        self.wait_registered(list(self.brokers), timeout=120)
 
     def metadata_brokers(self, node: int) -> set[int]:
         """The broker ids broker `node` answers in Metadata (confluent-kafka's view)."""
