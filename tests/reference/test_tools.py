@@ -300,6 +300,8 @@ def _transactions(side: Side, topic: str) -> None:
 _OPEN_PRODUCERS: list[object] = []
 
 _RANDOM_ID = re.compile(r"-[0-9a-f]{8}\b")
+# Kafka Streams and Connect name their transactional ids with UUIDs (wordcount-app-<uuid>-1)
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TIMES = {"CurrentTransactionStartTimeMs", "TransactionDurationMs", "LastTimestamp", "ProducerId",
           "Duration(min)"}
 
@@ -314,7 +316,8 @@ def test_transactions_list_describe(pair: Pair) -> None:
         k, m = pair.stdout("kafka-transactions", B + ["list"])
         assert "ref-tx-open" in k and "Ongoing" in k
         # other modules on the same pair leave transactions with random suffixes (ce-1a2b3c4d)
-        assert_same(*(sorted_rows(_RANDOM_ID.sub("-<random>", mask_columns(x, _TIMES))) for x in (k, m)))
+        assert_same(*(sorted_rows(_RANDOM_ID.sub("-<random>", _UUID.sub("<uuid>", mask_columns(x, _TIMES))))
+                      for x in (k, m)))
         for tid in ("ref-tx-done", "ref-tx-open"):
             k, m = pair.stdout("kafka-transactions", B + ["describe", "--transactional-id", tid])
             assert tid in k
