@@ -54,6 +54,7 @@ from minibroker_protocol.apis import (
     fetch,
     fetch_snapshot,
     incremental_alter_configs,
+    list_partition_reassignments,
     unregister_broker,
     update_features,
 )
@@ -132,6 +133,10 @@ class ControllerApis:
             assert isinstance(req, alter_partition_reassignments.AlterPartitionReassignmentsRequest)
             return await c.alter_partition_reassignments(req)
 
+        async def list_reassignments(req: Message, v: int) -> Message:
+            assert isinstance(req, list_partition_reassignments.ListPartitionReassignmentsRequest)
+            return c.list_partition_reassignments(req)
+
         async def configs(req: Message, v: int) -> Message:
             assert isinstance(req, incremental_alter_configs.IncrementalAlterConfigsRequest)
             return await c.incremental_alter_configs(req)
@@ -178,6 +183,7 @@ class ControllerApis:
             Served(create_partitions.API, 0, 3, partitions),
             Served(elect_leaders.API, 0, 2, elect),
             Served(alter_partition_reassignments.API, 0, 1, reassign),
+            Served(list_partition_reassignments.API, 0, 0, list_reassignments),
             Served(incremental_alter_configs.API, 0, 1, configs),
             Served(update_features.API, 0, 2, features),
             Served(fetch_snapshot.API, 0, 1, snapshot),

@@ -65,6 +65,10 @@ from minibroker_protocol.apis.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from minibroker_protocol.apis.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 from minibroker_protocol.apis.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
 from minibroker_protocol.apis.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from minibroker_protocol.errors import ErrorCode, KafkaError
@@ -299,6 +303,10 @@ class QuorumController:
             records, resp = reassignment.alter_partition_reassignments(self.image, req)
             await self._commit(records, lock_held=True)
             return resp
+
+    def list_partition_reassignments(self, req: ListPartitionReassignmentsRequest
+                                     ) -> ListPartitionReassignmentsResponse:
+        return reassignment.list_partition_reassignments(self.image, req)
 
     async def incremental_alter_configs(self, req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
         async with self._lock:

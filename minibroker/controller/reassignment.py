@@ -10,6 +10,11 @@ PartitionChangeBuilder keeps an acceptable leader). A reassignment that adds or 
 (Kafka: adding replicas, catching up, then removing) is not built here: it is answered
 INVALID_REPLICA_ASSIGNMENT with a message saying so; a cancellation (null replicas) finds no
 reassignment in progress (NO_REASSIGNMENT_IN_PROGRESS), as Kafka answers when none is.
+
+ListPartitionReassignments reads the image as Kafka's controller does
+(ReplicationControlManager.listPartitionReassignments): a partition is being reassigned while its
+registration names adding or removing replicas (a Kafka controller in the same metadata log may
+have written them); the reorders above complete in one record, so they are never listed.
 """
 
 from __future__ import annotations
@@ -17,9 +22,14 @@ from __future__ import annotations
 from minibroker.metadata.image import MetadataImage
 from minibroker_protocol import metadata_records as mr
 from minibroker_protocol.apis import alter_partition_reassignments as apr
+from minibroker_protocol.apis import list_partition_reassignments as lpr
 from minibroker_protocol.apis.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+)
+from minibroker_protocol.apis.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
 )
 from minibroker_protocol.errors import ErrorCode
 from minibroker_protocol.metadata_serde import ApiMessageAndVersion
@@ -61,3 +71,29 @@ def alter_partition_reassignments(image: MetadataImage, req: AlterPartitionReass
             out.partitions.append(apr.RESPONSE.ReassignablePartitionResponse(
                 partition_index=p.partition_index, error_code=code, error_message=message))
     return records, resp
+
+
+def list_partition_reassignments(image: MetadataImage, req: ListPartitionReassignmentsRequest
+                                 ) -> ListPartitionReassignmentsResponse:
+    """The ongoing reassignments among the partitions asked (all when `topics` is null); a topic or
+    partition that does not exist is left out, as Kafka's controller leaves it out."""
+    resp = lpr.RESPONSE(throttle_time_ms=0, error_code=0, error_message=None, topics=[])
+    wanted: dict[str, list[int] | None]
+    if req.topics is None:
+        wanted = {t.name: None for t in sorted(image.topics.values(), key=lambda t: t.name)}
+    else:
+        wanted = {t.name: list(t.partition_indexes) for t in req.topics}
+    for name, indexes in wanted.items():
+        topic = image.topic(name)
+        if topic is None:
+            continue
+        ongoing = []
+        for index in (sorted(topic.partitions) if indexes is None else indexes):
+            reg = topic.partitions.get(index)
+            if reg is not None and (reg.adding_replicas or reg.removing_replicas):
+                ongoing.append(lpr.RESPONSE.OngoingPartitionReassignment(
+                    partition_index=index, replicas=list(reg.replicas),
+                    adding_replicas=list(reg.adding_replicas), removing_replicas=list(reg.removing_replicas)))
+        if ongoing:
+            resp.topics.append(lpr.RESPONSE.OngoingTopicReassignment(name=name, partitions=ongoing))
+    return resp

@@ -51,8 +51,7 @@ FORWARDED: tuple[Api, ...] = (create_topics.API, delete_topics.API, create_parti
                               incremental_alter_configs.API)
 # served by Kafka's brokers for forwarding only, at Kafka 4.4's broker versions
 # (ListPartitionReassignments too: Kafka's admin client sends it to any broker Metadata names as
-# the controller, and kafka-reassign-partitions --execute asks it first; minibroker's own controller
-# does not serve it yet, so there the answer is an error, on Kafka's it is Kafka's list)
+# the controller, kafka-topics --describe and kafka-reassign-partitions --execute ask it first)
 FORWARDED_ONLY: tuple[tuple[Api, str], ...] = ((elect_leaders.API, "0-2"), (update_features.API, "0-2"),
                                                (alter_partition_reassignments.API, "0-1"),
                                                (list_partition_reassignments.API, "0-0"))

@@ -14,6 +14,8 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaAdminClient
+from kafka import TopicPartition as KTopicPartition
 
 from minibroker.testing import Cluster
 
@@ -85,6 +87,21 @@ def test_leader_moves_and_shuffles(kafka_cluster: Cluster) -> None:
     assert {p: s.leader for p, s in c.partitions(topic).items()} == {p: n for (_, p), n in moved.items()}
     with pytest.raises(Exception, match="holds no replica"):
         c.move_leader(topic, 0, 7)
+
+
+def test_list_partition_reassignments_is_answered_by_our_controller(kafka_cluster: Cluster) -> None:
+    """ListPartitionReassignments goes through the broker to our controller (kafka-topics
+    --describe asks it first); a reorder completes at once, so nothing is listed afterwards."""
+    c = kafka_cluster
+    topic = new_topic(c)
+    admin = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=60000)
+    try:
+        assert admin.list_partition_reassignments() == {}
+        assert admin.list_partition_reassignments({topic: [0]}) == {}
+        c.move_leader(topic, 0, c.partition(topic).replicas[-1])
+        assert admin.list_partition_reassignments([KTopicPartition(topic, 0)]) == {}
+    finally:
+        admin.close()
 
 
 def test_a_paused_follower_leaves_the_isr_and_the_hw_goes_on(kafka_cluster: Cluster) -> None:
