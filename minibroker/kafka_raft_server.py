@@ -31,6 +31,7 @@ from minibroker.controller.controller_server import ControllerServer
 from minibroker.controller.quorum_controller import ControllerConfig
 from minibroker.controller.replication_control import TopicDefaults
 from minibroker.features import FEATURES
+from minibroker.metadata.acl_publisher import AclPublisher
 from minibroker.metadata.alter_partition_manager import ControllerAlterPartitionManager
 from minibroker.metadata.broker_lifecycle_manager import BrokerLifecycleManager, ListenerInfo
 from minibroker.metadata.broker_metadata_publisher import BrokerMetadataPublisher
@@ -38,6 +39,7 @@ from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.forwarding_manager import ForwardingManager
 from minibroker.metadata.metadata_loader import MetadataLoader, MetadataPublisher
 from minibroker.metadata.producer_id_blocks import ControllerProducerIdBlocks
+from minibroker.metadata.scram_publisher import ScramPublisher
 from minibroker.network.socket_server import SocketServer
 from minibroker.server import BrokerServer
 from minibroker_storage.checkpoint import uuid_from_kafka
@@ -183,6 +185,8 @@ class KafkaRaftServer:
             inter_broker_listener=self.config.listener_name,
             caught_up=lambda: loader.highest_offset >= loader.high_watermark - 1,
             dynamic_config=server.dynamic_config))
+        self.add_publisher(AclPublisher(server.authorizer))
+        self.add_publisher(ScramPublisher(server.scram_credentials))
         self.forwarding.install(server.handlers, server.services)
         server.topics.remote_creator = self.forwarding
         server.producer_ids.block_source = self.producer_id_blocks

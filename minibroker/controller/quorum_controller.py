@@ -25,7 +25,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minibroker.controller import configuration_control, producer_id_control, reassignment, topic_changes
+from minibroker.controller import (
+    acl_control,
+    configuration_control,
+    producer_id_control,
+    reassignment,
+    scram_control,
+    topic_changes,
+)
 from minibroker.controller.cluster_control import (
     ClusterControlManager,
     controlled_shutdown_record,
@@ -55,10 +62,16 @@ from minibroker_protocol.apis.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from minibroker_protocol.apis.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+)
 from minibroker_protocol.apis.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from minibroker_protocol.apis.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
+from minibroker_protocol.apis.create_acls import CreateAclsRequest, CreateAclsResponse
 from minibroker_protocol.apis.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from minibroker_protocol.apis.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from minibroker_protocol.apis.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from minibroker_protocol.apis.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from minibroker_protocol.apis.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from minibroker_protocol.apis.incremental_alter_configs import (
@@ -301,6 +314,25 @@ class QuorumController:
                                             ) -> AlterPartitionReassignmentsResponse:
         async with self._lock:
             records, resp = reassignment.alter_partition_reassignments(self.image, req)
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def create_acls(self, req: CreateAclsRequest) -> CreateAclsResponse:
+        async with self._lock:
+            records, resp = acl_control.create_acls_records(self.image, req)
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def delete_acls(self, req: DeleteAclsRequest) -> DeleteAclsResponse:
+        async with self._lock:
+            records, resp = acl_control.delete_acls_records(self.image, req)
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def alter_user_scram_credentials(self, req: AlterUserScramCredentialsRequest
+                                           ) -> AlterUserScramCredentialsResponse:
+        async with self._lock:
+            records, resp = scram_control.alter_user_scram_credentials(self.image, req)
             await self._commit(records, lock_held=True)
             return resp
 
