@@ -39,6 +39,7 @@ from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.forwarding_manager import ForwardingManager
 from minibroker.metadata.metadata_loader import MetadataLoader, MetadataPublisher
 from minibroker.metadata.producer_id_blocks import ControllerProducerIdBlocks
+from minibroker.metadata.quota_publisher import QuotaPublisher
 from minibroker.metadata.scram_publisher import ScramPublisher
 from minibroker.network.socket_server import SocketServer
 from minibroker.server import BrokerServer
@@ -187,6 +188,7 @@ class KafkaRaftServer:
             dynamic_config=server.dynamic_config))
         self.add_publisher(AclPublisher(server.authorizer))
         self.add_publisher(ScramPublisher(server.scram_credentials))
+        self.add_publisher(QuotaPublisher(server.quota_store))
         self.forwarding.install(server.handlers, server.services)
         server.topics.remote_creator = self.forwarding
         server.producer_ids.block_source = self.producer_id_blocks

@@ -29,6 +29,7 @@ from minibroker.controller import (
     acl_control,
     configuration_control,
     producer_id_control,
+    quota_control,
     reassignment,
     scram_control,
     topic_changes,
@@ -57,6 +58,7 @@ from minibroker_protocol.apis.allocate_producer_ids import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
 )
+from minibroker_protocol.apis.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from minibroker_protocol.apis.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from minibroker_protocol.apis.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
@@ -333,6 +335,12 @@ class QuorumController:
                                            ) -> AlterUserScramCredentialsResponse:
         async with self._lock:
             records, resp = scram_control.alter_user_scram_credentials(self.image, req)
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def alter_client_quotas(self, req: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
+        async with self._lock:
+            records, resp = quota_control.alter_client_quotas(self.image, req)
             await self._commit(records, lock_held=True)
             return resp
 

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext
+from minibroker.quotas import alterations as quota_alterations
 from minibroker.security import scram_alterations
 from minibroker.security.acl_requests import (
     CLUSTER_DENIED,
@@ -26,6 +27,7 @@ from minibroker.security.acl_requests import (
     delete_acls_refused,
 )
 from minibroker_protocol.apis import (
+    alter_client_quotas,
     alter_partition_reassignments,
     alter_user_scram_credentials,
     create_acls,
@@ -66,6 +68,10 @@ async def authorized_forward(ctx: RequestContext, api_key: int, request: Message
     if isinstance(request, alter_user_scram_credentials.AlterUserScramCredentialsRequest):
         if code := authz.cluster_denied(ctx, authz.Op.ALTER):
             return scram_alterations.refused(request, code, ctx.client_id)
+        return await forward(request)
+    if isinstance(request, alter_client_quotas.AlterClientQuotasRequest):
+        if code := authz.cluster_denied(ctx, authz.Op.ALTER_CONFIGS):
+            return quota_alterations.refused(request, code, authz.MESSAGES[code])
         return await forward(request)
     if isinstance(request, create_topics.CreateTopicsRequest):
         return await _create_topics(ctx, request, forward)

@@ -34,6 +34,7 @@ from minibroker.metadata.forwarded_authorization import authorized_forward, conf
 from minibroker.metadata.metadata_loader import MetadataLoader
 from minibroker.services import BrokerServices
 from minibroker_protocol.apis import (
+    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
     alter_user_scram_credentials,
@@ -55,7 +56,7 @@ log = logging.getLogger("minibroker.metadata")
 
 FORWARDED: tuple[Api, ...] = (create_topics.API, delete_topics.API, create_partitions.API,
                               incremental_alter_configs.API, create_acls.API, delete_acls.API,
-                              alter_user_scram_credentials.API)
+                              alter_user_scram_credentials.API, alter_client_quotas.API)
 # served by Kafka's brokers for forwarding only, at Kafka 4.4's broker versions
 # (ListPartitionReassignments too: Kafka's admin client sends it to any broker Metadata names as
 # the controller, kafka-topics --describe and kafka-reassign-partitions --execute ask it first)

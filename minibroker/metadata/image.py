@@ -81,6 +81,8 @@ class MetadataImage:
     acls: Mapping[uuid.UUID, AclBinding] = field(default_factory=dict)
     # SCRAM credentials (Kafka: ScramImage): (user, mechanism type) -> the record
     scram: Mapping[tuple[str, int], mr.UserScramCredentialRecord] = field(default_factory=dict)
+    # client quotas (Kafka: ClientQuotasImage): sorted (entity type, name) pairs -> key -> value
+    quotas: Mapping[tuple[tuple[str, str | None], ...], Mapping[str, float]] = field(default_factory=dict)
 
     def topic(self, name: str) -> TopicImage | None:
         tid = self.topic_ids.get(name)
@@ -103,6 +105,8 @@ class MetadataImage:
                                                                    next_producer_id=self.next_producer_id), 0))
         out += [ApiMessageAndVersion(acl_record(i, a), 0) for i, a in sorted(self.acls.items())]
         out += [ApiMessageAndVersion(r, 0) for _, r in sorted(self.scram.items())]
+        for entity, values in sorted(self.quotas.items(), key=lambda kv: [(t, n or "") for t, n in kv[0]]):
+            out += [ApiMessageAndVersion(quota_record(entity, k, v), 0) for k, v in sorted(values.items())]
         return out
 
 
@@ -110,6 +114,14 @@ def acl_record(acl_id: uuid.UUID, a: AclBinding) -> mr.AccessControlEntryRecord:
     return mr.ACCESS_CONTROL_ENTRY_RECORD(id=acl_id, resource_type=a.resource_type, resource_name=a.resource_name,
                                           pattern_type=a.pattern_type, principal=a.principal, host=a.host,
                                           operation=a.operation, permission_type=a.permission)
+
+
+def quota_record(entity: tuple[tuple[str, str | None], ...], key: str, value: float | None
+                 ) -> mr.ClientQuotaRecord:
+    """`value` None: the key removed."""
+    rec = mr.CLIENT_QUOTA_RECORD
+    return rec(entity=[rec.EntityData(entity_type=t, entity_name=n) for t, n in entity], key=key,
+               value=0.0 if value is None else value, remove=value is None)
 
 
 def acl_binding(r: mr.AccessControlEntryRecord) -> AclBinding:
@@ -151,6 +163,8 @@ class MetadataDelta:
         self.acls_changed = False
         self.scram = dict(image.scram)
         self.scram_changed = False
+        self.quotas = {k: dict(v) for k, v in image.quotas.items()}
+        self.quotas_changed = False
         self.changed_partitions: dict[uuid.UUID, dict[int, PartitionRegistration]] = {}
         self.deleted_topics: dict[uuid.UUID, TopicImage] = {}
         self.changed_brokers: set[int] = set()
@@ -216,7 +230,17 @@ class MetadataDelta:
         elif isinstance(m, mr.RemoveUserScramCredentialRecord):
             self.scram.pop((m.name, m.mechanism), None)
             self.scram_changed = True
-        # NoOpRecord, transaction markers of the bootstrap (Begin/EndTransactionRecord), quotas and
+        elif isinstance(m, mr.ClientQuotaRecord):
+            entity = tuple(sorted((e.entity_type, e.entity_name) for e in m.entity))
+            values = self.quotas.setdefault(entity, {})
+            if m.remove:
+                values.pop(m.key, None)
+                if not values:
+                    del self.quotas[entity]
+            else:
+                values[m.key] = m.value
+            self.quotas_changed = True
+        # NoOpRecord, transaction markers of the bootstrap (Begin/EndTransactionRecord) and
         # delegation tokens change nothing this image holds
 
     def _current(self, topic_id: uuid.UUID, partition: int) -> PartitionRegistration:
@@ -229,7 +253,7 @@ class MetadataDelta:
 
     def apply(self, offset: int, epoch: int) -> MetadataImage:
         return MetadataImage(offset, epoch, self.features, self.brokers, self.topics, self.topic_ids,
-                             self.configs, self.next_producer_id, self.acls, self.scram)
+                             self.configs, self.next_producer_id, self.acls, self.scram, self.quotas)
 
     def local_changes(self, broker_id: int) -> LocalReplicaChanges:
         """The partitions `broker_id` now leads or follows (changed in this delta), and those it must delete."""

@@ -1,8 +1,9 @@
-"""ACLs and SCRAM credentials on a cluster (issue 29): created through one broker, they are
-records of the metadata log (AccessControlEntryRecord, UserScramCredentialRecord), so every broker
-decides on them; and the requests a broker forwards to the controller (CreateTopics,
-IncrementalAlterConfigs, CreateAcls...) are checked against the ACLs as Kafka's controller checks
-them. The clients are confluent-kafka's AdminClient, each bootstrapped on one broker."""
+"""ACLs, SCRAM credentials and client quotas on a cluster (issue 29): created through one broker,
+they are records of the metadata log (AccessControlEntryRecord, UserScramCredentialRecord,
+ClientQuotaRecord), so every broker decides on them; and the requests a broker forwards to the
+controller (CreateTopics, IncrementalAlterConfigs, CreateAcls...) are checked against the ACLs as
+Kafka's controller checks them. The clients are confluent-kafka's AdminClient and kafka-configs,
+each bootstrapped on one broker."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from confluent_kafka.admin import (
 )
 
 from minibroker.testing import Cluster
+from reference import kafka_reference as kr
 
 # Every client here is User:ANONYMOUS (PLAINTEXT); with no ACL on a resource everyone may use it,
 # so the cluster works as usual until the test denies something.
@@ -125,6 +127,28 @@ def test_scram_credentials_made_through_one_broker_are_every_brokers(kafka_clust
     gone = UserScramCredentialDeletion(user, ScramMechanism.SCRAM_SHA_512)
     two.alter_user_scram_credentials([gone])[user].result(30)
     assert mechanisms(one) == {"SCRAM_SHA_256": 8192}
+
+
+def test_client_quotas_made_through_one_broker_are_every_brokers(kafka_cluster: Cluster) -> None:
+    """kafka-configs --entity-type users (AlterClientQuotas / DescribeClientQuotas): set through
+    broker 1, described by broker 2, removed through broker 2."""
+    if kr.missing_prerequisites():
+        pytest.skip(kr.missing_prerequisites() or "")
+    c = kafka_cluster
+    user = f"q-{uuid.uuid4().hex[:6]}"
+
+    def configs(node_id: int, *args: str) -> str:
+        b = c.brokers[node_id]
+        r = kr.run_tool("kafka-configs", ["--bootstrap-server", f"{b.host}:{b.port}", "--entity-type", "users",
+                                          "--entity-name", user, *args], timeout=120)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    configs(1, "--alter", "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048")
+    assert "consumer_byte_rate=2048.0, producer_byte_rate=1024.0" in configs(2, "--describe")
+    configs(2, "--alter", "--delete-config", "producer_byte_rate")
+    out = configs(1, "--describe")
+    assert "consumer_byte_rate=2048.0" in out and "producer_byte_rate" not in out
 
 
 def test_acl_apis_need_alter_on_the_cluster_and_survive_a_broker_restart(kafka_cluster: Cluster) -> None:
