@@ -174,7 +174,9 @@ class KafkaRaftServer:
         """The broker's components on the metadata log (Kafka: BrokerServer.startup's KRaft part):
         the BrokerMetadataPublisher, the ReplicaManager's AlterPartition channel, the forwarded
         admin requests and auto-created topics, producer id blocks from the controller."""
-        self.prepare_broker(server.cluster_id, [uuid_from_kafka(server.meta_properties.directory_id)])
+        # every directory of log.dirs is registered (Kafka: BrokerRegistrationRequest.LogDirs, KIP-858)
+        self.prepare_broker(server.cluster_id, [uuid_from_kafka(ld.directory_id)
+                                                for ld in server.log_manager.log_dirs if not ld.offline])
         if self.loader is None or self.forwarding is None or self.producer_id_blocks is None:
             return
         rm = server.replica_manager

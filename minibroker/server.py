@@ -49,6 +49,7 @@ from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.handlers.registry import ServedHandlers, served_versions
 from minibroker.kafka_apis import KafkaApis
+from minibroker.log_dirs import LogDirsManager
 from minibroker.log_scheduler import LogScheduler
 from minibroker.metadata_cache import MetadataCache
 from minibroker.metrics import BrokerMetrics
@@ -185,7 +186,7 @@ class BrokerServer:
             cluster_id=self.meta_properties.cluster_id,
             topic_config=lambda overrides: to_log_config(effective_topic_config(self.dynamic_config.current,
                                                                                 overrides)),
-            dir_lock=dir_lock)
+            dir_lock=dir_lock, extra_dirs=config.log_dirs[1:])
         self.topics = TopicRegistry(self.log_manager, cfg)
         self.metrics = BrokerMetrics()  # counters the hot paths bump; /metrics (minibroker.console) reads them
         self.replica_manager = ReplicaManager(self.metrics, self.node_id, now_ms=clock)
@@ -248,7 +249,8 @@ class BrokerServer:
             scram_credentials=self.scram_credentials,
             client_quotas=self.client_quotas, authorizer=self.authorizer,
             consumer_group_configs=self.consumer_group_configs, served_versions=served,
-            client_metrics=self.client_metrics)
+            client_metrics=self.client_metrics,
+            log_dirs=LogDirsManager(self.log_manager, self.replica_manager, cleaning=self._cleaning))
         self.handlers = ServedHandlers(served)
         self.apis = KafkaApis(self.services, self.handlers)
         # storage: the logs (recovery happens here) and the topics on them
@@ -312,6 +314,8 @@ class BrokerServer:
         if hasattr(self, "scheduler"):  # built (a start that failed binding built nothing)
             if self.cleaner is not None:
                 await self.cleaner.stop()  # a cleaning still writing on its thread finishes first
+            if self.services.log_dirs is not None:
+                await self.services.log_dirs.stop()
             await self.replica_manager.shutdown()
             await self.coordinators.stop()
             self.log_manager.shutdown()

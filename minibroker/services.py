@@ -20,6 +20,7 @@ from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
 from minibroker.coordinators import Coordinators
 from minibroker.dynamic_config import DynamicBrokerConfig
 from minibroker.fetch_sessions import FetchSessionCache
+from minibroker.log_dirs import LogDirsManager
 from minibroker.metadata_cache import MetadataCache
 from minibroker.metrics import BrokerMetrics
 from minibroker.quotas.manager import ClientQuotaManager
@@ -66,6 +67,8 @@ class BrokerServices:
     # the API keys and versions this broker serves (ApiVersions): the registry's table less the
     # share-group APIs when group.share.enable=false
     served_versions: Mapping[int, Versions]
+    # log.dirs: DescribeLogDirs, AlterReplicaLogDirs moves, offline directories (minibroker.log_dirs)
+    log_dirs: LogDirsManager | None = None
 
     @property
     def group_coordinator(self) -> GroupCoordinator:

@@ -90,7 +90,7 @@ from minibroker_storage.log_files import (
     DELETED_FILE_SUFFIX,
     SEGMENT_FILE_SUFFIXES,
     fsync_dir,
-    parse_topic_partition_name,
+    parse_log_dir_name,
     segment_file,
 )
 from minibroker_storage.log_validator import AppendPlan, ValidatedRecords
@@ -168,7 +168,7 @@ class Log:
     def __init__(self, dir: Path, config: LogConfig, segments: LogSegments, *, log_start_offset: int,
                  recovery_point: int, next_offset: int, topic_id: uuid.UUID, epoch_cache: LeaderEpochFileCache,
                  now_ms: Callable[[], int], producer_state: ProducerStateManager | None = None):
-        parsed = parse_topic_partition_name(dir.name)
+        parsed = parse_log_dir_name(dir.name)
         if parsed is None:
             raise ValueError(f"'{dir.name}' is not in the form of topic-partition")
         self.topic, self.partition = parsed

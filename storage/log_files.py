@@ -23,6 +23,7 @@ DELETED_FILE_SUFFIX = ".deleted"
 CLEANED_FILE_SUFFIX = ".cleaned"
 SWAP_FILE_SUFFIX = ".swap"
 DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"  # a log being copied into another log dir (Kafka: UnifiedLog.FutureDirSuffix)
 
 SEGMENT_FILE_SUFFIXES = (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
 INDEX_FILE_SUFFIXES = (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
@@ -57,14 +58,29 @@ def log_delete_dir_name(topic: str, partition: int) -> str:
     return topic[: 255 - len(suffix)] + suffix
 
 
+def log_future_dir_name(topic: str, partition: int) -> str:
+    """`<topic>-<partition>.<uuid hex>-future` (Kafka: UnifiedLog.logFutureDirName)."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+    return topic[: 255 - len(suffix)] + suffix
+
+
 def parse_topic_partition_name(name: str) -> tuple[str, int] | None:
     """(topic, partition) of a partition directory name, or None if it is not one."""
-    if name.endswith(DELETE_DIR_SUFFIX):
+    if name.endswith((DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX)):
         return None
     topic, dash, part = name.rpartition("-")
     if not dash or not topic or not part.isdigit():
         return None
     return topic, int(part)
+
+
+def parse_log_dir_name(name: str) -> tuple[str, int] | None:
+    """(topic, partition) of a partition directory, also a `-future` or `-delete` one
+    (Kafka: UnifiedLog.parseTopicPartitionName strips `.<uuid>-future`)."""
+    if name.endswith((DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX)):
+        base, dot, _ = name.rpartition(".")
+        return parse_topic_partition_name(base) if dot else None
+    return parse_topic_partition_name(name)
 
 
 def fsync_dir(path: Path) -> None:

@@ -37,16 +37,12 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from minibroker_storage.checkpoint import (
-    CLEANER_OFFSET_CHECKPOINT_FILE,
-    LOG_START_OFFSET_CHECKPOINT_FILE,
     PARTITION_METADATA_FILE,
-    RECOVERY_POINT_CHECKPOINT_FILE,
-    REPLICATION_OFFSET_CHECKPOINT_FILE,
     CleanShutdownFile,
     CorruptCheckpoint,
     OffsetCheckpointFile,
@@ -56,12 +52,15 @@ from minibroker_storage.checkpoint import (
 )
 from minibroker_storage.config import LogConfig
 from minibroker_storage.file_lock import FileLock, lock_log_dir
+from minibroker_storage.log_dir import LogDir
 from minibroker_storage.log_files import (
     DELETE_DIR_SUFFIX,
+    FUTURE_DIR_SUFFIX,
     atomic_write,
     fsync_dir,
     log_delete_dir_name,
     log_dir_name,
+    log_future_dir_name,
     parse_topic_partition_name,
 )
 from minibroker_storage.meta_properties import ensure_meta_properties
@@ -85,13 +84,16 @@ class LogManager:
     def __init__(self, data_dir: Path, default_config: LogConfig, *, now_ms: Callable[[], int] = _wall_clock_ms,
                  node_id: int | None = None, cluster_id: str | None = None,
                  topic_config: Callable[[Mapping[str, Any]], LogConfig] | None = None,
-                 dir_lock: FileLock | None = None):
+                 dir_lock: FileLock | None = None, extra_dirs: Sequence[Path] = ()):
         """`dir_lock`: the directory's `.lock`, when the caller took it already (`lock_log_dir`: a
         broker does, before reading its dynamic config from the directory); the manager holds it
         from then on and releases it at shutdown. `topic_config` turns a topic's stored overrides (Kafka keys) into its LogConfig. Storage
         keeps the overrides as opaque data and never parses them; the broker's config model does
         (minibroker.config.to_log_config). Without it every topic gets `default_config`."""
         self.data_dir = Path(data_dir)
+        # `log.dirs`: the first holds the broker's own files too (Kafka: metadata.log.dir defaults
+        # to it); every one has its .lock, meta.properties, checkpoints and marker (storage.log_dir)
+        self.log_dirs: list[LogDir] = [LogDir(self.data_dir, dir_lock)] + [LogDir(Path(d)) for d in extra_dirs]
         self.default_config = default_config
         self._topic_config = topic_config
         self._now_ms = now_ms
@@ -101,50 +103,72 @@ class LogManager:
         self.node_id: int = -1
         self.directory_id: str = ""
         self._logs: dict[tuple[str, int], Log] = {}
+        self._future_logs: dict[tuple[str, int], Log] = {}
         self._topic_overrides: dict[str, dict[str, Any]] = {}
         self._deleted_logs: list[tuple[int, Log | _DirOnly]] = []
         self._checkpoint_lock = threading.Lock()
         self.had_clean_shutdown = False
         self._loaded = False
-        self._recovery_points = OffsetCheckpointFile(self.data_dir / RECOVERY_POINT_CHECKPOINT_FILE)
-        self._log_start_offsets = OffsetCheckpointFile(self.data_dir / LOG_START_OFFSET_CHECKPOINT_FILE)
-        self._high_watermarks = OffsetCheckpointFile(self.data_dir / REPLICATION_OFFSET_CHECKPOINT_FILE)
-        self._cleaner_offsets = OffsetCheckpointFile(self.data_dir / CLEANER_OFFSET_CHECKPOINT_FILE)
         # the log cleaner's progress: the first dirty offset of each compacted log (minibroker_storage.cleaner)
         self.cleaner_checkpoints: dict[tuple[str, int], int] = {}
-        self._dir_lock = dir_lock
         self._checkpointed_high_watermarks: dict[tuple[str, int], int] = {}
 
     def lock_log_dir(self) -> None:
         """Create the data directory if missing and take its `.lock` (Kafka: the LogManager
         constructor's createAndValidateLogDirs and lockLogDirs), before anything in it is read or
         written; minibroker_storage.file_lock.LogDirFailure if another broker holds it."""
-        if self._dir_lock is None:
-            self._dir_lock = lock_log_dir(self.data_dir)
+        taken = []
+        try:
+            for ld in self.log_dirs:
+                if ld.lock is None:
+                    ld.lock = lock_log_dir(ld.path)
+                    taken.append(ld)
+        except BaseException:
+            for ld in taken:  # a start that failed leaves every directory to the next one
+                assert ld.lock is not None
+                ld.lock.unlock()
+                ld.lock = None
+            raise
 
     # -- startup -------------------------------------------------------------------------------
     def startup(self) -> None:
         started = time.monotonic()
         self.lock_log_dir()
         self._load_meta_properties()
-        marker = CleanShutdownFile(self.data_dir)
-        self.had_clean_shutdown = marker.exists()
-        if self.had_clean_shutdown:
-            marker.delete()  # a crash from here on is an unclean shutdown again
-        recovery_points = self._read_checkpoint(self._recovery_points, "resetting the recovery checkpoint to 0")
-        log_starts = self._read_checkpoint(self._log_start_offsets,
-                                           "resetting to the base offset of the first segment")
         self._topic_overrides = self._read_topic_overrides()
-        self.cleaner_checkpoints = self._read_checkpoint(self._cleaner_offsets, "cleaning logs from their start")
+        self.had_clean_shutdown = True
+        for ld in self.log_dirs:
+            self._load_log_dir(ld)
+        self._fix_topic_ids()
+        self._loaded = True
+        self.cleanup_deleted(self._now_ms())
+        logger.info("Loaded %d logs in %dms", len(self._logs), int((time.monotonic() - started) * 1000))
+
+    def _load_log_dir(self, ld: LogDir) -> None:
+        """Open the partitions of one log dir (Kafka: LogManager.loadLogs, one directory each)."""
+        marker = CleanShutdownFile(ld.path)
+        clean = marker.exists()
+        self.had_clean_shutdown = self.had_clean_shutdown and clean
+        if clean:
+            marker.delete()  # a crash from here on is an unclean shutdown again
+        recovery_points = self._read_checkpoint(ld.recovery_points, "resetting the recovery checkpoint to 0")
+        log_starts = self._read_checkpoint(ld.log_start_offsets,
+                                           "resetting to the base offset of the first segment")
+        self.cleaner_checkpoints.update(self._read_checkpoint(ld.cleaner_offsets, "cleaning logs from their start"))
         # the high watermarks a replicated partition starts from (Kafka: Partition.createLog reads
         # highWatermarkCheckpoints); a log opens with HW = LEO, and a partition whose ISR is this
         # broker alone keeps it there
-        self._checkpointed_high_watermarks = self._read_checkpoint(self._high_watermarks,
-                                                                   "starting from the log end offsets")
-        dirs = sorted(p for p in self.data_dir.iterdir() if p.is_dir())
-        logger.info("%s %d logs from %s", "Loading" if self.had_clean_shutdown else "Recovering",
-                    len(dirs), self.data_dir)
+        self._checkpointed_high_watermarks.update(self._read_checkpoint(ld.high_watermarks,
+                                                                        "starting from the log end offsets"))
+        dirs = sorted(p for p in ld.path.iterdir() if p.is_dir())
+        logger.info("%s %d logs from %s", "Loading" if clean else "Recovering", len(dirs), ld.path)
         for d in dirs:
+            if d.name.endswith(FUTURE_DIR_SUFFIX):
+                # a move between log dirs the broker stopped in (Kafka resumes it from the
+                # controller's AlterReplicaLogDirs state; we drop the copy, the current log stays)
+                logger.info("Deleting %s, the copy of an unfinished log dir move", d.name)
+                self._deleted_logs.append((0, _DirOnly(d)))
+                continue
             if d.name.endswith(DELETE_DIR_SUFFIX):
                 logger.info("Deleting %s, a partition directory marked for deletion", d.name)
                 self._deleted_logs.append((0, _DirOnly(d)))
@@ -158,18 +182,26 @@ class LogManager:
             config = self._config_for(tp[0])
             from minibroker_storage.log import Log
 
+            if tp in self._logs:
+                # Kafka: "Duplicate log directories for <tp> are found" stops the broker
+                raise RuntimeError(f"Duplicate log directories for {tp[0]}-{tp[1]} are found in both "
+                                   f"{self._logs[tp].dir} and {d}")
             lg = Log.open(d, config, recovery_point=recovery_points.get(tp, 0),
-                          log_start_offset=log_starts.get(tp, 0), clean_shutdown=self.had_clean_shutdown,
+                          log_start_offset=log_starts.get(tp, 0), clean_shutdown=clean,
                           now_ms=self._now_ms)
             self._logs[tp] = lg
-        self._fix_topic_ids()
-        self._loaded = True
-        self.cleanup_deleted(self._now_ms())
-        logger.info("Loaded %d logs in %dms", len(self._logs), int((time.monotonic() - started) * 1000))
 
     def _load_meta_properties(self) -> None:
         meta = ensure_meta_properties(self.data_dir, node_id=self._wanted_node_id, cluster_id=self._wanted_cluster_id)
         self.cluster_id, self.node_id, self.directory_id = meta.cluster_id, meta.node_id, meta.directory_id
+        self.log_dirs[0].directory_id = meta.directory_id
+        # every other directory carries the same cluster and node, its own directory id (Kafka:
+        # MetaPropertiesEnsemble.verify; a second directory with the same id is refused)
+        for ld in self.log_dirs[1:]:
+            other = ensure_meta_properties(ld.path, node_id=meta.node_id, cluster_id=meta.cluster_id)
+            if other.directory_id in {d.directory_id for d in self.log_dirs}:
+                raise RuntimeError(f"Duplicate directory ID {other.directory_id} found in {ld.path}")
+            ld.directory_id = other.directory_id
 
     def _read_checkpoint(self, ckpt: OffsetCheckpointFile, fallback: str) -> dict[tuple[str, int], int]:
         try:
@@ -264,15 +296,87 @@ class LogManager:
         existing = self._logs.get((topic, partition))
         if existing is not None:
             return existing
-        d = self.data_dir / log_dir_name(topic, partition)
+        parent = self.next_log_dir().path
+        d = parent / log_dir_name(topic, partition)
         from minibroker_storage.log import Log
 
         lg = Log.open(d, config or self._config_for(topic), now_ms=self._now_ms, topic_id=topic_id)
         lg.maybe_assign_epoch_start_offset(leader_epoch, lg.log_end_offset)
-        fsync_dir(self.data_dir)
+        fsync_dir(parent)
         self._logs[(topic, partition)] = lg
         logger.info("Created log for partition %s-%d in %s", topic, partition, d)
         return lg
+
+    def next_log_dir(self) -> LogDir:
+        """Where a new partition goes (Kafka: LogManager.nextLogDirs): the online directory holding
+        the fewest partitions, the first of `log.dirs` on a tie."""
+        online = [ld for ld in self.log_dirs if not ld.offline]
+        if not online:
+            raise OSError("all log dirs are offline")
+        counts = {id(ld): 0 for ld in online}
+        for lg in list(self._logs.values()) + self.future_logs():
+            for ld in online:
+                if ld.holds(lg.dir):
+                    counts[id(ld)] += 1
+        return min(online, key=lambda ld: counts[id(ld)])
+
+    def log_dir_of(self, log: Log) -> LogDir:
+        for ld in self.log_dirs:
+            if ld.holds(log.dir):
+                return ld
+        raise KeyError(str(log.dir))
+
+    def log_dir_by_path(self, path: str | Path) -> LogDir | None:
+        """The configured log dir `path` names (absolute or as configured), None if none."""
+        wanted = Path(path).resolve()
+        return next((ld for ld in self.log_dirs if ld.path.resolve() == wanted), None)
+
+    def future_logs(self) -> list[Log]:
+        """Logs being filled for a move between log dirs (Kafka: LogManager.futureLogs)."""
+        return list(self._future_logs.values())
+
+    # -- moves between log dirs (Kafka: LogManager.getOrCreateLog(isFuture), replaceCurrentWithFutureLog) --
+    def get_future_log(self, topic: str, partition: int) -> Log | None:
+        return self._future_logs.get((topic, partition))
+
+    def create_future_log(self, topic: str, partition: int, target: LogDir) -> Log:
+        """`<topic>-<p>.<uuid>-future/` in `target`: the copy a move fills before the swap."""
+        current = self._logs[(topic, partition)]
+        existing = self._future_logs.get((topic, partition))
+        if existing is not None:
+            return existing
+        from minibroker_storage.log import Log
+
+        d = target.path / log_future_dir_name(topic, partition)
+        lg = Log.open(d, current.config, now_ms=self._now_ms, topic_id=current.topic_id)
+        fsync_dir(target.path)
+        self._future_logs[(topic, partition)] = lg
+        logger.info("Created log for partition %s-%d in %s (future)", topic, partition, d)
+        return lg
+
+    def abort_future_log(self, topic: str, partition: int) -> None:
+        future = self._future_logs.pop((topic, partition), None)
+        if future is not None:
+            future.rename_dir(future.dir.parent / log_delete_dir_name(topic, partition))
+            self._deleted_logs.append((self._now_ms(), future))
+
+    def replace_current_with_future(self, topic: str, partition: int) -> Log:
+        """The future log becomes the partition's log, the current one is renamed `-delete` and
+        removed after file.delete.delay.ms (Kafka: LogManager.replaceCurrentWithFutureLog). The
+        caller holds off appends to the current log while this runs."""
+        tp = (topic, partition)
+        current, future = self._logs[tp], self._future_logs.pop(tp)
+        future.flush()
+        future.rename_dir(future.dir.parent / log_dir_name(topic, partition))
+        fsync_dir(future.dir.parent)
+        self._logs[tp] = future
+        current.flush()
+        current.rename_dir(current.dir.parent / log_delete_dir_name(topic, partition))
+        fsync_dir(current.dir.parent)
+        self._deleted_logs.append((self._now_ms() + current.config.file_delete_delay_ms, current))
+        logger.info("The current replica is successfully replaced with the future replica for %s-%d in %s",
+                    topic, partition, future.dir.parent)
+        return future
 
     def abandon_logs(self, topic: str, partitions: range) -> None:
         """Remove partitions whose creation failed half way (a directory may exist without its log
@@ -281,12 +385,13 @@ class LogManager:
             lg = self._logs.pop((topic, p), None)
             if lg is not None:
                 lg.close_handlers()
-            d = self.data_dir / log_dir_name(topic, p)
-            if not d.exists():
+            d = next((ld.path / log_dir_name(topic, p) for ld in self.log_dirs
+                      if (ld.path / log_dir_name(topic, p)).exists()), None)
+            if d is None:
                 continue
             # renamed first (no descriptor needed): a start finishes deleting `-delete` directories
             # if removing them here fails for want of descriptors
-            gone = self.data_dir / log_delete_dir_name(topic, p)
+            gone = d.parent / log_delete_dir_name(topic, p)
             try:
                 d.rename(gone)
             except OSError as e:
@@ -306,10 +411,16 @@ class LogManager:
             if t != topic:
                 continue
             del self._logs[(t, p)]
-            lg.rename_dir(self.data_dir / log_delete_dir_name(t, p))
+            lg.rename_dir(lg.dir.parent / log_delete_dir_name(t, p))
             self._deleted_logs.append((now + lg.config.file_delete_delay_ms, lg))
             logger.info("Log for partition %s-%d is renamed to %s and is scheduled for deletion", t, p, lg.dir)
-        fsync_dir(self.data_dir)
+        for tp in [tp for tp in self._future_logs if tp[0] == topic]:
+            future = self._future_logs.pop(tp)
+            future.rename_dir(future.dir.parent / log_delete_dir_name(*tp))
+            self._deleted_logs.append((now, future))
+        for ld in self.log_dirs:
+            if not ld.offline:
+                fsync_dir(ld.path)
         if self._topic_overrides.pop(topic, None) is not None:
             self._write_topic_overrides()
         self.checkpoint()
@@ -332,14 +443,19 @@ class LogManager:
     # -- durability ----------------------------------------------------------------------------
     def checkpoint(self) -> None:
         """Write the four offset checkpoints (each atomically). May run on an executor thread."""
-        logs = dict(self._logs)
+        every = dict(self._logs)
         with self._checkpoint_lock:
-            self._recovery_points.write({tp: lg.recovery_point for tp, lg in logs.items()})
-            self._log_start_offsets.write({
-                tp: lg.log_start_offset for tp, lg in logs.items()
-                if lg.segments.first is not None and lg.log_start_offset > lg.segments.first.base_offset})
-            self._high_watermarks.write({tp: lg.high_watermark for tp, lg in logs.items()})
-            self._cleaner_offsets.write({tp: off for tp, off in dict(self.cleaner_checkpoints).items() if tp in logs})
+            for ld in self.log_dirs:
+                if ld.offline:
+                    continue  # Kafka: checkpoints skip offline directories
+                logs = {tp: lg for tp, lg in every.items() if ld.holds(lg.dir)}
+                ld.recovery_points.write({tp: lg.recovery_point for tp, lg in logs.items()})
+                ld.log_start_offsets.write({
+                    tp: lg.log_start_offset for tp, lg in logs.items()
+                    if lg.segments.first is not None and lg.log_start_offset > lg.segments.first.base_offset})
+                ld.high_watermarks.write({tp: lg.high_watermark for tp, lg in logs.items()})
+                ld.cleaner_offsets.write({tp: off for tp, off in dict(self.cleaner_checkpoints).items()
+                                          if tp in logs})
 
     def flush_all(self) -> None:
         for lg in list(self._logs.values()):
@@ -349,7 +465,7 @@ class LogManager:
         """Flush and close every log, write the checkpoints, then the clean-shutdown marker."""
         logger.info("Shutting down.")
         ok = True
-        for lg in list(self._logs.values()):
+        for lg in list(self._logs.values()) + self.future_logs():
             try:
                 lg.flush()
                 lg.close()
@@ -359,11 +475,12 @@ class LogManager:
         for _, gone in self._deleted_logs:
             gone.close_handlers()
         self.checkpoint()
-        if ok and self._loaded:
-            CleanShutdownFile(self.data_dir).write()
-        if self._dir_lock is not None:  # last: the directory is consistent for the next broker
-            self._dir_lock.unlock()
-            self._dir_lock = None
+        for ld in self.log_dirs:
+            if ok and self._loaded and not ld.offline:
+                CleanShutdownFile(ld.path).write()
+            if ld.lock is not None:  # last: the directory is consistent for the next broker
+                ld.lock.unlock()
+                ld.lock = None
         logger.info("Shutdown complete.")
 
 

@@ -264,11 +264,13 @@ def test_listener_parsing_rules():
         parse_listeners("PLAINTEXT://a:1,PLAINTEXT://b:2")
 
 
-def test_log_dir_fallback_and_one_dir_only():
+def test_log_dir_fallback_and_several_dirs():
     assert BrokerConfig.load(overrides=["log.dir=/tmp/x"]).data_dir == Path("/tmp/x")
     assert BrokerConfig.load(overrides=["log.dir=/tmp/x", "log.dirs=/tmp/y"]).data_dir == Path("/tmp/y")
-    with pytest.raises(ConfigError, match="one log directory"):
-        BrokerConfig.load(overrides=["log.dirs=/a,/b"])
+    cfg = BrokerConfig.load(overrides=["log.dirs=/a, /b"])
+    assert (cfg.data_dir, cfg.log_dirs) == (Path("/a"), [Path("/a"), Path("/b")])
+    with pytest.raises(ConfigError, match="listed once"):
+        BrokerConfig.load(overrides=["log.dirs=/a,/b,/a"])
 
 
 def test_node_id_and_broker_id_follow_each_other():

@@ -242,10 +242,11 @@ class BrokerConfig:
         dirs = [d for d in _COMMA.split((self.get_optional_str("log.dirs") or self.get_str("log.dir")).strip()) if d]
         if not dirs:
             raise ConfigError("At least one log directory must be defined via log.dirs or log.dir.")
-        if len(dirs) > 1:
-            raise ConfigError(f"minibroker keeps partitions in one log directory; log.dirs lists {len(dirs)}: "
-                              + ",".join(dirs))
+        if len({str(Path(d).absolute()) for d in dirs}) < len(dirs):
+            raise ConfigError(f"Each log directory must be listed once in log.dirs: {','.join(dirs)}")
+        # the first holds the broker's own files (Kafka: metadata.log.dir defaults to it)
         self.data_dir = Path(dirs[0])
+        self.log_dirs = [Path(d) for d in dirs]
 
         # KRaft: a controller listener is the controller's (minibroker.kafka_raft_server), not the broker
         # socket server's; one the protocol map leaves out is PLAINTEXT, as in Kafka

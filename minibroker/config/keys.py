@@ -312,7 +312,8 @@ _BROKER_KEYS: list[ConfigKey] = [
             "Kafka's request-handler thread count." + _UNUSED, AtLeast(1),
             dynamic=True),
     # --- log storage
-    _broker("log.dirs", "string", None, "Directory holding the partitions; overrides log.dir. minibroker uses one."),
+    _broker("log.dirs", "string", None, "Comma-separated directories holding the partitions; overrides log.dir. The first also "
+            "holds the broker's own files; a new partition goes to the one holding the fewest."),
     _broker("log.dir", "string", "data",
             "Directory holding the partitions when log.dirs is unset. Dev default 'data' under the working "
             "directory (Kafka: /tmp/kafka-logs), which git ignores."),

@@ -11,8 +11,10 @@ Behavior, for one broker that leads every partition and is its whole ISR:
   type; only brokers (1) are served here (a controller request gets MISMATCHED_ENDPOINT_TYPE).
   v2 (KIP-1073) may ask for fenced brokers too and marks each broker's fencing; this broker is
   the one that answers, so it is registered and unfenced, and the list is the same either way.
-- DescribeLogDirs: the one log directory with every (or each asked) partition's size in bytes
-  and offset lag (0: a leader's lag is max(HW - LEO, 0)); v4 adds the disk's total and usable bytes.
+- DescribeLogDirs: each directory of log.dirs with every (or each asked) partition's size in bytes
+  and offset lag (a current log's is max(HW - LEO, 0), a future log's how far it is behind the
+  current one), KAFKA_STORAGE_ERROR for an offline one; v4 adds the disk's total and usable bytes.
+- AlterReplicaLogDirs v1-2: moves partitions between this broker's log dirs (minibroker.log_dirs).
 - OffsetForLeaderEpoch: the end offset of the requested epoch from the leader-epoch cache
   (the latest epoch ends at the LEO). current_leader_epoch is checked against this broker's
   epoch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH).
@@ -22,20 +24,20 @@ Behavior, for one broker that leads every partition and is its whole ISR:
 Version notes: DeleteRecords v1 is v0, v2 flexible. DescribeCluster v0 is flexible, v1 adds
 endpoint_type, v2 include_fenced_brokers / is_fenced. DescribeLogDirs v2 flexible, v3 a top-level
 error code, v4 total/usable bytes, v5 is_cordoned
-(KIP-1066: a directory no new partition is placed in; minibroker never cordons its one directory).
+(KIP-1066: a directory no new partition is placed in; minibroker never cordons a directory).
 OffsetForLeaderEpoch v1 returns the epoch, v2 adds current_leader_epoch and throttle time, v3
 replica_id, v4 flexible. DescribeTopicPartitions has only v0.
 """
 
 from __future__ import annotations
 
-import shutil
-
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.log_dirs import alter_response
 from minibroker.metadata_cache import PartitionImage
 from minibroker.services import BrokerServices
 from minibroker_protocol.apis import (
+    alter_replica_log_dirs,
     delete_records,
     describe_cluster,
     describe_log_dirs,
@@ -115,24 +117,20 @@ async def handle_describe_log_dirs(ctx: RequestContext, req: describe_log_dirs.D
         wanted = {}
         for t in req.topics:
             wanted.setdefault(t.topic, set()).update(t.partitions)
-    by_topic: dict[str, list[describe_log_dirs.DescribeLogDirsResponse.DescribeLogDirsPartition]] = {}
-    for part in services.replica_manager.all_partitions():
-        name, p = part.topic, part.partition
-        if wanted is not None and (name not in wanted or p not in wanted[name]):
-            continue
-        by_topic.setdefault(name, []).append(DLD.DescribeLogDirsPartition(
-            partition_index=p, partition_size=part.size_in_bytes(),
-            offset_lag=max(part.high_watermark - part.log_end_offset, 0), is_future_key=False))
-    data_dir = services.log_manager.data_dir.resolve()
-    total = usable = -1
-    if ctx.version >= 4:
-        usage = shutil.disk_usage(data_dir)
-        total, usable = usage.total, usage.free
-    result = DLD.DescribeLogDirsResult(
-        error_code=0, log_dir=str(data_dir),
-        topics=[DLD.DescribeLogDirsTopic(name=n, partitions=ps) for n, ps in by_topic.items()],
-        total_bytes=total, usable_bytes=usable)
-    return DLD(error_code=0, results=[result])
+    assert services.log_dirs is not None
+    return DLD(error_code=0, results=services.log_dirs.describe(wanted, with_space=ctx.version >= 4))
+
+
+@handles(alter_replica_log_dirs.API, "1-2")
+async def handle_alter_replica_log_dirs(ctx: RequestContext, req: alter_replica_log_dirs.AlterReplicaLogDirsRequest) -> alter_replica_log_dirs.AlterReplicaLogDirsResponse:
+    """ALTER on the cluster (KafkaApis.handleAlterReplicaLogDirsRequest), then each partition's
+    move (minibroker.log_dirs). v0 is gone from Kafka 4 (KIP-896); v2 is flexible."""
+    services = ctx.services
+    if authz.cluster_denied(ctx, authz.Op.ALTER):
+        return alter_response({(t.name, p): ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                               for d in req.dirs for t in d.topics for p in t.partitions})
+    assert services.log_dirs is not None
+    return alter_response(services.log_dirs.alter(req.dirs))
 
 
 @handles(offset_for_leader_epoch.API, "0-4")

@@ -49,6 +49,7 @@ API_TABLE: dict[int, ServedApi] = {
     31: ServedApi('1-3', 'acls', 'handle_delete_acls', False),  # DeleteAcls
     32: ServedApi('0-4', 'configs', 'handle_describe_configs', False),  # DescribeConfigs
     33: ServedApi('0-2', 'configs', 'handle_alter_configs', False),  # AlterConfigs
+    34: ServedApi('1-2', 'admin', 'handle_alter_replica_log_dirs', False),  # AlterReplicaLogDirs
     35: ServedApi('0-5', 'admin', 'handle_describe_log_dirs', False),  # DescribeLogDirs
     36: ServedApi('0-2', 'security', 'handle_sasl_authenticate', False),  # SaslAuthenticate
     37: ServedApi('0-3', 'topics', 'handle_create_partitions', False),  # CreatePartitions

@@ -45,6 +45,8 @@ KEYS: dict[int, str] = {
     74: "list_config_resources", 94: "unregister_controller",
     # KIP-1071 streams groups (issue 35)
     88: "streams_group_heartbeat", 89: "streams_group_describe",
+    # several log directories (issue 35)
+    34: "alter_replica_log_dirs",
 }
 MODULES: tuple[str, ...] = tuple(KEYS.values())
 
