@@ -67,7 +67,23 @@ class LogDirsManager:
         self.replica_manager = replica_manager
         self._cleaning = cleaning
         self._moves: dict[TopicPartition, _Move] = {}
-        self.on_all_offline: Callable[[], None] | None = None
+        # partitions whose log dir failed: offline until a restart (Kafka: HostedPartition.Offline)
+        self.offline_partitions: set[TopicPartition] = set()
+        log_manager.log_dir_failure_listeners.append(self._on_log_dir_failure)
+
+    def _on_log_dir_failure(self, ld: LogDir, partitions: list[TopicPartition]) -> None:
+        """Kafka: ReplicaManager.handleLogDirFailure. The moves into or out of the directory stop;
+        its partitions keep their closed logs, which answer KAFKA_STORAGE_ERROR."""
+        self.offline_partitions.update(partitions)
+        for tp, move in list(self._moves.items()):
+            if move.target is ld or tp in self.offline_partitions:
+                self._cancel(tp)
+        for tp in partitions:
+            self.replica_manager.wake(*tp)  # parked fetches answer now
+        if all(d.offline for d in self.log_manager.log_dirs):
+            # Kafka halts the broker here ("all log dirs have failed"); we keep answering errors
+            log.critical("Every log dir of this broker has failed: %s",
+                         ",".join(str(d.path) for d in self.log_manager.log_dirs))
 
     # -- DescribeLogDirs -------------------------------------------------------------------------
     def describe(self, wanted: dict[str, set[int]] | None, with_space: bool) -> list[describe_log_dirs.DescribeLogDirsResponse.DescribeLogDirsResult]:

@@ -53,6 +53,7 @@ class LogScheduler:
             if now - last_ckpt >= checkpoint_every:
                 last_ckpt = now
                 await loop.run_in_executor(None, self.log_manager.checkpoint)
+                self.log_manager.take_failed_offline()  # a failed log dir's checkpoint (minibroker.log_dirs)
             if now - last_ret >= retention_every:
                 last_ret = now
                 self.run_retention()

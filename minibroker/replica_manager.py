@@ -410,6 +410,8 @@ class ReplicaManager:
             return ProducePartitionResult(None, e, part.log_start_offset if part is not None else -1)
         except OSError as e:
             log.error("append to %s-%d failed: %s", tp[0], tp[1], e)
+            if self.log_manager is not None and part is not None:
+                self.log_manager.log_dir_failure(part.log, e)  # Kafka: LogDirFailureChannel
             return ProducePartitionResult(None, KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(e)), -1)
 
     def _check_schemas(self, part: Partition, records: bytes | bytearray | memoryview, key: bool, value: bool) -> None:

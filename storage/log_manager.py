@@ -31,6 +31,7 @@ by `cleanup_deleted` after `file.delete.delay.ms`, as are retention's `.deleted`
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import shutil
@@ -73,6 +74,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger("minibroker_storage.log_manager")
 
 TOPIC_CONFIG_FILE = "topic-config-overrides.json"
+# errors that mean a log dir itself failed, which takes it offline (Kafka takes a directory offline
+# on any IOException; a full disk (ENOSPC) or a process out of descriptors (EMFILE) answers the
+# failed append only here, and heals: tests/integration/test_disk_errors.py)
+DIR_FAILURE_ERRNOS = frozenset({errno.EIO, errno.ENOENT, errno.ENOTDIR, errno.EROFS, errno.EACCES, errno.EPERM,
+                                errno.ENXIO, errno.ENODEV})
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"  # Kafka: Topic.CLUSTER_METADATA_TOPIC_NAME
 
 
@@ -104,6 +110,8 @@ class LogManager:
         self.directory_id: str = ""
         self._logs: dict[tuple[str, int], Log] = {}
         self._future_logs: dict[tuple[str, int], Log] = {}
+        # told (directory, its partitions) when a directory goes offline (the broker's ReplicaManager part)
+        self.log_dir_failure_listeners: list[Callable[[LogDir, list[tuple[str, int]]], None]] = []
         self._topic_overrides: dict[str, dict[str, Any]] = {}
         self._deleted_logs: list[tuple[int, Log | _DirOnly]] = []
         self._checkpoint_lock = threading.Lock()
@@ -112,6 +120,8 @@ class LogManager:
         # the log cleaner's progress: the first dirty offset of each compacted log (minibroker_storage.cleaner)
         self.cleaner_checkpoints: dict[tuple[str, int], int] = {}
         self._checkpointed_high_watermarks: dict[tuple[str, int], int] = {}
+        # directories a checkpoint (on an executor thread) found failed; the loop takes them offline
+        self.failed_dirs: list[tuple[LogDir, OSError]] = []
 
     def lock_log_dir(self) -> None:
         """Create the data directory if missing and take its `.lock` (Kafka: the LogManager
@@ -335,6 +345,43 @@ class LogManager:
         """Logs being filled for a move between log dirs (Kafka: LogManager.futureLogs)."""
         return list(self._future_logs.values())
 
+    # -- failed directories (Kafka: LogDirFailureChannel, LogManager.handleLogDirFailure) -----------
+    def log_dir_failure(self, lg: Log, error: OSError) -> LogDir | None:
+        """`error` hit `lg`'s directory: take the directory offline if the error says the directory
+        itself failed (`DIR_FAILURE_ERRNOS`). Returns the directory taken offline, None otherwise."""
+        if error.errno not in DIR_FAILURE_ERRNOS or len(self.log_dirs) == 1:
+            return None  # one directory: each failed request answers for itself (issue 10)
+        ld = next((d for d in self.log_dirs if d.holds(lg.dir)), None)
+        if ld is None or ld.offline:
+            return None
+        self.take_offline(ld, error)
+        return ld
+
+    def take_failed_offline(self) -> None:
+        """Take offline the directories a checkpoint found failed (on the loop: the log maps change)."""
+        while self.failed_dirs:
+            ld, e = self.failed_dirs.pop(0)
+            if not ld.offline:
+                self.take_offline(ld, e)
+
+    def take_offline(self, ld: LogDir, error: BaseException) -> list[tuple[str, int]]:
+        """Mark `ld` offline, forget and close its logs (current and future): their partitions answer
+        KAFKA_STORAGE_ERROR from then on (a closed Log does), checkpoints skip the directory, and
+        the other directories go on. Kafka keeps a directory offline until the broker restarts."""
+        ld.offline = True
+        logger.error("Error while writing to %s; it is offline from now on: %s", ld.path, error)
+        gone = [tp for tp, lg in self._logs.items() if ld.holds(lg.dir)]
+        for tp in gone:
+            self._logs.pop(tp).close_handlers()
+        for tp in [tp for tp, lg in self._future_logs.items() if ld.holds(lg.dir)]:
+            self._future_logs.pop(tp).close_handlers()
+        self._deleted_logs = [(due, lg) for due, lg in self._deleted_logs if not ld.holds(lg.dir)]
+        logger.error("Logs for partitions %s are offline and logs for future partitions are offline due to "
+                     "failure on log directory %s", ",".join(f"{t}-{p}" for t, p in gone), ld.path)
+        for listener in self.log_dir_failure_listeners:
+            listener(ld, gone)
+        return gone
+
     # -- moves between log dirs (Kafka: LogManager.getOrCreateLog(isFuture), replaceCurrentWithFutureLog) --
     def get_future_log(self, topic: str, partition: int) -> Log | None:
         return self._future_logs.get((topic, partition))
@@ -449,13 +496,20 @@ class LogManager:
                 if ld.offline:
                     continue  # Kafka: checkpoints skip offline directories
                 logs = {tp: lg for tp, lg in every.items() if ld.holds(lg.dir)}
-                ld.recovery_points.write({tp: lg.recovery_point for tp, lg in logs.items()})
-                ld.log_start_offsets.write({
-                    tp: lg.log_start_offset for tp, lg in logs.items()
-                    if lg.segments.first is not None and lg.log_start_offset > lg.segments.first.base_offset})
-                ld.high_watermarks.write({tp: lg.high_watermark for tp, lg in logs.items()})
-                ld.cleaner_offsets.write({tp: off for tp, off in dict(self.cleaner_checkpoints).items()
-                                          if tp in logs})
+                try:
+                    ld.recovery_points.write({tp: lg.recovery_point for tp, lg in logs.items()})
+                    ld.log_start_offsets.write({
+                        tp: lg.log_start_offset for tp, lg in logs.items()
+                        if lg.segments.first is not None and lg.log_start_offset > lg.segments.first.base_offset})
+                    ld.high_watermarks.write({tp: lg.high_watermark for tp, lg in logs.items()})
+                    ld.cleaner_offsets.write({tp: off for tp, off in dict(self.cleaner_checkpoints).items()
+                                              if tp in logs})
+                except OSError as e:
+                    # Kafka: a checkpoint that cannot be written takes its directory offline
+                    # (LogManager.checkpointRecoveryOffsetsInDir -> LogDirFailureChannel)
+                    if e.errno not in DIR_FAILURE_ERRNOS or len(self.log_dirs) == 1:
+                        raise
+                    self.failed_dirs.append((ld, e))
 
     def flush_all(self) -> None:
         for lg in list(self._logs.values()):
@@ -475,6 +529,7 @@ class LogManager:
         for _, gone in self._deleted_logs:
             gone.close_handlers()
         self.checkpoint()
+        self.take_failed_offline()
         for ld in self.log_dirs:
             if ok and self._loaded and not ld.offline:
                 CleanShutdownFile(ld.path).write()

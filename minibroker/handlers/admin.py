@@ -212,6 +212,13 @@ def _describe_partition(services: BrokerServices, name: str, image: PartitionIma
     recorded one (this broker has led every partition since its log began)."""
     part = services.replica_manager.get_partition(name, image.partition)
     epoch = part.latest_log_epoch() if part is not None and not part.from_metadata else image.leader_epoch
+    if services.log_dirs is not None and (name, image.partition) in services.log_dirs.offline_partitions:
+        # its log dir failed (minibroker.log_dirs): offline here, as Kafka's controller would report it
+        return DTP.DescribeTopicPartitionsResponsePartition(
+            error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=image.partition, leader_id=-1,
+            leader_epoch=epoch, replica_nodes=list(image.replicas), isr_nodes=list(image.isr),
+            eligible_leader_replicas=list(image.elr), last_known_elr=list(image.last_known_elr),
+            offline_replicas=[services.node_id])
     return DTP.DescribeTopicPartitionsResponsePartition(
         error_code=0 if image.leader_id >= 0 else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=image.partition, leader_id=image.leader_id, leader_epoch=epoch,
         replica_nodes=list(image.replicas), isr_nodes=list(image.isr), eligible_leader_replicas=list(image.elr),

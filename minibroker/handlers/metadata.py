@@ -38,6 +38,11 @@ def topic_metadata(services: BrokerServices, topic: TopicImage, error: int = 0
                                     isr_nodes=list(p.isr), offline_replicas=_offline(services, p.replicas))
         for p in sorted(topic.partitions.values(), key=lambda p: p.partition)
     ]
+    offline = services.log_dirs.offline_partitions if services.log_dirs is not None else ()
+    for part in parts if offline else ():
+        if (topic.name, part.partition_index) in offline:  # its log dir failed (minibroker.log_dirs)
+            part.error_code, part.leader_id = ErrorCode.LEADER_NOT_AVAILABLE, -1
+            part.offline_replicas = sorted({*part.offline_replicas, services.node_id})
     return R.MetadataResponseTopic(error_code=error, name=topic.name, topic_id=topic.topic_id,
                                    is_internal=topic.is_internal, partitions=parts)
 
