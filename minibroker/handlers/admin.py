@@ -1,5 +1,5 @@
 """DeleteRecords v0-2, DescribeCluster v0-2, DescribeLogDirs v0-5, OffsetForLeaderEpoch v0-4,
-DescribeTopicPartitions v0 (KIP-966).
+DescribeTopicPartitions v0 (KIP-966), AlterReplicaLogDirs v1-2.
 
 Behavior, for one broker that leads every partition and is its whole ISR:
 - DeleteRecords moves each partition's log start offset up to the given offset (-1 = the high
