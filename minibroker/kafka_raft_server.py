@@ -177,6 +177,10 @@ class KafkaRaftServer:
         # every directory of log.dirs is registered (Kafka: BrokerRegistrationRequest.LogDirs, KIP-858)
         self.prepare_broker(server.cluster_id, [uuid_from_kafka(ld.directory_id)
                                                 for ld in server.log_manager.log_dirs if not ld.offline])
+        lifecycle = self.lifecycle
+        if lifecycle is not None:  # a failed log dir is named in every heartbeat from then on
+            server.log_manager.log_dir_failure_listeners.append(
+                lambda ld, _partitions: lifecycle.offline_log_dirs.append(uuid_from_kafka(ld.directory_id)))
         if self.loader is None or self.forwarding is None or self.producer_id_blocks is None:
             return
         rm = server.replica_manager

@@ -42,6 +42,8 @@ class BrokerLifecycleManager:
         self.channel = channel
         self.node_id, self.cluster_id, self.rack = node_id, cluster_id, rack
         self.listeners, self.features, self.log_dirs = list(listeners), features, list(log_dirs)
+        # directories that failed since the start (Kafka: BrokerLifecycleManager.propagateDirectoryFailure)
+        self.offline_log_dirs: list[uuid.UUID] = []
         self.metadata_offset = metadata_offset
         self.heartbeat_interval = heartbeat_interval_ms / 1000
         self.incarnation_id = uuid.uuid4()
@@ -89,7 +91,8 @@ class BrokerLifecycleManager:
     async def heartbeat(self) -> broker_heartbeat.BrokerHeartbeatResponse | None:
         msg = broker_heartbeat.REQUEST(broker_id=self.node_id, broker_epoch=self.broker_epoch,
                                        current_metadata_offset=self.metadata_offset(), want_fence=False,
-                                       want_shut_down=self._want_shut_down)
+                                       want_shut_down=self._want_shut_down,
+                                       offline_log_dirs=list(self.offline_log_dirs))
         try:
             resp = await self.channel.send(broker_heartbeat.API, msg, timeout=max(self.heartbeat_interval * 2, 1.0))
         except ControllerUnavailable as e:
