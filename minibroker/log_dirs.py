@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from minibroker.partition import Partition
 from minibroker.replica_manager import ReplicaManager
+from minibroker.topics import TopicRegistry
 from minibroker_protocol.apis import alter_replica_log_dirs, describe_log_dirs
 from minibroker_protocol.errors import ErrorCode, KafkaError
 from minibroker_storage.log_dir import LogDir
@@ -62,10 +63,11 @@ class LogDirsManager:
     ReplicaManager, and ReplicaAlterLogDirsManager with its threads)."""
 
     def __init__(self, log_manager: LogManager, replica_manager: ReplicaManager, *,
-                 cleaning: Callable[[], set[TopicPartition]] = set):
+                 cleaning: Callable[[], set[TopicPartition]] = set, topics: TopicRegistry | None = None):
         self.log_manager = log_manager
         self.replica_manager = replica_manager
         self._cleaning = cleaning
+        self.topics = topics
         self._moves: dict[TopicPartition, _Move] = {}
         # partitions whose log dir failed: offline until a restart (Kafka: HostedPartition.Offline)
         self.offline_partitions: set[TopicPartition] = set()
@@ -198,6 +200,8 @@ class LogDirsManager:
                 if future.log_end_offset == current.log_end_offset:
                     future.update_high_watermark(min(current.high_watermark, future.log_end_offset))
                     part.log = self.log_manager.replace_current_with_future(*tp)
+                    if self.topics is not None:  # the coordinators find logs through the registry
+                        self.topics.replace_log(part.log)
                     self._moves.pop(tp, None)
                     return
                 await asyncio.sleep(IDLE_S)

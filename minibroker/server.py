@@ -250,7 +250,8 @@ class BrokerServer:
             client_quotas=self.client_quotas, authorizer=self.authorizer,
             consumer_group_configs=self.consumer_group_configs, served_versions=served,
             client_metrics=self.client_metrics,
-            log_dirs=LogDirsManager(self.log_manager, self.replica_manager, cleaning=self._cleaning))
+            log_dirs=LogDirsManager(self.log_manager, self.replica_manager, cleaning=self._cleaning,
+                                    topics=self.topics))
         self.handlers = ServedHandlers(served)
         self.apis = KafkaApis(self.services, self.handlers)
         # storage: the logs (recovery happens here) and the topics on them

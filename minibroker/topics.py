@@ -147,6 +147,12 @@ class TopicRegistry:
         t = self._by_name.get(topic)
         return t.partitions.get(partition) if t is not None else None
 
+    def replace_log(self, lg: Log) -> None:
+        """A partition's log replaced by its copy in another log dir (minibroker.log_dirs)."""
+        t = self._by_name.get(lg.topic)
+        if t is not None and lg.partition in t.partitions:
+            t.partitions[lg.partition] = lg
+
     def add_publisher(self, publisher: MetadataPublisher) -> None:
         """Publish every topic change to `publisher` (the MetadataCache, the ReplicaManager),
         starting with the topics already registered."""
