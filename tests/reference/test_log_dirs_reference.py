@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.crash_loop import Wire
+from bench.crash_loop import Wire, fetch_all
 from minibroker.testing import BrokerThread
 from minibroker_protocol.apis import metadata, produce
 from minibroker_protocol.errors import ErrorCode
@@ -243,7 +243,8 @@ def test_a_failed_log_dir_goes_offline_and_the_other_keeps_serving(tmp_path: Pat
         # the directory is replaced by a file under the running broker
         failing.rename(tmp_path / "gone")
         failing.write_text("not a directory any more")
-        wire = Wire(int(broker.bootstrap.rsplit(":", 1)[1]), timeout=10)
+        port = int(broker.bootstrap.rsplit(":", 1)[1])
+        wire = Wire(port, timeout=10)
         R = produce.REQUEST
 
         def produce_to(partition: int, value: bytes) -> int:
@@ -257,6 +258,8 @@ def test_a_failed_log_dir_goes_offline_and_the_other_keeps_serving(tmp_path: Pat
             assert time.monotonic() < deadline, "the failed directory never went offline"
             time.sleep(0.1)
         assert produce_to(healthy_partition, b"after") == 0
+        with pytest.raises(RuntimeError, match=f"error {int(ErrorCode.KAFKA_STORAGE_ERROR)}"):
+            fetch_all(port, TOPIC, 1 - healthy_partition, timeout=10)  # reads answer it too
         md = wire.call(metadata.API, 12, metadata.REQUEST(topics=[metadata.REQUEST.MetadataRequestTopic(
             name=TOPIC)], allow_auto_topic_creation=False, include_topic_authorized_operations=False))
         parts = {x.partition_index: x for x in md.topics[0].partitions}
