@@ -30,7 +30,7 @@ from minibroker.config import BrokerConfig
 from minibroker.controller.controller_server import ControllerServer
 from minibroker.controller.quorum_controller import ControllerConfig
 from minibroker.controller.replication_control import TopicDefaults
-from minibroker.features import FEATURES
+from minibroker.features import FeatureLevels, kraft_supported
 from minibroker.metadata.acl_publisher import AclPublisher
 from minibroker.metadata.alter_partition_manager import ControllerAlterPartitionManager
 from minibroker.metadata.broker_lifecycle_manager import BrokerLifecycleManager, ListenerInfo
@@ -153,7 +153,7 @@ class KafkaRaftServer:
             node_id=cfg.node_id, cluster_id=cluster_id,
             listeners=[ListenerInfo(e.listener_name, e.host, e.port, _SECURITY_PROTOCOL_IDS[e.security_protocol])
                        for e in cfg.advertised_endpoints],
-            features={f.name: (f.min_version, f.max_version) for f in FEATURES.values()},
+            features=kraft_supported(),
             metadata_offset=lambda: loader.highest_offset,
             heartbeat_interval_ms=cfg.get("broker.heartbeat.interval.ms"),
             # the directory ids of meta.properties: Kafka's controller refuses a registration
@@ -186,6 +186,9 @@ class KafkaRaftServer:
             inter_broker_listener=self.config.listener_name,
             caught_up=lambda: loader.highest_offset >= loader.high_watermark - 1,
             dynamic_config=server.dynamic_config))
+        # ApiVersions: the levels registered with the controller, the metadata log's finalized ones
+        server.services.feature_levels = lambda: FeatureLevels(kraft_supported(), dict(loader.image.features),
+                                                               max(loader.image.offset, 0))
         self.add_publisher(AclPublisher(server.authorizer))
         self.add_publisher(ScramPublisher(server.scram_credentials))
         self.add_publisher(QuotaPublisher(server.quota_store))
