@@ -15,10 +15,15 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
   formatted): the ISR shrinks to the leader, which then dies; the out-of-sync replicas stay
   without a leader (LEADER_NOT_AVAILABLE) until the topic's key is set, then one of them leads and
   the records only the dead leader had are gone, the same offsets and records on both.
+- the divergent log of KIP-101/KIP-279: a leader with acks=1 records its (paused) followers never
+  fetched is killed (kill -9); a follower from the ISR takes over and gets new writes; the old
+  leader returns, truncates to the new leader's epoch boundary and catches up: the partition's
+  segment files end byte-identical (sha256) on every replica, with the same records readable.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Iterator
@@ -220,3 +225,57 @@ def test_unclean_leader_election_loses_what_only_the_dead_leader_had(healed: Clu
     assert consume(c, name, 13) == replicated + after  # offsets 0-9 a*, 10-12 c*
     c.start_broker(leader)
     c.wait_for_isr(name, 0, [1, 2, 3], timeout=120)  # the old leader truncated its b* and caught up
+
+
+def _segments(c: ClusterOps, topic: str, node: int) -> dict[str, bytes]:
+    """{segment file: bytes} of partition 0's .log files on the broker's disk."""
+    d = c.brokers[node].data_dir / f"{topic}-0"  # type: ignore[attr-defined]
+    return {f.name: f.read_bytes() for f in sorted(d.glob("*.log"))}
+
+
+def _segment_digests(c: ClusterOps, topic: str) -> dict[int, dict[str, str]]:
+    """{broker: {segment file: sha256}} of partition 0's .log files on every broker's disk."""
+    return {n: {k: hashlib.sha256(v).hexdigest() for k, v in _segments(c, topic, n).items()} for n in (1, 2, 3)}
+
+
+def test_a_returning_leader_truncates_its_unreplicated_records(healed: ClusterOps) -> None:
+    c = healed
+    name = f"diverge-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic(name, 1, 3, config={"min.insync.replicas": "1"})])[name].result(60)
+    c.wait_for_isr(name, 0, [1, 2, 3])
+    old = c.partition(name)
+    followers = [n for n in (1, 2, 3) if n != old.leader]
+    replicated: list[bytes] = []
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "1", "linger.ms": 0})
+    for i in range(10):
+        p.produce(name, value=b"a%d" % i, partition=0,
+                  on_delivery=lambda err, m: replicated.append(m.value()) if err is None else None)
+    assert p.flush(60) == 0 and len(replicated) == 10
+    c.wait_for_high_watermark(name, 0, 10)
+    for f in followers:
+        c.pause(f)
+    try:
+        # a paused follower's fetch already at the leader is answered into its socket when the leader
+        # appends, and read on resume; past replica.fetch.wait.max.ms (500 ms) that answer went out
+        # empty, and no new fetch comes (still well within replica.lag.time.max.ms: no ISR shrink)
+        time.sleep(1.5)
+        for i in range(5):  # acknowledged by the leader alone: its followers never see them
+            p.produce(name, value=b"b%d" % i, partition=0)
+        assert p.flush(30) == 0
+        c.stop_broker(old.leader, kill=True)
+    finally:
+        for f in followers:
+            c.resume(f)
+    new = c.wait_for_leader(name, 0, lambda n: n != old.leader, timeout=90)
+    assert new in followers and c.partition(name).leader_epoch > old.leader_epoch  # a clean election
+    after = produce(c, name, [b"c%d" % i for i in range(3)])
+    assert any(b"b4" in data for data in _segments(c, name, old.leader).values())  # the dead leader's own records
+    assert not any(b"b4" in data for f in followers for data in _segments(c, name, f).values())
+    c.start_broker(old.leader)
+    c.wait_for_isr(name, 0, [1, 2, 3], timeout=120)
+    assert consume(c, name, 13) == replicated + after  # offsets 0-9 a*, 10-12 c*; the b* are gone
+    digests = poll(lambda: (d := _segment_digests(c, name)) and len({str(v) for v in d.values()}) == 1 and d,
+                   f"{name}-0's segments identical on every replica", 60)
+    assert len(digests[old.leader]) >= 1
+    assert not any(b"b4" in data for data in _segments(c, name, old.leader).values())  # truncated away
