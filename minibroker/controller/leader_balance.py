@@ -13,11 +13,11 @@ the next tick instead of waiting a whole interval (Kafka reschedules it immediat
 
 Unclean elections: a partition without a leader whose topic has `unclean.leader.election.enable`
 (its own, else the cluster default) gets its first usable replica as leader, even out of the ISR,
-every `unclean.leader.election.interval.ms` (Kafka's internal key, 5 minutes) and right after a
-config change that turns the key on (so that `kafka-configs --alter` acts at once, as it does on
-Kafka's controller). Brokers that come back unfenced are elected where they can be by the
-controller's broker_usable, as before; this is for partitions whose replicas are all alive but out
-of sync when the key is turned on.
+every `unclean.leader.election.interval.ms` (Kafka's internal key, 5 minutes). As on Kafka 4.4's
+controller, turning the key on with IncrementalAlterConfigs elects nothing by itself: the next
+periodic pass does (Kafka's incrementalAlterConfigs writes only the ConfigRecords). A broker that
+comes back unfenced is elected where it can be by the controller's broker_usable, at once, with
+the topic's key as it is then (Kafka: handleBrokerUnfenced).
 """
 
 from __future__ import annotations
@@ -88,10 +88,6 @@ class PeriodicElections:
         if self.imbalance_check_interval_ms is not None:
             self.next_balance_ms = now_ms + self.imbalance_check_interval_ms
         self.next_unclean_ms = now_ms + self.unclean_interval_ms
-
-    def unclean_now(self) -> None:
-        """Run the unclean pass at the next tick (a config change turned the key on)."""
-        self.next_unclean_ms = 0
 
     def due(self, now_ms: int, image: MetadataImage, usable: Callable[[int], bool],
             unclean: Callable[[str], bool]) -> list[ApiMessageAndVersion]:

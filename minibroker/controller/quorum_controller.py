@@ -36,7 +36,7 @@ from minibroker.controller.cluster_control import (
 )
 from minibroker.controller.feature_control import bootstrap_records, update_features
 from minibroker.controller.leader_balance import DEFAULT_UNCLEAN_INTERVAL_MS, PeriodicElections
-from minibroker.controller.replication_control import UNCLEAN_KEY, ReplicationControlManager, TopicDefaults
+from minibroker.controller.replication_control import ReplicationControlManager, TopicDefaults
 from minibroker.metadata.image import MetadataDelta, MetadataImage
 from minibroker.raft.metadata_log import MetadataLog, MetadataLogConfig
 from minibroker_protocol import metadata_records as mr
@@ -319,9 +319,6 @@ class QuorumController:
         async with self._lock:
             records, resp = configuration_control.incremental_alter_configs(self.image, req)
             await self._commit(records, lock_held=True)
-            if any(isinstance(r.message, mr.ConfigRecord) and r.message.name == UNCLEAN_KEY and r.message.value
-                   for r in records):
-                self.elections.unclean_now()  # turned on: elect now, not at the next interval
             return resp
 
     async def update_features(self, req: UpdateFeaturesRequest, version: int) -> UpdateFeaturesResponse:

@@ -45,7 +45,9 @@ from reference import kafka_reference as kr
 from reference.kafka_cluster import KafkaCluster
 
 LEADER_IMBALANCE_CHECK_S = 3  # Kafka's default is 300 s
-OVERRIDES = {"leader.imbalance.check.interval.seconds": LEADER_IMBALANCE_CHECK_S}
+UNCLEAN_CHECK_MS = 2000  # Kafka's internal unclean.leader.election.interval.ms, 5 min by default
+OVERRIDES = {"leader.imbalance.check.interval.seconds": LEADER_IMBALANCE_CHECK_S,
+             "unclean.leader.election.interval.ms": UNCLEAN_CHECK_MS}
 
 
 @pytest.fixture(scope="module", params=["minibroker", "kafka"])
