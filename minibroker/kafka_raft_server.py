@@ -28,6 +28,7 @@ from pathlib import Path
 import minibroker.faults.cluster_kinds  # noqa: F401 - registers the cluster's fault kinds (broker.kill, leader.move...)
 from minibroker.config import BrokerConfig
 from minibroker.controller.controller_server import ControllerServer
+from minibroker.controller.leader_balance import DEFAULT_UNCLEAN_INTERVAL_MS
 from minibroker.controller.quorum_controller import ControllerConfig
 from minibroker.controller.replication_control import TopicDefaults
 from minibroker.features import FeatureLevels, kraft_supported
@@ -127,7 +128,12 @@ class KafkaRaftServer:
             segment_bytes=cfg.get("metadata.log.segment.bytes"),
             topic_defaults=TopicDefaults(cfg.get("num.partitions"), cfg.get("default.replication.factor"),
                                          cfg.get("unclean.leader.election.enable")),
-            directory_id=uuid_from_kafka(meta.directory_id))
+            directory_id=uuid_from_kafka(meta.directory_id),
+            leader_imbalance_check_interval_ms=(cfg.get("leader.imbalance.check.interval.seconds") * 1000
+                                                if cfg.get("auto.leader.rebalance.enable") else None),
+            # Kafka's internal key: accepted from the properties, not described (cfg.unknown keeps it)
+            unclean_leader_election_interval_ms=int(str(cfg.unknown.get(
+                "unclean.leader.election.interval.ms", DEFAULT_UNCLEAN_INTERVAL_MS))))
         self.controller = ControllerServer(data_dir, controller_config, endpoint.host or "0.0.0.0", endpoint.port,
                                            endpoint.listener_name)
         await self.controller.startup()
