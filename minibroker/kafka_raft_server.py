@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import minibroker.faults.cluster_kinds  # noqa: F401 - registers the cluster's fault kinds (broker.kill, leader.move...)
+import minibroker.faults.network_kinds  # noqa: F401 - registers replica.fetch.cut, controller.cut
 from minibroker.config import BrokerConfig
 from minibroker.controller.controller_server import ControllerServer
 from minibroker.controller.quorum_controller import ControllerConfig
@@ -186,6 +187,16 @@ class KafkaRaftServer:
         self.forwarding.install(server.handlers, server.services)
         server.topics.remote_creator = self.forwarding
         server.producer_ids.block_source = self.producer_id_blocks
+        server.controller_channels = self.controller_channels()  # what a controller.cut cuts (minibroker.faults)
+
+    def controller_channels(self) -> list[ControllerChannel]:
+        """Every channel of this broker to the controller (Kafka's NodeToControllerChannelManagers)."""
+        out = [self.loader.channel if self.loader is not None else None,
+               self.lifecycle.channel if self.lifecycle is not None else None,
+               self.alter_partition_manager.channel if self.alter_partition_manager is not None else None,
+               self.forwarding.channel if self.forwarding is not None else None,
+               self.producer_id_blocks.channel if self.producer_id_blocks is not None else None]
+        return [c for c in out if isinstance(c, ControllerChannel)]
 
     async def wire_and_catch_up(self, server: BrokerServer) -> None:
         """`wire`, `start_broker`, then wait for the initial catch-up with the metadata log and (at
