@@ -31,6 +31,7 @@ from minibroker.config import BrokerConfig
 from minibroker.controller.controller_server import ControllerServer
 from minibroker.controller.quorum_controller import ControllerConfig
 from minibroker.controller.replication_control import TopicDefaults
+from minibroker.faults.control import FaultControlServer, start_fault_control
 from minibroker.features import FEATURES
 from minibroker.metadata.alter_partition_manager import ControllerAlterPartitionManager
 from minibroker.metadata.broker_lifecycle_manager import BrokerLifecycleManager, ListenerInfo
@@ -269,13 +270,19 @@ async def serve_kraft(config: BrokerConfig) -> int:
     """A node with Kafka's process.roles: controller, broker or both (minibroker.kafka_raft_server)."""
     node = KafkaRaftServer(config)
     server = None
+    control: FaultControlServer | None = None
     try:
         await node.start_controller()
         if "broker" in node.roles:
             socket_server = SocketServer(config)
             socket_server.bind()
             server = BrokerServer(config, socket_server=socket_server)
-            server.on_built = node.wire_and_catch_up  # before any request is served
+
+            async def built(s: BrokerServer) -> None:  # before any request is served
+                nonlocal control  # the fault control endpoint: up before the broker serves (issue 32)
+                control = await start_fault_control(s, config.data_dir)  # None unless the cluster has it
+                await node.wire_and_catch_up(s)
+            server.on_built = built
             await server.startup()
     except (MetaPropertiesError, ValueError) as e:
         print(f"minibroker: {e}", file=sys.stderr, flush=True)
@@ -287,6 +294,8 @@ async def serve_kraft(config: BrokerConfig) -> int:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     logging.getLogger("minibroker").info("shutting down")
+    if control is not None:
+        await control.close()
     await node.shutdown()  # the controlled shutdown first: leadership moves while the broker still serves
     if server is not None:
         await server.shutdown()
