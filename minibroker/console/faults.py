@@ -11,11 +11,17 @@
 
 The JSON of a fault: "api" (Kafka's API name) or "kind" ("disk.full", "disk.slow",
 "broker.pause"; on a broker of `minibroker cluster` also "broker.stop", "broker.kill",
-"broker.start", "leader.move", "leader.shuffle": minibroker.faults.cluster_kinds); the filters "version" / "versions" ([lo, hi]), "client_id", "topic",
+"broker.start", "leader.move", "leader.shuffle", "coordinator.move": minibroker.faults.cluster_kinds;
+"replica.fetch.cut", "controller.cut": minibroker.faults.network_kinds); the filters "version" / "versions" ([lo, hi]), "client_id", "topic",
 "partition", "group_id", "transactional_id", "node"; one action: "error" (Kafka's error name),
 "delay_ms", or "action" ("close", "close_after", "drop"); the trigger "count" (default 1; 0 or
 null: every time until removed), "nth", "after", "probability" with "seed". It is the Python API's
 model (minibroker.faults.model.fault_kwargs -> make_fault), so both say the same thing.
+
+On a broker of a `minibroker cluster` with fault control, a fault whose "node" is another broker
+is set in that broker's process (minibroker.faults.control), GET /api/faults lists every live
+broker's faults with the fired counts counted where they fired, and an id (which names its
+broker) goes to its owner.
 
 Off unless the broker runs with `--console-allow-faults` (console.allow.faults): 403 then. The
 writes take the console's rules for writes (minibroker.console.app: the same-origin check; with an

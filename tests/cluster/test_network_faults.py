@@ -166,7 +166,7 @@ def test_a_leader_cut_off_from_the_controller_is_fenced_and_loses_nothing_acked(
         assert c.partition(topic).leader_epoch > epoch
         assert c.running(2)  # the process runs on: only its link to the controller is cut
         # a producer that knows node 2 alone: node 2's stale image still says it leads
-        stale, _ = produce(f"{c.brokers[2].host}:{c.brokers[2].port}", topic, [b"stale-%d" % i for i in range(5)],
+        stale, stale_errors = produce(f"{c.brokers[2].host}:{c.brokers[2].port}", topic, [b"stale-%d" % i for i in range(5)],
                            **{"message.timeout.ms": 8000, "request.timeout.ms": 5000, "enable.idempotence": False})
         during, errors = produce(c.bootstrap, topic, [b"during-%d" % i for i in range(20)])
         assert errors == [] and len(during) == 20
