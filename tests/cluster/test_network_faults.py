@@ -150,14 +150,42 @@ def test_a_partition_cut_on_one_follower_leaves_the_others_alone(kafka_cluster: 
     c.wait_for_isr(cut_topic, 0, [1, 2, 3])
 
 
+class AckedProducer:
+    """One idempotent confluent-kafka producer for a whole test (its producer id allocated before
+    any fault), and what it had acknowledged."""
+
+    def __init__(self, bootstrap: str, **config: str | int) -> None:
+        self.acked: list[bytes] = []
+        self.errors: list[KafkaError] = []
+        self.p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                           "message.timeout.ms": 180000, **config})
+
+    def _done(self, err: KafkaError | None, m: object) -> None:
+        if err is None:
+            self.acked.append(m.value())  # type: ignore[attr-defined]
+        else:
+            self.errors.append(err)
+
+    def send(self, topic: str, values: list[bytes]) -> list[bytes]:
+        before = len(self.acked)
+        for v in values:
+            self.p.produce(topic, value=v, partition=0, on_delivery=self._done)
+            self.p.poll(0)
+        assert self.p.flush(120) == 0
+        return self.acked[before:]
+
+
 def test_a_leader_cut_off_from_the_controller_is_fenced_and_loses_nothing_acked(kafka_cluster: Cluster) -> None:
     """KIP-101/KIP-279: the isolated leader keeps believing it leads but cannot advance the HW of
-    acks=all writes; the controller fences it and elects another; on rejoining it truncates what
-    it appended alone, so every acknowledged record is read once, in order, and nothing else."""
+    acks=all writes (not even for a producer's retry of a batch it appended: a duplicate waits for
+    the HW like the original); the controller fences it and elects another; on rejoining it
+    truncates what it appended alone, so every acknowledged record is read once, in order."""
     c = kafka_cluster
     topic = new_topic(c, config={"min.insync.replicas": "2"}, leader=2)
-    before, errors = produce(c.bootstrap, topic, [b"before-%d" % i for i in range(20)])
-    assert errors == [] and len(before) == 20
+    # its metadata names node 2 as the leader until told otherwise; its requests time out after 5 s
+    # and are retried there (the same batches: duplicates to node 2)
+    old = AckedProducer(c.bootstrap, **{"request.timeout.ms": 5000})
+    assert len(old.send(topic, [b"before-%d" % i for i in range(20)])) == 20
     epoch = c.partition(topic).leader_epoch
     with c.inject(kind="controller.cut", node=2) as cut:  # type: ignore[union-attr]
         cut.wait_fired(1, timeout=30)
@@ -165,24 +193,30 @@ def test_a_leader_cut_off_from_the_controller_is_fenced_and_loses_nothing_acked(
         new = c.wait_for_leader(topic, 0, lambda n: n != 2)
         assert c.partition(topic).leader_epoch > epoch
         assert c.running(2)  # the process runs on: only its link to the controller is cut
-        # a producer that knows node 2 alone: node 2's stale image still says it leads
-        stale, stale_errors = produce(f"{c.brokers[2].host}:{c.brokers[2].port}", topic, [b"stale-%d" % i for i in range(5)],
-                           **{"message.timeout.ms": 8000, "request.timeout.ms": 5000, "enable.idempotence": False})
-        during, errors = produce(c.bootstrap, topic, [b"during-%d" % i for i in range(20)])
-        assert errors == [] and len(during) == 20
+        # the old producer still writes to node 2, which appends alone and acknowledges nothing
+        for i in range(10):
+            old.p.produce(topic, value=b"isolated-%d" % i, partition=0, on_delivery=old._done)
+        old.p.flush(15)
+        assert len(old.acked) == 20, old.acked[20:]
+        # a producer that asks the others finds the new leader and writes there
+        others = ",".join(f"{b.host}:{b.port}" for n, b in c.brokers.items() if n != 2)
+        fresh = AckedProducer(others)
+        assert len(fresh.send(topic, [b"during-%d" % i for i in range(20)])) == 20
         assert c.leader(topic) == new
-    # the cut removed: node 2 heartbeats again, is unfenced, follows the new leader and truncates
+    # the cut removed: node 2 heartbeats again, is unfenced, follows the new leader and truncates;
+    # the old producer's batches, refused there now, go to the new leader
     c.wait_for_isr(topic, 0, [1, 2, 3], timeout=120)
-    after, errors = produce(c.bootstrap, topic, [b"after-%d" % i for i in range(20)])
-    assert errors == []
+    assert old.p.flush(120) == 0
+    assert len(fresh.send(topic, [b"after-%d" % i for i in range(20)])) == 20
+    acked = old.acked + fresh.acked
+    assert fresh.errors == []
+    got = consume_all(c, topic, len(acked))
+    assert sorted(got) == sorted(acked) and len(set(got)) == len(got)  # each acked record once, nothing else
+    for run in (old.acked, fresh.acked):
+        assert [v for v in got if v in set(run)] == run  # in the order it was acknowledged
     # read from node 2 as the leader again: its log is the cluster's, nothing it appended alone
     c.move_leader(topic, 0, 2)
-    acked = before + during + after
-    got = consume_all(c, topic, len(acked) + len(stale))
-    assert sorted(got) == sorted(acked + stale) and len(set(got)) == len(got)  # each acked record once
-    for run in (before, during, after, stale):
-        assert [v for v in got if v in set(run)] == run  # and in the order it was acknowledged
-    assert got[:20] == before
+    assert consume_all(c, topic, len(got)) == got
 
 
 def test_faults_on_other_brokers_over_http(kafka_cluster: Cluster) -> None:
