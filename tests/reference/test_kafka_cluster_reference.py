@@ -169,5 +169,7 @@ def test_a_follower_cut_off_makes_acks_all_answer_not_enough_replicas(healed: Cl
         else:
             c.resume(follower)
     c.wait_for_isr(topic, 0, [1, 2, 3], timeout=120)
-    assert _errors_of_one_write(c, topic, b"after", "all") == []
+    # with retries: the broker Metadata asked may name the follower in the ISR a moment before the
+    # leader does (Kafka answered one NOT_ENOUGH_REPLICAS there)
+    assert produce(c, topic, [b"after"]) == [b"after"]
     assert consume(c, topic, 2) == [b"acks-1", b"after"]
