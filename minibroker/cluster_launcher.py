@@ -1,7 +1,7 @@
 """`python -m minibroker cluster`: one KRaft controller and N brokers, each its own process (issue 29).
 
     python -m minibroker cluster --brokers N --host H --port P --data-dir D
-                                 [--override k=v ...] [--console-port C] [--controller-port Q]
+                                 [--override k=v ...] [--console-port C] [--controller-port Q] [--fault-control]
 
 Theory of operation. The launcher writes each node's configuration with Kafka's keys
 (`process.roles`, `node.id`, `controller.quorum.voters`, `controller.listener.names`, `listeners`,
