@@ -23,6 +23,8 @@ read alike. Layout and ports:
 - `D/cluster.json`: `{"cluster_id", "brokers": [{"node_id", "pid", "host", "port"}, ...],
   "controller": {"node_id", "pid", "host", "port"}}`, written (atomically) once every broker
   serves, removed when the cluster stops. `D/.lock` keeps a second launcher off D.
+- `--fault-control` (implied by --console-allow-faults): D/fault-control.token, and each broker's
+  fault control endpoint as its "fault_control" in cluster.json (minibroker.faults.control).
 
 A broker *serves* when it answers a Metadata request that names itself among the brokers: the
 controller registered it and unfenced it (Kafka's BrokerHeartbeat answer with isFenced=false),
