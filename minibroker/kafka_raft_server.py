@@ -26,11 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import minibroker.faults.cluster_kinds  # noqa: F401 - registers the cluster's fault kinds (broker.kill, leader.move...)
+import minibroker.faults.network_kinds  # noqa: F401 - registers replica.fetch.cut, controller.cut
 from minibroker.config import BrokerConfig
 from minibroker.controller.controller_server import ControllerServer
 from minibroker.controller.leader_balance import DEFAULT_UNCLEAN_INTERVAL_MS
 from minibroker.controller.quorum_controller import ControllerConfig
 from minibroker.controller.replication_control import TopicDefaults
+from minibroker.faults.control import FaultControlServer, start_fault_control
 from minibroker.features import FeatureLevels, kraft_supported
 from minibroker.metadata.acl_publisher import AclPublisher
 from minibroker.metadata.alter_partition_manager import ControllerAlterPartitionManager
@@ -201,6 +203,16 @@ class KafkaRaftServer:
         self.forwarding.install(server.handlers, server.services)
         server.topics.remote_creator = self.forwarding
         server.producer_ids.block_source = self.producer_id_blocks
+        server.controller_channels = self.controller_channels()  # what a controller.cut cuts (minibroker.faults)
+
+    def controller_channels(self) -> list[ControllerChannel]:
+        """Every channel of this broker to the controller (Kafka's NodeToControllerChannelManagers)."""
+        out = [self.loader.channel if self.loader is not None else None,
+               self.lifecycle.channel if self.lifecycle is not None else None,
+               self.alter_partition_manager.channel if self.alter_partition_manager is not None else None,
+               self.forwarding.channel if self.forwarding is not None else None,
+               self.producer_id_blocks.channel if self.producer_id_blocks is not None else None]
+        return [c for c in out if isinstance(c, ControllerChannel)]
 
     async def wire_and_catch_up(self, server: BrokerServer) -> None:
         """`wire`, `start_broker`, then wait for the initial catch-up with the metadata log and (at
@@ -273,13 +285,19 @@ async def serve_kraft(config: BrokerConfig) -> int:
     """A node with Kafka's process.roles: controller, broker or both (minibroker.kafka_raft_server)."""
     node = KafkaRaftServer(config)
     server = None
+    control: FaultControlServer | None = None
     try:
         await node.start_controller()
         if "broker" in node.roles:
             socket_server = SocketServer(config)
             socket_server.bind()
             server = BrokerServer(config, socket_server=socket_server)
-            server.on_built = node.wire_and_catch_up  # before any request is served
+
+            async def built(s: BrokerServer) -> None:  # before any request is served
+                nonlocal control  # the fault control endpoint: up before the broker serves (issue 32)
+                control = await start_fault_control(s, config.data_dir)  # None unless the cluster has it
+                await node.wire_and_catch_up(s)
+            server.on_built = built
             await server.startup()
     except (MetaPropertiesError, ValueError) as e:
         print(f"minibroker: {e}", file=sys.stderr, flush=True)
@@ -291,6 +309,8 @@ async def serve_kraft(config: BrokerConfig) -> int:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     logging.getLogger("minibroker").info("shutting down")
+    if control is not None:
+        await control.close()
     await node.shutdown()  # the controlled shutdown first: leadership moves while the broker still serves
     if server is not None:
         await server.shutdown()

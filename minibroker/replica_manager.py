@@ -399,8 +399,10 @@ class ReplicaManager:
             self.fetch_waiters.notify(tp)
             result = ProducePartitionResult(info, None, info.log_start_offset)
             # acks=-1 waits in the produce purgatory (Kafka: DelayedProduce) until the HW passed
-            # the records; with the leader alone in the ISR it already has
-            if required_acks == -1 and not part.log.high_watermark_follows_leo and not info.duplicate \
+            # the records; with the leader alone in the ISR it already has. A retried duplicate
+            # waits too, for the HW to pass the batch it repeats (Kafka: delayedProduceRequestRequired
+            # counts it): an isolated leader must not acknowledge a retry of what it never committed
+            if required_acks == -1 and not part.log.high_watermark_follows_leo \
                     and part.high_watermark <= info.last_offset:
                 result.waiting_on = part
             return result

@@ -35,7 +35,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from minibroker.coordinator.share.share_group import ShareGroupCoordinator
     from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator
     from minibroker.faults import FaultRegistry
+    from minibroker.metadata.controller_channel import ControllerChannel
     from minibroker.replica_fetcher_manager import ReplicaFetcherManager
     from minibroker.schema_registry import SchemaRegistry
     from minibroker.tools.trace import TraceListeners
@@ -125,6 +126,8 @@ class BrokerServer:
         # metadata publisher and forwarding there and catches up with the metadata log:
         # minibroker.kafka_raft_server)
         self.on_built: Callable[[BrokerServer], Awaitable[None]] | None = None
+        # a KRaft broker's channels to the controller, set by its wiring (a controller.cut cuts them)
+        self.controller_channels: Sequence[ControllerChannel] = ()
 
     # -- life ------------------------------------------------------------------------------
     async def startup(self) -> None:

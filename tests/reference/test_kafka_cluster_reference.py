@@ -21,6 +21,10 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
   fetched is killed (kill -9); a follower from the ISR takes over and gets new writes; the old
   leader returns, truncates to the new leader's epoch boundary and catches up: the partition's
   segment files end byte-identical (sha256) on every replica, with the same records readable.
+- a follower cut off from its leader (minibroker: the `replica.fetch.cut` fault; Kafka: the
+  follower SIGSTOP'ed, the nearest a single host gets without iptables), min.insync.replicas 3:
+  out of the ISR, an acks=all write answers NOT_ENOUGH_REPLICAS; healed, back in the ISR and the
+  write goes (issue 32).
 """
 
 from __future__ import annotations
@@ -79,10 +83,10 @@ def healed(cluster: ClusterOps) -> Iterator[ClusterOps]:
             cluster.start_broker(n)
 
 
-def new_topic(c: ClusterOps) -> str:
+def new_topic(c: ClusterOps, min_insync: int = 2) -> str:
     name = f"ref-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
-    admin.create_topics([NewTopic(name, 1, 3, config={"min.insync.replicas": "2"})])[name].result(60)
+    admin.create_topics([NewTopic(name, 1, 3, config={"min.insync.replicas": str(min_insync)})])[name].result(60)
     c.wait_for_isr(name, 0, [1, 2, 3])
     return name
 
@@ -287,3 +291,38 @@ def test_a_returning_leader_truncates_its_unreplicated_records(healed: ClusterOp
                    f"{name}-0's segments identical on every replica", 60)
     assert len(digests[old.leader]) >= 1
     assert not any(b"b4" in data for data in _segments(c, name, old.leader).values())  # truncated away
+def _errors_of_one_write(c: ClusterOps, topic: str, value: bytes, acks: str) -> list[int]:
+    """The error codes the producer's delivery report gives one write (none: acknowledged), with
+    no retry, so the broker's first answer is what the client sees."""
+    errors: list[int] = []
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": acks, "retries": 0, "enable.idempotence": False,
+                  "message.timeout.ms": 60000})
+    p.produce(topic, value=value, partition=0, on_delivery=lambda err, m: errors.append(err.code()) if err else None)
+    assert p.flush(90) == 0
+    return errors
+
+
+def test_a_follower_cut_off_makes_acks_all_answer_not_enough_replicas(healed: ClusterOps) -> None:
+    c = healed
+    topic = new_topic(c, min_insync=3)
+    leader = c.leader(topic)
+    follower = next(n for n in (1, 2, 3) if n != leader)
+    cut = c.inject(kind="replica.fetch.cut", node=follower, topic=topic) if isinstance(c, Cluster) else None
+    if cut is None:
+        c.pause(follower)
+    try:
+        assert _errors_of_one_write(c, topic, b"acks-1", "1") == []  # the leader moves on alone
+        isr = c.wait_for_isr(topic, 0, lambda isr: follower not in isr, timeout=90)
+        assert sorted(isr) == sorted(n for n in (1, 2, 3) if n != follower)
+        assert c.leader(topic) == leader
+        assert _errors_of_one_write(c, topic, b"refused", "all") == [KafkaError.NOT_ENOUGH_REPLICAS]
+    finally:
+        if cut is not None:
+            cut.remove()
+        else:
+            c.resume(follower)
+    c.wait_for_isr(topic, 0, [1, 2, 3], timeout=120)
+    # with retries: the broker Metadata asked may name the follower in the ISR a moment before the
+    # leader does (Kafka answered one NOT_ENOUGH_REPLICAS there)
+    assert produce(c, topic, [b"after"]) == [b"after"]
+    assert consume(c, topic, 2) == [b"acks-1", b"after"]
