@@ -12,7 +12,6 @@ import hashlib
 import hmac
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from minibroker_protocol.apis import (
 from minibroker_protocol.errors import ErrorCode
 from tests.integration.helpers import RawClient
 from tests.reference.helpers import sasl_plain_client
+from tests.reference.token_helpers import token_login, token_scram
 
 SECRET = "the-secret"
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
@@ -91,48 +91,8 @@ def _scram_first(user: str, nonce: bytes) -> bytes:
     return b"n,,n=" + user.encode() + b",r=" + nonce + b",tokenauth=true"
 
 
-@contextmanager
-def token_scram() -> Iterator[None]:
-    """kafka-python's SCRAM, sending `tokenauth=true` in its first message as Kafka's Java client
-    does for a token (ScramLoginModule tokenauth="true"), registered for SCRAM-SHA-512 meanwhile."""
-    from kafka.net import sasl as kp_sasl
-    from kafka.net.sasl.scram import SaslMechanismScram
-
-    class TokenScram(SaslMechanismScram):
-        def __init__(self, **config: Any) -> None:
-            super().__init__(**config)
-            client = self._scram_client
-
-            def first_message() -> bytes:
-                bare = b"n=" + client.user + b",r=" + client.nonce + b",tokenauth=true"
-                client.auth_message += bare
-                return b"n,," + bare
-            client.first_message = first_message
-
-    before = kp_sasl.SASL_MECHANISMS["SCRAM-SHA-512"]
-    kp_sasl.register_sasl_mechanism("SCRAM-SHA-512", TokenScram, overwrite=True)
-    try:
-        yield
-    finally:
-        kp_sasl.register_sasl_mechanism("SCRAM-SHA-512", before, overwrite=True)
-
-
 def _token_login(b: BrokerThread, token_id: str, mac: bytes) -> RawClient:
-    """A raw connection authenticated with SCRAM-SHA-256 and the token."""
-    from kafka.net.sasl.scram import ScramClient
-
-    c = RawClient(b.bootstrap_for("SASL_PLAINTEXT"), client_id="dt-token")
-    assert c.call(sasl_handshake.API, 1, sasl_handshake.REQUEST(mechanism="SCRAM-SHA-256")).error_code == 0
-    sc = ScramClient(token_id, base64.b64encode(mac).decode(), "SCRAM-SHA-256")
-    first = _scram_first(token_id, sc.nonce)
-    sc.auth_message += first[3:]
-    r = c.call(sasl_authenticate.API, 2, sasl_authenticate.REQUEST(auth_bytes=first))
-    assert r.error_code == 0, r
-    sc.process_server_first_message(r.auth_bytes)
-    r = c.call(sasl_authenticate.API, 2, sasl_authenticate.REQUEST(auth_bytes=sc.final_message()))
-    assert r.error_code == 0, r
-    sc.process_server_final_message(r.auth_bytes)
-    return c
+    return token_login(b.bootstrap_for("SASL_PLAINTEXT"), token_id, mac)
 
 
 def test_create_describe_renew_expire_with_kafkas_codes(broker: BrokerThread) -> None:
