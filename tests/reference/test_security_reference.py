@@ -148,6 +148,7 @@ def _token_outcomes(name: str, plain: str, sasl: str, tmp_path: Path) -> dict[st
     return out
 
 
+@pytest.mark.timeout(300)  # a dozen JVM tool runs: ~40 s, more on a loaded machine
 def test_delegation_tokens_as_kafka(brokers: dict[str, tuple[str, str]], tmp_path: Path) -> None:
     """kafka-delegation-tokens --create/--describe/--renew/--expire give Kafka's output (ids, HMACs
     and dates masked) and Kafka's errors; the Java console producer and kafka-python log in with
