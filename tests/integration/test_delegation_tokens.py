@@ -11,6 +11,7 @@ import base64
 import hashlib
 import hmac
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -215,3 +216,23 @@ def test_without_a_secret_key_tokens_are_off(tmp_path: Path) -> None:
         assert _renew(alice, b"x").error_code == ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
         assert _expire(alice, b"x", -1).error_code == ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
         assert _describe(alice).error_code == ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED
+
+
+def test_expired_tokens_are_swept(tmp_path: Path) -> None:
+    """A token past its max lifetime answers DELEGATION_TOKEN_EXPIRED until the periodic check
+    (delegation.token.expiry.check.interval.ms) removes it; then it is not found."""
+    overrides = {**props(), "delegation.token.expiry.check.interval.ms": 300}
+    with BrokerThread(tmp_path / "data", overrides=overrides) as b, _as(b, "alice") as alice:
+        r = _create(alice, max_lifetime_ms=1)
+        assert r.error_code == 0 and r.max_timestamp_ms == r.issue_timestamp_ms + 1
+        codes = set()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            code = _renew(alice, r.hmac)
+            codes.add(code.error_code)
+            if code.error_code == ErrorCode.DELEGATION_TOKEN_NOT_FOUND:
+                break
+            time.sleep(0.05)
+        assert codes <= {ErrorCode.DELEGATION_TOKEN_EXPIRED, ErrorCode.DELEGATION_TOKEN_NOT_FOUND}
+        assert ErrorCode.DELEGATION_TOKEN_NOT_FOUND in codes
+        assert _describe(alice).tokens == []
