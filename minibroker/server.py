@@ -60,6 +60,7 @@ from minibroker.quotas.store import QuotaStore
 from minibroker.replica_manager import ReplicaManager
 from minibroker.security.authorizer import AUTHORIZER_CLASSES, Authorizer, parse_super_users
 from minibroker.security.credentials import ScramCredentialStore
+from minibroker.security.delegation_tokens import DelegationTokenCache, delegation_token_cache, sweep_expired
 from minibroker.services import BrokerServices
 from minibroker.topics import Topic, TopicRegistry
 from minibroker_storage.clock import Clock, wall_clock_ms
@@ -107,6 +108,7 @@ class BrokerServer:
     client_quotas: ClientQuotaManager
     connection_quotas: ConnectionQuotas
     scram_credentials: ScramCredentialStore
+    delegation_tokens: DelegationTokenCache | None  # None without delegation.token.secret.key
     authorizer: Authorizer
     services: BrokerServices
     handlers: ServedHandlers
@@ -145,6 +147,10 @@ class BrokerServer:
         self._background.append(asyncio.create_task(self.coordinators.load_rest(), name="coordinators-load"))
         self._background.append(asyncio.create_task(self.scheduler.run(), name="broker-periodic"))
         self._background.append(asyncio.create_task(self.replica_manager.run_isr_expiration(), name="isr-expiration"))
+        if self.delegation_tokens is not None:
+            self._background.append(asyncio.create_task(sweep_expired(
+                self.delegation_tokens, self.clock, self.config.get("delegation.token.expiry.check.interval.ms")),
+                name="delegation-token-expiry"))
         if self.cleaner is not None:
             self._background.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
         self.socket_server.enable_request_processing(self.apis.handle, self.memory_pool, self.connection_quotas,
@@ -231,6 +237,8 @@ class BrokerServer:
         # SCRAM credentials (salted, iterated; AlterUserScramCredentials), read by SASL listeners
         self.scram_credentials = ScramCredentialStore(data_dir)
         self.scram_credentials.load()
+        self.delegation_tokens = delegation_token_cache(cfg, data_dir)
+        self.scram_credentials.token_cache = self.delegation_tokens
         # ACLs (StandardAuthorizer's rules), on when authorizer.class.name names Kafka's authorizer
         self.authorizer = Authorizer(data_dir, enabled=cfg.get("authorizer.class.name") in AUTHORIZER_CLASSES,
                                      super_users=parse_super_users(cfg.get("super.users")),

@@ -614,6 +614,23 @@ _BROKER_KEYS += [
 ]
 
 
+# --- delegation tokens (KIP-48; Kafka's DelegationTokenManagerConfigs)
+_BROKER_KEYS += [
+    _broker("delegation.token.secret.key", "password", None,
+            "Secret the HMAC of a delegation token is made with (HMAC-SHA512 of the token id); unset: tokens "
+            "are off (DELEGATION_TOKEN_AUTH_DISABLED). Every broker of a cluster needs the same.", sensitive=True),
+    _broker("delegation.token.master.key", "password", None,
+            "Deprecated alias of delegation.token.secret.key, read when that is unset.", sensitive=True),
+    _broker("delegation.token.max.lifetime.ms", "long", 7 * 24 * 3600 * 1000,
+            "Longest a delegation token lives, renewals included.", AtLeast(1)),
+    _broker("delegation.token.expiry.time.ms", "long", 24 * 3600 * 1000,
+            "How long a new or renewed delegation token lives unless renewed (a renewal asks for at most this).",
+            AtLeast(1)),
+    _broker("delegation.token.expiry.check.interval.ms", "long", 3600 * 1000,
+            "Between two removals of the expired delegation tokens.", AtLeast(1)),
+]
+
+
 def _kafka_dynamic_keys(modelled: set[str]) -> list[ConfigKey]:
     """Kafka 4.4's dynamic broker keys that minibroker does not model (config/kafka_dynamic.py):
     accepted by AlterConfigs, kept and described, acting on nothing."""
