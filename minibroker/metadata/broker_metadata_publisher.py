@@ -90,7 +90,7 @@ class BrokerMetadataPublisher:
                    if tid in image.topics]
         gone = [self._cache_image_of_deleted(t) for t in deleted]
         self.replica_manager.apply_delta(changed, self._endpoints(image), gone)
-        self._delete_moved_away(whole)
+        self._delete_moved_away(image)
         for t in deleted:
             self._delete(t.name)
         self.first = False
@@ -196,21 +196,26 @@ class BrokerMetadataPublisher:
             for lg in local.values():
                 lg.config = log_config
 
-    def _delete_moved_away(self, whole: bool) -> None:
+    def _delete_moved_away(self, image: MetadataImage) -> None:
         """Delete the logs of the partitions this broker is no longer a replica of, once their
         replicas stopped (Kafka: ReplicaManager.applyDelta -> stopPartitions with deleteLocalLog,
-        LogManager.asyncDelete: the `-delete` rename, removal after file.delete.delay.ms). A whole
-        image before the broker caught up may be an old state: those wait for a later image."""
-        if whole and not self.caught_up():
-            self._moved_away = []
+        LogManager.asyncDelete: the `-delete` rename, removal after file.delete.delay.ms). Not
+        before the broker caught up with the metadata (an image half way through the log may be
+        an old state, as for the stray topics): they wait, and go if a later image still does not
+        place them here."""
+        if not self._moved_away or not self.caught_up():
             return
-        for name, p in self._moved_away:
+        pending, self._moved_away = self._moved_away, []
+        for name, p in sorted(set(pending)):
+            t = image.topic(name)
+            reg = t.partitions.get(p) if t is not None else None
+            if reg is None or self.node_id in reg.replicas:
+                continue  # the topic went (deleted as a topic) or the partition came back here
             topic = self.topics.get(name)
             if topic is not None:
                 topic.partitions.pop(p, None)
             if self.log_manager.delete_log(name, p) is not None:
                 log.info("partition %s-%d moved away from this broker: its log is deleted", name, p)
-        self._moved_away = []
 
     def _cache_image_of_deleted(self, t: MetaTopic) -> TopicImage:
         cached = self.metadata_cache.topic(t.name)
