@@ -71,7 +71,7 @@ class BrokerMetadataPublisher:
         self.caught_up = caught_up
         self.strays_checked = False
         self.image = MetadataImage()  # the last image published
-        self._moved_away: list[tuple[str, int]] = []  # partitions no longer placed here, to delete
+        self._moved_away: set[tuple[str, int]] = set()  # partitions no longer placed here, to delete
 
     def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
         whole = self.first or delta.image.offset < 0  # the first image, or a snapshot: every topic
@@ -191,7 +191,7 @@ class BrokerMetadataPublisher:
             self.topics.put(Topic(t.name, t.id, local, overrides, effective))
         else:
             current.partitions.update(local)
-            self._moved_away += [(t.name, p) for p in current.partitions if p in cached.partitions and p not in local]
+            self._moved_away |= {(t.name, p) for p in current.partitions if p in cached.partitions and p not in local}
             current.overrides, current.config = overrides, effective
             for lg in local.values():
                 lg.config = log_config
@@ -205,8 +205,8 @@ class BrokerMetadataPublisher:
         place them here."""
         if not self._moved_away or not self.caught_up():
             return
-        pending, self._moved_away = self._moved_away, []
-        for name, p in sorted(set(pending)):
+        pending, self._moved_away = self._moved_away, set()
+        for name, p in sorted(pending):
             t = image.topic(name)
             reg = t.partitions.get(p) if t is not None else None
             if reg is None or self.node_id in reg.replicas:
