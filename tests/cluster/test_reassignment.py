@@ -1,18 +1,21 @@
 """Partition reassignment on a minibroker cluster with Kafka's own tool (KIP-455; issue 29): Kafka's
 `kafka-reassign-partitions --execute/--verify/--list/--cancel` against our controller and brokers.
-A replicated partition moves from [1, 2] to [2, 3] while its new replica is paused (so the move is
-held in progress: `kafka-topics --describe` shows Adding/Removing Replicas, `--list` lists it),
-then completes when the replica comes back; the replication factor goes 2 -> 3 -> 2; a held move
+A replicated partition moves from [1, 2] to [2, 3] while its new replica's fetches fail (so the
+move is held in progress: `kafka-topics --describe` shows Adding/Removing Replicas, `--list` lists
+it), then completes when they succeed again; the replication factor goes 2 -> 3 -> 2; a held move
 is cancelled. Every record produced before and during a move is read back afterwards, and the
 broker a partition left deletes its directory (the `-delete` rename, then the removal after
 file.delete.delay.ms). One cluster for the module."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
+import urllib.request
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,12 +26,34 @@ from minibroker.cluster_testing import poll
 from minibroker.testing import Cluster
 from reference import kafka_reference as kr
 
-pytestmark = pytest.mark.minibroker_cluster(brokers=3, overrides={
+pytestmark = pytest.mark.minibroker_cluster(brokers=3, console=True, overrides={
     # the `-delete` directories of moved replicas go within seconds (Kafka's default: a minute)
-    "log.segment.delete.delay.ms": 500, "log.retention.check.interval.ms": 500,
-    # a paused broker stays registered and unfenced (kafka-reassign-partitions refuses a target
-    # broker DescribeCluster does not list): it holds a move in progress without failing it
-    "broker.session.timeout.ms": 120000})
+    "log.segment.delete.delay.ms": 500, "log.retention.check.interval.ms": 500})
+
+
+@contextlib.contextmanager
+def held(c: Cluster, topic: str, replica: int = 3) -> Iterator[None]:
+    """The new replica's fetches from the leader (broker 1: of `topic` and the others it leads)
+    fail while inside: the move stays in
+    progress. A fault on broker 1's console (issue 32) rather than a paused broker: a SIGSTOPped
+    broker still accepts connections, and Kafka's tools bootstrapping at it, or sending it their
+    admin calls, would wait for it (and kafka-reassign-partitions refuses a fenced target)."""
+    fault = http(c, "POST", "/api/faults", {"api": "Fetch", "client_id": f"broker-{replica}-fetcher-0",
+                                            "error": "NOT_LEADER_OR_FOLLOWER", "count": None})
+    try:
+        yield
+    finally:
+        http(c, "DELETE", f"/api/faults/{fault['id']}")
+
+
+def http(c: Cluster, method: str, path: str, body: dict[str, object] | None = None) -> dict[str, object]:
+    assert c.console_url is not None
+    req = urllib.request.Request(c.console_url + path, method=method,
+                                 data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=90) as r:
+        out = json.loads(r.read() or b"null")
+    return out if isinstance(out, dict) else {}
 
 
 def new_topic(c: Cluster, *assignment: list[int]) -> str:
@@ -104,8 +129,7 @@ def test_a_held_move_is_listed_described_then_completes(kafka_cluster: Cluster, 
     topic = new_topic(c, [1, 2])
     before = [f"before-{i}".encode() for i in range(200)]
     produce(c, topic, before)
-    c.pause(3)  # the new replica cannot fetch: the move stays in progress
-    try:
+    with held(c, topic):
         out = reassign(c, "execute", plan(tmp_path, topic, [2, 3]))
         assert f"Successfully started partition reassignment for {topic}-0" in out
         assert '"replicas":[1,2]' in out  # the rollback plan: the current assignment
@@ -118,8 +142,6 @@ def test_a_held_move_is_listed_described_then_completes(kafka_cluster: Cluster, 
         assert f"{topic}-0: replicas: 2,3,1. adding: 3. removing: 1." in listed, listed
         verify = reassign(c, "verify", plan(tmp_path, topic, [2, 3]))
         assert f"Reassignment of partition {topic}-0 is still in progress." in verify, verify
-    finally:
-        c.resume(3)
     wait_replicas(c, topic, [2, 3])
     verify = reassign(c, "verify", plan(tmp_path, topic, [2, 3]))
     assert f"Reassignment of partition {topic}-0 is completed." in verify, verify
@@ -149,18 +171,15 @@ def test_a_held_move_is_cancelled(kafka_cluster: Cluster, tmp_path: Path) -> Non
     c = kafka_cluster
     topic = new_topic(c, [1, 2])
     produce(c, topic, [b"x%d" % i for i in range(50)])
-    c.pause(3)
-    try:
+    with held(c, topic):
         path = plan(tmp_path, topic, [1, 3])
         reassign(c, "execute", path)
         assert c.partition(topic).replicas == (1, 3, 2)
-        # --preserve-throttles: clearing them alters every broker's configs, the paused one's too
-        out = reassign(c, "cancel", path, "--preserve-throttles")
+        poll(lambda: partition_dirs(c, 3, topic) == [f"{topic}-0"] or None, "broker 3's new replica")
+        out = reassign(c, "cancel", path)
         assert f"Successfully cancelled partition reassignment for: {topic}-0" in out, out
         assert c.partition(topic).replicas == (1, 2)
-    finally:
-        c.resume(3)
-    # broker 3, back, holds nothing of the partition (whether it saw the move before the cancel or not)
+    # broker 3 made the new replica's log when the move started, and deletes it
     assert_moved_away(c, 3, topic)
     assert tool(c, "kafka-reassign-partitions", "--list").stdout.strip() == "No partition reassignments found."
     assert consume(c, topic, 50) == [b"x%d" % i for i in range(50)]
