@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from minibroker.controller import replica_placer
 from minibroker.controller.partition_change import change_record
+from minibroker.controller.reassignment import validate_manual_assignment
 from minibroker.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from minibroker.metadata.partition_registration import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration
 from minibroker.topics import validate_topic_name
@@ -101,20 +102,17 @@ class ReplicationControlManager:
                 raise KafkaError(ErrorCode.INVALID_REQUEST,
                                  "A manual partition assignment was specified, but numPartitions or "
                                  "replicationFactor was not set to -1.")
-            out = []
+            out: list[list[int]] = []
             for i, a in enumerate(sorted(t.assignments, key=lambda a: a.partition_index)):
                 if a.partition_index != i:
                     raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                      f"Partitions should be numbered from 0; found {a.partition_index} at {i}.")
-                if not a.broker_ids or len(set(a.broker_ids)) != len(a.broker_ids):
+                validate_manual_assignment(image, list(a.broker_ids))
+                if out and len(a.broker_ids) != len(out[0]):  # Kafka: one replication factor per topic
                     raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     f"The manual partition assignment includes an empty or duplicate replica list "
-                                     f"for partition {i}.")
-                unknown = [b for b in a.broker_ids if b not in image.brokers]
-                if unknown:
-                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     f"The manual partition assignment includes broker {unknown[0]}, but no such "
-                                     "broker is registered.")
+                                     f"The manual partition assignment includes a partition with {len(a.broker_ids)} "
+                                     f"replica(s), but this is not consistent with previous partitions, which have "
+                                     f"{len(out[0])} replica(s).")
                 out.append(list(a.broker_ids))
             return out
         partitions = self.defaults.num_partitions if t.num_partitions == -1 else t.num_partitions

@@ -196,3 +196,25 @@ async def test_kafkas_errors(controller: QuorumController) -> None:
     assert await error("err", [1, 2, 3], allow=False) == (ErrorCode.INVALID_REPLICATION_FACTOR,
                                                           "The replication factor is changed from 2 to 3")
     assert reg(controller, "err").adding_replicas == (3,)
+
+
+async def test_a_manual_assignment_at_creation_is_checked_as_kafka_checks_it(controller: QuorumController) -> None:
+    """CreateTopics with assignments goes through the same checks (Kafka:
+    validateManualPartitionAssignment), with one replication factor for the whole topic."""
+    await three_brokers(controller)
+    req = create_topics.REQUEST
+
+    async def error(*replicas: list[int]) -> tuple[int, str | None]:
+        topic = req.CreatableTopic(name="m", num_partitions=-1, replication_factor=-1, configs=[], assignments=[
+            req.CreatableReplicaAssignment(partition_index=i, broker_ids=r) for i, r in enumerate(replicas)])
+        (out,) = (await controller.create_topics(wire(req, 7, req(topics=[topic])))).topics
+        return out.error_code, out.error_message
+
+    assert await error([1, 2], [1, 2, 3]) == (
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes a partition with 3 replica(s), "
+        "but this is not consistent with previous partitions, which have 2 replica(s).")
+    assert await error([1, 1]) == (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                   "The manual partition assignment includes the broker 1 more than once.")
+    assert await error([]) == (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                               "The manual partition assignment includes an empty replica list.")
+    assert controller.image.topic("m") is None
