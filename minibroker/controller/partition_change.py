@@ -55,7 +55,8 @@ def change_record(topic_id: uuid.UUID, partition: int, reg: PartitionRegistratio
     completed = target.maybe_complete(target_isr)  # Kafka: completeReassignmentIfNeeded
     if completed is not None:
         target, target_isr = completed
-    isr = [r for r in target.replicas if r in target_isr]  # ISR kept in replica order, as Kafka writes it
+    # the ISR in the order given (Kafka's PartitionChangeBuilder keeps its targetIsr list), replicas only
+    isr = [r for r in dict.fromkeys(target_isr) if r in target.replicas]
     if not isr and reg.isr:
         isr = [reg.isr[-1]] if reg.leader == NO_LEADER or reg.leader not in reg.isr else [reg.leader]
     leader, isr_t, was_unclean = elect_leader(reg, isr, usable, unclean=unclean, replicas=target.replicas)
