@@ -142,6 +142,11 @@ def test_a_held_move_is_listed_described_then_completes(kafka_cluster: Cluster, 
         assert f"{topic}-0: replicas: 2,3,1. adding: 3. removing: 1." in listed, listed
         verify = reassign(c, "verify", plan(tmp_path, topic, [2, 3]))
         assert f"Reassignment of partition {topic}-0 is still in progress." in verify, verify
+        # the leader's console: the new replica is a follower it knows, out of the ISR, lagging
+        (mine,) = [p for p in http(c, "GET", "/api/replication")["partitions"]  # type: ignore[union-attr]
+                   if p["topic"] == topic]
+        assert (mine["role"], mine["replicas"], mine["isr"]) == ("leader", [2, 3, 1], [1, 2])
+        assert [(f["node_id"], f["in_isr"]) for f in mine["followers"]] == [(2, True), (3, False)]
     wait_replicas(c, topic, [2, 3])
     verify = reassign(c, "verify", plan(tmp_path, topic, [2, 3]))
     assert f"Reassignment of partition {topic}-0 is completed." in verify, verify
