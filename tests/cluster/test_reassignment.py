@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaAdminClient
+from kafka import TopicPartition as KTopicPartition
 
 from minibroker.cluster_testing import poll
 from minibroker.testing import Cluster
@@ -188,3 +190,24 @@ def test_a_held_move_is_cancelled(kafka_cluster: Cluster, tmp_path: Path) -> Non
     assert_moved_away(c, 3, topic)
     assert tool(c, "kafka-reassign-partitions", "--list").stdout.strip() == "No partition reassignments found."
     assert consume(c, topic, 50) == [b"x%d" % i for i in range(50)]
+
+
+def test_a_broker_down_while_its_replica_moved_away_deletes_it_at_start(kafka_cluster: Cluster) -> None:
+    """Kafka's tool refuses a target broker that is not live, so the move is asked with the admin
+    API (kafka-python's alter_partition_reassignments): broker 3, stopped, leaves [1, 3] for
+    [1, 2]; started again, it finds from the metadata that it no longer holds the partition."""
+    c = kafka_cluster
+    topic = new_topic(c, [1, 3])
+    produce(c, topic, [b"y%d" % i for i in range(20)])
+    c.stop_broker(3)
+    admin = KafkaAdminClient(bootstrap_servers=f"{c.brokers[1].bootstrap},{c.brokers[2].bootstrap}")
+    try:
+        assert admin.alter_partition_reassignments({KTopicPartition(topic, 0): [1, 2]}) == {
+            KTopicPartition(topic, 0): None}
+    finally:
+        admin.close()
+    wait_replicas(c, topic, [1, 2])
+    assert partition_dirs(c, 3, topic) == [f"{topic}-0"]  # still there while broker 3 is down
+    c.start_broker(3)
+    assert_moved_away(c, 3, topic)
+    assert consume(c, topic, 20) == [b"y%d" % i for i in range(20)]
