@@ -498,15 +498,15 @@ class ReplicaManager:
                         current_leader_epoch=fp.current_leader_epoch, last_fetched_epoch=fp.last_fetched_epoch,
                         # consumers read from leaders only (docs/differences.md#repl-fetch-from-follower)
                         from_follower=replica is not None, require_leader=True)
-                    if replica is not None and result.diverging_epoch is None:
+                    if replica is not None and replica.replica_id not in part.remote_replicas:
+                        # Kafka 4.4 answers a fetch from a broker outside the replica set (one this
+                        # leader has not yet learned was added, say) UNKNOWN_LEADER_EPOCH, so it
+                        # retries (tests/reference/test_inter_broker_bad_input.py)
+                        result = LogReadResult(ErrorCode.UNKNOWN_LEADER_EPOCH)
+                    elif replica is not None and result.diverging_epoch is None:
                         self.produce_waiters.notify((part.topic, part.partition))  # DelayedDeleteRecords
-                        if not part.update_follower_fetch_state(replica.replica_id, fp.fetch_offset,
-                                                                fp.log_start_offset, self._now_ms(),
-                                                                result.log_end_offset, replica.broker_epoch) \
-                                and replica.replica_id not in part.remote_replicas:
-                            # Kafka: "the replica is not recognized to be one of the assigned
-                            # replicas ... Empty records are returned for this partition"
-                            result.records = None
+                        part.update_follower_fetch_state(replica.replica_id, fp.fetch_offset, fp.log_start_offset,
+                                                         self._now_ms(), result.log_end_offset, replica.broker_epoch)
                         result.high_watermark = part.high_watermark
             except KafkaError as e:
                 # Kafka answers a failed read with unknown offsets (ReplicaManager.createLogReadResult)

@@ -411,6 +411,15 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("min.insync.replicas", "int", 1, "Broker default of min.insync.replicas.", AtLeast(1), dynamic=True),
     _broker("unclean.leader.election.enable", "boolean", False,
             "Broker default of unclean.leader.election.enable." + _NOT_HERE, dynamic=True),
+    _broker("auto.leader.rebalance.enable", "boolean", True,
+            "Whether the controller moves each partition's leadership back to its preferred replica (the "
+            "first of its replicas) when that one is in the ISR again, every "
+            "leader.imbalance.check.interval.seconds."),
+    _broker("leader.imbalance.check.interval.seconds", "long", 300,
+            "How often the controller checks for partitions not led by their preferred replica.", AtLeast(1)),
+    _broker("leader.imbalance.per.broker.percentage", "int", 10,
+            "The imbalance ratio of the ZooKeeper controller." + _no_effect(
+                "as on Kafka's KRaft controller, every imbalanced partition is rebalanced"), AtLeast(0)),
     _broker("replica.lag.time.max.ms", "long", 30000,
             "How long a follower may go without catching up to the leader's log end offset before the "
             "leader proposes to drop it from the ISR (checked every half of it)."),

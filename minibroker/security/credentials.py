@@ -13,6 +13,7 @@ import base64
 import json
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,22 @@ class ScramCredentialStore:
     def __init__(self, data_dir: Path):
         self.path = Path(data_dir) / FILE_NAME
         self._users: dict[str, dict[str, ScramCredential]] = {}
+        self.persist = True  # False in KRaft mode: the metadata log holds them
+
+    def use_metadata_log(self) -> bool:
+        """KRaft mode: credentials come from the metadata log (`set_credentials`), nothing is
+        written here; whether the file held credentials that are now ignored."""
+        had = bool(self._users)
+        self.persist = False
+        self._users = {}
+        return had
+
+    def set_credentials(self, credentials: Iterable[tuple[str, str, ScramCredential]]) -> None:
+        """The whole set (user, mechanism, credential), as the metadata image holds it."""
+        users: dict[str, dict[str, ScramCredential]] = {}
+        for user, mechanism, credential in credentials:
+            users.setdefault(user, {})[mechanism] = credential
+        self._users = users
 
     def load(self) -> None:
         try:
@@ -64,7 +81,8 @@ class ScramCredentialStore:
                 del users[user]
         for user, mechanism, credential in upserts:
             users.setdefault(user, {})[mechanism] = credential
-        self._write(users)
+        if self.persist:
+            self._write(users)
         self._users = users
 
     def _write(self, users: dict[str, dict[str, ScramCredential]]) -> None:
