@@ -245,7 +245,7 @@ class ReplicaManager:
         """Apply changed topics of the metadata image: every partition with this broker among its
         replicas becomes leader (`Partition.make_leader`) or follower (`make_follower`, its fetcher
         pointed at the leader's endpoint in `brokers`, starting at its LEO); one no longer assigned
-        here, or of a deleted topic, stops (its log stays for the log manager to delete). The
+        here, or of a deleted topic, stops (the metadata publisher then deletes its log). The
         partition's log is created if missing (Kafka: Partition.createLogIfNotExists)."""
         self.brokers = dict(brokers)
         topics, deleted = list(topics), list(deleted)

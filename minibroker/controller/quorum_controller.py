@@ -322,7 +322,8 @@ class QuorumController:
     async def alter_partition_reassignments(self, req: AlterPartitionReassignmentsRequest
                                             ) -> AlterPartitionReassignmentsResponse:
         async with self._lock:
-            records, resp = reassignment.alter_partition_reassignments(self.image, req)
+            records, resp = reassignment.alter_partition_reassignments(
+                self.image, req, self._usable(), lambda topic: self.replication.unclean(self.image, topic))
             await self._commit(records, lock_held=True)
             return resp
 
