@@ -43,6 +43,7 @@ from minibroker.controller.cluster_control import (
     usable,
 )
 from minibroker.controller.feature_control import bootstrap_records, update_features
+from minibroker.controller.leader_balance import DEFAULT_UNCLEAN_INTERVAL_MS, PeriodicElections
 from minibroker.controller.replication_control import ReplicationControlManager, TopicDefaults
 from minibroker.metadata.image import MetadataDelta, MetadataImage
 from minibroker.raft.metadata_log import MetadataLog, MetadataLogConfig
@@ -114,6 +115,9 @@ class ControllerConfig:
     segment_bytes: int = 1024 * 1024 * 1024  # metadata.log.segment.bytes
     topic_defaults: TopicDefaults = field(default_factory=TopicDefaults)
     directory_id: uuid.UUID = ZERO_UUID  # meta.properties' directory.id, as DescribeQuorum reports the voter
+    # leader.imbalance.check.interval.seconds in ms; None when auto.leader.rebalance.enable=false
+    leader_imbalance_check_interval_ms: int | None = 300_000
+    unclean_leader_election_interval_ms: int = DEFAULT_UNCLEAN_INTERVAL_MS  # Kafka's internal key
 
 
 class QuorumController:
@@ -124,6 +128,8 @@ class QuorumController:
         self.image = MetadataImage()
         self.cluster = ClusterControlManager(config.cluster_id, config.session_timeout_ms, clock)
         self.replication = ReplicationControlManager(config.topic_defaults)
+        self.elections = PeriodicElections(config.leader_imbalance_check_interval_ms,
+                                           config.unclean_leader_election_interval_ms)
         self.metadata_log: MetadataLog | None = None
         self._lock = asyncio.Lock()
         self._committed = asyncio.Condition()
@@ -148,6 +154,7 @@ class QuorumController:
             await self._flush()
         self.cluster.start_sessions(self.image)
         self._last_snapshot_ms = self._last_write_ms = self.clock()
+        self.elections.start(self.clock())
         self._periodic = asyncio.create_task(self._run_periodic(), name="controller-periodic")
         log.info("controller %d leads epoch %d of %s at offset %d", self.config.node_id, ml.epoch,
                  ml.dir.name, ml.end_offset)
@@ -315,7 +322,8 @@ class QuorumController:
     async def alter_partition_reassignments(self, req: AlterPartitionReassignmentsRequest
                                             ) -> AlterPartitionReassignmentsResponse:
         async with self._lock:
-            records, resp = reassignment.alter_partition_reassignments(self.image, req)
+            records, resp = reassignment.alter_partition_reassignments(
+                self.image, req, self._usable(), lambda topic: self.replication.unclean(self.image, topic))
             await self._commit(records, lock_held=True)
             return resp
 
@@ -393,6 +401,10 @@ class QuorumController:
             try:
                 await self.fence_expired_brokers()
                 async with self._lock:
+                    # Kafka: the electPreferred / electUnclean periodic tasks (leader_balance)
+                    await self._commit(self.elections.due(self.clock(), self.image, self._usable(),
+                                                          lambda t: self.replication.unclean(self.image, t)),
+                                       lock_held=True)
                     idle = self.config.max_idle_interval_ms
                     if idle > 0 and self.clock() - self._last_write_ms >= idle:
                         await self._commit([ApiMessageAndVersion(mr.NO_OP_RECORD(), 0)], lock_held=True)

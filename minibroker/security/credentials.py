@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     # scram.py (hashlib, hmac, secrets) is imported when credentials are read or altered, not by a
     # broker starting without any (issue 22)
+    from minibroker.security.delegation_tokens import DelegationTokenCache
     from minibroker.security.scram import ScramCredential
 
 log = logging.getLogger("minibroker.security")
@@ -32,6 +33,9 @@ class ScramCredentialStore:
         self.path = Path(data_dir) / FILE_NAME
         self._users: dict[str, dict[str, ScramCredential]] = {}
         self.persist = True  # False in KRaft mode: the metadata log holds them
+        # delegation tokens' credentials, looked up by SCRAM with tokenauth=true (Kafka's
+        # CredentialProvider holds both caches); None when delegation.token.secret.key is unset
+        self.token_cache: DelegationTokenCache | None = None
 
     def use_metadata_log(self) -> bool:
         """KRaft mode: credentials come from the metadata log (`set_credentials`), nothing is
