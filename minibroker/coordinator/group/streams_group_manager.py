@@ -19,6 +19,10 @@ event loop without awaiting:
 
 Sessions (group.streams.session.timeout.ms) restart on every heartbeat; a member whose session
 ends is removed and the group rebalances.
+
+Persistence: after each heartbeat, session expiry or deletion the group's changed records are
+appended to __consumer_offsets (streams_group_records.py); a coordinator that loads the partition
+replays them, so the group, its epochs, topology and assignments outlive a restart or a move.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from minibroker.config import BrokerConfig
+from minibroker.coordinator.group import streams_group_records as records
 from minibroker.coordinator.group.streams_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -44,8 +49,10 @@ from minibroker.coordinator.group.streams_group import (
     tasks_from_set,
     tasks_of,
 )
+from minibroker.coordinator.group.streams_group_records import StreamsGroupLog
 from minibroker.coordinator.group.streams_task_assignor import AssignorMember, assign
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker_protocol.apis import streams_group_describe, streams_group_heartbeat
 from minibroker_protocol.errors import ErrorCode, KafkaError
 from minibroker_storage.clock import Clock
@@ -104,15 +111,58 @@ def _validate(req: Req) -> None:
 
 
 class StreamsGroupManager:
-    """Every streams group of the broker (state in memory; see docs/differences.md)."""
+    """Every streams group of the coordinator's __consumer_offsets partitions."""
 
     def __init__(self, config: StreamsGroupConfig, *, now_ms: Clock,
-                 other_group_exists: Callable[[str], bool]) -> None:
+                 other_group_exists: Callable[[str], bool],
+                 write: Callable[[str, list[CoordinatorRecord]], None] | None = None) -> None:
         self.config = config
         self.now_ms = now_ms
         self._other_group_exists = other_group_exists
+        self._write = write  # appends to the group's __consumer_offsets partition; KafkaError on failure
         self.groups: dict[str, StreamsGroup] = {}
+        self.logs: dict[str, StreamsGroupLog] = {}  # what was written of each group
         self.timer = KeyedTimer()
+
+    # -- persistence -----------------------------------------------------------------------------
+    def _persist(self, group_id: str) -> None:
+        """Write the records of `group_id` that changed since the last write (tombstones for what
+        is gone); KafkaError when the append fails, the log then still holding the old records."""
+        lg = self.logs.setdefault(group_id, StreamsGroupLog())
+        before = lg.written
+        recs = lg.diff(self.groups.get(group_id), group_id)
+        if group_id not in self.groups:
+            del self.logs[group_id]
+        if recs and self._write is not None:
+            try:
+                self._write(group_id, recs)
+            except KafkaError:
+                lg.written = before
+                self.logs[group_id] = lg
+                raise
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """One streams-group record read back from __consumer_offsets (ValueError if unreadable)."""
+        records.replay(self.groups, self.logs, key, value)
+
+    def after_load(self, partitions_of: Mapping[str, int]) -> None:
+        """Once a partition is loaded: configure the topologies of its groups against the topics
+        (the state they report needs it) and start every member's session, as Kafka does for the
+        members it loads."""
+        for g in self.groups.values():
+            if g.topology is not None and g.configured is None:
+                g.configured = configure_topology(g.topology, partitions_of)
+            for m in g.members.values():
+                if not self.timer.is_scheduled(("sg-session", g.group_id, m.member_id)):
+                    self._schedule_session(g, m)
+
+    def forget(self, group_ids: Iterable[str]) -> None:
+        """This broker no longer leads the partition of these groups (Kafka: onUnloaded)."""
+        gone = set(group_ids)
+        self.timer.cancel_where(lambda k: isinstance(k, tuple) and len(k) > 1 and k[1] in gone)
+        for gid in gone:
+            self.groups.pop(gid, None)
+            self.logs.pop(gid, None)
 
     # -- what the handler needs before the heartbeat ---------------------------------------------
     def topics_to_create(self, req: Req, partitions_of: Mapping[str, int]) -> dict[str, tuple[int, dict[str, str]]]:
@@ -133,9 +183,14 @@ class StreamsGroupManager:
                   partitions_of: Mapping[str, int]) -> streams_group_heartbeat.StreamsGroupHeartbeatResponse:
         try:
             _validate(req)
-            return self._heartbeat(req, client_id, client_host, partitions_of)
+            resp = self._heartbeat(req, client_id, client_host, partitions_of)
+        except KafkaError as e:
+            resp = HB(error_code=e.code, error_message=e.message or None, member_id=req.member_id, member_epoch=-1)
+        try:
+            self._persist(req.group_id)
         except KafkaError as e:
             return HB(error_code=e.code, error_message=e.message or None, member_id=req.member_id, member_epoch=-1)
+        return resp
 
     def _heartbeat(self, req: Req, client_id: str, client_host: str,
                    partitions_of: Mapping[str, int]) -> streams_group_heartbeat.StreamsGroupHeartbeatResponse:
@@ -252,6 +307,10 @@ class StreamsGroupManager:
         if g is not None and member_id in g.members:
             log.info("Streams group %s: member %s left (session timeout)", gid, member_id)
             self._remove_member(g, member_id, keep_static=False)
+            try:
+                self._persist(gid)
+            except KafkaError as e:
+                log.warning("Streams group %s: writing the removal of %s failed: %s", gid, member_id, e)
 
     def _schedule_session(self, g: StreamsGroup, m: StreamsGroupMember) -> None:
         gid, mid = g.group_id, m.member_id
@@ -263,6 +322,10 @@ class StreamsGroupManager:
         if g.topology is None:
             return []
         configured = configure_topology(g.topology, partitions_of)
+        lg = self.logs.setdefault(g.group_id, StreamsGroupLog())
+        lg.metadata_hash = records.metadata_hash(g.topology, partitions_of)
+        if configured.ready:
+            lg.validated_topology_epoch = g.topology.epoch
         if g.configured is None or configured.task_counts != g.configured.task_counts:
             g.group_epoch += 1 if g.configured is not None else 0
         g.configured = configured
@@ -288,6 +351,10 @@ class StreamsGroupManager:
         members = {mid: AssignorMember(m.process_id, g.target.get(mid, m.assigned)) for mid, m in live.items()}
         g.target = assign(members, g.configured.task_counts, stateful, self.config.num_standby_replicas)
         g.assignment_epoch = g.group_epoch
+        lg = self.logs.setdefault(g.group_id, StreamsGroupLog())
+        lg.assignment_timestamp = self.now_ms()
+        # Kafka: the assignment configs the target was computed with (StreamsGroupMetadataValue)
+        lg.last_assignment_configs = {"num.standby.replicas": str(self.config.num_standby_replicas)}
 
     def _reconcile(self, g: StreamsGroup, m: StreamsGroupMember, reported: Tasks | None) -> None:
         """One step of Kafka's streams.CurrentAssignmentBuilder."""
@@ -383,11 +450,17 @@ class StreamsGroupManager:
         if g.members:
             return ErrorCode.NON_EMPTY_GROUP
         del self.groups[group_id]
+        try:
+            self._persist(group_id)
+        except KafkaError as e:
+            self.groups[group_id] = g
+            return e.code
         return ErrorCode.NONE
 
     def unload(self) -> None:
         self.timer.cancel_all()
         self.groups.clear()
+        self.logs.clear()
 
     def member_ids(self, group_id: str) -> Iterable[str]:
         g = self.groups.get(group_id)
