@@ -63,7 +63,7 @@ def test_a_join_writes_kafkas_record_types_in_kafkas_order() -> None:
     log: list[CoordinatorRecord] = []
     mgr = writing_manager(log)
     join(mgr, "a", "p1", ALL_TOPICS)
-    assert types_of(log) == [(sgr.TOPOLOGY, False), (sgr.MEMBER_METADATA, False), (sgr.GROUP_METADATA, False),
+    assert types_of(log) == [(sgr.MEMBER_METADATA, False), (sgr.TOPOLOGY, False), (sgr.GROUP_METADATA, False),
                              (sgr.TARGET_ASSIGNMENT_MEMBER, False), (sgr.TARGET_ASSIGNMENT_METADATA, False),
                              (sgr.CURRENT_MEMBER_ASSIGNMENT, False)]
     # an unchanged heartbeat writes nothing
@@ -82,6 +82,8 @@ def test_replay_gives_back_the_group_with_its_epochs_and_assignments() -> None:
     rb = beat(mgr, "b", rb.member_epoch, ALL_TOPICS)
     g = mgr.groups["app"]
     assert g.state() is StreamsGroupState.STABLE
+    # a kept its tasks from epoch 1; c got its own at epoch 2 (Kafka 4.4's AssignmentEpochs)
+    assert set(g.members["a"].task_epochs.values()) == {1} and set(g.members["b"].task_epochs.values()) == {2}
     again = replayed(log).groups["app"]
     assert (again.group_epoch, again.assignment_epoch, again.topology) == (g.group_epoch, g.assignment_epoch,
                                                                            g.topology)
@@ -89,9 +91,9 @@ def test_replay_gives_back_the_group_with_its_epochs_and_assignments() -> None:
     for mid, m in g.members.items():
         r = again.members[mid]
         assert (r.member_epoch, r.previous_member_epoch, r.state, r.assigned, r.pending_revocation, r.process_id,
-                r.client_id, r.client_host, r.rebalance_timeout_ms) == \
+                r.client_id, r.client_host, r.rebalance_timeout_ms, r.task_epochs) == \
             (m.member_epoch, m.previous_member_epoch, m.state, m.assigned, m.pending_revocation, m.process_id,
-             m.client_id, m.client_host, m.rebalance_timeout_ms)
+             m.client_id, m.client_host, m.rebalance_timeout_ms, m.task_epochs)
     assert again.state() is StreamsGroupState.STABLE
     # the reloaded coordinator accepts the member at its epoch, and writes nothing new for it
     n = len(log)

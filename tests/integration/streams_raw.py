@@ -4,12 +4,22 @@ minibroker and on Kafka 4.4 request by request."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from minibroker_protocol.apis import offset_commit, offset_fetch, streams_group_describe, streams_group_heartbeat
+from minibroker_protocol.apis import find_coordinator as find_coordinator_api
+from minibroker_protocol.apis import (
+    offset_commit,
+    offset_fetch,
+    streams_group_describe,
+    streams_group_heartbeat,
+)
+from minibroker_protocol.errors import ErrorCode
 from tests.integration.helpers import RawClient
 
 Q = streams_group_heartbeat.REQUEST
+_COORDINATOR_NOT_READY = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                          ErrorCode.NOT_COORDINATOR}
 
 
 def topology(source: str, changelog: str | None = None) -> streams_group_heartbeat.StreamsGroupHeartbeatRequest.Topology:
@@ -22,6 +32,18 @@ def topology(source: str, changelog: str | None = None) -> streams_group_heartbe
                       repartition_sink_topics=[], repartition_source_topics=[], copartition_groups=[])])
 
 
+def find_coordinator(client: RawClient, group: str) -> None:
+    """FindCoordinator v4 until the group's coordinator answers: Kafka creates __consumer_offsets
+    on the first lookup and a heartbeat before it gets NOT_COORDINATOR (one node: it is this one)."""
+    R = find_coordinator_api.REQUEST
+    for _ in range(120):
+        resp = client.call(find_coordinator_api.API, 4, R(key_type=0, coordinator_keys=[group]))
+        if resp.coordinators[0].error_code == 0:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"no coordinator for {group}: {resp}")
+
+
 class StreamsMember:
     """One member: joins with the topology, then heartbeats reporting the active tasks it owns
     (a member owns what the last response assigned; it gives up what it was told to)."""
@@ -32,6 +54,7 @@ class StreamsMember:
         self.group, self.member_id, self.process_id, self.topology = group, member_id, process_id, topo
         self.epoch = 0
         self.active: dict[str, list[int]] = {}
+        find_coordinator(self.client, group)
 
     def beat(self) -> streams_group_heartbeat.StreamsGroupHeartbeatResponse:
         owned = [Q.TaskIds(subtopology_id=s, partitions=ps) for s, ps in sorted(self.active.items())]
@@ -42,6 +65,11 @@ class StreamsMember:
                 active_tasks=owned, standby_tasks=[], warmup_tasks=[])
         resp: streams_group_heartbeat.StreamsGroupHeartbeatResponse = self.client.call(streams_group_heartbeat.API, 0,
                                                                                        req)
+        for _ in range(60):  # a fresh broker makes __consumer_offsets and loads it first (one node: no lookup)
+            if resp.error_code not in _COORDINATOR_NOT_READY:
+                break
+            time.sleep(0.5)
+            resp = self.client.call(streams_group_heartbeat.API, 0, req)
         assert resp.error_code == 0, (self.member_id, resp.error_code, resp.error_message)
         self.epoch = resp.member_epoch
         if resp.active_tasks is not None:
@@ -81,12 +109,14 @@ def committed(bootstrap: str, group: str, topic: str, partition: int) -> int:
     return int(resp.groups[0].topics[0].partitions[0].committed_offset)
 
 
-def settle(members: list[StreamsMember], bootstrap: str, group: str, rounds: int = 30) -> dict[str, Any]:
-    """Heartbeat every member in turn until the group is Stable; its description."""
+def settle(members: list[StreamsMember], bootstrap: str, group: str, rounds: int = 120) -> dict[str, Any]:
+    """Heartbeat every member in turn until the group is Stable; its description. Kafka 4.4 may
+    delay an assignment (status ASSIGNMENT_DELAYED), so the rounds are spaced."""
     for _ in range(rounds):
-        for m in members:
-            m.beat()
+        statuses = [m.beat().status for m in members]
         d = describe(bootstrap, group)
         if d["group_state"] == "Stable":
             return d
+        time.sleep(0.25)
+    print("last statuses:", statuses)
     raise AssertionError(f"group {group} not Stable after {rounds} rounds: {describe(bootstrap, group)}")

@@ -247,6 +247,7 @@ class StreamsGroupManager:
         before = (m.member_epoch, m.assigned.active, m.assigned.standby, m.assigned.warmup)
         reported = None if req.active_tasks is None else tasks_of(req.active_tasks)
         self._reconcile(g, m, reported)
+        m.stamp_task_epochs()
         self._schedule_session(g, m)
         full = req.member_epoch == 0 or req.active_tasks is not None
         changed = before != (m.member_epoch, m.assigned.active, m.assigned.standby, m.assigned.warmup)
@@ -276,6 +277,7 @@ class StreamsGroupManager:
                 self.timer.cancel(("sg-session", g.group_id, old.member_id))
                 m.member_epoch, m.previous_member_epoch = old.member_epoch, old.previous_member_epoch
                 m.assigned = old.assigned
+                m.task_epochs = old.task_epochs
                 if old_id in g.target:
                     g.target[m.member_id] = g.target.pop(old_id)
             else:

@@ -16,7 +16,7 @@ Theory of operation: the group's records are a function of its state (`group_rec
 manager writes, after each change, the records whose value differs from what it wrote last
 (`StreamsGroupLog.diff`), and tombstones for the keys that are gone. The order is Kafka's
 (GroupMetadataManager.streamsGroupHeartbeat, StreamsGroup.createGroupTombstoneRecords): a member's
-tombstones go current assignment, target, member metadata; the topology and member records come
+tombstones go current assignment, target, member metadata; the member and topology records come
 before the group epoch, the target members before the assignment epoch, the current assignments
 last, so a replay never sees an epoch without what it counts. The replay (`replay`) rebuilds a
 group from its records alone, the last record of each key winning, as log compaction leaves it.
@@ -61,13 +61,13 @@ CURRENT_MEMBER_ASSIGNMENT = 22
 TOPOLOGY = 23
 _MEMBER_TYPES = (MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT)
 
-# Kafka: streams.MemberState's byte values
-_STATE_BYTES = {MemberState.STABLE: 0, MemberState.UNREVOKED_TASKS: 1, MemberState.UNRELEASED_TASKS: 2,
+# Kafka: streams.MemberState's byte values (not the consumer groups' 0, 1, 2)
+_STATE_BYTES = {MemberState.STABLE: 1, MemberState.UNREVOKED_TASKS: 2, MemberState.UNRELEASED_TASKS: 3,
                 MemberState.UNKNOWN: 127}
 _STATES = {v: k for k, v in _STATE_BYTES.items()}
 
 # the order records of one change are written in (see the module docstring)
-_ORDER = {TOPOLOGY: 0, MEMBER_METADATA: 1, GROUP_METADATA: 2, TARGET_ASSIGNMENT_MEMBER: 3,
+_ORDER = {MEMBER_METADATA: 0, TOPOLOGY: 1, GROUP_METADATA: 2, TARGET_ASSIGNMENT_MEMBER: 3,
           TARGET_ASSIGNMENT_METADATA: 4, CURRENT_MEMBER_ASSIGNMENT: 5}
 _TOMBSTONE_ORDER = {CURRENT_MEMBER_ASSIGNMENT: 0, TARGET_ASSIGNMENT_MEMBER: 1, TARGET_ASSIGNMENT_METADATA: 2,
                     MEMBER_METADATA: 3, GROUP_METADATA: 4, TOPOLOGY: 5}
@@ -140,13 +140,22 @@ def _member_value(m: StreamsGroupMember) -> Message:
              client_tags=[V.KeyValue(key=k, value=v) for k, v in sorted(m.client_tags.items())])
 
 
+def _with_epochs(tasks: Tasks, m: StreamsGroupMember) -> list[sr.StreamsGroupCurrentMemberAssignmentValue.TaskIds]:
+    """Active TaskIds with their tagged AssignmentEpochs (same order as Partitions), as Kafka 4.4
+    writes them."""
+    out = _task_ids(tasks, sr.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE.TaskIds)
+    for t in out:
+        t.assignment_epochs = [m.task_epochs.get((t.subtopology_id, p), max(m.member_epoch, 0)) for p in t.partitions]
+    return out
+
+
 def _current_value(m: StreamsGroupMember) -> Message:
     V = sr.STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE
     return V(member_epoch=m.member_epoch, previous_member_epoch=m.previous_member_epoch,
-             state=_STATE_BYTES[m.state], active_tasks=_task_ids(m.assigned.active, V.TaskIds),
+             state=_STATE_BYTES[m.state], active_tasks=_with_epochs(m.assigned.active, m),
              standby_tasks=_task_ids(m.assigned.standby, V.TaskIds),
              warmup_tasks=_task_ids(m.assigned.warmup, V.TaskIds),
-             active_tasks_pending_revocation=_task_ids(m.pending_revocation, V.TaskIds),
+             active_tasks_pending_revocation=_with_epochs(m.pending_revocation, m),
              standby_tasks_pending_revocation=[], warmup_tasks_pending_revocation=[])
 
 
@@ -291,3 +300,10 @@ def replay(groups: dict[str, StreamsGroup], logs: dict[str, StreamsGroupLog], ke
         m2.state = _STATES.get(v.state, MemberState.UNKNOWN)
         m2.assigned = TasksTuple(_tasks(v.active_tasks), _tasks(v.standby_tasks), _tasks(v.warmup_tasks))
         m2.pending_revocation = _tasks(v.active_tasks_pending_revocation)
+        m2.task_epochs = {}
+        for t in (*v.active_tasks, *v.active_tasks_pending_revocation):
+            epochs = t.assignment_epochs
+            ok = epochs is not None and len(epochs) == len(t.partitions)  # none before Kafka 4.4
+            for i, p in enumerate(t.partitions):
+                m2.task_epochs[(t.subtopology_id, p)] = epochs[i] if ok and epochs is not None \
+                    else max(v.member_epoch, 0)
