@@ -348,6 +348,9 @@ class OffsetMetadataManager:
             assert self.consumer_groups is not None
             cgm = self.consumer_groups
             subscribed = lambda topic: cgm.is_subscribed_to_topic(group_id, topic)  # noqa: E731
+        elif self.streams_groups is not None and group_id in self.streams_groups.groups:
+            sgm = self.streams_groups
+            subscribed = lambda topic: sgm.is_subscribed_to_topic(group_id, topic)  # noqa: E731
         elif group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, []
         elif not group.is_in(GroupState.EMPTY) and not group.uses_consumer_protocol():

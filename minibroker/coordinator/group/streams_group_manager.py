@@ -199,6 +199,7 @@ class StreamsGroupManager:
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             if g is not None and req.member_id in g.members:
                 self._remove_member(g, req.member_id, keep_static=req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+                self._assign_after_leave(g)
             return HB(error_code=0, member_id=req.member_id, member_epoch=req.member_epoch,
                       heartbeat_interval_ms=0)
         if g is None:
@@ -309,10 +310,18 @@ class StreamsGroupManager:
         if g is not None and member_id in g.members:
             log.info("Streams group %s: member %s left (session timeout)", gid, member_id)
             self._remove_member(g, member_id, keep_static=False)
+            self._assign_after_leave(g)
             try:
                 self._persist(gid)
             except KafkaError as e:
                 log.warning("Streams group %s: writing the removal of %s failed: %s", gid, member_id, e)
+
+    def _assign_after_leave(self, g: StreamsGroup) -> None:
+        """Kafka 4.4 computes the new target as soon as a member is gone (its records show the
+        assignment epoch following the group epoch after a leave or an expiry, with no heartbeat
+        in between), so the remaining members learn of it on their next heartbeat."""
+        if g.configured is not None and g.topology is not None and g.assignment_epoch < g.group_epoch:
+            self._compute_target(g)
 
     def _schedule_session(self, g: StreamsGroup, m: StreamsGroupMember) -> None:
         gid, mid = g.group_id, m.member_id
@@ -354,7 +363,8 @@ class StreamsGroupManager:
         g.target = assign(members, g.configured.task_counts, stateful, self.config.num_standby_replicas)
         g.assignment_epoch = g.group_epoch
         lg = self.logs.setdefault(g.group_id, StreamsGroupLog())
-        lg.assignment_timestamp = self.now_ms()
+        # Kafka 4.4 stamps the assignments its assignor computed; an empty group's has none (0)
+        lg.assignment_timestamp = self.now_ms() if live else 0
         # Kafka: the assignment configs the target was computed with (StreamsGroupMetadataValue)
         lg.last_assignment_configs = {"num.standby.replicas": str(self.config.num_standby_replicas)}
 
@@ -398,8 +408,10 @@ class StreamsGroupManager:
         self._schedule_session(g, m)
 
     def is_subscribed_to_topic(self, group_id: str, topic: str) -> bool:
+        """An empty group reads nothing: its offsets may be deleted (Kafka: OffsetDelete on an
+        Empty streams group succeeds)."""
         g = self.groups[group_id]
-        return g.topology is not None and any(topic in s.source_topics or topic in {r.name for r in s.repartition_source_topics}
+        return bool(g.members) and g.topology is not None and any(topic in s.source_topics or topic in {r.name for r in s.repartition_source_topics}
                                               for s in g.topology.subtopologies)
 
     # -- Describe / List ---------------------------------------------------------------------------
