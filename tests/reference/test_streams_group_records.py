@@ -22,9 +22,10 @@ from typing import Any
 
 import pytest
 
+from minibroker_protocol.apis import describe_groups, list_groups
 from reference import kafka_reference as kr
 from tests.integration import streams_raw as sr
-from tests.reference.differential import normalise
+from tests.reference.differential import Differential, normalise
 from tests.reference.helpers import Pair, Side
 
 GROUP = "sgref-app"
@@ -106,6 +107,20 @@ def test_describe_of_a_settled_group_is_kafkas(groups: tuple[dict[str, Any], dic
     assert kafka_owned == mini_owned == [0, 1, 2, 3]
     assert mini == kafka
     assert (groups[0]["group_epoch"], groups[1]["group_epoch"]) == (3, 2)
+
+
+def test_list_and_describe_groups_report_the_streams_group_as_kafka(differential: Differential,
+                                                                   runs: tuple[tuple[dict[str, Any], str],
+                                                                               tuple[dict[str, Any], str]]) -> None:
+    """ListGroups v5 filtered by type `streams` (and by `consumer`: not listed), DescribeGroups v6
+    of the (now Empty) streams group: the raw responses equal."""
+    L = list_groups.REQUEST
+    for types in (["streams"], ["consumer"]):
+        a, b = differential.call(list_groups.API, 5, L(states_filter=[], types_filter=types))
+        ours = [g for g in b["groups"] if g["group_id"] == GROUP]
+        assert ours == [g for g in a["groups"] if g["group_id"] == GROUP], types
+        assert bool(ours) == (types == ["streams"])
+    differential.assert_same(describe_groups.API, 6, describe_groups.REQUEST(groups=[GROUP]))
 
 
 # a broker's own values, and (docs/differences.md) epochs and task placement
