@@ -139,3 +139,17 @@ def test_a_failed_write_fails_the_heartbeat_and_is_written_again_later() -> None
     assert {t for t, _ in types_of(log)} == {sgr.TOPOLOGY, sgr.MEMBER_METADATA, sgr.GROUP_METADATA,
                                              sgr.TARGET_ASSIGNMENT_MEMBER, sgr.TARGET_ASSIGNMENT_METADATA,
                                              sgr.CURRENT_MEMBER_ASSIGNMENT}
+
+
+def test_a_coordinator_that_loses_the_partition_forgets_the_group_and_its_sessions() -> None:
+    """forget() (GroupCoordinator.unload_partition): the group, what was written of it and its
+    members' session timers go; the new leader replays the records (after_load restarts them)."""
+    log: list[CoordinatorRecord] = []
+    mgr = writing_manager(log)
+    join(mgr, "a", "p1", ALL_TOPICS)
+    assert mgr.timer.is_scheduled(("sg-session", "app", "a"))
+    mgr.forget(["app"])
+    assert mgr.groups == {} and mgr.logs == {} and not mgr.timer.is_scheduled(("sg-session", "app", "a"))
+    moved = replayed(log)
+    assert moved.timer.is_scheduled(("sg-session", "app", "a"))
+    assert moved.groups["app"].members["a"].member_epoch == 1
