@@ -1,7 +1,7 @@
 """`python -m minibroker cluster`: one KRaft controller and N brokers, each its own process (issue 29).
 
     python -m minibroker cluster --brokers N --host H --port P --data-dir D
-                                 [--override k=v ...] [--console-port C] [--controller-port Q]
+                                 [--override k=v ...] [--console-port C] [--controller-port Q] [--fault-control]
 
 Theory of operation. The launcher writes each node's configuration with Kafka's keys
 (`process.roles`, `node.id`, `controller.quorum.voters`, `controller.listener.names`, `listeners`,
@@ -23,6 +23,8 @@ read alike. Layout and ports:
 - `D/cluster.json`: `{"cluster_id", "brokers": [{"node_id", "pid", "host", "port"}, ...],
   "controller": {"node_id", "pid", "host", "port"}}`, written (atomically) once every broker
   serves, removed when the cluster stops. `D/.lock` keeps a second launcher off D.
+- `--fault-control` (implied by --console-allow-faults): D/fault-control.token, and each broker's
+  fault control endpoint as its "fault_control" in cluster.json (minibroker.faults.control).
 
 A broker *serves* when it answers a Metadata request that names itself among the brokers: the
 controller registered it and unfenced it (Kafka's BrokerHeartbeat answer with isFenced=false),
@@ -61,6 +63,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from minibroker import cluster_fault_control as fault_control
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
 from minibroker.startup_errors import EXIT_STARTUP_ERROR, STARTUP_ERRORS
 from minibroker_protocol.apis import describe_quorum, metadata
@@ -219,8 +222,15 @@ def _yaml_text(v: str) -> str:
 
 def write_cluster_json(root: Path, cluster_id: str, nodes: list[Node]) -> Path:
     controller = next(n for n in nodes if n.role == "controller")
-    doc = {"cluster_id": cluster_id, "brokers": [n.to_json() for n in nodes if n.role == "broker"],
-           "controller": controller.to_json()}
+    brokers = []
+    for n in nodes:
+        if n.role == "broker":
+            b = n.to_json()
+            endpoint = fault_control.read_endpoint(root, n.node_id)  # with --fault-control (issue 32)
+            if endpoint is not None:
+                b["fault_control"] = {"host": endpoint[0], "port": endpoint[1]}
+            brokers.append(b)
+    doc = {"cluster_id": cluster_id, "brokers": brokers, "controller": controller.to_json()}
     path = root / CLUSTER_JSON
     tmp = root / (CLUSTER_JSON + ".tmp")
     tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
@@ -451,6 +461,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--console-allow-writes", action="store_true", help="console.allow.writes on broker 1")
     p.add_argument("--console-allow-faults", action="store_true",
                    help="console.allow.faults on broker 1 (POST /api/faults, the cluster kinds included)")
+    p.add_argument("--fault-control", action="store_true",
+                   help="every broker serves its faults to the others on 127.0.0.1, with a token in "
+                        "D/fault-control.token (implied by --console-allow-faults: a fault's node may be any broker)")
     p.add_argument("--start-timeout", type=float, default=START_TIMEOUT_S,
                    help=f"seconds until every broker serves (default {START_TIMEOUT_S:.0f})")
     return p.parse_args(argv)
@@ -481,6 +494,13 @@ async def run(args: argparse.Namespace) -> int:
         cluster_id = _existing_cluster_id(root) or random_cluster_id()
         launcher = ClusterLauncher(root, nodes, cluster_id, list(args.override), {1: _console_overrides(args)})
         launcher.write_configs()
+        with contextlib.suppress(FileNotFoundError):  # a broker finds the token at start, or has none
+            (root / fault_control.TOKEN_FILE).unlink()
+        for b in launcher.brokers:
+            with contextlib.suppress(FileNotFoundError):
+                (b.dir / fault_control.ENDPOINT_FILE).unlink()
+        if args.fault_control or args.console_allow_faults:
+            fault_control.write_token(root)
         started = time.monotonic()
         try:
             starting = asyncio.create_task(launcher.start(args.start_timeout))

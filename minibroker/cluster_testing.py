@@ -22,6 +22,7 @@ it last saw.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import signal
@@ -38,7 +39,9 @@ from typing import TypeVar
 
 from minibroker import cluster_control as cc
 from minibroker.cluster_control import Address, NodeProcesses, PartitionState
+from minibroker.cluster_faults import NodeFaults, RemoteFault
 from minibroker.cluster_launcher import CLUSTER_JSON, Node, serves, serving
+from minibroker.faults.control import FaultControlError
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT = 60.0
@@ -167,12 +170,24 @@ class ClusterOps(ABC):
         return _run(cc.shuffle_leaders(self.addresses, topics, seed))
 
     # -- the cluster fault kinds by name (minibroker.faults.cluster_kinds) ------------------------
-    def inject(self, *, kind: str, node: int | None = None, topic: str | None = None,
-               partition: int | None = None, seed: int | None = None) -> None:
+    def inject(self, api: str | None = None, *, kind: str | None = None, node: int | None = None,
+               topic: str | None = None, partition: int | None = None, seed: int | None = None,
+               **spec: str | int | float | None) -> RemoteFault | None:
         """Apply a cluster fault kind now: `broker.stop`, `broker.kill`, `broker.start` (node),
         `broker.pause` / `broker.resume` (node), `leader.move` (topic, partition, node = the new
         leader), `leader.shuffle` (topic optional, seed optional). The same names as POST
-        /api/faults takes on a cluster broker's console."""
+        /api/faults takes on a cluster broker's console. A request fault (`api`) or a fault inside
+        a broker (`replica.fetch.cut`, `controller.cut`, `disk.slow`, `disk.full`) is set on broker
+        `node` and returned (`RemoteFault`: `wait_fired`, `remove`, a context manager); the
+        cluster must have fault control (`Cluster` asks for it)."""
+        if api is not None or kind in IN_BROKER_KINDS:
+            if node is None:
+                raise ValueError(f"{api or kind} needs node (the broker it acts in)")
+            more = {k: v for k, v in {"kind": kind, "topic": topic, "partition": partition, "seed": seed}.items()
+                    if v is not None}
+            return self.faults(node).inject(api, **more, **spec)
+        if kind is None:
+            raise ValueError("inject needs an api (a request fault) or a kind")
         if kind in ("broker.stop", "broker.kill", "broker.start", "broker.pause", "broker.resume"):
             if node is None:
                 raise ValueError(f"{kind} needs node")
@@ -187,6 +202,14 @@ class ClusterOps(ABC):
             self.shuffle_leaders([topic] if topic is not None else None, seed)
         else:
             raise ValueError(f"no cluster fault kind {kind!r}")
+        return None
+
+    def faults(self, node: int) -> NodeFaults:
+        """The faults of broker `node`, set inside its process (minibroker.cluster_faults)."""
+        raise NotImplementedError(f"{type(self).__name__} has no fault control")
+
+
+IN_BROKER_KINDS = frozenset({"replica.fetch.cut", "controller.cut", "disk.slow", "disk.full"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +263,7 @@ class Cluster(ClusterOps):
             args += ["--console-port", str(self.console_port)]
         if self.console_allow_faults:
             args.append("--console-allow-faults")
-        return args
+        return args + ["--fault-control"]  # c.faults(n), c.inject(api, node=n) (issue 32)
 
     def start(self, timeout: float = START_TIMEOUT) -> Cluster:
         started = time.monotonic()
@@ -332,14 +355,21 @@ class Cluster(ClusterOps):
     def pause(self, node_id: int) -> None:
         self._processes.pause(node_id)
 
+    def faults(self, node: int) -> NodeFaults:
+        self.brokers[node]  # noqa: B018 - a KeyError names a broker the cluster does not have
+        return NodeFaults(self.root, node)
+
     def resume(self, node_id: int) -> None:
         self._processes.resume(node_id)
 
     def heal(self, timeout: float = START_TIMEOUT) -> None:
-        """Every broker running, resumed and serving again (after a test that stopped or paused some)."""
+        """Every broker running, resumed, without faults and serving again (after a test that
+        stopped, paused or cut some)."""
         for n in self.brokers:
             if self._processes.running(n):
                 self._processes.resume(n)
+                with contextlib.suppress(FaultControlError):
+                    self.faults(n).clear()
             else:
                 self.start_broker(n, timeout)
         poll(lambda: all(self.serves(n) for n in self.brokers), "every broker serves", timeout)
@@ -375,4 +405,4 @@ class Cluster(ClusterOps):
         return f"<Cluster of {len(self.brokers)} brokers at {self.bootstrap if self.brokers else '(not started)'}>"
 
 
-__all__ = ["Cluster", "ClusterBroker", "ClusterOps", "PartitionState", "poll"]
+__all__ = ["Cluster", "ClusterBroker", "ClusterOps", "NodeFaults", "PartitionState", "RemoteFault", "poll"]

@@ -37,6 +37,7 @@ from minibroker.config import (
     format_value,
     parse_value,
 )
+from minibroker.config.kafka_dynamic import REPLICATION_THROTTLE_KEYS
 from minibroker_storage.log_files import atomic_write
 
 log = logging.getLogger("minibroker.dynamic_config")
@@ -118,6 +119,7 @@ class DynamicBrokerConfig:
     @staticmethod
     def validate(new_layer: dict[str, str | None], per_broker: bool) -> dict[str, ConfigValue]:
         """Parse a whole new layer (key -> text); ConfigError for keys that cannot change live."""
+        new_layer = {k: v for k, v in new_layer.items() if k not in REPLICATION_THROTTLE_KEYS}  # kept, not acted on
         fixed = sorted(k for k in new_layer if k in BROKER_CONFIGS and (BROKER_CONFIGS[k].read_only or k in _NOT_HERE))
         if fixed:
             raise ConfigError(f"Cannot update these configs dynamically: [{', '.join(fixed)}]")  # Kafka 4.4's text

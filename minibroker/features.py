@@ -60,6 +60,31 @@ register(Feature(KRAFT_VERSION, 0, 0, 0))
 register(Feature(SHARE_VERSION, 0, 2, 2))
 
 
+@dataclass(frozen=True, slots=True)
+class FeatureLevels:
+    """What one broker's ApiVersions reports: the levels it supports and the cluster's finalized ones."""
+
+    supported: dict[str, tuple[int, int]]
+    finalized: dict[str, int]  # level > 0 only
+    epoch: int
+
+
+def static_levels() -> FeatureLevels:
+    """A broker that is its own controller: the table's levels."""
+    return FeatureLevels({f.name: (f.min_version, f.max_version) for f in FEATURES.values()},
+                         {f.name: f.level for f in FEATURES.values() if f.level > 0}, FINALIZED_FEATURES_EPOCH)
+
+
+def kraft_supported() -> dict[str, tuple[int, int]]:
+    """The levels a KRaft broker registers with its controller (and reports): share groups are
+    served by a single broker only (their state is not yet sent between brokers, Kafka's
+    Read/WriteShareGroupState), so a KRaft broker supports share.version 0 only and no cluster of
+    them can finalize share groups on (docs/differences.md#kraft-share-groups)."""
+    out = {f.name: (f.min_version, f.max_version) for f in FEATURES.values()}
+    out[SHARE_VERSION] = (0, 0)
+    return out
+
+
 def finalized_level(name: str) -> int:
     """The finalized level of a feature, 0 when it is not finalized."""
     f = FEATURES.get(name)

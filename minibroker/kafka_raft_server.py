@@ -26,11 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import minibroker.faults.cluster_kinds  # noqa: F401 - registers the cluster's fault kinds (broker.kill, leader.move...)
+import minibroker.faults.network_kinds  # noqa: F401 - registers replica.fetch.cut, controller.cut
 from minibroker.config import BrokerConfig
 from minibroker.controller.controller_server import ControllerServer
+from minibroker.controller.leader_balance import DEFAULT_UNCLEAN_INTERVAL_MS
 from minibroker.controller.quorum_controller import ControllerConfig
 from minibroker.controller.replication_control import TopicDefaults
-from minibroker.features import FEATURES
+from minibroker.faults.control import FaultControlServer, start_fault_control
+from minibroker.features import FeatureLevels, kraft_supported
+from minibroker.metadata.acl_publisher import AclPublisher
 from minibroker.metadata.alter_partition_manager import ControllerAlterPartitionManager
 from minibroker.metadata.broker_lifecycle_manager import BrokerLifecycleManager, ListenerInfo
 from minibroker.metadata.broker_metadata_publisher import BrokerMetadataPublisher
@@ -38,6 +42,8 @@ from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.forwarding_manager import ForwardingManager
 from minibroker.metadata.metadata_loader import MetadataLoader, MetadataPublisher
 from minibroker.metadata.producer_id_blocks import ControllerProducerIdBlocks
+from minibroker.metadata.quota_publisher import QuotaPublisher
+from minibroker.metadata.scram_publisher import ScramPublisher
 from minibroker.network.socket_server import SocketServer
 from minibroker.server import BrokerServer
 from minibroker_storage.checkpoint import uuid_from_kafka
@@ -124,7 +130,12 @@ class KafkaRaftServer:
             segment_bytes=cfg.get("metadata.log.segment.bytes"),
             topic_defaults=TopicDefaults(cfg.get("num.partitions"), cfg.get("default.replication.factor"),
                                          cfg.get("unclean.leader.election.enable")),
-            directory_id=uuid_from_kafka(meta.directory_id))
+            directory_id=uuid_from_kafka(meta.directory_id),
+            leader_imbalance_check_interval_ms=(cfg.get("leader.imbalance.check.interval.seconds") * 1000
+                                                if cfg.get("auto.leader.rebalance.enable") else None),
+            # Kafka's internal key: accepted from the properties, not described (cfg.unknown keeps it)
+            unclean_leader_election_interval_ms=int(str(cfg.unknown.get(
+                "unclean.leader.election.interval.ms", DEFAULT_UNCLEAN_INTERVAL_MS))))
         self.controller = ControllerServer(data_dir, controller_config, endpoint.host or "0.0.0.0", endpoint.port,
                                            endpoint.listener_name)
         await self.controller.startup()
@@ -150,7 +161,7 @@ class KafkaRaftServer:
             node_id=cfg.node_id, cluster_id=cluster_id,
             listeners=[ListenerInfo(e.listener_name, e.host, e.port, _SECURITY_PROTOCOL_IDS[e.security_protocol])
                        for e in cfg.advertised_endpoints],
-            features={f.name: (f.min_version, f.max_version) for f in FEATURES.values()},
+            features=kraft_supported(),
             metadata_offset=lambda: loader.highest_offset,
             heartbeat_interval_ms=cfg.get("broker.heartbeat.interval.ms"),
             # the directory ids of meta.properties: Kafka's controller refuses a registration
@@ -183,9 +194,25 @@ class KafkaRaftServer:
             inter_broker_listener=self.config.listener_name,
             caught_up=lambda: loader.highest_offset >= loader.high_watermark - 1,
             dynamic_config=server.dynamic_config))
+        # ApiVersions: the levels registered with the controller, the metadata log's finalized ones
+        server.services.feature_levels = lambda: FeatureLevels(kraft_supported(), dict(loader.image.features),
+                                                               max(loader.image.offset, 0))
+        self.add_publisher(AclPublisher(server.authorizer))
+        self.add_publisher(ScramPublisher(server.scram_credentials))
+        self.add_publisher(QuotaPublisher(server.quota_store))
         self.forwarding.install(server.handlers, server.services)
         server.topics.remote_creator = self.forwarding
         server.producer_ids.block_source = self.producer_id_blocks
+        server.controller_channels = self.controller_channels()  # what a controller.cut cuts (minibroker.faults)
+
+    def controller_channels(self) -> list[ControllerChannel]:
+        """Every channel of this broker to the controller (Kafka's NodeToControllerChannelManagers)."""
+        out = [self.loader.channel if self.loader is not None else None,
+               self.lifecycle.channel if self.lifecycle is not None else None,
+               self.alter_partition_manager.channel if self.alter_partition_manager is not None else None,
+               self.forwarding.channel if self.forwarding is not None else None,
+               self.producer_id_blocks.channel if self.producer_id_blocks is not None else None]
+        return [c for c in out if isinstance(c, ControllerChannel)]
 
     async def wire_and_catch_up(self, server: BrokerServer) -> None:
         """`wire`, `start_broker`, then wait for the initial catch-up with the metadata log and (at
@@ -258,13 +285,19 @@ async def serve_kraft(config: BrokerConfig) -> int:
     """A node with Kafka's process.roles: controller, broker or both (minibroker.kafka_raft_server)."""
     node = KafkaRaftServer(config)
     server = None
+    control: FaultControlServer | None = None
     try:
         await node.start_controller()
         if "broker" in node.roles:
             socket_server = SocketServer(config)
             socket_server.bind()
             server = BrokerServer(config, socket_server=socket_server)
-            server.on_built = node.wire_and_catch_up  # before any request is served
+
+            async def built(s: BrokerServer) -> None:  # before any request is served
+                nonlocal control  # the fault control endpoint: up before the broker serves (issue 32)
+                control = await start_fault_control(s, config.data_dir)  # None unless the cluster has it
+                await node.wire_and_catch_up(s)
+            server.on_built = built
             await server.startup()
     except (MetaPropertiesError, ValueError) as e:
         print(f"minibroker: {e}", file=sys.stderr, flush=True)
@@ -276,6 +309,8 @@ async def serve_kraft(config: BrokerConfig) -> int:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     logging.getLogger("minibroker").info("shutting down")
+    if control is not None:
+        await control.close()
     await node.shutdown()  # the controlled shutdown first: leadership moves while the broker still serves
     if server is not None:
         await server.shutdown()

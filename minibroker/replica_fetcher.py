@@ -36,6 +36,7 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from minibroker.network.node_connection import NodeConnection
 from minibroker.partition import Partition
@@ -51,6 +52,15 @@ _BACKOFF_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_
                              ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                              ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.NOT_LEADER_OR_FOLLOWER,
                              ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.OFFSET_NOT_AVAILABLE})
+
+
+class FetchFaultHook(Protocol):
+    """A fault that cuts this follower off from its leader (minibroker.faults.network_kinds):
+    given the partitions a round would fetch, the ones that still get through; it raises
+    ConnectionError (a failed fetch) or waits (a fetch left unanswered) when none does."""
+
+    async def partitions_through(self, follower: int, leader: int, ready: Mapping[TopicPartition, PartitionFetchState]
+                                 ) -> Mapping[TopicPartition, PartitionFetchState]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +96,10 @@ class ReplicaFetcherThread:
     """Fetches for this broker, as follower, the partitions `source` leads."""
 
     def __init__(self, node_id: int, source: BrokerEndpoint, *, broker_epoch: Callable[[], int],
-                 on_append: Callable[[Partition], None], config: FetcherConfig | None = None) -> None:
+                 on_append: Callable[[Partition], None], config: FetcherConfig | None = None,
+                 fault: Callable[[], FetchFaultHook | None] | None = None) -> None:
         self.node_id = node_id
+        self._fault = fault  # the fetcher manager's fault hook (None without a fault: one call per round)
         self.source = source
         self.config = config or FetcherConfig()
         self._broker_epoch = broker_epoch
@@ -193,6 +205,11 @@ class ReplicaFetcherThread:
             except TimeoutError:
                 pass
             return
+        hook = self._fault() if self._fault is not None else None
+        if hook is not None:
+            ready = dict(await hook.partitions_through(self.node_id, self.source.node_id, ready))
+            if not ready:  # all cut: the hook waited until the cut changed
+                return
         conn = await self._connection()
         version = conn.version_for(fetch.API, self.config.fetch_version)
         request, round_ = self._build_fetch(ready, version)

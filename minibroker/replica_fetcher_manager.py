@@ -17,7 +17,12 @@ from collections.abc import Callable, Iterable, Mapping
 
 from minibroker.partition import Partition
 from minibroker.replica import BrokerEndpoint
-from minibroker.replica_fetcher import FetcherConfig, PartitionFetchState, ReplicaFetcherThread
+from minibroker.replica_fetcher import (
+    FetcherConfig,
+    FetchFaultHook,
+    PartitionFetchState,
+    ReplicaFetcherThread,
+)
 
 logger = logging.getLogger("minibroker.replica_fetcher")
 TopicPartition = tuple[str, int]
@@ -32,6 +37,7 @@ class ReplicaFetcherManager:
         self._on_append = on_append
         self.fetchers: dict[int, ReplicaFetcherThread] = {}  # by leader broker id
         self._closing: set[asyncio.Task[None]] = set()
+        self.fetch_fault: FetchFaultHook | None = None  # set while a replica.fetch.cut is (minibroker.faults)
 
     def add_fetcher_for_partitions(self, partitions: Mapping[TopicPartition, tuple[Partition, BrokerEndpoint]]) -> None:
         """Fetch each partition from its leader, from the log end offset on (Kafka:
@@ -44,7 +50,7 @@ class ReplicaFetcherManager:
             if fetcher is None:
                 fetcher = self.fetchers[leader.node_id] = ReplicaFetcherThread(
                     self.node_id, leader, broker_epoch=self._broker_epoch, on_append=self._on_append,
-                    config=self.config)
+                    config=self.config, fault=lambda: self.fetch_fault)
                 fetcher.start()
             fetcher.add_partitions({tp: PartitionFetchState(part, part.leader_epoch)})
             logger.info("broker %d follows %s-%d from leader %d (epoch %d) at offset %d", self.node_id, tp[0], tp[1],

@@ -245,7 +245,7 @@ class ReplicaManager:
         """Apply changed topics of the metadata image: every partition with this broker among its
         replicas becomes leader (`Partition.make_leader`) or follower (`make_follower`, its fetcher
         pointed at the leader's endpoint in `brokers`, starting at its LEO); one no longer assigned
-        here, or of a deleted topic, stops (its log stays for the log manager to delete). The
+        here, or of a deleted topic, stops (the metadata publisher then deletes its log). The
         partition's log is created if missing (Kafka: Partition.createLogIfNotExists)."""
         self.brokers = dict(brokers)
         topics, deleted = list(topics), list(deleted)
@@ -399,8 +399,10 @@ class ReplicaManager:
             self.fetch_waiters.notify(tp)
             result = ProducePartitionResult(info, None, info.log_start_offset)
             # acks=-1 waits in the produce purgatory (Kafka: DelayedProduce) until the HW passed
-            # the records; with the leader alone in the ISR it already has
-            if required_acks == -1 and not part.log.high_watermark_follows_leo and not info.duplicate \
+            # the records; with the leader alone in the ISR it already has. A retried duplicate
+            # waits too, for the HW to pass the batch it repeats (Kafka: delayedProduceRequestRequired
+            # counts it): an isolated leader must not acknowledge a retry of what it never committed
+            if required_acks == -1 and not part.log.high_watermark_follows_leo \
                     and part.high_watermark <= info.last_offset:
                 result.waiting_on = part
             return result
@@ -498,15 +500,15 @@ class ReplicaManager:
                         current_leader_epoch=fp.current_leader_epoch, last_fetched_epoch=fp.last_fetched_epoch,
                         # consumers read from leaders only (docs/differences.md#repl-fetch-from-follower)
                         from_follower=replica is not None, require_leader=True)
-                    if replica is not None and result.diverging_epoch is None:
+                    if replica is not None and replica.replica_id not in part.remote_replicas:
+                        # Kafka 4.4 answers a fetch from a broker outside the replica set (one this
+                        # leader has not yet learned was added, say) UNKNOWN_LEADER_EPOCH, so it
+                        # retries (tests/reference/test_inter_broker_bad_input.py)
+                        result = LogReadResult(ErrorCode.UNKNOWN_LEADER_EPOCH)
+                    elif replica is not None and result.diverging_epoch is None:
                         self.produce_waiters.notify((part.topic, part.partition))  # DelayedDeleteRecords
-                        if not part.update_follower_fetch_state(replica.replica_id, fp.fetch_offset,
-                                                                fp.log_start_offset, self._now_ms(),
-                                                                result.log_end_offset, replica.broker_epoch) \
-                                and replica.replica_id not in part.remote_replicas:
-                            # Kafka: "the replica is not recognized to be one of the assigned
-                            # replicas ... Empty records are returned for this partition"
-                            result.records = None
+                        part.update_follower_fetch_state(replica.replica_id, fp.fetch_offset, fp.log_start_offset,
+                                                         self._now_ms(), result.log_end_offset, replica.broker_epoch)
                         result.high_watermark = part.high_watermark
             except KafkaError as e:
                 # Kafka answers a failed read with unknown offsets (ReplicaManager.createLogReadResult)

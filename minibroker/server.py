@@ -35,7 +35,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,6 +60,7 @@ from minibroker.quotas.store import QuotaStore
 from minibroker.replica_manager import ReplicaManager
 from minibroker.security.authorizer import AUTHORIZER_CLASSES, Authorizer, parse_super_users
 from minibroker.security.credentials import ScramCredentialStore
+from minibroker.security.delegation_tokens import DelegationTokenCache, delegation_token_cache, sweep_expired
 from minibroker.services import BrokerServices
 from minibroker.topics import Topic, TopicRegistry
 from minibroker_storage.clock import Clock, wall_clock_ms
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from minibroker.coordinator.share.share_group import ShareGroupCoordinator
     from minibroker.coordinator.txn.transaction_coordinator import TransactionCoordinator
     from minibroker.faults import FaultRegistry
+    from minibroker.metadata.controller_channel import ControllerChannel
     from minibroker.replica_fetcher_manager import ReplicaFetcherManager
     from minibroker.schema_registry import SchemaRegistry
     from minibroker.tools.trace import TraceListeners
@@ -106,6 +108,7 @@ class BrokerServer:
     client_quotas: ClientQuotaManager
     connection_quotas: ConnectionQuotas
     scram_credentials: ScramCredentialStore
+    delegation_tokens: DelegationTokenCache | None  # None without delegation.token.secret.key
     authorizer: Authorizer
     services: BrokerServices
     handlers: ServedHandlers
@@ -125,6 +128,8 @@ class BrokerServer:
         # metadata publisher and forwarding there and catches up with the metadata log:
         # minibroker.kafka_raft_server)
         self.on_built: Callable[[BrokerServer], Awaitable[None]] | None = None
+        # a KRaft broker's channels to the controller, set by its wiring (a controller.cut cuts them)
+        self.controller_channels: Sequence[ControllerChannel] = ()
 
     # -- life ------------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -142,6 +147,10 @@ class BrokerServer:
         self._background.append(asyncio.create_task(self.coordinators.load_rest(), name="coordinators-load"))
         self._background.append(asyncio.create_task(self.scheduler.run(), name="broker-periodic"))
         self._background.append(asyncio.create_task(self.replica_manager.run_isr_expiration(), name="isr-expiration"))
+        if self.delegation_tokens is not None:
+            self._background.append(asyncio.create_task(sweep_expired(
+                self.delegation_tokens, self.clock, self.config.get("delegation.token.expiry.check.interval.ms")),
+                name="delegation-token-expiry"))
         if self.cleaner is not None:
             self._background.append(asyncio.create_task(self.cleaner.run(), name="log-cleaner"))
         self.socket_server.enable_request_processing(self.apis.handle, self.memory_pool, self.connection_quotas,
@@ -228,6 +237,8 @@ class BrokerServer:
         # SCRAM credentials (salted, iterated; AlterUserScramCredentials), read by SASL listeners
         self.scram_credentials = ScramCredentialStore(data_dir)
         self.scram_credentials.load()
+        self.delegation_tokens = delegation_token_cache(cfg, data_dir)
+        self.scram_credentials.token_cache = self.delegation_tokens
         # ACLs (StandardAuthorizer's rules), on when authorizer.class.name names Kafka's authorizer
         self.authorizer = Authorizer(data_dir, enabled=cfg.get("authorizer.class.name") in AUTHORIZER_CLASSES,
                                      super_users=parse_super_users(cfg.get("super.users")),
@@ -237,7 +248,9 @@ class BrokerServer:
         self.dynamic_config.on_change(self.topics.reconfigure)
         # share groups off (group.share.enable=false): their APIs are not served, so not advertised.
         # A handler module is imported by the first request for one of its keys (issue 22).
-        served = served_versions(share_groups=cfg.get("group.share.enable"))
+        # A KRaft broker (process.roles) does not serve them either: their state is not yet sent
+        # between brokers, so it supports share.version 0 only (minibroker.features.kraft_supported)
+        served = served_versions(share_groups=cfg.get("group.share.enable") and not config.get("process.roles"))
         self.services = BrokerServices(
             node_id=self.node_id, host=config.advertised_host, port=config.advertised_port, started_ms=clock(),
             clock=clock, dynamic_config=self.dynamic_config, log_manager=self.log_manager, topics=self.topics,

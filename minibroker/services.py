@@ -9,7 +9,7 @@ connection or the dispatcher.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,7 @@ from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupCon
 from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
 from minibroker.coordinators import Coordinators
 from minibroker.dynamic_config import DynamicBrokerConfig
+from minibroker.features import FeatureLevels, static_levels
 from minibroker.fetch_sessions import FetchSessionCache
 from minibroker.metadata_cache import MetadataCache
 from minibroker.metrics import BrokerMetrics
@@ -66,6 +67,9 @@ class BrokerServices:
     # the API keys and versions this broker serves (ApiVersions): the registry's table less the
     # share-group APIs when group.share.enable=false
     served_versions: Mapping[int, Versions]
+    # ApiVersions' features (KIP-584): the table's, or a KRaft broker's registered levels and the
+    # metadata log's finalized ones (minibroker.kafka_raft_server)
+    feature_levels: Callable[[], FeatureLevels] = static_levels
 
     @property
     def group_coordinator(self) -> GroupCoordinator:

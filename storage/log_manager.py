@@ -314,6 +314,21 @@ class LogManager:
             self._write_topic_overrides()
         self.checkpoint()
 
+    def delete_log(self, topic: str, partition: int) -> Path | None:
+        """Rename one partition's directory `<topic>-<p>.<uuid>-delete` for `cleanup_deleted` to
+        remove after file.delete.delay.ms (Kafka: LogManager.asyncDelete, for a replica this broker
+        no longer hosts); its open files stay readable meanwhile. The new path, or None if the
+        partition had no log here."""
+        lg = self._logs.pop((topic, partition), None)
+        if lg is None:
+            return None
+        lg.rename_dir(self.data_dir / log_delete_dir_name(topic, partition))
+        self._deleted_logs.append((self._now_ms() + lg.config.file_delete_delay_ms, lg))
+        fsync_dir(self.data_dir)
+        logger.info("Log for partition %s-%d is renamed to %s and is scheduled for deletion", topic, partition, lg.dir)
+        self.checkpoint()
+        return lg.dir
+
     def cleanup_deleted(self, now: int | None = None) -> int:
         """Remove what deletions left for later: `.deleted` segments and `-delete` directories
         whose delay has passed. Returns how many segments and directories went."""

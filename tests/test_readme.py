@@ -128,3 +128,36 @@ def test_the_quickstart_works_as_written(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed (.ci/run installs it)")
+def test_the_cluster_block_works_as_written(tmp_path):
+    lines = sh_lines_after("### A cluster on one machine")
+    launcher = shlex.split(" ".join(lines[:2]).replace("\\", " "), comments=True)
+    assert launcher[-1] == "&" and launcher[:4] == [".venv/bin/python", "-m", "minibroker", "cluster"]
+    clients = lines[2:]
+    assert len(clients) == 3
+    busy = [p for p in range(19093, 19097) if not port_free(p)]
+    if busy:
+        pytest.skip(f"the README's cluster ports {busy} are in use on this machine")
+    scratch_checkout(tmp_path)
+    proc = subprocess.Popen(launcher[:-1], cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "cluster-data" / "cluster.json").exists():  # written once every broker serves
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.1)
+        out = [subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+               for line in clients]
+        assert [o.returncode for o in out] == [0, 0, 0], [o.stderr for o in out]
+        assert "3 brokers:" in out[0].stdout
+        assert out[2].stdout.splitlines() == ["replicated"]
+        described = subprocess.run(["kcat", "-b", "127.0.0.1:19095", "-L", "-t", "r3"], capture_output=True,
+                                   text=True, timeout=60)
+        assert re.search(r"partition 0, leader \d, replicas: \d,\d,\d", described.stdout), described.stdout
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)

@@ -63,6 +63,8 @@ KRAFT_APIS = [
 APIS += KRAFT_APIS
 # The rest of Kafka 4.4's broker API (issue 35), generated with --only from the 4.4 JSON.
 APIS += ["ListConfigResources", "UnregisterController"]
+# Delegation tokens (KIP-48; issue 35), generated with --only from the 4.4 JSON.
+APIS += ["CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken", "DescribeDelegationToken"]
 # KIP-1071 streams groups (issue 35): generated alone with --streams from the 4.4 jars'
 # common/message (kafka-clients), like --kraft.
 STREAMS_APIS = ["StreamsGroupHeartbeat", "StreamsGroupDescribe"]

@@ -411,6 +411,15 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("min.insync.replicas", "int", 1, "Broker default of min.insync.replicas.", AtLeast(1), dynamic=True),
     _broker("unclean.leader.election.enable", "boolean", False,
             "Broker default of unclean.leader.election.enable." + _NOT_HERE, dynamic=True),
+    _broker("auto.leader.rebalance.enable", "boolean", True,
+            "Whether the controller moves each partition's leadership back to its preferred replica (the "
+            "first of its replicas) when that one is in the ISR again, every "
+            "leader.imbalance.check.interval.seconds."),
+    _broker("leader.imbalance.check.interval.seconds", "long", 300,
+            "How often the controller checks for partitions not led by their preferred replica.", AtLeast(1)),
+    _broker("leader.imbalance.per.broker.percentage", "int", 10,
+            "The imbalance ratio of the ZooKeeper controller." + _no_effect(
+                "as on Kafka's KRaft controller, every imbalanced partition is rebalanced"), AtLeast(0)),
     _broker("replica.lag.time.max.ms", "long", 30000,
             "How long a follower may go without catching up to the leader's log end offset before the "
             "leader proposes to drop it from the ISR (checked every half of it)."),
@@ -602,6 +611,23 @@ _BROKER_KEYS += [
     _broker("group.streams.num.standby.replicas", "int", 0,
             "Standby replicas of each stateful task a streams group gets (the group config "
             "streams.num.standby.replicas overrides it).", AtLeast(0)),
+]
+
+
+# --- delegation tokens (KIP-48; Kafka's DelegationTokenManagerConfigs)
+_BROKER_KEYS += [
+    _broker("delegation.token.secret.key", "password", None,
+            "Secret the HMAC of a delegation token is made with (HMAC-SHA512 of the token id); unset: tokens "
+            "are off (DELEGATION_TOKEN_AUTH_DISABLED). Every broker of a cluster needs the same.", sensitive=True),
+    _broker("delegation.token.master.key", "password", None,
+            "Deprecated alias of delegation.token.secret.key, read when that is unset.", sensitive=True),
+    _broker("delegation.token.max.lifetime.ms", "long", 7 * 24 * 3600 * 1000,
+            "Longest a delegation token lives, renewals included.", AtLeast(1)),
+    _broker("delegation.token.expiry.time.ms", "long", 24 * 3600 * 1000,
+            "How long a new or renewed delegation token lives unless renewed (a renewal asks for at most this).",
+            AtLeast(1)),
+    _broker("delegation.token.expiry.check.interval.ms", "long", 3600 * 1000,
+            "Between two removals of the expired delegation tokens.", AtLeast(1)),
 ]
 
 

@@ -11,11 +11,17 @@
 
 The JSON of a fault: "api" (Kafka's API name) or "kind" ("disk.full", "disk.slow",
 "broker.pause"; on a broker of `minibroker cluster` also "broker.stop", "broker.kill",
-"broker.start", "leader.move", "leader.shuffle": minibroker.faults.cluster_kinds); the filters "version" / "versions" ([lo, hi]), "client_id", "topic",
+"broker.start", "leader.move", "leader.shuffle", "coordinator.move": minibroker.faults.cluster_kinds;
+"replica.fetch.cut", "controller.cut": minibroker.faults.network_kinds); the filters "version" / "versions" ([lo, hi]), "client_id", "topic",
 "partition", "group_id", "transactional_id", "node"; one action: "error" (Kafka's error name),
 "delay_ms", or "action" ("close", "close_after", "drop"); the trigger "count" (default 1; 0 or
 null: every time until removed), "nth", "after", "probability" with "seed". It is the Python API's
 model (minibroker.faults.model.fault_kwargs -> make_fault), so both say the same thing.
+
+On a broker of a `minibroker cluster` with fault control, a fault whose "node" is another broker
+is set in that broker's process (minibroker.faults.control), GET /api/faults lists every live
+broker's faults with the fired counts counted where they fired, and an id (which names its
+broker) goes to its owner.
 
 Off unless the broker runs with `--console-allow-faults` (console.allow.faults): 403 then. The
 writes take the console's rules for writes (minibroker.console.app: the same-origin check; with an
@@ -32,7 +38,8 @@ from aiohttp import web
 
 from minibroker.console import auth, pages
 from minibroker.console.actions import ActionError
-from minibroker.faults import FaultError, FaultRegistry
+from minibroker.faults import KINDS, FaultError, FaultRegistry
+from minibroker.faults.control import ClusterFaults, FaultControlError, cluster_root
 from minibroker.faults.model import fault_kwargs
 from minibroker.security.authorizer import CLUSTER_NAME, AclOperation, ResourceType
 from minibroker.services import BrokerServices
@@ -52,6 +59,10 @@ class FaultsApi:
         self._registry = registry
         self._guard = guard
         self.plain_users = plain_users
+        # a broker of a `minibroker cluster` with fault control: faults for the other brokers go to
+        # theirs (minibroker.faults.control)
+        root = cluster_root(services.config.data_dir) if registry is not None else None
+        self.cluster = ClusterFaults(root, services.node_id) if root is not None else None
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_get("/faults", self._page)
@@ -86,6 +97,15 @@ class FaultsApi:
             body = await request.json()
         except ValueError:
             raise ActionError(400, "the body is not JSON") from None
+        if self.cluster is not None and isinstance(body, dict):
+            kind = body.get("kind")
+            any_node = getattr(KINDS.get(kind if isinstance(kind, str) else ""), "any_node", False)
+            try:
+                node = self.cluster.remote_node(body, any_node)
+                if node is not None:
+                    return _json(await self.cluster.inject(node, body), status=201)
+            except FaultControlError as e:
+                raise ActionError(e.status, str(e)) from None
         try:
             fault = registry.inject(**fault_kwargs(body))
         except (FaultError, TypeError) as e:
@@ -95,6 +115,8 @@ class FaultsApi:
     async def _delete(self, request: web.Request) -> web.StreamResponse:
         registry = await self._write(request)
         fid = _id(request)
+        if self.cluster is not None and self.cluster.remote_owner(fid) is not None:
+            return _json(await _remote(self.cluster.on_owner(fid, "remove")))
         fault = registry.get(fid)
         if fault is None or not registry.remove(fid):
             raise ActionError(404, f"no fault {fid}")
@@ -104,14 +126,22 @@ class FaultsApi:
         registry = await self._write(request)
         n = len(registry)
         registry.clear()
+        if self.cluster is not None:
+            for r in await self.cluster.others("clear"):
+                removed = r.get("removed") if isinstance(r, dict) else None
+                n += removed if isinstance(removed, int) else 0
         return _json({"removed": n})
 
     async def _list(self, request: web.Request) -> web.StreamResponse:
-        return _json([f.to_json() for f in self._faults().all()])
+        out = [f.to_json() for f in self._faults().all()]
+        return _json(out + (await self.cluster.others("list") if self.cluster is not None else []))
 
     async def _get(self, request: web.Request) -> web.StreamResponse:
         registry = self._faults()
-        fault = registry.get(_id(request))
+        fid = _id(request)
+        if self.cluster is not None and self.cluster.remote_owner(fid) is not None:
+            return await self._get_remote(self.cluster, fid, request)
+        fault = registry.get(fid)
         if fault is None:
             raise ActionError(404, f"no fault {request.match_info['id']}")
         wanted = request.query.get("wait_fired")
@@ -125,8 +155,24 @@ class FaultsApi:
                 return _json(fault.to_json(), status=408)
         return _json(fault.to_json())
 
+    async def _get_remote(self, cluster: ClusterFaults, fid: int, request: web.Request) -> web.StreamResponse:
+        wanted = request.query.get("wait_fired")
+        if wanted is None:
+            return _json(await _remote(cluster.on_owner(fid, "get")))
+        n = int(_number(wanted, "wait_fired"))
+        timeout = min(_number(request.query.get("timeout", "10"), "timeout"), MAX_WAIT_S)
+        try:
+            return _json(await cluster.on_owner(fid, "get", within=timeout + 10, wait_fired=n, timeout=timeout))
+        except FaultControlError as e:
+            if e.status == 408:  # its message is the fault as it stands
+                return web.Response(text=str(e), status=408, content_type="application/json")
+            raise ActionError(e.status, str(e)) from None
+
     async def _fired(self, request: web.Request) -> web.StreamResponse:
-        return _json(list(self._faults().history))
+        history: list[object] = list(self._faults().history)
+        if self.cluster is not None:
+            history += await self.cluster.others("history")
+        return _json(history)
 
     async def _page(self, request: web.Request) -> web.StreamResponse:
         if self._registry is None:
@@ -162,6 +208,13 @@ def _number(text: str, name: str) -> float:
 
 
 _FILTERS = ("versions", "client_id", "topic", "partition", "group_id", "transactional_id", "node")
+
+
+async def _remote(answer: Awaitable[object]) -> object:
+    try:
+        return await answer
+    except FaultControlError as e:
+        raise ActionError(e.status, str(e)) from None
 
 
 def _id(request: web.Request) -> int:

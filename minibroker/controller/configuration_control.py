@@ -11,6 +11,7 @@ ConfigRecord; a resource whose checks fail changes nothing and answers its error
 from __future__ import annotations
 
 from minibroker.config import ConfigError
+from minibroker.config.kafka_dynamic import REPLICATION_THROTTLE_KEYS
 from minibroker.config.keys import BROKER_CONFIGS
 from minibroker.config.topic import validate_topic_config
 from minibroker.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
@@ -76,7 +77,7 @@ def _changes(image: MetadataImage, res: IncrementalAlterConfigsRequest.AlterConf
         except ConfigError as e:
             raise KafkaError(ErrorCode.INVALID_CONFIG, str(e)) from None
     elif res.resource_type == BROKER_RESOURCE:
-        unknown = [k for k in changes if k not in BROKER_CONFIGS]
+        unknown = [k for k in changes if k not in BROKER_CONFIGS and k not in REPLICATION_THROTTLE_KEYS]
         if unknown:
             raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown broker config: {unknown[0]}")
     else:

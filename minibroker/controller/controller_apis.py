@@ -39,13 +39,17 @@ from minibroker.raft.metadata_log import METADATA_TOPIC, METADATA_TOPIC_ID
 from minibroker.raft.snapshots import SnapshotId, latest_snapshot
 from minibroker_protocol.apis import (
     allocate_producer_ids,
+    alter_client_quotas,
     alter_partition,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     api_versions,
     broker_heartbeat,
     broker_registration,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_topics,
     describe_cluster,
     describe_quorum,
@@ -133,6 +137,22 @@ class ControllerApis:
             assert isinstance(req, alter_partition_reassignments.AlterPartitionReassignmentsRequest)
             return await c.alter_partition_reassignments(req)
 
+        async def acls_created(req: Message, v: int) -> Message:
+            assert isinstance(req, create_acls.CreateAclsRequest)
+            return await c.create_acls(req)
+
+        async def acls_deleted(req: Message, v: int) -> Message:
+            assert isinstance(req, delete_acls.DeleteAclsRequest)
+            return await c.delete_acls(req)
+
+        async def scram(req: Message, v: int) -> Message:
+            assert isinstance(req, alter_user_scram_credentials.AlterUserScramCredentialsRequest)
+            return await c.alter_user_scram_credentials(req)
+
+        async def quotas(req: Message, v: int) -> Message:
+            assert isinstance(req, alter_client_quotas.AlterClientQuotasRequest)
+            return await c.alter_client_quotas(req)
+
         async def list_reassignments(req: Message, v: int) -> Message:
             assert isinstance(req, list_partition_reassignments.ListPartitionReassignmentsRequest)
             return c.list_partition_reassignments(req)
@@ -184,6 +204,10 @@ class ControllerApis:
             Served(elect_leaders.API, 0, 2, elect),
             Served(alter_partition_reassignments.API, 0, 1, reassign),
             Served(list_partition_reassignments.API, 0, 0, list_reassignments),
+            Served(create_acls.API, 1, 3, acls_created),
+            Served(delete_acls.API, 1, 3, acls_deleted),
+            Served(alter_user_scram_credentials.API, 0, 0, scram),
+            Served(alter_client_quotas.API, 0, 1, quotas),
             Served(incremental_alter_configs.API, 0, 1, configs),
             Served(update_features.API, 0, 2, features),
             Served(fetch_snapshot.API, 0, 1, snapshot),

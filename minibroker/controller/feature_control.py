@@ -10,7 +10,7 @@ with UpdateFeatures (`update_features`).
 
 from __future__ import annotations
 
-from minibroker.features import FEATURES, METADATA_VERSION
+from minibroker.features import FEATURES, METADATA_VERSION, kraft_supported
 from minibroker.metadata.image import MetadataImage
 from minibroker_protocol import metadata_records as mr
 from minibroker_protocol.apis import update_features as uf
@@ -20,8 +20,12 @@ from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 
 
 def bootstrap_records() -> list[ApiMessageAndVersion]:
-    return [ApiMessageAndVersion(mr.FEATURE_LEVEL_RECORD(name=f.name, feature_level=f.level), 0)
-            for f in sorted(FEATURES.values(), key=lambda f: f.name) if f.level > 0]
+    """The levels a new cluster starts with (Kafka: `kafka-storage format`'s defaults): the table's,
+    capped at what a KRaft broker supports (share.version 0: minibroker.features.kraft_supported)."""
+    brokers = kraft_supported()
+    levels = {f.name: min(f.level, brokers.get(f.name, (0, f.level))[1]) for f in FEATURES.values()}
+    return [ApiMessageAndVersion(mr.FEATURE_LEVEL_RECORD(name=n, feature_level=level), 0)
+            for n, level in sorted(levels.items()) if level > 0]
 
 
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3  # UpdateFeatures upgrade_type (Kafka: FeatureUpdate.UpgradeType)
@@ -61,6 +65,14 @@ def _update(image: MetadataImage, name: str, level: int, kind: int) -> ApiMessag
                          f"supports versions {feature.min_version}-{feature.max_version}" if feature is not None
                          else f"Invalid update version {level} for feature {name}. The controller does not support "
                               "this feature.")
+    for b in sorted(image.brokers.values(), key=lambda b: b.id):  # every registered broker must support it
+        supported = b.features.get(name)
+        if supported is None and level > 0:
+            raise KafkaError(ErrorCode.INVALID_UPDATE_VERSION, f"Invalid update version {level} for feature {name}. "
+                             f"Broker {b.id} does not support this feature.")
+        if supported is not None and not supported[0] <= level <= supported[1]:
+            raise KafkaError(ErrorCode.INVALID_UPDATE_VERSION, f"Invalid update version {level} for feature {name}. "
+                             f"Broker {b.id} only supports versions {supported[0]}-{supported[1]}")
     if level < current:
         if kind == UPGRADE:
             raise KafkaError(ErrorCode.INVALID_UPDATE_VERSION,

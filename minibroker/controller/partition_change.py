@@ -7,7 +7,10 @@ no leader (-1), unless `unclean.leader.election.enable` lets the first usable re
 ISR lead, with the ISR reset to it and LeaderRecoveryState RECOVERING (KIP-704). When the ISR
 would become empty the last member is kept in it (Kafka keeps the ISR non-empty so the partition
 can come back from it). A record is written only if something changed; its leader field is -2
-when the leader did not change.
+when the leader did not change. A reassignment in progress completes in whichever change brings its
+new replicas into the ISR (minibroker.controller.reassignment_replicas); a change that takes a
+replica out of the replica set bumps the leader epoch even when the leader stays (Kafka:
+triggerLeaderEpochBumpForReplicaReassignmentIfNeeded), so the removed replica's fetches are fenced.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 
+from minibroker.controller.reassignment_replicas import ReassignmentReplicas
 from minibroker.metadata.partition_registration import (
     NO_LEADER,
     NO_LEADER_CHANGE,
@@ -22,18 +26,20 @@ from minibroker.metadata.partition_registration import (
     PartitionRegistration,
 )
 from minibroker_protocol import metadata_records as mr
+from minibroker_protocol.schema import ZERO_UUID
 
 
 def elect_leader(reg: PartitionRegistration, isr: Sequence[int], usable: Callable[[int], bool], *,
-                 unclean: bool) -> tuple[int, tuple[int, ...], bool]:
-    """(leader, ISR, unclean?) for `reg` with the target `isr`."""
+                 unclean: bool, replicas: Sequence[int] | None = None) -> tuple[int, tuple[int, ...], bool]:
+    """(leader, ISR, unclean?) for `reg` with the target `isr` and `replicas` (default: reg's)."""
+    replicas = reg.replicas if replicas is None else replicas
     if reg.leader != NO_LEADER and reg.leader in isr and usable(reg.leader):
         return reg.leader, tuple(isr), False
-    for r in reg.replicas:
+    for r in replicas:
         if r in isr and usable(r):
             return r, tuple(isr), False
     if unclean:
-        for r in reg.replicas:
+        for r in replicas:
             if usable(r):
                 return r, (r,), True
     return NO_LEADER, tuple(isr), False
@@ -41,15 +47,22 @@ def elect_leader(reg: PartitionRegistration, isr: Sequence[int], usable: Callabl
 
 def change_record(topic_id: uuid.UUID, partition: int, reg: PartitionRegistration, *, target_isr: Sequence[int],
                   usable: Callable[[int], bool], unclean: bool = False,
-                  target_leader_recovery: int | None = None) -> mr.PartitionChangeRecord | None:
-    """The record moving `reg` to `target_isr` with the leader elected for it, or None if nothing changes."""
-    isr = [r for r in reg.replicas if r in target_isr]  # ISR kept in replica order, as Kafka writes it
+                  target_leader_recovery: int | None = None,
+                  target: ReassignmentReplicas | None = None) -> mr.PartitionChangeRecord | None:
+    """The record moving `reg` to `target_isr` (and to the replica lists `target`, default: reg's
+    own) with the leader elected for it, or None if nothing changes."""
+    target = ReassignmentReplicas.of(reg) if target is None else target
+    completed = target.maybe_complete(target_isr)  # Kafka: completeReassignmentIfNeeded
+    if completed is not None:
+        target, target_isr = completed
+    # the ISR in the order given (Kafka's PartitionChangeBuilder keeps its targetIsr list), replicas only
+    isr = [r for r in dict.fromkeys(target_isr) if r in target.replicas]
     if not isr and reg.isr:
         isr = [reg.isr[-1]] if reg.leader == NO_LEADER or reg.leader not in reg.isr else [reg.leader]
-    leader, isr_t, was_unclean = elect_leader(reg, isr, usable, unclean=unclean)
+    leader, isr_t, was_unclean = elect_leader(reg, isr, usable, unclean=unclean, replicas=target.replicas)
     record = mr.PARTITION_CHANGE_RECORD(partition_id=partition, topic_id=topic_id)
     changed = False
-    if tuple(isr_t) != reg.isr:
+    if set(isr_t) != set(reg.isr):  # a new order of the same members is no change (Kafka keeps the list)
         record.isr = list(isr_t)
         changed = True
     if leader != reg.leader:
@@ -57,9 +70,34 @@ def change_record(topic_id: uuid.UUID, partition: int, reg: PartitionRegistratio
         changed = True
     else:
         record.leader = NO_LEADER_CHANGE
+        if not set(reg.replicas) <= set(target.replicas):  # a replica leaves: the leader epoch moves
+            record.leader = reg.leader
+            changed = True
+    changed = _assignment_changes(record, reg, target) or changed
     if was_unclean:
         record.leader_recovery_state = LeaderRecoveryState.RECOVERING
     elif target_leader_recovery is not None and target_leader_recovery != reg.leader_recovery_state:
         record.leader_recovery_state = target_leader_recovery
         changed = True
     return record if changed else None
+
+
+def _assignment_changes(record: mr.PartitionChangeRecord, reg: PartitionRegistration,
+                        target: ReassignmentReplicas) -> bool:
+    """Set the record's replicas, adding and removing replicas (and directories, when the
+    partition has them) where `target` differs from `reg`; whether any did."""
+    changed = False
+    if target.replicas and target.replicas != reg.replicas:
+        record.replicas = list(target.replicas)
+        if len(reg.directories) == len(reg.replicas) and reg.directories:
+            # a replica keeps its directory; a new one has none yet (DirectoryId.UNASSIGNED)
+            dirs = dict(zip(reg.replicas, reg.directories, strict=True))
+            record.directories = [dirs.get(r, ZERO_UUID) for r in target.replicas]
+        changed = True
+    if target.removing != reg.removing_replicas:
+        record.removing_replicas = list(target.removing)
+        changed = True
+    if target.adding != reg.adding_replicas:
+        record.adding_replicas = list(target.adding)
+        changed = True
+    return changed

@@ -25,7 +25,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from minibroker.controller import configuration_control, producer_id_control, reassignment, topic_changes
+from minibroker.controller import (
+    acl_control,
+    configuration_control,
+    producer_id_control,
+    quota_control,
+    reassignment,
+    scram_control,
+    topic_changes,
+)
 from minibroker.controller.cluster_control import (
     ClusterControlManager,
     controlled_shutdown_record,
@@ -35,6 +43,7 @@ from minibroker.controller.cluster_control import (
     usable,
 )
 from minibroker.controller.feature_control import bootstrap_records, update_features
+from minibroker.controller.leader_balance import DEFAULT_UNCLEAN_INTERVAL_MS, PeriodicElections
 from minibroker.controller.replication_control import ReplicationControlManager, TopicDefaults
 from minibroker.metadata.image import MetadataDelta, MetadataImage
 from minibroker.raft.metadata_log import MetadataLog, MetadataLogConfig
@@ -50,15 +59,22 @@ from minibroker_protocol.apis.allocate_producer_ids import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
 )
+from minibroker_protocol.apis.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from minibroker_protocol.apis.alter_partition import AlterPartitionRequest, AlterPartitionResponse
 from minibroker_protocol.apis.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from minibroker_protocol.apis.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+)
 from minibroker_protocol.apis.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from minibroker_protocol.apis.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
+from minibroker_protocol.apis.create_acls import CreateAclsRequest, CreateAclsResponse
 from minibroker_protocol.apis.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from minibroker_protocol.apis.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from minibroker_protocol.apis.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from minibroker_protocol.apis.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from minibroker_protocol.apis.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from minibroker_protocol.apis.incremental_alter_configs import (
@@ -99,6 +115,9 @@ class ControllerConfig:
     segment_bytes: int = 1024 * 1024 * 1024  # metadata.log.segment.bytes
     topic_defaults: TopicDefaults = field(default_factory=TopicDefaults)
     directory_id: uuid.UUID = ZERO_UUID  # meta.properties' directory.id, as DescribeQuorum reports the voter
+    # leader.imbalance.check.interval.seconds in ms; None when auto.leader.rebalance.enable=false
+    leader_imbalance_check_interval_ms: int | None = 300_000
+    unclean_leader_election_interval_ms: int = DEFAULT_UNCLEAN_INTERVAL_MS  # Kafka's internal key
 
 
 class QuorumController:
@@ -109,6 +128,8 @@ class QuorumController:
         self.image = MetadataImage()
         self.cluster = ClusterControlManager(config.cluster_id, config.session_timeout_ms, clock)
         self.replication = ReplicationControlManager(config.topic_defaults)
+        self.elections = PeriodicElections(config.leader_imbalance_check_interval_ms,
+                                           config.unclean_leader_election_interval_ms)
         self.metadata_log: MetadataLog | None = None
         self._lock = asyncio.Lock()
         self._committed = asyncio.Condition()
@@ -133,6 +154,7 @@ class QuorumController:
             await self._flush()
         self.cluster.start_sessions(self.image)
         self._last_snapshot_ms = self._last_write_ms = self.clock()
+        self.elections.start(self.clock())
         self._periodic = asyncio.create_task(self._run_periodic(), name="controller-periodic")
         log.info("controller %d leads epoch %d of %s at offset %d", self.config.node_id, ml.epoch,
                  ml.dir.name, ml.end_offset)
@@ -300,7 +322,33 @@ class QuorumController:
     async def alter_partition_reassignments(self, req: AlterPartitionReassignmentsRequest
                                             ) -> AlterPartitionReassignmentsResponse:
         async with self._lock:
-            records, resp = reassignment.alter_partition_reassignments(self.image, req)
+            records, resp = reassignment.alter_partition_reassignments(
+                self.image, req, self._usable(), lambda topic: self.replication.unclean(self.image, topic))
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def create_acls(self, req: CreateAclsRequest) -> CreateAclsResponse:
+        async with self._lock:
+            records, resp = acl_control.create_acls_records(self.image, req)
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def delete_acls(self, req: DeleteAclsRequest) -> DeleteAclsResponse:
+        async with self._lock:
+            records, resp = acl_control.delete_acls_records(self.image, req)
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def alter_user_scram_credentials(self, req: AlterUserScramCredentialsRequest
+                                           ) -> AlterUserScramCredentialsResponse:
+        async with self._lock:
+            records, resp = scram_control.alter_user_scram_credentials(self.image, req)
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def alter_client_quotas(self, req: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
+        async with self._lock:
+            records, resp = quota_control.alter_client_quotas(self.image, req)
             await self._commit(records, lock_held=True)
             return resp
 
@@ -353,6 +401,10 @@ class QuorumController:
             try:
                 await self.fence_expired_brokers()
                 async with self._lock:
+                    # Kafka: the electPreferred / electUnclean periodic tasks (leader_balance)
+                    await self._commit(self.elections.due(self.clock(), self.image, self._usable(),
+                                                          lambda t: self.replication.unclean(self.image, t)),
+                                       lock_held=True)
                     idle = self.config.max_idle_interval_ms
                     if idle > 0 and self.clock() - self._last_write_ms >= idle:
                         await self._commit([ApiMessageAndVersion(mr.NO_OP_RECORD(), 0)], lock_held=True)

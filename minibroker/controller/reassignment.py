@@ -1,25 +1,30 @@
-"""AlterPartitionReassignments at the controller, for a new order of the same replicas (Kafka:
-ReplicationControlManager.alterPartitionReassignments, changePartitionReassignment).
+"""AlterPartitionReassignments and ListPartitionReassignments at the controller (Kafka:
+ReplicationControlManager.alterPartitionReassignments, changePartitionReassignment,
+cancelPartitionReassignment, listPartitionReassignments; KIP-455).
 
-Kafka's tools move a partition's leadership to a named broker in two steps: reorder its replicas so
-that broker comes first (kafka-reassign-partitions with the same replica set), then a preferred
-leader election (kafka-leader-election --election-type PREFERRED). The first step changes no
-replica set, so no data moves: the controller writes one PartitionChangeRecord with the new
-`replicas` and keeps the leader (it is still in the ISR and the replicas; Kafka's
-PartitionChangeBuilder keeps an acceptable leader). A reassignment that adds or removes replicas
-(Kafka: adding replicas, catching up, then removing) is not built here: it is answered
-INVALID_REPLICA_ASSIGNMENT with a message saying so; a cancellation (null replicas) finds no
-reassignment in progress (NO_REASSIGNMENT_IN_PROGRESS), as Kafka answers when none is.
+A target replica list is checked as Kafka checks a manual assignment (not empty, every broker
+registered, none twice; with v1's `allow_replication_factor_change` false, as many replicas as
+the partition is headed for), then becomes one PartitionChangeRecord built by partition_change:
+the target followed by the replicas leaving, with `adding_replicas` and `removing_replicas` (the
+stages are told in minibroker.controller.reassignment_replicas). A reassignment that adds no
+replica (a new order, fewer replicas) completes in that same record; one that adds replicas
+completes when the leader's AlterPartition brings them all into the ISR. Null replicas cancel:
+the original replicas come back and the added ones leave the ISR; a cancellation that would leave
+no ISR member needs `unclean.leader.election.enable`, as in Kafka.
 
-ListPartitionReassignments reads the image as Kafka's controller does
-(ReplicationControlManager.listPartitionReassignments): a partition is being reassigned while its
+ListPartitionReassignments reads the image: a partition is being reassigned while its
 registration names adding or removing replicas (a Kafka controller in the same metadata log may
-have written them); the reorders above complete in one record, so they are never listed.
+have written them too).
 """
 
 from __future__ import annotations
 
-from minibroker.metadata.image import MetadataImage
+from collections.abc import Callable
+
+from minibroker.controller.partition_change import change_record
+from minibroker.controller.reassignment_replicas import ReassignmentReplicas, ReassignmentRevert
+from minibroker.metadata.image import MetadataImage, TopicImage
+from minibroker.metadata.partition_registration import PartitionRegistration
 from minibroker_protocol import metadata_records as mr
 from minibroker_protocol.apis import alter_partition_reassignments as apr
 from minibroker_protocol.apis import list_partition_reassignments as lpr
@@ -31,14 +36,19 @@ from minibroker_protocol.apis.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
-from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.errors import ErrorCode, KafkaError
 from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 
 PARTITION_CHANGE_RECORD_VERSION = 2
+NO_REASSIGNMENT_MESSAGE = "No partition reassignment is in progress."  # Kafka: Errors.NO_REASSIGNMENT_IN_PROGRESS
 
 
-def alter_partition_reassignments(image: MetadataImage, req: AlterPartitionReassignmentsRequest
+def alter_partition_reassignments(image: MetadataImage, req: AlterPartitionReassignmentsRequest,
+                                  usable: Callable[[int], bool], unclean: Callable[[str], bool]
                                   ) -> tuple[list[ApiMessageAndVersion], AlterPartitionReassignmentsResponse]:
+    """The records of every accepted partition and the answer (Kafka answers per partition and
+    writes the accepted ones atomically). `unclean(topic)` is the topic's
+    unclean.leader.election.enable."""
     resp = apr.RESPONSE(throttle_time_ms=0, allow_replication_factor_change=req.allow_replication_factor_change,
                         error_code=0, error_message=None, responses=[])
     records: list[ApiMessageAndVersion] = []
@@ -47,30 +57,82 @@ def alter_partition_reassignments(image: MetadataImage, req: AlterPartitionReass
         resp.responses.append(out)
         topic = image.topic(t.name)
         for p in t.partitions:
-            code, message = ErrorCode.NONE, None
-            reg = topic.partitions.get(p.partition_index) if topic is not None else None
-            if topic is None or reg is None:
-                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
-            elif p.replicas is None:
-                code, message = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
-            elif len(set(p.replicas)) != len(p.replicas):
-                code, message = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Duplicate replica ids in partition reassignment replica list: {p.replicas}")
-            elif unknown := [b for b in p.replicas if b not in image.brokers]:
-                code, message = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"The manual partition assignment includes broker {unknown[0]}, but no such "
-                                 "broker is registered.")
-            elif set(p.replicas) != set(reg.replicas):
-                code, message = (ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 "minibroker's controller reorders a partition's replicas only: adding or "
-                                 f"removing replicas ({list(reg.replicas)} -> {p.replicas}) is not supported")
-            elif tuple(p.replicas) != tuple(reg.replicas):
-                records.append(ApiMessageAndVersion(mr.PARTITION_CHANGE_RECORD(
-                    partition_id=p.partition_index, topic_id=topic.id, replicas=list(p.replicas)),
-                    PARTITION_CHANGE_RECORD_VERSION))
+            code: int = ErrorCode.NONE
+            message: str | None = None
+            try:
+                record = _reassign(image, t.name, topic, p, req.allow_replication_factor_change, usable, unclean)
+            except KafkaError as e:
+                code, message = e.code, e.message
+            else:
+                if record is not None:
+                    records.append(ApiMessageAndVersion(record, PARTITION_CHANGE_RECORD_VERSION))
             out.partitions.append(apr.RESPONSE.ReassignablePartitionResponse(
                 partition_index=p.partition_index, error_code=code, error_message=message))
     return records, resp
+
+
+def _reassign(image: MetadataImage, name: str, topic: TopicImage | None,
+              p: AlterPartitionReassignmentsRequest.ReassignablePartition,
+              allow_rf_change: bool, usable: Callable[[int], bool],
+              unclean: Callable[[str], bool]) -> mr.PartitionChangeRecord | None:
+    if topic is None:
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {name}.")
+    reg = topic.partitions.get(p.partition_index)
+    if reg is None:
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {name}:{p.partition_index}.")
+    if p.replicas is None:
+        return _cancel(name, topic, p.partition_index, reg, usable, unclean(name))
+    target = list(p.replicas)
+    validate_manual_assignment(image, target)
+    if not allow_rf_change:
+        _check_replication_factor_unchanged(reg, target)
+    moving = ReassignmentReplicas.moving(reg.replicas, target)
+    # Kafka's builder keeps a partition's adding/removing lists unless the move names new ones
+    lists = ReassignmentReplicas(moving.replicas, moving.adding or reg.adding_replicas,
+                                 moving.removing or reg.removing_replicas)
+    return change_record(topic.id, p.partition_index, reg, target_isr=reg.isr, usable=usable, target=lists)
+
+
+def _cancel(name: str, topic: TopicImage, index: int, reg: PartitionRegistration, usable: Callable[[int], bool],
+            unclean: bool) -> mr.PartitionChangeRecord | None:
+    if not (reg.adding_replicas or reg.removing_replicas):
+        raise KafkaError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, NO_REASSIGNMENT_MESSAGE)
+    revert = ReassignmentRevert.of(reg)
+    if revert.unclean and not unclean:
+        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unable to revert partition assignment for "
+                         f"{name}:{index} because it would require an unclean leader election.")
+    return change_record(topic.id, index, reg, target_isr=revert.isr, usable=usable, unclean=unclean,
+                         target=ReassignmentReplicas(revert.replicas))
+
+
+def validate_manual_assignment(image: MetadataImage, replicas: list[int]) -> None:
+    """Kafka's validateManualPartitionAssignment: not empty, then in id order every broker
+    registered and none twice."""
+    if not replicas:
+        raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                         "The manual partition assignment includes an empty replica list.")
+    previous = None
+    for b in sorted(replicas):
+        if b not in image.brokers:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes "
+                             f"broker {b}, but no such broker is registered.")
+        if b == previous:
+            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             f"The manual partition assignment includes the broker {b} more than once.")
+        previous = b
+
+
+def _check_replication_factor_unchanged(reg: PartitionRegistration, target: list[int]) -> None:
+    """KIP-860 (AlterPartitionReassignments v1, allow_replication_factor_change=false): the target
+    has as many replicas as the partition is headed for (Kafka:
+    validatePartitionReplicationFactorUnchanged)."""
+    if reg.adding_replicas or reg.removing_replicas:
+        current = len((set(reg.replicas) | set(reg.adding_replicas)) - set(reg.removing_replicas))
+    else:
+        current = len(reg.replicas)
+    if current != len(target):
+        raise KafkaError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                         f"The replication factor is changed from {current} to {len(target)}")
 
 
 def list_partition_reassignments(image: MetadataImage, req: ListPartitionReassignmentsRequest

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 from minibroker.controller import replica_placer
 from minibroker.controller.partition_change import change_record
+from minibroker.controller.reassignment import validate_manual_assignment
 from minibroker.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
-from minibroker.metadata.partition_registration import NO_LEADER, PartitionRegistration
+from minibroker.metadata.partition_registration import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration
 from minibroker.topics import validate_topic_name
 from minibroker_protocol import metadata_records as mr
 from minibroker_protocol.apis import alter_partition, create_topics
@@ -101,20 +102,17 @@ class ReplicationControlManager:
                 raise KafkaError(ErrorCode.INVALID_REQUEST,
                                  "A manual partition assignment was specified, but numPartitions or "
                                  "replicationFactor was not set to -1.")
-            out = []
+            out: list[list[int]] = []
             for i, a in enumerate(sorted(t.assignments, key=lambda a: a.partition_index)):
                 if a.partition_index != i:
                     raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                      f"Partitions should be numbered from 0; found {a.partition_index} at {i}.")
-                if not a.broker_ids or len(set(a.broker_ids)) != len(a.broker_ids):
+                validate_manual_assignment(image, list(a.broker_ids))
+                if out and len(a.broker_ids) != len(out[0]):  # Kafka: one replication factor per topic
                     raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     f"The manual partition assignment includes an empty or duplicate replica list "
-                                     f"for partition {i}.")
-                unknown = [b for b in a.broker_ids if b not in image.brokers]
-                if unknown:
-                    raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                     f"The manual partition assignment includes broker {unknown[0]}, but no such "
-                                     "broker is registered.")
+                                     f"The manual partition assignment includes a partition with {len(a.broker_ids)} "
+                                     f"replica(s), but this is not consistent with previous partitions, which have "
+                                     f"{len(out[0])} replica(s).")
                 out.append(list(a.broker_ids))
             return out
         partitions = self.defaults.num_partitions if t.num_partitions == -1 else t.num_partitions
@@ -148,15 +146,33 @@ class ReplicationControlManager:
                 if error is not None:
                     out_p.error_code = error
                     continue
-                rec = mr.PARTITION_CHANGE_RECORD(partition_id=p.partition_index, topic_id=t.topic_id,
-                                                 isr=[r for r in reg.replicas if r in new_isr])
-                if p.leader_recovery_state != reg.leader_recovery_state:
-                    rec.leader_recovery_state = p.leader_recovery_state
+                if reg.adding_replicas or reg.removing_replicas:
+                    # the ISR change may complete a reassignment, even move the leadership away:
+                    # the leader is then told NEW_LEADER_ELECTED (Kafka: alterPartition)
+                    built = change_record(t.topic_id, p.partition_index, reg, target_isr=new_isr, usable=usable,
+                                          unclean=self.unclean(image, topic.name),
+                                          target_leader_recovery=p.leader_recovery_state)
+                    if built is None:  # nothing to change (Kafka writes no record and answers the state)
+                        self._answer(out_p, reg)
+                        continue
+                    rec = built
+                    if rec.leader not in (req.broker_id, NO_LEADER_CHANGE):
+                        records.append(_change(rec))
+                        out_p.error_code = ErrorCode.NEW_LEADER_ELECTED
+                        continue
+                else:
+                    rec = mr.PARTITION_CHANGE_RECORD(partition_id=p.partition_index, topic_id=t.topic_id,
+                                                     isr=[r for r in reg.replicas if r in new_isr])
+                    if p.leader_recovery_state != reg.leader_recovery_state:
+                        rec.leader_recovery_state = p.leader_recovery_state
                 records.append(_change(rec))
-                new = reg.merge(rec)
-                out_p.leader_id, out_p.leader_epoch, out_p.isr = new.leader, new.leader_epoch, list(new.isr)
-                out_p.leader_recovery_state, out_p.partition_epoch = new.leader_recovery_state, new.partition_epoch
+                self._answer(out_p, reg.merge(rec))
         return records, resp
+
+    @staticmethod
+    def _answer(out_p: AlterPartitionResponse.PartitionData, new: PartitionRegistration) -> None:
+        out_p.leader_id, out_p.leader_epoch, out_p.isr = new.leader, new.leader_epoch, list(new.isr)
+        out_p.leader_recovery_state, out_p.partition_epoch = new.leader_recovery_state, new.partition_epoch
 
     @staticmethod
     def _check_alter(image: MetadataImage, reg: PartitionRegistration, broker_id: int,

@@ -74,6 +74,11 @@ class FaultRegistry:
         if self._request_faults:
             hook.faults = self
 
+    def number_from(self, base: int) -> None:
+        """Number the faults from base + 1 (a cluster's brokers each their own range, so an id names
+        its broker: minibroker.faults.control)."""
+        self._ids = itertools.count(base + 1)
+
     # -- the faults ----------------------------------------------------------------------------
     def inject(self, api: str | int | None = None, **kwargs: Unpack[FaultSpec]) -> Fault:
         """Set a fault (the arguments of minibroker.faults.model.make_fault) and return it. A

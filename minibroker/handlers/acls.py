@@ -9,43 +9,22 @@ is needed is INVALID_REQUEST with the controller's message (minibroker.security.
 from __future__ import annotations
 
 import logging
-from enum import IntEnum
-from typing import TypeVar
 
 from minibroker.handlers.registry import RequestContext, handles
-from minibroker.security.authorizer import (
-    CLUSTER_NAME,
-    AclBinding,
-    AclBindingFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-    validate_new_acl,
+from minibroker.security.acl_requests import (
+    CLUSTER_DENIED,
+    NO_AUTHORIZER,
+    acl_filter,
+    acl_from_creation,
+    create_acls_refused,
+    delete_acls_refused,
 )
+from minibroker.security.authorizer import CLUSTER_NAME, AclOperation, ResourceType, validate_new_acl
 from minibroker_protocol.apis import create_acls, delete_acls, describe_acls
 from minibroker_protocol.errors import ErrorCode
 
 log = logging.getLogger("minibroker.security")
 
-_NO_AUTHORIZER = "No Authorizer is configured."
-_CLUSTER_DENIED = "Cluster authorization failed."
-
-
-_E = TypeVar("_E", bound=IntEnum)
-
-
-def _enum(cls: type[_E], v: int) -> _E:
-    try:
-        return cls(v)
-    except ValueError:
-        return cls(0)  # UNKNOWN
-
-
-def _filter(r: describe_acls.DescribeAclsRequest | delete_acls.DeleteAclsRequest.DeleteAclsFilter) -> AclBindingFilter:
-    return AclBindingFilter(_enum(ResourceType, r.resource_type_filter), r.resource_name_filter,
-                            _enum(PatternType, r.pattern_type_filter), r.principal_filter, r.host_filter,
-                            _enum(AclOperation, r.operation), _enum(AclPermissionType, r.permission_type))
 
 
 def _cluster_allowed(ctx: RequestContext, op: AclOperation) -> bool:
@@ -59,10 +38,10 @@ R = describe_acls.RESPONSE
 async def handle_describe_acls(ctx: RequestContext, req: describe_acls.DescribeAclsRequest) -> describe_acls.DescribeAclsResponse:
     auth = ctx.services.authorizer
     if not _cluster_allowed(ctx, AclOperation.DESCRIBE):
-        return R(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=_CLUSTER_DENIED, resources=[])
+        return R(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=CLUSTER_DENIED, resources=[])
     if not auth.enabled:
-        return R(error_code=ErrorCode.SECURITY_DISABLED, error_message=_NO_AUTHORIZER, resources=[])
-    f = _filter(req)
+        return R(error_code=ErrorCode.SECURITY_DISABLED, error_message=NO_AUTHORIZER, resources=[])
+    f = acl_filter(req)
     why = f.invalid_reason()
     if why is not None:
         return R(error_code=ErrorCode.INVALID_REQUEST, error_message=why, resources=[])
@@ -83,16 +62,12 @@ C = create_acls.RESPONSE
 async def handle_create_acls(ctx: RequestContext, req: create_acls.CreateAclsRequest) -> create_acls.CreateAclsResponse:
     auth = ctx.services.authorizer
     if not _cluster_allowed(ctx, AclOperation.ALTER):
-        return C(results=[C.AclCreationResult(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                                              error_message=_CLUSTER_DENIED) for _ in req.creations])
+        return create_acls_refused(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED)
     if not auth.enabled:
-        return C(results=[C.AclCreationResult(error_code=ErrorCode.SECURITY_DISABLED, error_message=_NO_AUTHORIZER)
-                          for _ in req.creations])
+        return create_acls_refused(req, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
     results, valid = [], []
     for c in req.creations:
-        acl = AclBinding(_enum(ResourceType, c.resource_type), c.resource_name,
-                         _enum(PatternType, c.resource_pattern_type), c.principal, c.host,
-                         _enum(AclOperation, c.operation), _enum(AclPermissionType, c.permission_type))
+        acl = acl_from_creation(c)
         why = validate_new_acl(acl)
         if why is None:
             valid.append(acl)
@@ -112,15 +87,11 @@ D = delete_acls.RESPONSE
 async def handle_delete_acls(ctx: RequestContext, req: delete_acls.DeleteAclsRequest) -> delete_acls.DeleteAclsResponse:
     auth = ctx.services.authorizer
 
-    def failed(code: int, msg: str) -> delete_acls.DeleteAclsResponse:
-        return D(filter_results=[D.DeleteAclsFilterResult(error_code=code, error_message=msg, matching_acls=[])
-                                 for _ in req.filters])
-
     if not _cluster_allowed(ctx, AclOperation.ALTER):
-        return failed(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_DENIED)
+        return delete_acls_refused(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED)
     if not auth.enabled:
-        return failed(ErrorCode.SECURITY_DISABLED, _NO_AUTHORIZER)
-    filters = [_filter(f) for f in req.filters]
+        return delete_acls_refused(req, ErrorCode.SECURITY_DISABLED, NO_AUTHORIZER)
+    filters = [acl_filter(f) for f in req.filters]
     valid = [f for f in filters if f.invalid_reason() is None]
     removed = iter(auth.delete(valid))
     results = []

@@ -52,6 +52,10 @@ API_TABLE: dict[int, ServedApi] = {
     35: ServedApi('0-5', 'admin', 'handle_describe_log_dirs', False),  # DescribeLogDirs
     36: ServedApi('0-2', 'security', 'handle_sasl_authenticate', False),  # SaslAuthenticate
     37: ServedApi('0-3', 'topics', 'handle_create_partitions', False),  # CreatePartitions
+    38: ServedApi('1-3', 'delegation_tokens', 'handle_create_delegation_token', False),  # CreateDelegationToken
+    39: ServedApi('1-2', 'delegation_tokens', 'handle_renew_delegation_token', False),  # RenewDelegationToken
+    40: ServedApi('1-2', 'delegation_tokens', 'handle_expire_delegation_token', False),  # ExpireDelegationToken
+    41: ServedApi('1-3', 'delegation_tokens', 'handle_describe_delegation_token', False),  # DescribeDelegationToken
     42: ServedApi('0-3', 'groups', 'handle_delete_groups', False),  # DeleteGroups
     44: ServedApi('0-1', 'configs', 'handle_incremental_alter_configs', False),  # IncrementalAlterConfigs
     47: ServedApi('0', 'groups', 'handle_offset_delete', False),  # OffsetDelete

@@ -25,7 +25,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from minibroker import features
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker_protocol.apis import api_versions
 from minibroker_protocol.errors import ErrorCode
@@ -58,10 +57,10 @@ async def handle_api_versions(ctx: RequestContext, req: api_versions.ApiVersions
     if ctx.version < 3:
         return R(error_code=0, api_keys=advertised(ctx.services.served_versions))
     # the KIP-584 tagged fields: every supported feature; the finalized ones (level > 0)
-    fs = list(features.FEATURES.values())
+    levels = ctx.services.feature_levels()
     return R(error_code=0, api_keys=advertised(ctx.services.served_versions),
-             supported_features=[R.SupportedFeatureKey(name=f.name, min_version=f.min_version,
-                                                       max_version=f.max_version) for f in fs],
-             finalized_features_epoch=features.FINALIZED_FEATURES_EPOCH,
-             finalized_features=[R.FinalizedFeatureKey(name=f.name, max_version_level=f.level,
-                                                       min_version_level=f.level) for f in fs if f.level > 0])
+             supported_features=[R.SupportedFeatureKey(name=n, min_version=lo, max_version=hi)
+                                 for n, (lo, hi) in levels.supported.items()],
+             finalized_features_epoch=levels.epoch,
+             finalized_features=[R.FinalizedFeatureKey(name=n, max_version_level=level, min_version_level=level)
+                                 for n, level in levels.finalized.items() if level > 0])

@@ -18,21 +18,18 @@ from __future__ import annotations
 
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
+from minibroker.quotas import alterations
 from minibroker.quotas.store import (
     CLIENT_ID,
     ENTITY_TYPES,
     IP,
     USER,
     Entity,
-    QuotaError,
-    check_value,
-    make_entity,
 )
 from minibroker_protocol.apis import alter_client_quotas, describe_client_quotas
 from minibroker_protocol.errors import ErrorCode
 
 D = describe_client_quotas.RESPONSE
-A = alter_client_quotas.RESPONSE
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 
 
@@ -88,30 +85,8 @@ def _describe_error(message: str) -> describe_client_quotas.DescribeClientQuotas
 @handles(alter_client_quotas.API, "0-1")
 async def handle_alter_client_quotas(ctx: RequestContext, req: alter_client_quotas.AlterClientQuotasRequest) -> alter_client_quotas.AlterClientQuotasResponse:
     if code := authz.cluster_denied(ctx, authz.Op.ALTER_CONFIGS):  # ALTER_CONFIGS on the cluster, per entry
-        return A(entries=[A.EntryData(error_code=code, error_message=authz.MESSAGES[code], entity=[
-            A.EntityData(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity])
-            for entry in req.entries])
-    results = []
-    changes: list[tuple[Entity, dict[str, float | None]]] = []
-    for entry in req.entries:
-        code, message = 0, None
-        try:
-            entity = make_entity([(e.entity_type, e.entity_name) for e in entry.entity])
-            ops: dict[str, float | None] = {}
-            for op in entry.ops:
-                if op.key in ops:
-                    raise QuotaError(ErrorCode.INVALID_REQUEST, f"Duplicate quota key {op.key} not updated")
-                if op.remove:
-                    check_value(entity, op.key, 1.0)  # the key must exist for this entity type
-                    ops[op.key] = None
-                else:
-                    check_value(entity, op.key, op.value)
-                    ops[op.key] = op.value
-            changes.append((entity, ops))
-        except QuotaError as e:
-            code, message = e.code, e.message
-        results.append(A.EntryData(error_code=code, error_message=message, entity=[
-            A.EntityData(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity]))
+        return alterations.refused(req, code, authz.MESSAGES[code])
+    changes, response = alterations.plan(req)
     if changes and not req.validate_only:
         ctx.services.quota_store.apply(changes)
-    return A(entries=results)
+    return response

@@ -7,10 +7,10 @@ listener without SASL, or after authentication without a re-authentication to be
 KafkaApis answers that with ILLEGAL_SASL_STATE, as here.
 SCRAM credentials: the admin client salts and iterates the password itself and sends the salted
 password; the broker keeps salt, iterations, StoredKey and ServerKey (minibroker.security.scram),
-persisted in the data directory. Errors as Kafka's ScramControlManager / KafkaApis: an unknown
-mechanism UNSUPPORTED_SASL_MECHANISM, an empty name or iterations outside 4096..16384
-UNACCEPTABLE_CREDENTIAL, a user twice in one request DUPLICATE_RESOURCE, deleting or describing a
-credential that does not exist RESOURCE_NOT_FOUND.
+persisted in the data directory (in a cluster, KRaft mode: UserScramCredentialRecords of the
+metadata log, the request forwarded to the controller). Errors as Kafka's ScramControlManager /
+KafkaApis (minibroker.security.scram_alterations); describing a credential that does not exist
+RESOURCE_NOT_FOUND.
 """
 
 from __future__ import annotations
@@ -19,14 +19,8 @@ from collections import Counter
 
 from minibroker.handlers import authz
 from minibroker.handlers.registry import RequestContext, handles
-from minibroker.security.scram import (
-    MAX_ITERATIONS,
-    MECHANISM_BY_TYPE,
-    MECHANISMS,
-    MIN_ITERATIONS,
-    ScramCredential,
-    credential_from_salted,
-)
+from minibroker.security import scram_alterations
+from minibroker.security.scram import MECHANISMS
 from minibroker_protocol.apis import (
     alter_user_scram_credentials,
     describe_user_scram_credentials,
@@ -90,57 +84,11 @@ async def handle_describe_user_scram_credentials(ctx: RequestContext, req: descr
     return DR(error_code=0, error_message=None, results=results)
 
 
-AR = alter_user_scram_credentials.RESPONSE
-
-
 @handles(alter_user_scram_credentials.API, "0")
 async def handle_alter_user_scram_credentials(ctx: RequestContext, req: alter_user_scram_credentials.AlterUserScramCredentialsRequest) -> alter_user_scram_credentials.AlterUserScramCredentialsResponse:
-    if code := authz.cluster_denied(ctx, authz.Op.ALTER):
-        # ALTER on the cluster, checked by Kafka's controller: every user gets the error, with the
-        # shape of the controller's text (Kafka's names its internal request object)
-        users = sorted({d.name for d in req.deletions} | {u.name for u in req.upsertions})
-        text = f"Request AlterUserScramCredentials(clientId={ctx.client_id}) needs ALTER permission."
-        return AR(results=[AR.AlterUserScramCredentialsResult(user=u, error_code=code, error_message=text)
-                           for u in users])
+    if code := authz.cluster_denied(ctx, authz.Op.ALTER):  # ALTER on the cluster, checked by Kafka's controller
+        return scram_alterations.refused(req, code, ctx.client_id)
     store = ctx.services.scram_credentials
-    req_deletions, req_upsertions = req.deletions, req.upsertions
-    counts = Counter([d.name for d in req_deletions] + [u.name for u in req_upsertions])
-    errors: dict[str, tuple[int, str]] = {}
-    order: list[str] = []
-
-    def fail(name: str, code: int, message: str) -> None:
-        errors.setdefault(name, (code, message))
-
-    for name, count in counts.items():
-        order.append(name)
-        if count > 1:
-            fail(name, ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
-    deletions: list[tuple[str, str]] = []
-    for d in req_deletions:
-        mechanism = MECHANISM_BY_TYPE.get(d.mechanism)
-        if not d.name:
-            fail(d.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
-        elif mechanism is None:
-            fail(d.name, ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
-        elif store.get(d.name, mechanism) is None:
-            fail(d.name, ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")
-        else:
-            deletions.append((d.name, mechanism))
-    upserts: list[tuple[str, str, ScramCredential]] = []
-    for u in req_upsertions:
-        mechanism = MECHANISM_BY_TYPE.get(u.mechanism)
-        if not u.name:
-            fail(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
-        elif mechanism is None:
-            fail(u.name, ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism")
-        elif u.iterations < MIN_ITERATIONS:
-            fail(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations")
-        elif u.iterations > MAX_ITERATIONS:
-            fail(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations")
-        else:
-            upserts.append((u.name, mechanism,
-                            credential_from_salted(mechanism, bytes(u.salt), bytes(u.salted_password), u.iterations)))
-    store.apply([x for x in upserts if x[0] not in errors], [x for x in deletions if x[0] not in errors])
-    return AR(results=[AR.AlterUserScramCredentialsResult(user=name, error_code=errors.get(name, (0, None))[0],
-                                                          error_message=errors.get(name, (0, None))[1])
-                       for name in order])
+    planned = scram_alterations.plan(req, lambda user, mechanism: store.get(user, mechanism) is not None)
+    store.apply(planned.upserts, planned.deletions)
+    return planned.response

@@ -18,7 +18,9 @@ each new image (`on_metadata_update(delta, image)`) is applied to the broker, in
   0. the dynamic broker configs (cluster default and this broker's): a change republishes every
      topic, whose effective configs lie over them;
   4. the topics deleted (and, on the first image, the topics on disk the image does not have:
-     Kafka's stray logs): their partitions stopped, then deleted as the registry deletes them.
+     Kafka's stray logs): their partitions stopped, then deleted as the registry deletes them;
+     and the partitions a reassignment moved away from this broker: stopped in 3, their logs
+     deleted here (Kafka: stopPartitions with deleteLocalLog).
 
 The TopicRegistry keeps its other readers (coordinators, the configs handler, the log cleaner) but
 publishes nothing in KRaft mode (minibroker.server adds no publisher to it): this publisher is
@@ -69,6 +71,7 @@ class BrokerMetadataPublisher:
         self.caught_up = caught_up
         self.strays_checked = False
         self.image = MetadataImage()  # the last image published
+        self._moved_away: set[tuple[str, int]] = set()  # partitions no longer placed here, to delete
 
     def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
         whole = self.first or delta.image.offset < 0  # the first image, or a snapshot: every topic
@@ -87,6 +90,7 @@ class BrokerMetadataPublisher:
                    if tid in image.topics]
         gone = [self._cache_image_of_deleted(t) for t in deleted]
         self.replica_manager.apply_delta(changed, self._endpoints(image), gone)
+        self._delete_moved_away(image)
         for t in deleted:
             self._delete(t.name)
         self.first = False
@@ -110,9 +114,13 @@ class BrokerMetadataPublisher:
                                              b.fenced, b.in_controlled_shutdown)
                          for b in image.brokers.values()}
         alive = [b.node_id for b in cache.alive_brokers()]
-        # Kafka's KRaft brokers name a live broker as the controller (clients send it their admin
-        # requests, which it forwards): keep the one named while it lives
-        if cache.controller_id not in alive:
+        # Kafka's KRaft brokers name a random live broker as the controller (clients send it their
+        # admin requests, which it forwards): this broker while it is live (the client reached it
+        # already; a paused or partitioned broker named instead would hold the client's admin calls
+        # until they time out), else keep the one named while it lives
+        if self.node_id in alive:
+            cache.controller_id = self.node_id
+        elif cache.controller_id not in alive:
             cache.controller_id = alive[0] if alive else -1
 
     def _publish_broker_configs(self, delta: MetadataDelta, image: MetadataImage, whole: bool) -> bool:
@@ -183,9 +191,31 @@ class BrokerMetadataPublisher:
             self.topics.put(Topic(t.name, t.id, local, overrides, effective))
         else:
             current.partitions.update(local)
+            self._moved_away |= {(t.name, p) for p in current.partitions if p in cached.partitions and p not in local}
             current.overrides, current.config = overrides, effective
             for lg in local.values():
                 lg.config = log_config
+
+    def _delete_moved_away(self, image: MetadataImage) -> None:
+        """Delete the logs of the partitions this broker is no longer a replica of, once their
+        replicas stopped (Kafka: ReplicaManager.applyDelta -> stopPartitions with deleteLocalLog,
+        LogManager.asyncDelete: the `-delete` rename, removal after file.delete.delay.ms). Not
+        before the broker caught up with the metadata (an image half way through the log may be
+        an old state, as for the stray topics): they wait, and go if a later image still does not
+        place them here."""
+        if not self._moved_away or not self.caught_up():
+            return
+        pending, self._moved_away = self._moved_away, set()
+        for name, p in sorted(pending):
+            t = image.topic(name)
+            reg = t.partitions.get(p) if t is not None else None
+            if reg is None or self.node_id in reg.replicas:
+                continue  # the topic went (deleted as a topic) or the partition came back here
+            topic = self.topics.get(name)
+            if topic is not None:
+                topic.partitions.pop(p, None)
+            if self.log_manager.delete_log(name, p) is not None:
+                log.info("partition %s-%d moved away from this broker: its log is deleted", name, p)
 
     def _cache_image_of_deleted(self, t: MetaTopic) -> TopicImage:
         cached = self.metadata_cache.topic(t.name)

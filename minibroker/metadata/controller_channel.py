@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import struct
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from minibroker_protocol.apis import api_versions
 from minibroker_protocol.codec import decode, encode
@@ -28,9 +28,18 @@ class ControllerUnavailable(ConnectionError):
     """The controller could not be reached or did not answer in time."""
 
 
+class LinkFault(Protocol):
+    """A fault that cuts this broker off from the controller (minibroker.faults.network_kinds):
+    it raises ControllerUnavailable after what an unanswered or refused request costs, or
+    returns once the link is whole again."""
+
+    async def through(self, channel: ControllerChannel, api: Api, timeout: float) -> None: ...
+
+
 class ControllerChannel:
     def __init__(self, host: str, port: int, *, client_id: str):
         self.host, self.port, self.client_id = host, port, client_id
+        self.fault: LinkFault | None = None  # set while a controller.cut is
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._lock = asyncio.Lock()
@@ -60,6 +69,8 @@ class ControllerChannel:
         """The controller's answer to `request`; ControllerUnavailable if there is none.
         `near_version`: the version closest to it both sides serve (a forwarded request keeps the
         client's version where it can: its fields are that version's)."""
+        if self.fault is not None:
+            await self.fault.through(self, api, timeout)
         async with self._lock:
             try:
                 # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that

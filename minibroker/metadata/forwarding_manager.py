@@ -15,8 +15,10 @@ internal topics) go the same way (`create_topic`, Kafka: AutoTopicCreationManage
 internal topics' replication factors (offsets.topic.replication.factor and its siblings).
 
 Kafka forwards the request's bytes in an Envelope with the client's principal and the controller
-authorizes it; here the request goes plainly (the controller listener has no authorizer) and the
-broker's own handlers are not run, so ACLs on these APIs are not checked in KRaft mode.
+authorizes it; here the broker makes the controller's checks itself, against the same ACLs (the
+metadata log's, minibroker.metadata.forwarded_authorization), and forwards what they allow
+plainly. CreateAcls and DeleteAcls are forwarded too: the ACLs are AccessControlEntryRecords of the
+metadata log (minibroker.controller.acl_control), so every broker decides on the same rules.
 """
 
 from __future__ import annotations
@@ -28,13 +30,18 @@ from collections.abc import Callable, Mapping
 from minibroker.config import BrokerConfig, ConfigValue
 from minibroker.handlers.registry import Handler, RequestContext, ServedHandlers
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
+from minibroker.metadata.forwarded_authorization import authorized_forward, config_resource_refusal
 from minibroker.metadata.metadata_loader import MetadataLoader
 from minibroker.services import BrokerServices
 from minibroker_protocol.apis import (
+    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_topics,
     describe_quorum,
     elect_leaders,
@@ -48,7 +55,8 @@ from minibroker_protocol.schema import Api, Message, Versions
 log = logging.getLogger("minibroker.metadata")
 
 FORWARDED: tuple[Api, ...] = (create_topics.API, delete_topics.API, create_partitions.API,
-                              incremental_alter_configs.API)
+                              incremental_alter_configs.API, create_acls.API, delete_acls.API,
+                              alter_user_scram_credentials.API, alter_client_quotas.API)
 # served by Kafka's brokers for forwarding only, at Kafka 4.4's broker versions
 # (ListPartitionReassignments too: Kafka's admin client sends it to any broker Metadata names as
 # the controller, kafka-topics --describe and kafka-reassign-partitions --execute ask it first)
@@ -128,7 +136,9 @@ class ForwardingManager:
                                                                                        METADATA_WAIT_S)
             # a task of its own: the request's coroutine is not one (asyncio.timeout needs a task),
             # and a client that goes away does not cut the controller's exchange in half
-            return await asyncio.ensure_future(self.forward(api, request, timeout_s, ctx.version))
+            async def send(allowed: Message) -> Message:
+                return await asyncio.ensure_future(self.forward(api, allowed, timeout_s, ctx.version))
+            return await authorized_forward(ctx, api.key, request, send)
         return Handler(api, versions, forwarded)
 
     def legacy_alter_configs(self, versions: Versions) -> Handler:
@@ -140,8 +150,12 @@ class ForwardingManager:
 
         async def alter(ctx: RequestContext, request: alter_configs.AlterConfigsRequest) -> Message:
             configs = self.loader.image.configs
+            R = alter_configs.RESPONSE
+            refusals = [config_resource_refusal(ctx, r.resource_type, r.resource_name) for r in request.resources]
             resources = []
-            for r in request.resources:
+            for r, refused in zip(request.resources, refusals, strict=True):
+                if refused is not None:
+                    continue
                 given = {c.name: c.value for c in r.configs}
                 ops = [inc.AlterableConfig(name=k, config_operation=SET if v is not None else DELETE, value=v)
                        for k, v in given.items()]
@@ -149,13 +163,24 @@ class ForwardingManager:
                         for k in configs.get((r.resource_type, r.resource_name), {}) if k not in given]
                 resources.append(inc.AlterConfigsResource(resource_type=r.resource_type,
                                                           resource_name=r.resource_name, configs=ops))
-            answer = await asyncio.ensure_future(self.forward(incremental_alter_configs.API, inc(
-                resources=resources, validate_only=request.validate_only)))
-            assert isinstance(answer, incremental_alter_configs.IncrementalAlterConfigsResponse)
-            R = alter_configs.RESPONSE
-            return R(throttle_time_ms=0, responses=[R.AlterConfigsResourceResponse(
-                error_code=a.error_code, error_message=a.error_message, resource_type=a.resource_type,
-                resource_name=a.resource_name) for a in answer.responses])
+            answered = []
+            if resources:
+                answer = await asyncio.ensure_future(self.forward(incremental_alter_configs.API, inc(
+                    resources=resources, validate_only=request.validate_only)))
+                assert isinstance(answer, incremental_alter_configs.IncrementalAlterConfigsResponse)
+                answered = answer.responses
+            it = iter(answered)
+            out = []
+            for r, refused in zip(request.resources, refusals, strict=True):
+                if refused is not None:  # ALTER_CONFIGS refused: answered here, in the request's order
+                    out.append(R.AlterConfigsResourceResponse(error_code=refused[0], error_message=refused[1],
+                                                              resource_type=r.resource_type,
+                                                              resource_name=r.resource_name))
+                elif (a := next(it, None)) is not None:
+                    out.append(R.AlterConfigsResourceResponse(
+                        error_code=a.error_code, error_message=a.error_message, resource_type=a.resource_type,
+                        resource_name=a.resource_name))
+            return R(throttle_time_ms=0, responses=out)
         return Handler(alter_configs.API, versions, alter)
 
     def install(self, handlers: ServedHandlers, services: BrokerServices) -> None:

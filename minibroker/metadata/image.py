@@ -17,6 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from minibroker.metadata.partition_registration import PartitionRegistration
+from minibroker.security.authorizer import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 from minibroker_protocol import metadata_records as mr
 from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 from minibroker_protocol.schema import Message
@@ -70,6 +77,12 @@ class MetadataImage:
     topic_ids: Mapping[str, uuid.UUID] = field(default_factory=dict)
     configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=dict)
     next_producer_id: int = 0
+    # ACLs by record id (Kafka: AclsImage), what every broker's authorizer decides on
+    acls: Mapping[uuid.UUID, AclBinding] = field(default_factory=dict)
+    # SCRAM credentials (Kafka: ScramImage): (user, mechanism type) -> the record
+    scram: Mapping[tuple[str, int], mr.UserScramCredentialRecord] = field(default_factory=dict)
+    # client quotas (Kafka: ClientQuotasImage): sorted (entity type, name) pairs -> key -> value
+    quotas: Mapping[tuple[tuple[str, str | None], ...], Mapping[str, float]] = field(default_factory=dict)
 
     def topic(self, name: str) -> TopicImage | None:
         tid = self.topic_ids.get(name)
@@ -90,7 +103,30 @@ class MetadataImage:
         if self.next_producer_id > 0:
             out.append(ApiMessageAndVersion(mr.PRODUCER_IDS_RECORD(broker_id=-1, broker_epoch=-1,
                                                                    next_producer_id=self.next_producer_id), 0))
+        out += [ApiMessageAndVersion(acl_record(i, a), 0) for i, a in sorted(self.acls.items())]
+        out += [ApiMessageAndVersion(r, 0) for _, r in sorted(self.scram.items())]
+        for entity, values in sorted(self.quotas.items(), key=lambda kv: [(t, n or "") for t, n in kv[0]]):
+            out += [ApiMessageAndVersion(quota_record(entity, k, v), 0) for k, v in sorted(values.items())]
         return out
+
+
+def acl_record(acl_id: uuid.UUID, a: AclBinding) -> mr.AccessControlEntryRecord:
+    return mr.ACCESS_CONTROL_ENTRY_RECORD(id=acl_id, resource_type=a.resource_type, resource_name=a.resource_name,
+                                          pattern_type=a.pattern_type, principal=a.principal, host=a.host,
+                                          operation=a.operation, permission_type=a.permission)
+
+
+def quota_record(entity: tuple[tuple[str, str | None], ...], key: str, value: float | None
+                 ) -> mr.ClientQuotaRecord:
+    """`value` None: the key removed."""
+    rec = mr.CLIENT_QUOTA_RECORD
+    return rec(entity=[rec.EntityData(entity_type=t, entity_name=n) for t, n in entity], key=key,
+               value=0.0 if value is None else value, remove=value is None)
+
+
+def acl_binding(r: mr.AccessControlEntryRecord) -> AclBinding:
+    return AclBinding(ResourceType(r.resource_type), r.resource_name, PatternType(r.pattern_type), r.principal,
+                      r.host, AclOperation(r.operation), AclPermissionType(r.permission_type))
 
 
 def register_broker_record(b: BrokerRegistration) -> mr.RegisterBrokerRecord:
@@ -123,6 +159,12 @@ class MetadataDelta:
         self.topic_ids = dict(image.topic_ids)
         self.configs = {k: dict(v) for k, v in image.configs.items()}
         self.next_producer_id = image.next_producer_id
+        self.acls = dict(image.acls)
+        self.acls_changed = False
+        self.scram = dict(image.scram)
+        self.scram_changed = False
+        self.quotas = {k: dict(v) for k, v in image.quotas.items()}
+        self.quotas_changed = False
         self.changed_partitions: dict[uuid.UUID, dict[int, PartitionRegistration]] = {}
         self.deleted_topics: dict[uuid.UUID, TopicImage] = {}
         self.changed_brokers: set[int] = set()
@@ -176,8 +218,30 @@ class MetadataDelta:
                 kv[m.name] = m.value
         elif isinstance(m, mr.ProducerIdsRecord):
             self.next_producer_id = m.next_producer_id
-        # NoOpRecord, transaction markers of the bootstrap (Begin/EndTransactionRecord), ACLs, quotas,
-        # SCRAM and delegation tokens change nothing this image holds
+        elif isinstance(m, mr.AccessControlEntryRecord):
+            self.acls[m.id] = acl_binding(m)
+            self.acls_changed = True
+        elif isinstance(m, mr.RemoveAccessControlEntryRecord):
+            self.acls.pop(m.id, None)
+            self.acls_changed = True
+        elif isinstance(m, mr.UserScramCredentialRecord):
+            self.scram[(m.name, m.mechanism)] = m
+            self.scram_changed = True
+        elif isinstance(m, mr.RemoveUserScramCredentialRecord):
+            self.scram.pop((m.name, m.mechanism), None)
+            self.scram_changed = True
+        elif isinstance(m, mr.ClientQuotaRecord):
+            entity = tuple(sorted((e.entity_type, e.entity_name) for e in m.entity))
+            values = self.quotas.setdefault(entity, {})
+            if m.remove:
+                values.pop(m.key, None)
+                if not values:
+                    del self.quotas[entity]
+            else:
+                values[m.key] = m.value
+            self.quotas_changed = True
+        # NoOpRecord, transaction markers of the bootstrap (Begin/EndTransactionRecord) and
+        # delegation tokens change nothing this image holds
 
     def _current(self, topic_id: uuid.UUID, partition: int) -> PartitionRegistration:
         return self.topics[topic_id].partitions[partition]
@@ -189,7 +253,7 @@ class MetadataDelta:
 
     def apply(self, offset: int, epoch: int) -> MetadataImage:
         return MetadataImage(offset, epoch, self.features, self.brokers, self.topics, self.topic_ids,
-                             self.configs, self.next_producer_id)
+                             self.configs, self.next_producer_id, self.acls, self.scram, self.quotas)
 
     def local_changes(self, broker_id: int) -> LocalReplicaChanges:
         """The partitions `broker_id` now leads or follows (changed in this delta), and those it must delete."""

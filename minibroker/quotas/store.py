@@ -87,6 +87,21 @@ class QuotaStore:
         self.path = Path(data_dir) / QUOTAS_FILE
         self.quotas: dict[Entity, dict[str, float]] = {}
         self._listeners: list[Callable[[], None]] = []
+        self.persist = True  # False in KRaft mode: the metadata log holds them
+
+    def use_metadata_log(self) -> bool:
+        """KRaft mode: quotas come from the metadata log (`set_quotas`), nothing is written here;
+        whether the file held quotas that are now ignored."""
+        had = bool(self.quotas)
+        self.persist = False
+        self.set_quotas({})
+        return had
+
+    def set_quotas(self, quotas: dict[Entity, dict[str, float]]) -> None:
+        """The whole set, as the metadata image holds it; the listeners are told."""
+        self.quotas = quotas
+        for listener in self._listeners:
+            listener()
 
     def on_change(self, listener: Callable[[], None]) -> None:
         self._listeners.append(listener)
@@ -118,8 +133,9 @@ class QuotaStore:
                 self.quotas[entity] = values
             else:
                 self.quotas.pop(entity, None)
-        entries = [{"entity": [list(p) for p in e], "values": v} for e, v in sorted(
-            self.quotas.items(), key=lambda kv: [(k, n or "") for k, n in kv[0]])]
-        atomic_write(self.path, json.dumps({"version": 1, "entries": entries}, indent=1).encode())
+        if self.persist:
+            entries = [{"entity": [list(p) for p in e], "values": v} for e, v in sorted(
+                self.quotas.items(), key=lambda kv: [(k, n or "") for k, n in kv[0]])]
+            atomic_write(self.path, json.dumps({"version": 1, "entries": entries}, indent=1).encode())
         for listener in self._listeners:
             listener()

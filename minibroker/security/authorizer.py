@@ -235,6 +235,20 @@ class Authorizer:
         self._acls = {AclBinding.from_json(d) for d in raw.get("acls", [])}
         log.info("loaded %d ACLs from %s", len(self._acls), self.path)
 
+    FILE_NAME = FILE_NAME
+
+    def use_metadata_log(self) -> bool:
+        """KRaft mode: the ACLs come from the metadata log (`set_acls`) and no file is written;
+        whether the file held ACLs that are now ignored."""
+        had = bool(self._acls) and self.path is not None
+        self.path = None
+        self._acls = set()
+        return had
+
+    def set_acls(self, acls: Iterable[AclBinding]) -> None:
+        """The whole set, as the metadata image holds it (Kafka: StandardAuthorizer.loadSnapshot)."""
+        self._acls = set(acls)
+
     def acls(self) -> list[AclBinding]:
         return sorted(self._acls)
 

@@ -13,12 +13,14 @@ import base64
 import json
 import logging
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     # scram.py (hashlib, hmac, secrets) is imported when credentials are read or altered, not by a
     # broker starting without any (issue 22)
+    from minibroker.security.delegation_tokens import DelegationTokenCache
     from minibroker.security.scram import ScramCredential
 
 log = logging.getLogger("minibroker.security")
@@ -30,6 +32,25 @@ class ScramCredentialStore:
     def __init__(self, data_dir: Path):
         self.path = Path(data_dir) / FILE_NAME
         self._users: dict[str, dict[str, ScramCredential]] = {}
+        self.persist = True  # False in KRaft mode: the metadata log holds them
+        # delegation tokens' credentials, looked up by SCRAM with tokenauth=true (Kafka's
+        # CredentialProvider holds both caches); None when delegation.token.secret.key is unset
+        self.token_cache: DelegationTokenCache | None = None
+
+    def use_metadata_log(self) -> bool:
+        """KRaft mode: credentials come from the metadata log (`set_credentials`), nothing is
+        written here; whether the file held credentials that are now ignored."""
+        had = bool(self._users)
+        self.persist = False
+        self._users = {}
+        return had
+
+    def set_credentials(self, credentials: Iterable[tuple[str, str, ScramCredential]]) -> None:
+        """The whole set (user, mechanism, credential), as the metadata image holds it."""
+        users: dict[str, dict[str, ScramCredential]] = {}
+        for user, mechanism, credential in credentials:
+            users.setdefault(user, {})[mechanism] = credential
+        self._users = users
 
     def load(self) -> None:
         try:
@@ -64,7 +85,8 @@ class ScramCredentialStore:
                 del users[user]
         for user, mechanism, credential in upserts:
             users.setdefault(user, {})[mechanism] = credential
-        self._write(users)
+        if self.persist:
+            self._write(users)
         self._users = users
 
     def _write(self, users: dict[str, dict[str, ScramCredential]]) -> None:

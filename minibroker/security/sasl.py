@@ -36,7 +36,13 @@ from minibroker.security.oauthbearer import (
     OAuthBearerServer,
 )
 from minibroker.security.plain import PlainAuthFailed, PlainMalformed, PlainServer
-from minibroker.security.scram import ScramError, ScramServer
+from minibroker.security.scram import (
+    MIN_ITERATIONS,
+    ScramError,
+    ScramServer,
+    TokenCredential,
+    credential_from_password,
+)
 from minibroker.security.settings import SaslSettings
 from minibroker_protocol.apis import APIS, api_versions, metadata, sasl_authenticate, sasl_handshake
 from minibroker_protocol.codec import Chunk, decode_from
@@ -65,6 +71,9 @@ class SaslAuthenticator:
         self._session_end: float | None = None  # time.monotonic() when the session ends
         self._reauth_capable = False  # the client sent SaslAuthenticate v1+ (KIP-368)
         self._reauthenticating = False
+        # authenticated with a delegation token (KafkaPrincipal.tokenAuthenticated): such a
+        # connection may not create, renew or expire tokens (KafkaApis.allowTokenRequests)
+        self.token_authenticated = False
 
     @property
     def authenticated(self) -> bool:
@@ -170,7 +179,19 @@ class SaslAuthenticator:
         if mechanism == "OAUTHBEARER":
             assert self.settings.oauthbearer_validator is not None
             return OAuthBearerServer(self.settings.oauthbearer_validator)
-        return ScramServer(mechanism, lambda user: self._scram.get(user, mechanism))
+        return ScramServer(mechanism, lambda user: self._scram.get(user, mechanism),
+                           lambda token_id: self._token(token_id, mechanism))
+
+    def _token(self, token_id: str, mechanism: str) -> TokenCredential | None:
+        """A delegation token's credential (Kafka: ScramServerCallbackHandler, DelegationTokenCache)."""
+        cache = self._scram.token_cache
+        token = cache.token(token_id) if cache is not None else None
+        credential = cache.credential(token_id, mechanism, lambda password: credential_from_password(
+            mechanism, password, MIN_ITERATIONS)) if cache is not None else None
+        if token is None or credential is None:
+            return None
+        # the principal is User:<owner name> (DelegationTokenCache.owner is the owner's name)
+        return TokenCredential(credential, "User:" + token.owner.split(":", 1)[-1], token.expiry_timestamp)
 
     # -- SaslAuthenticate (framed) -----------------------------------------------------------
     async def _authenticate(self, conn: Channel, header: RequestHeader, frame: bytes | bytearray,
@@ -258,7 +279,8 @@ class SaslAuthenticator:
         """The exchange succeeded: set the principal and the session end; the lifetime to tell the
         client (0: none), or -1 when a re-authentication changed the principal (connection closed)."""
         assert self._server is not None and self._server.user is not None
-        principal = f"User:{self._server.user}"
+        token_owner = self._server.token_owner if isinstance(self._server, ScramServer) else None
+        principal = token_owner or f"User:{self._server.user}"
         if self._reauthenticating and principal != conn.principal:
             log.warning("closing connection from %s: re-authenticated as %s, was %s", conn.peer, principal,
                         conn.principal)
@@ -269,10 +291,11 @@ class SaslAuthenticator:
                  "re-authenticated" if self._reauthenticating else "authenticated", principal, conn.peer,
                  self.settings.listener, self.mechanism)
         conn.principal = principal
+        self.token_authenticated = token_owner is not None
         self.state = "AUTHENTICATED"
         self._reauthenticating = False
         max_reauth = self.settings.max_reauth_for(self.mechanism)
-        expiry_ms = self._server.credential_expiry_ms if isinstance(self._server, OAuthBearerServer) else None
+        expiry_ms = self._server.credential_expiry_ms if not isinstance(self._server, PlainServer) else None
         self._server = None
         if expiry_ms is None and max_reauth <= 0:
             self._session_end = None

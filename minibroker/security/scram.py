@@ -2,8 +2,8 @@
 
 The exchange, server side: client-first `n,[a=authzid],n=user,r=cnonce[,ext=value...]` ->
 server-first `r=cnonce+snonce,s=salt,i=iterations` -> client-final `c=biws,r=nonce[,ext...],p=proof`
--> server-final `v=signature`. Kafka's extensions (`tokenauth=true` for delegation tokens, which
-we do not serve) ride in the first message. The broker keeps only the salt, the iteration count,
+-> server-final `v=signature`. Kafka's extensions ride in the first message: `tokenauth=true` says
+the user name is a delegation token's id (KIP-48), looked up among the tokens, not the users. The broker keeps only the salt, the iteration count,
 StoredKey = H(HMAC(SaltedPassword, "Client Key")) and ServerKey = HMAC(SaltedPassword, "Server Key"),
 never the password (Kafka: ScramCredential).
 
@@ -81,16 +81,29 @@ def username(saslname: str) -> str:
     return saslname.replace("=2C", ",").replace("=3D", "=")
 
 
+@dataclass(frozen=True)
+class TokenCredential:
+    """A delegation token's credential for one mechanism, its owner (the principal the connection
+    gets) and its expiry (KIP-368's session end; Kafka: DelegationTokenCredentialCallback)."""
+    credential: ScramCredential
+    owner: str  # "User:name"
+    expiry_timestamp_ms: int
+
+
 class ScramServer:
     """One SCRAM exchange, server side. `lookup(user)` returns the user's credential for this
-    mechanism or None."""
+    mechanism or None; `token_lookup(token_id)` a delegation token's (None: tokens not served)."""
 
-    def __init__(self, mechanism: str, lookup: Callable[[str], ScramCredential | None]):
+    def __init__(self, mechanism: str, lookup: Callable[[str], ScramCredential | None],
+                 token_lookup: Callable[[str], TokenCredential | None] | None = None):
         self.mechanism = mechanism
         self.hash_name = MECHANISMS[mechanism][0]
         self._lookup = lookup
+        self._token_lookup = token_lookup
         self._state = "first"
         self.user: str | None = None
+        self.token_owner: str | None = None  # set when the client authenticated with a token
+        self.credential_expiry_ms: int | None = None
         self._credential: ScramCredential | None = None
         self._client_first_bare = ""
         self._server_first = ""
@@ -119,10 +132,15 @@ class ScramServer:
         if m is None:
             raise ScramError("invalid SCRAM client first message")
         extensions = dict(e.split("=", 1) for e in m["extensions"].split(",")[1:])
-        if extensions.get("tokenauth", "").lower() == "true":
-            raise ScramError("delegation tokens are not served")
         user = username(m["saslname"])
-        credential = self._lookup(user)
+        if extensions.get("tokenauth", "").lower() == "true":
+            token = self._token_lookup(user) if self._token_lookup is not None else None
+            if token is None:
+                raise ScramError(f"Token Authentication failed: Invalid tokenId : {user}")
+            credential: ScramCredential | None = token.credential
+            self.token_owner, self.credential_expiry_ms = token.owner, token.expiry_timestamp_ms
+        else:
+            credential = self._lookup(user)
         if credential is None:
             raise ScramError(f"no {self.mechanism} credential for user {user!r}")
         if m["authzid"] and m["authzid"] != user:

@@ -45,6 +45,9 @@ KEYS: dict[int, str] = {
     74: "list_config_resources", 94: "unregister_controller",
     # KIP-1071 streams groups (issue 35)
     88: "streams_group_heartbeat", 89: "streams_group_describe",
+    # delegation tokens (KIP-48; issue 35)
+    38: "create_delegation_token", 39: "renew_delegation_token", 40: "expire_delegation_token",
+    41: "describe_delegation_token",
 }
 MODULES: tuple[str, ...] = tuple(KEYS.values())
 

@@ -86,7 +86,7 @@ async def test_api_versions_lists_what_the_controller_serves(server: ControllerS
     assert isinstance(resp, api_versions.ApiVersionsResponse)
     assert {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys} == {
         1: (13, 18), 18: (0, 4), 19: (2, 7), 20: (0, 6), 37: (0, 3), 43: (0, 2), 44: (0, 1), 55: (0, 2), 56: (2, 3),
-        45: (0, 1), 57: (0, 2), 59: (0, 1),
+        45: (0, 1), 46: (0, 0), 57: (0, 2), 59: (0, 1), 30: (1, 3), 31: (1, 3), 51: (0, 0), 49: (0, 1),
         58: (0, 0),
         60: (1, 2), 62: (0, 4), 63: (0, 2),
         64: (0, 0), 67: (0, 0)}

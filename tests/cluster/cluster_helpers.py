@@ -82,6 +82,18 @@ class MiniCluster:
         if self.controller.proc is not None and self.controller.proc.poll() is None:
             self.controller.stop()
 
+    def heal(self) -> None:
+        """Every broker serving again, as at the start: paused ones resumed, stopped or killed ones
+        started on their data dirs, and all registered and unfenced in every broker's Metadata, so
+        that the next test of a module sharing this cluster starts from a whole cluster."""
+        if self.controller.proc is None or self.controller.proc.poll() is not None:
+            self.controller.start(timeout=90)
+        for b in self.brokers.values():
+            self.resume(b)
+            if b.proc is None or b.proc.poll() is not None:
+                b.start(timeout=90)
+        self.wait_registered(list(self.brokers), timeout=120)
+
     def kill(self, node: int) -> None:
         self.brokers[node].kill()
 

@@ -209,10 +209,12 @@ def test_kafka_python_clients_and_a_consumer_group(mini_cluster: MiniCluster) ->
     assert views[1] and views[1] == views[2] == views[3]
 
 
-def test_a_topic_deleted_and_created_again_while_a_broker_was_down(mini_cluster: MiniCluster) -> None:
+def test_a_topic_deleted_and_created_again_while_a_broker_was_down(mini_cluster_fresh: MiniCluster) -> None:
     """The broker comes back with the old topic's logs on disk: they go (the metadata has another
-    topic id for the name, on other brokers)."""
-    c = mini_cluster
+    topic id for the name, on other brokers). On a cluster of its own: on the module's shared one,
+    after the other tests, its produce to the topic made again timed out (2 runs of 2, not yet
+    understood)."""
+    c = mini_cluster_fresh
     admin = AdminClient({"bootstrap.servers": c.brokers[1].bootstrap})
     admin.create_topics([NewTopic("again", 1, 3)])["again"].result(30)
     producer = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})

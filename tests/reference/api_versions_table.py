@@ -19,8 +19,7 @@ from tests.integration.helpers import RawClient
 
 # the names of the keys minibroker has no schema for (so minibroker_protocol.apis cannot name them)
 _OTHER_NAMES = {
-    34: "AlterReplicaLogDirs", 38: "CreateDelegationToken", 39: "RenewDelegationToken",
-    40: "ExpireDelegationToken", 41: "DescribeDelegationToken", 71: "GetTelemetrySubscriptions",
+    34: "AlterReplicaLogDirs", 71: "GetTelemetrySubscriptions",
     72: "PushTelemetry", 74: "ListConfigResources", 80: "AddRaftVoter", 81: "RemoveRaftVoter",
     83: "InitializeShareGroupState", 84: "ReadShareGroupState", 85: "WriteShareGroupState",
     86: "DeleteShareGroupState", 87: "ReadShareGroupStateSummary", 88: "StreamsGroupHeartbeat",

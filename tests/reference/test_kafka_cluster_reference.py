@@ -8,22 +8,52 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
   record read back once and in order; the killed broker restarted rejoins the ISR.
 - leadership moved to a named broker as Kafka's tools move it (AlterPartitionReassignments with
   the replicas reordered, then ElectLeaders PREFERRED).
+- automatic preferred-leader rebalancing (auto.leader.rebalance.enable, on by default; the
+  interval shortened to LEADER_IMBALANCE_CHECK_S): a killed leader started again leads the
+  partitions it is the preferred replica of within the interval.
+- unclean leader election (unclean.leader.election.enable; the periodic check shortened through
+  Kafka's internal unclean.leader.election.interval.ms): the ISR shrinks to the leader, which
+  then dies; the out-of-sync replicas stay without a leader (LEADER_NOT_AVAILABLE) until the
+  topic's key is set, then one of them leads and the records only the dead leader had are gone,
+  the same offsets and records on both. The ISR meanwhile differs: ELR (KIP-966) is on in Kafka's
+  cluster, absent from our controller (docs/differences.md#kraft-elections).
+- the divergent log of KIP-101/KIP-279: a leader with acks=1 records its (paused) followers never
+  fetched is killed (kill -9); a follower from the ISR takes over and gets new writes; the old
+  leader returns, truncates to the new leader's epoch boundary and catches up: the partition's
+  segment files end byte-identical (sha256) on every replica, with the same records readable.
+- a follower cut off from its leader (minibroker: the `replica.fetch.cut` fault; Kafka: the
+  follower SIGSTOP'ed, the nearest a single host gets without iptables), min.insync.replicas 3:
+  out of the ISR, an acks=all write answers NOT_ENOUGH_REPLICAS; healed, back in the ISR and the
+  write goes (issue 32).
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
-from minibroker.cluster_testing import ClusterOps
+from minibroker.cluster_testing import ClusterOps, poll
 from minibroker.testing import Cluster
 from reference import kafka_reference as kr
 from reference.kafka_cluster import KafkaCluster
+
+LEADER_IMBALANCE_CHECK_S = 3  # Kafka's default is 300 s
+UNCLEAN_CHECK_MS = 2000  # Kafka's internal unclean.leader.election.interval.ms, 5 min by default
+OVERRIDES = {"leader.imbalance.check.interval.seconds": LEADER_IMBALANCE_CHECK_S,
+             "unclean.leader.election.interval.ms": UNCLEAN_CHECK_MS}
 
 
 @pytest.fixture(scope="module", params=["minibroker", "kafka"])
@@ -33,9 +63,9 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[ClusterOps]:
         why = kr.missing_prerequisites()
         if why is not None:
             pytest.skip(f"REFERENCE BROKER UNAVAILABLE: {why}")
-        c = KafkaCluster(3)
+        c = KafkaCluster(3, overrides=OVERRIDES)
     else:
-        c = Cluster(3)
+        c = Cluster(3, overrides=OVERRIDES)
     c.start()  # type: ignore[attr-defined]
     try:
         yield c
@@ -53,10 +83,10 @@ def healed(cluster: ClusterOps) -> Iterator[ClusterOps]:
             cluster.start_broker(n)
 
 
-def new_topic(c: ClusterOps) -> str:
+def new_topic(c: ClusterOps, min_insync: int = 2) -> str:
     name = f"ref-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
-    admin.create_topics([NewTopic(name, 1, 3, config={"min.insync.replicas": "2"})])[name].result(60)
+    admin.create_topics([NewTopic(name, 1, 3, config={"min.insync.replicas": str(min_insync)})])[name].result(60)
     c.wait_for_isr(name, 0, [1, 2, 3])
     return name
 
@@ -132,3 +162,167 @@ def test_leadership_moved_to_a_named_broker(healed: ClusterOps) -> None:
     after = c.partition(topic)
     assert after.leader == to and after.replicas == (to, *(r for r in before.replicas if r != to))
     assert after.leader_epoch > before.leader_epoch and sorted(after.isr) == [1, 2, 3]
+
+
+def test_a_restarted_leader_leads_its_preferred_partitions_again(healed: ClusterOps) -> None:
+    c = healed
+    name = f"rb-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic(name, 3, 3)])[name].result(60)
+    for p in range(3):
+        c.wait_for_isr(name, p, [1, 2, 3])
+    before = c.partitions(name)
+    victim = before[0].replicas[0]
+    preferred = [p for p, s in before.items() if s.replicas[0] == victim]
+    assert all(before[p].leader == victim for p in preferred)  # a new topic is led by its preferred replicas
+    c.stop_broker(victim, kill=True)
+    for p in preferred:
+        c.wait_for_leader(name, p, lambda n: n != victim, timeout=90)
+    moved = c.partitions(name)
+    c.start_broker(victim)
+    for p in preferred:
+        c.wait_for_isr(name, p, [1, 2, 3], timeout=120)
+        # back to the preferred replica by the controller alone, within the check interval (plus slack)
+        assert c.wait_for_leader(name, p, victim, timeout=LEADER_IMBALANCE_CHECK_S + 60) == victim
+        assert c.partition(name, p).leader_epoch > moved[p].leader_epoch
+
+
+def _metadata_error(c: ClusterOps, topic: str) -> tuple[int, int]:
+    """(leader, error code) of partition 0 as Metadata tells a client."""
+    md = AdminClient({"bootstrap.servers": c.bootstrap}).list_topics(topic, timeout=30)
+    pm = md.topics[topic].partitions[0]
+    return pm.leader, pm.error.code() if pm.error is not None else 0
+
+
+def test_unclean_leader_election_loses_what_only_the_dead_leader_had(healed: ClusterOps) -> None:
+    c = healed
+    name = f"unclean-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic(name, 1, 3, config={"min.insync.replicas": "1"})])[name].result(60)
+    c.wait_for_isr(name, 0, [1, 2, 3])
+    leader = c.leader(name)
+    followers = [n for n in (1, 2, 3) if n != leader]
+    replicated = produce(c, name, [b"a%d" % i for i in range(10)])
+    c.wait_for_high_watermark(name, 0, 10)
+    for f in followers:
+        c.stop_broker(f, kill=True)
+    c.wait_for_isr(name, 0, [leader], timeout=90)
+    assert len(produce(c, name, [b"b%d" % i for i in range(5)])) == 5  # on the leader alone
+    c.stop_broker(leader, kill=True)
+    for f in followers:
+        c.start_broker(f)
+    # the ISR's last member is dead (fenced once its session runs out), the live replicas are out of
+    # sync: no leader while the key is off
+    poll(lambda: c.leader(name) == -1, f"{name}-0 has no leader", 60)
+    deadline = time.monotonic() + 8
+    while time.monotonic() < deadline:
+        assert _metadata_error(c, name) == (-1, KafkaError.LEADER_NOT_AVAILABLE)
+        time.sleep(1)
+    state = c.partition(name)
+    epoch = state.leader_epoch
+    # ELR (KIP-966) is where the two differ: our controller has none and keeps the dead leader as the
+    # ISR; Kafka's cluster is formatted with ELR on, and moves it out of the ISR into the ELR
+    assert list(state.isr) == ([] if isinstance(c, KafkaCluster) else [leader])
+    resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=[
+        ConfigEntry("unclean.leader.election.enable", "true", incremental_operation=AlterConfigOpType.SET)])
+    # a new client: the first one's Metadata may name the dead broker as the one to send it to
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    for f in admin.incremental_alter_configs([resource]).values():
+        f.result(60)
+    new = c.wait_for_leader(name, 0, lambda n: n in followers, timeout=120)
+    state = c.partition(name)  # the ISR restarts from the new leader (the other may have caught up since)
+    assert state.leader_epoch > epoch and new in state.isr and leader not in state.isr
+    assert c.high_watermark(name, 0) == 10  # the five records only the dead leader had are gone
+    after = produce(c, name, [b"c%d" % i for i in range(3)])
+    assert consume(c, name, 13) == replicated + after  # offsets 0-9 a*, 10-12 c*
+    c.start_broker(leader)
+    c.wait_for_isr(name, 0, [1, 2, 3], timeout=120)  # the old leader truncated its b* and caught up
+
+
+def _segments(c: ClusterOps, topic: str, node: int) -> dict[str, bytes]:
+    """{segment file: bytes} of partition 0's .log files on the broker's disk."""
+    d = c.brokers[node].data_dir / f"{topic}-0"  # type: ignore[attr-defined]
+    return {f.name: f.read_bytes() for f in sorted(d.glob("*.log"))}
+
+
+def _segment_digests(c: ClusterOps, topic: str) -> dict[int, dict[str, str]]:
+    """{broker: {segment file: sha256}} of partition 0's .log files on every broker's disk."""
+    return {n: {k: hashlib.sha256(v).hexdigest() for k, v in _segments(c, topic, n).items()} for n in (1, 2, 3)}
+
+
+def test_a_returning_leader_truncates_its_unreplicated_records(healed: ClusterOps) -> None:
+    c = healed
+    name = f"diverge-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic(name, 1, 3, config={"min.insync.replicas": "1"})])[name].result(60)
+    c.wait_for_isr(name, 0, [1, 2, 3])
+    old = c.partition(name)
+    followers = [n for n in (1, 2, 3) if n != old.leader]
+    replicated: list[bytes] = []
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "1", "linger.ms": 0})
+    for i in range(10):
+        p.produce(name, value=b"a%d" % i, partition=0,
+                  on_delivery=lambda err, m: replicated.append(m.value()) if err is None else None)
+    assert p.flush(60) == 0 and len(replicated) == 10
+    c.wait_for_high_watermark(name, 0, 10)
+    for f in followers:
+        c.pause(f)
+    try:
+        # a paused follower's fetch already at the leader is answered into its socket when the leader
+        # appends, and read on resume; past replica.fetch.wait.max.ms (500 ms) that answer went out
+        # empty, and no new fetch comes (still well within replica.lag.time.max.ms: no ISR shrink)
+        time.sleep(1.5)
+        for i in range(5):  # acknowledged by the leader alone: its followers never see them
+            p.produce(name, value=b"b%d" % i, partition=0)
+        assert p.flush(30) == 0
+        c.stop_broker(old.leader, kill=True)
+    finally:
+        for f in followers:
+            c.resume(f)
+    new = c.wait_for_leader(name, 0, lambda n: n != old.leader, timeout=90)
+    assert new in followers and c.partition(name).leader_epoch > old.leader_epoch  # a clean election
+    after = produce(c, name, [b"c%d" % i for i in range(3)])
+    assert any(b"b4" in data for data in _segments(c, name, old.leader).values())  # the dead leader's own records
+    assert not any(b"b4" in data for f in followers for data in _segments(c, name, f).values())
+    c.start_broker(old.leader)
+    c.wait_for_isr(name, 0, [1, 2, 3], timeout=120)
+    assert consume(c, name, 13) == replicated + after  # offsets 0-9 a*, 10-12 c*; the b* are gone
+    digests = poll(lambda: (d := _segment_digests(c, name)) and len({str(v) for v in d.values()}) == 1 and d,
+                   f"{name}-0's segments identical on every replica", 60)
+    assert len(digests[old.leader]) >= 1
+    assert not any(b"b4" in data for data in _segments(c, name, old.leader).values())  # truncated away
+def _errors_of_one_write(c: ClusterOps, topic: str, value: bytes, acks: str) -> list[int]:
+    """The error codes the producer's delivery report gives one write (none: acknowledged), with
+    no retry, so the broker's first answer is what the client sees."""
+    errors: list[int] = []
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": acks, "retries": 0, "enable.idempotence": False,
+                  "message.timeout.ms": 60000})
+    p.produce(topic, value=value, partition=0, on_delivery=lambda err, m: errors.append(err.code()) if err else None)
+    assert p.flush(90) == 0
+    return errors
+
+
+def test_a_follower_cut_off_makes_acks_all_answer_not_enough_replicas(healed: ClusterOps) -> None:
+    c = healed
+    topic = new_topic(c, min_insync=3)
+    leader = c.leader(topic)
+    follower = next(n for n in (1, 2, 3) if n != leader)
+    cut = c.inject(kind="replica.fetch.cut", node=follower, topic=topic) if isinstance(c, Cluster) else None
+    if cut is None:
+        c.pause(follower)
+    try:
+        assert _errors_of_one_write(c, topic, b"acks-1", "1") == []  # the leader moves on alone
+        isr = c.wait_for_isr(topic, 0, lambda isr: follower not in isr, timeout=90)
+        assert sorted(isr) == sorted(n for n in (1, 2, 3) if n != follower)
+        assert c.leader(topic) == leader
+        assert _errors_of_one_write(c, topic, b"refused", "all") == [KafkaError.NOT_ENOUGH_REPLICAS]
+    finally:
+        if cut is not None:
+            cut.remove()
+        else:
+            c.resume(follower)
+    c.wait_for_isr(topic, 0, [1, 2, 3], timeout=120)
+    # with retries: the broker Metadata asked may name the follower in the ISR a moment before the
+    # leader does (Kafka answered one NOT_ENOUGH_REPLICAS there)
+    assert produce(c, topic, [b"after"]) == [b"after"]
+    assert consume(c, topic, 2) == [b"acks-1", b"after"]

@@ -43,7 +43,7 @@ TIMEOUT = 90.0
 BROKER = 1
 CONTROLLER = 100
 # what minibroker's broker does not support yet: formatted off, so that it may register
-FEATURES_OFF = ["streams.version=0", "eligible.leader.replicas.version=0"]
+FEATURES_OFF = ["share.version=0", "streams.version=0", "eligible.leader.replicas.version=0"]
 
 
 def _properties(props: dict[str, object]) -> str:

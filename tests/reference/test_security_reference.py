@@ -20,7 +20,7 @@ from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient
 
 from reference import kafka_reference as kr
-from tests.reference import oauth_helpers
+from tests.reference import oauth_helpers, token_helpers
 
 JAAS_PLAIN = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
               'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
@@ -36,6 +36,7 @@ def sasl_props(plain_port: int, sasl_port: int) -> dict[str, str]:
         "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": JAAS_SCRAM,
         "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": JAAS_SCRAM,
         "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": oauth_helpers.JAAS,
+        "delegation.token.secret.key": "token-secret",  # delegation tokens on (test_delegation_tokens_as_kafka)
     }
 
 
@@ -118,3 +119,46 @@ def test_same_oauthbearer_outcomes_as_kafka(brokers: dict[str, tuple[str, str]],
     assert k["confluent unsecure jwt"] == (True, "") and k["java"] == ["j1", "j2"]
     assert k["confluent no scope"] == (False, 'SASL authentication error: {"status":"insufficient_scope", '
                                               '"scope":"[kafka]"}')
+
+
+def _token_outcomes(name: str, plain: str, sasl: str, tmp_path: Path) -> dict[str, Any]:
+    """One broker's delegation-token session (test_delegation_tokens_as_kafka)."""
+    r = kr.run_tool("kafka-configs", ["--bootstrap-server", plain, "--alter", "--add-config",
+                                      "SCRAM-SHA-256=[iterations=4096,password=dan-pw]",
+                                      "--entity-type", "users", "--entity-name", "dan"])
+    assert r.returncode == 0, r.stderr
+    dan = token_helpers.client_config(tmp_path / f"{name}-dan.properties", "dan", "dan-pw")
+    alice = token_helpers.plain_config(tmp_path / f"{name}-alice.properties", "alice", "alice-secret")
+    out: dict[str, Any] = {}
+    rc, text = token_helpers.tokens_tool(sasl, dan, "--create", "--max-life-time-period", "-1",
+                                         "--renewer-principal", "User:admin")
+    token_id, hmac = token_helpers.created(text)
+    names = {token_id: "<ID>", hmac: "<HMAC>"}
+    out["create"] = (rc, token_helpers.mask(text, names))
+    out["describe"] = token_helpers.mask(token_helpers.tokens_tool(sasl, dan, "--describe", "--owner-principal",
+                                                                   "User:dan")[1], names)
+    out["renew"] = token_helpers.mask(token_helpers.tokens_tool(
+        sasl, dan, "--renew", "--hmac", hmac, "--renew-time-period", "-1")[1], names)
+    out["renew by another"] = token_helpers.mask(token_helpers.tokens_tool(
+        sasl, alice, "--renew", "--hmac", hmac, "--renew-time-period", "-1")[1], names)
+    out["token clients"] = token_helpers.token_clients(sasl, tmp_path / f"{name}-token.properties", token_id, hmac)
+    out["raw"] = token_helpers.raw_outcomes(plain, sasl, token_id, hmac)
+    out["expire"] = token_helpers.mask(token_helpers.tokens_tool(
+        sasl, dan, "--expire", "--hmac", hmac, "--expiry-time-period", "-1")[1], names)
+    return out
+
+
+@pytest.mark.timeout(300)  # a dozen JVM tool runs: ~40 s, more on a loaded machine
+def test_delegation_tokens_as_kafka(brokers: dict[str, tuple[str, str]], tmp_path: Path) -> None:
+    """kafka-delegation-tokens --create/--describe/--renew/--expire give Kafka's output (ids, HMACs
+    and dates masked) and Kafka's errors; the Java console producer and kafka-python log in with
+    the token (SCRAM-SHA-512, tokenauth=true); raw requests get Kafka's codes. The two brokers'
+    sessions run side by side (each is mostly JVM start-ups)."""
+    with ThreadPoolExecutor(2) as pool:
+        futures = {name: pool.submit(_token_outcomes, name, plain, sasl, tmp_path)
+                   for name, (plain, sasl) in brokers.items()}
+        outcomes = {name: f.result() for name, f in futures.items()}
+    assert outcomes["minibroker"] == outcomes["kafka"]
+    assert outcomes["kafka"]["token clients"] == ["t1", "t2"]
+    assert "Completed renew operation" in outcomes["kafka"]["renew"], outcomes["kafka"]["renew"]
+    assert "DelegationTokenOwnerMismatchException" in outcomes["kafka"]["renew by another"], outcomes["kafka"]

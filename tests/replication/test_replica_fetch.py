@@ -104,9 +104,11 @@ async def test_follower_reads_to_the_leo_from_file_regions_and_moves_the_hw(clus
     # a fetch of an earlier incarnation of broker 2 (a smaller broker epoch) is refused
     stale, _ = rm1.read_from_local_log([FetchPartition("zc", 0, 3, 1 << 20)], 1 << 20, 0, FetchReplica(2, 101))
     assert stale[0].error == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    # a "replica" that is not assigned (a client sending replica_id 7) gets no records, as in Kafka
+    # a "replica" that is not assigned (a client sending replica_id 7) gets no records but
+    # UNKNOWN_LEADER_EPOCH, as Kafka 4.4 answers (tests/reference/test_inter_broker_bad_input.py)
     other, _ = rm1.read_from_local_log([FetchPartition("zc", 0, 0, 1 << 20)], 1 << 20, 0, FetchReplica(7, 1))
-    assert other[0].error == 0 and other[0].records is None and 7 not in leader.remote_replicas
+    assert other[0].error == ErrorCode.UNKNOWN_LEADER_EPOCH and other[0].records is None
+    assert 7 not in leader.remote_replicas
     rm2.fetcher_manager.resume()
 
 

@@ -162,6 +162,29 @@ def test_delete_topic_renames_then_removes_after_the_delay(tmp_path):
     lm.shutdown()
 
 
+def test_delete_log_removes_one_replica_after_the_delay(tmp_path):
+    """A partition reassigned away from this broker (Kafka: LogManager.asyncDelete): its
+    directory renamed `-delete` at once, removed after file.delete.delay.ms; the topic's other
+    partitions and its config stay."""
+    data = tmp_path / "data"
+    clock = Clock()
+    lm = started(data, clock)
+    tid = uuid.uuid4()
+    lm.set_topic_overrides("moved", {"retention.ms": 1000})
+    for p in range(2):
+        lm.create_log("moved", p, tid).append_as_leader(batch(1))
+    gone = lm.delete_log("moved", 1)
+    assert gone is not None and re.fullmatch(r"moved-1\.[0-9a-f]{32}-delete", gone.name)
+    assert lm.get_log("moved", 1) is None and lm.get_log("moved", 0) is not None
+    assert lm.delete_log("moved", 1) is None
+    assert not (data / "moved-1").exists() and (data / "moved-0").is_dir()
+    assert "moved 1" not in (data / "recovery-point-offset-checkpoint").read_text()
+    assert lm.topic_overrides("moved") == {"retention.ms": 1000}
+    assert lm.cleanup_deleted(clock.ms + 59_999) == 0 and gone.exists()
+    assert lm.cleanup_deleted(clock.ms + 60_000) == 1 and not gone.exists()
+    lm.shutdown()
+
+
 def test_leftover_delete_dirs_are_removed_at_startup(tmp_path):
     data = tmp_path / "data"
     lm = started(data)

@@ -1,0 +1,24 @@
+"""RenewDelegationToken (api key 39): schema data generated from Kafka's message definitions
+by tools/gen_schemas.py. Edit the generator, not this file."""
+
+from minibroker_protocol.schema import Api, F, Schema, message_classes
+
+REQUEST = Schema(
+    'RenewDelegationTokenRequest', '1-2', flexible='2+',
+    fields=[
+        F('hmac', 'bytes', '0+'),
+        F('renew_period_ms', 'int64', '0+'),
+    ],
+)
+
+RESPONSE = Schema(
+    'RenewDelegationTokenResponse', '1-2', flexible='2+',
+    fields=[
+        F('error_code', 'int16', '0+'),
+        F('expiry_timestamp_ms', 'int64', '0+'),
+        F('throttle_time_ms', 'int32', '0+'),
+    ],
+)
+
+API = Api(39, 'RenewDelegationToken', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi
