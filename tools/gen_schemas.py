@@ -99,6 +99,15 @@ RECORDS = ["OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMet
            "ConsumerGroupTargetAssignmentMemberKey", "ConsumerGroupTargetAssignmentMemberValue",
            "ConsumerGroupCurrentMemberAssignmentKey", "ConsumerGroupCurrentMemberAssignmentValue",
            "ConsumerGroupRegularExpressionKey", "ConsumerGroupRegularExpressionValue"]
+# KIP-1071 streams-group records of __consumer_offsets (record types 17 and 19-23; Kafka 4.4 has no
+# StreamsGroupPartitionMetadata, type 18): protocol/streams_group_records.py, generated alone with
+# --streams-records from the 4.4 kafka-group-coordinator jar's common/message.
+STREAMS_RECORDS = ["StreamsGroupMetadataKey", "StreamsGroupMetadataValue",
+                   "StreamsGroupMemberMetadataKey", "StreamsGroupMemberMetadataValue",
+                   "StreamsGroupTargetAssignmentMetadataKey", "StreamsGroupTargetAssignmentMetadataValue",
+                   "StreamsGroupTargetAssignmentMemberKey", "StreamsGroupTargetAssignmentMemberValue",
+                   "StreamsGroupCurrentMemberAssignmentKey", "StreamsGroupCurrentMemberAssignmentValue",
+                   "StreamsGroupTopologyKey", "StreamsGroupTopologyValue"]
 
 
 def load(path: Path) -> dict:
@@ -201,6 +210,10 @@ def main(argv: list[str]) -> None:
     if argv[:1] == ["--only"]:
         only(argv[1].split(","), [Path(p) for p in argv[2:]])
         return
+    if argv[:1] == ["--streams-records"]:
+        write_streams_records({p.stem: p for d in argv[1:] for p in Path(d).glob("*.json")})
+        write_stubs()
+        return
     kraft_only = argv[:1] == ["--kraft"]
     streams_only = argv[:1] == ["--streams"]
     dirs = [Path(p) for p in argv[1 if kraft_only or streams_only else 0:]]
@@ -285,6 +298,31 @@ def _write_records(files: dict[str, Path], outdir: Path) -> None:
     write_stubs()
 
 
+def write_streams_records(files: dict[str, Path]) -> None:
+    """protocol/streams_group_records.py: the KIP-1071 records, keyed by record type in BY_TYPE."""
+    out = [
+        '"""KIP-1071 streams-group records (__consumer_offsets): schema data generated from Kafka\'s',
+        "definitions by tools/gen_schemas.py. Edit the generator, not this file. BY_TYPE maps a record",
+        "type (the key's int16 prefix; Kafka: CoordinatorRecordType) to its (key, value) schemas.\"\"\"",
+        "",
+        "from minibroker_protocol.schema import F, Message, Schema, message_classes",
+        "",
+    ]
+    types: dict[int, str] = {}
+    for name in STREAMS_RECORDS:
+        d = load(files[name])
+        if name.endswith("Key"):
+            types[d["apiKey"]] = snake(name[:-3]).upper()
+        emit_struct(name, d, snake(name).upper(), out)
+        out.append("")
+    out.append("BY_TYPE: dict[int, tuple[Schema[Message], Schema[Message]]] = {")
+    out.extend(f"    {k}: ({v}_KEY, {v}_VALUE)," for k, v in sorted(types.items()))
+    out.append("}")
+    out.append(f"__getattr__ = message_classes({', '.join(snake(n).upper() for n in STREAMS_RECORDS)})")
+    out.append("")
+    (ROOT / "protocol" / "streams_group_records.py").write_text("\n".join(out))
+
+
 def write_kraft_records(files: dict[str, Path], outdir: Path) -> None:
     """protocol/metadata_records.py (with BY_API_KEY) and protocol/raft_records.py."""
     meta = [
@@ -337,6 +375,7 @@ def stub_modules() -> dict[str, list[str]]:
     mods = {f"minibroker_protocol.apis.{module_name(a)}": ["REQUEST", "RESPONSE"] for a in APIS}
     mods["minibroker_protocol.coordinator_records"] = [snake(n).upper() for n in RECORDS]
     mods["minibroker_protocol.share_records"] = [snake(n).upper() for n in SHARE_RECORDS]
+    mods["minibroker_protocol.streams_group_records"] = [snake(n).upper() for n in STREAMS_RECORDS]
     mods["minibroker_protocol.metadata_records"] = [snake(n).upper() for n in METADATA_RECORDS]
     mods["minibroker_protocol.raft_records"] = [snake(n).upper() for n in RAFT_RECORDS]
     return mods
@@ -411,6 +450,9 @@ def render_stub(module: str, variables: list[str]) -> str:
         out.append("")
     if hasattr(mod, "BY_API_KEY"):
         out.append("BY_API_KEY: dict[int, Schema[Message]]")
+        out.append("")
+    if hasattr(mod, "BY_TYPE"):
+        out.append("BY_TYPE: dict[int, tuple[Schema[Message], Schema[Message]]]")
         out.append("")
     text = "\n".join(out[header:])
     used = [n for n in ("Api", "BaseRecords", "MemoryRecords", "Message", "Schema") if re.search(rf"\b{n}\b", text)]

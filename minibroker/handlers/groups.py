@@ -509,7 +509,9 @@ async def handle_describe_groups(ctx: RequestContext, req: describe_groups.Descr
                 # client could only tell it by the Dead state (GroupMetadataManager.describeGroups).
                 # A KIP-848 consumer group is not a classic group: Dead before v6 too.
                 group.error_code = ErrorCode.GROUP_ID_NOT_FOUND
-                group.error_message = (f"Group {gid} is not a classic group." if gid in coord.consumer_groups.groups
+                # so is a KIP-1071 streams group
+                not_classic = gid in coord.consumer_groups.groups or gid in coord.streams_groups.groups
+                group.error_message = (f"Group {gid} is not a classic group." if not_classic
                                        else f"Group {gid} not found.")
             group.authorized_operations = authorized_ops.group_field(ctx, ctx.version >= 3 and include_ops, group)
             out.append(group)

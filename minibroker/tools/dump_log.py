@@ -40,6 +40,7 @@ from typing import Any, TextIO
 from minibroker.tools.json_value import JsonValue
 from minibroker_protocol import coordinator_records as cr
 from minibroker_protocol import share_records as sr
+from minibroker_protocol import streams_group_records as sgr
 from minibroker_protocol.codec import decode
 from minibroker_protocol.records import legacy
 from minibroker_protocol.records.batch import LOG_OVERHEAD, V2_HEADER_SIZE
@@ -473,6 +474,8 @@ def _consumer_group_records() -> dict[int, tuple[Schema[Message], Schema[Message
         7: (cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
         8: (cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
         16: (cr.CONSUMER_GROUP_REGULAR_EXPRESSION_KEY, cr.CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+        # KIP-1071 streams groups: 17, 19-23 (protocol/streams_group_records.py)
+        **sgr.BY_TYPE,
     }
 
 

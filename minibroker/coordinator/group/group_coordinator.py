@@ -51,6 +51,7 @@ from minibroker.coordinator.group.records import (
     offset_commit_tombstone,
 )
 from minibroker.coordinator.group.streams_group_manager import StreamsGroupConfig, StreamsGroupManager
+from minibroker.coordinator.group.streams_group_records import record_type as streams_record_type
 from minibroker.coordinator.runtime.coordinator_loader import LoadedRecord
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
@@ -91,7 +92,9 @@ class GroupCoordinator:
         # KIP-1071 streams groups (issue 35): a third kind, sharing the group id space and offsets
         self.streams_groups = StreamsGroupManager(
             StreamsGroupConfig(), now_ms=now_ms,
-            other_group_exists=lambda gid: self._classic_group_exists(gid) is not None or gid in self.consumer_groups.groups)
+            other_group_exists=lambda gid: self._classic_group_exists(gid) is not None or gid in self.consumer_groups.groups,
+            write=lambda gid, records: write_records(self.store, gid, records))
+        self._topics = topics
         self.offset_manager.streams_groups = self.streams_groups
         # online migration between the two protocols (group.consumer.migration.policy)
         self.migration = GroupMigration(MigrationPolicy.parse(self.consumer_groups.config.migration_policy),
@@ -176,6 +179,10 @@ class GroupCoordinator:
                     loaded += 1
                     self.consumer_groups.replay(bytes(key), None if value is None else bytes(value))
                     continue
+                if streams_record_type(key) is not None:
+                    loaded += 1
+                    self.streams_groups.replay(bytes(key), None if value is None else bytes(value))
+                    continue
                 rec = decode_record(key, value)
                 if rec is None:
                     continue
@@ -189,13 +196,15 @@ class GroupCoordinator:
                 log.error("Skipping a __consumer_offsets record while loading: %s", e)
         self.offset_manager.replay_open_transactions(
             {pid: [(k, v) for k, v in held if k is not None] for pid, held in open_txns.items()})
-        for gid in self.consumer_groups.groups:
+        for gid in (*self.consumer_groups.groups, *self.streams_groups.groups):
             # committed offsets made a "simple" classic group of a consumer group's id on replay
             g = self.groups.get(gid)
             if g is not None and not g.members and g.protocol_type is None:
                 self.membership.drop_group(g)
         self.membership.start_sessions()
         self.consumer_groups.start_sessions()
+        self.streams_groups.after_load({name: len(t.partitions) for name, t in self._topics.items()}
+                                       if self._topics is not None else {})
         if loaded:
             log.info("Loaded %d group(s) and %d committed offset(s) from %d record(s) of __consumer_offsets-%d",
                      len(self.groups), sum(len(o) for o in self.offsets.values()), loaded, partition)
@@ -222,6 +231,7 @@ class GroupCoordinator:
                     group.complete_sync(member, sync_error(ErrorCode.NOT_COORDINATOR))
             self.consumer_groups.groups.pop(gid, None)
             self.offsets.pop(gid, None)
+        self.streams_groups.forget(g for g in self.streams_groups.groups if here(g))
         for by_group in self.pending_txn_offsets.values():
             for gid in [g for g in by_group if here(g)]:
                 del by_group[gid]

@@ -344,10 +344,10 @@ class OffsetMetadataManager:
             return ErrorCode.INVALID_GROUP_ID, []
         group = self.groups.get(group_id)
         subscribed: Callable[[str], bool]
-        if self._is_consumer_group(group_id):
-            assert self.consumer_groups is not None
-            cgm = self.consumer_groups
-            subscribed = lambda topic: cgm.is_subscribed_to_topic(group_id, topic)  # noqa: E731
+        if self._is_consumer_group(group_id) or self._is_streams_group(group_id):
+            owner = self.consumer_groups if self._is_consumer_group(group_id) else self.streams_groups
+            assert owner is not None
+            subscribed = lambda topic: owner.is_subscribed_to_topic(group_id, topic)  # noqa: E731
         elif group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, []
         elif not group.is_in(GroupState.EMPTY) and not group.uses_consumer_protocol():

@@ -193,6 +193,14 @@ class StreamsGroupMember:
     pending_revocation: Tasks = field(default_factory=dict)
     # what the last response carried, so an unchanged assignment is not sent again
     last_sent: TasksTuple | None = None
+    # the member epoch at which each active task (owned or pending revocation) came to the member
+    # (Kafka 4.4: TaskIds.AssignmentEpochs of StreamsGroupCurrentMemberAssignmentValue)
+    task_epochs: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def stamp_task_epochs(self) -> None:
+        """Tasks new to the member take its current epoch; tasks it kept keep theirs."""
+        owned = task_set(self.assigned.active) | task_set(self.pending_revocation)
+        self.task_epochs = {t: self.task_epochs.get(t, self.member_epoch) for t in owned}
 
 
 @dataclass(slots=True)

@@ -19,6 +19,10 @@ event loop without awaiting:
 
 Sessions (group.streams.session.timeout.ms) restart on every heartbeat; a member whose session
 ends is removed and the group rebalances.
+
+Persistence: after each heartbeat, session expiry or deletion the group's changed records are
+appended to __consumer_offsets (streams_group_records.py); a coordinator that loads the partition
+replays them, so the group, its epochs, topology and assignments outlive a restart or a move.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from minibroker.config import BrokerConfig
+from minibroker.coordinator.group import streams_group_records as records
 from minibroker.coordinator.group.streams_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -44,8 +49,10 @@ from minibroker.coordinator.group.streams_group import (
     tasks_from_set,
     tasks_of,
 )
+from minibroker.coordinator.group.streams_group_records import StreamsGroupLog
 from minibroker.coordinator.group.streams_task_assignor import AssignorMember, assign
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker_protocol.apis import streams_group_describe, streams_group_heartbeat
 from minibroker_protocol.errors import ErrorCode, KafkaError
 from minibroker_storage.clock import Clock
@@ -104,15 +111,58 @@ def _validate(req: Req) -> None:
 
 
 class StreamsGroupManager:
-    """Every streams group of the broker (state in memory; see docs/differences.md)."""
+    """Every streams group of the coordinator's __consumer_offsets partitions."""
 
     def __init__(self, config: StreamsGroupConfig, *, now_ms: Clock,
-                 other_group_exists: Callable[[str], bool]) -> None:
+                 other_group_exists: Callable[[str], bool],
+                 write: Callable[[str, list[CoordinatorRecord]], None] | None = None) -> None:
         self.config = config
         self.now_ms = now_ms
         self._other_group_exists = other_group_exists
+        self._write = write  # appends to the group's __consumer_offsets partition; KafkaError on failure
         self.groups: dict[str, StreamsGroup] = {}
+        self.logs: dict[str, StreamsGroupLog] = {}  # what was written of each group
         self.timer = KeyedTimer()
+
+    # -- persistence -----------------------------------------------------------------------------
+    def _persist(self, group_id: str) -> None:
+        """Write the records of `group_id` that changed since the last write (tombstones for what
+        is gone); KafkaError when the append fails, the log then still holding the old records."""
+        lg = self.logs.setdefault(group_id, StreamsGroupLog())
+        before = lg.written
+        recs = lg.diff(self.groups.get(group_id), group_id)
+        if group_id not in self.groups:
+            del self.logs[group_id]
+        if recs and self._write is not None:
+            try:
+                self._write(group_id, recs)
+            except KafkaError:
+                lg.written = before
+                self.logs[group_id] = lg
+                raise
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """One streams-group record read back from __consumer_offsets (ValueError if unreadable)."""
+        records.replay(self.groups, self.logs, key, value)
+
+    def after_load(self, partitions_of: Mapping[str, int]) -> None:
+        """Once a partition is loaded: configure the topologies of its groups against the topics
+        (the state they report needs it) and start every member's session, as Kafka does for the
+        members it loads."""
+        for g in self.groups.values():
+            if g.topology is not None and g.configured is None:
+                g.configured = configure_topology(g.topology, partitions_of)
+            for m in g.members.values():
+                if not self.timer.is_scheduled(("sg-session", g.group_id, m.member_id)):
+                    self._schedule_session(g, m)
+
+    def forget(self, group_ids: Iterable[str]) -> None:
+        """This broker no longer leads the partition of these groups (Kafka: onUnloaded)."""
+        gone = set(group_ids)
+        self.timer.cancel_where(lambda k: isinstance(k, tuple) and len(k) > 1 and k[1] in gone)
+        for gid in gone:
+            self.groups.pop(gid, None)
+            self.logs.pop(gid, None)
 
     # -- what the handler needs before the heartbeat ---------------------------------------------
     def topics_to_create(self, req: Req, partitions_of: Mapping[str, int]) -> dict[str, tuple[int, dict[str, str]]]:
@@ -133,9 +183,14 @@ class StreamsGroupManager:
                   partitions_of: Mapping[str, int]) -> streams_group_heartbeat.StreamsGroupHeartbeatResponse:
         try:
             _validate(req)
-            return self._heartbeat(req, client_id, client_host, partitions_of)
+            resp = self._heartbeat(req, client_id, client_host, partitions_of)
+        except KafkaError as e:
+            resp = HB(error_code=e.code, error_message=e.message or None, member_id=req.member_id, member_epoch=-1)
+        try:
+            self._persist(req.group_id)
         except KafkaError as e:
             return HB(error_code=e.code, error_message=e.message or None, member_id=req.member_id, member_epoch=-1)
+        return resp
 
     def _heartbeat(self, req: Req, client_id: str, client_host: str,
                    partitions_of: Mapping[str, int]) -> streams_group_heartbeat.StreamsGroupHeartbeatResponse:
@@ -144,6 +199,7 @@ class StreamsGroupManager:
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             if g is not None and req.member_id in g.members:
                 self._remove_member(g, req.member_id, keep_static=req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+                self._assign_after_leave(g)
             return HB(error_code=0, member_id=req.member_id, member_epoch=req.member_epoch,
                       heartbeat_interval_ms=0)
         if g is None:
@@ -192,6 +248,7 @@ class StreamsGroupManager:
         before = (m.member_epoch, m.assigned.active, m.assigned.standby, m.assigned.warmup)
         reported = None if req.active_tasks is None else tasks_of(req.active_tasks)
         self._reconcile(g, m, reported)
+        m.stamp_task_epochs()
         self._schedule_session(g, m)
         full = req.member_epoch == 0 or req.active_tasks is not None
         changed = before != (m.member_epoch, m.assigned.active, m.assigned.standby, m.assigned.warmup)
@@ -221,6 +278,7 @@ class StreamsGroupManager:
                 self.timer.cancel(("sg-session", g.group_id, old.member_id))
                 m.member_epoch, m.previous_member_epoch = old.member_epoch, old.previous_member_epoch
                 m.assigned = old.assigned
+                m.task_epochs = old.task_epochs
                 if old_id in g.target:
                     g.target[m.member_id] = g.target.pop(old_id)
             else:
@@ -252,6 +310,18 @@ class StreamsGroupManager:
         if g is not None and member_id in g.members:
             log.info("Streams group %s: member %s left (session timeout)", gid, member_id)
             self._remove_member(g, member_id, keep_static=False)
+            self._assign_after_leave(g)
+            try:
+                self._persist(gid)
+            except KafkaError as e:
+                log.warning("Streams group %s: writing the removal of %s failed: %s", gid, member_id, e)
+
+    def _assign_after_leave(self, g: StreamsGroup) -> None:
+        """Kafka 4.4 computes the new target as soon as a member is gone (its records show the
+        assignment epoch following the group epoch after a leave or an expiry, with no heartbeat
+        in between), so the remaining members learn of it on their next heartbeat."""
+        if g.configured is not None and g.topology is not None and g.assignment_epoch < g.group_epoch:
+            self._compute_target(g)
 
     def _schedule_session(self, g: StreamsGroup, m: StreamsGroupMember) -> None:
         gid, mid = g.group_id, m.member_id
@@ -263,6 +333,10 @@ class StreamsGroupManager:
         if g.topology is None:
             return []
         configured = configure_topology(g.topology, partitions_of)
+        lg = self.logs.setdefault(g.group_id, StreamsGroupLog())
+        lg.metadata_hash = records.metadata_hash(g.topology, partitions_of)
+        if configured.ready:
+            lg.validated_topology_epoch = g.topology.epoch
         if g.configured is None or configured.task_counts != g.configured.task_counts:
             g.group_epoch += 1 if g.configured is not None else 0
         g.configured = configured
@@ -288,6 +362,11 @@ class StreamsGroupManager:
         members = {mid: AssignorMember(m.process_id, g.target.get(mid, m.assigned)) for mid, m in live.items()}
         g.target = assign(members, g.configured.task_counts, stateful, self.config.num_standby_replicas)
         g.assignment_epoch = g.group_epoch
+        lg = self.logs.setdefault(g.group_id, StreamsGroupLog())
+        # Kafka 4.4 stamps the assignments its assignor computed; an empty group's has none (0)
+        lg.assignment_timestamp = self.now_ms() if live else 0
+        # Kafka: the assignment configs the target was computed with (StreamsGroupMetadataValue)
+        lg.last_assignment_configs = {"num.standby.replicas": str(self.config.num_standby_replicas)}
 
     def _reconcile(self, g: StreamsGroup, m: StreamsGroupMember, reported: Tasks | None) -> None:
         """One step of Kafka's streams.CurrentAssignmentBuilder."""
@@ -329,8 +408,10 @@ class StreamsGroupManager:
         self._schedule_session(g, m)
 
     def is_subscribed_to_topic(self, group_id: str, topic: str) -> bool:
+        """An empty group reads nothing: its offsets may be deleted (Kafka: OffsetDelete on an
+        Empty streams group succeeds)."""
         g = self.groups[group_id]
-        return g.topology is not None and any(topic in s.source_topics or topic in {r.name for r in s.repartition_source_topics}
+        return bool(g.members) and g.topology is not None and any(topic in s.source_topics or topic in {r.name for r in s.repartition_source_topics}
                                               for s in g.topology.subtopologies)
 
     # -- Describe / List ---------------------------------------------------------------------------
@@ -383,11 +464,17 @@ class StreamsGroupManager:
         if g.members:
             return ErrorCode.NON_EMPTY_GROUP
         del self.groups[group_id]
+        try:
+            self._persist(group_id)
+        except KafkaError as e:
+            self.groups[group_id] = g
+            return e.code
         return ErrorCode.NONE
 
     def unload(self) -> None:
         self.timer.cancel_all()
         self.groups.clear()
+        self.logs.clear()
 
     def member_ids(self, group_id: str) -> Iterable[str]:
         g = self.groups.get(group_id)
