@@ -21,7 +21,7 @@ from minibroker_protocol.apis import create_topics
 from minibroker_protocol.apis import list_partition_reassignments as lpr
 from minibroker_protocol.errors import ErrorCode
 from minibroker_protocol.metadata_serde import ApiMessageAndVersion, read_metadata_batches
-from tests.broker.test_controller import Clock, alter, config, heartbeat, replayed, three_brokers, wire
+from tests.broker.controller_helpers import Clock, alter, config, heartbeat, replayed, three_brokers, wire
 
 
 @pytest.fixture

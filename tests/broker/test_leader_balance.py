@@ -15,7 +15,7 @@ from minibroker.controller.leader_balance import balance_partition_leaders
 from minibroker.controller.quorum_controller import QuorumController
 from minibroker.controller.replication_control import TopicDefaults
 from minibroker_protocol.apis import incremental_alter_configs
-from tests.broker.test_controller import Clock, alter, config, create, heartbeat, three_brokers, wire
+from tests.broker.controller_helpers import Clock, alter, config, create, heartbeat, three_brokers, wire
 
 INTERVAL_MS = 60_000
 

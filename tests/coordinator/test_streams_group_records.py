@@ -13,7 +13,7 @@ from minibroker.coordinator.group.streams_group_manager import StreamsGroupConfi
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker_protocol.errors import ErrorCode, KafkaError
-from tests.coordinator.test_streams_group import LOOP, TOPICS, beat, join, tasks
+from tests.coordinator.streams_group_helpers import LOOP, TOPICS, beat, join, tasks
 
 ALL_TOPICS = {**TOPICS, "app-words-repartition": 4, "app-counts-changelog": 4}
 
