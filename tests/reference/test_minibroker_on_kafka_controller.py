@@ -628,3 +628,68 @@ def test_moving_from_minibroker_to_kafka_without_downtime(fresh_kafka_controller
         if ours.poll() is None:
             ours.kill()
             ours.wait(10)
+
+
+def _foreign_format(ctrl: KafkaController | MinibrokerController, conf_dir: Path, data_dir: Path, node_id: int,
+                    port: int) -> str:
+    """Format `data_dir` as Kafka's StorageTool would for another cluster: meta.properties names a
+    cluster id the controller has never seen."""
+    foreign = kr.random_cluster_id()
+    conf = conf_dir / f"{data_dir.name}.properties"
+    conf.write_text(_properties({
+        "process.roles": "broker", "node.id": node_id, "controller.quorum.voters": ctrl.voters,
+        "listeners": f"PLAINTEXT://127.0.0.1:{port}", "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", "log.dirs": data_dir}))
+    _format(conf, foreign, FEATURES_OFF)
+    return foreign
+
+
+def _lines(path: Path, *needles: str) -> list[str]:
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return [line for line in text.splitlines() if any(n in line for n in needles)]
+
+
+def test_a_broker_of_another_cluster_is_refused_by_either_controller(controller, tmp_path):
+    """A Kafka 4.4 broker and a minibroker broker whose data dirs another cluster formatted, against
+    Kafka's controller and against ours: neither controller registers them. Kafka's broker is stopped
+    at its first raft Fetch (error 104, INCONSISTENT_CLUSTER_ID), logs it and keeps retrying; ours is
+    refused at BrokerRegistration with QuorumController's reason, which both controllers log, and exits
+    2 with one line (Kafka's broker would keep retrying: docs/differences.md). The metadata log never
+    holds either broker."""
+    (tmp_path / "kafka-7").mkdir()
+    theirs = KafkaBroker(controller, tmp_path / "kafka-7", 7)
+    _foreign_format(controller, tmp_path, theirs.data_dir, 7, theirs.port)
+    ours_dir, port = tmp_path / "minibroker-1", free_port()
+    foreign = _foreign_format(controller, tmp_path, ours_dir, BROKER, port)
+    log = tmp_path / "minibroker.log"
+    theirs.start()
+    ours = start_minibroker(controller, ours_dir, port, log)
+    try:
+        assert ours.wait(120) == 2, log.read_text()[-3000:]
+        last = log.read_text().strip().splitlines()[-1]
+        assert last == f"minibroker: broker {BROKER}: the controller refused the registration " \
+                       "(error INCONSISTENT_CLUSTER_ID)", last
+        kafka_log = theirs.workdir / "server.log"
+        deadline = time.monotonic() + 180  # a loaded machine: the JVM's start
+        while not _lines(kafka_log, "INCONSISTENT_CLUSTER_ID", "InconsistentClusterId") \
+                and time.monotonic() < deadline:
+            time.sleep(1)
+        refused = _lines(kafka_log, "INCONSISTENT_CLUSTER_ID", "InconsistentClusterId")
+        assert refused, kafka_log.read_text(errors="replace")[-3000:] if kafka_log.exists() else "no server.log"
+        assert theirs.proc is not None and theirs.proc.poll() is None  # Kafka's broker retries, it does not exit
+        image = observe(controller, lambda img: img.features.get("metadata.version", 0) > 0, "the metadata log")
+        assert 7 not in image.brokers and BROKER not in image.brokers
+        # the controller side, for the report (pytest -s): Kafka's controller.log, our controller's stderr
+        ctrl_log = (controller.workdir / "controller.log" if isinstance(controller, KafkaController)
+                    else controller.proc.log_path)
+        # both controllers refuse our BrokerRegistration with QuorumController's reason, and log it
+        reason = f"Expected cluster ID {controller.cluster_id}, but got cluster ID {foreign}"
+        said = _lines(ctrl_log, reason)
+        assert said, _lines(ctrl_log, "registerBroker")
+        print(f"{type(controller).__name__}: Kafka broker logged: {refused[0][:300]}")
+        print(f"{type(controller).__name__}: controller logged: {said[0][:300]}")
+    finally:
+        theirs.stop()
+        if ours.poll() is None:
+            ours.kill()
+            ours.wait(10)
