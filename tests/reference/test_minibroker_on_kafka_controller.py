@@ -199,8 +199,10 @@ def test_a_minibroker_broker_registers_with_kafkas_controller_on_a_dir_kafka_for
 class KafkaBroker:
     """Apache Kafka 4.4 with process.roles=broker under the same controller."""
 
-    def __init__(self, ctrl: KafkaController | MinibrokerController, workdir: Path, node_id: int) -> None:
+    def __init__(self, ctrl: KafkaController | MinibrokerController, workdir: Path, node_id: int,
+                 props: dict[str, object] | None = None) -> None:
         self.ctrl, self.workdir, self.node_id = ctrl, workdir, node_id
+        self.props = props or {}  # over the defaults below
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -216,7 +218,7 @@ class KafkaBroker:
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", "log.dirs": self.data_dir,
             "offsets.topic.replication.factor": 1, "transaction.state.log.replication.factor": 1,
-            "transaction.state.log.min.isr": 1, "group.initial.rebalance.delay.ms": 0}))
+            "transaction.state.log.min.isr": 1, "group.initial.rebalance.delay.ms": 0} | self.props))
         if not (self.data_dir / "meta.properties").exists():
             _format(conf, self.ctrl.cluster_id, FEATURES_OFF)
         log4j = self.workdir / "log4j2.properties"
@@ -693,3 +695,100 @@ def test_a_broker_of_another_cluster_is_refused_by_either_controller(controller,
         if ours.poll() is None:
             ours.kill()
             ours.wait(10)
+
+
+def _elect_preferred(bootstrap: str, topic: str, partition: int) -> None:
+    run = kr.run_tool("kafka-leader-election", ["--bootstrap-server", bootstrap, "--election-type", "preferred",
+                                                "--topic", topic, "--partition", str(partition)], timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_a_group_coordinator_moves_between_the_kinds(kafka_controller, tmp_path):
+    """__consumer_offsets (one partition, replicas on a minibroker broker and a Kafka broker): a
+    classic consumer group commits while the partition's leadership (so the group coordinator) moves
+    from one kind to the other and back (reassignment reorder + preferred election, as operators do).
+    The group goes on, its committed offsets read back the same from either kind, and both replicas of
+    __consumer_offsets-0 are the same bytes: each kind reads and writes the other's group records."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    ours_dir, port = tmp_path / "minibroker-1", free_port()
+    _format_minibroker(kafka_controller, tmp_path, ours_dir, port)
+    log = tmp_path / "minibroker.log"
+    ours = start_minibroker(kafka_controller, ours_dir, port, log, ["offsets.topic.replication.factor=2",
+                                                                    "offsets.topic.num.partitions=1"])
+    (tmp_path / "kafka-3").mkdir()
+    theirs = KafkaBroker(kafka_controller, tmp_path / "kafka-3", 3, {"offsets.topic.replication.factor": 2,
+                                                                      "offsets.topic.num.partitions": 1})
+    theirs.start()
+    topic, group, offsets = "coord-moves", "coord-group", "__consumer_offsets"
+    kafka_bootstrap = f"127.0.0.1:{theirs.port}"
+    try:
+        observe(kafka_controller, lambda img: all(n in img.brokers and not img.brokers[n].fenced for n in (1, 3)),
+                "both brokers unfenced")
+        admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, request_timeout_ms=60_000)
+        try:
+            admin.create_topics([NewTopic(topic, num_partitions=-1, replication_factor=-1,
+                                          replica_assignments={0: [1, 3]})])
+        finally:
+            admin.close()
+        p = Producer({"bootstrap.servers": kafka_bootstrap, "acks": "all", "enable.idempotence": True})
+        n = 300
+        for i in range(n):
+            p.produce(topic, value=b"%d" % i, partition=0)
+        assert p.flush(60) == 0
+        # the first FindCoordinator goes to minibroker: it creates __consumer_offsets (1 partition, RF 2)
+        c = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": group, "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest", "session.timeout.ms": 30_000})
+        c.subscribe([topic])
+        consumed: list[int] = []
+
+        def consume(upto: int) -> None:
+            deadline = time.monotonic() + 120
+            while len(consumed) < upto:
+                assert time.monotonic() < deadline, (len(consumed), upto)
+                m = c.poll(0.5)
+                if m is not None and not m.error():
+                    consumed.append(int(m.value()))
+                    if len(consumed) % 10 == 0:
+                        c.commit(m, asynchronous=False)
+
+        consume(100)
+        image = observe(kafka_controller, lambda img: img.topic(offsets) is not None, "__consumer_offsets")
+        part = image.topic(offsets).partitions[0]  # type: ignore[union-attr]
+        assert sorted(part.replicas) == [1, 3], part.replicas
+        first = part.leader
+        other = 3 if first == 1 else 1
+        moves = []
+        for target in (other, first):  # to the other kind, then back
+            _reassign(kafka_bootstrap, {(offsets, 0): [target, 1 if target == 3 else 3]}, tmp_path)
+            _elect_preferred(kafka_bootstrap, offsets, 0)
+            observe(kafka_controller, lambda img, t=target: _leader_isr(img, offsets) == (t, [1, 3]),
+                    f"broker {target} leads {offsets}-0")
+            moves.append(target)
+            consume(len(consumed) + 100)
+        assert moves == [other, first]
+        c.close()  # the last commit was the 300th record's, on the coordinator back where it started
+        assert consumed == list(range(n))  # the group went on: nothing twice, nothing skipped
+
+        for bootstrap in (f"127.0.0.1:{port}", kafka_bootstrap):  # read back on either kind
+            r = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+            try:
+                (tp,) = r.committed([TopicPartition(topic, 0)], timeout=60)
+            finally:
+                r.close()
+            assert tp.offset == n, (bootstrap, tp)
+        mine, kafkas = ours_dir / f"{offsets}-0", theirs.data_dir / f"{offsets}-0"
+        _catch_up(mine, kafkas)
+        for who, d in (("minibroker", mine), ("kafka", kafkas)):  # for the issue's note (pytest -s)
+            print(f"{offsets}-0 {who}: " + ", ".join(f"{name} {len(b)} B sha256 {hashlib.sha256(b).hexdigest()[:16]}"
+                                                     for name, b in _segments(d).items()))
+    finally:
+        theirs.stop()
+        if ours.poll() is None:
+            ours.terminate()
+            try:
+                ours.wait(60)
+            except subprocess.TimeoutExpired:
+                ours.kill()
+                ours.wait(10)
