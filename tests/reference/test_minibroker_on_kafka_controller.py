@@ -703,9 +703,10 @@ def _elect_preferred(bootstrap: str, topic: str, partition: int) -> None:
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-def test_a_group_coordinator_moves_between_the_kinds(kafka_controller, tmp_path):
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_group_coordinator_moves_between_the_kinds(kafka_controller, tmp_path, protocol):
     """__consumer_offsets (one partition, replicas on a minibroker broker and a Kafka broker): a
-    classic consumer group commits while the partition's leadership (so the group coordinator) moves
+    consumer group (classic, and KIP-848's consumer protocol) commits while the partition's leadership (so the group coordinator) moves
     from one kind to the other and back (reassignment reorder + preferred election, as operators do).
     The group goes on, its committed offsets read back the same from either kind, and both replicas of
     __consumer_offsets-0 are the same bytes: each kind reads and writes the other's group records."""
@@ -738,8 +739,11 @@ def test_a_group_coordinator_moves_between_the_kinds(kafka_controller, tmp_path)
             p.produce(topic, value=b"%d" % i, partition=0)
         assert p.flush(60) == 0
         # the first FindCoordinator goes to minibroker: it creates __consumer_offsets (1 partition, RF 2)
-        c = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": group, "enable.auto.commit": False,
-                      "auto.offset.reset": "earliest", "session.timeout.ms": 30_000})
+        conf = {"bootstrap.servers": f"127.0.0.1:{port}", "group.id": group, "enable.auto.commit": False,
+                "auto.offset.reset": "earliest", "group.protocol": protocol}
+        if protocol == "classic":
+            conf["session.timeout.ms"] = 30_000  # KIP-848: the broker's group.consumer.session.timeout.ms
+        c = Consumer(conf)
         c.subscribe([topic])
         consumed: list[int] = []
 
