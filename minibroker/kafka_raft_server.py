@@ -36,7 +36,11 @@ from minibroker.faults.control import FaultControlServer, start_fault_control
 from minibroker.features import FeatureLevels, kraft_supported
 from minibroker.metadata.acl_publisher import AclPublisher
 from minibroker.metadata.alter_partition_manager import ControllerAlterPartitionManager
-from minibroker.metadata.broker_lifecycle_manager import BrokerLifecycleManager, ListenerInfo
+from minibroker.metadata.broker_lifecycle_manager import (
+    BrokerLifecycleManager,
+    ListenerInfo,
+    RegistrationRefused,
+)
 from minibroker.metadata.broker_metadata_publisher import BrokerMetadataPublisher
 from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.forwarding_manager import ForwardingManager
@@ -230,6 +234,7 @@ class KafkaRaftServer:
         if self.loader is not None:
             waited = 0.0
             while not self.loader.caught_up.is_set():
+                self._raise_if_refused()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.loader.caught_up.wait(), CATCH_UP_LOG_INTERVAL_S)
                 waited += CATCH_UP_LOG_INTERVAL_S
@@ -240,6 +245,14 @@ class KafkaRaftServer:
             deadline = loop.time() + UNFENCE_WAIT_S
             while not self._unfenced() and loop.time() < deadline:
                 await asyncio.sleep(0.05)
+
+    def _raise_if_refused(self) -> None:
+        # a controller that refused the registration (another cluster's id) will never let this
+        # broker catch up: a start-up error said in one line, where Kafka's broker keeps retrying
+        task = self._registering
+        exc = task.exception() if task is not None and task.done() and not task.cancelled() else None
+        if isinstance(exc, RegistrationRefused):
+            raise exc
 
     def _unfenced(self) -> bool:
         assert self.loader is not None

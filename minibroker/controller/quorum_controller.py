@@ -224,6 +224,8 @@ class QuorumController:
             try:
                 records, epoch = self.cluster.register(self.image, req, self.log.end_offset + len(pre))
             except KafkaError as e:
+                # Kafka's QuorumController logs every refused registration with its reason
+                log.info("registerBroker: broker %d refused: %s", req.broker_id, e)
                 return broker_registration.RESPONSE(error_code=e.code)
             await self._commit([*pre, *records], lock_held=True)
             self._shutdown_offsets.pop(req.broker_id, None)

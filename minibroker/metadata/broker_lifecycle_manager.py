@@ -34,6 +34,11 @@ class ListenerInfo:
     security_protocol: int = 0  # PLAINTEXT
 
 
+class RegistrationRefused(RuntimeError):
+    """The controller will never take this broker (another cluster's id, a feature it cannot support):
+    a start-up error said in one line (Kafka's broker logs the error and keeps retrying)."""
+
+
 class BrokerLifecycleManager:
     def __init__(self, channel: ControllerChannel, *, node_id: int, cluster_id: str,
                  listeners: Sequence[ListenerInfo], features: dict[str, tuple[int, int]],
@@ -81,8 +86,8 @@ class BrokerLifecycleManager:
                     log.info("broker %d registered with broker epoch %d", self.node_id, self.broker_epoch)
                     return
                 if resp.error_code in (ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.UNSUPPORTED_VERSION):
-                    raise RuntimeError(f"broker {self.node_id}: the controller refused the registration "
-                                       f"(error {ErrorCode(resp.error_code).name})")
+                    raise RegistrationRefused(f"broker {self.node_id}: the controller refused the registration "
+                                              f"(error {ErrorCode(resp.error_code).name})")
                 log.info("broker %d: registration answered %s; retrying", self.node_id,
                          ErrorCode(resp.error_code).name)
             await asyncio.sleep(backoff)

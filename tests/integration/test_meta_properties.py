@@ -73,3 +73,20 @@ def test_another_nodes_dir_is_refused_with_kafkas_message(tmp_path: Path) -> Non
         f"minibroker: Stored node id 1 doesn't match previous node id 2 in {data / 'meta.properties'}. If you "
         "moved your data, make sure your configured node id matches. If you intend to create a new node, you "
         "should remove all data in your data directories.")
+
+
+def test_another_clusters_dir_is_refused_with_kafkas_message(tmp_path: Path) -> None:
+    """cluster.id configured (a KRaft node's, or `python -m minibroker cluster`'s) against a dir another
+    cluster formatted: Kafka's MetaPropertiesEnsemble.verify message, one line, before anything binds."""
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(GOLDEN / "meta.properties", data)
+    proc = subprocess.run(
+        [sys.executable, "-m", "minibroker", "--host", "127.0.0.1", "--port", str(free_port()), "--data-dir",
+         str(data), "--override", "node.id=1", "--override", "cluster.id=AAAAAAAAAAAAAAAAAAAAAA"], cwd=ROOT,
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"minibroker: Invalid cluster.id in: {data / 'meta.properties'}. Expected AAAAAAAAAAAAAAAAAAAAAA, but "
+        f"read {KAFKA_CLUSTER_ID}")
+    assert len(proc.stderr.strip().splitlines()) == 1  # one line, no traceback

@@ -199,8 +199,10 @@ def test_a_minibroker_broker_registers_with_kafkas_controller_on_a_dir_kafka_for
 class KafkaBroker:
     """Apache Kafka 4.4 with process.roles=broker under the same controller."""
 
-    def __init__(self, ctrl: KafkaController | MinibrokerController, workdir: Path, node_id: int) -> None:
+    def __init__(self, ctrl: KafkaController | MinibrokerController, workdir: Path, node_id: int,
+                 props: dict[str, object] | None = None) -> None:
         self.ctrl, self.workdir, self.node_id = ctrl, workdir, node_id
+        self.props = props or {}  # over the defaults below
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -216,7 +218,7 @@ class KafkaBroker:
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", "log.dirs": self.data_dir,
             "offsets.topic.replication.factor": 1, "transaction.state.log.replication.factor": 1,
-            "transaction.state.log.min.isr": 1, "group.initial.rebalance.delay.ms": 0}))
+            "transaction.state.log.min.isr": 1, "group.initial.rebalance.delay.ms": 0} | self.props))
         if not (self.data_dir / "meta.properties").exists():
             _format(conf, self.ctrl.cluster_id, FEATURES_OFF)
         log4j = self.workdir / "log4j2.properties"
@@ -628,3 +630,265 @@ def test_moving_from_minibroker_to_kafka_without_downtime(fresh_kafka_controller
         if ours.poll() is None:
             ours.kill()
             ours.wait(10)
+
+
+def _foreign_format(ctrl: KafkaController | MinibrokerController, conf_dir: Path, data_dir: Path, node_id: int,
+                    port: int) -> str:
+    """Format `data_dir` as Kafka's StorageTool would for another cluster: meta.properties names a
+    cluster id the controller has never seen."""
+    foreign = kr.random_cluster_id()
+    conf = conf_dir / f"{data_dir.name}.properties"
+    conf.write_text(_properties({
+        "process.roles": "broker", "node.id": node_id, "controller.quorum.voters": ctrl.voters,
+        "listeners": f"PLAINTEXT://127.0.0.1:{port}", "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT", "log.dirs": data_dir}))
+    _format(conf, foreign, FEATURES_OFF)
+    return foreign
+
+
+def _lines(path: Path, *needles: str) -> list[str]:
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return [line for line in text.splitlines() if any(n in line for n in needles)]
+
+
+def test_a_broker_of_another_cluster_is_refused_by_either_controller(controller, tmp_path):
+    """A Kafka 4.4 broker and a minibroker broker whose data dirs another cluster formatted, against
+    Kafka's controller and against ours: neither controller registers them. Kafka's broker is stopped
+    at its first raft Fetch (error 104, INCONSISTENT_CLUSTER_ID), logs it and keeps retrying; ours is
+    refused at BrokerRegistration with QuorumController's reason, which both controllers log, and exits
+    2 with one line (Kafka's broker would keep retrying: docs/differences.md). The metadata log never
+    holds either broker."""
+    (tmp_path / "kafka-7").mkdir()
+    theirs = KafkaBroker(controller, tmp_path / "kafka-7", 7)
+    _foreign_format(controller, tmp_path, theirs.data_dir, 7, theirs.port)
+    ours_dir, port = tmp_path / "minibroker-1", free_port()
+    foreign = _foreign_format(controller, tmp_path, ours_dir, BROKER, port)
+    log = tmp_path / "minibroker.log"
+    theirs.start()
+    ours = start_minibroker(controller, ours_dir, port, log)
+    try:
+        assert ours.wait(120) == 2, log.read_text()[-3000:]
+        last = log.read_text().strip().splitlines()[-1]
+        assert last == f"minibroker: broker {BROKER}: the controller refused the registration " \
+                       "(error INCONSISTENT_CLUSTER_ID)", last
+        kafka_log = theirs.workdir / "server.log"
+        deadline = time.monotonic() + 180  # a loaded machine: the JVM's start
+        while not _lines(kafka_log, "INCONSISTENT_CLUSTER_ID", "InconsistentClusterId") \
+                and time.monotonic() < deadline:
+            time.sleep(1)
+        refused = _lines(kafka_log, "INCONSISTENT_CLUSTER_ID", "InconsistentClusterId")
+        assert refused, kafka_log.read_text(errors="replace")[-3000:] if kafka_log.exists() else "no server.log"
+        assert theirs.proc is not None and theirs.proc.poll() is None  # Kafka's broker retries, it does not exit
+        image = observe(controller, lambda img: img.features.get("metadata.version", 0) > 0, "the metadata log")
+        # (broker 1 may be another test's, fenced since it left the module's controller)
+        assert 7 not in image.brokers and (BROKER not in image.brokers or image.brokers[BROKER].fenced)
+        # the controller side, for the report (pytest -s): Kafka's controller.log, our controller's stderr
+        ctrl_log = (controller.workdir / "controller.log" if isinstance(controller, KafkaController)
+                    else controller.proc.log_path)
+        # both controllers refuse our BrokerRegistration with QuorumController's reason, and log it
+        reason = f"Expected cluster ID {controller.cluster_id}, but got cluster ID {foreign}"
+        said = _lines(ctrl_log, reason)
+        assert said, _lines(ctrl_log, "registerBroker")
+        print(f"{type(controller).__name__}: Kafka broker logged: {refused[0][:300]}")
+        print(f"{type(controller).__name__}: controller logged: {said[0][:300]}")
+    finally:
+        theirs.stop()
+        if ours.poll() is None:
+            ours.kill()
+            ours.wait(10)
+
+
+def _elect_preferred(bootstrap: str, topic: str, partition: int) -> None:
+    run = kr.run_tool("kafka-leader-election", ["--bootstrap-server", bootstrap, "--election-type", "preferred",
+                                                "--topic", topic, "--partition", str(partition)], timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_group_coordinator_moves_between_the_kinds(fresh_kafka_controller, tmp_path, protocol):
+    """__consumer_offsets (one partition, replicas on a minibroker broker and a Kafka broker): a
+    consumer group (classic, and KIP-848's consumer protocol) commits while the partition's leadership (so the group coordinator) moves
+    from one kind to the other and back (reassignment reorder + preferred election, as operators do).
+    The group goes on, its committed offsets read back the same from either kind, and both replicas of
+    __consumer_offsets-0 are the same bytes: each kind reads and writes the other's group records."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    ours_dir, port = tmp_path / "minibroker-1", free_port()
+    _format_minibroker(fresh_kafka_controller, tmp_path, ours_dir, port)
+    log = tmp_path / "minibroker.log"
+    ours = start_minibroker(fresh_kafka_controller, ours_dir, port, log, ["offsets.topic.replication.factor=2",
+                                                                    "offsets.topic.num.partitions=1"])
+    (tmp_path / "kafka-3").mkdir()
+    theirs = KafkaBroker(fresh_kafka_controller, tmp_path / "kafka-3", 3, {"offsets.topic.replication.factor": 2,
+                                                                      "offsets.topic.num.partitions": 1})
+    theirs.start()
+    topic, group, offsets = "coord-moves", "coord-group", "__consumer_offsets"
+    kafka_bootstrap = f"127.0.0.1:{theirs.port}"
+    try:
+        observe(fresh_kafka_controller, lambda img: all(n in img.brokers and not img.brokers[n].fenced for n in (1, 3)),
+                "both brokers unfenced")
+        admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, request_timeout_ms=60_000)
+        try:
+            admin.create_topics([NewTopic(topic, num_partitions=-1, replication_factor=-1,
+                                          replica_assignments={0: [1, 3]})])
+        finally:
+            admin.close()
+        p = Producer({"bootstrap.servers": kafka_bootstrap, "acks": "all", "enable.idempotence": True})
+        n = 300
+        for i in range(n):
+            p.produce(topic, value=b"%d" % i, partition=0)
+        assert p.flush(60) == 0
+        # the first FindCoordinator goes to minibroker: it creates __consumer_offsets (1 partition, RF 2)
+        conf = {"bootstrap.servers": f"127.0.0.1:{port}", "group.id": group, "enable.auto.commit": False,
+                "auto.offset.reset": "earliest", "group.protocol": protocol}
+        if protocol == "classic":
+            conf["session.timeout.ms"] = 30_000  # KIP-848: the broker's group.consumer.session.timeout.ms
+        c = Consumer(conf)
+        c.subscribe([topic])
+        consumed: list[int] = []
+
+        def consume(upto: int) -> None:
+            deadline = time.monotonic() + 120
+            while len(consumed) < upto:
+                assert time.monotonic() < deadline, (len(consumed), upto)
+                m = c.poll(0.5)
+                if m is not None and not m.error():
+                    consumed.append(int(m.value()))
+                    if len(consumed) % 10 == 0:
+                        c.commit(m, asynchronous=False)
+
+        consume(100)
+        image = observe(fresh_kafka_controller, lambda img: img.topic(offsets) is not None, "__consumer_offsets")
+        part = image.topic(offsets).partitions[0]  # type: ignore[union-attr]
+        assert sorted(part.replicas) == [1, 3], part.replicas
+        first = part.leader
+        other = 3 if first == 1 else 1
+        moves = []
+        for target in (other, first):  # to the other kind, then back
+            _reassign(kafka_bootstrap, {(offsets, 0): [target, 1 if target == 3 else 3]}, tmp_path)
+            _elect_preferred(kafka_bootstrap, offsets, 0)
+            observe(fresh_kafka_controller, lambda img, t=target: _leader_isr(img, offsets) == (t, [1, 3]),
+                    f"broker {target} leads {offsets}-0")
+            moves.append(target)
+            consume(len(consumed) + 100)
+        assert moves == [other, first]
+        c.close()  # the last commit was the 300th record's, on the coordinator back where it started
+        assert consumed == list(range(n))  # the group went on: nothing twice, nothing skipped
+
+        for bootstrap in (f"127.0.0.1:{port}", kafka_bootstrap):  # read back on either kind
+            r = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+            try:
+                (tp,) = r.committed([TopicPartition(topic, 0)], timeout=60)
+            finally:
+                r.close()
+            assert tp.offset == n, (bootstrap, tp)
+        mine, kafkas = ours_dir / f"{offsets}-0", theirs.data_dir / f"{offsets}-0"
+        _catch_up(mine, kafkas)
+        for who, d in (("minibroker", mine), ("kafka", kafkas)):  # for the issue's note (pytest -s)
+            print(f"{offsets}-0 {who}: " + ", ".join(f"{name} {len(b)} B sha256 {hashlib.sha256(b).hexdigest()[:16]}"
+                                                     for name, b in _segments(d).items()))
+    finally:
+        theirs.stop()
+        if ours.poll() is None:
+            ours.terminate()
+            try:
+                ours.wait(60)
+            except subprocess.TimeoutExpired:
+                ours.kill()
+                ours.wait(10)
+
+
+def test_a_transaction_coordinator_moves_between_the_kinds(fresh_kafka_controller, tmp_path):
+    """__transaction_state (one partition, replicas on a minibroker and a Kafka broker): a transactional
+    producer commits and aborts while the partition's leadership (the transaction coordinator) moves
+    from one kind to the other and back. A read_committed consumer sees every committed record once
+    and no aborted one; both replicas of __transaction_state-0 are the same bytes."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    ours_dir, port = tmp_path / "minibroker-1", free_port()
+    _format_minibroker(fresh_kafka_controller, tmp_path, ours_dir, port)
+    log = tmp_path / "minibroker.log"
+    txn_props = {"transaction.state.log.replication.factor": 2, "transaction.state.log.num.partitions": 1,
+                 "transaction.state.log.min.isr": 1}
+    ours = start_minibroker(fresh_kafka_controller, ours_dir, port, log, [f"{k}={v}" for k, v in txn_props.items()])
+    (tmp_path / "kafka-4").mkdir()
+    theirs = KafkaBroker(fresh_kafka_controller, tmp_path / "kafka-4", 4, dict(txn_props))
+    theirs.start()
+    topic, state = "txn-moves", "__transaction_state"
+    kafka_bootstrap = f"127.0.0.1:{theirs.port}"
+    try:
+        observe(fresh_kafka_controller, lambda img: all(n in img.brokers and not img.brokers[n].fenced for n in (1, 4)),
+                "both brokers unfenced")
+        admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, request_timeout_ms=60_000)
+        try:
+            admin.create_topics([NewTopic(topic, num_partitions=-1, replication_factor=-1,
+                                          replica_assignments={0: [1, 4], 1: [4, 1]})])
+        finally:
+            admin.close()
+        p = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "transactional.id": "mover", "acks": "all",
+                      "transaction.timeout.ms": 60_000})
+        p.init_transactions(120)
+        committed: list[int] = []
+        seq = 0
+
+        def transactions(count: int) -> None:
+            nonlocal seq
+            for _ in range(count):
+                p.begin_transaction()
+                batch = list(range(seq, seq + 10))
+                seq += 10
+                for i in batch:
+                    p.produce(topic, value=b"%d" % i, partition=i % 2)
+                if (batch[0] // 10) % 3 == 2:
+                    p.abort_transaction(120)  # every third one aborted
+                else:
+                    p.commit_transaction(120)
+                    committed.extend(batch)
+
+        transactions(6)
+        image = observe(fresh_kafka_controller, lambda img: img.topic(state) is not None, state)
+        part = image.topic(state).partitions[0]  # type: ignore[union-attr]
+        assert sorted(part.replicas) == [1, 4], part.replicas
+        first = part.leader
+        other = 4 if first == 1 else 1
+        for target in (other, first):  # to the other kind, then back
+            _reassign(kafka_bootstrap, {(state, 0): [target, 1 if target == 4 else 4]}, tmp_path)
+            _elect_preferred(kafka_bootstrap, state, 0)
+            observe(fresh_kafka_controller, lambda img, t=target: _leader_isr(img, state) == (t, [1, 4]),
+                    f"broker {target} leads {state}-0")
+            transactions(6)
+        assert p.flush(60) == 0
+
+        c = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": "txn-reader", "enable.auto.commit": False,
+                      "isolation.level": "read_committed"})
+        c.assign([TopicPartition(topic, q, 0) for q in (0, 1)])
+        got: list[int] = []
+        deadline = time.monotonic() + 60
+        while len(got) < len(committed) and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(int(m.value()))
+        for _ in range(4):  # nothing more (an aborted record would come now)
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(int(m.value()))
+        c.close()
+        assert sorted(got) == sorted(committed) and len(committed) == 120  # once each, none aborted
+        mine, kafkas = ours_dir / f"{state}-0", theirs.data_dir / f"{state}-0"
+        _catch_up(mine, kafkas)
+        for who, d in (("minibroker", mine), ("kafka", kafkas)):  # for the issue's note (pytest -s)
+            print(f"{state}-0 {who}: " + ", ".join(f"{name} {len(b)} B sha256 {hashlib.sha256(b).hexdigest()[:16]}"
+                                                   for name, b in _segments(d).items()))
+        for q in (0, 1):
+            _catch_up(ours_dir / f"{topic}-{q}", theirs.data_dir / f"{topic}-{q}")  # the markers too
+    finally:
+        theirs.stop()
+        if ours.poll() is None:
+            ours.terminate()
+            try:
+                ours.wait(60)
+            except subprocess.TimeoutExpired:
+                ours.kill()
+                ours.wait(10)

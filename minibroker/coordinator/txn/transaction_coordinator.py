@@ -174,7 +174,8 @@ class TransactionCoordinator:
         self.txns: dict[str, TransactionMetadata] = {}
         self.active = False
         self.markers = TransactionMarkerChannelManager(topics, replica_manager, groups, now_ms=now_ms,
-                                                       write_complete=self._append, sender=marker_sender)
+                                                       write_complete=self._append, sender=marker_sender,
+                                                       partition_for=store.partition_for)
         self._tasks: list[asyncio.Task[None]] = []
 
     # ------------------------------------------------------------------------------ lifecycle

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 from minibroker.coordinator.group.group_coordinator import GroupCoordinator
 from minibroker.coordinator.group.records import TOPIC as OFFSETS_TOPIC
+from minibroker.coordinator.txn.transaction_log import TOPIC as TRANSACTION_TOPIC
 from minibroker.coordinator.txn.transaction_metadata import TransactionMetadata, TxnTransitMetadata
 from minibroker.coordinator.txn.txn_marker_sender import TxnMarkerSender
 from minibroker.replica_manager import ReplicaManager
@@ -32,7 +33,7 @@ from minibroker_storage.log import AppendOrigin
 
 log = logging.getLogger("minibroker.coordinator.transaction")
 
-COORDINATOR_EPOCH = 0
+COORDINATOR_EPOCH = 0  # a single broker's: its __transaction_state partitions have no leader epoch
 
 
 class TransactionMarkerChannelManager:
@@ -43,8 +44,9 @@ class TransactionMarkerChannelManager:
 
     def __init__(self, topics: TopicRegistry, replica_manager: ReplicaManager, groups: GroupCoordinator, *,
                  now_ms: Clock, write_complete: Callable[[TransactionMetadata, TxnTransitMetadata], int],
-                 sender: TxnMarkerSender | None = None) -> None:
+                 sender: TxnMarkerSender | None = None, partition_for: Callable[[str], int] | None = None) -> None:
         self.topics = topics  # the partitions markers are written to
+        self.partition_for = partition_for  # transactional id -> its __transaction_state partition
         self.replica_manager = replica_manager
         self.groups = groups  # told when a marker lands in __consumer_offsets (TxnOffsetCommit)
         self.now_ms = now_ms
@@ -76,7 +78,8 @@ class TransactionMarkerChannelManager:
                 # the transaction's producer id and epoch (PrepareCommit/PrepareAbort's): with
                 # transactions v2 the bumped epoch, and the old id when Complete* rotates it
                 batch = build_control_batch(kind, producer_id=md.producer_id, producer_epoch=md.producer_epoch,
-                                            coordinator_epoch=COORDINATOR_EPOCH, timestamp=self.now_ms())
+                                            coordinator_epoch=self.coordinator_epoch(md.transactional_id),
+                                            timestamp=self.now_ms())
                 try:
                     # The marker moves the partition's LSO: appending wakes read_committed fetches.
                     # Not through the runtime's partition writer: a marker is the partition
@@ -136,7 +139,8 @@ class TransactionMarkerChannelManager:
             for attempt in range(self.REMOTE_ATTEMPTS):
                 if attempt:
                     await asyncio.sleep(self.REMOTE_BACKOFF_S)
-                results = await self.sender.send(md.producer_id, md.producer_epoch, commit, COORDINATOR_EPOCH, left)
+                results = await self.sender.send(md.producer_id, md.producer_epoch, commit,
+                                                 self.coordinator_epoch(md.transactional_id), left)
                 retry = []
                 for tp, code in results.items():
                     if code in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_PRODUCER_EPOCH,
@@ -158,6 +162,16 @@ class TransactionMarkerChannelManager:
             self.incomplete[txn_id] = (commit, complete)  # the periodic retry sends them again
             return
         self.send_markers(md, commit, complete)  # the local ones are done: Complete*
+
+    def coordinator_epoch(self, transactional_id: str) -> int:
+        """The epoch markers carry: the leader epoch of the id's __transaction_state partition (Kafka:
+        TransactionStateManager's coordinatorEpoch, the epoch the partition was loaded at), so that a
+        partition leader fences the markers of a coordinator that lost the partition to another
+        broker, and accepts those of one that got it back (ProducerStateManager compares them)."""
+        if self.partition_for is None:
+            return COORDINATOR_EPOCH
+        part = self.replica_manager.get_partition(TRANSACTION_TOPIC, self.partition_for(transactional_id))
+        return part.leader_epoch if part is not None and part.from_metadata else COORDINATOR_EPOCH
 
     def _leads(self, topic: str, partition: int) -> bool:
         """Whether this broker may write `topic`-`partition`'s marker: its leader, or a single
