@@ -292,6 +292,14 @@ def test_unknown_keys_are_logged_and_ignored(tmp_path, caplog):
         b.get("zookeeper.connect")
 
 
+def test_kafkas_internal_keys_are_read_without_a_warning(tmp_path, caplog):
+    path = write(tmp_path, "unclean.leader.election.interval.ms: 2000\n")
+    with caplog.at_level(logging.WARNING, logger="minibroker.config"):
+        b = BrokerConfig.load(path)
+    assert b.unknown == {"unclean.leader.election.interval.ms": 2000}  # the controller reads it there
+    assert "unclean.leader.election.interval.ms" not in caplog.text
+
+
 def test_bad_files_and_overrides(tmp_path):
     with pytest.raises(ConfigError, match="Cannot read config file"):
         BrokerConfig.load(tmp_path / "missing.yaml")

@@ -37,6 +37,9 @@ from minibroker.config.keys import _PROTOCOL_MAP_DEFAULT, _SYNONYM_SCALE, BROKER
 
 # One logger for the whole package: operators filter on "minibroker.config".
 log = logging.getLogger("minibroker.config")
+# Kafka's internal broker keys (defined but not documented or described) that minibroker reads from
+# `unknown`: unclean.leader.election.interval.ms (the controller's unclean election task)
+INTERNAL_KEYS = frozenset({"unclean.leader.election.interval.ms"})
 
 # --------------------------------------------------------------------------- listeners
 
@@ -164,6 +167,8 @@ class BrokerConfig:
                 continue
             parsed[name] = parse_value(key, raw)
         for name in sorted(self.unknown):
+            if name in INTERNAL_KEYS:
+                continue  # read where it is used, undescribed, as Kafka's internal keys are
             # Kafka ignores keys it does not know; say so, and point topic keys to their broker synonym.
             topic_key = TOPIC_CONFIGS.get(name)
             hint = f" (a topic config; the broker's default for it is {topic_key.synonyms[0]})" \
