@@ -106,7 +106,10 @@ def test_describe_of_a_settled_group_is_kafkas(groups: tuple[dict[str, Any], dic
     (kafka, kafka_owned), (mini, mini_owned) = (_tasks_masked(normalise(g, extra=("client_host",))) for g in groups)
     assert kafka_owned == mini_owned == [0, 1, 2, 3]
     assert mini == kafka
-    assert (groups[0]["group_epoch"], groups[1]["group_epoch"]) == (3, 2)
+    # ours: 1 for a's join, 2 for c's. Kafka's first join makes 2; where it ends depends on how
+    # the joins and heartbeats fall around its 3 s initial delay: 3 in most runs, 4 in one CI run
+    assert groups[1]["group_epoch"] == 2
+    assert groups[0]["group_epoch"] in (3, 4)
 
 
 def test_list_and_describe_groups_report_the_streams_group_as_kafka(differential: Differential,
