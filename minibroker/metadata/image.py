@@ -240,8 +240,15 @@ class MetadataDelta:
             else:
                 values[m.key] = m.value
             self.quotas_changed = True
-        # NoOpRecord, transaction markers of the bootstrap (Begin/EndTransactionRecord) and
-        # delegation tokens change nothing this image holds
+        elif isinstance(m, mr.ClearElrRecord):
+            # KIP-966: written when eligible.leader.replicas.version goes back to 0; an empty
+            # name clears every topic's (Kafka: ReplicationControlManager.replay(ClearElrRecord))
+            for tid, t in list(self.topics.items()):
+                if m.topic_name in ("", None, t.name):
+                    for p, reg in t.partitions.items():
+                        if reg.elr or reg.last_known_elr:
+                            self._partition(tid, p, replace(reg, elr=(), last_known_elr=()))
+        # the other types: metadata_batch_loader.py (transactions, and NOT_KEPT with why)
 
     def _current(self, topic_id: uuid.UUID, partition: int) -> PartitionRegistration:
         return self.topics[topic_id].partitions[partition]

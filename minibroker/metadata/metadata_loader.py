@@ -25,10 +25,17 @@ from typing import Protocol
 
 from minibroker.metadata.controller_channel import ControllerChannel, ControllerUnavailable
 from minibroker.metadata.image import MetadataDelta, MetadataImage
+from minibroker.metadata.metadata_batch_loader import MetadataBatchLoader
 from minibroker.raft.metadata_log import METADATA_TOPIC, METADATA_TOPIC_ID
 from minibroker_protocol.apis import fetch, fetch_snapshot
 from minibroker_protocol.errors import ErrorCode
-from minibroker_protocol.metadata_serde import ApiMessageAndVersion, read_metadata_batches
+from minibroker_protocol.metadata_serde import (
+    MetadataBatch,
+    MetadataParseError,
+    decode_metadata_batch,
+    read_metadata_batches,
+)
+from minibroker_protocol.records.v2 import DecodedBatch, decode_batches
 
 log = logging.getLogger("minibroker.metadata")
 
@@ -48,6 +55,7 @@ class MetadataLoader:
         self.node_id, self.cluster_id = node_id, cluster_id
         self.image = MetadataImage()
         self.publishers: list[MetadataPublisher] = []
+        self.batches = MetadataBatchLoader(node_id)
         self.next_offset = 0
         # an empty log's end is epoch 0 (Kafka: ReplicatedLog.endOffset()); Kafka's controller
         # refuses a Fetch whose LastFetchedEpoch is negative or above its CurrentLeaderEpoch
@@ -139,16 +147,14 @@ class MetadataLoader:
         raw = data if isinstance(data, bytes | bytearray | memoryview) else data.read_all()
         delta = MetadataDelta(self.image)
         replayed = 0
-        for batch in read_metadata_batches(raw):
-            if batch.last_offset < self.next_offset:
+        for decoded in decode_batches(raw):
+            if decoded.last_offset < self.next_offset:
                 continue
-            if not batch.is_control:
-                for rec in batch.records:
-                    if isinstance(rec, ApiMessageAndVersion):
-                        delta.replay(rec)
-                        replayed += 1
-            self.next_offset = batch.last_offset + 1
-            self.last_fetched_epoch = batch.leader_epoch
+            batch = self._read(decoded)
+            if batch is not None and not batch.is_control:
+                replayed += self.batches.replay(delta, batch)
+            self.next_offset = decoded.last_offset + 1
+            self.last_fetched_epoch = decoded.partition_leader_epoch
         self.image = delta.apply(self.next_offset - 1, self.last_fetched_epoch)
         await self._publish(delta)
         return replayed
@@ -177,17 +183,25 @@ class MetadataLoader:
             data += raw
             size = part.size
         delta = MetadataDelta(MetadataImage())  # a snapshot is the whole state, not a change
+        self.batches.reset()
         replayed = 0
         for batch in read_metadata_batches(bytes(data)):
             if not batch.is_control:
-                for rec in batch.records:
-                    if isinstance(rec, ApiMessageAndVersion):
-                        delta.replay(rec)
-                        replayed += 1
+                replayed += self.batches.replay(delta, batch)
         self.next_offset, self.last_fetched_epoch = end_offset, epoch
         self.image = delta.apply(end_offset - 1, epoch)
         await self._publish(delta)
         return replayed
+
+    def _read(self, decoded: DecodedBatch) -> MetadataBatch | None:
+        """The batch's records; None (logged) for one this broker cannot read, which is skipped:
+        Kafka's MetadataLoader reports a fault and goes on with the next batch."""
+        try:
+            return decode_metadata_batch(decoded)
+        except MetadataParseError as e:
+            log.error("broker %d: metadata batch at offsets %d-%d skipped: %s", self.node_id,
+                      decoded.base_offset, decoded.last_offset, e)
+            return None
 
     async def _publish(self, delta: MetadataDelta) -> None:
         if self.next_offset >= self.high_watermark:
