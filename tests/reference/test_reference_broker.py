@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from reference import kafka_reference as kr
@@ -16,6 +20,14 @@ def test_tool_names_map_to_classes() -> None:
     assert kr.tool_class("kafka.tools.StorageTool") == "kafka.tools.StorageTool"
     with pytest.raises(KeyError):
         kr.tool_class("kafka-no-such-tool")
+
+
+def test_an_unknown_tool_name_is_one_line_not_a_traceback() -> None:
+    tool = Path(kr.__file__).parent / "kafka-tool"
+    r = subprocess.run([sys.executable, str(tool), "kafka-metadata-shel"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("kafka-tool: unknown Kafka tool 'kafka-metadata-shel'; known: connect-mirror-maker, ")
+    assert r.stderr.count("\n") == 1
 
 
 def test_every_mapped_class_is_in_the_jars(kafka_reference: kr.KafkaReference) -> None:
