@@ -14,7 +14,9 @@ Printed: the medians per scenario and broker (MB/s and records/s; broker CPU sec
 the broker's peak RSS during the scenario), and the ratios minibroker/kafka and minibroker/tansu
 (> 1 means minibroker is faster; for latency, the peer's p50 over ours). Every single
 measurement goes to bench/results/run-<time>.json (`--results`), with the machine's load.
-`--table FILE.json` prints the table of an earlier run again.
+`--table FILE.json` prints the table of an earlier run again. `--cpu-hog N` runs N processes that
+spin for the whole run (one core each): a busy laptop or CI box beside the brokers and clients
+(issue 33 asks for every latency ratio with one such hog as well as on a quiet machine).
 """
 
 from __future__ import annotations
@@ -239,7 +241,8 @@ def table(doc: dict) -> str:
         lines.append(f"| {sc} | " + " | ".join(cells + ratios) + " |")
     rounds = {r["round"] for r in log}
     loads = [r["load1"] for r in log]
-    return (f"{doc['date']}, {doc['cores']} cores, {len(rounds)} rounds (medians), load average "
+    hog = f", {doc['cpu_hogs']} CPU hog(s) beside the brokers" if doc.get("cpu_hogs") else ""
+    return (f"{doc['date']}, {doc['cores']} cores, {len(rounds)} rounds (medians){hog}, load average "
             f"{min(loads):.1f}-{max(loads):.1f} during the run\n\n" + "\n".join(lines))
 
 
@@ -256,6 +259,8 @@ def main() -> None:
                     help="kafka-clients the Java tools run with (Tansu 0.6 cannot serve 4.x)")
     ap.add_argument("--baseline", type=Path, default=None,
                     help="also run the minibroker of another checkout (e.g. /work/main) as 'baseline'")
+    ap.add_argument("--cpu-hog", type=int, default=0, metavar="N",
+                    help="N processes spinning on the CPU beside the brokers for the whole run")
     ap.add_argument("--results", type=Path, default=None)
     ap.add_argument("--table", type=Path, default=None, help="print the table of an earlier run's JSON")
     a = ap.parse_args()
@@ -272,14 +277,18 @@ def main() -> None:
         javabench.classes_dir()  # compile before the clock matters
     doc = {"date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count(), "brokers": list(brokers),
            "java_clients": a.java_clients,
-           "argv": sys.argv[1:], "log": []}
+           "argv": sys.argv[1:], "cpu_hogs": a.cpu_hog, "log": []}
     # a SIGTERM (timeout, kill) still stops the brokers: the JVM runs in its own session
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = a.results or RESULTS / f"run-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(a.cpu_hog)]
     try:
         run(brokers, a.rounds, todo, doc["log"])
     finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
         for b in brokers.values():
             b.stop()  # type: ignore[attr-defined]
         out.write_text(json.dumps(doc, indent=1))
