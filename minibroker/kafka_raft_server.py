@@ -43,6 +43,7 @@ from minibroker.metadata.broker_lifecycle_manager import (
 )
 from minibroker.metadata.broker_metadata_publisher import BrokerMetadataPublisher
 from minibroker.metadata.controller_channel import ControllerChannel
+from minibroker.metadata.controller_nodes import ControllerNodeProvider
 from minibroker.metadata.forwarding_manager import ForwardingManager
 from minibroker.metadata.metadata_loader import MetadataLoader, MetadataPublisher
 from minibroker.metadata.producer_id_blocks import ControllerProducerIdBlocks
@@ -154,14 +155,20 @@ class KafkaRaftServer:
         if not quorum:
             raise ValueError("process.roles includes broker, but neither controller.quorum.voters nor "
                              "controller.quorum.bootstrap.servers names a controller")
-        target = quorum[0]
         if self.controller is not None:  # combined: our own controller, on the port it bound
-            target = QuorumAddress(cfg.node_id, target.host, self.controller.port)
-        self.loader = MetadataLoader(ControllerChannel(target.host, target.port, client_id=f"raft-client-{cfg.node_id}"),
-                                     node_id=cfg.node_id, cluster_id=cluster_id)
+            nodes = ControllerNodeProvider.single(quorum[0].host, self.controller.port)
+        else:  # the active one of the quorum, learned from the metadata fetches (several voters: Kafka's)
+            nodes = ControllerNodeProvider({q.node_id: (q.host, q.port) for q in quorum if q.node_id >= 0},
+                                           [(q.host, q.port) for q in quorum])
+        target = quorum[0]
+
+        def channel(client_id: str) -> ControllerChannel:
+            return ControllerChannel(target.host, target.port, client_id=client_id, nodes=nodes)
+
+        self.loader = MetadataLoader(channel(f"raft-client-{cfg.node_id}"), node_id=cfg.node_id, cluster_id=cluster_id)
         loader = self.loader
         self.lifecycle = BrokerLifecycleManager(
-            ControllerChannel(target.host, target.port, client_id=f"broker-{cfg.node_id}-heartbeat-channel"),
+            channel(f"broker-{cfg.node_id}-heartbeat-channel"),
             node_id=cfg.node_id, cluster_id=cluster_id,
             listeners=[ListenerInfo(e.listener_name, e.host, e.port, _SECURITY_PROTOCOL_IDS[e.security_protocol])
                        for e in cfg.advertised_endpoints],
@@ -173,13 +180,13 @@ class KafkaRaftServer:
             log_dirs=log_dirs)
         lifecycle = self.lifecycle
         self.alter_partition_manager = ControllerAlterPartitionManager(
-            ControllerChannel(target.host, target.port, client_id=f"broker-{cfg.node_id}-alter-partition-channel"),
+            channel(f"broker-{cfg.node_id}-alter-partition-channel"),
             broker_id=cfg.node_id, broker_epoch=lambda: lifecycle.broker_epoch)
         self.forwarding = ForwardingManager(
-            ControllerChannel(target.host, target.port, client_id=f"broker-{cfg.node_id}-forwarding-channel"),
+            channel(f"broker-{cfg.node_id}-forwarding-channel"),
             loader, lambda: cfg)
         self.producer_id_blocks = ControllerProducerIdBlocks(
-            ControllerChannel(target.host, target.port, client_id=f"broker-{cfg.node_id}-producer-id-channel"),
+            channel(f"broker-{cfg.node_id}-producer-id-channel"),
             broker_id=cfg.node_id, broker_epoch=lambda: lifecycle.broker_epoch)
 
     def wire(self, server: BrokerServer) -> None:

@@ -5,6 +5,11 @@ The first request on it is ApiVersions; each later request goes at the highest v
 sides serve (the broker's schemas, the controller's ApiVersions). Requests go one at a time and
 each waits for its answer, bounded by `timeout`. Raft fetches and heartbeats use separate
 channels, as Kafka's broker does, so a long-polling fetch never delays a heartbeat.
+
+In a quorum of several controllers the channel connects to the one its ControllerNodeProvider
+names (minibroker.metadata.controller_nodes), moves when the provider learns another, and sends a
+request again to the next one when it was answered NOT_CONTROLLER (Kafka's
+NodeToControllerRequestThread re-queues such a request the same way), until `timeout`.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import itertools
 import struct
 from typing import Protocol, TypeVar
 
+from minibroker.metadata.controller_nodes import ControllerNodeProvider
 from minibroker_protocol.apis import api_versions
 from minibroker_protocol.codec import decode, encode
 from minibroker_protocol.errors import ErrorCode
@@ -36,9 +42,33 @@ class LinkFault(Protocol):
     async def through(self, channel: ControllerChannel, api: Api, timeout: float) -> None: ...
 
 
+# a NOT_CONTROLLER answer is sent again to the next controller after this long (Kafka's
+# NodeToControllerRequestThread waits for the metadata to name the new controller)
+NOT_CONTROLLER_BACKOFF_S = 0.05
+
+
+def answers_not_controller(message: Message) -> bool:
+    """NOT_CONTROLLER anywhere in an answer (a forwarded CreateTopics carries it per topic): the
+    whole request went to a controller that is not the active one (Kafka:
+    NodeToControllerRequestThread checks the response's errorCounts() for it)."""
+    for name in message._names:
+        value = getattr(message, name)
+        if name == "error_code" and value == ErrorCode.NOT_CONTROLLER:
+            return True
+        if isinstance(value, Message) and answers_not_controller(value):
+            return True
+        if isinstance(value, list) and value and isinstance(value[0], Message) \
+                and any(answers_not_controller(v) for v in value):
+            return True
+    return False
+
+
 class ControllerChannel:
-    def __init__(self, host: str, port: int, *, client_id: str):
-        self.host, self.port, self.client_id = host, port, client_id
+    def __init__(self, host: str, port: int, *, client_id: str, nodes: ControllerNodeProvider | None = None):
+        self.nodes = nodes if nodes is not None else ControllerNodeProvider.single(host, port)
+        self.host, self.port = self.nodes.target()
+        self.client_id = client_id
+        self._generation = self.nodes.generation
         self.fault: LinkFault | None = None  # set while a controller.cut is
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
@@ -76,13 +106,26 @@ class ControllerChannel:
                 # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
                 # races with the answer, and a stopping loader would then never stop
                 async with asyncio.timeout(timeout):
-                    return await self._send(api, request, version, near_version)
+                    while True:
+                        response = await self._send(api, request, version, near_version)
+                        if not self.nodes.several or not answers_not_controller(response):
+                            return response
+                        # a controller that is not the active one: the next, until one accepts
+                        self.nodes.on_failure((self.host, self.port))
+                        await self._close()
+                        await asyncio.sleep(NOT_CONTROLLER_BACKOFF_S)
             except (OSError, asyncio.IncompleteReadError, TimeoutError) as e:
                 await self._close()
+                self.nodes.on_failure((self.host, self.port))
                 raise ControllerUnavailable(f"{api.name} to the controller at {self.host}:{self.port}: {e!r}") from e
 
     async def _send(self, api: Api, request: Message, version: int | None, near_version: int | None) -> Message:
+        if self._writer is not None and (self._generation != self.nodes.generation
+                                         or (self.host, self.port) != self.nodes.target()):
+            await self._close()  # the provider names another controller now
         if self._writer is None:
+            self.host, self.port = self.nodes.target()
+            self._generation = self.nodes.generation
             await self._connect()
         if version is None:
             version = self.version_for(api)

@@ -132,8 +132,20 @@ class MetadataLoader:
         (part,) = topic.partitions
         if part.current_leader.leader_epoch >= 0:
             self.leader_epoch = part.current_leader.leader_epoch
+        # the quorum's leader as this answer names it (KIP-595; its endpoint by KIP-853's NodeEndpoints):
+        # every channel of this broker goes to it (minibroker.metadata.controller_nodes)
+        leader = part.current_leader.leader_id
+        endpoint = next(((e.host, e.port) for e in resp.node_endpoints if e.node_id == leader), None)
+        self.channel.nodes.on_leader(leader, endpoint)
         if part.error_code in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH):
             return 0  # the epoch just learned goes in the next Fetch (Kafka: an observer's first answers)
+        if part.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            # a voter that is not the leader: the next fetch goes where it pointed, or to the next voter
+            if leader < 0 or leader == self.channel.nodes.leader_id and self.channel.nodes.target() == (
+                    self.channel.host, self.channel.port):
+                self.channel.nodes.on_failure((self.channel.host, self.channel.port))
+            await asyncio.sleep(0.05)
+            return 0
         if part.error_code != ErrorCode.NONE:
             raise ControllerUnavailable(f"metadata fetch answered {ErrorCode(part.error_code).name}")
         self.high_watermark = part.high_watermark
@@ -147,9 +159,16 @@ class MetadataLoader:
         raw = data if isinstance(data, bytes | bytearray | memoryview) else data.read_all()
         delta = MetadataDelta(self.image)
         replayed = 0
+        held_back = False
         for decoded in decode_batches(raw):
             if decoded.last_offset < self.next_offset:
                 continue
+            if decoded.last_offset >= self.high_watermark:
+                # not committed yet: a quorum leader sends what it has (Kafka's KafkaRaftClient reads
+                # UNCOMMITTED for every fetcher), and a new leader may truncate it; only what the
+                # high watermark covers is replayed (Kafka: handleCommit), the rest is fetched again
+                held_back = True
+                break
             batch = self._read(decoded)
             if batch is not None and not batch.is_control:
                 replayed += self.batches.replay(delta, batch)
@@ -157,6 +176,8 @@ class MetadataLoader:
             self.last_fetched_epoch = decoded.partition_leader_epoch
         self.image = delta.apply(self.next_offset - 1, self.last_fetched_epoch)
         await self._publish(delta)
+        if held_back and not replayed:
+            await asyncio.sleep(0.01)  # the voters' next fetches commit it: not a busy loop meanwhile
         return replayed
 
     async def _load_snapshot(self, end_offset: int, epoch: int) -> int:
