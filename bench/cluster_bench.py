@@ -5,7 +5,10 @@ controller, three brokers), started in the same run with the same timing keys
 
 Per round, against each cluster in turn (the order alternating per round, so load hits both alike):
 - produce: Kafka's ProducerPerformance (bench/javabench.py), acks=all, to a new topic of one
-  partition, RF 3, min.insync.replicas 2: records/s, MB/s, latency p50 / p99;
+  partition, RF 3, min.insync.replicas 2: records/s, MB/s, latency p50 / p99; the CPU seconds all
+  the cluster's processes (brokers and controller) spent per GB produced (from /proc/PID/stat),
+  and the cluster's RSS at its peak during the produce (all its processes summed, sampled every
+  100 ms);
 - failover: a warmed confluent-kafka producer (acks=all, idempotent) on a new RF 3 topic; the
   partition's leader killed with SIGKILL and one record produced at once: the time from the kill
   to that record's acknowledgement (fencing after the session timeout + election + the client's
@@ -23,6 +26,7 @@ import json
 import os
 import statistics
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -48,11 +52,55 @@ def new_topic(c: ClusterOps, prefix: str) -> str:
     return name
 
 
+def cluster_pids(c: ClusterOps) -> list[int]:
+    """Every process of the cluster now: the brokers and the controller."""
+    if isinstance(c, KafkaCluster):
+        nodes = [c.controller, *c.brokers.values()]
+        return [n.proc.pid for n in nodes if n.proc is not None and n.proc.poll() is None]
+    assert isinstance(c, Cluster)
+    doc = json.loads((c.root / "cluster.json").read_text())
+    return [p for p in [c.pid(n) for n in c.brokers] + [doc["controller"]["pid"]] if p is not None]
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mb(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/status") as f:
+            total += next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    return total / 1024
+
+
 def produce_round(c: ClusterOps, records: int, size: int) -> dict[str, float]:
     topic = new_topic(c, "perf")
-    r = javabench.producer_perf(c.bootstrap, topic, records, size, acks="all")
+    pids = cluster_pids(c)
+    peak = [rss_mb(pids)]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.1):
+            peak[0] = max(peak[0], rss_mb(pids))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    cpu0 = cpu_seconds(pids)
+    sampler.start()
+    try:
+        r = javabench.producer_perf(c.bootstrap, topic, records, size, acks="all")
+    finally:
+        done.set()
+        sampler.join()
+    cpu = cpu_seconds(pids) - cpu0
     return {"records_per_s": r["records"] / r["seconds"], "mb_per_s": r["bytes"] / r["seconds"] / 1e6,
-            "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"]}
+            "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"], "cpu_s_per_gb": cpu / (r["bytes"] / 1e9),
+            "peak_rss_mb": peak[0]}
 
 
 def failover_round(c: ClusterOps) -> float:
@@ -114,7 +162,8 @@ def main() -> int:
             c.stop()  # type: ignore[attr-defined]
     summary: dict[str, dict[str, float]] = {}
     for name in clusters:
-        summary[name] = {k: median_of(produce[name], k) for k in ("records_per_s", "mb_per_s", "p50_ms", "p99_ms")}
+        summary[name] = {k: median_of(produce[name], k) for k in ("records_per_s", "mb_per_s", "p50_ms", "p99_ms",
+                                                                 "cpu_s_per_gb", "peak_rss_mb")}
         summary[name]["failover_s"] = statistics.median(failover[name])
     summary["ratio_minibroker_over_kafka"] = {
         k: summary["minibroker"][k] / summary["kafka"][k] if summary["kafka"][k] else float("nan")
