@@ -86,7 +86,7 @@ class ClusterControlManager:
         """The registration, if `broker_epoch` is its current one (Kafka: checkBrokerEpoch)."""
         b = image.brokers.get(broker_id)
         if b is None:
-            raise KafkaError(ErrorCode.BROKER_ID_NOT_REGISTERED, f"Broker {broker_id} is not registered.")
+            raise KafkaError(ErrorCode.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered")  # Kafka: checkBrokerEpoch
         if b.epoch != broker_epoch:
             raise KafkaError(ErrorCode.STALE_BROKER_EPOCH,
                              f"Expected broker epoch {b.epoch}, but got broker epoch {broker_epoch}")

@@ -267,7 +267,7 @@ class QuorumController:
             b = self.image.brokers.get(req.broker_id)
             if b is None:
                 return unregister_broker.RESPONSE(error_code=ErrorCode.BROKER_ID_NOT_REGISTERED,
-                                                  error_message=f"Broker {req.broker_id} is not registered.")
+                                                  error_message=f"Broker ID {req.broker_id} is not currently registered")
             await self._commit([*self.replication.broker_unusable(self.image, b.id, self._usable(exclude=b.id)),
                                 unregister_record(b)], lock_held=True)
             self.cluster.heartbeats.pop(b.id, None)

@@ -47,6 +47,7 @@ from minibroker_protocol.apis import (
     elect_leaders,
     incremental_alter_configs,
     list_partition_reassignments,
+    unregister_broker,
     update_features,
 )
 from minibroker_protocol.errors import ErrorCode, KafkaError
@@ -62,7 +63,9 @@ FORWARDED: tuple[Api, ...] = (create_topics.API, delete_topics.API, create_parti
 # the controller, kafka-topics --describe and kafka-reassign-partitions --execute ask it first)
 FORWARDED_ONLY: tuple[tuple[Api, str], ...] = ((elect_leaders.API, "0-2"), (update_features.API, "0-2"),
                                                (alter_partition_reassignments.API, "0-1"),
-                                               (list_partition_reassignments.API, "0-0"))
+                                               (list_partition_reassignments.API, "0-0"),
+                                               # `kafka-cluster unregister` (KIP-500 brokers forward it)
+                                               (unregister_broker.API, "0-0"))
 METADATA_WAIT_S = 30.0  # the longest a forwarded answer waits for this broker's image to catch up
 # an internal topic's replication factor (Kafka: AutoTopicCreationManager.creatableTopic)
 INTERNAL_REPLICATION_FACTOR = {"__consumer_offsets": "offsets.topic.replication.factor",

@@ -159,3 +159,32 @@ def test_a_follower_whose_last_epoch_diverged_is_told_where(cluster: ClusterOps,
     assert stale.error_code == 74  # FENCED_LEADER_EPOCH
     ahead = epoch_end(c, leader, follower, topic, current=epoch, asked=epoch + 7)
     assert (ahead.error_code, ahead.leader_epoch, ahead.end_offset) == (0, -1, -1)
+
+
+def test_kafka_cluster_unregister_answers_as_kafka(cluster: ClusterOps, scenario: dict[str, object]) -> None:
+    """`kafka-cluster unregister` (UnregisterBroker, which a broker forwards to the controller): a
+    stopped broker is unregistered and leaves the cluster's metadata; asked again, and for an id no
+    broker has, the controller refuses with Kafka's text; started again, the broker registers anew."""
+    c = cluster
+
+    def unregister(node: int) -> tuple[int, str]:
+        r = kr.run_tool("kafka-cluster", ["unregister", "--bootstrap-server", address(c, 1), "--id", str(node)],
+                        timeout=120)
+        return r.returncode, (r.stdout + r.stderr).strip()
+
+    c.stop_broker(3)
+    try:
+        assert unregister(3) == (0, "Broker 3 is no longer registered.")
+        admin = AdminClient({"bootstrap.servers": address(c, 1)})
+        brokers = {b.id for b in admin.describe_cluster(request_timeout=30).result(60).nodes}
+        assert brokers == {1, 2}
+        for node in (3, 99):
+            code, out = unregister(node)
+            assert code == 1, out
+            assert f"Unregister broker request for broker ID {node} failed: Broker ID {node} is not currently " \
+                   "registered (org.apache.kafka.clients.admin.KafkaAdminClient)" in out, out
+            assert out.endswith(f"Caused by: org.apache.kafka.common.errors.BrokerIdNotRegisteredException: Broker ID "
+                                f"{node} is not currently registered"), out
+    finally:
+        c.start_broker(3)
+    c.wait_for_isr(str(scenario["topic"]), 0, [1, 2, 3])
