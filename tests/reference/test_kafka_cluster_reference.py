@@ -5,7 +5,9 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
 - RF 3, min.insync.replicas 2, one follower paused: the ISR shrinks to the two others, acks=all
   writes go on and the HW passes them; resumed, the ISR is whole again.
 - the leader killed (kill -9): a new leader from the ISR with a higher epoch, every acknowledged
-  record read back once and in order; the killed broker restarted rejoins the ISR.
+  record read back once and in order; the killed broker restarted rejoins the ISR. The same while
+  the Java 4.4 client (Kafka's kafka-verifiable-producer) and kafka-python produce at once, then
+  read by two groups of Kafka's kafka-verifiable-consumer, one classic and one KIP-848.
 - leadership moved to a named broker as Kafka's tools move it (AlterPartitionReassignments with
   the replicas reordered, then ElectLeaders PREFERRED).
 - automatic preferred-leader rebalancing (auto.leader.rebalance.enable, on by default; the
@@ -30,9 +32,14 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
 from __future__ import annotations
 
 import hashlib
+import json
+import subprocess
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -152,6 +159,101 @@ def test_a_killed_leader_is_replaced_from_the_isr(healed: ClusterOps) -> None:
     c.start_broker(before.leader)
     c.wait_for_isr(topic, 0, [1, 2, 3], timeout=120)
 
+
+class _Events:
+    """The JSON events a Kafka verifiable tool prints, read as they come (a thread of its own)."""
+
+    def __init__(self, tool: str, args: list[str]) -> None:
+        self.proc = subprocess.Popen(kr.tool_command(tool, args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True)
+        self.events: list[dict[str, Any]] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                self.events.append(json.loads(line))
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return [e for e in list(self.events) if e["name"] == name]
+
+    def wait(self, what: str, check: Callable[[], bool], timeout: float = 180) -> None:
+        poll(check, what, timeout)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait(60)
+        self._reader.join(10)
+
+
+@pytest.mark.timeout(480)  # five JVMs a cluster (a producer, two consumers) on a loaded machine
+def test_java_and_kafka_python_producers_and_both_group_protocols_through_a_leader_kill(healed: ClusterOps,
+                                                                                      tmp_path: Path) -> None:
+    """kafka-verifiable-producer (the Java 4.4 client, acks=-1) and a kafka-python producer
+    (idempotent, acks=all) write one partition while its leader is killed, and two groups of
+    kafka-verifiable-consumer read it meanwhile, one classic and one KIP-848: every record either
+    producer had acknowledged is in the partition, none twice, each producer's in its order, and
+    each group consumes and commits up to its end."""
+    from kafka import KafkaProducer
+
+    c = healed
+    topic = new_topic(c)
+    leader = c.leader(topic)
+    groups = {protocol: _Events("kafka-verifiable-consumer", [
+        "--bootstrap-server", c.bootstrap, "--topic", topic, "--group-id", f"verify-{protocol}-{topic}",
+        "--group-protocol", protocol, "--reset-policy", "earliest"]) for protocol in ("classic", "consumer")}
+    try:
+        for protocol, g in groups.items():  # both joined (__consumer_offsets made) before anything dies
+            g.wait(f"the {protocol} group's partition assigned", lambda g=g: bool(g.named("partitions_assigned")))
+        # the tool's own producer has retries 0 (Kafka's system tests count failures); an application's retries
+        conf = tmp_path / "producer.properties"
+        conf.write_text("enable.idempotence=true\nretries=2147483647\n")
+        java = _Events("kafka-verifiable-producer", [
+            "--bootstrap-server", c.bootstrap, "--topic", topic, "--max-messages", "1000", "--throughput", "200",
+            "--acks", "-1", "--value-prefix", "7", "--producer.config", str(conf)])
+        python_acked: list[bytes] = []
+
+        def kafka_python() -> None:
+            p = KafkaProducer(bootstrap_servers=c.bootstrap, acks="all", linger_ms=5)
+            sent = []
+            for i in range(400):
+                sent.append((b"kp-%d" % i, p.send(topic, value=b"kp-%d" % i, partition=0)))
+                time.sleep(0.01)
+            p.flush(150)
+            for value, f in sent:
+                if f.succeeded():
+                    python_acked.append(value)
+            p.close(30)
+
+        t = threading.Thread(target=kafka_python, daemon=True)
+        t.start()
+        java.wait("the Java producer's first acknowledgements", lambda: bool(java.named("producer_send_success")))
+        c.stop_broker(leader, kill=True)
+        java.wait("the Java producer done", lambda: java.proc.poll() is not None, timeout=240)
+        java.stop()
+        t.join(240)
+        java_acked = [str(e["value"]).encode() for e in java.named("producer_send_success")]
+        errors = {str(e.get("exception")) + ": " + str(e.get("message")) for e in java.named("producer_send_error")}
+        assert len(java_acked) == 1000 and len(python_acked) == 400, errors
+        hw = c.wait_for_high_watermark(topic, 0, 1400)
+        got = consume(c, topic, hw)
+        assert len(got) == len(set(got)) == hw  # none twice
+        assert set(java_acked) | set(python_acked) <= set(got)  # nothing acknowledged lost
+        assert [v for v in got if v.startswith(b"7.")] == java_acked
+        assert [v for v in got if v.startswith(b"kp-")] == python_acked
+        for protocol, g in groups.items():
+            g.wait(f"the {protocol} group committed the partition's end", lambda g=g: any(
+                e["success"] and e["offsets"] == [{"topic": topic, "partition": 0, "offset": hw}]
+                for e in g.named("offsets_committed")))
+            assert sum(int(e["count"]) for e in g.named("records_consumed")) >= hw, protocol
+    finally:
+        for g in groups.values():
+            g.stop()
+    c.start_broker(leader)
+    c.wait_for_isr(topic, 0, [1, 2, 3], timeout=120)
 
 def test_leadership_moved_to_a_named_broker(healed: ClusterOps) -> None:
     c = healed
