@@ -4,9 +4,10 @@ Leader election, as Kafka's controller does it: the current leader stays if it i
 otherwise the first replica *in replica order* (the preferred replica first) that is in the ISR
 and usable (unfenced, not shutting down) becomes leader. With no such replica the partition has
 no leader (-1), unless `unclean.leader.election.enable` lets the first usable replica outside the
-ISR lead, with the ISR reset to it and LeaderRecoveryState RECOVERING (KIP-704). When the ISR
-would become empty the last member is kept in it (Kafka keeps the ISR non-empty so the partition
-can come back from it). A record is written only if something changed; its leader field is -2
+ISR lead, with the ISR reset to it and LeaderRecoveryState RECOVERING (KIP-704). Without ELR,
+when the ISR would become empty the last member is kept in it (Kafka keeps the ISR non-empty so
+the partition can come back from it); with ELR (KIP-966, on by default) it moves to the ELR and
+the election follows minibroker.controller.eligible_leader_replicas. A record is written only if something changed; its leader field is -2
 when the leader did not change. A reassignment in progress completes in whichever change brings its
 new replicas into the ISR (minibroker.controller.reassignment_replicas); a change that takes a
 replica out of the replica set bumps the leader epoch even when the leader stays (Kafka:
