@@ -29,6 +29,7 @@ GROUP_VERSION = "group.version"
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
 SHARE_VERSION = "share.version"
+ELIGIBLE_LEADER_REPLICAS_VERSION = "eligible.leader.replicas.version"
 
 FINALIZED_FEATURES_EPOCH = 1
 
@@ -58,6 +59,9 @@ register(Feature(METADATA_VERSION, 7, 33, 33))
 register(Feature(KRAFT_VERSION, 0, 0, 0))
 # KIP-932 share groups (level 1, Kafka 4.2) and their dead-letter queue (level 2, KIP-1191, Kafka 4.4)
 register(Feature(SHARE_VERSION, 0, 2, 2))
+# KIP-966 Eligible Leader Replicas: finalized at 1 on a new Kafka 4.1+ cluster
+# (minibroker.controller.eligible_leader_replicas)
+register(Feature(ELIGIBLE_LEADER_REPLICAS_VERSION, 0, 1, 1))
 
 
 @dataclass(frozen=True, slots=True)

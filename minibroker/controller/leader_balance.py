@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from minibroker.controller import eligible_leader_replicas as elr_rules
 from minibroker.controller.partition_change import change_record
 from minibroker.metadata.image import MetadataImage
 from minibroker.metadata.partition_registration import NO_LEADER, NO_LEADER_CHANGE
@@ -66,7 +67,8 @@ def elect_unclean_leaders(image: MetadataImage, usable: Callable[[int], bool], u
         if not leaderless or not unclean(t.name):
             continue
         for p, reg in leaderless:
-            rec = change_record(t.id, p, reg, target_isr=reg.isr, usable=usable, unclean=True)
+            rec = change_record(t.id, p, reg, target_isr=reg.isr, usable=usable, unclean=True,
+                                elr=elr_rules.policy(image, t.name))
             if rec is None or rec.leader in (NO_LEADER, NO_LEADER_CHANGE):
                 continue
             if len(records) >= limit:

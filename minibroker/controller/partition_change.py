@@ -4,9 +4,10 @@ Leader election, as Kafka's controller does it: the current leader stays if it i
 otherwise the first replica *in replica order* (the preferred replica first) that is in the ISR
 and usable (unfenced, not shutting down) becomes leader. With no such replica the partition has
 no leader (-1), unless `unclean.leader.election.enable` lets the first usable replica outside the
-ISR lead, with the ISR reset to it and LeaderRecoveryState RECOVERING (KIP-704). When the ISR
-would become empty the last member is kept in it (Kafka keeps the ISR non-empty so the partition
-can come back from it). A record is written only if something changed; its leader field is -2
+ISR lead, with the ISR reset to it and LeaderRecoveryState RECOVERING (KIP-704). Without ELR,
+when the ISR would become empty the last member is kept in it (Kafka keeps the ISR non-empty so
+the partition can come back from it); with ELR (KIP-966, on by default) it moves to the ELR and
+the election follows minibroker.controller.eligible_leader_replicas. A record is written only if something changed; its leader field is -2
 when the leader did not change. A reassignment in progress completes in whichever change brings its
 new replicas into the ISR (minibroker.controller.reassignment_replicas); a change that takes a
 replica out of the replica set bumps the leader epoch even when the leader stays (Kafka:
@@ -18,6 +19,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 
+from minibroker.controller import eligible_leader_replicas as elr_rules
+from minibroker.controller.eligible_leader_replicas import ElrPolicy
 from minibroker.controller.reassignment_replicas import ReassignmentReplicas
 from minibroker.metadata.partition_registration import (
     NO_LEADER,
@@ -48,18 +51,28 @@ def elect_leader(reg: PartitionRegistration, isr: Sequence[int], usable: Callabl
 def change_record(topic_id: uuid.UUID, partition: int, reg: PartitionRegistration, *, target_isr: Sequence[int],
                   usable: Callable[[int], bool], unclean: bool = False,
                   target_leader_recovery: int | None = None,
-                  target: ReassignmentReplicas | None = None) -> mr.PartitionChangeRecord | None:
+                  target: ReassignmentReplicas | None = None,
+                  elr: ElrPolicy | None = None) -> mr.PartitionChangeRecord | None:
     """The record moving `reg` to `target_isr` (and to the replica lists `target`, default: reg's
-    own) with the leader elected for it, or None if nothing changes."""
+    own) with the leader elected for it, or None if nothing changes. `elr`: the partition keeps
+    Eligible Leader Replicas (KIP-966, minibroker.controller.eligible_leader_replicas)."""
     target = ReassignmentReplicas.of(reg) if target is None else target
     completed = target.maybe_complete(target_isr)  # Kafka: completeReassignmentIfNeeded
     if completed is not None:
         target, target_isr = completed
     # the ISR in the order given (Kafka's PartitionChangeBuilder keeps its targetIsr list), replicas only
     isr = [r for r in dict.fromkeys(target_isr) if r in target.replicas]
-    if not isr and reg.isr:
-        isr = [reg.isr[-1]] if reg.leader == NO_LEADER or reg.leader not in reg.isr else [reg.leader]
-    leader, isr_t, was_unclean = elect_leader(reg, isr, usable, unclean=unclean, replicas=target.replicas)
+    target_elr: tuple[int, ...] = ()
+    if elr is not None:  # KIP-966: the ISR may empty; who leaves it below min ISR stays eligible
+        target_elr = elr_rules.target_elr(reg, isr, elr)
+        leader, was_unclean = elr_rules.elect(reg, target.replicas, isr, target_elr, usable, unclean=unclean)
+        isr_t = (leader,) if was_unclean else tuple(isr)
+        if leader != reg.leader and leader in target_elr:  # elected from the ELR: it alone is the ISR
+            isr_t, target_elr = (leader,), tuple(r for r in target_elr if r != leader)
+    else:
+        if not isr and reg.isr:
+            isr = [reg.isr[-1]] if reg.leader == NO_LEADER or reg.leader not in reg.isr else [reg.leader]
+        leader, isr_t, was_unclean = elect_leader(reg, isr, usable, unclean=unclean, replicas=target.replicas)
     record = mr.PARTITION_CHANGE_RECORD(partition_id=partition, topic_id=topic_id)
     changed = False
     if set(isr_t) != set(reg.isr):  # a new order of the same members is no change (Kafka keeps the list)
@@ -73,6 +86,8 @@ def change_record(topic_id: uuid.UUID, partition: int, reg: PartitionRegistratio
         if not set(reg.replicas) <= set(target.replicas):  # a replica leaves: the leader epoch moves
             record.leader = reg.leader
             changed = True
+    if elr is not None:
+        changed = elr_rules.set_fields(record, reg, target_elr, was_unclean) or changed
     changed = _assignment_changes(record, reg, target) or changed
     if was_unclean:
         record.leader_recovery_state = LeaderRecoveryState.RECOVERING

@@ -228,6 +228,11 @@ class QuorumController:
                 log.info("registerBroker: broker %d refused: %s", req.broker_id, e)
                 return broker_registration.RESPONSE(error_code=e.code)
             await self._commit([*pre, *records], lock_held=True)
+            if old is not None and old.incarnation_id != req.incarnation_id and req.previous_broker_epoch != old.epoch:
+                # KIP-966: back from an unclean shutdown, out of every ISR and ELR
+                unclean = self.replication.broker_unclean_shutdown(self.image, req.broker_id, self._usable())
+                if unclean:
+                    await self._commit(unclean, lock_held=True)
             self._shutdown_offsets.pop(req.broker_id, None)
             return broker_registration.RESPONSE(error_code=0, broker_epoch=epoch)
 

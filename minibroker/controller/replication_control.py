@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from minibroker.controller import eligible_leader_replicas as elr_rules
 from minibroker.controller import replica_placer
 from minibroker.controller.partition_change import change_record
 from minibroker.controller.reassignment import validate_manual_assignment
@@ -151,7 +152,8 @@ class ReplicationControlManager:
                     # the leader is then told NEW_LEADER_ELECTED (Kafka: alterPartition)
                     built = change_record(t.topic_id, p.partition_index, reg, target_isr=new_isr, usable=usable,
                                           unclean=self.unclean(image, topic.name),
-                                          target_leader_recovery=p.leader_recovery_state)
+                                          target_leader_recovery=p.leader_recovery_state,
+                                          elr=elr_rules.policy(image, topic.name))
                     if built is None:  # nothing to change (Kafka writes no record and answers the state)
                         self._answer(out_p, reg)
                         continue
@@ -165,6 +167,9 @@ class ReplicationControlManager:
                                                      isr=[r for r in reg.replicas if r in new_isr])
                     if p.leader_recovery_state != reg.leader_recovery_state:
                         rec.leader_recovery_state = p.leader_recovery_state
+                    elr = elr_rules.policy(image, topic.name)
+                    if elr is not None:  # KIP-966: a shrink below min ISR keeps who left eligible
+                        elr_rules.alter_partition_fields(rec, reg, elr)
                 records.append(_change(rec))
                 self._answer(out_p, reg.merge(rec))
         return records, resp
@@ -215,7 +220,7 @@ class ReplicationControlManager:
                 if broker_id not in reg.isr and reg.leader != broker_id:
                     continue
                 rec = change_record(t.id, p, reg, target_isr=[r for r in reg.isr if r != broker_id],
-                                    usable=usable, unclean=unclean)
+                                    usable=usable, unclean=unclean, elr=elr_rules.policy(image, t.name))
                 if rec is not None:
                     out.append(_change(rec))
         return out
@@ -228,7 +233,25 @@ class ReplicationControlManager:
             unclean = self.unclean(image, t.name)
             for p, reg in sorted(t.partitions.items()):
                 if reg.leader == NO_LEADER and broker_id in reg.replicas:
-                    rec = change_record(t.id, p, reg, target_isr=reg.isr, usable=usable, unclean=unclean)
+                    rec = change_record(t.id, p, reg, target_isr=reg.isr, usable=usable, unclean=unclean,
+                                        elr=elr_rules.policy(image, t.name))
+                    if rec is not None:
+                        out.append(_change(rec))
+        return out
+
+    def broker_unclean_shutdown(self, image: MetadataImage, broker_id: int,
+                                usable: Callable[[int], bool]) -> list[ApiMessageAndVersion]:
+        """A broker registering again without its last epoch lost what it had not flushed: out of
+        every ISR and ELR (KIP-966; Kafka: handleBrokerUncleanShutdown). Nothing when ELR is off."""
+        out = []
+        for t in image.topics.values():
+            elr = elr_rules.policy(image, t.name, unclean_shutdown=(broker_id,))
+            if elr is None:
+                return []
+            for p, reg in sorted(t.partitions.items()):
+                if broker_id in reg.isr or broker_id in reg.elr:
+                    rec = change_record(t.id, p, reg, target_isr=[r for r in reg.isr if r != broker_id],
+                                        usable=usable, unclean=self.unclean(image, t.name), elr=elr)
                     if rec is not None:
                         out.append(_change(rec))
         return out

@@ -188,12 +188,15 @@ async def test_no_leader_without_an_isr_member_unless_unclean_election(controlle
         assert r.topics[0].partitions[0].isr == [1]
     await heartbeat(controller, 1, epochs[1], want_fence=True)
     clean = controller.image.topic("clean").partitions[0]  # type: ignore[union-attr]
-    assert (clean.leader, clean.isr) == (-1, (1,))  # the last ISR member stays in the ISR
+    # ELR on (KIP-966, Kafka 4.4's default): the last ISR member leaves the ISR for the ELR and
+    # is remembered as the last known leader (min.insync.replicas is 1 here)
+    assert (clean.leader, clean.isr, clean.elr, clean.last_known_elr) == (-1, (), (1,), (1,))
     unclean = controller.image.topic("unclean").partitions[0]  # type: ignore[union-attr]
     assert (unclean.leader, unclean.isr, unclean.leader_recovery_state) == (2, (2,), LeaderRecoveryState.RECOVERING)
-    # broker 1 back: it leads "clean" again, from the ISR it never left
+    # broker 1 back: it leads "clean" again, elected from the ELR, and is the ISR alone
     assert not (await heartbeat(controller, 1, epochs[1])).is_fenced
-    assert controller.image.topic("clean").partitions[0].leader == 1  # type: ignore[union-attr]
+    clean = controller.image.topic("clean").partitions[0]  # type: ignore[union-attr]
+    assert (clean.leader, clean.isr, clean.elr, clean.last_known_elr) == (1, (1,), (), ())
 
 
 async def test_controlled_shutdown_moves_leadership_then_lets_the_broker_go(controller: QuorumController) -> None:

@@ -17,8 +17,11 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
   Kafka's internal unclean.leader.election.interval.ms): the ISR shrinks to the leader, which
   then dies; the out-of-sync replicas stay without a leader (LEADER_NOT_AVAILABLE) until the
   topic's key is set, then one of them leads and the records only the dead leader had are gone,
-  the same offsets and records on both. The ISR meanwhile differs: ELR (KIP-966) is on in Kafka's
-  cluster, absent from our controller (docs/differences.md#kraft-elections).
+  the same offsets and records on both; meanwhile the dead leader's ISR is empty on both (ELR on).
+- Eligible Leader Replicas (KIP-966, on by default in Kafka 4.4): RF 3, min.insync.replicas 2, the
+  followers killed one by one, then the leader: `kafka-topics --describe` prints the same Leader,
+  Isr, Elr and LastKnownElr at each step; the brokers coming back after kill -9 (an unclean
+  shutdown) leave the ELR, the followers lead nothing, and the last known leader leads again.
 - the divergent log of KIP-101/KIP-279: a leader with acks=1 records its (paused) followers never
   fetched is killed (kill -9); a follower from the ISR takes over and gets new writes; the old
   leader returns, truncates to the new leader's epoch boundary and catches up: the partition's
@@ -322,9 +325,8 @@ def test_unclean_leader_election_loses_what_only_the_dead_leader_had(healed: Clu
         time.sleep(1)
     state = c.partition(name)
     epoch = state.leader_epoch
-    # ELR (KIP-966) is where the two differ: our controller has none and keeps the dead leader as the
-    # ISR; Kafka's cluster is formatted with ELR on, and moves it out of the ISR into the ELR
-    assert list(state.isr) == ([] if isinstance(c, KafkaCluster) else [leader])
+    # ELR (KIP-966) on in both: the dead leader leaves the ISR for the ELR (test_eligible_leader_replicas)
+    assert list(state.isr) == []
     resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=[
         ConfigEntry("unclean.leader.election.enable", "true", incremental_operation=AlterConfigOpType.SET)])
     # a new client: the first one's Metadata may name the dead broker as the one to send it to
@@ -339,6 +341,56 @@ def test_unclean_leader_election_loses_what_only_the_dead_leader_had(healed: Clu
     assert consume(c, name, 13) == replicated + after  # offsets 0-9 a*, 10-12 c*
     c.start_broker(leader)
     c.wait_for_isr(name, 0, [1, 2, 3], timeout=120)  # the old leader truncated its b* and caught up
+
+
+def _described(c: ClusterOps, topic: str) -> dict[str, str]:
+    """Partition 0's line of `kafka-topics --describe` as {column: value} (Leader, Replicas, Isr,
+    Elr, LastKnownElr), the tool reading DescribeTopicPartitions."""
+    out = kr.run_tool("kafka-topics", ["--bootstrap-server", c.bootstrap, "--describe", "--topic", topic],
+                      timeout=120, check=True).stdout
+    line = next(ln for ln in out.splitlines() if "Partition: 0" in ln)
+    cols = [part.strip() for part in line.strip().split("\t") if ":" in part]
+    return {k.strip(): v.strip() for k, v in (col.split(":", 1) for col in cols)}
+
+
+def _ids(*nodes: int) -> str:
+    return ",".join(str(n) for n in nodes)
+
+
+def _states(c: ClusterOps, topic: str) -> tuple[str, str, str, str]:
+    d = _described(c, topic)
+    return d["Leader"], d["Isr"], d.get("Elr", ""), d.get("LastKnownElr", "")
+
+
+def test_eligible_leader_replicas(healed: ClusterOps) -> None:
+    c = healed
+    name = new_topic(c, min_insync=2)
+    leader = c.leader(name)
+    f1, f2 = (n for n in c.partition(name).replicas if n != leader)
+    assert len(produce(c, name, [b"a%d" % i for i in range(5)])) == 5
+    assert _states(c, name)[2:] == ("", "")
+    c.stop_broker(f1, kill=True)  # ISR 2 = min ISR: no ELR
+    c.wait_for_isr(name, 0, lambda isr: sorted(isr) == sorted([leader, f2]), timeout=90)
+    assert _states(c, name)[2:] == ("", "")
+    c.stop_broker(f2, kill=True)  # below min ISR: f2 has every committed record and stays eligible
+    c.wait_for_isr(name, 0, [leader], timeout=90)
+    assert _states(c, name) == (str(leader), str(leader), str(f2), "")
+    c.stop_broker(leader, kill=True)  # the ISR empties into the ELR; the leader is remembered
+    # f1 back after kill -9 (no broker answers while all three are down): never eligible, no leader
+    c.start_broker(f1)
+    poll(lambda: _states(c, name) == ("none", "", _ids(*sorted([leader, f2])), str(leader)),
+         "the last ISR member moved to the ELR", 90, interval=1)
+    c.start_broker(f2)  # f2 back after kill -9 (an unclean shutdown): out of the ELR
+    poll(lambda: _states(c, name) == ("none", "", str(leader), str(leader)), "f2 out of the ELR", 60, interval=1)
+    time.sleep(3)  # f1 and f2 unfenced meanwhile: still no leader
+    assert _states(c, name) == ("none", "", str(leader), str(leader))
+    # the leader back, also uncleanly: ISR and ELR empty, the last known leader leads again
+    c.start_broker(leader)
+    c.wait_for_leader(name, 0, leader, timeout=120)
+    c.wait_for_isr(name, 0, lambda isr: sorted(isr) == [1, 2, 3], timeout=120)
+    led, isr, elr, last_known = _states(c, name)
+    assert (led, sorted(isr.split(",")), elr, last_known) == (str(leader), ["1", "2", "3"], "", "")
+    assert consume(c, name, 5) == [b"a%d" % i for i in range(5)]
 
 
 def _segments(c: ClusterOps, topic: str, node: int) -> dict[str, bytes]:

@@ -1,0 +1,90 @@
+"""Eligible Leader Replicas (KIP-966) on our controller, request by request: a leader's ISR shrink
+below min.insync.replicas fills the ELR and an ISR back at min ISR clears it (AlterPartition);
+a broker registering without its last epoch (an unclean shutdown) leaves the ELR; with ISR and ELR
+empty the last known leader is elected, RECOVERING (minibroker/controller/eligible_leader_replicas.py;
+the cluster scenario against Kafka 4.4 is tests/reference/test_kafka_cluster_reference.py)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from minibroker.controller.quorum_controller import QuorumController
+from minibroker.controller.replication_control import TopicDefaults
+from minibroker.metadata.partition_registration import LeaderRecoveryState, PartitionRegistration
+from minibroker_protocol.apis import create_topics
+from tests.broker.controller_helpers import (
+    Clock,
+    alter,
+    config,
+    heartbeat,
+    register,
+    replayed,
+    three_brokers,
+    wire,
+)
+
+
+@pytest.fixture
+async def controller(tmp_path: Path) -> AsyncIterator[QuorumController]:
+    c = QuorumController(tmp_path, config(topic_defaults=TopicDefaults(num_partitions=1, replication_factor=3)),
+                         clock=Clock())
+    await c.start()
+    yield c
+    await c.shutdown()
+
+
+async def _topic(c: QuorumController) -> tuple[uuid.UUID, PartitionRegistration]:
+    req = create_topics.REQUEST
+    topic = req.CreatableTopic(name="t", num_partitions=-1, replication_factor=-1, configs=[
+        req.CreatableTopicConfig(name="min.insync.replicas", value="2")], assignments=[
+        req.CreatableReplicaAssignment(partition_index=0, broker_ids=[1, 2, 3])])
+    resp = await c.create_topics(wire(req, 7, req(topics=[topic])))
+    assert resp.topics[0].error_code == 0
+    return resp.topics[0].topic_id, _reg(c)
+
+
+def _reg(c: QuorumController) -> PartitionRegistration:
+    return c.image.topic("t").partitions[0]  # type: ignore[union-attr]
+
+
+async def test_a_shrink_below_min_isr_keeps_the_replicas_that_leave_eligible(controller: QuorumController) -> None:
+    c = controller
+    epochs = await three_brokers(c)
+    tid, reg = await _topic(c)
+    assert c.image.features["eligible.leader.replicas.version"] == 1
+    r = await c.alter_partition(alter(1, epochs[1], tid, reg.leader_epoch, reg.partition_epoch, [1, 2]), 3)
+    assert r.topics[0].partitions[0].error_code == 0
+    assert (_reg(c).isr, _reg(c).elr) == ((1, 2), ())  # at min ISR: nobody is kept
+    reg = _reg(c)
+    r = await c.alter_partition(alter(1, epochs[1], tid, reg.leader_epoch, reg.partition_epoch, [1]), 3)
+    assert r.topics[0].partitions[0].error_code == 0
+    assert (_reg(c).isr, _reg(c).elr, _reg(c).last_known_elr) == ((1,), (2,), ())
+    reg = _reg(c)
+    r = await c.alter_partition(alter(1, epochs[1], tid, reg.leader_epoch, reg.partition_epoch, [1, 3]), 3)
+    assert r.topics[0].partitions[0].error_code == 0
+    assert (_reg(c).isr, _reg(c).elr) == ((1, 3), ())  # back at min ISR: the ELR is cleared
+    assert replayed(c).topic("t").partitions[0] == _reg(c)  # type: ignore[union-attr]
+
+
+async def test_unclean_shutdowns_empty_the_elr_and_the_last_known_leader_leads(controller: QuorumController) -> None:
+    c = controller
+    epochs = await three_brokers(c)
+    tid, reg = await _topic(c)
+    for b in (3, 2):  # followers fenced one by one: 2 stays eligible, 3 left at min ISR
+        await heartbeat(c, b, epochs[b], want_fence=True)
+    assert (_reg(c).leader, _reg(c).isr, _reg(c).elr) == (1, (1,), (2,))
+    await heartbeat(c, 1, epochs[1], want_fence=True)  # the leader too: ISR empty, 1 remembered
+    assert (_reg(c).leader, _reg(c).isr, _reg(c).elr, _reg(c).last_known_elr) == (-1, (), (1, 2), (1,))
+    # 2 registers again without its previous epoch (killed -9): out of the ELR; no leader
+    e2 = await register(c, 2)
+    assert not (await heartbeat(c, 2, e2)).is_fenced
+    assert (_reg(c).leader, _reg(c).isr, _reg(c).elr, _reg(c).last_known_elr) == (-1, (), (1,), (1,))
+    # 1 likewise: ISR and ELR empty, the last known leader is elected (unclean: RECOVERING)
+    await register(c, 1)
+    reg = _reg(c)
+    assert (reg.leader, reg.isr, reg.elr, reg.last_known_elr) == (1, (1,), (), ())
+    assert reg.leader_recovery_state == LeaderRecoveryState.RECOVERING
