@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
 
 TABLE = ROOT / "minibroker" / "handlers" / "api_table.py"
 # the handler modules whose APIs are share-group APIs (KIP-932; Kafka gates them on group.share.enable)
-SHARE_GROUP_MODULES = frozenset({"share_groups", "share_coordinator"})
+SHARE_GROUP_MODULES = frozenset({"share_groups"})
 
 HEADER = '''"""The APIs the broker serves: api key -> versions, handler module and function, share-group API.
 
