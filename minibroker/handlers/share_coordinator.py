@@ -19,6 +19,11 @@ ShareCoordinatorShard), on top of the state minibroker's own share groups persis
   leader epoch than the last write or read carried;
 - Delete: tombstones for the state.
 
+Served by every broker, KRaft ones included and whatever group.share.enable says, as Kafka's
+broker listener advertises them. The leader epoch used for fencing is held in memory (Kafka writes
+it in the ShareSnapshot/ShareUpdate records; ours carry 0), so a coordinator that takes over starts
+without it and fences from the next read or write on.
+
 Version notes: WriteShareGroupState v1 and ReadShareGroupStateSummary v1 (Kafka 4.2) carry the
 delivery-complete count, which we neither keep nor report (-1, "unknown", as Kafka's default).
 """
