@@ -67,6 +67,10 @@ APIS += ["ListConfigResources", "UnregisterController"]
 APIS += ["CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken", "DescribeDelegationToken"]
 # Several log directories (issue 35): generated with --only from the 4.4 JSON.
 APIS += ["AlterReplicaLogDirs"]
+# The share coordinator's inter-broker APIs (KIP-932; issue 29: share groups on a cluster),
+# generated with --only from the 4.4 JSON.
+APIS += ["InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",
+         "DeleteShareGroupState", "ReadShareGroupStateSummary"]
 # KIP-1071 streams groups (issue 35): generated alone with --streams from the 4.4 jars'
 # common/message (kafka-clients), like --kraft.
 STREAMS_APIS = ["StreamsGroupHeartbeat", "StreamsGroupDescribe"]

@@ -76,6 +76,11 @@ API_TABLE: dict[int, ServedApi] = {
     77: ServedApi('1', 'share_groups', 'handle_share_group_describe', True),  # ShareGroupDescribe
     78: ServedApi('1-2', 'share_groups', 'handle_share_fetch', True),  # ShareFetch
     79: ServedApi('1-2', 'share_groups', 'handle_share_acknowledge', True),  # ShareAcknowledge
+    83: ServedApi('0', 'share_coordinator', 'handle_initialize_share_group_state', False),  # InitializeShareGroupState
+    84: ServedApi('0', 'share_coordinator', 'handle_read_share_group_state', False),  # ReadShareGroupState
+    85: ServedApi('0-1', 'share_coordinator', 'handle_write_share_group_state', False),  # WriteShareGroupState
+    86: ServedApi('0', 'share_coordinator', 'handle_delete_share_group_state', False),  # DeleteShareGroupState
+    87: ServedApi('0-1', 'share_coordinator', 'handle_read_share_group_state_summary', False),  # ReadShareGroupStateSummary
     88: ServedApi('0-1', 'streams_groups', 'handle_streams_group_heartbeat', False),  # StreamsGroupHeartbeat
     89: ServedApi('0-1', 'streams_groups', 'handle_streams_group_describe', False),  # StreamsGroupDescribe
     90: ServedApi('0-1', 'share_groups', 'handle_describe_share_group_offsets', True),  # DescribeShareGroupOffsets

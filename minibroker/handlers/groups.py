@@ -190,7 +190,8 @@ async def handle_find_coordinator(ctx: RequestContext, req: find_coordinator.Fin
     return R(error_code=0, error_message=None, node_id=node, host=host, port=port)
 
 
-_COORDINATOR_TOPICS = {GROUP_KEY: "__consumer_offsets", TRANSACTION_KEY: "__transaction_state"}
+_COORDINATOR_TOPICS = {GROUP_KEY: "__consumer_offsets", TRANSACTION_KEY: "__transaction_state",
+                      SHARE_KEY: "__share_group_state"}  # KIP-932: the share coordinator (issue 29)
 
 
 def _located(ctx: RequestContext, key: str, key_type: int, here: tuple[int, str, int]) -> tuple[int, str, int]:

@@ -50,6 +50,9 @@ KEYS: dict[int, str] = {
     41: "describe_delegation_token",
     # several log directories (issue 35)
     34: "alter_replica_log_dirs",
+    # the share coordinator between brokers (KIP-932; issue 29)
+    83: "initialize_share_group_state", 84: "read_share_group_state", 85: "write_share_group_state",
+    86: "delete_share_group_state", 87: "read_share_group_state_summary",
 }
 MODULES: tuple[str, ...] = tuple(KEYS.values())
 

@@ -13,7 +13,8 @@ import pytest
 
 from tests.cluster.cluster_helpers import MiniCluster
 
-OVERRIDES = {"offsets.topic.replication.factor": 3, "transaction.state.log.replication.factor": 3}
+OVERRIDES = {"offsets.topic.replication.factor": 3, "transaction.state.log.replication.factor": 3,
+             "share.coordinator.state.topic.replication.factor": 3}
 
 
 @pytest.fixture(scope="module")

@@ -125,6 +125,9 @@ class ShareCoordinatorShard:
     def __init__(self, store: CoordinatorStore) -> None:
         self.store = store
         self.states: dict[ShareKey, PersistedState] = {}
+        # the last leader epoch a share-partition leader read or wrote each state with (Kafka keeps
+        # it in the records; ours carry 0), fencing an older leader (handlers/share_coordinator.py)
+        self.leader_epochs: dict[ShareKey, int] = {}
 
     # -- writing -----------------------------------------------------------------------------
     def write(self, key: ShareKey, start_offset: int, state_epoch: int, batches: list[StateBatch],

@@ -1,0 +1,34 @@
+"""DeleteShareGroupState (api key 86): schema data generated from Kafka's message definitions
+by tools/gen_schemas.py. Edit the generator, not this file."""
+
+from minibroker_protocol.schema import Api, F, Schema, message_classes
+
+REQUEST = Schema(
+    'DeleteShareGroupStateRequest', '0', flexible='0+',
+    fields=[
+        F('group_id', 'string', '0+'),
+        F('topics', '[]DeleteStateData', '0+', fields=[
+            F('topic_id', 'uuid', '0+'),
+            F('partitions', '[]PartitionData', '0+', fields=[
+                F('partition', 'int32', '0+'),
+            ]),
+        ]),
+    ],
+)
+
+RESPONSE = Schema(
+    'DeleteShareGroupStateResponse', '0', flexible='0+',
+    fields=[
+        F('results', '[]DeleteStateResult', '0+', fields=[
+            F('topic_id', 'uuid', '0+'),
+            F('partitions', '[]PartitionResult', '0+', fields=[
+                F('partition', 'int32', '0+'),
+                F('error_code', 'int16', '0+'),
+                F('error_message', 'string', '0+', nullable='0+', default=None),
+            ]),
+        ]),
+    ],
+)
+
+API = Api(86, 'DeleteShareGroupState', REQUEST, RESPONSE)
+__getattr__ = message_classes(REQUEST, RESPONSE)  # produce.ProduceRequest, typed in the .pyi
