@@ -27,14 +27,10 @@ import dataclasses
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from minibroker.quotas.rate import SampledRate
 from minibroker_storage.file_region import FileRegion
-
-if TYPE_CHECKING:
-    from minibroker.partition import LogReadResult
-    from minibroker.replica_manager import FetchPartition
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
@@ -59,6 +55,22 @@ def throttled_partitions(value: str | Iterable[str] | None, broker_id: int) -> f
         if b.strip().isdigit() and int(b) == broker_id and p.strip().isdigit():
             out.add(int(p))
     return frozenset(out)
+
+
+class FetchedPartition(Protocol):
+    """A partition a fetch asked for (minibroker.replica_manager.FetchPartition)."""
+
+    @property
+    def topic(self) -> str | None: ...
+    @property
+    def partition(self) -> int: ...
+
+
+class ReadResult(Protocol):
+    """What was read of it (minibroker.partition.LogReadResult)."""
+
+    @property
+    def records(self) -> FileRegion | None: ...
 
 
 def _now_ms() -> float:
@@ -124,8 +136,8 @@ def emptied(records: FileRegion) -> FileRegion:
     return dataclasses.replace(records, size=0)
 
 
-def record_leader_bytes(quotas: ReplicationQuotas, parts: Sequence[FetchPartition],
-                        results: Sequence[LogReadResult]) -> None:
+def record_leader_bytes(quotas: ReplicationQuotas, parts: Sequence[FetchedPartition],
+                        results: Sequence[ReadResult]) -> None:
     """Count a follower's answered fetch against the leader quota: the bytes of its throttled
     partitions (Kafka: KafkaApis' sizeOfThrottledPartitions, recorded after the fetch)."""
     leader = quotas.leader
