@@ -119,7 +119,7 @@ class DynamicBrokerConfig:
     @staticmethod
     def validate(new_layer: dict[str, str | None], per_broker: bool) -> dict[str, ConfigValue]:
         """Parse a whole new layer (key -> text); ConfigError for keys that cannot change live."""
-        new_layer = {k: v for k, v in new_layer.items() if k not in REPLICATION_THROTTLE_KEYS}  # kept, not acted on
+        new_layer = {k: v for k, v in new_layer.items() if k not in REPLICATION_THROTTLE_KEYS}  # read by quotas.replication_quota
         fixed = sorted(k for k in new_layer if k in BROKER_CONFIGS and (BROKER_CONFIGS[k].read_only or k in _NOT_HERE))
         if fixed:
             raise ConfigError(f"Cannot update these configs dynamically: [{', '.join(fixed)}]")  # Kafka 4.4's text

@@ -40,6 +40,7 @@ from typing import Protocol
 
 from minibroker.network.node_connection import NodeConnection
 from minibroker.partition import Partition
+from minibroker.quotas.replication_quota import ReplicationQuotas
 from minibroker.replica import BrokerEndpoint
 from minibroker_protocol.apis import fetch, list_offsets
 from minibroker_protocol.errors import ErrorCode, KafkaError
@@ -83,6 +84,7 @@ class PartitionFetchState:
     current_leader_epoch: int
     delayed_until: float = 0.0  # loop time before which the partition is not fetched
     last_error: int = 0
+    lag: int = -1  # the leader's HW minus this replica's LEO after the last fetch; -1: unknown (KIP-73)
 
 
 @dataclass(slots=True)
@@ -97,8 +99,10 @@ class ReplicaFetcherThread:
 
     def __init__(self, node_id: int, source: BrokerEndpoint, *, broker_epoch: Callable[[], int],
                  on_append: Callable[[Partition], None], config: FetcherConfig | None = None,
-                 fault: Callable[[], FetchFaultHook | None] | None = None) -> None:
+                 fault: Callable[[], FetchFaultHook | None] | None = None,
+                 quotas: ReplicationQuotas | None = None) -> None:
         self.node_id = node_id
+        self.quotas = quotas  # the follower throttle (KIP-73); None: never throttled
         self._fault = fault  # the fetcher manager's fault hook (None without a fault: one call per round)
         self.source = source
         self.config = config or FetcherConfig()
@@ -210,6 +214,12 @@ class ReplicaFetcherThread:
             ready = dict(await hook.partitions_through(self.node_id, self.source.node_id, ready))
             if not ready:  # all cut: the hook waited until the cut changed
                 return
+        if self.quotas is not None:  # Kafka: ReplicaFetcherThread.buildFetch leaves throttled partitions out
+            q = self.quotas
+            ready = {tp: st for tp, st in ready.items() if not q.should_follower_throttle(*tp, st.lag == 0)}
+            if not ready:  # Kafka: an empty fetch backs off replica.fetch.backoff.ms
+                await asyncio.sleep(self.config.backoff_ms / 1000)
+                return
         conn = await self._connection()
         version = conn.version_for(fetch.API, self.config.fetch_version)
         request, round_ = self._build_fetch(ready, version)
@@ -267,9 +277,12 @@ class ReplicaFetcherThread:
                     info = lg.append_as_follower(records)  # type: ignore[arg-type]
                     if info is not None:
                         self._on_append(part)
+                    if self.quotas is not None and self.quotas.follower.is_throttled(*tp):
+                        self.quotas.follower.record(len(records))
                 # Kafka: ReplicaFetcherThread.processPartitionData: the follower's HW, then the
                 # leader's log start offset (DeleteRecords, retention) if the HW has passed it
                 lg.update_high_watermark(min(pd.high_watermark, lg.log_end_offset))
+                st.lag = max(0, pd.high_watermark - lg.log_end_offset)
                 if lg.log_start_offset < pd.log_start_offset <= lg.high_watermark:
                     lg.increment_log_start_offset(pd.log_start_offset, "LeaderOffsetIncremented")
                 st.last_error = 0

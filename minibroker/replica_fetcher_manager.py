@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 
 from minibroker.partition import Partition
+from minibroker.quotas.replication_quota import ReplicationQuotas
 from minibroker.replica import BrokerEndpoint
 from minibroker.replica_fetcher import (
     FetcherConfig,
@@ -30,8 +31,9 @@ TopicPartition = tuple[str, int]
 
 class ReplicaFetcherManager:
     def __init__(self, node_id: int, *, broker_epoch: Callable[[], int], on_append: Callable[[Partition], None],
-                 config: FetcherConfig | None = None) -> None:
+                 config: FetcherConfig | None = None, quotas: ReplicationQuotas | None = None) -> None:
         self.node_id = node_id
+        self.quotas = quotas  # KIP-73's follower throttle, shared by every fetcher
         self.config = config or FetcherConfig()
         self._broker_epoch = broker_epoch
         self._on_append = on_append
@@ -50,7 +52,7 @@ class ReplicaFetcherManager:
             if fetcher is None:
                 fetcher = self.fetchers[leader.node_id] = ReplicaFetcherThread(
                     self.node_id, leader, broker_epoch=self._broker_epoch, on_append=self._on_append,
-                    config=self.config, fault=lambda: self.fetch_fault)
+                    config=self.config, fault=lambda: self.fetch_fault, quotas=self.quotas)
                 fetcher.start()
             fetcher.add_partitions({tp: PartitionFetchState(part, part.leader_epoch)})
             logger.info("broker %d follows %s-%d from leader %d (epoch %d) at offset %d", self.node_id, tp[0], tp[1],

@@ -44,6 +44,7 @@ from minibroker.delayed_produce import ProducePartitionResult, wait_for_replicat
 from minibroker.metadata_cache import PartitionImage, TopicImage
 from minibroker.metrics import BrokerMetrics
 from minibroker.partition import LogReadResult, Partition
+from minibroker.quotas.replication_quota import ReplicationQuotas, emptied, record_leader_bytes
 from minibroker.replica import AlterPartitionManager, BrokerEndpoint
 from minibroker_protocol.errors import ErrorCode, KafkaError
 from minibroker_storage.append_origin import AppendOrigin
@@ -176,6 +177,7 @@ class ReplicaManager:
         # schema are not imported by a broker that never follows: issue 22)
         self.fetcher_manager_factory: Callable[[], ReplicaFetcherManager] | None = None
         self.replica_lag_time_max_ms = 30_000
+        self.replication_quotas = ReplicationQuotas(node_id)  # KIP-73 throttles, from the metadata image
         self.brokers: dict[int, BrokerEndpoint] = {}  # the metadata's brokers, for KIP-951 and the fetchers
         # set by the schema registry when it runs; a topic that asks for validation without it is refused
         self.record_schema_validator: RecordSchemaValidator | None = None
@@ -508,6 +510,9 @@ class ReplicaManager:
                         # retries (tests/reference/test_inter_broker_bad_input.py)
                         result = LogReadResult(ErrorCode.UNKNOWN_LEADER_EPOCH)
                     elif replica is not None and result.diverging_epoch is None:
+                        if result.records is not None and self.replication_quotas.should_leader_throttle(
+                                part.topic, part.partition, replica.replica_id in part.isr):
+                            result.records = emptied(result.records)  # Kafka: readFromLog answers it empty
                         self.produce_waiters.notify((part.topic, part.partition))  # DelayedDeleteRecords
                         part.update_follower_fetch_state(replica.replica_id, fp.fetch_offset, fp.log_start_offset,
                                                          self._now_ms(), result.log_end_offset, replica.broker_epoch)
@@ -534,10 +539,11 @@ class ReplicaManager:
             # A fetch of no partitions is answered at once ("does not require any data"): the Java
             # consumer closes its session with one, and waiting out max_wait_ms held every close().
             if total >= min_bytes or remaining <= 0 or not parts or any(r.error for r in results) \
-                    or any(r.diverging_epoch is not None for r in results):
-                return results
-            # KIP-1166: a fetcher behind on the high watermark is answered now (Kafka: DelayedFetch).
-            if any(r.high_watermark > fp.known_high_watermark for fp, r in zip(parts, results, strict=True)):
+                    or any(r.diverging_epoch is not None for r in results) \
+                    or any(r.high_watermark > fp.known_high_watermark for fp, r in zip(parts, results, strict=True)):
+                # (the last: KIP-1166, a fetcher behind on the high watermark is answered now: DelayedFetch)
+                if replica is not None:
+                    record_leader_bytes(self.replication_quotas, parts, results)
                 return results
             await self.fetch_waiters.wait(keys, remaining)
 

@@ -340,7 +340,8 @@ class BrokerServer:
         from minibroker.replica_fetcher_manager import ReplicaFetcherManager  # lazy: followers only
 
         rm = self.replica_manager
-        return ReplicaFetcherManager(self.node_id, broker_epoch=rm.local_broker_epoch, on_append=rm.on_follower_append)
+        return ReplicaFetcherManager(self.node_id, broker_epoch=rm.local_broker_epoch, on_append=rm.on_follower_append,
+                                     quotas=rm.replication_quotas)
 
     def _cleaning(self) -> set[tuple[str, int]]:
         return self.cleaner.in_progress if self.cleaner is not None else set()

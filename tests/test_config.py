@@ -123,7 +123,6 @@ def test_keys_without_effect_say_so_in_their_doc():
                   "log.local.retention.ms log.local.retention.bytes ssl.protocol ssl.endpoint.identification.algorithm "
                   "group.consumer.assignment.interval.ms leader.imbalance.per.broker.percentage",
         "topic": "compression.gzip.level compression.lz4.level compression.zstd.level preallocate "
-                 "follower.replication.throttled.replicas leader.replication.throttled.replicas "
                  "local.retention.bytes local.retention.ms remote.log.copy.disable remote.log.delete.on.disable "
                  "unclean.leader.election.enable",
     }

@@ -98,8 +98,8 @@ def per_listener_only(name: str) -> bool:
 
 # Kafka's broker quota configs (QuotaConfig, DynamicConfig.Broker): the replication throttles that
 # kafka-reassign-partitions sets with --throttle and clears with --verify. Kafka's controller
-# accepts them for a broker resource although DescribeConfigs does not list them; minibroker keeps
-# them in the metadata and does not throttle replication.
+# accepts them for a broker resource although DescribeConfigs does not list them; minibroker applies
+# the two rates (minibroker.quotas.replication_quota), not replica.alter.log.dirs.io.max.bytes.per.second.
 REPLICATION_THROTTLE_KEYS: frozenset[str] = frozenset({
     "leader.replication.throttled.rate", "follower.replication.throttled.rate",
     "replica.alter.log.dirs.io.max.bytes.per.second"})

@@ -77,6 +77,10 @@ class BrokerMetadataPublisher:
         whole = self.first or delta.image.offset < 0  # the first image, or a snapshot: every topic
         self._publish_brokers(image)
         broker_configs_changed = self._publish_broker_configs(delta, image, whole)
+        # KIP-73's throttles: this broker's rates, the topics' throttled replicas (minibroker.quotas.replication_quota)
+        self.replica_manager.replication_quotas.update(
+            image.configs.get((BROKER_RESOURCE, str(self.node_id)), {}),
+            {name: cfg for (kind, name), cfg in image.configs.items() if kind == TOPIC_RESOURCE})
         whole = whole or broker_configs_changed  # the defaults under every topic's config moved
         changed_ids = set(image.topics) if whole else set(delta.changed_partitions)
         if not whole:

@@ -211,3 +211,41 @@ def test_a_broker_down_while_its_replica_moved_away_deletes_it_at_start(kafka_cl
     c.start_broker(3)
     assert_moved_away(c, 3, topic)
     assert consume(c, topic, 20) == [b"y%d" % i for i in range(20)]
+
+
+def test_a_throttled_move_is_held_to_its_rate_and_verify_clears_the_throttle(
+        kafka_cluster: Cluster, tmp_path: Path) -> None:
+    """`--execute --throttle R` (KIP-73): leader 1 and new follower 3 each let a throttled
+    partition's replication through at R bytes/s, measured over Kafka's 11 windows of 1 s, so
+    from nothing about 10 s' worth (plus one fetch of up to replica.fetch.max.bytes, 1 MiB) goes
+    at once and the rest waits for the rate to fall. With 1.5 MB at 20 kB/s that is more than
+    10 R + 1 MiB: the move cannot end before the first window's bytes expire, 11 s after they
+    were sent (bounded below only; a loaded machine makes it longer). Meanwhile a partition
+    outside the throttle, led by the same leader and followed by the same follower (one
+    fetcher), replicates acks=all at once. `--verify` clears the topic and broker throttles."""
+    c = kafka_cluster
+    rate = 20_000
+    topic = new_topic(c, [1, 2])
+    other = new_topic(c, [1, 3])
+    value = b"t" * 1000
+    produce(c, topic, [value] * 1500)
+    started = time.monotonic()
+    out = reassign(c, "execute", plan(tmp_path, topic, [1, 3]), "--throttle", str(rate))
+    assert f"The inter-broker throttle limit was set to {rate} B/s" in out, out
+    described = tool(c, "kafka-configs", "--describe", "--entity-type", "topics", "--entity-name", topic).stdout
+    assert "leader.replication.throttled.replicas=0:1,0:2" in described, described
+    assert "follower.replication.throttled.replicas=0:3" in described, described
+    produce(c, other, [b"o%d" % i for i in range(50)])  # acks=all: broker 3 fetched it, unthrottled
+    assert c.isr(other, 0) == [1, 3]
+    verify = reassign(c, "verify", plan(tmp_path, topic, [1, 3]))
+    assert f"Reassignment of partition {topic}-0 is still in progress." in verify, verify
+    wait_replicas(c, topic, [1, 3])
+    took = time.monotonic() - started
+    assert took >= 9, f"1.5 MB moved in {took:.1f} s under a {rate} B/s throttle"
+    verify = reassign(c, "verify", plan(tmp_path, topic, [1, 3]))
+    assert f"Reassignment of partition {topic}-0 is completed." in verify, verify
+    assert "Clearing broker-level throttles on brokers 1,2,3" in verify, verify
+    assert f"Clearing topic-level throttles on topic {topic}" in verify, verify
+    described = tool(c, "kafka-configs", "--describe", "--entity-type", "topics", "--entity-name", topic).stdout
+    assert "throttled" not in described, described
+    assert consume(c, topic, 1500) == [value] * 1500
