@@ -113,7 +113,7 @@ def _primitive_reader(base: str, nullable: bool, flexible: bool) -> Reader:
     raise ValueError(f"unknown type {base}")
 
 
-def _field_reader(f: F, version: int, flexible: bool) -> Reader:
+def _field_reader(f: F, version: int, flexible: bool, *, tagged: bool = False) -> Reader:
     nullable = version in f.nullable
     if f.is_struct:
         elem = _struct_reader(f.struct, f.fields, version, flexible)  # type: ignore[arg-type]
@@ -121,6 +121,16 @@ def _field_reader(f: F, version: int, flexible: bool) -> Reader:
         elem = _primitive_reader(f.base, nullable and not f.is_array, flexible)
     if f.is_array:
         return _array_reader(elem, nullable, flexible, f.name)
+    if f.is_struct and nullable and tagged:
+        # Kafka's generated code marks a tagged nullable struct with an unsigned varint, 0 for
+        # null (e.g. ConsumerGroupMemberMetadataValue.ClassicMemberMetadata); a regular one with
+        # a byte, -1 for null
+        def tagged_nullable_struct(buf, pos):
+            marker, pos = t.read_uvarint(buf, pos)
+            if marker == 0:
+                return None, pos
+            return elem(buf, pos)
+        return tagged_nullable_struct
     if f.is_struct and nullable:
         def nullable_struct(buf, pos):
             marker, pos = t.read_int8(buf, pos)
@@ -169,7 +179,7 @@ def _struct_reader(cls: type[Message], fields: tuple[F, ...], version: int, flex
         if f.tag is not None:
             absent.append(f)
             if flexible and version in f.tagged:
-                tagged[f.tag] = (f.name, _field_reader(f, version, flexible))
+                tagged[f.tag] = (f.name, _field_reader(f, version, flexible, tagged=True))
         elif version in f.versions:
             regular.append((f.name, _field_reader(f, version, flexible)))
         else:
@@ -300,7 +310,7 @@ def _primitive_writer(base: str, flexible: bool) -> Writer:
     raise ValueError(f"unknown type {base}")
 
 
-def _field_writer(f: F, version: int, flexible: bool) -> Writer:
+def _field_writer(f: F, version: int, flexible: bool, *, tagged: bool = False) -> Writer:
     nullable = version in f.nullable
     if f.is_struct:
         elem = _struct_writer(f.struct, f.fields, version, flexible)  # type: ignore[arg-type]
@@ -326,7 +336,7 @@ def _field_writer(f: F, version: int, flexible: bool) -> Writer:
     if f.is_struct and nullable:
         def write_nullable_struct(out, v):
             if v is None:
-                out.append(0xFF)
+                out.append(0 if tagged else 0xFF)  # the markers of _field_reader
             else:
                 out.append(1)
                 elem(out, v)
@@ -346,7 +356,7 @@ def _struct_writer(cls: type[Message], fields: tuple[F, ...], version: int, flex
     for f in fields:
         if f.tag is not None:
             if flexible and version in f.tagged:
-                tagged.append((f.tag, f, _field_writer(f, version, flexible)))
+                tagged.append((f.tag, f, _field_writer(f, version, flexible, tagged=True)))
         elif version in f.versions:
             regular.append((f.name, _field_writer(f, version, flexible)))
     tagged.sort(key=lambda x: x[0])

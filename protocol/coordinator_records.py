@@ -133,7 +133,7 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = Schema(
         F('subscribed_topic_regex', 'string', '0+', nullable='0+'),
         F('rebalance_timeout_ms', 'int32', '0+', default=-1),
         F('server_assignor', 'string', '0+', nullable='0+'),
-        F('classic_member_metadata', 'ClassicMemberMetadata', '0+', nullable='0+', tag=0, tagged='0+', default=None, fields=[
+        F('classic_member_metadata', 'ClassicMemberMetadata', '0+', nullable='0+', tag=0, tagged='0+', fields=[
             F('session_timeout_ms', 'int32', '0+'),
             F('supported_protocols', '[]ClassicProtocol', '0+', fields=[
                 F('name', 'string', '0+'),

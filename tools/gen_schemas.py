@@ -167,8 +167,12 @@ class Emitter:
                 args.append(f"tag={f['tag']}")
                 args.append(f"tagged={f['taggedVersions']!r}")
             d = default_literal(base, f.get("default"), f.get("nullableVersions", ""))
-            if d is None and "default" in f and f["default"] is None:
-                d = "None"  # JSON null: a nullable field absent unless set (a tagged one is not written)
+            if d is None and "default" in f and f["default"] is None and not (
+                    "tag" in f and sub and not ftype.startswith("[]")):
+                # JSON null: a nullable field absent unless set (a tagged one is not written). Not
+                # for a tagged struct: Kafka's generated code compares it with its empty instance,
+                # so a null one is written (marker 0) and an absent one reads as empty
+                d = "None"
             if d is not None:
                 args.append(f"default={d}")
             if f.get("ignorable"):

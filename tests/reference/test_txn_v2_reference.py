@@ -12,7 +12,7 @@ from minibroker_protocol.apis import api_versions
 from minibroker_protocol.errors import ErrorCode as E
 from tests.integration.helpers import RawClient
 from tests.reference.helpers import POOL, Pair
-from tests.reference.txn_v2_helpers import raw_scenario
+from tests.reference.txn_v2_helpers import _describe_epoch, _end, _init, raw_scenario
 
 
 def _features(bootstrap: str) -> tuple[dict[str, int], dict[int, int]]:
@@ -49,3 +49,20 @@ def test_transactions_v2_answers_match_kafka(pair: Pair) -> None:
     assert steps["produce v11 unadded"] == (E.TRANSACTION_ABORTABLE,)
     assert steps["init fences"] == ([E.CONCURRENT_TRANSACTIONS, E.NONE], "pid", 5)
     assert steps["fenced produce"] == (E.INVALID_PRODUCER_EPOCH,)
+
+
+def _abort_never_begun(bootstrap: str, txn_id: str) -> list[tuple[object, ...]]:
+    """EndTxn(ABORT) v4 (transactions v1, librdkafka's) for a transaction the coordinator never saw
+    begin: what librdkafka sends when its AddPartitionsToTxn was answered with an error (it then
+    counts the request as sent) and the application aborts before the retry (issue 37)."""
+    with RawClient(bootstrap) as c:
+        codes, pid, epoch = _init(c, txn_id)
+        code, _, _ = _end(c, 4, txn_id, pid, epoch, False)
+        return [("init", codes), ("end v4 abort, Empty", code), ("state", _describe_epoch(c, txn_id)[0])]
+
+
+def test_an_abort_of_a_transaction_never_begun_matches_kafka(pair: Pair) -> None:
+    futures = [POOL.submit(_abort_never_begun, side.bootstrap, "txn-never-begun") for side in (pair.kafka, pair.mini)]
+    kafka, mini = (f.result(timeout=120) for f in futures)
+    assert mini == kafka
+    assert mini[1] == ("end v4 abort, Empty", E.INVALID_TXN_STATE)

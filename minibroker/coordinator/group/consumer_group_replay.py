@@ -70,6 +70,11 @@ def replay(groups: dict[str, ConsumerGroup], key: bytes, value: bytes | None) ->
         m.subscribed_topic_regex = v.subscribed_topic_regex
         m.rebalance_timeout_ms, m.server_assignor = v.rebalance_timeout_ms, v.server_assignor
         cm = v.classic_member_metadata
+        if cm is not None and not cm.session_timeout_ms and not cm.supported_protocols:
+            # the tag absent: Kafka reads its empty struct (it writes a null one explicitly, and a
+            # classic member always has a session timeout); minibroker before issue 37 left the
+            # tag out for a consumer-protocol member, so empty means "not classic" here
+            cm = None
         m.classic = None if cm is None else ClassicMemberMetadata(
             cm.session_timeout_ms, [(p.name, bytes(p.metadata)) for p in cm.supported_protocols])
         if m.instance_id is not None:
