@@ -378,12 +378,11 @@ class Partition(IsrUpkeep):
     def maybe_increment_leader_hw(self, now_ms: int) -> bool:
         """HW = the smallest LEO over the (maximal) ISR, moving only up (Kafka:
         Partition.maybeIncrementLeaderHW). A follower outside the ISR that is caught up and
-        about to join also holds it back, as Kafka's shouldWaitForReplicaToJoinIsr does. Under
-        min.insync.replicas (capped at the replica count: Kafka's effectiveMinIsr) it stays put."""
+        about to join also holds it back, as Kafka's shouldWaitForReplicaToJoinIsr does. (KIP-966's
+        strict min ISR, the HW held under min.insync.replicas, is not applied: docs/differences.md
+        #kraft-elections.)"""
         if not self.is_leader:
             return False
-        if len(self.isr) < min(self.min_insync_replicas, len(self.remote_replicas) + 1):
-            return False  # KIP-966 strict min ISR: an ELR member must hold everything below the HW
         lg = self.log
         new_hw = lg.log_end_offset
         isr = self.maximal_isr

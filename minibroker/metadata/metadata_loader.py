@@ -159,16 +159,9 @@ class MetadataLoader:
         raw = data if isinstance(data, bytes | bytearray | memoryview) else data.read_all()
         delta = MetadataDelta(self.image)
         replayed = 0
-        held_back = False
         for decoded in decode_batches(raw):
             if decoded.last_offset < self.next_offset:
                 continue
-            if decoded.last_offset >= self.high_watermark:
-                # not committed yet: a quorum leader sends what it has (Kafka's KafkaRaftClient reads
-                # UNCOMMITTED for every fetcher), and a new leader may truncate it; only what the
-                # high watermark covers is replayed (Kafka: handleCommit), the rest is fetched again
-                held_back = True
-                break
             batch = self._read(decoded)
             if batch is not None and not batch.is_control:
                 replayed += self.batches.replay(delta, batch)
@@ -176,8 +169,6 @@ class MetadataLoader:
             self.last_fetched_epoch = decoded.partition_leader_epoch
         self.image = delta.apply(self.next_offset - 1, self.last_fetched_epoch)
         await self._publish(delta)
-        if held_back and not replayed:
-            await asyncio.sleep(0.01)  # the voters' next fetches commit it: not a busy loop meanwhile
         return replayed
 
     async def _load_snapshot(self, end_offset: int, epoch: int) -> int:
