@@ -100,7 +100,7 @@ async def serve(args: argparse.Namespace) -> int:
     if config.get("process.roles"):
         from minibroker.kafka_raft_server import serve_kraft  # lazy: the controller only with process.roles
 
-        return await serve_kraft(config)
+        return await serve_kraft(config, stop)
     # The listeners are bound before the broker's modules are imported (about 30 ms, issue 22): a
     # client that connects meanwhile waits in the backlog until the broker accepts, as Kafka's
     # acceptors take connections before request processing is enabled, instead of being refused.

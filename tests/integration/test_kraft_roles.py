@@ -5,6 +5,7 @@ runs a controlled shutdown, and a combined broker+controller node that clients u
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 import time
@@ -152,4 +153,36 @@ def test_a_controller_killed_and_started_again_keeps_its_brokers(tmp_path: Path)
         assert kinds.count("RegisterBrokerRecord") == 1
     finally:
         broker.kill()
+        controller.stop()
+
+
+def test_a_sigterm_while_the_broker_starts_stops_it_once_started(tmp_path: Path) -> None:
+    """SIGTERM is handled from the process's first moment (minibroker.cli.serve): one that comes
+    while a KRaft broker still waits for its controller stops it once it has started, instead of
+    being lost (a broker that then ignored SIGTERM for good: seen in CI)."""
+    cport = free_port()
+    voters = f"3000@127.0.0.1:{cport}"
+    controller = node(tmp_path, "controller", cport, {
+        "process.roles": "controller", "node.id": 3000, "controller.quorum.voters": voters,
+        "listeners": f"CONTROLLER://127.0.0.1:{cport}", "controller.listener.names": "CONTROLLER"})
+    controller.start()
+    cluster_id = read_properties(controller.data_dir / "meta.properties")["cluster.id"]
+    assert controller.stop() == 0
+    broker = node(tmp_path, "broker", free_port(), {
+        "process.roles": "broker", "node.id": 1, "controller.quorum.voters": voters,
+        "controller.listener.names": "CONTROLLER", "cluster.id": cluster_id})
+    broker.start()  # its listener is bound; it waits for the controller to register
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while "registration failed" not in broker.log_text():
+            assert time.monotonic() < deadline, broker.log_text()
+            time.sleep(0.05)
+        assert broker.proc is not None
+        broker.proc.send_signal(signal.SIGTERM)
+        controller.start()
+        assert broker.proc.wait(TIMEOUT) == 0
+        assert "shutting down" in broker.log_text()
+    finally:
+        if broker.proc is not None and broker.proc.poll() is None:
+            broker.kill()
         controller.stop()
