@@ -197,7 +197,12 @@ class KafkaRaftServer:
         self.prepare_broker(server.cluster_id, [uuid_from_kafka(ld.directory_id)
                                                 for ld in server.log_manager.log_dirs if not ld.offline])
         lifecycle = self.lifecycle
-        if lifecycle is not None:  # a failed log dir is named in every heartbeat from then on
+        if lifecycle is not None:
+            # KIP-966: registering with the epoch a clean shutdown wrote keeps this broker in the
+            # ELR; the next clean shutdown writes the epoch it has then (Kafka: BrokerServer.startup)
+            lifecycle.previous_broker_epoch = server.log_manager.broker_epoch_from_clean_shutdown_files()
+            server.broker_epoch = lambda: lifecycle.broker_epoch
+            # a failed log dir is named in every heartbeat from then on
             server.log_manager.log_dir_failure_listeners.append(
                 lambda ld, _partitions: lifecycle.offline_log_dirs.append(uuid_from_kafka(ld.directory_id)))
         if self.loader is None or self.forwarding is None or self.producer_id_blocks is None:
@@ -307,8 +312,10 @@ class KafkaRaftServer:
             await self.controller.shutdown()
 
 
-async def serve_kraft(config: BrokerConfig) -> int:
-    """A node with Kafka's process.roles: controller, broker or both (minibroker.kafka_raft_server)."""
+async def serve_kraft(config: BrokerConfig, stop: asyncio.Event | None = None) -> int:
+    """A node with Kafka's process.roles: controller, broker or both (minibroker.kafka_raft_server).
+    `stop`: set by SIGTERM/SIGINT from the process's first moment (minibroker.cli.serve); a signal
+    that came while the node started stops it once started (one made here would miss it)."""
     node = KafkaRaftServer(config)
     server = None
     control: FaultControlServer | None = None
@@ -329,10 +336,11 @@ async def serve_kraft(config: BrokerConfig) -> int:
         print(f"minibroker: {e}", file=sys.stderr, flush=True)
         await node.shutdown_controller()
         return 1
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     logging.getLogger("minibroker").info("shutting down")
     if control is not None:

@@ -131,6 +131,9 @@ class BrokerServer:
         self.on_built: Callable[[BrokerServer], Awaitable[None]] | None = None
         # a KRaft broker's channels to the controller, set by its wiring (a controller.cut cuts them)
         self.controller_channels: Sequence[ControllerChannel] = ()
+        # the broker epoch the clean-shutdown files keep: a KRaft broker's, set by its wiring
+        # (Kafka: logManager.shutdown(lifecycleManager.brokerEpoch)); -1 for a broker on its own
+        self.broker_epoch: Callable[[], int] = lambda: -1
 
     # -- life ------------------------------------------------------------------------------
     async def startup(self) -> None:
@@ -332,7 +335,7 @@ class BrokerServer:
                 await self.services.log_dirs.stop()
             await self.replica_manager.shutdown()
             await self.coordinators.stop()
-            self.log_manager.shutdown()
+            self.log_manager.shutdown(self.broker_epoch())
         log.info("minibroker stopped")
 
     # -- wiring ----------------------------------------------------------------------------

@@ -217,6 +217,19 @@ class CleanShutdownFile:
         atomic_write(self.path, json.dumps({"version": 0, "brokerEpoch": broker_epoch},
                                            separators=(",", ":")).encode())
 
+    def read_broker_epoch(self) -> int | None:
+        """The broker epoch written at the clean shutdown, None when the file is missing or not
+        version 0 JSON with an integer `brokerEpoch` (Kafka: CleanShutdownFileHandler.read's
+        empty OptionalLong). A KRaft broker sends it as PreviousBrokerEpoch (KIP-966)."""
+        try:
+            content = json.loads(self.path.read_bytes())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(content, dict) or content.get("version") != 0:
+            return None
+        epoch = content.get("brokerEpoch")
+        return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None
+
     def delete(self) -> None:
         try:
             os.unlink(self.path)

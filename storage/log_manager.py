@@ -116,6 +116,8 @@ class LogManager:
         self._deleted_logs: list[tuple[int, Log | _DirOnly]] = []
         self._checkpoint_lock = threading.Lock()
         self.had_clean_shutdown = False
+        # each directory's `.kafka_cleanshutdown` broker epoch, read before the file is deleted
+        self._clean_shutdown_epochs: dict[Path, int | None] = {}
         self._loaded = False
         # the log cleaner's progress: the first dirty offset of each compacted log (minibroker_storage.cleaner)
         self.cleaner_checkpoints: dict[tuple[str, int], int] = {}
@@ -159,6 +161,7 @@ class LogManager:
         marker = CleanShutdownFile(ld.path)
         clean = marker.exists()
         self.had_clean_shutdown = self.had_clean_shutdown and clean
+        self._clean_shutdown_epochs[ld.path] = marker.read_broker_epoch() if clean else None
         if clean:
             marker.delete()  # a crash from here on is an unclean shutdown again
         recovery_points = self._read_checkpoint(ld.recovery_points, "resetting the recovery checkpoint to 0")
@@ -530,8 +533,26 @@ class LogManager:
         for lg in list(self._logs.values()):
             lg.flush()
 
-    def shutdown(self) -> None:
-        """Flush and close every log, write the checkpoints, then the clean-shutdown marker."""
+    def broker_epoch_from_clean_shutdown_files(self) -> int:
+        """The broker epoch every directory's clean-shutdown file held at startup, or -1 when a
+        directory is offline, had none, or they disagree (Kafka: LogManager.
+        readBrokerEpochFromCleanShutdownFiles). The controller keeps a broker that registers with
+        its last epoch in the ELR: it stopped cleanly (KIP-966)."""
+        epoch = -1
+        for ld in self.log_dirs:
+            current = None if ld.offline else self._clean_shutdown_epochs.get(ld.path)
+            if current is None:
+                logger.info("Unable to read the broker epoch in %s.", ld.path)
+                return -1
+            if epoch != -1 and current != epoch:
+                logger.info("Found different broker epochs in %s: %d and %d.", ld.path, epoch, current)
+                return -1
+            epoch = current
+        return epoch
+
+    def shutdown(self, broker_epoch: int = -1) -> None:
+        """Flush and close every log, write the checkpoints, then the clean-shutdown marker with
+        the broker epoch of a KRaft broker (-1 otherwise; Kafka: LogManager.shutdown(brokerEpoch))."""
         logger.info("Shutting down.")
         ok = True
         for lg in list(self._logs.values()) + self.future_logs():
@@ -547,7 +568,7 @@ class LogManager:
         self.take_failed_offline()
         for ld in self.log_dirs:
             if ok and self._loaded and not ld.offline:
-                CleanShutdownFile(ld.path).write()
+                CleanShutdownFile(ld.path).write(broker_epoch)
             if ld.lock is not None:  # last: the directory is consistent for the next broker
                 ld.lock.unlock()
                 ld.lock = None

@@ -21,7 +21,8 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
 - Eligible Leader Replicas (KIP-966, on by default in Kafka 4.4): RF 3, min.insync.replicas 2, the
   followers killed one by one, then the leader: `kafka-topics --describe` prints the same Leader,
   Isr, Elr and LastKnownElr at each step; the brokers coming back after kill -9 (an unclean
-  shutdown) leave the ELR, the followers lead nothing, and the last known leader leads again.
+  shutdown) leave the ELR, the followers lead nothing, and the last known leader leads again. A
+  follower stopped cleanly instead (SIGTERM) stays in the ELR and leads once the leader is gone.
 - the divergent log of KIP-101/KIP-279: a leader with acks=1 records its (paused) followers never
   fetched is killed (kill -9); a follower from the ISR takes over and gets new writes; the old
   leader returns, truncates to the new leader's epoch boundary and catches up: the partition's
@@ -391,6 +392,34 @@ def test_eligible_leader_replicas(healed: ClusterOps) -> None:
     led, isr, elr, last_known = _states(c, name)
     assert (led, sorted(isr.split(",")), elr, last_known) == (str(leader), ["1", "2", "3"], "", "")
     assert consume(c, name, 5) == [b"a%d" % i for i in range(5)]
+
+
+@pytest.mark.timeout(300)
+def test_a_cleanly_stopped_replica_stays_eligible(healed: ClusterOps) -> None:
+    """KIP-966's clean-shutdown case: a follower stopped with SIGTERM writes its broker epoch to
+    `.kafka_cleanshutdown` and registers with it (PreviousBrokerEpoch) when started again, so it
+    stays in the ELR and leads once the leader is gone; after kill -9 it would leave the ELR (the
+    test above)."""
+    c = healed
+    name = new_topic(c, min_insync=2)
+    leader = c.leader(name)
+    f1, f2 = (n for n in c.partition(name).replicas if n != leader)
+    assert len(produce(c, name, [b"c%d" % i for i in range(5)])) == 5
+    c.stop_broker(f1, kill=True)
+    c.wait_for_isr(name, 0, lambda isr: sorted(isr) == sorted([leader, f2]), timeout=90)
+    c.stop_broker(f2)  # a controlled shutdown: out of the ISR, into the ELR
+    c.wait_for_isr(name, 0, [leader], timeout=90)
+    assert _states(c, name) == (str(leader), str(leader), str(f2), "")
+    c.stop_broker(leader, kill=True)
+    c.start_broker(f1)  # back after kill -9: not eligible, leads nothing (and answers the tools)
+    poll(lambda: _states(c, name) == ("none", "", _ids(*sorted([leader, f2])), str(leader)),
+         "the last ISR member moved to the ELR", 90, interval=1)
+    c.start_broker(f2)  # back from its clean shutdown: still eligible, so it leads
+    c.wait_for_leader(name, 0, f2, timeout=120)
+    # f2 alone was the ISR at its election; f1 (caught up from f2) may have joined it already
+    led, isr, _, _ = _states(c, name)
+    assert led == str(f2) and str(f2) in isr.split(",")
+    assert consume(c, name, 5) == [b"c%d" % i for i in range(5)]
 
 
 def _segments(c: ClusterOps, topic: str, node: int) -> dict[str, bytes]:

@@ -210,3 +210,31 @@ def test_flush_all_and_missing_topic_id_repair(tmp_path):
     assert lm.get_log("t", 1).topic_id == tid
     assert (data / "t-1" / "partition.metadata").exists()
     lm.shutdown()
+
+
+def test_the_broker_epoch_of_a_clean_shutdown_is_read_back_from_every_directory(tmp_path):
+    """KIP-966: a KRaft broker registers with the epoch its clean shutdown wrote (Kafka:
+    LogManager.readBrokerEpochFromCleanShutdownFiles); any directory without it, or with another
+    epoch, makes it -1 (an unclean shutdown to the controller)."""
+    data, extra = tmp_path / "data", tmp_path / "extra"
+    lm = started(data, extra_dirs=[extra])
+    assert lm.broker_epoch_from_clean_shutdown_files() == -1  # a first start
+    lm.shutdown(broker_epoch=42)
+    for d in (data, extra):
+        assert (d / ".kafka_cleanshutdown").read_text() == '{"version":0,"brokerEpoch":42}'
+    lm = started(data, extra_dirs=[extra])
+    assert lm.broker_epoch_from_clean_shutdown_files() == 42
+    assert not (data / ".kafka_cleanshutdown").exists()  # a crash from here is unclean again
+    lm.shutdown(broker_epoch=43)
+    (extra / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":7}')  # the dirs disagree
+    assert started(data, extra_dirs=[extra]).broker_epoch_from_clean_shutdown_files() == -1
+
+
+@pytest.mark.parametrize("content", ["", "{", '{"version":1,"brokerEpoch":5}', '{"version":0}',
+                                     '{"version":0,"brokerEpoch":"5"}', "[0]"])
+def test_an_unreadable_clean_shutdown_file_gives_no_broker_epoch(tmp_path, content):
+    data = tmp_path / "data"
+    started(data).shutdown(broker_epoch=5)
+    (data / ".kafka_cleanshutdown").write_text(content)
+    lm = started(data)
+    assert lm.had_clean_shutdown and lm.broker_epoch_from_clean_shutdown_files() == -1
