@@ -134,7 +134,7 @@ class KafkaRaftServer:
             retention_ms=cfg.get("metadata.max.retention.ms"),
             segment_bytes=cfg.get("metadata.log.segment.bytes"),
             topic_defaults=TopicDefaults(cfg.get("num.partitions"), cfg.get("default.replication.factor"),
-                                         cfg.get("unclean.leader.election.enable")),
+                                         cfg.get("unclean.leader.election.enable"), cfg.get("min.insync.replicas")),
             directory_id=uuid_from_kafka(meta.directory_id),
             leader_imbalance_check_interval_ms=(cfg.get("leader.imbalance.check.interval.seconds") * 1000
                                                 if cfg.get("auto.leader.rebalance.enable") else None),

@@ -6,6 +6,13 @@ IncrementalAlterConfigs (what a Kafka 4 broker forwards for `kafka-configs --alt
 broker id) the key must be a broker key. SET (0) writes the value, DELETE (1) a null value (the
 key goes back to its default), APPEND (2) / SUBTRACT (3) edit a list value. Each change is a
 ConfigRecord; a resource whose checks fail changes nothing and answers its error.
+
+With Eligible Leader Replicas on (KIP-966), `min.insync.replicas` decides who is eligible, so
+Kafka 4.4 keeps it at the cluster and topic levels only: a broker-level value is refused, the
+cluster-level one cannot be removed, and every change of it clears the ELRs it governed (a
+ClearElrRecord for the topic, or for every topic at the cluster level, even when the value stays
+the same). Kafka: ConfigurationControlManager.isDisallowedBrokerMinIsrTransition,
+isDisallowedClusterMinIsrTransition, createClearElrRecordsAsNeeded.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from minibroker.config import ConfigError
 from minibroker.config.kafka_dynamic import REPLICATION_THROTTLE_KEYS
 from minibroker.config.keys import BROKER_CONFIGS
 from minibroker.config.topic import validate_topic_config
+from minibroker.controller import eligible_leader_replicas as elr_rules
 from minibroker.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from minibroker_protocol import metadata_records as mr
 from minibroker_protocol.apis import incremental_alter_configs as iac
@@ -40,11 +48,37 @@ def incremental_alter_configs(image: MetadataImage, req: IncrementalAlterConfigs
         except KafkaError as e:
             out.error_code, out.error_message = e.code, e.message
             continue
+        if elr_rules.enabled(image) and res.resource_type == BROKER_RESOURCE \
+                and elr_rules.MIN_INSYNC_KEY in changes:
+            if res.resource_name:
+                out.error_code, out.error_message = ErrorCode.INVALID_CONFIG, BROKER_MIN_ISR_REFUSED
+                continue
+            if changes[elr_rules.MIN_INSYNC_KEY] is None:
+                out.error_code, out.error_message = ErrorCode.INVALID_CONFIG, CLUSTER_MIN_ISR_REMOVAL_REFUSED
+                continue
         if not req.validate_only:
             records += [ApiMessageAndVersion(mr.CONFIG_RECORD(resource_type=res.resource_type,
                                                               resource_name=res.resource_name, name=k, value=v), 0)
                         for k, v in changes.items()]
-    return records, resp
+    return records + _clear_elr_records(image, records), resp
+
+
+BROKER_MIN_ISR_REFUSED = "Broker-level min.insync.replicas cannot be altered while ELR is enabled."
+CLUSTER_MIN_ISR_REMOVAL_REFUSED = "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
+
+
+def _clear_elr_records(image: MetadataImage, records: list[ApiMessageAndVersion]) -> list[ApiMessageAndVersion]:
+    """A ClearElrRecord after each min.insync.replicas ConfigRecord: the topic's, or every topic's
+    for the cluster level (Kafka: createClearElrRecordsAsNeeded)."""
+    if not elr_rules.enabled(image):
+        return []
+    out = []
+    for r in records:
+        m = r.message
+        if isinstance(m, mr.ConfigRecord) and m.name == elr_rules.MIN_INSYNC_KEY:
+            topic = m.resource_name if m.resource_type == TOPIC_RESOURCE else ""
+            out.append(ApiMessageAndVersion(mr.CLEAR_ELR_RECORD(topic_name=topic), 0))
+    return out
 
 
 def _changes(image: MetadataImage, res: IncrementalAlterConfigsRequest.AlterConfigsResource) -> dict[str, str | None]:

@@ -10,8 +10,8 @@ with UpdateFeatures (`update_features`).
 
 from __future__ import annotations
 
-from minibroker.features import FEATURES, METADATA_VERSION, kraft_supported
-from minibroker.metadata.image import MetadataImage
+from minibroker.features import ELIGIBLE_LEADER_REPLICAS_VERSION, FEATURES, METADATA_VERSION, kraft_supported
+from minibroker.metadata.image import BROKER_RESOURCE, MetadataImage
 from minibroker_protocol import metadata_records as mr
 from minibroker_protocol.apis import update_features as uf
 from minibroker_protocol.apis.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
@@ -19,20 +19,28 @@ from minibroker_protocol.errors import ErrorCode, KafkaError
 from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 
 
-def bootstrap_records() -> list[ApiMessageAndVersion]:
+def bootstrap_records(min_insync_replicas: int = 1) -> list[ApiMessageAndVersion]:
     """The levels a new cluster starts with (Kafka: `kafka-storage format`'s defaults): the table's,
-    capped at what a KRaft broker supports (share.version 0: minibroker.features.kraft_supported)."""
+    capped at what a KRaft broker supports (share.version 0: minibroker.features.kraft_supported).
+    With Eligible Leader Replicas on, also the cluster-level `min.insync.replicas`, the controller's
+    own static value: Kafka 4.4 keeps it there while ELR decides who may lead (KIP-966;
+    `kafka-configs --describe --entity-type brokers --entity-default` shows it)."""
     brokers = kraft_supported()
     levels = {f.name: min(f.level, brokers.get(f.name, (0, f.level))[1]) for f in FEATURES.values()}
-    return [ApiMessageAndVersion(mr.FEATURE_LEVEL_RECORD(name=n, feature_level=level), 0)
-            for n, level in sorted(levels.items()) if level > 0]
+    records = [ApiMessageAndVersion(mr.FEATURE_LEVEL_RECORD(name=n, feature_level=level), 0)
+               for n, level in sorted(levels.items()) if level > 0]
+    if levels.get(ELIGIBLE_LEADER_REPLICAS_VERSION, 0) >= 1:
+        records.append(ApiMessageAndVersion(mr.CONFIG_RECORD(resource_type=BROKER_RESOURCE, resource_name="",
+                                                             name="min.insync.replicas",
+                                                             value=str(min_insync_replicas)), 0))
+    return records
 
 
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3  # UpdateFeatures upgrade_type (Kafka: FeatureUpdate.UpgradeType)
 
 
-def update_features(image: MetadataImage, req: UpdateFeaturesRequest,
-                    version: int) -> tuple[list[ApiMessageAndVersion], UpdateFeaturesResponse]:
+def update_features(image: MetadataImage, req: UpdateFeaturesRequest, version: int,
+                    min_insync_replicas: int = 1) -> tuple[list[ApiMessageAndVersion], UpdateFeaturesResponse]:
     """UpdateFeatures (KIP-584, `kafka-features upgrade/downgrade`): each level must be one this
     software supports; lowering one needs a downgrade type, and metadata.version only goes down
     unsafely. All or nothing: one refused update refuses the request (v2 answers only the top error)."""
@@ -53,7 +61,35 @@ def update_features(image: MetadataImage, req: UpdateFeaturesRequest,
         if version >= 2:
             resp.error_code, resp.error_message = failure.code, failure.message
         return [], resp
-    return ([] if req.validate_only else records), resp
+    if req.validate_only:
+        return [], resp
+    return records + _elr_transition_records(image, records, min_insync_replicas), resp
+
+
+def _elr_transition_records(image: MetadataImage, records: list[ApiMessageAndVersion],
+                            min_insync_replicas: int) -> list[ApiMessageAndVersion]:
+    """ELR switched on: the cluster-level min.insync.replicas (the controller's static value) if
+    none is set, and the broker-level ones removed (Kafka: ConfigurationControlManager.
+    maybeGenerateElrSafetyRecords); switched off: every ELR cleared (a ClearElrRecord for all)."""
+    before = image.features.get(ELIGIBLE_LEADER_REPLICAS_VERSION, 0)
+    after = before
+    for r in records:
+        if isinstance(r.message, mr.FeatureLevelRecord) and r.message.name == ELIGIBLE_LEADER_REPLICAS_VERSION:
+            after = r.message.feature_level
+    if before == 0 and after >= 1:
+        out = []
+        if "min.insync.replicas" not in image.configs.get((BROKER_RESOURCE, ""), {}):
+            out.append(ApiMessageAndVersion(mr.CONFIG_RECORD(resource_type=BROKER_RESOURCE, resource_name="",
+                                                             name="min.insync.replicas",
+                                                             value=str(min_insync_replicas)), 0))
+        out += [ApiMessageAndVersion(mr.CONFIG_RECORD(resource_type=BROKER_RESOURCE, resource_name=name,
+                                                      name="min.insync.replicas", value=None), 0)
+                for (kind, name), values in sorted(image.configs.items())
+                if kind == BROKER_RESOURCE and name and "min.insync.replicas" in values]
+        return out
+    if before >= 1 and after == 0:
+        return [ApiMessageAndVersion(mr.CLEAR_ELR_RECORD(topic_name=""), 0)]
+    return []
 
 
 def _update(image: MetadataImage, name: str, level: int, kind: int) -> ApiMessageAndVersion:

@@ -149,7 +149,7 @@ class QuorumController:
         self.image = self._load(ml)
         ml.become_leader(self.config.voters)
         if not self.image.features:
-            await self._commit(bootstrap_records(), lock_held=True)
+            await self._commit(bootstrap_records(self.config.topic_defaults.min_insync_replicas), lock_held=True)
         else:
             await self._flush()
         self.cluster.start_sessions(self.image)
@@ -371,7 +371,8 @@ class QuorumController:
 
     async def update_features(self, req: UpdateFeaturesRequest, version: int) -> UpdateFeaturesResponse:
         async with self._lock:
-            records, resp = update_features(self.image, req, version)
+            records, resp = update_features(self.image, req, version,
+                                            self.config.topic_defaults.min_insync_replicas)
             await self._commit(records, lock_held=True)
             return resp
 

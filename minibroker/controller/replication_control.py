@@ -43,6 +43,7 @@ class TopicDefaults:
     num_partitions: int = 1  # num.partitions
     replication_factor: int = 1  # default.replication.factor
     unclean_leader_election: bool = False  # unclean.leader.election.enable (cluster default)
+    min_insync_replicas: int = 1  # min.insync.replicas: recorded at the cluster level with ELR on
 
 
 def _change(rec: mr.PartitionChangeRecord) -> ApiMessageAndVersion:

@@ -370,7 +370,8 @@ async def test_incremental_alter_configs_writes_config_records(controller: Quoru
     assert [(r.resource_name, r.error_code) for r in resp.responses] == [
         ("t", 0), ("t", ErrorCode.INVALID_CONFIG), ("missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), ("", 0)]
     assert controller.image.configs[(2, "t")] == {"retention.ms": "1000", "cleanup.policy": "delete,compact"}
-    assert controller.image.configs[(4, "")] == {"log.retention.ms": "5000"}
+    # min.insync.replicas: recorded at the cluster level when the log began (ELR on, as Kafka 4.4)
+    assert controller.image.configs[(4, "")] == {"log.retention.ms": "5000", "min.insync.replicas": "1"}
     assert not controller.replication.unclean(controller.image, "t")
     await controller.incremental_alter_configs(req(validate_only=False, resources=[req.AlterConfigsResource(
         resource_type=4, resource_name="", configs=[op(name="unclean.leader.election.enable", config_operation=0,

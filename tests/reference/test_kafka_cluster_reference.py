@@ -509,3 +509,28 @@ def test_a_follower_cut_off_makes_acks_all_answer_not_enough_replicas(healed: Cl
     # leader does (Kafka answered one NOT_ENOUGH_REPLICAS there)
     assert produce(c, topic, [b"after"]) == [b"after"]
     assert consume(c, topic, 2) == [b"acks-1", b"after"]
+
+
+def test_min_insync_replicas_stays_at_the_cluster_and_topic_levels_with_elr(healed: ClusterOps) -> None:
+    """KIP-966 with ELR on: `kafka-configs` shows the cluster-level min.insync.replicas recorded
+    at format time, refuses a broker-level one and the removal of the cluster-level one with
+    Kafka's words, and takes a topic's (which clears that topic's ELR: tests/broker/test_controller_elr.py)."""
+    c = healed
+
+    def configs(*args: str) -> str:
+        res = kr.run_tool("kafka-configs", ["--bootstrap-server", c.bootstrap, *args], timeout=120)
+        return (res.stdout + res.stderr).strip()
+
+    default = configs("--describe", "--entity-type", "brokers", "--entity-default")
+    assert "min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1}" \
+        in default, default
+    refused = configs("--alter", "--entity-type", "brokers", "--entity-name", "1",
+                      "--add-config", "min.insync.replicas=2")
+    assert "Broker-level min.insync.replicas cannot be altered while ELR is enabled." in refused, refused
+    removal = configs("--alter", "--entity-type", "brokers", "--entity-default",
+                      "--delete-config", "min.insync.replicas")
+    assert "Cluster-level min.insync.replicas cannot be removed while ELR is enabled." in removal, removal
+    name = new_topic(c, min_insync=2)
+    assert "Completed updating config for topic" in configs(
+        "--alter", "--entity-type", "topics", "--entity-name", name, "--add-config", "min.insync.replicas=1")
+    assert "min.insync.replicas=1" in configs("--describe", "--entity-type", "topics", "--entity-name", name)
