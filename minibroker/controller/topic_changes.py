@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from minibroker.controller import eligible_leader_replicas as elr_rules
 from minibroker.controller import replica_placer
 from minibroker.controller.partition_change import change_record
 from minibroker.metadata.image import MetadataImage, TopicImage
@@ -132,7 +133,7 @@ def elect_leaders(image: MetadataImage, req: ElectLeadersRequest, version: int,
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 result.error_message = "This server does not host this topic-partition."
                 continue
-            record = _elect(topic, p, reg, election, usable)
+            record = _elect(topic, p, reg, election, usable, elr_rules.policy(image, name))
             if isinstance(record, int):
                 result.error_code = record
                 result.error_message = _ELECTION_MESSAGES.get(record)
@@ -149,8 +150,10 @@ _ELECTION_MESSAGES: dict[int, str] = {
 
 
 def _elect(topic: TopicImage, p: int, reg: PartitionRegistration, election: int,
-           usable: Callable[[int], bool]) -> mr.PartitionChangeRecord | int:
-    """The record of the election, or the error code that says why there is none."""
+           usable: Callable[[int], bool], elr: elr_rules.ElrPolicy | None) -> mr.PartitionChangeRecord | int:
+    """The record of the election, or the error code that says why there is none. An UNCLEAN one
+    keeps ELR's order (Kafka: electAnyLeader): the ISR, the unfenced ELR, the last known leader,
+    then any live replica."""
     if election == PREFERRED:
         preferred = reg.replicas[0]
         if reg.leader == preferred:
@@ -160,7 +163,7 @@ def _elect(topic: TopicImage, p: int, reg: PartitionRegistration, election: int,
         return mr.PARTITION_CHANGE_RECORD(partition_id=p, topic_id=topic.id, leader=preferred)
     if reg.leader != NO_LEADER:
         return ErrorCode.ELECTION_NOT_NEEDED
-    record = change_record(topic.id, p, reg, target_isr=reg.isr, usable=usable, unclean=True)
+    record = change_record(topic.id, p, reg, target_isr=reg.isr, usable=usable, unclean=True, elr=elr)
     if record is None or record.leader == NO_LEADER_CHANGE or record.leader == NO_LEADER:
         return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
     return record

@@ -15,7 +15,7 @@ import pytest
 from minibroker.controller.quorum_controller import QuorumController
 from minibroker.controller.replication_control import TopicDefaults
 from minibroker.metadata.partition_registration import LeaderRecoveryState, PartitionRegistration
-from minibroker_protocol.apis import create_topics, update_features
+from minibroker_protocol.apis import create_topics, elect_leaders, update_features
 from minibroker_protocol.apis import incremental_alter_configs as iac
 from tests.broker.controller_helpers import (
     Clock,
@@ -162,3 +162,26 @@ async def test_elr_switched_on_keeps_min_isr_at_the_cluster_level(controller: Qu
     assert c.image.configs[(4, "")]["min.insync.replicas"] == "1"
     assert "min.insync.replicas" not in c.image.configs.get((4, "1"), {})
     assert replayed(c).configs == c.image.configs
+
+
+async def test_an_unclean_election_follows_elrs_order_and_clears_it(controller: QuorumController) -> None:
+    """ElectLeaders UNCLEAN (kafka-leader-election --election-type unclean) with ELR on: nobody of
+    the ISR or the ELR is live, so a live replica outside them leads (unclean: RECOVERING) and the
+    ELR and LastKnownElr are cleared (Kafka: PartitionChangeBuilder.electAnyLeader)."""
+    c = controller
+    epochs = await three_brokers(c)
+    await _topic(c)
+    for b in (3, 2, 1):
+        await heartbeat(c, b, epochs[b], want_fence=True)
+    assert (_reg(c).leader, _reg(c).isr, _reg(c).elr, _reg(c).last_known_elr) == (-1, (), (1, 2), (1,))
+    e3 = await register(c, 3)  # 3 was out of the ISR before all this: live, not eligible
+    assert not (await heartbeat(c, 3, e3)).is_fenced
+    assert _reg(c).leader == -1
+    req = elect_leaders.REQUEST
+    resp = await c.elect_leaders(wire(req, 2, req(election_type=1, topic_partitions=[
+        req.TopicPartitions(topic="t", partitions=[0])])), 2)
+    assert resp.replica_election_results[0].partition_result[0].error_code == 0
+    reg = _reg(c)
+    assert (reg.leader, reg.isr, reg.elr, reg.last_known_elr) == (3, (3,), (), ())
+    assert reg.leader_recovery_state == LeaderRecoveryState.RECOVERING
+    assert replayed(c).topic("t").partitions[0] == reg  # type: ignore[union-attr]
