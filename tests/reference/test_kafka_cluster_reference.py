@@ -534,3 +534,47 @@ def test_min_insync_replicas_stays_at_the_cluster_and_topic_levels_with_elr(heal
     assert "Completed updating config for topic" in configs(
         "--alter", "--entity-type", "topics", "--entity-name", name, "--add-config", "min.insync.replicas=1")
     assert "min.insync.replicas=1" in configs("--describe", "--entity-type", "topics", "--entity-name", name)
+
+
+@pytest.mark.timeout(300)
+def test_a_throttled_reassignment_is_held_to_its_rate_and_verify_clears_it(healed: ClusterOps,
+                                                                            tmp_path: Path) -> None:
+    """`kafka-reassign-partitions --execute --throttle R` (KIP-73) on both clusters: the tool's
+    output, the throttle configs it sets, a partition outside the throttle replicating acks=all
+    meanwhile, a move of 1.5 MB at 20 kB/s that cannot end before the first 1 s window of Kafka's
+    11 expires (bounded below only), and `--verify` clearing the throttles
+    (tests/cluster/test_reassignment.py has the same on our cluster alone)."""
+    c = healed
+    rate = 20_000
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    topic, other = f"thr-{uuid.uuid4().hex[:8]}", f"thr-{uuid.uuid4().hex[:8]}"
+    for name, replicas in ((topic, [1, 2]), (other, [1, 3])):
+        admin.create_topics([NewTopic(name, num_partitions=1, replica_assignment=[replicas])])[name].result(60)
+        c.wait_for_isr(name, 0, replicas, timeout=90)
+    value = b"t" * 1000
+    assert len(produce(c, topic, [value] * 1500)) == 1500
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": [1, 3]}]}))
+
+    def tool(name: str, *args: str) -> str:
+        r = kr.run_tool(name, ["--bootstrap-server", c.bootstrap, *args], timeout=120)
+        assert r.returncode == 0, f"{name} {args} exited {r.returncode}:\n{r.stdout}\n{r.stderr}"
+        return r.stdout
+
+    started = time.monotonic()
+    out = tool("kafka-reassign-partitions", "--reassignment-json-file", str(plan), "--execute", "--throttle", str(rate))
+    assert f"The inter-broker throttle limit was set to {rate} B/s" in out, out
+    described = tool("kafka-configs", "--describe", "--entity-type", "topics", "--entity-name", topic)
+    assert "leader.replication.throttled.replicas=0:1,0:2" in described, described
+    assert "follower.replication.throttled.replicas=0:3" in described, described
+    assert len(produce(c, other, [b"o%d" % i for i in range(50)])) == 50  # acks=all through broker 3
+    poll(lambda: c.partition(topic).replicas == (1, 3) and sorted(c.isr(topic, 0)) == [1, 3] or None,
+         f"{topic}-0 on [1, 3]", 180, interval=0.5)
+    took = time.monotonic() - started
+    assert took >= 9, f"1.5 MB moved in {took:.1f} s under a {rate} B/s throttle"
+    verify = tool("kafka-reassign-partitions", "--reassignment-json-file", str(plan), "--verify")
+    assert f"Reassignment of partition {topic}-0 is completed." in verify, verify
+    assert "Clearing broker-level throttles on brokers 1,2,3" in verify, verify
+    assert f"Clearing topic-level throttles on topic {topic}" in verify, verify
+    assert "throttled" not in tool("kafka-configs", "--describe", "--entity-type", "topics", "--entity-name", topic)
+    assert consume(c, topic, 1500) == [value] * 1500
