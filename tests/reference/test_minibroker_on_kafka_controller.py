@@ -1028,3 +1028,24 @@ def test_the_java_client_produces_and_consumes_through_leader_moves_between_the_
             except subprocess.TimeoutExpired:
                 ours.kill()
                 ours.wait(10)
+
+
+@pytest.fixture
+def our_controller(tmp_path: Path) -> Iterator[MinibrokerController]:
+    """minibroker's own controller, fresh (the Kafka broker and the minibroker broker under it)."""
+    if kr.missing_prerequisites():
+        pytest.skip(kr.missing_prerequisites() or "")
+    (tmp_path / "controller").mkdir()
+    ours = MinibrokerController(tmp_path / "controller")
+    ours.start()
+    try:
+        yield ours
+    finally:
+        ours.stop()
+
+
+def test_a_group_coordinator_moves_between_the_kinds_under_our_controller(our_controller, tmp_path):
+    """The same group-coordinator move (Kafka -> minibroker -> back, or the other way), with
+    minibroker's controller running the cluster: the reassignment and the election reach it forwarded
+    by the Kafka broker, and the group goes on from its commits whichever kind coordinates."""
+    test_a_group_coordinator_moves_between_the_kinds(our_controller, tmp_path, "classic")
