@@ -1049,3 +1049,10 @@ def test_a_group_coordinator_moves_between_the_kinds_under_our_controller(our_co
     minibroker's controller running the cluster: the reassignment and the election reach it forwarded
     by the Kafka broker, and the group goes on from its commits whichever kind coordinates."""
     test_a_group_coordinator_moves_between_the_kinds(our_controller, tmp_path, "classic")
+
+
+def test_a_transaction_across_the_kinds_under_our_controller(our_controller, tmp_path):
+    """The transaction test under minibroker's controller: data partitions led by both kinds (txn-moves-0
+    by minibroker, txn-moves-1 by Kafka) while the coordinator moves between them, so WriteTxnMarkers
+    and KIP-890's AddPartitionsToTxn verification go each way; read_committed sees the committed only."""
+    test_a_transaction_coordinator_moves_between_the_kinds(our_controller, tmp_path)
