@@ -909,3 +909,150 @@ def test_a_transaction_coordinator_moves_between_the_kinds(fresh_kafka_controlle
             except subprocess.TimeoutExpired:
                 ours.kill()
                 ours.wait(10)
+
+
+class _Events:
+    """The JSON events a Kafka verifiable tool prints, read as they come (a thread of its own)."""
+
+    def __init__(self, tool: str, args: list[str]) -> None:
+        self.proc = subprocess.Popen(kr.tool_command(tool, args), stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.events: list[dict[str, object]] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                self.events.append(json.loads(line))
+
+    def named(self, name: str) -> list[dict[str, object]]:
+        return [e for e in list(self.events) if e["name"] == name]
+
+    def wait(self, what: str, check: Callable[[], bool], timeout: float = 240) -> None:
+        deadline = time.monotonic() + timeout
+        while not check():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()  # both tools close their client in a shutdown hook (the producer flushes)
+        self.proc.wait(90)
+        self._reader.join(10)
+
+
+@pytest.mark.timeout(600)  # a Kafka broker, two Java clients and six tool JVMs on a loaded machine
+def test_the_java_client_produces_and_consumes_through_leader_moves_between_the_kinds(kafka_controller, tmp_path):
+    """kafka-verifiable-producer (the Java 4.4 client: acks=all, idempotent, retries unbounded) and a
+    kafka-verifiable-consumer group run while the partition's leader moves Kafka -> minibroker -> Kafka
+    (reassignment reorder + preferred election). Every acknowledged record is in the log once, in the
+    order acknowledged, and the group commits the log end."""
+    from confluent_kafka import Consumer, TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    ours_dir, port = tmp_path / "minibroker-1", free_port()
+    _format_minibroker(kafka_controller, tmp_path, ours_dir, port)
+    ours = start_minibroker(kafka_controller, ours_dir, port, tmp_path / "minibroker.log")
+    (tmp_path / "kafka-6").mkdir()
+    theirs = KafkaBroker(kafka_controller, tmp_path / "kafka-6", 6)
+    theirs.start()
+    topic = "java-moves"
+    kafka_bootstrap = f"127.0.0.1:{theirs.port}"
+    bootstrap = f"127.0.0.1:{port},{kafka_bootstrap}"
+    tools: list[_Events] = []
+    try:
+        observe(kafka_controller, lambda img: all(n in img.brokers and not img.brokers[n].fenced for n in (1, 6)),
+                "both brokers unfenced")
+        admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, request_timeout_ms=60_000)
+        try:
+            admin.create_topics([NewTopic(topic, num_partitions=-1, replication_factor=-1,
+                                          replica_assignments={0: [6, 1]})])
+        finally:
+            admin.close()
+        observe(kafka_controller, lambda img: _leader_isr(img, topic) == (6, [1, 6]), "Kafka's broker leads")
+        group = _Events("kafka-verifiable-consumer", [
+            "--bootstrap-server", bootstrap, "--topic", topic, "--group-id", "java-movers",
+            "--group-protocol", "classic", "--reset-policy", "earliest"])
+        tools.append(group)
+        group.wait("the group's partition assigned", lambda: bool(group.named("partitions_assigned")))
+        conf = tmp_path / "producer.properties"  # an application's retries (the tool's own default is 0)
+        conf.write_text("enable.idempotence=true\nretries=2147483647\n")
+        java = _Events("kafka-verifiable-producer", [
+            "--bootstrap-server", bootstrap, "--topic", topic, "--max-messages", "100000", "--throughput", "100",
+            "--acks", "-1", "--value-prefix", "7", "--producer.config", str(conf)])
+        tools.append(java)
+        leaders = []
+        for target, other in ((1, 6), (6, 1)):  # to minibroker, then back to Kafka
+            before = len(java.named("producer_send_success"))
+            java.wait("acknowledgements before the move", lambda b=before: len(java.named("producer_send_success")) > b + 100)
+            _reassign(kafka_bootstrap, {(topic, 0): [target, other]}, tmp_path)
+            _elect_preferred(kafka_bootstrap, topic, 0)
+            observe(kafka_controller, lambda img, t=target: _leader_isr(img, topic) == (t, [1, 6]),
+                    f"broker {target} leads")
+            leaders.append(target)
+        before = len(java.named("producer_send_success"))
+        java.wait("acknowledgements after the moves", lambda: len(java.named("producer_send_success")) > before + 100)
+        java.stop()
+        assert leaders == [1, 6]
+        java_acked = [str(e["value"]) for e in java.named("producer_send_success")]
+        errors = java.named("producer_send_error")
+        assert errors == [] and len(java_acked) > 300, errors[:5]
+
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "java-moves-check", "enable.auto.commit": False})
+        _, hw = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=60)
+        c.assign([TopicPartition(topic, 0, 0)])
+        got: list[str] = []
+        deadline = time.monotonic() + 120
+        while len(got) < hw and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m.value().decode())
+        c.close()
+        assert len(got) == hw and len(set(got)) == len(got)  # none twice
+        acked = set(java_acked)
+        assert [v for v in got if v in acked] == java_acked  # nothing acknowledged lost, in order
+        group.wait("the group committed the log end", lambda: any(
+            e["success"] and e["offsets"] == [{"topic": topic, "partition": 0, "offset": hw}]
+            for e in group.named("offsets_committed")))
+        print(f"java client through moves: acknowledged {len(java_acked)}, log end {hw}, read {len(got)}")
+    finally:
+        for t in tools:
+            t.stop()
+        theirs.stop()
+        if ours.poll() is None:
+            ours.terminate()
+            try:
+                ours.wait(60)
+            except subprocess.TimeoutExpired:
+                ours.kill()
+                ours.wait(10)
+
+
+@pytest.fixture
+def our_controller(tmp_path: Path) -> Iterator[MinibrokerController]:
+    """minibroker's own controller, fresh (the Kafka broker and the minibroker broker under it)."""
+    if kr.missing_prerequisites():
+        pytest.skip(kr.missing_prerequisites() or "")
+    (tmp_path / "controller").mkdir()
+    ours = MinibrokerController(tmp_path / "controller")
+    ours.start()
+    try:
+        yield ours
+    finally:
+        ours.stop()
+
+
+def test_a_group_coordinator_moves_between_the_kinds_under_our_controller(our_controller, tmp_path):
+    """The same group-coordinator move (Kafka -> minibroker -> back, or the other way), with
+    minibroker's controller running the cluster: the reassignment and the election reach it forwarded
+    by the Kafka broker, and the group goes on from its commits whichever kind coordinates."""
+    test_a_group_coordinator_moves_between_the_kinds(our_controller, tmp_path, "classic")
+
+
+def test_a_transaction_across_the_kinds_under_our_controller(our_controller, tmp_path):
+    """The transaction test under minibroker's controller: data partitions led by both kinds (txn-moves-0
+    by minibroker, txn-moves-1 by Kafka) while the coordinator moves between them, so WriteTxnMarkers
+    and KIP-890's AddPartitionsToTxn verification go each way; read_committed sees the committed only."""
+    test_a_transaction_coordinator_moves_between_the_kinds(our_controller, tmp_path)
