@@ -49,11 +49,12 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from minibroker import features
 from minibroker.config import BrokerConfig
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.share.persister import DefaultStatePersister, LocalPersister, WriteState
 from minibroker.coordinator.share.share_coordinator_shard import ShareCoordinatorShard, ShareKey
 from minibroker.coordinator.share.share_group_configs import (
     ASSIGNMENT_INTERVAL_MS,
@@ -76,6 +77,9 @@ from minibroker_protocol.errors import ErrorCode, KafkaError
 from minibroker_protocol.records.batch import BatchView, iter_batches
 from minibroker_storage.clock import Clock, wall_clock_ms
 from minibroker_storage.log import Log
+
+if TYPE_CHECKING:
+    from minibroker.coordinator.share.share_partition_manager import SharePartitionManager
 
 log = logging.getLogger("minibroker.coordinator.share_group")
 
@@ -174,6 +178,10 @@ class ShareGroupCoordinator:
         self.broker_config = broker_config
         self.store = store  # __share_group_state (the handlers create it on FindCoordinator)
         self.shard = ShareCoordinatorShard(store)  # the persisted share-partition states
+        # where share partitions keep their state: this shard, or on a cluster the share
+        # coordinator of each key (persister.py; share_partition_manager.py loads them)
+        self.persister: LocalPersister | DefaultStatePersister = LocalPersister(self.shard)
+        self.manager: SharePartitionManager | None = None
         # KIP-1191: records given up on go to their group's dead-letter queue topic
         self.dlq = ShareGroupDLQManager(topics, replica_manager, self.group_config, now_ms)
         self.topics = topics
@@ -203,7 +211,7 @@ class ShareGroupCoordinator:
         before = set(self.shard.states)
         self.shard.load_partition(partition)
         for key, st in self.shard.states.items():
-            if key in before:
+            if key in before or self.persister.remote:  # a cluster's share partitions are on their leaders
                 continue
             sp = self._new_partition(key, st.start_offset)
             sp.state_epoch = st.state_epoch
@@ -216,6 +224,8 @@ class ShareGroupCoordinator:
         self.shard.unload_partition(partition)
 
     async def stop(self) -> None:
+        if isinstance(self.persister, DefaultStatePersister):
+            await self.persister.close()
         if self._task is not None:
             self._task.cancel()
             try:
@@ -365,7 +375,7 @@ class ShareGroupCoordinator:
             return ErrorCode.NON_EMPTY_GROUP
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
-            self.shard.delete(key)
+            self.persister.delete(key)
         del self.groups[group_id]
         if group_id in self.group_configs:
             self.set_group_configs(group_id, {})
@@ -403,8 +413,7 @@ class ShareGroupCoordinator:
         return self.partitions.get((group_id, topic_id, partition))
 
     def _persist(self, key: ShareKey, sp: SharePartition) -> None:
-        batches = sp.state_batches()
-        self.shard.write(key, sp.start_offset, sp.state_epoch, batches, batches)
+        self.persister.write(key, WriteState(sp.start_offset, sp.state_epoch, sp.leader_epoch, sp.state_batches()))
         self._send_to_dlq(key, sp)  # ARCHIVING is persisted first, as Kafka's SharePartition
 
     def _send_to_dlq(self, key: ShareKey, sp: SharePartition) -> None:
@@ -430,13 +439,13 @@ class ShareGroupCoordinator:
     def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> None:
         for key in [k for k in self.partitions if k[0] == group_id and k[1] == topic_id]:
             del self.partitions[key]
-            self.shard.delete(key)
+            self.persister.delete(key)
 
     def _forget_topic(self, topic_id: uuid.UUID) -> None:
         """The share partitions of a deleted topic, in every group."""
         for key in [k for k in self.partitions if k[1] == topic_id]:
             del self.partitions[key]
-            self.shard.delete(key)
+            self.persister.delete(key)
 
     # -- share sessions ----------------------------------------------------------------------
     def check_member(self, group_id: str, member_id: str) -> None:
