@@ -19,7 +19,6 @@ import uuid
 from typing import Any
 
 import pytest
-
 from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -28,8 +27,7 @@ from minibroker.coordinator.share.share_coordinator_shard import coordinator_key
 from tests.reference.share_clients import accept, consumer, produce
 
 from .cluster_helpers import MiniCluster, partitions_of, wait_until
-from .test_coordinators_on_kraft import _share_coordinator
-
+from .test_coordinators_on_kraft import _read_state, _share_coordinator
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -97,7 +95,8 @@ def test_share_partition_leader_killed_held_records_come_back(mini_cluster: Mini
         held_offsets = {o for _, o, _ in held}
         assert held_offsets and not held_offsets & accepted
         leader = partitions_of(c, 1, "sqk")[0][0]
-        coordinator, _ = _share_coordinator(c.bootstrap, coordinator_key((group, tid, 0)))
+        coordinator, address = _share_coordinator(c.bootstrap, coordinator_key((group, tid, 0)))
+        before = _read_state(address, group, tid)  # what the share coordinator holds at the kill
         c.kill(leader)
     finally:
         first.close()
@@ -108,7 +107,8 @@ def test_share_partition_leader_killed_held_records_come_back(mini_cluster: Mini
     after: list[tuple[int, int, int]] = []
     try:
         wait_until(lambda: _poll(second, after, 1.0) is not None and len({o for _, o, _ in after}) >= 10 - len(accepted)
-                   or None, "every record not accepted, from the new leader", timeout=120)
+                   or None, f"every record not accepted, from the new leader ({accepted}, {held}, {before})",
+                   timeout=120)
     finally:
         second.close()
     offsets = [o for _, o, _ in after]

@@ -93,6 +93,9 @@ class LocalPersister:
     async def flush(self, keys: Iterable[ShareKey]) -> dict[ShareKey, int]:
         return dict.fromkeys(keys, ErrorCode.NONE)
 
+    async def close(self) -> None:
+        """Nothing to close: the shard is the coordinator's."""
+
 
 class DefaultStatePersister:
     """The share coordinator's APIs sent to whichever broker leads the key's state partition."""

@@ -49,7 +49,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from minibroker import features
 from minibroker.config import BrokerConfig
@@ -78,10 +78,14 @@ from minibroker_protocol.records.batch import BatchView, iter_batches
 from minibroker_storage.clock import Clock, wall_clock_ms
 from minibroker_storage.log import Log
 
-if TYPE_CHECKING:
-    from minibroker.coordinator.share.share_partition_manager import SharePartitionManager
-
 log = logging.getLogger("minibroker.coordinator.share_group")
+
+
+class PartitionLeadership(Protocol):
+    """What a cluster's brokers check before touching share partitions (share_partition_manager.py)."""
+
+    async def prepare(self, group_id: str, partitions: Iterable[tuple[uuid.UUID, int]]) -> dict[tuple[uuid.UUID, int], int]:
+        """The partitions that cannot be served here, each with its error; the others loaded."""
 
 
 class AcknowledgementBatch(Protocol):
@@ -178,10 +182,9 @@ class ShareGroupCoordinator:
         self.broker_config = broker_config
         self.store = store  # __share_group_state (the handlers create it on FindCoordinator)
         self.shard = ShareCoordinatorShard(store)  # the persisted share-partition states
-        # where share partitions keep their state: this shard, or on a cluster the share
-        # coordinator of each key (persister.py; share_partition_manager.py loads them)
+        # share partitions' state: this shard, or each key's share coordinator on a cluster (persister.py)
         self.persister: LocalPersister | DefaultStatePersister = LocalPersister(self.shard)
-        self.manager: SharePartitionManager | None = None
+        self.manager: PartitionLeadership | None = None  # a cluster's share-partition leadership
         # KIP-1191: records given up on go to their group's dead-letter queue topic
         self.dlq = ShareGroupDLQManager(topics, replica_manager, self.group_config, now_ms)
         self.topics = topics
@@ -224,8 +227,7 @@ class ShareGroupCoordinator:
         self.shard.unload_partition(partition)
 
     async def stop(self) -> None:
-        if isinstance(self.persister, DefaultStatePersister):
-            await self.persister.close()
+        await self.persister.close()
         if self._task is not None:
             self._task.cancel()
             try:
