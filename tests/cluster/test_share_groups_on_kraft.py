@@ -9,21 +9,25 @@ membership with the __consumer_offsets leader.
   what was accepted is not delivered again, what was held (acquired) is delivered again (its
   acquisition was never written: KIP-932's "memory of the in-flight delivery will be lost");
 - kill -9 of the share coordinator's broker: the state is read from the new one and the group
-  goes on from what was accepted.
+  goes on from what was accepted;
+- two of Kafka 4.4's KafkaShareConsumer (kafka-console-share-consumer) get every record once.
 """
 
 from __future__ import annotations
 
 import base64
+import subprocess
+import time
 import uuid
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicCollection
+from confluent_kafka import Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.coordinator.share.share_coordinator_shard import coordinator_key
+from reference import kafka_reference as kr
 from tests.reference.share_clients import accept, consumer, produce
 
 from .cluster_helpers import MiniCluster, partitions_of, wait_until
@@ -151,3 +155,36 @@ def test_share_coordinator_killed_the_group_goes_on(mini_cluster: MiniCluster) -
     finally:
         second.close()
     assert sorted(o for _, o, _ in after) == sorted(set(range(10)) - accepted), (accepted, after)
+
+
+def test_java_share_consumers_get_every_record_once(mini_cluster: MiniCluster) -> None:
+    """Kafka 4.4's KafkaShareConsumer (kafka-console-share-consumer, two at once) on the cluster.
+    The group starts at latest (GROUP config resources are not served by a KRaft broker yet), so
+    records are produced while the consumers start: on each partition, every record from the first
+    one consumed on is consumed, and no record twice."""
+    if kr.missing_prerequisites():
+        pytest.skip(kr.missing_prerequisites() or "")
+    c = mini_cluster
+    _topic(c, "jq3", 3)
+    args = ["--bootstrap-server", c.bootstrap, "--topic", "jq3", "--group", "jsg", "--timeout-ms", "20000"]
+    procs = [subprocess.Popen(kr.tool_command("kafka-console-share-consumer", args), text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+             for _ in range(2)]
+    p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 0, "acks": "all"})
+    produced = 0
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        for _ in range(3):
+            p.produce("jq3", value=f"j{produced}".encode(), partition=produced % 3)
+            produced += 1
+        assert p.flush(30) == 0
+        time.sleep(0.5)
+    outs = [pr.communicate(timeout=240) for pr in procs]
+    got = [[int(line[1:]) for line in out.splitlines() if line.startswith("j")] for out, _ in outs]
+    every = got[0] + got[1]
+    assert len(every) == len(set(every)), "a record delivered twice"
+    for part in range(3):
+        mine = sorted(i for i in every if i % 3 == part)
+        assert mine, (part, [err[-2000:] for _, err in outs])
+        assert mine == list(range(mine[0], produced, 3)), (part, mine)
+    assert len(every) > produced // 2  # the consumers started well before the production ended
