@@ -102,6 +102,9 @@ async def handle_share_group_heartbeat(ctx: RequestContext, req: share_group_hea
         code = _TOPIC_DENIED
     if code:
         return R(error_code=code, member_id=None, member_epoch=0, heartbeat_interval_ms=0)
+    if ctx.services.feature_levels().finalized.get("share.version", 0) < 1:
+        # share.version finalized at 0 (a cluster formatted so): Kafka's group coordinator refuses
+        return R(error_code=ErrorCode.UNSUPPORTED_VERSION, member_id=None, member_epoch=0, heartbeat_interval_ms=0)
     coord = _coord(ctx)
     if coord.manager is not None and req.group_id and (code := _not_group_coordinator(ctx, req.group_id)):
         return R(error_code=code, member_id=None, member_epoch=0, heartbeat_interval_ms=0)
