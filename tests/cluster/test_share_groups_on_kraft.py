@@ -85,7 +85,11 @@ def test_two_share_consumers_get_every_record_once(mini_cluster: MiniCluster) ->
 def test_share_partition_leader_killed_held_records_come_back(mini_cluster: MiniCluster) -> None:
     c = mini_cluster
     tid = _topic(c, "sqk", 1)
-    group = "sgk"
+    leader = partitions_of(c, 1, "sqk")[0][0]
+    # a group whose share coordinator of sqk-0 is on another broker than the share-partition leader:
+    # only the leader dies here (both at once: see the report of issue 29's share-groups work)
+    group = next(g for g in (f"sgk{i}" for i in range(50))
+                 if _share_coordinator(c.bootstrap, coordinator_key((g, tid, 0)))[0] != leader)
     first = consumer(c.bootstrap, group, "sqk", 5)
     seen: list[tuple[int, int, int]] = []
     try:
@@ -98,7 +102,7 @@ def test_share_partition_leader_killed_held_records_come_back(mini_cluster: Mini
         wait_until(lambda: _poll(first, held, 1.0, ack=False) or None, "records acquired and held")
         held_offsets = {o for _, o, _ in held}
         assert held_offsets and not held_offsets & accepted
-        leader = partitions_of(c, 1, "sqk")[0][0]
+        assert partitions_of(c, 1, "sqk")[0][0] == leader
         coordinator, address = _share_coordinator(c.bootstrap, coordinator_key((group, tid, 0)))
         before = _read_state(address, group, tid)  # what the share coordinator holds at the kill
         c.kill(leader)
@@ -121,7 +125,7 @@ def test_share_partition_leader_killed_held_records_come_back(mini_cluster: Mini
     # of a share-partition leader crash, memory of the in-flight delivery will be lost": nothing was
     # written after the held records were acquired, so they come back as first deliveries
     assert all(d == 1 for _, _, d in after), after
-    assert coordinator in c.brokers  # the coordinator of the key was named before the kill
+    assert coordinator != leader
 
 
 def test_share_coordinator_killed_the_group_goes_on(mini_cluster: MiniCluster) -> None:

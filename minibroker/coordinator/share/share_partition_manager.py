@@ -86,6 +86,8 @@ class SharePartitionManager:
                 if lg is None:
                     return ErrorCode.NOT_LEADER_OR_FOLLOWER
                 start = reset_offset(coord.group_config(group_id, AUTO_OFFSET_RESET), lg, coord.now_ms())
+                log.info("share partition %s-%d of group %s: no state with its share coordinator, initialized at %d",
+                         topic.name, partition, group_id, start)
                 code = await self.persister.initialize(key, start, 0)
                 if code != ErrorCode.NONE:
                     return code
