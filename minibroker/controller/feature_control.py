@@ -21,7 +21,7 @@ from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 
 def bootstrap_records() -> list[ApiMessageAndVersion]:
     """The levels a new cluster starts with (Kafka: `kafka-storage format`'s defaults): the table's,
-    capped at what a KRaft broker supports (minibroker.features.kraft_supported)."""
+    capped at what a KRaft broker supports (share.version 0: minibroker.features.kraft_supported)."""
     brokers = kraft_supported()
     levels = {f.name: min(f.level, brokers.get(f.name, (0, f.level))[1]) for f in FEATURES.values()}
     return [ApiMessageAndVersion(mr.FEATURE_LEVEL_RECORD(name=n, feature_level=level), 0)
