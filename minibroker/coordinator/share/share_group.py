@@ -404,7 +404,7 @@ class ShareGroupCoordinator:
         if sp is not None:
             sp.topic = topic
             return sp
-        lg = self.topics.get_log(topic, partition)
+        lg = self.topics.get_log(topic, partition) if self.manager is None else None  # a cluster's: its manager's
         if lg is None:
             return None
         sp = self._new_partition(key, _reset_offset(self.group_config(group_id, AUTO_OFFSET_RESET), lg, self.now_ms()))
