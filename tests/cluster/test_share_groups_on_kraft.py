@@ -82,16 +82,12 @@ def test_two_share_consumers_get_every_record_once(mini_cluster: MiniCluster) ->
         c2.close()
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "about 1 run in 3 when the module runs whole: the share coordinator already holds start offset 10 "
-    "(the held records 6-9 acknowledged) when the new leader reads it, though it held 6 just before the "
-    "kill; who wrote it (librdkafka's background fetch, or a race here) is not found yet"))
 def test_share_partition_leader_killed_held_records_come_back(mini_cluster: MiniCluster) -> None:
     c = mini_cluster
     tid = _topic(c, "sqk", 1)
     leader = partitions_of(c, 1, "sqk")[0][0]
     # a group whose share coordinator of sqk-0 is on another broker than the share-partition leader:
-    # only the leader dies here (both at once: see the report of issue 29's share-groups work)
+    # only the leader dies here (both at once is not tested)
     group = next(g for g in (f"sgk{i}" for i in range(50))
                  if _share_coordinator(c.bootstrap, coordinator_key((g, tid, 0)))[0] != leader)
     first = consumer(c.bootstrap, group, "sqk", 5)
