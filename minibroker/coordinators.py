@@ -185,15 +185,31 @@ class Coordinators:
 
     def _build_share(self) -> ShareGroupCoordinator:
         if self._share is None:
-            from minibroker.coordinator.share import share_coordinator_shard, share_group  # lazy: issue 22
+            from minibroker.coordinator.share import (  # lazy: issue 22
+                share_coordinator_shard,
+                share_group,
+                share_partition_manager,
+            )
 
             config = share_group.ShareGroupConfig.from_broker_config(self._cfg)
             store = self.runtime.store(SHARE_STATE_TOPIC, config.state_partitions,
                                        share_coordinator_shard.topic_configs(config.state_segment_bytes))
             self._share = share_group.ShareGroupCoordinator(config, self._cfg, store, self._topics, self._replica_manager,
                                                 self._data_dir, now_ms=self._clock)
+            if self._cfg.get("process.roles"):
+                # a KRaft broker: share partitions on their topic partitions' leaders, their
+                # state with the share coordinators (Kafka's SharePartitionManager + DefaultStatePersister)
+                spm = share_partition_manager
+                self._share.persister = spm.DefaultStatePersister(self._replica_manager.node_id, self._own_endpoint)
+                self._share.manager = spm.SharePartitionManager(self._share, self._share.persister,
+                                                                self._replica_manager.node_id)
             self._start(self._share, SHARE_STATE_TOPIC)
         return self._share
+
+    def _own_endpoint(self) -> tuple[str, int] | None:
+        """This broker's listener as the metadata names it (the share persister asks it FindCoordinator)."""
+        me = self._replica_manager.brokers.get(self._replica_manager.node_id)
+        return (me.host, me.port) if me is not None else None
 
     def _start(self, coordinator: GroupCoordinator | TransactionCoordinator | ShareGroupCoordinator,
                topic: str) -> None:

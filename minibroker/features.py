@@ -80,13 +80,10 @@ def static_levels() -> FeatureLevels:
 
 
 def kraft_supported() -> dict[str, tuple[int, int]]:
-    """The levels a KRaft broker registers with its controller (and reports): share groups are
-    served by a single broker only (their state is not yet sent between brokers, Kafka's
-    Read/WriteShareGroupState), so a KRaft broker supports share.version 0 only and no cluster of
-    them can finalize share groups on (docs/differences.md#kraft-share-groups)."""
-    out = {f.name: (f.min_version, f.max_version) for f in FEATURES.values()}
-    out[SHARE_VERSION] = (0, 0)
-    return out
+    """The levels a KRaft broker registers with its controller (and reports): the table's. Share
+    groups run on a cluster (share partitions on their leaders, their state sent to the share
+    coordinator: docs/differences.md#kraft-share-groups), so share.version 0-2 as Kafka 4.4's."""
+    return {f.name: (f.min_version, f.max_version) for f in FEATURES.values()}
 
 
 def finalized_level(name: str) -> int:

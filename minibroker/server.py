@@ -252,9 +252,9 @@ class BrokerServer:
         self.dynamic_config.on_change(self.topics.reconfigure)
         # share groups off (group.share.enable=false): their APIs are not served, so not advertised.
         # A handler module is imported by the first request for one of its keys (issue 22).
-        # A KRaft broker (process.roles) does not serve them either: their state is not yet sent
-        # between brokers, so it supports share.version 0 only (minibroker.features.kraft_supported)
-        served = served_versions(share_groups=cfg.get("group.share.enable") and not config.get("process.roles"))
+        # A KRaft broker serves them too: its share partitions keep their state with the share
+        # coordinators (minibroker.coordinator.share.persister)
+        served = served_versions(share_groups=cfg.get("group.share.enable"))
         self.services = BrokerServices(
             node_id=self.node_id, host=config.advertised_host, port=config.advertised_port, started_ms=clock(),
             clock=clock, dynamic_config=self.dynamic_config, log_manager=self.log_manager, topics=self.topics,

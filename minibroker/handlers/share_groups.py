@@ -102,7 +102,12 @@ async def handle_share_group_heartbeat(ctx: RequestContext, req: share_group_hea
         code = _TOPIC_DENIED
     if code:
         return R(error_code=code, member_id=None, member_epoch=0, heartbeat_interval_ms=0)
+    if ctx.services.feature_levels().finalized.get("share.version", 0) < 1:
+        # share.version finalized at 0 (a cluster formatted so): Kafka's group coordinator refuses
+        return R(error_code=ErrorCode.UNSUPPORTED_VERSION, member_id=None, member_epoch=0, heartbeat_interval_ms=0)
     coord = _coord(ctx)
+    if coord.manager is not None and req.group_id and (code := _not_group_coordinator(ctx, req.group_id)):
+        return R(error_code=code, member_id=None, member_epoch=0, heartbeat_interval_ms=0)
     interval = int(coord.group_config(req.group_id, "share.heartbeat.interval.ms")) if req.group_id else 0
     if req.subscribed_topic_names is not None and req.group_id:
         await coord.store.ensure_topic_async()  # made off the loop once, before a partition needs it
@@ -172,7 +177,8 @@ UNDESCRIBABLE_TOPICS = "The group has described topic(s) that the client is not 
 def _apply_acks(coord: ShareGroupCoordinator, group: str, member: str,
                 topics: list[share_fetch.ShareFetchRequest.FetchTopic] | list[
                     share_acknowledge.ShareAcknowledgeRequest.AcknowledgeTopic],
-                unreadable: set[uuid.UUID], version: int, renew: bool) -> dict[tuple[uuid.UUID, int], int]:
+                unreadable: set[uuid.UUID], version: int, renew: bool,
+                blocked: dict[tuple[uuid.UUID, int], int]) -> dict[tuple[uuid.UUID, int], int]:
     outcomes: dict[tuple[uuid.UUID, int], int] = {}
     # KafkaApis.validateAcknowledgementBatches: types up to RENEW from v2 (KIP-1222), and RENEW
     # only in a request marked IsRenewAck; otherwise the partition is INVALID_REQUEST
@@ -180,7 +186,9 @@ def _apply_acks(coord: ShareGroupCoordinator, group: str, member: str,
     for t in topics:
         for p in t.partitions:
             types = [k for b in p.acknowledgement_batches for k in b.acknowledge_types]
-            if p.acknowledgement_batches and t.topic_id in unreadable:
+            if p.acknowledgement_batches and (t.topic_id, p.partition_index) in blocked:
+                outcomes[(t.topic_id, p.partition_index)] = blocked[(t.topic_id, p.partition_index)]
+            elif p.acknowledgement_batches and t.topic_id in unreadable:
                 outcomes[(t.topic_id, p.partition_index)] = _TOPIC_DENIED
             elif any(not 0 <= k <= max_type for k in types) or (RENEW in types and not renew):
                 outcomes[(t.topic_id, p.partition_index)] = ErrorCode.INVALID_REQUEST
@@ -203,7 +211,8 @@ async def handle_share_fetch(ctx: RequestContext, req: share_fetch.ShareFetchReq
         return R(error_code=ErrorCode.INVALID_REQUEST, error_message=unset + "if isRenewAck is true.",
                  acquisition_lock_timeout_ms=0, responses=[])
     try:
-        coord.check_member(group, member)
+        if coord.manager is None:  # on a cluster the share-partition leader does not know the members (Kafka's neither)
+            coord.check_member(group, member)
         session = coord.session_for(group, member, req.share_session_epoch)
     except KafkaError as e:
         return R(error_code=e.code, error_message=e.message, acquisition_lock_timeout_ms=lock_ms, responses=[])
@@ -214,7 +223,10 @@ async def handle_share_fetch(ctx: RequestContext, req: share_fetch.ShareFetchReq
         return R(error_code=ErrorCode.INVALID_REQUEST, error_message="Acknowledge data present on initial epoch",
                  acquisition_lock_timeout_ms=lock_ms, responses=[])
     unreadable = _unreadable_ids(ctx, [t.topic_id for t in req.topics] + [tid for tid, _ in session.partitions])
-    acks = _apply_acks(coord, group, member, req.topics, unreadable, ctx.version, renew_only)
+    blocked = await _on_leaders(coord, group, [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions]
+                                + list(session.partitions))
+    acks = await _persisted(coord, group, _apply_acks(coord, group, member, req.topics, unreadable, ctx.version,
+                                                      renew_only, blocked))
     results: list[AcquiredPartition] = []
     if req.share_session_epoch == FINAL_SESSION_EPOCH:
         coord.close_session(group, member)
@@ -228,8 +240,10 @@ async def handle_share_fetch(ctx: RequestContext, req: share_fetch.ShareFetchReq
         # partitions of topics the client may not READ are answered, not fetched
         results = [AcquiredPartition(tid, index, b"", [], _TOPIC_DENIED, None) for tid, index in session.partitions
                    if tid in unreadable]
+        results += [AcquiredPartition(tid, index, b"", [], code, None) for (tid, index), code in blocked.items()
+                    if tid not in unreadable]
         results += await _acquire(ctx, coord, group, member, {k: None for k in session.partitions
-                                                              if k[0] not in unreadable}, req)
+                                                              if k[0] not in unreadable and k not in blocked}, req)
     by_topic: dict[uuid.UUID, dict[int, share_fetch.ShareFetchResponse.PartitionData]] = {}
     leader = R.LeaderIdAndEpoch(leader_id=ctx.services.node_id, leader_epoch=0)
     for (tid, index), code in acks.items():
@@ -247,6 +261,32 @@ async def handle_share_fetch(ctx: RequestContext, req: share_fetch.ShareFetchReq
     return R(error_code=0, acquisition_lock_timeout_ms=lock_ms, responses=[
         R.ShareFetchableTopicResponse(topic_id=tid, partitions=list(parts.values()))
         for tid, parts in by_topic.items()], node_endpoints=[])
+
+
+async def _on_leaders(coord: ShareGroupCoordinator, group: str,
+                      partitions: list[tuple[uuid.UUID, int]]) -> dict[tuple[uuid.UUID, int], int]:
+    """On a cluster, the partitions this broker cannot serve now (not their leader:
+    NOT_LEADER_OR_FOLLOWER, as Kafka's SharePartitionManager; or their state could not be read),
+    the others loaded from their share coordinator (coordinator/share/share_partition_manager.py)."""
+    return await coord.manager.prepare(group, partitions) if coord.manager is not None else {}
+
+
+async def _persisted(coord: ShareGroupCoordinator, group: str,
+                     acks: dict[tuple[uuid.UUID, int], int]) -> dict[tuple[uuid.UUID, int], int]:
+    """Each acknowledgement's outcome once its state is written (on a cluster, to the share
+    coordinator: Kafka's SharePartition completes an acknowledgement when its persister write did)."""
+    done = await coord.persister.flush([(group, tid, p) for (tid, p), code in acks.items() if code == ErrorCode.NONE])
+    for (_g, tid, p), code in done.items():
+        if code != ErrorCode.NONE:
+            acks[(tid, p)] = code
+    return acks
+
+
+def _not_group_coordinator(ctx: RequestContext, group_id: str) -> int:
+    """NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when this broker does not lead the group's
+    __consumer_offsets partition (a cluster's share group lives with its group coordinator, as Kafka's)."""
+    gc = ctx.services.group_coordinator
+    return gc.store.coordinator_error(group_id) if gc is not None else ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 def _renew_fields_set(req: share_fetch.ShareFetchRequest) -> str:
@@ -313,15 +353,18 @@ async def handle_share_acknowledge(ctx: RequestContext, req: share_acknowledge.S
         return R(error_code=code, acquisition_lock_timeout_ms=0, responses=[])
     lock_ms = coord.lock_ms(group) if group else 0
     try:
-        coord.check_member(group, member)
+        if coord.manager is None:
+            coord.check_member(group, member)
         if req.share_session_epoch == INITIAL_SESSION_EPOCH:
             raise KafkaError(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "Acknowledge cannot open a share session.")
         coord.session_for(group, member, req.share_session_epoch)
     except KafkaError as e:
         if not (e.code == ErrorCode.UNKNOWN_MEMBER_ID and req.share_session_epoch == FINAL_SESSION_EPOCH):
             return R(error_code=e.code, error_message=e.message, acquisition_lock_timeout_ms=lock_ms, responses=[])
-    acks = _apply_acks(coord, group, member, req.topics, _unreadable_ids(ctx, [t.topic_id for t in req.topics]),
-                       ctx.version, ctx.version >= 2 and req.is_renew_ack)
+    blocked = await _on_leaders(coord, group, [(t.topic_id, p.partition_index) for t in req.topics for p in t.partitions])
+    acks = await _persisted(coord, group, _apply_acks(
+        coord, group, member, req.topics, _unreadable_ids(ctx, [t.topic_id for t in req.topics]),
+        ctx.version, ctx.version >= 2 and req.is_renew_ack, blocked))
     if req.share_session_epoch == FINAL_SESSION_EPOCH:
         coord.close_session(group, member)
     leader = R.LeaderIdAndEpoch(leader_id=ctx.services.node_id, leader_epoch=0)

@@ -54,6 +54,7 @@ from typing import Protocol
 from minibroker import features
 from minibroker.config import BrokerConfig
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.share.persister import DefaultStatePersister, LocalPersister, WriteState
 from minibroker.coordinator.share.share_coordinator_shard import ShareCoordinatorShard, ShareKey
 from minibroker.coordinator.share.share_group_configs import (
     ASSIGNMENT_INTERVAL_MS,
@@ -78,6 +79,13 @@ from minibroker_storage.clock import Clock, wall_clock_ms
 from minibroker_storage.log import Log
 
 log = logging.getLogger("minibroker.coordinator.share_group")
+
+
+class PartitionLeadership(Protocol):
+    """What a cluster's brokers check before touching share partitions (share_partition_manager.py)."""
+
+    async def prepare(self, group_id: str, partitions: Iterable[tuple[uuid.UUID, int]]) -> dict[tuple[uuid.UUID, int], int]:
+        """The partitions that cannot be served here, each with its error; the others loaded."""
 
 
 class AcknowledgementBatch(Protocol):
@@ -174,6 +182,9 @@ class ShareGroupCoordinator:
         self.broker_config = broker_config
         self.store = store  # __share_group_state (the handlers create it on FindCoordinator)
         self.shard = ShareCoordinatorShard(store)  # the persisted share-partition states
+        # share partitions' state: this shard, or each key's share coordinator on a cluster (persister.py)
+        self.persister: LocalPersister | DefaultStatePersister = LocalPersister(self.shard)
+        self.manager: PartitionLeadership | None = None  # a cluster's share-partition leadership
         # KIP-1191: records given up on go to their group's dead-letter queue topic
         self.dlq = ShareGroupDLQManager(topics, replica_manager, self.group_config, now_ms)
         self.topics = topics
@@ -203,7 +214,7 @@ class ShareGroupCoordinator:
         before = set(self.shard.states)
         self.shard.load_partition(partition)
         for key, st in self.shard.states.items():
-            if key in before:
+            if key in before or self.persister.remote:  # a cluster's share partitions are on their leaders
                 continue
             sp = self._new_partition(key, st.start_offset)
             sp.state_epoch = st.state_epoch
@@ -216,6 +227,7 @@ class ShareGroupCoordinator:
         self.shard.unload_partition(partition)
 
     async def stop(self) -> None:
+        await self.persister.close()
         if self._task is not None:
             self._task.cancel()
             try:
@@ -365,7 +377,7 @@ class ShareGroupCoordinator:
             return ErrorCode.NON_EMPTY_GROUP
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
-            self.shard.delete(key)
+            self.persister.delete(key)
         del self.groups[group_id]
         if group_id in self.group_configs:
             self.set_group_configs(group_id, {})
@@ -392,7 +404,7 @@ class ShareGroupCoordinator:
         if sp is not None:
             sp.topic = topic
             return sp
-        lg = self.topics.get_log(topic, partition)
+        lg = self.topics.get_log(topic, partition) if self.manager is None else None  # a cluster's: its manager's
         if lg is None:
             return None
         sp = self._new_partition(key, _reset_offset(self.group_config(group_id, AUTO_OFFSET_RESET), lg, self.now_ms()))
@@ -403,8 +415,7 @@ class ShareGroupCoordinator:
         return self.partitions.get((group_id, topic_id, partition))
 
     def _persist(self, key: ShareKey, sp: SharePartition) -> None:
-        batches = sp.state_batches()
-        self.shard.write(key, sp.start_offset, sp.state_epoch, batches, batches)
+        self.persister.write(key, WriteState(sp.start_offset, sp.state_epoch, sp.leader_epoch, sp.state_batches()))
         self._send_to_dlq(key, sp)  # ARCHIVING is persisted first, as Kafka's SharePartition
 
     def _send_to_dlq(self, key: ShareKey, sp: SharePartition) -> None:
@@ -430,13 +441,13 @@ class ShareGroupCoordinator:
     def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> None:
         for key in [k for k in self.partitions if k[0] == group_id and k[1] == topic_id]:
             del self.partitions[key]
-            self.shard.delete(key)
+            self.persister.delete(key)
 
     def _forget_topic(self, topic_id: uuid.UUID) -> None:
         """The share partitions of a deleted topic, in every group."""
         for key in [k for k in self.partitions if k[1] == topic_id]:
             del self.partitions[key]
-            self.shard.delete(key)
+            self.persister.delete(key)
 
     # -- share sessions ----------------------------------------------------------------------
     def check_member(self, group_id: str, member_id: str) -> None:

@@ -99,6 +99,7 @@ class SharePartition:
     records: dict[int, InFlight] = field(default_factory=dict)
     end_offset: int = -1
     state_epoch: int = 0
+    leader_epoch: int = -1  # the topic partition's leader epoch it was loaded at (a cluster's share-partition leader)
     dlq_enabled: bool = False  # the group has a dead-letter queue topic (and share.version >= 2)
     # (offset, delivery count, reason) of records gone ARCHIVING, for the caller to write to the DLQ
     dlq_pending: list[tuple[int, int, str]] = field(default_factory=list)
