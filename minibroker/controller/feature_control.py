@@ -21,7 +21,7 @@ from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 
 def bootstrap_records(min_insync_replicas: int = 1) -> list[ApiMessageAndVersion]:
     """The levels a new cluster starts with (Kafka: `kafka-storage format`'s defaults): the table's,
-    capped at what a KRaft broker supports (share.version 0: minibroker.features.kraft_supported).
+    capped at what a KRaft broker supports (minibroker.features.kraft_supported).
     With Eligible Leader Replicas on, also the cluster-level `min.insync.replicas`, the controller's
     own static value: Kafka 4.4 keeps it there while ELR decides who may lead (KIP-966;
     `kafka-configs --describe --entity-type brokers --entity-default` shows it)."""
