@@ -1,8 +1,8 @@
 """GROUP config resources (type 32) of consumer groups with Kafka's kafka-configs, on Apache Kafka
 4.4 and minibroker at once: describe (the broker defaults), set, describe again, refused values
 (below and above the broker's bounds, not a number), delete. The consumer.* lines and every
-error must be the same; share.* keys come from the share groups, streams.* are not served
-(docs/differences.md#group-configs-streams).
+error must be the same; share.* keys come from the share groups, streams.* from the streams
+groups (KIP-1071).
 """
 
 from __future__ import annotations
@@ -71,3 +71,42 @@ def test_share_group_configs_match_kafka(pair: Pair) -> None:
         assert (mi.returncode, mi.stdout) == (ka.returncode, ka.stdout), bad
         errors = [[line for line in r.stderr.splitlines() if "Exception:" in line][:1] for r in (ka, mi)]
         assert errors[1] == errors[0], bad
+
+
+def _streams_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("streams.")]
+
+
+def test_streams_group_configs_match_kafka(pair: Pair) -> None:
+    """The streams.* keys (KIP-1071): the seven Kafka lists, the internal ones listed once set,
+    set, refused (Kafka's ConfigDef and GroupConfig.validate messages) and deleted as Kafka does."""
+    group = f"gcfg-streams-{uuid.uuid4().hex[:8]}"
+    base = ["--bootstrap-server", BOOT, "--entity-type", "groups", "--entity-name", group]
+    k, m = pair.stdout("kafka-configs", [*base, "--describe", "--all"])
+    assert _streams_lines(m) == _streams_lines(k) and len(_streams_lines(m)) == 7
+    assert "streams.assignor.name=sticky sensitive=false synonyms={DEFAULT_CONFIG:group.streams.assignors=sticky}" in m
+    k, m = pair.stdout("kafka-configs", [*base, "--alter", "--add-config",
+                                         "streams.session.timeout.ms=50000,streams.num.standby.replicas=1,"
+                                         "streams.num.warmup.replicas=3,streams.rack.aware.assignment.tags=a,"
+                                         "streams.assignor.offload.enable=false,streams.acceptable.recovery.lag=5,"
+                                         "streams.task.offset.interval.ms=20000,streams.initial.rebalance.delay.ms=0"])
+    assert m == k
+    for args in (["--describe"], ["--describe", "--all"]):
+        k, m = pair.stdout("kafka-configs", [*base, *args])
+        assert _streams_lines(m) == _streams_lines(k), args
+    assert len(_streams_lines(m)) == 11
+    for bad in ("streams.session.timeout.ms=1000", "streams.session.timeout.ms=0", "streams.heartbeat.interval.ms=x",
+                "streams.heartbeat.interval.ms=16000", "streams.num.standby.replicas=3",
+                "streams.num.standby.replicas=-1", "streams.num.warmup.replicas=21",
+                "streams.task.offset.interval.ms=100", "streams.task.offset.interval.ms=-1",
+                "streams.acceptable.recovery.lag=x", "streams.assignor.name=foo",
+                "streams.assignor.offload.enable=yes", "streams.assignment.interval.ms=20000", "streams.foo=1"):
+        ka, mi = pair.run("kafka-configs", [*base, "--alter", "--add-config", bad])
+        assert (mi.returncode, mi.stdout) == (ka.returncode, ka.stdout), bad
+        errors = [[line for line in r.stderr.splitlines() if "Exception:" in line][:1] for r in (ka, mi)]
+        assert errors[1] == errors[0] and "InvalidConfigurationException" in errors[0][0], bad
+    k, m = pair.stdout("kafka-configs", [*base, "--alter", "--delete-config",
+                                         "streams.num.warmup.replicas,streams.session.timeout.ms"])
+    assert m == k
+    k, m = pair.stdout("kafka-configs", [*base, "--describe", "--all"])
+    assert _streams_lines(m) == _streams_lines(k) and len(_streams_lines(m)) == 10

@@ -123,6 +123,20 @@ class StreamsGroupManager:
         self.groups: dict[str, StreamsGroup] = {}
         self.logs: dict[str, StreamsGroupLog] = {}  # what was written of each group
         self.timer = KeyedTimer()
+        # streams.* GROUP configs (coordinator/group/streams_group_configs.py), group id -> key -> text
+        self.group_configs: dict[str, dict[str, str]] = {}
+
+    def config_of(self, group_id: str) -> StreamsGroupConfig:
+        """The broker settings with the group's own streams.* GROUP configs over them (Kafka:
+        GroupMetadataManager.streamsGroupSessionTimeoutMs and friends), read at each use."""
+        own = self.group_configs.get(group_id)
+        if not own:
+            return self.config
+        c = self.config
+        return StreamsGroupConfig(
+            session_timeout_ms=int(own.get("streams.session.timeout.ms", c.session_timeout_ms)),
+            heartbeat_interval_ms=int(own.get("streams.heartbeat.interval.ms", c.heartbeat_interval_ms)),
+            num_standby_replicas=int(own.get("streams.num.standby.replicas", c.num_standby_replicas)))
 
     # -- persistence -----------------------------------------------------------------------------
     def _persist(self, group_id: str) -> None:
@@ -253,7 +267,7 @@ class StreamsGroupManager:
         full = req.member_epoch == 0 or req.active_tasks is not None
         changed = before != (m.member_epoch, m.assigned.active, m.assigned.standby, m.assigned.warmup)
         resp = HB(error_code=0, member_id=m.member_id, member_epoch=m.member_epoch,
-                  heartbeat_interval_ms=self.config.heartbeat_interval_ms, acceptable_recovery_lag_legacy=10000,
+                  heartbeat_interval_ms=self.config_of(g.group_id).heartbeat_interval_ms, acceptable_recovery_lag_legacy=10000,
                   acceptable_recovery_lag=10000, task_offset_interval_ms=60000,
                   status=statuses or None, endpoint_information_epoch=g.endpoint_information_epoch)
         if full or changed:
@@ -296,7 +310,7 @@ class StreamsGroupManager:
         if keep_static and m.instance_id:
             # -2: the static member comes back soon; its tasks wait for it until its session ends
             m.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
-            self.timer.schedule(("sg-session", g.group_id, member_id), self.config.session_timeout_ms,
+            self.timer.schedule(("sg-session", g.group_id, member_id), self.config_of(g.group_id).session_timeout_ms,
                                 lambda: self._expire(g.group_id, member_id))
             return
         del g.members[member_id]
@@ -325,7 +339,8 @@ class StreamsGroupManager:
 
     def _schedule_session(self, g: StreamsGroup, m: StreamsGroupMember) -> None:
         gid, mid = g.group_id, m.member_id
-        self.timer.schedule(("sg-session", gid, mid), self.config.session_timeout_ms, lambda: self._expire(gid, mid))
+        self.timer.schedule(("sg-session", gid, mid), self.config_of(gid).session_timeout_ms,
+                            lambda: self._expire(gid, mid))
 
     # -- topology and assignment -----------------------------------------------------------------
     def _configure(self, g: StreamsGroup, partitions_of: Mapping[str, int]
@@ -360,13 +375,14 @@ class StreamsGroupManager:
         stateful = {s.subtopology_id for s in g.topology.subtopologies if s.state_changelog_topics}
         live = {mid: m for mid, m in g.members.items() if m.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH}
         members = {mid: AssignorMember(m.process_id, g.target.get(mid, m.assigned)) for mid, m in live.items()}
-        g.target = assign(members, g.configured.task_counts, stateful, self.config.num_standby_replicas)
+        standby = self.config_of(g.group_id).num_standby_replicas
+        g.target = assign(members, g.configured.task_counts, stateful, standby)
         g.assignment_epoch = g.group_epoch
         lg = self.logs.setdefault(g.group_id, StreamsGroupLog())
         # Kafka 4.4 stamps the assignments its assignor computed; an empty group's has none (0)
         lg.assignment_timestamp = self.now_ms() if live else 0
         # Kafka: the assignment configs the target was computed with (StreamsGroupMetadataValue)
-        lg.last_assignment_configs = {"num.standby.replicas": str(self.config.num_standby_replicas)}
+        lg.last_assignment_configs = {"num.standby.replicas": str(standby)}
 
     def _reconcile(self, g: StreamsGroup, m: StreamsGroupMember, reported: Tasks | None) -> None:
         """One step of Kafka's streams.CurrentAssignmentBuilder."""
