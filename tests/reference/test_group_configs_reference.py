@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import uuid
 
-from tests.reference.helpers import BOOT, Pair
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.integration import streams_raw as sr
+from tests.reference.helpers import BOOT, Pair, Side
 
 
 def _consumer_lines(text: str) -> list[str]:
@@ -110,3 +113,37 @@ def test_streams_group_configs_match_kafka(pair: Pair) -> None:
     assert m == k
     k, m = pair.stdout("kafka-configs", [*base, "--describe", "--all"])
     assert _streams_lines(m) == _streams_lines(k) and len(_streams_lines(m)) == 10
+
+
+def _standby_run(side: Side, group: str, source: str, changelog: str) -> tuple[int, int]:
+    """Two processes join a stateful group whose GROUP configs say heartbeat 7000 ms and one standby
+    replica; the heartbeat interval of the first answer, and the standby tasks once Stable."""
+    base = ["--bootstrap-server", side.bootstrap, "--entity-type", "groups", "--entity-name", group]
+    out = side.run("kafka-configs", [*base, "--alter", "--add-config",
+                                     "streams.heartbeat.interval.ms=7000,streams.num.standby.replicas=1"])
+    assert out.returncode == 0, out.stderr
+    admin = AdminClient({"bootstrap.servers": side.bootstrap})
+    for f in admin.create_topics([NewTopic(source, 2, 1),
+                                  NewTopic(changelog, 2, 1, config={"cleanup.policy": "compact"})]).values():
+        f.result(30)
+    topo = sr.topology(source, changelog)
+    a, c = (sr.StreamsMember(side.bootstrap, group, m, f"process-{m}", topo) for m in ("a", "c"))
+    try:
+        interval = a.beat().heartbeat_interval_ms
+        settled = sr.settle([a, c], side.bootstrap, group)
+        return interval, sum(len(t["partitions"]) for m in settled["members"]
+                             for t in m["assignment"]["standby_tasks"])
+    finally:
+        a.leave()
+        c.leave()
+        a.close()
+        c.close()
+
+
+def test_streams_group_configs_act_on_the_group_as_on_kafka(pair: Pair) -> None:
+    """The streams group coordinator applies the group's streams.heartbeat.interval.ms and
+    streams.num.standby.replicas (each of the 2 stateful tasks gets a standby on the other process)."""
+    tag = uuid.uuid4().hex[:8]
+    runs = [_standby_run(side, f"gcfg-sg-{tag}", f"gcfg-sg-in-{tag}", f"gcfg-sg-{tag}-store-changelog")
+            for side in (pair.kafka, pair.mini)]
+    assert runs[1] == runs[0] == (7000, 2)
