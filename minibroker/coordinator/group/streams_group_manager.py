@@ -60,6 +60,8 @@ from minibroker_storage.clock import Clock
 log = logging.getLogger("minibroker.coordinator.streams_group")
 
 HB = streams_group_heartbeat.RESPONSE
+_ASSIGNMENT_DELAYED = HB.Status(status_code=StatusCode.ASSIGNMENT_DELAYED,
+                                status_detail="Assignment delayed due to the configured initial rebalance delay.")
 SGD = streams_group_describe.RESPONSE
 Req = streams_group_heartbeat.StreamsGroupHeartbeatRequest
 
@@ -71,12 +73,28 @@ class StreamsGroupConfig:
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 5_000
     num_standby_replicas: int = 0
+    # Kafka's default is 3000 (group.streams.initial.rebalance.delay.ms, read by from_broker_config);
+    # 0 here so that a manager built without a broker config assigns at once
+    initial_rebalance_delay_ms: int = 0
 
     @classmethod
     def from_broker_config(cls, cfg: BrokerConfig) -> StreamsGroupConfig:
         return cls(session_timeout_ms=cfg.get("group.streams.session.timeout.ms"),
                    heartbeat_interval_ms=cfg.get("group.streams.heartbeat.interval.ms"),
-                   num_standby_replicas=cfg.get("group.streams.num.standby.replicas"))
+                   num_standby_replicas=cfg.get("group.streams.num.standby.replicas"),
+                   initial_rebalance_delay_ms=cfg.get("group.streams.initial.rebalance.delay.ms"))
+
+
+def _with_group_configs(c: StreamsGroupConfig, own: Mapping[str, str] | None) -> StreamsGroupConfig:
+    """The broker settings with a group's own streams.* GROUP configs over them (Kafka:
+    GroupMetadataManager.streamsGroupSessionTimeoutMs and friends), read at each use."""
+    if not own:
+        return c
+    return StreamsGroupConfig(
+        session_timeout_ms=int(own.get("streams.session.timeout.ms", c.session_timeout_ms)),
+        heartbeat_interval_ms=int(own.get("streams.heartbeat.interval.ms", c.heartbeat_interval_ms)),
+        num_standby_replicas=int(own.get("streams.num.standby.replicas", c.num_standby_replicas)),
+        initial_rebalance_delay_ms=int(own.get("streams.initial.rebalance.delay.ms", c.initial_rebalance_delay_ms)))
 
 
 def _ids(tasks: Tasks) -> list[streams_group_heartbeat.StreamsGroupHeartbeatResponse.TaskIds]:
@@ -125,18 +143,10 @@ class StreamsGroupManager:
         self.timer = KeyedTimer()
         # streams.* GROUP configs (coordinator/group/streams_group_configs.py), group id -> key -> text
         self.group_configs: dict[str, dict[str, str]] = {}
+        self.delayed_until: dict[str, int] = {}  # group id -> end of its initial rebalance delay
 
     def config_of(self, group_id: str) -> StreamsGroupConfig:
-        """The broker settings with the group's own streams.* GROUP configs over them (Kafka:
-        GroupMetadataManager.streamsGroupSessionTimeoutMs and friends), read at each use."""
-        own = self.group_configs.get(group_id)
-        if not own:
-            return self.config
-        c = self.config
-        return StreamsGroupConfig(
-            session_timeout_ms=int(own.get("streams.session.timeout.ms", c.session_timeout_ms)),
-            heartbeat_interval_ms=int(own.get("streams.heartbeat.interval.ms", c.heartbeat_interval_ms)),
-            num_standby_replicas=int(own.get("streams.num.standby.replicas", c.num_standby_replicas)))
+        return _with_group_configs(self.config, self.group_configs.get(group_id))
 
     # -- persistence -----------------------------------------------------------------------------
     def _persist(self, group_id: str) -> None:
@@ -255,10 +265,15 @@ class StreamsGroupManager:
             statuses.append(HB.Status(status_code=StatusCode.STALE_TOPOLOGY,
                                       status_detail=f"The member's topology epoch {m.topology_epoch} is behind the "
                                                     f"group's {g.topology.epoch}."))
+        if epoch_before == 0 and g.group_epoch == 1:
+            self._start_initial_delay(g)
         # a topology not ready yet is assigned too, with no tasks: the member moves to the group
         # epoch and waits (Kafka does the same), instead of rejoining at epoch 0
         if g.configured is not None and g.assignment_epoch < g.group_epoch:
-            self._compute_target(g)
+            if self._delayed(gid):
+                statuses.append(_ASSIGNMENT_DELAYED)
+            else:
+                self._compute_target(g)
         before = (m.member_epoch, m.assigned.active, m.assigned.standby, m.assigned.warmup)
         reported = None if req.active_tasks is None else tasks_of(req.active_tasks)
         self._reconcile(g, m, reported)
@@ -334,8 +349,26 @@ class StreamsGroupManager:
         """Kafka 4.4 computes the new target as soon as a member is gone (its records show the
         assignment epoch following the group epoch after a leave or an expiry, with no heartbeat
         in between), so the remaining members learn of it on their next heartbeat."""
-        if g.configured is not None and g.topology is not None and g.assignment_epoch < g.group_epoch:
+        if (g.configured is not None and g.topology is not None and g.assignment_epoch < g.group_epoch
+                and not self._delayed(g.group_id)):
             self._compute_target(g)
+
+    def _start_initial_delay(self, g: StreamsGroup) -> None:
+        """A new group's first join (Kafka 4.4): an empty target at epoch 1, group epoch 2, no
+        assignment until group.streams.initial.rebalance.delay.ms ends (ASSIGNMENT_DELAYED)."""
+        delay = self.config_of(g.group_id).initial_rebalance_delay_ms
+        if delay <= 0 or g.configured is None:
+            return
+        g.target = {mid: TasksTuple() for mid in g.members}
+        g.assignment_epoch = 1
+        g.group_epoch = 2
+        self.logs.setdefault(g.group_id, StreamsGroupLog()).assignment_timestamp = self.now_ms()
+        self.delayed_until[g.group_id] = self.now_ms() + delay
+
+    def _delayed(self, gid: str) -> bool:
+        if self.delayed_until.get(gid, -1) <= self.now_ms():
+            self.delayed_until.pop(gid, None)
+        return gid in self.delayed_until
 
     def _schedule_session(self, g: StreamsGroup, m: StreamsGroupMember) -> None:
         gid, mid = g.group_id, m.member_id
