@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from minibroker_protocol.apis import describe_groups, list_groups
+from minibroker_protocol.apis import streams_group_topology_description_update as tdu
 from reference import kafka_reference as kr
 from tests.integration import streams_raw as sr
 from tests.reference.differential import Differential, normalise
@@ -210,3 +211,21 @@ def test_kafka_streams_groups_tool_gives_kafkas_output(pair: Pair, runs: tuple[t
                  ["--delete", *group]):
         kafka, mini = both(*args)
         assert mini == kafka, args
+
+
+def test_topology_description_update_is_refused_as_kafka(differential: Differential,
+                                                         runs: tuple[tuple[dict[str, Any], str],
+                                                                     tuple[dict[str, Any], str]]) -> None:
+    """StreamsGroupTopologyDescriptionUpdate v0 (93, KIP-1331): neither broker has a topology
+    description plugin; a push for the group, for an unknown member and for no group at all gets
+    the same answer (UNSUPPORTED_VERSION and Kafka's message) on both."""
+    R = tdu.REQUEST
+    node = R.TopologyDescriptionNode(name="KSTREAM-SOURCE-0000000000", node_type=0, source_topics=[SOURCE],
+                                     sink_topic=None, stores=[], successors=[])
+    desc = R.TopologyDescription(subtopologies=[R.TopologyDescriptionSubtopology(subtopology_id="0", nodes=[node])],
+                                 global_stores=[])
+    for group, member in ((GROUP, "a"), (GROUP, "nobody"), ("sgref-no-such-group", "a")):
+        kafka, mini = differential.call(tdu.API, 0, R(group_id=group, member_id=member, topology_epoch=0,
+                                                      topology_description=desc))
+        assert mini == kafka, (group, member)
+        assert kafka["error_code"] == 35, kafka
