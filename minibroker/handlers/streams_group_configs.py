@@ -39,7 +39,7 @@ class _StreamsGroupConfigs:
         for name, op, value in ops:
             if OpType(op) is OpType.SET:
                 if value is not None:
-                    configs[name] = sgc.validate(name, value, services.config)
+                    configs[name] = sgc.check_value(name, value, services.config)
             elif OpType(op) is OpType.DELETE:
                 configs.pop(name, None)
             else:

@@ -76,7 +76,7 @@ def broker_text(name: str, broker: BrokerConfig) -> str:
     return str(value)
 
 
-def validate(name: str, value: str, broker: BrokerConfig) -> str:
+def check_value(name: str, value: str, broker: BrokerConfig) -> str:
     """Kafka's GroupConfig.validate for one key: INVALID_CONFIG with Kafka's message; the value as kept."""
     key = KEYS.get(name)
     if key is None:
