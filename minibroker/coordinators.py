@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, TypeVar
 from minibroker import features
 from minibroker.config import BrokerConfig
 from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupConfigs
+from minibroker.coordinator.group.streams_group_configs import StreamsGroupConfigs
 from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
 from minibroker.metadata_cache import MetadataCache
 from minibroker.replica_manager import ReplicaManager
@@ -92,6 +93,9 @@ class Coordinators:
         self._producer_ids = producer_ids
         self._log_manager = log_manager
         self._consumer_group_configs = consumer_group_configs
+        # streams.* GROUP configs (KIP-1071), read by the streams group coordinator at each heartbeat
+        self.streams_group_configs = StreamsGroupConfigs(data_dir)
+        self.streams_group_configs.load()
         self._runtime: CoordinatorRuntime | None = None
         self._group: GroupCoordinator | None = None
         self._txn: TransactionCoordinator | None = None
@@ -157,6 +161,7 @@ class Coordinators:
             # GROUP config resources (consumer.*), loaded at broker construction, read from the next heartbeat on
             group.consumer_groups.group_configs = self._consumer_group_configs.configs
             group.streams_groups.config = gc.StreamsGroupConfig.from_broker_config(cfg)
+            group.streams_groups.group_configs = self.streams_group_configs.configs
             self._group = group
             self._start(group, OFFSETS_TOPIC)
         return self._group

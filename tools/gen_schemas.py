@@ -73,7 +73,7 @@ APIS += ["InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupSta
          "DeleteShareGroupState", "ReadShareGroupStateSummary"]
 # KIP-1071 streams groups (issue 35): generated alone with --streams from the 4.4 jars'
 # common/message (kafka-clients), like --kraft.
-STREAMS_APIS = ["StreamsGroupHeartbeat", "StreamsGroupDescribe"]
+STREAMS_APIS = ["StreamsGroupHeartbeat", "StreamsGroupDescribe", "StreamsGroupTopologyDescriptionUpdate"]
 APIS += STREAMS_APIS
 # The metadata records of __cluster_metadata (kafka-metadata's common/metadata/*.json), framed by
 # api key and version (protocol/metadata_records.py's BY_API_KEY; Kafka: MetadataRecordType).

@@ -86,4 +86,5 @@ API_TABLE: dict[int, ServedApi] = {
     90: ServedApi('0-1', 'share_groups', 'handle_describe_share_group_offsets', True),  # DescribeShareGroupOffsets
     91: ServedApi('0', 'share_groups', 'handle_alter_share_group_offsets', True),  # AlterShareGroupOffsets
     92: ServedApi('0', 'share_groups', 'handle_delete_share_group_offsets', True),  # DeleteShareGroupOffsets
+    93: ServedApi('0', 'streams_groups', 'handle_streams_group_topology_description_update', False),  # StreamsGroupTopologyDescriptionUpdate
 }

@@ -38,6 +38,7 @@ async def handle_list_config_resources(ctx: RequestContext, req: list_config_res
             continue
         if rtype == GROUP:
             groups = set(services.consumer_group_configs.configs)
+            groups.update(g for g, c in services.coordinators.streams_group_configs.configs.items() if c)
             share = services.coordinators.share_if_built
             if share is not None:
                 groups.update(g for g, c in share.group_configs.items() if c)

@@ -40,7 +40,7 @@ from minibroker.config import (
     validate_topic_config,
 )
 from minibroker.config.kafka_dynamic import per_broker_only, per_listener_only
-from minibroker.handlers import authz, consumer_groups, share_groups
+from minibroker.handlers import authz, consumer_groups, share_groups, streams_group_configs
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.metadata_cache import TopicImage
 from minibroker.services import BrokerServices
@@ -81,7 +81,8 @@ class GroupConfigProvider(Protocol):
 
 
 # Kafka's GroupConfig holds both kinds' keys; here each kind's handler module owns its own
-GROUP_CONFIG_PROVIDERS: tuple[GroupConfigProvider, ...] = (consumer_groups.GROUP_CONFIGS, share_groups.GROUP_CONFIGS)
+GROUP_CONFIG_PROVIDERS: tuple[GroupConfigProvider, ...] = (consumer_groups.GROUP_CONFIGS, share_groups.GROUP_CONFIGS,
+                                                          streams_group_configs.GROUP_CONFIGS)
 
 
 def _describe_group(services: BrokerServices, name: str) -> list[ConfigEntry]:

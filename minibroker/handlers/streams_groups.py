@@ -1,4 +1,5 @@
-"""The KIP-1071 streams group APIs: StreamsGroupHeartbeat v0-1, StreamsGroupDescribe v0-1.
+"""The KIP-1071 streams group APIs: StreamsGroupHeartbeat v0-1, StreamsGroupDescribe v0-1,
+StreamsGroupTopologyDescriptionUpdate v0 (KIP-1331).
 
 Behavior: the heartbeat is the whole protocol of a Kafka Streams member started with
 `group.protocol=streams` -- join with the topology (epoch 0), stay, leave (-1, or -2 for a static
@@ -10,8 +11,11 @@ created (KIP-1071: the broker, not the client, creates them); a failed creation 
 response's MISSING_INTERNAL_TOPICS status.
 
 Version notes:
-- StreamsGroupHeartbeat: v1 (KIP-1331) adds TopologyDescriptionRequired (always false here: the
-  topology description RPC, key 93, is not served) and the int64 AcceptableRecoveryLag.
+- StreamsGroupHeartbeat: v1 (KIP-1331) adds TopologyDescriptionRequired (always false here: no
+  topology description plugin) and the int64 AcceptableRecoveryLag.
+- StreamsGroupTopologyDescriptionUpdate v0: served as Kafka 4.4 serves it without
+  group.streams.topology.description.plugin.class (its default): UNSUPPORTED_VERSION with Kafka's
+  message for every request, the group and member not looked at.
 - StreamsGroupDescribe: v1 adds TopologyDescription (null; status NOT_STORED when asked for)
   and AssignorName ("sticky", the only assignor).
 """
@@ -22,7 +26,11 @@ import logging
 
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
-from minibroker_protocol.apis import streams_group_describe, streams_group_heartbeat
+from minibroker_protocol.apis import (
+    streams_group_describe,
+    streams_group_heartbeat,
+    streams_group_topology_description_update,
+)
 from minibroker_protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("minibroker.handlers.streams_groups")
@@ -77,3 +85,16 @@ async def handle_streams_group_describe(ctx: RequestContext, req: streams_group_
                                               else TOPOLOGY_DESCRIPTION_NOT_REQUESTED)
         out.append(g)
     return R(groups=out)
+
+
+@handles(streams_group_topology_description_update.API, "0")
+async def handle_streams_group_topology_description_update(
+        ctx: RequestContext, req: streams_group_topology_description_update.StreamsGroupTopologyDescriptionUpdateRequest
+) -> streams_group_topology_description_update.StreamsGroupTopologyDescriptionUpdateResponse:
+    """Kafka 4.4 with no StreamsGroupTopologyDescriptionPlugin (KIP-1331) refuses every push, for any
+    group, member or epoch; the heartbeat never asks for one (TopologyDescriptionRequired false)."""
+    R = streams_group_topology_description_update.RESPONSE
+    if code := authz.group_denied(ctx, req.group_id):
+        return R(error_code=code)
+    return R(error_code=ErrorCode.UNSUPPORTED_VERSION,
+             error_message="The broker has no streams group topology description plugin configured.")

@@ -44,7 +44,7 @@ KEYS: dict[int, str] = {
     # the rest of Kafka 4.4's broker API (issue 35)
     74: "list_config_resources", 94: "unregister_controller",
     # KIP-1071 streams groups (issue 35)
-    88: "streams_group_heartbeat", 89: "streams_group_describe",
+    88: "streams_group_heartbeat", 89: "streams_group_describe", 93: "streams_group_topology_description_update",
     # delegation tokens (KIP-48; issue 35)
     38: "create_delegation_token", 39: "renew_delegation_token", 40: "expire_delegation_token",
     41: "describe_delegation_token",

@@ -19,3 +19,4 @@ def test_api_versions_table(differential: Differential) -> None:
     # the APIs Kafka 4.4 serves on a broker listener that any client uses are there at all
     served = {r.key for r in rows if r.mini is not None}
     assert {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20} <= served
+    assert {88, 89, 93} <= served  # KIP-1071 streams groups (issue 35)

@@ -1,15 +1,18 @@
 """GROUP config resources (type 32) of consumer groups with Kafka's kafka-configs, on Apache Kafka
 4.4 and minibroker at once: describe (the broker defaults), set, describe again, refused values
 (below and above the broker's bounds, not a number), delete. The consumer.* lines and every
-error must be the same; share.* keys come from the share groups, streams.* are not served
-(docs/differences.md#group-configs-streams).
+error must be the same; share.* keys come from the share groups, streams.* from the streams
+groups (KIP-1071).
 """
 
 from __future__ import annotations
 
 import uuid
 
-from tests.reference.helpers import BOOT, Pair
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.integration import streams_raw as sr
+from tests.reference.helpers import BOOT, Pair, Side
 
 
 def _consumer_lines(text: str) -> list[str]:
@@ -71,3 +74,76 @@ def test_share_group_configs_match_kafka(pair: Pair) -> None:
         assert (mi.returncode, mi.stdout) == (ka.returncode, ka.stdout), bad
         errors = [[line for line in r.stderr.splitlines() if "Exception:" in line][:1] for r in (ka, mi)]
         assert errors[1] == errors[0], bad
+
+
+def _streams_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("streams.")]
+
+
+def test_streams_group_configs_match_kafka(pair: Pair) -> None:
+    """The streams.* keys (KIP-1071): the seven Kafka lists, the internal ones listed once set,
+    set, refused (Kafka's ConfigDef and GroupConfig.validate messages) and deleted as Kafka does."""
+    group = f"gcfg-streams-{uuid.uuid4().hex[:8]}"
+    base = ["--bootstrap-server", BOOT, "--entity-type", "groups", "--entity-name", group]
+    k, m = pair.stdout("kafka-configs", [*base, "--describe", "--all"])
+    assert _streams_lines(m) == _streams_lines(k) and len(_streams_lines(m)) == 7
+    assert "streams.assignor.name=sticky sensitive=false synonyms={DEFAULT_CONFIG:group.streams.assignors=sticky}" in m
+    k, m = pair.stdout("kafka-configs", [*base, "--alter", "--add-config",
+                                         "streams.session.timeout.ms=50000,streams.num.standby.replicas=1,"
+                                         "streams.num.warmup.replicas=3,streams.rack.aware.assignment.tags=a,"
+                                         "streams.assignor.offload.enable=false,streams.acceptable.recovery.lag=5,"
+                                         "streams.task.offset.interval.ms=20000,streams.initial.rebalance.delay.ms=0"])
+    assert m == k
+    for args in (["--describe"], ["--describe", "--all"]):
+        k, m = pair.stdout("kafka-configs", [*base, *args])
+        assert _streams_lines(m) == _streams_lines(k), args
+    assert len(_streams_lines(m)) == 11
+    for bad in ("streams.session.timeout.ms=1000", "streams.session.timeout.ms=0", "streams.heartbeat.interval.ms=x",
+                "streams.heartbeat.interval.ms=16000", "streams.num.standby.replicas=3",
+                "streams.num.standby.replicas=-1", "streams.num.warmup.replicas=21",
+                "streams.task.offset.interval.ms=100", "streams.task.offset.interval.ms=-1",
+                "streams.acceptable.recovery.lag=x", "streams.assignor.name=foo",
+                "streams.assignor.offload.enable=yes", "streams.assignment.interval.ms=20000", "streams.foo=1"):
+        ka, mi = pair.run("kafka-configs", [*base, "--alter", "--add-config", bad])
+        assert (mi.returncode, mi.stdout) == (ka.returncode, ka.stdout), bad
+        errors = [[line for line in r.stderr.splitlines() if "Exception:" in line][:1] for r in (ka, mi)]
+        assert errors[1] == errors[0] and "InvalidConfigurationException" in errors[0][0], bad
+    k, m = pair.stdout("kafka-configs", [*base, "--alter", "--delete-config",
+                                         "streams.num.warmup.replicas,streams.session.timeout.ms"])
+    assert m == k
+    k, m = pair.stdout("kafka-configs", [*base, "--describe", "--all"])
+    assert _streams_lines(m) == _streams_lines(k) and len(_streams_lines(m)) == 10
+
+
+def _standby_run(side: Side, group: str, source: str, changelog: str) -> tuple[int, int]:
+    """Two processes join a stateful group whose GROUP configs say heartbeat 7000 ms and one standby
+    replica; the heartbeat interval of the first answer, and the standby tasks once Stable."""
+    base = ["--bootstrap-server", side.bootstrap, "--entity-type", "groups", "--entity-name", group]
+    out = side.run("kafka-configs", [*base, "--alter", "--add-config",
+                                     "streams.heartbeat.interval.ms=7000,streams.num.standby.replicas=1"])
+    assert out.returncode == 0, out.stderr
+    admin = AdminClient({"bootstrap.servers": side.bootstrap})
+    for f in admin.create_topics([NewTopic(source, 2, 1),
+                                  NewTopic(changelog, 2, 1, config={"cleanup.policy": "compact"})]).values():
+        f.result(30)
+    topo = sr.topology(source, changelog)
+    a, c = (sr.StreamsMember(side.bootstrap, group, m, f"process-{m}", topo) for m in ("a", "c"))
+    try:
+        interval = a.beat().heartbeat_interval_ms
+        settled = sr.settle([a, c], side.bootstrap, group)
+        return interval, sum(len(t["partitions"]) for m in settled["members"]
+                             for t in m["assignment"]["standby_tasks"])
+    finally:
+        a.leave()
+        c.leave()
+        a.close()
+        c.close()
+
+
+def test_streams_group_configs_act_on_the_group_as_on_kafka(pair: Pair) -> None:
+    """The streams group coordinator applies the group's streams.heartbeat.interval.ms and
+    streams.num.standby.replicas (each of the 2 stateful tasks gets a standby on the other process)."""
+    tag = uuid.uuid4().hex[:8]
+    runs = [_standby_run(side, f"gcfg-sg-{tag}", f"gcfg-sg-in-{tag}", f"gcfg-sg-{tag}-store-changelog")
+            for side in (pair.kafka, pair.mini)]
+    assert runs[1] == runs[0] == (7000, 2)

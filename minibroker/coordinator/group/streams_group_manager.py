@@ -60,6 +60,8 @@ from minibroker_storage.clock import Clock
 log = logging.getLogger("minibroker.coordinator.streams_group")
 
 HB = streams_group_heartbeat.RESPONSE
+_ASSIGNMENT_DELAYED = HB.Status(status_code=StatusCode.ASSIGNMENT_DELAYED,
+                                status_detail="Assignment delayed due to the configured initial rebalance delay.")
 SGD = streams_group_describe.RESPONSE
 Req = streams_group_heartbeat.StreamsGroupHeartbeatRequest
 
@@ -71,12 +73,28 @@ class StreamsGroupConfig:
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 5_000
     num_standby_replicas: int = 0
+    # Kafka's default is 3000 (group.streams.initial.rebalance.delay.ms, read by from_broker_config);
+    # 0 here so that a manager built without a broker config assigns at once
+    initial_rebalance_delay_ms: int = 0
 
     @classmethod
     def from_broker_config(cls, cfg: BrokerConfig) -> StreamsGroupConfig:
         return cls(session_timeout_ms=cfg.get("group.streams.session.timeout.ms"),
                    heartbeat_interval_ms=cfg.get("group.streams.heartbeat.interval.ms"),
-                   num_standby_replicas=cfg.get("group.streams.num.standby.replicas"))
+                   num_standby_replicas=cfg.get("group.streams.num.standby.replicas"),
+                   initial_rebalance_delay_ms=cfg.get("group.streams.initial.rebalance.delay.ms"))
+
+
+def _with_group_configs(c: StreamsGroupConfig, own: Mapping[str, str] | None) -> StreamsGroupConfig:
+    """The broker settings with a group's own streams.* GROUP configs over them (Kafka:
+    GroupMetadataManager.streamsGroupSessionTimeoutMs and friends), read at each use."""
+    if not own:
+        return c
+    return StreamsGroupConfig(
+        session_timeout_ms=int(own.get("streams.session.timeout.ms", c.session_timeout_ms)),
+        heartbeat_interval_ms=int(own.get("streams.heartbeat.interval.ms", c.heartbeat_interval_ms)),
+        num_standby_replicas=int(own.get("streams.num.standby.replicas", c.num_standby_replicas)),
+        initial_rebalance_delay_ms=int(own.get("streams.initial.rebalance.delay.ms", c.initial_rebalance_delay_ms)))
 
 
 def _ids(tasks: Tasks) -> list[streams_group_heartbeat.StreamsGroupHeartbeatResponse.TaskIds]:
@@ -123,6 +141,12 @@ class StreamsGroupManager:
         self.groups: dict[str, StreamsGroup] = {}
         self.logs: dict[str, StreamsGroupLog] = {}  # what was written of each group
         self.timer = KeyedTimer()
+        # streams.* GROUP configs (coordinator/group/streams_group_configs.py), group id -> key -> text
+        self.group_configs: dict[str, dict[str, str]] = {}
+        self.delayed_until: dict[str, int] = {}  # group id -> end of its initial rebalance delay
+
+    def config_of(self, group_id: str) -> StreamsGroupConfig:
+        return _with_group_configs(self.config, self.group_configs.get(group_id))
 
     # -- persistence -----------------------------------------------------------------------------
     def _persist(self, group_id: str) -> None:
@@ -241,10 +265,15 @@ class StreamsGroupManager:
             statuses.append(HB.Status(status_code=StatusCode.STALE_TOPOLOGY,
                                       status_detail=f"The member's topology epoch {m.topology_epoch} is behind the "
                                                     f"group's {g.topology.epoch}."))
+        if epoch_before == 0 and g.group_epoch == 1:
+            self._start_initial_delay(g)
         # a topology not ready yet is assigned too, with no tasks: the member moves to the group
         # epoch and waits (Kafka does the same), instead of rejoining at epoch 0
         if g.configured is not None and g.assignment_epoch < g.group_epoch:
-            self._compute_target(g)
+            if self._delayed(gid):
+                statuses.append(_ASSIGNMENT_DELAYED)
+            else:
+                self._compute_target(g)
         before = (m.member_epoch, m.assigned.active, m.assigned.standby, m.assigned.warmup)
         reported = None if req.active_tasks is None else tasks_of(req.active_tasks)
         self._reconcile(g, m, reported)
@@ -253,7 +282,7 @@ class StreamsGroupManager:
         full = req.member_epoch == 0 or req.active_tasks is not None
         changed = before != (m.member_epoch, m.assigned.active, m.assigned.standby, m.assigned.warmup)
         resp = HB(error_code=0, member_id=m.member_id, member_epoch=m.member_epoch,
-                  heartbeat_interval_ms=self.config.heartbeat_interval_ms, acceptable_recovery_lag_legacy=10000,
+                  heartbeat_interval_ms=self.config_of(g.group_id).heartbeat_interval_ms, acceptable_recovery_lag_legacy=10000,
                   acceptable_recovery_lag=10000, task_offset_interval_ms=60000,
                   status=statuses or None, endpoint_information_epoch=g.endpoint_information_epoch)
         if full or changed:
@@ -296,7 +325,7 @@ class StreamsGroupManager:
         if keep_static and m.instance_id:
             # -2: the static member comes back soon; its tasks wait for it until its session ends
             m.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
-            self.timer.schedule(("sg-session", g.group_id, member_id), self.config.session_timeout_ms,
+            self.timer.schedule(("sg-session", g.group_id, member_id), self.config_of(g.group_id).session_timeout_ms,
                                 lambda: self._expire(g.group_id, member_id))
             return
         del g.members[member_id]
@@ -320,12 +349,31 @@ class StreamsGroupManager:
         """Kafka 4.4 computes the new target as soon as a member is gone (its records show the
         assignment epoch following the group epoch after a leave or an expiry, with no heartbeat
         in between), so the remaining members learn of it on their next heartbeat."""
-        if g.configured is not None and g.topology is not None and g.assignment_epoch < g.group_epoch:
+        if (g.configured is not None and g.topology is not None and g.assignment_epoch < g.group_epoch
+                and not self._delayed(g.group_id)):
             self._compute_target(g)
+
+    def _start_initial_delay(self, g: StreamsGroup) -> None:
+        """A new group's first join (Kafka 4.4): an empty target at epoch 1, group epoch 2, no
+        assignment until group.streams.initial.rebalance.delay.ms ends (ASSIGNMENT_DELAYED)."""
+        delay = self.config_of(g.group_id).initial_rebalance_delay_ms
+        if delay <= 0 or g.configured is None:
+            return
+        g.target = {mid: TasksTuple() for mid in g.members}
+        g.assignment_epoch = 1
+        g.group_epoch = 2
+        self.logs.setdefault(g.group_id, StreamsGroupLog()).assignment_timestamp = self.now_ms()
+        self.delayed_until[g.group_id] = self.now_ms() + delay
+
+    def _delayed(self, gid: str) -> bool:
+        if self.delayed_until.get(gid, -1) <= self.now_ms():
+            self.delayed_until.pop(gid, None)
+        return gid in self.delayed_until
 
     def _schedule_session(self, g: StreamsGroup, m: StreamsGroupMember) -> None:
         gid, mid = g.group_id, m.member_id
-        self.timer.schedule(("sg-session", gid, mid), self.config.session_timeout_ms, lambda: self._expire(gid, mid))
+        self.timer.schedule(("sg-session", gid, mid), self.config_of(gid).session_timeout_ms,
+                            lambda: self._expire(gid, mid))
 
     # -- topology and assignment -----------------------------------------------------------------
     def _configure(self, g: StreamsGroup, partitions_of: Mapping[str, int]
@@ -360,13 +408,14 @@ class StreamsGroupManager:
         stateful = {s.subtopology_id for s in g.topology.subtopologies if s.state_changelog_topics}
         live = {mid: m for mid, m in g.members.items() if m.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH}
         members = {mid: AssignorMember(m.process_id, g.target.get(mid, m.assigned)) for mid, m in live.items()}
-        g.target = assign(members, g.configured.task_counts, stateful, self.config.num_standby_replicas)
+        standby = self.config_of(g.group_id).num_standby_replicas
+        g.target = assign(members, g.configured.task_counts, stateful, standby)
         g.assignment_epoch = g.group_epoch
         lg = self.logs.setdefault(g.group_id, StreamsGroupLog())
         # Kafka 4.4 stamps the assignments its assignor computed; an empty group's has none (0)
         lg.assignment_timestamp = self.now_ms() if live else 0
         # Kafka: the assignment configs the target was computed with (StreamsGroupMetadataValue)
-        lg.last_assignment_configs = {"num.standby.replicas": str(self.config.num_standby_replicas)}
+        lg.last_assignment_configs = {"num.standby.replicas": str(standby)}
 
     def _reconcile(self, g: StreamsGroup, m: StreamsGroupMember, reported: Tasks | None) -> None:
         """One step of Kafka's streams.CurrentAssignmentBuilder."""
