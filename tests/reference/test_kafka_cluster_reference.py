@@ -31,12 +31,17 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
   follower SIGSTOP'ed, the nearest a single host gets without iptables), min.insync.replicas 3:
   out of the ISR, an acks=all write answers NOT_ENOUGH_REPLICAS; healed, back in the ISR and the
   write goes (issue 32).
+- a transaction over three partitions led by three brokers, committed, then another aborted after
+  kill -9 of its coordinator (the leader of the id's __transaction_state partition, RF 3, min ISR
+  2, Kafka's defaults): read_committed reads only the committed records, the markers are on every
+  replica (kafka-dump-log), and the same id commits again with a bumped epoch.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import threading
 import time
@@ -46,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -57,6 +62,7 @@ from confluent_kafka.admin import (
 )
 
 from minibroker.cluster_testing import ClusterOps, poll
+from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.testing import Cluster
 from reference import kafka_reference as kr
 from reference.kafka_cluster import KafkaCluster
@@ -64,7 +70,9 @@ from reference.kafka_cluster import KafkaCluster
 LEADER_IMBALANCE_CHECK_S = 3  # Kafka's default is 300 s
 UNCLEAN_CHECK_MS = 2000  # Kafka's internal unclean.leader.election.interval.ms, 5 min by default
 OVERRIDES = {"leader.imbalance.check.interval.seconds": LEADER_IMBALANCE_CHECK_S,
-             "unclean.leader.election.interval.ms": UNCLEAN_CHECK_MS}
+             "unclean.leader.election.interval.ms": UNCLEAN_CHECK_MS,
+             # Kafka's default (minibroker's is 1, for its one-node broker): the failover test's log
+             "transaction.state.log.min.isr": 2}
 
 
 @pytest.fixture(scope="module", params=["minibroker", "kafka"])
@@ -534,3 +542,117 @@ def test_min_insync_replicas_stays_at_the_cluster_and_topic_levels_with_elr(heal
     assert "Completed updating config for topic" in configs(
         "--alter", "--entity-type", "topics", "--entity-name", name, "--add-config", "min.insync.replicas=1")
     assert "min.insync.replicas=1" in configs("--describe", "--entity-type", "topics", "--entity-name", name)
+
+
+TXN_STATE_PARTITIONS = 50  # transaction.state.log.num.partitions, Kafka's default on both
+
+
+def _dump(c: ClusterOps, topic: str, partition: int, node: int) -> list[tuple[int, str, int, int]]:
+    """(offset, payload or COMMIT/ABORT, producer epoch, coordinator epoch or -1) of every record in
+    the partition's segments on the broker's disk, as Kafka's kafka-dump-log prints them."""
+    d = c.brokers[node].data_dir / f"{topic}-{partition}"  # type: ignore[attr-defined]
+    files = sorted(d.glob("*.log"))
+    out = kr.run_tool("kafka-dump-log", ["--files", ",".join(map(str, files)), "--print-data-log"],
+                      timeout=180, check=True).stdout
+    records: list[tuple[int, str, int, int]] = []
+    epoch = -1
+    for line in out.splitlines():
+        fields = dict(re.findall(r"(\w+): (\S+)", line))
+        if line.startswith("baseOffset:"):
+            epoch = int(fields["producerEpoch"])
+        elif line.startswith("| offset:"):
+            what = fields.get("endTxnMarker") or fields["payload"]
+            records.append((int(fields["offset"]), what, epoch, int(fields.get("coordinatorEpoch", -1))))
+    return records
+
+
+def _read_committed(c: ClusterOps, topic: str, partition: int, expected: int) -> tuple[list[bytes], int]:
+    """What a read_committed consumer reads of the partition (bounded by `expected` and a deadline),
+    and its last stable offset (ListOffsets READ_COMMITTED)."""
+    consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": f"g-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    out: list[bytes] = []
+    deadline = time.monotonic() + 120
+    try:
+        while len(out) < expected and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                out.append(m.value())
+        for _ in range(4):  # nothing more comes (an aborted record would)
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                out.append(m.value())
+        lso = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)[1]
+    finally:
+        consumer.close()
+    return out, lso
+
+
+def _write_each(p: Producer, topic: str, tag: str) -> None:
+    """One record to each of the topic's three partitions in the producer's open transaction."""
+    for part in range(3):
+        p.produce(topic, value=f"{tag}{part}".encode(), partition=part)
+    assert p.flush(120) == 0
+
+
+@pytest.mark.timeout(600)  # two broker restarts and a JVM tool per replica on a loaded machine
+def test_a_transaction_over_brokers_committed_and_aborted_across_a_coordinator_failover(healed: ClusterOps) -> None:
+    """A transactional producer (confluent-kafka) writes to three partitions led by three brokers:
+    one transaction committed; a second begun and written, then the broker leading the
+    transactional id's __transaction_state partition (RF 3, min ISR 2) killed with kill -9 (it
+    also leads one of the three partitions), and the producer aborts at the new coordinator. A
+    read_committed consumer sees only the committed records, the last stable offset passes the
+    abort marker in every partition; the broker back, a new producer of the same id commits with a
+    higher epoch and fences the first. On every replica, kafka-dump-log shows the same records and
+    markers, the abort's from the new coordinator (a higher coordinator epoch)."""
+    c = healed
+    topic = f"txn-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=3, replica_assignment=[[1, 2, 3], [2, 3, 1], [3, 1, 2]],
+                                  config={"min.insync.replicas": "2"})])[topic].result(60)
+    for part in range(3):
+        c.wait_for_isr(topic, part, [1, 2, 3])
+        assert c.wait_for_leader(topic, part, part + 1) == part + 1
+    tid = f"tx-{topic}"
+    state = partition_for(tid, TXN_STATE_PARTITIONS)
+    p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": tid, "linger.ms": 0})
+    p.init_transactions(120)
+    c.wait_for_isr("__transaction_state", state, [1, 2, 3], timeout=120)
+    p.begin_transaction()
+    _write_each(p, topic, "c")
+    p.commit_transaction(120)
+    p.begin_transaction()
+    _write_each(p, topic, "x")
+    coordinator = c.leader("__transaction_state", state)
+    c.stop_broker(coordinator, kill=True)
+    c.wait_for_leader("__transaction_state", state, lambda n: n != coordinator, timeout=90)
+    p.abort_transaction(180)  # at the new coordinator, which loaded the transaction as Ongoing
+    for part in range(3):
+        assert _read_committed(c, topic, part, 1) == ([f"c{part}".encode()], 4), part  # c, COMMIT, x, ABORT
+    c.start_broker(coordinator)
+    for part in range(3):
+        c.wait_for_isr(topic, part, [1, 2, 3], timeout=120)
+    c.wait_for_isr("__transaction_state", state, [1, 2, 3], timeout=120)
+
+    again = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": tid, "linger.ms": 0})
+    again.init_transactions(120)
+    again.begin_transaction()
+    _write_each(again, topic, "n")
+    again.commit_transaction(120)
+    p.begin_transaction()  # the first producer is fenced by the second's epoch
+    p.produce(topic, value=b"zombie", partition=0)
+    with pytest.raises(KafkaException) as fenced:
+        p.commit_transaction(60)
+    assert fenced.value.args[0].fatal(), fenced.value
+    for part in range(3):
+        assert _read_committed(c, topic, part, 2) == ([f"c{part}".encode(), f"n{part}".encode()], 6), part
+        dumps = poll(lambda part=part: (d := {n: _dump(c, topic, part, n) for n in (1, 2, 3)})
+                     and len({str(v) for v in d.values()}) == 1 and d,
+                     f"{topic}-{part} the same on every replica", 120, interval=2)
+        assert [(r[0], r[1]) for r in dumps[1]] == [(0, f"c{part}"), (1, "COMMIT"), (2, f"x{part}"), (3, "ABORT"),
+                                                   (4, f"n{part}"), (5, "COMMIT")], dumps[1]
+        (c0, commit, x0, abort, n0, last) = dumps[1]
+        assert c0[2] == commit[2] and x0[2] == abort[2] <= n0[2] == last[2]  # one producer epoch per transaction
+        assert last[2] > commit[2] and last[2] > abort[2]  # the new producer's epoch is bumped
+        assert abort[3] > commit[3]  # the abort marker came from the new coordinator
