@@ -596,16 +596,17 @@ def _write_each(p: Producer, topic: str, tag: str) -> None:
     assert p.flush(120) == 0
 
 
-@pytest.mark.timeout(600)  # two broker restarts and a JVM tool per replica on a loaded machine
+@pytest.mark.timeout(900)  # two broker restarts and a JVM tool per replica on a loaded machine
 def test_a_transaction_over_brokers_committed_and_aborted_across_a_coordinator_failover(healed: ClusterOps) -> None:
     """A transactional producer (confluent-kafka) writes to three partitions led by three brokers:
-    one transaction committed; a second begun and written, then the broker leading the
+    one transaction committed; then twice a transaction begun and written, the broker leading the
     transactional id's __transaction_state partition (RF 3, min ISR 2) killed with kill -9 (it
-    also leads one of the three partitions), and the producer aborts at the new coordinator. A
-    read_committed consumer sees only the committed records, the last stable offset passes the
-    abort marker in every partition; the broker back, a new producer of the same id commits with a
-    higher epoch and fences the first. On every replica, kafka-dump-log shows the same records and
-    markers, the abort's from the new coordinator (a higher coordinator epoch)."""
+    also leads one of the three partitions), and the transaction ended at the new coordinator,
+    aborted the first time, committed the second; the killed broker is started again and catches
+    up. A read_committed consumer sees only the committed records, the last stable offset passes
+    the markers in every partition; a new producer of the same id commits with a higher epoch and
+    fences the first. On every replica, kafka-dump-log shows the same records and markers, each
+    ending after a failover written by the new coordinator (a higher coordinator epoch)."""
     c = healed
     topic = f"txn-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": c.bootstrap})
@@ -622,18 +623,24 @@ def test_a_transaction_over_brokers_committed_and_aborted_across_a_coordinator_f
     p.begin_transaction()
     _write_each(p, topic, "c")
     p.commit_transaction(120)
-    p.begin_transaction()
-    _write_each(p, topic, "x")
-    coordinator = c.leader("__transaction_state", state)
-    c.stop_broker(coordinator, kill=True)
-    c.wait_for_leader("__transaction_state", state, lambda n: n != coordinator, timeout=90)
-    p.abort_transaction(180)  # at the new coordinator, which loaded the transaction as Ongoing
-    for part in range(3):
-        assert _read_committed(c, topic, part, 1) == ([f"c{part}".encode()], 4), part  # c, COMMIT, x, ABORT
-    c.start_broker(coordinator)
-    for part in range(3):
-        c.wait_for_isr(topic, part, [1, 2, 3], timeout=120)
-    c.wait_for_isr("__transaction_state", state, [1, 2, 3], timeout=120)
+    committed = ["c"]
+    for outcome, tag in (("abort", "x"), ("commit", "y")):
+        p.begin_transaction()
+        _write_each(p, topic, tag)
+        coordinator = c.leader("__transaction_state", state)
+        c.stop_broker(coordinator, kill=True)
+        c.wait_for_leader("__transaction_state", state, lambda n, dead=coordinator: n != dead, timeout=90)
+        # at the new coordinator, which loaded the transaction as Ongoing
+        (p.abort_transaction if outcome == "abort" else p.commit_transaction)(180)
+        committed += [tag] if outcome == "commit" else []
+        end = 4 if outcome == "abort" else 6  # c COMMIT x ABORT (y COMMIT)
+        for part in range(3):
+            assert _read_committed(c, topic, part, len(committed)) == ([f"{t}{part}".encode() for t in committed],
+                                                                       end), (outcome, part)
+        c.start_broker(coordinator)
+        for part in range(3):
+            c.wait_for_isr(topic, part, [1, 2, 3], timeout=120)
+        c.wait_for_isr("__transaction_state", state, [1, 2, 3], timeout=120)
 
     again = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": tid, "linger.ms": 0})
     again.init_transactions(120)
@@ -646,13 +653,15 @@ def test_a_transaction_over_brokers_committed_and_aborted_across_a_coordinator_f
         p.commit_transaction(60)
     assert fenced.value.args[0].fatal(), fenced.value
     for part in range(3):
-        assert _read_committed(c, topic, part, 2) == ([f"c{part}".encode(), f"n{part}".encode()], 6), part
+        assert _read_committed(c, topic, part, 3) == ([f"{t}{part}".encode() for t in "cyn"], 8), part
         dumps = poll(lambda part=part: (d := {n: _dump(c, topic, part, n) for n in (1, 2, 3)})
                      and len({str(v) for v in d.values()}) == 1 and d,
                      f"{topic}-{part} the same on every replica", 120, interval=2)
-        assert [(r[0], r[1]) for r in dumps[1]] == [(0, f"c{part}"), (1, "COMMIT"), (2, f"x{part}"), (3, "ABORT"),
-                                                   (4, f"n{part}"), (5, "COMMIT")], dumps[1]
-        (c0, commit, x0, abort, n0, last) = dumps[1]
-        assert c0[2] == commit[2] and x0[2] == abort[2] <= n0[2] == last[2]  # one producer epoch per transaction
-        assert last[2] > commit[2] and last[2] > abort[2]  # the new producer's epoch is bumped
-        assert abort[3] > commit[3]  # the abort marker came from the new coordinator
+        assert [(r[0], r[1]) for r in dumps[1]] == [
+            (0, f"c{part}"), (1, "COMMIT"), (2, f"x{part}"), (3, "ABORT"), (4, f"y{part}"), (5, "COMMIT"),
+            (6, f"n{part}"), (7, "COMMIT")], dumps[1]
+        c0, commit, x0, abort, y0, commit_y, n0, commit_n = dumps[1]
+        # transactions v1 (confluent-kafka's): one producer epoch per producer, the new one's higher
+        assert c0[2] == commit[2] == x0[2] == abort[2] == y0[2] == commit_y[2] < n0[2] == commit_n[2], dumps[1]
+        # each ending after a failover written by a coordinator of a newer epoch
+        assert commit[3] < abort[3] < commit_y[3] <= commit_n[3], dumps[1]
