@@ -31,10 +31,12 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
   follower SIGSTOP'ed, the nearest a single host gets without iptables), min.insync.replicas 3:
   out of the ISR, an acks=all write answers NOT_ENOUGH_REPLICAS; healed, back in the ISR and the
   write goes (issue 32).
-- a transaction over three partitions led by three brokers, committed, then another aborted after
-  kill -9 of its coordinator (the leader of the id's __transaction_state partition, RF 3, min ISR
-  2, Kafka's defaults): read_committed reads only the committed records, the markers are on every
-  replica (kafka-dump-log), and the same id commits again with a bumped epoch.
+- a transaction over three partitions led by three brokers (confluent-kafka: transactions v1; the
+  Java 4.4 client, tools/java/TxnFailover.java: v2), committed, then one aborted and one committed
+  each after kill -9 of its coordinator (the leader of the id's __transaction_state partition, RF
+  3, min ISR 2, Kafka's defaults): read_committed reads only the committed records, the markers
+  are on every replica with the epochs Kafka gives them (kafka-dump-log), and the same id commits
+  again with a bumped epoch, fencing the first producer.
 """
 
 from __future__ import annotations
