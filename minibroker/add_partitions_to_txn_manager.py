@@ -115,7 +115,7 @@ class AddPartitionsToTxnManager:
         out = []
         for tp, _ in entries:
             part = self.replica_manager.get_partition(*tp)
-            if part is not None and part.is_leader and not part.has_ongoing_transaction(producer[0]):
+            if part is not None and part.is_leader and not part.has_ongoing_transaction(*producer):
                 out.append(tp)
         return out
 

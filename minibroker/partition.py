@@ -143,8 +143,8 @@ class Partition(IsrUpkeep):
         epoch = self.log.latest_epoch
         return 0 if epoch is None else epoch
 
-    def has_ongoing_transaction(self, producer_id: int) -> bool:
-        return self.log.has_ongoing_transaction(producer_id)
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        return self.log.has_ongoing_transaction(producer_id, producer_epoch)
 
     def producers(self) -> dict[int, ProducerStateEntry]:
         """The active producers' state (DescribeProducers, the console)."""

@@ -617,8 +617,8 @@ class Log:
         return found
 
     # -- producers -----------------------------------------------------------------------------
-    def has_ongoing_transaction(self, producer_id: int) -> bool:
-        return self.producer_state.has_ongoing_transaction(producer_id)
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        return self.producer_state.has_ongoing_transaction(producer_id, producer_epoch)
 
     def remove_expired_producers(self, now: int | None = None) -> int:
         """Forget producers idle for producer.id.expiration.ms (Kafka: PeriodicProducerExpirationCheck)."""

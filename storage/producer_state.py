@@ -535,9 +535,14 @@ class ProducerStateManager:
     def first_unstable_offset(self) -> int | None:
         return min(self.ongoing_txns) if self.ongoing_txns else None
 
-    def has_ongoing_transaction(self, producer_id: int) -> bool:
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        """Whether the producer has a transaction open here, of `producer_epoch` when given (Kafka's
+        UnifiedLog.hasOngoingTransaction(producerId, producerEpoch)): with transactions v2 the next
+        transaction comes with the epoch its predecessor's end bumped, possibly before that
+        predecessor's marker is written here, and must be verified with the coordinator then."""
         entry = self.producers.get(producer_id)
-        return entry is not None and entry.current_txn_first_offset is not None
+        return entry is not None and entry.current_txn_first_offset is not None and (
+            producer_epoch is None or entry.producer_epoch == producer_epoch)
 
     @property
     def is_empty(self) -> bool:

@@ -258,7 +258,7 @@ def _verify_offsets_partition(ctx: RequestContext, req: txn_offset_commit.TxnOff
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     topic, partition = coord.offsets_partition(req.group_id)
     part = ctx.services.replica_manager.get_partition(topic, partition)
-    if part is not None and part.has_ongoing_transaction(req.producer_id):
+    if part is not None and part.has_ongoing_transaction(req.producer_id, req.producer_epoch):
         return ErrorCode.NONE
     if ctx.version >= 5:
         # transactions v2: the commit adds the partition, as AddOffsetsToTxn did (KIP-890 part 2)

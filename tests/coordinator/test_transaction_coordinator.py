@@ -89,7 +89,7 @@ def test_produce_check_without_a_coordinator_asks_the_client_to_retry(tmp_path):
     records = txn_batch(5, 0)
 
     class NoTxn:
-        def has_ongoing_transaction(self, pid: int) -> bool:
+        def has_ongoing_transaction(self, pid: int, epoch: int | None = None) -> bool:
             return False
 
     with pytest.raises(KafkaError) as e:

@@ -172,8 +172,10 @@ def test_partitions_must_be_added_before_transactional_writes(kafka_broker_modul
         assert add_partitions(c, tid, pid, epoch, [(topic, 0)]) == {(topic, 0): 0}
         assert send(c, topic, None, pid, epoch, 0).error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         assert send(c, topic, tid, pid, epoch, 0).error_code == 0
-        # a new epoch must start at sequence 0 (the partition's producer state, not the coordinator)
-        assert send(c, topic, tid, pid, epoch + 1, 1).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        # another epoch than the open transaction's is a new transaction, verified with the coordinator
+        # first (Kafka 4.4's UnifiedLog.hasOngoingTransaction(producerId, producerEpoch)), which has
+        # never heard of epoch + 1: PRODUCER_FENCED, answered to a Produce as INVALID_PRODUCER_EPOCH
+        assert send(c, topic, tid, pid, epoch + 1, 1).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
         assert add_partitions(c, tid, pid, epoch + 1, [(topic, 0)]) == {(topic, 0): ErrorCode.PRODUCER_FENCED}
         assert add_partitions(c, tid, pid, epoch + 1, [(topic, 0)], version=1) == {
             (topic, 0): ErrorCode.INVALID_PRODUCER_EPOCH}

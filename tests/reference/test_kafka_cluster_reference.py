@@ -31,12 +31,20 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
   follower SIGSTOP'ed, the nearest a single host gets without iptables), min.insync.replicas 3:
   out of the ISR, an acks=all write answers NOT_ENOUGH_REPLICAS; healed, back in the ISR and the
   write goes (issue 32).
+- a transaction over three partitions led by three brokers (confluent-kafka: transactions v1; the
+  Java 4.4 client, tools/java/TxnFailover.java: v2), committed, then one aborted and one committed
+  each after kill -9 of its coordinator (the leader of the id's __transaction_state partition, RF
+  3, min ISR 2, Kafka's defaults): read_committed reads only the committed records, the markers
+  are on every replica with the epochs Kafka gives them (kafka-dump-log), and the same id commits
+  again with a bumped epoch, fencing the first producer.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import queue
+import re
 import subprocess
 import threading
 import time
@@ -46,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -57,6 +65,7 @@ from confluent_kafka.admin import (
 )
 
 from minibroker.cluster_testing import ClusterOps, poll
+from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.testing import Cluster
 from reference import kafka_reference as kr
 from reference.kafka_cluster import KafkaCluster
@@ -64,7 +73,9 @@ from reference.kafka_cluster import KafkaCluster
 LEADER_IMBALANCE_CHECK_S = 3  # Kafka's default is 300 s
 UNCLEAN_CHECK_MS = 2000  # Kafka's internal unclean.leader.election.interval.ms, 5 min by default
 OVERRIDES = {"leader.imbalance.check.interval.seconds": LEADER_IMBALANCE_CHECK_S,
-             "unclean.leader.election.interval.ms": UNCLEAN_CHECK_MS}
+             "unclean.leader.election.interval.ms": UNCLEAN_CHECK_MS,
+             # Kafka's default (minibroker's is 1, for its one-node broker): the failover test's log
+             "transaction.state.log.min.isr": 2}
 
 
 @pytest.fixture(scope="module", params=["minibroker", "kafka"])
@@ -578,3 +589,224 @@ def test_a_throttled_reassignment_is_held_to_its_rate_and_verify_clears_it(heale
     assert f"Clearing topic-level throttles on topic {topic}" in verify, verify
     assert "throttled" not in tool("kafka-configs", "--describe", "--entity-type", "topics", "--entity-name", topic)
     assert consume(c, topic, 1500) == [value] * 1500
+
+
+TXN_STATE_PARTITIONS = 50  # transaction.state.log.num.partitions, Kafka's default on both
+
+
+def _dump(c: ClusterOps, topic: str, partition: int, node: int) -> list[tuple[int, str, int, int]]:
+    """(offset, payload or COMMIT/ABORT, producer epoch, coordinator epoch or -1) of every record in
+    the partition's segments on the broker's disk, as Kafka's kafka-dump-log prints them."""
+    d = c.brokers[node].data_dir / f"{topic}-{partition}"  # type: ignore[attr-defined]
+    files = sorted(d.glob("*.log"))
+    out = kr.run_tool("kafka-dump-log", ["--files", ",".join(map(str, files)), "--print-data-log"],
+                      timeout=180, check=True).stdout
+    records: list[tuple[int, str, int, int]] = []
+    epoch = -1
+    for line in out.splitlines():
+        fields = dict(re.findall(r"(\w+): (\S+)", line))
+        if line.startswith("baseOffset:"):
+            epoch = int(fields["producerEpoch"])
+        elif line.startswith("| offset:"):
+            what = fields.get("endTxnMarker") or fields["payload"]
+            records.append((int(fields["offset"]), what, epoch, int(fields.get("coordinatorEpoch", -1))))
+    return records
+
+
+def _read_committed(c: ClusterOps, topic: str, partition: int, expected: int) -> tuple[list[bytes], int]:
+    """What a read_committed consumer reads of the partition (bounded by `expected` and a deadline),
+    and its last stable offset (ListOffsets READ_COMMITTED)."""
+    consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": f"g-{uuid.uuid4()}",
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    out: list[bytes] = []
+    deadline = time.monotonic() + 120
+    try:
+        while len(out) < expected and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                out.append(m.value())
+        for _ in range(4):  # nothing more comes (an aborted record would)
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                out.append(m.value())
+        lso = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)[1]
+    finally:
+        consumer.close()
+    return out, lso
+
+
+class _ConfluentTxn:
+    """confluent-kafka's transactional producer (librdkafka: transactions v1)."""
+
+    version = 1
+
+    def __init__(self, c: ClusterOps, tid: str, topic: str) -> None:
+        self.topic = topic
+        self.p = Producer({"bootstrap.servers": c.bootstrap, "transactional.id": tid, "linger.ms": 0})
+
+    def init(self) -> None:
+        self.p.init_transactions(120)
+
+    def write(self, tag: str) -> None:
+        """Begin a transaction and write one record to each of the topic's three partitions."""
+        self.p.begin_transaction()
+        for part in range(3):
+            self.p.produce(self.topic, value=f"{tag}{part}".encode(), partition=part)
+        assert self.p.flush(120) == 0
+
+    def end(self, outcome: str) -> None:
+        (self.p.abort_transaction if outcome == "abort" else self.p.commit_transaction)(180)
+
+    def fenced(self) -> str:
+        """A transaction after another producer of the id initialised: what its commit raises."""
+        self.p.begin_transaction()
+        self.p.produce(self.topic, value=b"zombie", partition=0)
+        with pytest.raises(KafkaException) as e:
+            self.p.commit_transaction(60)
+        assert e.value.args[0].fatal(), e.value
+        return str(e.value)
+
+    def close(self) -> None:
+        self.p.flush(0)
+
+
+class _JavaTxn:
+    """The Java 4.4 client's transactional producer (tools/java/TxnFailover.java, one step a line on
+    its stdin; transactions v2 on both clusters)."""
+
+    version = 2
+    SOURCE = Path(__file__).resolve().parents[2] / "tools" / "java" / "TxnFailover.java"
+
+    def __init__(self, c: ClusterOps, tid: str, topic: str) -> None:
+        java = kr.java_executable() or "java"
+        self.proc = subprocess.Popen([java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
+                                      f"{kr.libs_dir()}/*", str(self.SOURCE), c.bootstrap, tid, topic],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        assert self._answer(180) == "READY"
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.strip())
+        self.lines.put(f"EXIT {self.proc.wait()}")  # a failed start (compilation) answers at once
+
+    def _answer(self, timeout: float) -> str:
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"TxnFailover answered nothing in {timeout:.0f} s") from None
+
+    def step(self, command: str, timeout: float = 240) -> str:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        return self._answer(timeout)
+
+    def init(self) -> None:
+        assert self.step("init") == "OK init"
+
+    def write(self, tag: str) -> None:
+        assert self.step(f"write {tag}") == f"OK write {tag}"
+
+    def end(self, outcome: str) -> None:
+        assert self.step(outcome) == f"OK {outcome}"
+
+    def fenced(self) -> str:
+        self.step("write zombie")  # the send may fail at once or only the commit
+        answer = self.step("commit")
+        assert answer.startswith("FAIL commit "), answer
+        return answer
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+
+
+TXN_CLIENTS: dict[str, Callable[[ClusterOps, str, str], _ConfluentTxn | _JavaTxn]] = {
+    "confluent-kafka": _ConfluentTxn, "java-4.4": _JavaTxn}
+
+
+@pytest.mark.timeout(900)  # two broker restarts and a JVM tool per replica on a loaded machine
+@pytest.mark.parametrize("client", list(TXN_CLIENTS))
+def test_a_transaction_over_brokers_committed_and_aborted_across_a_coordinator_failover(healed: ClusterOps,
+                                                                                        client: str) -> None:
+    """A transactional producer (confluent-kafka; the Java 4.4 client) writes to three partitions
+    led by three brokers: one transaction committed; then twice a transaction begun and written,
+    the broker leading the transactional id's __transaction_state partition (RF 3, min ISR 2)
+    killed with kill -9 (it also leads one of the three partitions), and the transaction ended at
+    the new coordinator, aborted the first time, committed the second; the killed broker is started
+    again and catches up. A read_committed consumer sees only the committed records, the last
+    stable offset passes the markers in every partition; a new producer of the same id commits
+    with a higher epoch and fences the first. On every replica, kafka-dump-log shows the same
+    records and markers, each ending after a failover written by the new coordinator (a higher
+    coordinator epoch)."""
+    if client == "java-4.4" and not kr.java_executable():
+        pytest.skip("REFERENCE BROKER UNAVAILABLE: no Java")
+    c = healed
+    topic = f"txn-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=3, replica_assignment=[[1, 2, 3], [2, 3, 1], [3, 1, 2]],
+                                  config={"min.insync.replicas": "2"})])[topic].result(60)
+    for part in range(3):
+        c.wait_for_isr(topic, part, [1, 2, 3])
+        assert c.wait_for_leader(topic, part, part + 1) == part + 1
+    tid = f"tx-{topic}"
+    state = partition_for(tid, TXN_STATE_PARTITIONS)
+    p = TXN_CLIENTS[client](c, tid, topic)
+    again = None
+    try:
+        p.init()
+        c.wait_for_isr("__transaction_state", state, [1, 2, 3], timeout=120)
+        p.write("c")
+        p.end("commit")
+        committed = ["c"]
+        for outcome, tag in (("abort", "x"), ("commit", "y")):
+            p.write(tag)
+            coordinator = c.leader("__transaction_state", state)
+            c.stop_broker(coordinator, kill=True)
+            c.wait_for_leader("__transaction_state", state, lambda n, dead=coordinator: n != dead, timeout=90)
+            p.end(outcome)  # at the new coordinator, which loaded the transaction as Ongoing
+            committed += [tag] if outcome == "commit" else []
+            end = 4 if outcome == "abort" else 6  # c COMMIT x ABORT (y COMMIT)
+            for part in range(3):
+                got = _read_committed(c, topic, part, len(committed))
+                assert got == ([f"{t}{part}".encode() for t in committed], end), (
+                    outcome, part, {n: _dump(c, topic, part, n) for n in (1, 2, 3)})
+            c.start_broker(coordinator)
+            for part in range(3):
+                c.wait_for_isr(topic, part, [1, 2, 3], timeout=120)
+            c.wait_for_isr("__transaction_state", state, [1, 2, 3], timeout=120)
+        again = TXN_CLIENTS[client](c, tid, topic)
+        again.init()
+        again.write("n")
+        again.end("commit")
+        p.fenced()  # the first producer is fenced by the second's epoch
+    finally:
+        for producer in (p, again):
+            if producer is not None:
+                producer.close()
+    for part in range(3):
+        assert _read_committed(c, topic, part, 3) == ([f"{t}{part}".encode() for t in "cyn"], 8), part
+        dumps = poll(lambda part=part: (d := {n: _dump(c, topic, part, n) for n in (1, 2, 3)})
+                     and len({str(v) for v in d.values()}) == 1 and d,
+                     f"{topic}-{part} the same on every replica", 120, interval=2)
+        assert [(r[0], r[1]) for r in dumps[1]] == [
+            (0, f"c{part}"), (1, "COMMIT"), (2, f"x{part}"), (3, "ABORT"), (4, f"y{part}"), (5, "COMMIT"),
+            (6, f"n{part}"), (7, "COMMIT")], dumps[1]
+        c0, commit, x0, abort, y0, commit_y, n0, commit_n = (r[2] for r in dumps[1])
+        if p.version == 1:  # one producer epoch per producer, the new one's higher
+            assert c0 == commit == x0 == abort == y0 == commit_y < n0 == commit_n, dumps[1]
+        else:  # KIP-890: every transaction's end bumps the epoch, its markers carry the new one
+            assert c0 < commit == x0 < abort == y0 < commit_y < n0 < commit_n, dumps[1]
+        # each ending after a failover written by a coordinator of a newer epoch
+        assert dumps[1][1][3] < dumps[1][3][3] < dumps[1][5][3] <= dumps[1][7][3], dumps[1]

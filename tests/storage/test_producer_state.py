@@ -344,3 +344,15 @@ def test_retries_never_duplicate_or_reorder_records(tmp_path_factory, plan):
     assert [s for s, _ in seqs] == [s for s, _, _ in sent]
     assert sum(c for _, c in seqs) == seq == lg.log_end_offset
     lg.close()
+
+
+def test_an_open_transaction_is_one_of_the_producers_current_epoch(tmp_path):
+    """UnifiedLog.hasOngoingTransaction(producerId, producerEpoch): with transactions v2 the next
+    transaction comes with the epoch the last one's end bumped, maybe before that one's marker is
+    written here; it is a new transaction (verified with the coordinator), not the open one."""
+    lg = open_log(tmp_path / "t-0")
+    lg.append_as_leader(pbatch(1, 0, pid=1, epoch=3, txn=True))
+    assert lg.has_ongoing_transaction(1) and lg.has_ongoing_transaction(1, 3)
+    assert not lg.has_ongoing_transaction(1, 4) and not lg.has_ongoing_transaction(2, 3)
+    lg.append_as_leader(marker(ControlType.COMMIT, pid=1, epoch=4), origin=AppendOrigin.COORDINATOR)
+    assert not lg.has_ongoing_transaction(1, 4) and not lg.has_ongoing_transaction(1)

@@ -582,7 +582,7 @@ def check_transactional_produce(coordinator: TransactionCoordinator | None, tran
         raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, "Transactional records contained more than one "
                                                                 "producer ID")
     ((pid, epoch),) = txn_producers
-    if lg.has_ongoing_transaction(pid):
+    if lg.has_ongoing_transaction(pid, epoch):  # a bumped epoch (v2): a new transaction, verified
         return
     code: int
     if remote is not None:
