@@ -209,19 +209,23 @@ def _mm2_config(bootstrap: str) -> dict[str, str]:
 
 
 def _read_all(bootstrap: str, topic: str, until: Callable[[list[Any]], bool], log: Path) -> list[Any]:
-    """Every record of `topic` (key, value) from the beginning, read again until `until` holds."""
+    """The records of `topic` (key, value) from the beginning up to its high watermark when read
+    (heartbeats never stop coming), read again until `until` holds."""
     def read() -> list[Any] | None:
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
                       "auto.offset.reset": "earliest", "enable.auto.commit": False})
         try:
-            c.subscribe([topic])
+            try:
+                _, end = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+            except Exception:  # the topic is not there yet
+                return None
+            c.assign([TopicPartition(topic, 0, 0)])
             got: list[Any] = []
-            idle = time.monotonic() + 8
-            while time.monotonic() < idle:
+            deadline = time.monotonic() + 30
+            while len(got) < end and time.monotonic() < deadline:
                 m = c.poll(0.5)
                 if m is not None and m.error() is None:
                     got.append((m.key(), m.value()))
-                    idle = time.monotonic() + 3
         finally:
             c.close()
         return got if until(got) else None
