@@ -5,7 +5,10 @@ config, offset and status topics as Connect wants them (compacted; 1, 25 and 5 p
 the FileStream source and sink connectors are driven through Connect's REST API as an operator
 does: create, pause (nothing flows), resume, restart a task, read the connectors' offsets
 (KIP-875), delete. The lines the sink wrote, the records of the topic and both connectors'
-offsets are the same on the two brokers.
+offsets are the same on the two brokers. Then MirrorMaker 2's three connectors (connect-mirror)
+run in the same workers, each mirroring its broker to itself (src -> tgt): the mirrored records,
+the group's checkpoint, the heartbeats' key, the connector states and the source connector's
+offsets are the same on the two brokers, and pause, resume, task restart and delete work on them.
 """
 
 from __future__ import annotations
