@@ -1,5 +1,6 @@
 """A Kafka Connect distributed worker (`connect-distributed.sh`) from its own pinned jars,
-reference/connect/pom.xml: connect-runtime with the FileStream connectors (issue 35).
+reference/connect/pom.xml: connect-runtime with the FileStream connectors and MirrorMaker 2's
+connectors (connect-mirror) on its class path (issue 35).
 
 connect-file stops at 4.3.1 on Maven Central and its classes do not load on the 4.4.0 runtime, so
 the worker runs from one consistent 4.3.1 set in its own cache directory (as MirrorMaker 2 does,
@@ -71,7 +72,7 @@ def fetch() -> Path:
     shutil.rmtree(libs, ignore_errors=True)
     r = subprocess.run([mvn, "-q", "-B", "-Dstyle.color=never", "-f", str(POM), f"-Dconnect.libs={libs}",
                         "dependency:copy-dependencies"], capture_output=True, text=True)
-    if r.returncode != 0 or not any(libs.glob("connect-file-*.jar")):
+    if r.returncode != 0 or not any(libs.glob("connect-file-*.jar")) or not any(libs.glob("connect-mirror-*.jar")):
         raise RuntimeError(f"mvn failed ({r.returncode}):\n{r.stdout}{r.stderr}")
     (libs / _STAMP).write_text(f"{version()} {_digest()}\n")
     return libs

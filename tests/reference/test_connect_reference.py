@@ -5,7 +5,10 @@ config, offset and status topics as Connect wants them (compacted; 1, 25 and 5 p
 the FileStream source and sink connectors are driven through Connect's REST API as an operator
 does: create, pause (nothing flows), resume, restart a task, read the connectors' offsets
 (KIP-875), delete. The lines the sink wrote, the records of the topic and both connectors'
-offsets are the same on the two brokers.
+offsets are the same on the two brokers. Then MirrorMaker 2's three connectors (connect-mirror)
+run in the same workers, each mirroring its broker to itself (src -> tgt): the mirrored records,
+the group's checkpoint, the heartbeats' key, the connector states and the source connector's
+offsets are the same on the two brokers, and pause, resume, task restart and delete work on them.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from minibroker_protocol.apis import describe_configs, metadata
 from reference import connect_worker as cw
@@ -184,3 +188,110 @@ def test_file_connectors_through_rest(workers: tuple[Worker, Worker]) -> None:
     assert m["source_offsets"] == k["source_offsets"]
     assert m["sink_offsets"] == k["sink_offsets"]
     assert m["internal_topics"] == k["internal_topics"] == {n: (p, "compact") for n, p in INTERNAL.items()}
+
+
+# MirrorMaker 2's connectors inside the same workers (KIP-382 "running MM2 in a Connect cluster"):
+# each worker mirrors its own broker to itself under the aliases src -> tgt, so that the run on
+# minibroker (source and target) and the run on Kafka (source and target) are compared as a whole.
+MM2_TOPIC, MM2_GROUP = "mm2-in", "mm2-group"
+MM2_RECORDS, MM2_COMMITTED = 30, 20
+MIRROR = "org.apache.kafka.connect.mirror."
+
+
+def _mm2_config(bootstrap: str) -> dict[str, str]:
+    return {"source.cluster.alias": "src", "target.cluster.alias": "tgt",
+            "source.cluster.bootstrap.servers": bootstrap, "target.cluster.bootstrap.servers": bootstrap,
+            "key.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+            "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+            "tasks.max": "1", "replication.factor": "1", "offset-syncs.topic.replication.factor": "1",
+            "checkpoints.topic.replication.factor": "1", "heartbeats.topic.replication.factor": "1",
+            "sync.topic.acls.enabled": "false", "offset.lag.max": "0",
+            "emit.checkpoints.interval.seconds": "1", "emit.heartbeats.interval.seconds": "1",
+            "refresh.groups.interval.seconds": "2", "refresh.topics.interval.seconds": "600",
+            "sync.group.offsets.enabled": "false"}
+
+
+def _read_all(bootstrap: str, topic: str, until: Callable[[list[Any]], bool], log: Path) -> list[Any]:
+    """The records of `topic` (key, value) from the beginning up to its high watermark when read
+    (heartbeats never stop coming), read again until `until` holds."""
+    def read() -> list[Any] | None:
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
+                      "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        try:
+            try:
+                _, end = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+            except Exception:  # the topic is not there yet
+                return None
+            c.assign([TopicPartition(topic, 0, 0)])
+            got: list[Any] = []
+            deadline = time.monotonic() + 30
+            while len(got) < end and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is not None and m.error() is None:
+                    got.append((m.key(), m.value()))
+        finally:
+            c.close()
+        return got if until(got) else None
+    return _until(f"records of {topic}", read, log)
+
+
+def _mm2_scenario(w: Worker) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    p = Producer({"bootstrap.servers": w.bootstrap})
+    for i in range(MM2_RECORDS):
+        p.produce(MM2_TOPIC, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0)
+    assert p.flush(60) == 0
+    c = Consumer({"bootstrap.servers": w.bootstrap, "group.id": MM2_GROUP, "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition(MM2_TOPIC, 0, MM2_COMMITTED)], asynchronous=False)
+    c.close()
+
+    cfg = _mm2_config(w.bootstrap)
+    for name, extra in (("mirror-source", {"topics": MM2_TOPIC}), ("mirror-checkpoint", {"groups": MM2_GROUP}),
+                        ("mirror-heartbeat", {})):
+        cls = MIRROR + {"mirror-source": "MirrorSourceConnector", "mirror-checkpoint": "MirrorCheckpointConnector",
+                        "mirror-heartbeat": "MirrorHeartbeatConnector"}[name]
+        code, body = w.rest("POST", "/connectors", {"name": name, "config": {"connector.class": cls, **cfg, **extra}})
+        assert code == 201, body
+    names = ("mirror-source", "mirror-checkpoint", "mirror-heartbeat")
+    w.until("the MM2 connectors running",
+            lambda: all(w.state(n) == ("RUNNING", ["RUNNING"]) for n in names))
+    seen["states"] = [w.state(n) for n in names]
+    seen["mirrored"] = _read_all(w.bootstrap, f"src.{MM2_TOPIC}", lambda r: len(r) >= MM2_RECORDS, w.log)
+    # A checkpoint's key is (group, topic, partition) and its value (upstream, downstream offsets,
+    # metadata), Checkpoint in connect-mirror-client: the last one for our group says where the
+    # group would resume on the target.
+    seen["checkpoint"] = _read_all(w.bootstrap, "src.checkpoints.internal",
+                                   lambda r: any(MM2_GROUP.encode() in (k or b"") for k, _ in r), w.log)[-1]
+    hb = _read_all(w.bootstrap, "heartbeats", lambda r: len(r) >= 2, w.log)
+    seen["heartbeat_keys"] = sorted({k for k, _ in hb})
+
+    def offsets() -> Any:
+        code, body = w.rest("GET", "/connectors/mirror-source/offsets")
+        if code != 200:
+            return None
+        got = [o for o in body["offsets"] if o["partition"].get("topic") == MM2_TOPIC]
+        return got if got and got[0]["offset"].get("offset") == MM2_RECORDS - 1 else None
+    seen["source_offsets"] = w.until("mirror-source offsets", offsets)
+
+    assert w.rest("PUT", "/connectors/mirror-source/pause")[0] == 202
+    w.until("mirror-source paused", lambda: w.state("mirror-source") == ("PAUSED", ["PAUSED"]))
+    assert w.rest("PUT", "/connectors/mirror-source/resume")[0] == 202
+    code, body = w.rest("POST", "/connectors/mirror-source/tasks/0/restart")
+    assert code in (200, 204), body
+    w.until("mirror-source running again", lambda: w.state("mirror-source") == ("RUNNING", ["RUNNING"]))
+    for n in names:
+        assert w.rest("DELETE", f"/connectors/{n}")[0] == 204
+    w.until("no connectors", lambda: w.rest("GET", "/connectors") == (200, []))
+    return seen
+
+
+@pytest.mark.timeout(1200)  # three MM2 connectors per worker, their topics created and filled
+def test_mirror_maker_connectors_through_rest(workers: tuple[Worker, Worker]) -> None:
+    with ThreadPoolExecutor(2) as pool:
+        k, m = pool.map(_mm2_scenario, workers)
+    assert m["states"] == k["states"] == [("RUNNING", ["RUNNING"])] * 3
+    want = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(MM2_RECORDS)]
+    assert m["mirrored"] == k["mirrored"] == want
+    assert m["checkpoint"] == k["checkpoint"]
+    assert m["heartbeat_keys"] == k["heartbeat_keys"] and len(m["heartbeat_keys"]) == 1
+    assert m["source_offsets"] == k["source_offsets"]
