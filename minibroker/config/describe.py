@@ -14,7 +14,7 @@ from enum import IntEnum
 
 from minibroker.config.broker import BrokerConfig
 from minibroker.config.definitions import ConfigError, ConfigSource, ConfigType, ConfigValue, format_value
-from minibroker.config.keys import _BROKER_SYNONYMS, BROKER_CONFIGS, TOPIC_CONFIGS
+from minibroker.config.keys import _BROKER_SYNONYMS, BROKER_CONFIGS, TOPIC_CONFIGS, UNDESCRIBED_BROKER_KEYS
 from minibroker.config.topic import _parsed_overrides, validate_topic_config
 
 
@@ -138,7 +138,7 @@ def describe_topic_config(broker: BrokerConfig, overrides: Mapping[str, ConfigVa
 def describe_broker_config(broker: BrokerConfig) -> list[ConfigEntry]:
     """Every broker key as DescribeConfigs reports it for this broker's id, sorted by name."""
     entries = []
-    for name in sorted(BROKER_CONFIGS):
+    for name in sorted(BROKER_CONFIGS.keys() - UNDESCRIBED_BROKER_KEYS):
         key = BROKER_CONFIGS[name]
         value = broker.value(name)
         if name == "cluster.id":

@@ -627,7 +627,8 @@ _BROKER_KEYS += [
             "Delay of a new streams group's first assignment (the group config "
             "streams.initial.rebalance.delay.ms overrides it).", AtLeast(0)),
     _broker("group.streams.assignment.interval.ms", "int", 1000,
-            "Shown as Kafka's streams.assignment.interval.ms default; targets are computed at once here.", AtLeast(0)),
+            "Shown as Kafka's streams.assignment.interval.ms default; targets are computed at once here.", AtLeast(0),
+            dynamic=True),  # a dynamic broker key in Kafka 4.4 (DynamicGroupConfig)
     _broker("group.streams.min.assignment.interval.ms", "int", 0,
             "Smallest streams.assignment.interval.ms a streams group's GROUP config may set.", AtLeast(0)),
     _broker("group.streams.max.assignment.interval.ms", "int", 15000,
@@ -689,6 +690,12 @@ KAFKA_KEYS_WITHOUT_EFFECT = frozenset(k.name for k in _ACCEPTED)
 
 TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _TOPIC_KEYS}
 BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in _BROKER_KEYS}
+# Kafka 4.4 defines these as internal (ConfigDef.defineInternal in GroupCoordinatorConfig): read
+# and validated, never described; ours likewise (minibroker.config.describe)
+UNDESCRIBED_BROKER_KEYS = frozenset({
+    "group.streams.assignor.offload.enable", "group.streams.task.offset.interval.ms",
+    "group.streams.min.task.offset.interval.ms", "group.streams.num.warmup.replicas",
+    "group.streams.max.warmup.replicas", "group.streams.acceptable.recovery.lag"})
 
 # Broker synonyms given in a coarser unit (Kafka's ConfigSynonym converters).
 _SYNONYM_SCALE = {
