@@ -20,11 +20,10 @@ from kafka.admin import NewTopic as KNewTopic
 
 from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.coordinator.share.share_coordinator_shard import coordinator_key
-from minibroker_protocol.apis import find_coordinator, read_share_group_state, write_share_group_state
 from minibroker_protocol.errors import ErrorCode
-from tests.integration.helpers import RawClient
 
 from .cluster_helpers import MiniCluster, partitions_of, wait_until
+from .share_state_helpers import read_state, share_coordinator, write_state
 
 
 def _consume(c: Consumer, count: int, rounds: int = 300) -> list[bytes]:
@@ -127,38 +126,6 @@ def test_a_transaction_over_partitions_led_by_different_brokers(mini_cluster: Mi
     assert _read_committed(c.bootstrap, "tb", 2) == [b"b1", b"b2"]
 
 
-def _share_coordinator(bootstrap: str, key: str) -> tuple[int, str]:
-    """FindCoordinator v6, key type SHARE: (node id, "host:port") of the key's share coordinator."""
-    F = find_coordinator.REQUEST
-    with RawClient(bootstrap.split(",")[0]) as raw:
-        resp = raw.call(find_coordinator.API, 6, F(key_type=2, coordinator_keys=[key]))
-    co = resp.coordinators[0]
-    assert co.error_code == ErrorCode.NONE, co
-    return co.node_id, f"{co.host}:{co.port}"
-
-
-def _write_state(bootstrap: str, group: str, tid: uuid.UUID, batches: list[tuple[int, int, int, int]],
-                 start: int) -> int:
-    W = write_share_group_state.REQUEST
-    with RawClient(bootstrap) as raw:
-        resp = raw.call(write_share_group_state.API, 1, W(group_id=group, topics=[W.WriteStateData(
-            topic_id=tid, partitions=[W.PartitionData(
-                partition=0, state_epoch=1, leader_epoch=0, start_offset=start, state_batches=[
-                    W.StateBatch(first_offset=f, last_offset=last, delivery_state=s, delivery_count=n)
-                    for f, last, s, n in batches])])]))
-    return int(resp.results[0].partitions[0].error_code)
-
-
-def _read_state(bootstrap: str, group: str, tid: uuid.UUID) -> tuple[int, int, list[tuple[int, int, int, int]]]:
-    R = read_share_group_state.REQUEST
-    with RawClient(bootstrap) as raw:
-        resp = raw.call(read_share_group_state.API, 0, R(group_id=group, topics=[R.ReadStateData(
-            topic_id=tid, partitions=[R.PartitionData(partition=0, leader_epoch=-1)])]))
-    p = resp.results[0].partitions[0]
-    return p.error_code, p.start_offset, [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
-                                          for b in p.state_batches]
-
-
 def test_share_coordinator_killed_the_state_is_read_from_the_new_one(mini_cluster: MiniCluster) -> None:
     """The share coordinator APIs between brokers (issue 29, KIP-932): the state a share-partition
     leader writes to the leader of the key's __share_group_state partition (RF 3) is read back
@@ -167,28 +134,28 @@ def test_share_coordinator_killed_the_state_is_read_from_the_new_one(mini_cluste
     c = mini_cluster
     group, tid = "sg-kraft", uuid.uuid4()
     key = coordinator_key((group, tid, 0))
-    coordinator, address = wait_until(lambda: _share_coordinator(c.bootstrap, key),
+    coordinator, address = wait_until(lambda: share_coordinator(c.bootstrap, key),
                                       "the share coordinator of the key")
     state_partition = partition_for(key, 50)
     wait_until(lambda: len(partitions_of(c, coordinator, "__share_group_state")[state_partition][2]) == 3 or None,
                "every replica of the state partition in its ISR")
     batches = [(0, 4, 2, 1), (5, 7, 1, 1)]  # 0-4 acknowledged, 5-7 acquired
-    assert wait_until(lambda: _write_state(address, group, tid, batches, 0) == ErrorCode.NONE or None,
+    assert wait_until(lambda: write_state(address, group, tid, batches, 0) == ErrorCode.NONE or None,
                       "the first write (the coordinator loads the new partition)")
     other = next(n for n in c.brokers if n != coordinator)
-    assert _write_state(c.brokers[other].bootstrap, group, tid, batches, 0) == ErrorCode.NOT_COORDINATOR
-    assert _read_state(address, group, tid) == (ErrorCode.NONE, 0, batches)
+    assert write_state(c.brokers[other].bootstrap, group, tid, batches, 0) == ErrorCode.NOT_COORDINATOR
+    assert read_state(address, group, tid) == (ErrorCode.NONE, 0, batches)
     c.kill(coordinator)
     others = [n for n in c.brokers if n != coordinator]
     bootstrap = ",".join(c.brokers[n].bootstrap for n in others)
 
     def moved() -> tuple[int, str] | None:
-        node, addr = _share_coordinator(bootstrap, key)
+        node, addr = share_coordinator(bootstrap, key)
         return (node, addr) if node in others else None
 
     new, new_address = wait_until(moved, "a new share coordinator of the key")
     # The new leader answers COORDINATOR_LOAD_IN_PROGRESS until it has replayed the partition, then
     # exactly what was written (Kafka's ShareCoordinator keeps the state as its share-partition
     # leader wrote it; that leader, on another broker, releases acquired records when it reloads)
-    wait_until(lambda: _read_state(new_address, group, tid) == (ErrorCode.NONE, 0, batches) or None,
+    wait_until(lambda: read_state(new_address, group, tid) == (ErrorCode.NONE, 0, batches) or None,
                "the state read from the new coordinator")

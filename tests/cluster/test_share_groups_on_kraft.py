@@ -31,7 +31,7 @@ from reference import kafka_reference as kr
 from tests.reference.share_clients import accept, consumer, produce
 
 from .cluster_helpers import MiniCluster, partitions_of, wait_until
-from .test_coordinators_on_kraft import _read_state, _share_coordinator
+from .share_state_helpers import read_state, share_coordinator
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -89,7 +89,7 @@ def test_share_partition_leader_killed_held_records_come_back(mini_cluster: Mini
     # a group whose share coordinator of sqk-0 is on another broker than the share-partition leader:
     # only the leader dies here (both at once is not tested)
     group = next(g for g in (f"sgk{i}" for i in range(50))
-                 if _share_coordinator(c.bootstrap, coordinator_key((g, tid, 0)))[0] != leader)
+                 if share_coordinator(c.bootstrap, coordinator_key((g, tid, 0)))[0] != leader)
     first = consumer(c.bootstrap, group, "sqk", 5)
     seen: list[tuple[int, int, int]] = []
     try:
@@ -103,8 +103,8 @@ def test_share_partition_leader_killed_held_records_come_back(mini_cluster: Mini
         held_offsets = {o for _, o, _ in held}
         assert held_offsets and not held_offsets & accepted
         assert partitions_of(c, 1, "sqk")[0][0] == leader
-        coordinator, address = _share_coordinator(c.bootstrap, coordinator_key((group, tid, 0)))
-        before = _read_state(address, group, tid)  # what the share coordinator holds at the kill
+        coordinator, address = share_coordinator(c.bootstrap, coordinator_key((group, tid, 0)))
+        before = read_state(address, group, tid)  # what the share coordinator holds at the kill
         c.kill(leader)
     finally:
         first.close()
@@ -133,7 +133,7 @@ def test_share_coordinator_killed_the_group_goes_on(mini_cluster: MiniCluster) -
     tid = _topic(c, "sqc", 1)
     group = "sgc"
     key = coordinator_key((group, tid, 0))
-    coordinator, _ = _share_coordinator(c.bootstrap, key)
+    coordinator, _ = share_coordinator(c.bootstrap, key)
     state_partition = partition_for(key, 50)
     first = consumer(c.bootstrap, group, "sqc", 5)
     seen: list[tuple[int, int, int]] = []
@@ -150,7 +150,7 @@ def test_share_coordinator_killed_the_group_goes_on(mini_cluster: MiniCluster) -
     c.kill(coordinator)
     others = [n for n in c.brokers if n != coordinator]
     bootstrap = ",".join(c.brokers[n].bootstrap for n in others)
-    wait_until(lambda: (_share_coordinator(bootstrap, key)[0] in others) or None, "a new share coordinator")
+    wait_until(lambda: (share_coordinator(bootstrap, key)[0] in others) or None, "a new share coordinator")
     second = consumer(bootstrap, group, "sqc", 10)
     after: list[tuple[int, int, int]] = []
     try:

@@ -390,6 +390,9 @@ def test_leadership_moves_between_the_kinds_and_nothing_is_lost(kafka_controller
     from confluent_kafka import Consumer, Producer, TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
 
+    # a controller of its own: the module's has the other tests' __consumer_offsets, led by brokers
+    # gone since, so the group would find no coordinator (a module run waited 240 s for one)
+    kafka_controller = fresh_kafka_controller
     ours_dir, port = tmp_path / "minibroker-1", free_port()
     _format_minibroker(kafka_controller, tmp_path, ours_dir, port)
     log = tmp_path / "minibroker.log"
@@ -944,7 +947,7 @@ class _Events:
 
 
 @pytest.mark.timeout(600)  # a Kafka broker, two Java clients and six tool JVMs on a loaded machine
-def test_the_java_client_produces_and_consumes_through_leader_moves_between_the_kinds(kafka_controller, tmp_path):
+def test_the_java_client_produces_and_consumes_through_leader_moves_between_the_kinds(fresh_kafka_controller, tmp_path):
     """kafka-verifiable-producer (the Java 4.4 client: acks=all, idempotent, retries unbounded) and a
     kafka-verifiable-consumer group run while the partition's leader moves Kafka -> minibroker -> Kafka
     (reassignment reorder + preferred election). Every acknowledged record is in the log once, in the
@@ -952,6 +955,9 @@ def test_the_java_client_produces_and_consumes_through_leader_moves_between_the_
     from confluent_kafka import Consumer, TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
 
+    # a controller of its own: the module's has the other tests' __consumer_offsets, led by brokers
+    # gone since, so the group would find no coordinator (a module run waited 240 s for one)
+    kafka_controller = fresh_kafka_controller
     ours_dir, port = tmp_path / "minibroker-1", free_port()
     _format_minibroker(kafka_controller, tmp_path, ours_dir, port)
     ours = start_minibroker(kafka_controller, ours_dir, port, tmp_path / "minibroker.log")

@@ -418,8 +418,8 @@ class StreamsGroupManager:
         lg.last_assignment_configs = {"num.standby.replicas": str(standby)}
 
     def _reconcile(self, g: StreamsGroup, m: StreamsGroupMember, reported: Tasks | None) -> None:
-        """One step of Kafka's streams.CurrentAssignmentBuilder."""
-        target = g.target.get(m.member_id)
+        """One step of Kafka's streams.CurrentAssignmentBuilder (in the initial delay: empty targets)."""
+        target = g.target.get(m.member_id, TasksTuple() if self._delayed(g.group_id) else None)
         if target is None:
             return
         if m.state is MemberState.UNREVOKED_TASKS:
