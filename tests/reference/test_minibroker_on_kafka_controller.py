@@ -390,9 +390,6 @@ def test_leadership_moves_between_the_kinds_and_nothing_is_lost(kafka_controller
     from confluent_kafka import Consumer, Producer, TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    # a controller of its own: the module's has the other tests' __consumer_offsets, led by brokers
-    # gone since, so the group would find no coordinator (a module run waited 240 s for one)
-    kafka_controller = fresh_kafka_controller
     ours_dir, port = tmp_path / "minibroker-1", free_port()
     _format_minibroker(kafka_controller, tmp_path, ours_dir, port)
     log = tmp_path / "minibroker.log"
