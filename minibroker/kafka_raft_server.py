@@ -44,6 +44,8 @@ from minibroker.metadata.broker_lifecycle_manager import (
 from minibroker.metadata.broker_metadata_publisher import BrokerMetadataPublisher
 from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.controller_nodes import ControllerNodeProvider
+from minibroker.metadata.delegation_token_forwarding import install_token_forwarding
+from minibroker.metadata.delegation_token_publisher import DelegationTokenPublisher, delegation_token_settings
 from minibroker.metadata.forwarding_manager import ForwardingManager
 from minibroker.metadata.metadata_loader import MetadataLoader, MetadataPublisher
 from minibroker.metadata.producer_id_blocks import ControllerProducerIdBlocks
@@ -140,7 +142,8 @@ class KafkaRaftServer:
                                                 if cfg.get("auto.leader.rebalance.enable") else None),
             # Kafka's internal key: accepted from the properties, not described (cfg.unknown keeps it)
             unclean_leader_election_interval_ms=int(str(cfg.unknown.get(
-                "unclean.leader.election.interval.ms", DEFAULT_UNCLEAN_INTERVAL_MS))))
+                "unclean.leader.election.interval.ms", DEFAULT_UNCLEAN_INTERVAL_MS))),
+            delegation_tokens=delegation_token_settings(cfg))
         self.controller = ControllerServer(data_dir, controller_config, endpoint.host or "0.0.0.0", endpoint.port,
                                            endpoint.listener_name)
         await self.controller.startup()
@@ -221,6 +224,9 @@ class KafkaRaftServer:
                                                                max(loader.image.offset, 0))
         self.add_publisher(AclPublisher(server.authorizer))
         self.add_publisher(ScramPublisher(server.scram_credentials))
+        if server.delegation_tokens is not None:  # the tokens of the image (Kafka: DelegationTokenPublisher)
+            self.add_publisher(DelegationTokenPublisher(server.delegation_tokens))
+            install_token_forwarding(server.handlers, self.forwarding)
         self.add_publisher(QuotaPublisher(server.quota_store))
         self.forwarding.install(server.handlers, server.services)
         server.topics.remote_creator = self.forwarding

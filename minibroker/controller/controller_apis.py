@@ -30,6 +30,7 @@ of brokers, not clients; the broker listeners keep the sendfile path).
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -37,6 +38,8 @@ from minibroker.controller.quorum_controller import QuorumController
 from minibroker.features import FEATURES
 from minibroker.raft.metadata_log import METADATA_TOPIC, METADATA_TOPIC_ID
 from minibroker.raft.snapshots import SnapshotId, latest_snapshot
+from minibroker.security import principal_serde
+from minibroker.security.principal_serde import EnvelopePrincipal
 from minibroker_protocol.apis import (
     allocate_producer_ids,
     alter_client_quotas,
@@ -47,6 +50,7 @@ from minibroker_protocol.apis import (
     broker_heartbeat,
     broker_registration,
     create_acls,
+    create_delegation_token,
     create_partitions,
     create_topics,
     delete_acls,
@@ -55,10 +59,12 @@ from minibroker_protocol.apis import (
     describe_quorum,
     elect_leaders,
     envelope,
+    expire_delegation_token,
     fetch,
     fetch_snapshot,
     incremental_alter_configs,
     list_partition_reassignments,
+    renew_delegation_token,
     unregister_broker,
     update_features,
 )
@@ -71,6 +77,9 @@ from minibroker_protocol.types import DecodeError
 
 CONTROLLER_ENDPOINT = 2  # DescribeCluster endpoint_type (KIP-919)
 ControllerHandler = Callable[[Message, int], Awaitable[Message]]
+# the principal of the Envelope whose inner request is being answered (None: a request that came alone)
+ENVELOPE_PRINCIPAL: contextvars.ContextVar[EnvelopePrincipal | None] = contextvars.ContextVar(
+    "envelope_principal", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +158,9 @@ class ControllerApis:
             assert isinstance(req, alter_user_scram_credentials.AlterUserScramCredentialsRequest)
             return await c.alter_user_scram_credentials(req)
 
+        async def tokens(req: Message, v: int) -> Message:
+            return await c.delegation_token_request(req, ENVELOPE_PRINCIPAL.get())
+
         async def quotas(req: Message, v: int) -> Message:
             assert isinstance(req, alter_client_quotas.AlterClientQuotasRequest)
             return await c.alter_client_quotas(req)
@@ -208,6 +220,9 @@ class ControllerApis:
             Served(delete_acls.API, 1, 3, acls_deleted),
             Served(alter_user_scram_credentials.API, 0, 0, scram),
             Served(alter_client_quotas.API, 0, 1, quotas),
+            Served(create_delegation_token.API, 1, 3, tokens),
+            Served(renew_delegation_token.API, 1, 2, tokens),
+            Served(expire_delegation_token.API, 1, 2, tokens),
             Served(incremental_alter_configs.API, 0, 1, configs),
             Served(update_features.API, 0, 2, features),
             Served(fetch_snapshot.API, 0, 1, snapshot),
@@ -236,9 +251,14 @@ class ControllerApis:
             if served is None or served.api.key == envelope.API.key or not served.lo <= header.api_version <= served.hi:
                 return envelope.RESPONSE(error_code=ErrorCode.INVALID_REQUEST, response_data=None)
             request = decode(served.api.request, header.api_version, inner, pos)
+            who = principal_serde.deserialize(bytes(req.request_principal)) if req.request_principal else None
         except (DecodeError, ValueError, IndexError):
             return envelope.RESPONSE(error_code=ErrorCode.INVALID_REQUEST, response_data=None)
-        answer = await served.handler(request, header.api_version)
+        mark = ENVELOPE_PRINCIPAL.set(who)
+        try:
+            answer = await served.handler(request, header.api_version)
+        finally:
+            ENVELOPE_PRINCIPAL.reset(mark)
         chunks = encode_response_frame(served.api, header.api_version, header.correlation_id, answer)
         data = b"".join(c if isinstance(c, bytes | bytearray | memoryview) else c.read_all() for c in chunks)
         return envelope.RESPONSE(error_code=0, response_data=data[4:])  # without the frame's size

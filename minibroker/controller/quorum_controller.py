@@ -42,11 +42,16 @@ from minibroker.controller.cluster_control import (
     unregister_record,
     usable,
 )
+from minibroker.controller.delegation_token_control import (
+    DelegationTokenControlManager,
+    DelegationTokenSettings,
+)
 from minibroker.controller.feature_control import bootstrap_records, update_features
 from minibroker.controller.leader_balance import DEFAULT_UNCLEAN_INTERVAL_MS, PeriodicElections
 from minibroker.controller.replication_control import ReplicationControlManager, TopicDefaults
 from minibroker.metadata.image import MetadataDelta, MetadataImage
 from minibroker.raft.metadata_log import MetadataLog, MetadataLogConfig
+from minibroker.security.principal_serde import EnvelopePrincipal
 from minibroker_protocol import metadata_records as mr
 from minibroker_protocol.apis import (
     allocate_producer_ids,
@@ -89,7 +94,7 @@ from minibroker_protocol.apis.unregister_broker import UnregisterBrokerRequest, 
 from minibroker_protocol.apis.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from minibroker_protocol.errors import ErrorCode, KafkaError
 from minibroker_protocol.metadata_serde import ApiMessageAndVersion, write_metadata_record
-from minibroker_protocol.schema import ZERO_UUID
+from minibroker_protocol.schema import ZERO_UUID, Message
 from minibroker_storage.log import FetchDataInfo
 
 log = logging.getLogger("minibroker.controller")
@@ -118,6 +123,7 @@ class ControllerConfig:
     # leader.imbalance.check.interval.seconds in ms; None when auto.leader.rebalance.enable=false
     leader_imbalance_check_interval_ms: int | None = 300_000
     unclean_leader_election_interval_ms: int = DEFAULT_UNCLEAN_INTERVAL_MS  # Kafka's internal key
+    delegation_tokens: DelegationTokenSettings = field(default_factory=DelegationTokenSettings)
 
 
 class QuorumController:
@@ -130,6 +136,7 @@ class QuorumController:
         self.replication = ReplicationControlManager(config.topic_defaults)
         self.elections = PeriodicElections(config.leader_imbalance_check_interval_ms,
                                            config.unclean_leader_election_interval_ms)
+        self.delegation_tokens = DelegationTokenControlManager(config.delegation_tokens)
         self.metadata_log: MetadataLog | None = None
         self._lock = asyncio.Lock()
         self._committed = asyncio.Condition()
@@ -353,6 +360,13 @@ class QuorumController:
             await self._commit(records, lock_held=True)
             return resp
 
+    async def delegation_token_request(self, req: Message, who: EnvelopePrincipal | None) -> Message:
+        """Create/Renew/ExpireDelegationToken, forwarded in an Envelope with the client's principal."""
+        async with self._lock:
+            records, resp = self.delegation_tokens.decide(self.image, who, self.clock(), req)
+            await self._commit(records, lock_held=True)
+            return resp
+
     async def alter_client_quotas(self, req: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
         async with self._lock:
             records, resp = quota_control.alter_client_quotas(self.image, req)
@@ -413,6 +427,7 @@ class QuorumController:
                     await self._commit(self.elections.due(self.clock(), self.image, self._usable(),
                                                           lambda t: self.replication.unclean(self.image, t)),
                                        lock_held=True)
+                    await self._commit(self.delegation_tokens.sweep_due(self.image, self.clock()), lock_held=True)
                     idle = self.config.max_idle_interval_ms
                     if idle > 0 and self.clock() - self._last_write_ms >= idle:
                         await self._commit([ApiMessageAndVersion(mr.NO_OP_RECORD(), 0)], lock_held=True)

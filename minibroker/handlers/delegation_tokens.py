@@ -66,31 +66,50 @@ def _cache(ctx: RequestContext) -> DelegationTokenCache | None:
 CR = create_delegation_token.RESPONSE
 
 
-@handles(create_delegation_token.API, "1-3")
-async def handle_create_delegation_token(ctx: RequestContext, req: create_delegation_token.CreateDelegationTokenRequest) -> create_delegation_token.CreateDelegationTokenResponse:
+def _create_names(ctx: RequestContext, req: create_delegation_token.CreateDelegationTokenRequest
+                  ) -> tuple[str, str]:
+    """(owner, requester) of a Create: the owner is the requester unless v3 names one."""
     requester = ctx.principal[0]
     owner = f"{req.owner_principal_type}:{req.owner_principal_name}" if req.owner_principal_name else requester
+    return owner, requester
+
+
+def _create_refusal(owner: str, requester: str, code: int, ts: int = ERROR_TIMESTAMP
+                    ) -> create_delegation_token.CreateDelegationTokenResponse:
     (otype, oname), (rtype, rname) = _split(owner), _split(requester)
+    return CR(error_code=code, principal_type=otype, principal_name=oname, token_requester_principal_type=rtype,
+              token_requester_principal_name=rname, issue_timestamp_ms=ts, expiry_timestamp_ms=ts,
+              max_timestamp_ms=ts, token_id="", hmac=b"")
 
-    def refused(code: int, ts: int = ERROR_TIMESTAMP) -> create_delegation_token.CreateDelegationTokenResponse:
-        return CR(error_code=code, principal_type=otype, principal_name=oname, token_requester_principal_type=rtype,
-                  token_requester_principal_name=rname, issue_timestamp_ms=ts, expiry_timestamp_ms=ts,
-                  max_timestamp_ms=ts, token_id="", hmac=b"")
 
-    renewers = [f"{r.principal_type}:{r.principal_name}" for r in req.renewers]
+def create_refused(ctx: RequestContext, req: create_delegation_token.CreateDelegationTokenRequest
+                   ) -> create_delegation_token.CreateDelegationTokenResponse | None:
+    """The broker's own checks of a Create (a KRaft broker makes them before forwarding it)."""
+    owner, requester = _create_names(ctx, req)
     if not _tokens_allowed(ctx):
-        return refused(ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)
+        return _create_refusal(owner, requester, ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)
     if owner != requester and not ctx.authorized(AclOperation.CREATE_TOKENS, ResourceType.USER, owner):
-        return refused(ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED)
-    if any(not r.startswith("User:") for r in renewers):
-        return refused(ErrorCode.INVALID_PRINCIPAL_TYPE)
+        return _create_refusal(owner, requester, ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED)
+    if any(r.principal_type != "User" for r in req.renewers):
+        return _create_refusal(owner, requester, ErrorCode.INVALID_PRINCIPAL_TYPE)
+    if _cache(ctx) is None:  # the controller's answer: its timestamps stay 0
+        return _create_refusal(owner, requester, ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, 0)
+    return None
+
+
+@handles(create_delegation_token.API, "1-3")
+async def handle_create_delegation_token(ctx: RequestContext, req: create_delegation_token.CreateDelegationTokenRequest) -> create_delegation_token.CreateDelegationTokenResponse:
+    if (refused := create_refused(ctx, req)) is not None:
+        return refused
+    owner, requester = _create_names(ctx, req)
+    (otype, oname), (rtype, rname) = _split(owner), _split(requester)
+    renewers = [f"{r.principal_type}:{r.principal_name}" for r in req.renewers]
     cache = _cache(ctx)
-    if cache is None:  # the controller's answer: its timestamps stay 0
-        return refused(ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, 0)
+    assert cache is not None
     code, token = plan_create(owner, requester, renewers, req.max_lifetime_ms, ctx.services.clock(),
                               cache.max_lifetime_ms, cache.expiry_time_ms)
     if token is None:
-        return refused(code, 0)
+        return _create_refusal(owner, requester, code, 0)
     cache.put(token)
     return CR(error_code=ErrorCode.NONE, principal_type=otype, principal_name=oname,
               token_requester_principal_type=rtype, token_requester_principal_name=rname,
@@ -98,14 +117,33 @@ async def handle_create_delegation_token(ctx: RequestContext, req: create_delega
               max_timestamp_ms=token.max_timestamp, token_id=token.token_id, hmac=cache.hmac_of(token.token_id))
 
 
-@handles(renew_delegation_token.API, "1-2")
-async def handle_renew_delegation_token(ctx: RequestContext, req: renew_delegation_token.RenewDelegationTokenRequest) -> renew_delegation_token.RenewDelegationTokenResponse:
+def renew_refused(ctx: RequestContext) -> renew_delegation_token.RenewDelegationTokenResponse | None:
+    """The broker's own checks of a Renew (a KRaft broker makes them before forwarding it)."""
     R = renew_delegation_token.RESPONSE
     if not _tokens_allowed(ctx):
         return R(error_code=ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, expiry_timestamp_ms=ERROR_TIMESTAMP)
-    cache = _cache(ctx)
-    if cache is None:
+    if _cache(ctx) is None:
         return R(error_code=ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, expiry_timestamp_ms=0)
+    return None
+
+
+def expire_refused(ctx: RequestContext) -> expire_delegation_token.ExpireDelegationTokenResponse | None:
+    """The broker's own checks of an Expire (a KRaft broker makes them before forwarding it)."""
+    R = expire_delegation_token.RESPONSE
+    if not _tokens_allowed(ctx):
+        return R(error_code=ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, expiry_timestamp_ms=ERROR_TIMESTAMP)
+    if _cache(ctx) is None:
+        return R(error_code=ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, expiry_timestamp_ms=0)
+    return None
+
+
+@handles(renew_delegation_token.API, "1-2")
+async def handle_renew_delegation_token(ctx: RequestContext, req: renew_delegation_token.RenewDelegationTokenRequest) -> renew_delegation_token.RenewDelegationTokenResponse:
+    R = renew_delegation_token.RESPONSE
+    if (refused := renew_refused(ctx)) is not None:
+        return refused
+    cache = _cache(ctx)
+    assert cache is not None
     code, token = plan_renew(cache.token_for_hmac(req.hmac), ctx.principal[0], req.renew_period_ms,
                              ctx.services.clock(), cache.expiry_time_ms)
     if token is None:
@@ -117,11 +155,10 @@ async def handle_renew_delegation_token(ctx: RequestContext, req: renew_delegati
 @handles(expire_delegation_token.API, "1-2")
 async def handle_expire_delegation_token(ctx: RequestContext, req: expire_delegation_token.ExpireDelegationTokenRequest) -> expire_delegation_token.ExpireDelegationTokenResponse:
     R = expire_delegation_token.RESPONSE
-    if not _tokens_allowed(ctx):
-        return R(error_code=ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, expiry_timestamp_ms=ERROR_TIMESTAMP)
+    if (refused := expire_refused(ctx)) is not None:
+        return refused
     cache = _cache(ctx)
-    if cache is None:
-        return R(error_code=ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, expiry_timestamp_ms=0)
+    assert cache is not None
     old = cache.token_for_hmac(req.hmac)
     code, token, expiry = plan_expire(old, ctx.principal[0], req.expiry_time_period_ms, ctx.services.clock())
     if code != ErrorCode.NONE:

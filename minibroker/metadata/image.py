@@ -83,6 +83,8 @@ class MetadataImage:
     scram: Mapping[tuple[str, int], mr.UserScramCredentialRecord] = field(default_factory=dict)
     # client quotas (Kafka: ClientQuotasImage): sorted (entity type, name) pairs -> key -> value
     quotas: Mapping[tuple[tuple[str, str | None], ...], Mapping[str, float]] = field(default_factory=dict)
+    # delegation tokens (Kafka: DelegationTokenImage): token id -> the record (never the HMAC)
+    delegation_tokens: Mapping[str, mr.DelegationTokenRecord] = field(default_factory=dict)
 
     def topic(self, name: str) -> TopicImage | None:
         tid = self.topic_ids.get(name)
@@ -107,6 +109,7 @@ class MetadataImage:
         out += [ApiMessageAndVersion(r, 0) for _, r in sorted(self.scram.items())]
         for entity, values in sorted(self.quotas.items(), key=lambda kv: [(t, n or "") for t, n in kv[0]]):
             out += [ApiMessageAndVersion(quota_record(entity, k, v), 0) for k, v in sorted(values.items())]
+        out += [ApiMessageAndVersion(r, 0) for _, r in sorted(self.delegation_tokens.items())]
         return out
 
 
@@ -165,6 +168,8 @@ class MetadataDelta:
         self.scram_changed = False
         self.quotas = {k: dict(v) for k, v in image.quotas.items()}
         self.quotas_changed = False
+        self.delegation_tokens = dict(image.delegation_tokens)
+        self.delegation_tokens_changed = False
         self.changed_partitions: dict[uuid.UUID, dict[int, PartitionRegistration]] = {}
         self.deleted_topics: dict[uuid.UUID, TopicImage] = {}
         self.changed_brokers: set[int] = set()
@@ -240,6 +245,12 @@ class MetadataDelta:
             else:
                 values[m.key] = m.value
             self.quotas_changed = True
+        elif isinstance(m, mr.DelegationTokenRecord):
+            self.delegation_tokens[m.token_id] = m
+            self.delegation_tokens_changed = True
+        elif isinstance(m, mr.RemoveDelegationTokenRecord):
+            self.delegation_tokens.pop(m.token_id, None)
+            self.delegation_tokens_changed = True
         elif isinstance(m, mr.ClearElrRecord):
             # KIP-966: written when eligible.leader.replicas.version goes back to 0; an empty
             # name clears every topic's (Kafka: ReplicationControlManager.replay(ClearElrRecord))
@@ -260,7 +271,8 @@ class MetadataDelta:
 
     def apply(self, offset: int, epoch: int) -> MetadataImage:
         return MetadataImage(offset, epoch, self.features, self.brokers, self.topics, self.topic_ids,
-                             self.configs, self.next_producer_id, self.acls, self.scram, self.quotas)
+                             self.configs, self.next_producer_id, self.acls, self.scram, self.quotas,
+                             self.delegation_tokens)
 
     def local_changes(self, broker_id: int) -> LocalReplicaChanges:
         """The partitions `broker_id` now leads or follows (changed in this delta), and those it must delete."""

@@ -31,9 +31,6 @@ NOT_KEPT: dict[type, str] = {
     mr.RegisterControllerRecord: "controller registrations (KIP-919) are answered by the controllers "
                                  "(DescribeCluster with the controller endpoint type), not by brokers here",
     mr.UnregisterControllerRecord: "as RegisterControllerRecord",
-    mr.DelegationTokenRecord: "delegation tokens are served by a single broker only (issue 35): "
-                              "a cluster's brokers do not accept tokens made through the controller",
-    mr.RemoveDelegationTokenRecord: "as DelegationTokenRecord",
 }
 TRANSACTION_RECORDS = (mr.BeginTransactionRecord, mr.EndTransactionRecord, mr.AbortTransactionRecord)
 

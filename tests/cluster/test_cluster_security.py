@@ -1,13 +1,19 @@
-"""ACLs, SCRAM credentials and client quotas on a cluster (issue 29): created through one broker,
-they are records of the metadata log (AccessControlEntryRecord, UserScramCredentialRecord,
-ClientQuotaRecord), so every broker decides on them; and the requests a broker forwards to the
+"""ACLs, SCRAM credentials, client quotas and delegation tokens on a cluster (issues 29, 35):
+created through one broker, they are records of the metadata log (AccessControlEntryRecord,
+UserScramCredentialRecord, ClientQuotaRecord, DelegationTokenRecord), so every broker decides on them; and the requests a broker forwards to the
 controller (CreateTopics, IncrementalAlterConfigs, CreateAcls...) are checked against the ACLs as
 Kafka's controller checks them. The clients are confluent-kafka's AdminClient and kafka-configs,
 each bootstrapped on one broker."""
 
 from __future__ import annotations
 
+import base64
+import functools
+import hashlib
+import hmac
+import socket
 import uuid
+from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaException
@@ -29,15 +35,36 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
+from minibroker.cluster_control import read_node_properties
+from minibroker.cluster_launcher import NODE_PROPERTIES, write_properties
 from minibroker.cluster_testing import poll
-from minibroker.testing import Cluster
+from minibroker.testing import SCRAM_JAAS, Cluster
+from minibroker_protocol.apis import (
+    create_delegation_token,
+    describe_delegation_token,
+    expire_delegation_token,
+    renew_delegation_token,
+)
+from minibroker_protocol.errors import ErrorCode
 from reference import kafka_reference as kr
+from tests.reference.helpers import sasl_plain_client
+from tests.reference.token_helpers import created, plain_config, token_login, tokens_tool
 
 # Every client here is User:ANONYMOUS (PLAINTEXT); with no ACL on a resource everyone may use it,
-# so the cluster works as usual until the test denies something.
+# so the cluster works as usual until the test denies something. Delegation tokens need SASL: the
+# token test gives each broker a SASL_PLAINTEXT listener too (a restart: the launcher's overrides are
+# every node's, a listener's port is one broker's), with PLAIN users and the same secret key on
+# every node, the controller included (Kafka requires it).
+TOKEN_SECRET = "cluster-token-secret"
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+              'password="admin-pw" user_alice="alice-pw" user_bob="bob-pw";')
 pytestmark = pytest.mark.minibroker_cluster(brokers=2, overrides={
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "allow.everyone.if.no.acl.found": "true"})
+    "allow.everyone.if.no.acl.found": "true",
+    "delegation.token.secret.key": TOKEN_SECRET,
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS})
 
 ANON = "User:ANONYMOUS"
 
@@ -151,6 +178,93 @@ def test_client_quotas_made_through_one_broker_are_every_brokers(kafka_cluster: 
     configs(2, "--alter", "--delete-config", "producer_byte_rate")
     out = configs(1, "--describe")
     assert "consumer_byte_rate=2048.0" in out and "producer_byte_rate" not in out
+
+
+def _with_sasl_listener(c: Cluster, node_id: int) -> str:
+    """Restart broker `node_id` with a SASL_PLAINTEXT listener beside its PLAINTEXT one (kept
+    first: the inter-broker listener and the one cluster.json names); its host:port."""
+    path = c.root / f"broker-{node_id}" / NODE_PROPERTIES
+    props = read_node_properties(path)
+    if "SASL_PLAINTEXT://" not in props["listeners"]:
+        with socket.socket() as s:
+            s.bind((c.host, 0))
+            port = s.getsockname()[1]
+        props["listeners"] += f",SASL_PLAINTEXT://{c.host}:{port}"
+        props["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+        props["inter.broker.listener.name"] = "PLAINTEXT"
+        write_properties(path, {k: str(v) for k, v in props.items()}, f"broker {node_id}, with a SASL listener")
+        c.stop_broker(node_id)
+        c.start_broker(node_id)
+    return str(props["listeners"]).split(",")[-1].rpartition("//")[2]
+
+
+def _logs_in(bootstrap: str, token_id: str, mac: bytes) -> bool:
+    try:
+        token_login(bootstrap, token_id, mac).close()
+    except AssertionError:  # SaslAuthenticate answered SASL_AUTHENTICATION_FAILED
+        return False
+    return True
+
+
+def test_a_token_made_through_one_broker_logs_in_on_every_broker(kafka_cluster: Cluster, tmp_path: Path) -> None:
+    """Create/Renew/Expire go to the controller in an Envelope with the client's principal; it
+    writes DelegationTokenRecords, every broker's token cache is built from them (Kafka:
+    DelegationTokenControlManager, DelegationTokenPublisher)."""
+    c = kafka_cluster
+    sasl = {n: _with_sasl_listener(c, n) for n in (1, 2)}
+    # Kafka's tool (its admin client picks a broker), as alice over SASL PLAIN
+    config = plain_config(tmp_path / "alice.properties", "alice", "alice-pw")
+    code, out = tokens_tool(sasl[1], config, "--create", "--max-life-time-period", "-1")
+    assert code == 0, out
+    tool_id, tool_hmac = created(out)
+    tool_mac = base64.b64decode(tool_hmac)
+    assert tool_mac == hmac.new(TOKEN_SECRET.encode(), tool_id.encode(), hashlib.sha512).digest()
+    for address in sasl.values():  # a token works on both brokers, whichever created it
+        assert poll(functools.partial(_logs_in, address, tool_id, tool_mac), f"the tool's token on {address}", 30)
+
+    # raw requests, so the broker each one goes through is known
+    alice = {n: sasl_plain_client(sasl[n], "alice", "alice-pw", client_id="dt") for n in (1, 2)}
+    bob = sasl_plain_client(sasl[2], "bob", "bob-pw", client_id="dt")
+    R = create_delegation_token.REQUEST
+    made = alice[1].call(create_delegation_token.API, 3, R(owner_principal_type=None, owner_principal_name=None,
+                                                           renewers=[], max_lifetime_ms=-1))
+    assert made.error_code == 0 and (made.principal_name, made.token_requester_principal_name) == ("alice", "alice")
+    token_id, mac = made.token_id, made.hmac
+    # the answer waited for broker 1's image; broker 2 has it once it fetched the record
+    assert _logs_in(sasl[1], token_id, mac)
+    assert poll(lambda: _logs_in(sasl[2], token_id, mac), "the token on broker 2", 30)
+    described = alice[2].call(describe_delegation_token.API, 3, describe_delegation_token.REQUEST(owners=None))
+    mine = [t for t in described.tokens if t.token_id == token_id]
+    code, out = tokens_tool(sasl[2], config, "--describe", "--owner-principal", "User:alice")
+    assert code == 0 and tool_id in out and token_id in out and tool_hmac in out, out
+    assert [(t.hmac, t.expiry_timestamp, t.max_timestamp) for t in mine] == [
+        (mac, made.expiry_timestamp_ms, made.max_timestamp_ms)]
+    # renew through broker 2: decided by the controller (bob is no renewer: Kafka's code)
+    renew = renew_delegation_token.REQUEST
+    assert bob.call(renew_delegation_token.API, 2, renew(hmac=mac, renew_period_ms=-1)).error_code == \
+        ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH
+    renewed = alice[2].call(renew_delegation_token.API, 2, renew(hmac=mac, renew_period_ms=60_000))
+    assert renewed.error_code == 0 and made.issue_timestamp_ms < renewed.expiry_timestamp_ms < made.expiry_timestamp_ms
+
+    def expiry_on_1() -> int | None:
+        d = alice[1].call(describe_delegation_token.API, 3, describe_delegation_token.REQUEST(owners=None))
+        got = [t.expiry_timestamp for t in d.tokens if t.token_id == token_id]
+        return got[0] if got == [renewed.expiry_timestamp_ms] else None
+    poll(expiry_on_1, "the renewal seen by broker 1", 30)
+    # expire through broker 2 (at once): no broker accepts the token any more
+    gone = alice[2].call(expire_delegation_token.API, 2,
+                         expire_delegation_token.REQUEST(hmac=mac, expiry_time_period_ms=-1))
+    assert gone.error_code == 0
+    assert not _logs_in(sasl[2], token_id, mac)
+    poll(lambda: not _logs_in(sasl[1], token_id, mac), "the expired token refused by broker 1", 30)
+    assert alice[1].call(renew_delegation_token.API, 2, renew(hmac=mac, renew_period_ms=-1)).error_code == \
+        ErrorCode.DELEGATION_TOKEN_NOT_FOUND
+    # the tool's token, expired by the tool through broker 2, is refused on broker 1 too
+    code, out = tokens_tool(sasl[2], config, "--expire", "--hmac", tool_hmac, "--expiry-time-period", "-1")
+    assert code == 0, out
+    poll(lambda: not _logs_in(sasl[1], tool_id, tool_mac), "the tool's expired token refused by broker 1", 30)
+    for client in (*alice.values(), bob):
+        client.close()
 
 
 def test_acl_apis_need_alter_on_the_cluster_and_survive_a_broker_restart(kafka_cluster: Cluster) -> None:
