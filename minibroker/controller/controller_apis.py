@@ -4,6 +4,8 @@ ApiVersions v0-4 (the APIs below, nothing else: a broker's NodeToControllerChann
 versions from it) / BrokerRegistration v0-4 / BrokerHeartbeat v0-2 / UnregisterBroker v0 /
 AlterPartition v2-3 / AllocateProducerIds v0 / CreateTopics v2-7, DeleteTopics v0-6, CreatePartitions
 v0-3, ElectLeaders v0-2, IncrementalAlterConfigs v0-1, UpdateFeatures v0-2 (what Kafka 4 brokers forward) /
+Create/Renew/ExpireDelegationToken v1-3/v1-2/v1-2 (answered inside an Envelope only: they need the
+client's principal, minibroker.controller.delegation_token_control) /
 Fetch v13-18 of `__cluster_metadata-0` only (KRaft observers: the brokers; one behind the log start
 is sent the latest snapshot's id) / FetchSnapshot v0-1 (that snapshot, a slice at a time) / Envelope v0 (KIP-590:
 what a Kafka 4 broker forwards, CreateTopics among them, wrapped with the client's principal) /
@@ -21,8 +23,9 @@ times), every node that fetched the metadata log an observer with the offset it 
 from, the time of that fetch and the last time it fetched from the high watermark.
 
 Envelope: the inner request is answered as if it came alone, its answer wrapped back; the
-principal is not checked (the controller listener has no authorizer here), an inner request the
-controller does not serve gets INVALID_REQUEST.
+principal is not checked (the controller listener has no authorizer here) but read
+(DefaultPrincipalData) for the delegation-token requests, which answer for it; an inner request the
+controller does not serve, or a principal that does not decode, gets INVALID_REQUEST.
 
 Version notes: the records are read into memory for the answer (this listener serves a handful
 of brokers, not clients; the broker listeners keep the sendfile path).

@@ -12,6 +12,9 @@ expiry DELEGATION_TOKEN_EXPIRED (minibroker.security.delegation_tokens has the o
 lists the tokens of the owners asked (null: all) that the principal owns, renews or requested, or
 may DESCRIBE (DELEGATION_TOKEN resource) or DESCRIBE_TOKENS (owner's USER resource).
 Version notes: v3 of Create and Describe adds the owner and the requester (KIP-373).
+KRaft mode: Create, Renew and Expire go to the controller after the checks of `create_refused`,
+`renew_refused`, `expire_refused` (minibroker.metadata.delegation_token_forwarding); Describe reads
+the cache the metadata image fills (minibroker.metadata.delegation_token_publisher).
 """
 
 from __future__ import annotations
