@@ -8,6 +8,7 @@ back to the same bytes (golden bytes for BrokerRegistration, BrokerHeartbeat, Fe
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import signal
 import socket
@@ -25,15 +26,21 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.image import MetadataImage
 from minibroker.metadata.metadata_loader import MetadataLoader
+from minibroker.security.principal_serde import deserialize, serialize
+from minibroker.testing import SCRAM_JAAS
 from minibroker_protocol import apis
 from minibroker_protocol.apis import envelope
 from minibroker_protocol.codec import decode, encode
 from minibroker_protocol.headers import decode_request_header, encode_request_header
 from reference import kafka_reference as kr
 from tests.helpers import BrokerProcess, free_port
+from tests.reference import token_helpers
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
 TIMEOUT = 90.0
+TOKEN_SECRET = "token-secret"  # delegation.token.secret.key: the same on the broker and the controller
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+              'password="admin-pw" user_alice="alice-pw";')
 
 
 def observe(port: int, check: Callable[[MetadataImage], bool], what: str) -> MetadataImage:
@@ -129,19 +136,24 @@ def test_a_kafka_broker_runs_under_our_controller(tmp_path: Path) -> None:
     why = kr.missing_prerequisites()
     if why is not None:
         pytest.skip(f"REFERENCE BROKER UNAVAILABLE: {why}")
-    cport, kport = free_port(), free_port()
+    cport, kport, sport = free_port(), free_port(), free_port()
     voters = f"3000@127.0.0.1:{cport}"
     (tmp_path / "controller").mkdir()
     controller = BrokerProcess(tmp_path / "controller" / "data", port=cport, overrides={
         "process.roles": "controller", "node.id": 3000, "controller.quorum.voters": voters, "cluster.id": CLUSTER,
-        "listeners": f"CONTROLLER://127.0.0.1:{cport}", "controller.listener.names": "CONTROLLER"})
+        "listeners": f"CONTROLLER://127.0.0.1:{cport}", "controller.listener.names": "CONTROLLER",
+        "delegation.token.secret.key": TOKEN_SECRET})
     controller.start()
     proxy = RecordingProxy(cport)
     conf = tmp_path / "broker.properties"
     conf.write_text("\n".join([
         "process.roles=broker", "node.id=1", f"controller.quorum.voters=3000@127.0.0.1:{proxy.port}",
-        "controller.listener.names=CONTROLLER", f"listeners=PLAINTEXT://127.0.0.1:{kport}",
-        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "controller.listener.names=CONTROLLER",
+        f"listeners=PLAINTEXT://127.0.0.1:{kport},SASL_PLAINTEXT://127.0.0.1:{sport}",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256", f"listener.name.sasl_plaintext.plain.sasl.jaas.config={PLAIN_JAAS}",
+        f"listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config={SCRAM_JAAS}",
+        f"delegation.token.secret.key={TOKEN_SECRET}",
         "inter.broker.listener.name=PLAINTEXT", f"log.dirs={tmp_path / 'kafka-data'}",
         "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
         "transaction.state.log.min.isr=1", "share.coordinator.state.topic.replication.factor=1", ""]))
@@ -184,6 +196,25 @@ def test_a_kafka_broker_runs_under_our_controller(tmp_path: Path) -> None:
                                  consumer_timeout_ms=10000)
         assert sorted(m.value for m in consumer) == [b"v%d" % i for i in range(6)]
         consumer.close()
+        # a delegation token (KIP-48): Kafka's broker forwards CreateDelegationToken to us in an
+        # Envelope with alice's principal; the DelegationTokenRecord we write is the one Kafka's
+        # broker publishes to its token cache, so a SCRAM login with the token succeeds there
+        sasl = f"127.0.0.1:{sport}"
+        code, out = token_helpers.tokens_tool(sasl, token_helpers.plain_config(tmp_path / "alice.properties", "alice", "alice-pw"),
+                                "--create", "--max-life-time-period", "-1")
+        assert code == 0, out
+        token_id, hmac_b64 = token_helpers.created(out)
+        image = observe(cport, lambda im: token_id in im.delegation_tokens, "the token in our metadata log")
+        assert (image.delegation_tokens[token_id].owner, image.delegation_tokens[token_id].requester) == (
+            "User:alice", "User:alice")
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            try:
+                token_helpers.token_login(sasl, token_id, base64.b64decode(hmac_b64)).close()
+                break
+            except AssertionError:  # Kafka's broker has not published the record yet
+                assert time.monotonic() < deadline, "Kafka's broker never accepted the token"
+                time.sleep(0.5)
         # Kafka's tools through Kafka's broker, which forwards to our controller (Envelope)
         server = ["--bootstrap-server", bootstrap]
         more = kr.run_tool("kafka-topics", [*server, "--alter", "--topic", "orders", "--partitions", "5"], timeout=120)
@@ -220,7 +251,12 @@ def test_a_kafka_broker_runs_under_our_controller(tmp_path: Path) -> None:
         for name, version, again, frame in inner:
             assert again == frame, f"{name} v{version} in an Envelope: not Kafka's bytes back"
         assert {n for n, *_ in inner} >= {"CreateTopics", "CreatePartitions", "ElectLeaders", "DeleteTopics",
-                                          "IncrementalAlterConfigs"}, inner
+                                          "IncrementalAlterConfigs", "CreateDelegationToken"}, inner
+        # the Envelope's principal as Kafka's DefaultKafkaPrincipalBuilder serializes it (golden bytes)
+        principals = {bytes(p) for f in proxy.requests if decode_request_header(f)[0].api_key == envelope.API.key
+                      if (p := decode(envelope.REQUEST, 0, f, decode_request_header(f)[1]).request_principal)}
+        assert principals and all(serialize(deserialize(p)) == p for p in principals), principals
+        assert any(deserialize(p).principal == "User:alice" for p in principals), principals
     finally:
         if kafka.poll() is None:
             os.kill(kafka.pid, signal.SIGKILL)
