@@ -17,6 +17,7 @@ import pytest
 from minibroker.controller.controller_apis import ControllerApis
 from minibroker.controller.delegation_token_control import DelegationTokenSettings, token_information
 from minibroker.controller.quorum_controller import QuorumController
+from minibroker.metadata.image import MetadataDelta, MetadataImage
 from minibroker.security.principal_serde import EnvelopePrincipal, deserialize, serialize
 from minibroker_protocol import codec
 from minibroker_protocol import metadata_records as mr
@@ -98,6 +99,11 @@ async def test_create_renew_expire_and_sweep(controller: QuorumController) -> No
     renewed = await c.delegation_token_request(wire(renew, 2, renew(hmac=made.hmac, renew_period_ms=2 * HOUR)), BOB)
     assert (renewed.error_code, renewed.expiry_timestamp_ms) == (0, clock.now + 2 * HOUR)
     assert replayed(c).delegation_tokens[made.token_id].expiration_timestamp == clock.now + 2 * HOUR
+    # a snapshot holds the tokens (a broker restarted after the log was trimmed has them again)
+    delta = MetadataDelta(MetadataImage())
+    for r in c.image.records():
+        delta.replay(r)
+    assert delta.apply(0, 0).delegation_tokens == c.image.delegation_tokens
 
     # the sweep: nothing before the check interval, the expired token once it is due
     clock.now += 3 * HOUR
