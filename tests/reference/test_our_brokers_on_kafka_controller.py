@@ -15,11 +15,18 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from minibroker.testing import SCRAM_JAAS
+from minibroker_protocol.apis import create_delegation_token
 from reference import kafka_reference as kr
 from tests.cluster.cluster_helpers import wait_until
 from tests.helpers import BrokerProcess, free_port
+from tests.reference.helpers import sasl_plain_client
+from tests.reference.token_helpers import token_login
 
 TIMEOUT = 120.0
+TOKEN_SECRET = "token-secret"  # delegation.token.secret.key, the same on Kafka's controller and our brokers
+PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+              'password="admin-pw" user_alice="alice-pw";')
 
 
 @pytest.fixture
@@ -33,7 +40,7 @@ def kafka_controller(tmp_path: Path):  # type: ignore[no-untyped-def]
     props = {"process.roles": "controller", "node.id": 3000, "controller.quorum.voters": f"3000@127.0.0.1:{port}",
              "listeners": f"CONTROLLER://127.0.0.1:{port}", "controller.listener.names": "CONTROLLER",
              "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-             "log.dirs": str(tmp_path / "kafka-controller")}
+             "log.dirs": str(tmp_path / "kafka-controller"), "delegation.token.secret.key": TOKEN_SECRET}
     conf = tmp_path / "controller.properties"
     conf.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     log4j = tmp_path / "log4j2.properties"
@@ -61,12 +68,19 @@ def kafka_controller(tmp_path: Path):  # type: ignore[no-untyped-def]
 def test_minibroker_brokers_replicate_under_kafkas_controller(tmp_path: Path, kafka_controller: tuple[int, str]) -> None:
     port, cluster_id = kafka_controller
     brokers = {}
-    for n in (1, 2):
+    ports = {n: (free_port(), free_port()) for n in (1, 2)}  # PLAINTEXT, SASL_PLAINTEXT
+    for n, (plain, sasl) in ports.items():
         (tmp_path / f"b{n}").mkdir()
-        brokers[n] = BrokerProcess(tmp_path / f"b{n}" / "data", overrides={
+        brokers[n] = BrokerProcess(tmp_path / f"b{n}" / "data", port=plain, overrides={
             "process.roles": "broker", "node.id": n, "cluster.id": cluster_id,
             "controller.quorum.voters": f"3000@127.0.0.1:{port}", "controller.listener.names": "CONTROLLER",
-            "broker.heartbeat.interval.ms": 500})
+            "broker.heartbeat.interval.ms": 500,
+            "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT", "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+            "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": SCRAM_JAAS,
+            "delegation.token.secret.key": TOKEN_SECRET})
         brokers[n].start()
     bootstrap = ",".join(b.bootstrap for b in brokers.values())
     try:
@@ -95,6 +109,25 @@ def test_minibroker_brokers_replicate_under_kafkas_controller(tmp_path: Path, ka
             return b"".join(f.read_bytes() for f in sorted((brokers[n].data_dir / f"under-kafka-{p}").glob("*.log")))
 
         wait_until(lambda: all(logs(1, p) == logs(2, p) for p in (0, 1)), "the replicas' logs are identical")
+
+        # a delegation token made through broker 1: our broker forwards CreateDelegationToken to
+        # Kafka's controller in an Envelope with alice's principal (DefaultPrincipalData), Kafka's
+        # controller writes the DelegationTokenRecord, and broker 2's cache (built from Kafka's
+        # metadata log) accepts a SCRAM login with the token
+        made = sasl_plain_client(f"127.0.0.1:{ports[1][1]}", "alice", "alice-pw", client_id="dt")
+        R = create_delegation_token.REQUEST
+        token = made.call(create_delegation_token.API, 3, R(owner_principal_type=None, owner_principal_name=None,
+                                                             renewers=[], max_lifetime_ms=-1))
+        made.close()
+        assert token.error_code == 0 and token.principal_name == "alice", token
+
+        def logs_in() -> bool:
+            try:
+                token_login(f"127.0.0.1:{ports[2][1]}", token.token_id, token.hmac).close()
+            except AssertionError:
+                return False
+            return True
+        wait_until(logs_in, "the token accepted by broker 2", TIMEOUT)
     finally:
         for b in brokers.values():
             b.stop(40)
