@@ -80,12 +80,13 @@ ControllerHandler = Callable[[Message, int], Awaitable[Message]]
 
 async def answered(response: Schema[Message], done: Awaitable[None]) -> Message:
     """`response` with no error once `done` completes, or the KafkaError it raised (the
-    throttle time / error code / error message responses of APIs 70 and 94)."""
+    throttle time / error code / error message responses of APIs 70 and 94). The message of a
+    success is "" (Kafka's generated default for these nullable strings, what its controller sends)."""
     try:
         await done
     except KafkaError as e:
         return response(throttle_time_ms=0, error_code=e.code, error_message=e.message or None)
-    return response(throttle_time_ms=0, error_code=0, error_message=None)
+    return response(throttle_time_ms=0, error_code=0, error_message="")
 
 
 @dataclass(frozen=True, slots=True)

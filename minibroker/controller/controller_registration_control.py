@@ -3,14 +3,15 @@ registerController / unregisterController, ControllerRegistrationManager).
 
 ControllerRegistration (API 70) becomes a RegisterControllerRecord once metadata.version is at
 least 3.7-IV0; UnregisterController (API 94, Kafka 4.4) an UnregisterControllerRecord once it is
-at least 4.4-IV2, and CONTROLLER_ID_NOT_REGISTERED with Kafka's text for an id the image has no
-registration of. Refusals are raised as KafkaError with Kafka's messages.
+at least 4.4-IV2, CONTROLLER_ID_NOT_REGISTERED with Kafka's text for an id the image has no
+registration of, INVALID_REQUEST for the active controller's own id. Refusals are raised as
+KafkaError with Kafka's messages.
 
 minibroker's controller is the single voter, so it is always the active controller it registers
 with: `self_registration` is the request Kafka's ControllerRegistrationManager would send, and
 `needs_registration` says when to send it again, as that manager does after each metadata update
-(its registration missing, e.g. after an UnregisterController of its own id, or of another
-incarnation: the controller comes back, as Kafka's does).
+(its registration missing or of another incarnation, or metadata.version raised to a level that
+supports registrations).
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ def register_controller(image: MetadataImage, req: ControllerRegistrationRequest
     return [ApiMessageAndVersion(registration_record(req), 0)]
 
 
-def unregister_controller(image: MetadataImage, controller_id: int) -> list[ApiMessageAndVersion]:
+def unregister_controller(image: MetadataImage, controller_id: int, active_id: int) -> list[ApiMessageAndVersion]:
+    """`active_id`: this controller's id (Kafka's QuorumController refuses it first)."""
+    if controller_id == active_id:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Controller cannot unregister itself while it is active.")
     if image.features.get(METADATA_VERSION, 0) < UNREGISTRATION_LEVEL:
         raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
                          "The current MetadataVersion is too old to support controller unregistration.")

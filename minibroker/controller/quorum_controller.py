@@ -302,8 +302,8 @@ class QuorumController:
     async def unregister_controller(self, controller_id: int) -> None:
         """Raises KafkaError with Kafka's refusal."""
         async with self._lock:
-            await self._commit(controller_registration_control.unregister_controller(self.image, controller_id),
-                               lock_held=True)
+            await self._commit(controller_registration_control.unregister_controller(
+                self.image, controller_id, self.config.node_id), lock_held=True)
 
     async def maybe_register_self(self) -> None:
         """Register this controller when the image lacks its incarnation (Kafka:

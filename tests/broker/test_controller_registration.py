@@ -96,7 +96,7 @@ async def test_describe_cluster_lists_the_registered_controllers_on_the_listener
     assert await described(server) == [(3000, "127.0.0.1", server.port)]
     resp = await call(server, controller_registration.API, registration(3001, "CONTROLLER", 19093))
     assert isinstance(resp, controller_registration.ControllerRegistrationResponse)
-    assert (resp.error_code, resp.error_message) == (0, None)
+    assert (resp.error_code, resp.error_message) == (0, "")  # Kafka's answer
     assert not server.controller.image.controllers[3001].zk_migration_ready  # Kafka 4 writes false
     resp = await call(server, controller_registration.API, registration(3002, "OTHER", 19094))
     assert resp.error_code == 0  # type: ignore[attr-defined]
@@ -108,21 +108,29 @@ async def test_unregister_controller_as_kafka(server: ControllerServer) -> None:
     assert await unregister(server, 99) == (ErrorCode.CONTROLLER_ID_NOT_REGISTERED,
                                             "Controller ID 99 is not currently registered.")
     await call(server, controller_registration.API, registration(3001, "CONTROLLER", 19093))
-    assert await unregister(server, 3001) == (0, None)
+    assert await unregister(server, 3001) == (0, "")
     assert 3001 not in server.controller.image.controllers
     assert await unregister(server, 3001) == (ErrorCode.CONTROLLER_ID_NOT_REGISTERED,
                                               "Controller ID 3001 is not currently registered.")
-    # its own registration removed: written again by the controller, as Kafka's
-    # ControllerRegistrationManager does after the metadata update that removed it
-    before = server.controller.image.offset
-    assert await unregister(server, 3000) == (0, None)
+    # the active controller's own id: refused first, as Kafka's QuorumController does
+    assert await unregister(server, 3000) == (ErrorCode.INVALID_REQUEST,
+                                              "Controller cannot unregister itself while it is active.")
+    assert await described(server) == [(3000, "127.0.0.1", server.port)]
+
+
+async def test_the_controller_registers_again_when_its_registration_is_gone(server: ControllerServer) -> None:
+    """Kafka's ControllerRegistrationManager sends its registration again after a metadata update
+    that leaves the image without it (here: another incarnation's record replayed over it)."""
+    c = server.controller
+    ours = c.image.controllers[3000].incarnation_id
+    other = registration(3000, "CONTROLLER", server.port)
+    await c.register_controller(other)  # type: ignore[arg-type]
+    assert c.image.controllers[3000].incarnation_id != ours
     loop = asyncio.get_running_loop()
     deadline = loop.time() + TIMEOUT
-    while 3000 not in server.controller.image.controllers:
+    while c.image.controllers[3000].incarnation_id != ours:
         assert loop.time() < deadline, "the controller did not register again"
         await asyncio.sleep(0.02)
-    assert server.controller.image.offset > before
-    assert await described(server) == [(3000, "127.0.0.1", server.port)]
 
 
 def test_refusals_below_the_metadata_versions_that_support_them() -> None:
@@ -136,7 +144,7 @@ def test_refusals_below_the_metadata_versions_that_support_them() -> None:
     for r in crc.register_controller(MetadataImage(features={"metadata.version": 15}), req):  # type: ignore[arg-type]
         delta.replay(r)
     with pytest.raises(KafkaError) as e:
-        crc.unregister_controller(delta.apply(0, 1), 3001)
+        crc.unregister_controller(delta.apply(0, 1), 3001, 3000)
     assert (e.value.code, e.value.message) == (ErrorCode.UNSUPPORTED_VERSION, "The current MetadataVersion is too "
                                                "old to support controller unregistration.")
 
