@@ -50,7 +50,7 @@ class ControllerRegistration:
                    end_points=[rec.ControllerEndpoint(name=e.name, host=e.host, port=e.port,
                                                       security_protocol=e.security_protocol) for e in self.endpoints],
                    features=[rec.ControllerFeature(name=n, min_supported_version=lo, max_supported_version=hi)
-                             for n, (lo, hi) in sorted(self.features.items())])
+                             for n, (lo, hi) in self.features.items()])  # in the order registered (Kafka keeps it)
 
 
 def registration_record(req: ControllerRegistrationRequest) -> mr.RegisterControllerRecord:

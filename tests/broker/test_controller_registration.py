@@ -20,6 +20,7 @@ from minibroker.controller.controller_server import ControllerServer
 from minibroker.controller.quorum_controller import ControllerConfig
 from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.image import MetadataDelta, MetadataImage
+from minibroker.raft.snapshots import read_snapshot
 from minibroker_protocol import metadata_records as mr
 from minibroker_protocol.apis import controller_registration, describe_cluster, unregister_controller
 from minibroker_protocol.errors import ErrorCode, KafkaError
@@ -164,3 +165,21 @@ def test_a_snapshot_keeps_the_registrations_and_an_unregistration_removes_one() 
     after = MetadataDelta(image)
     after.replay(ApiMessageAndVersion(mr.UNREGISTER_CONTROLLER_RECORD(controller_id=3001), 0))
     assert set(after.apply(2, 1).controllers) == {3000} and after.changed_controllers == {3001}
+
+
+def test_kafkas_registration_in_its_snapshot_is_kept_and_written_back_as_kafka_wrote_it() -> None:
+    """The RegisterControllerRecord of Kafka 4.4's snapshot (tests/protocol/kraft_golden) replayed
+    into our image is written back by `records()` as Kafka wrote it (its features in their order)."""
+    snap = read_snapshot(Path(__file__).parents[1] / "protocol" / "kraft_golden" /
+                         "00000000000000000048-0000000001.checkpoint")
+    delta = MetadataDelta(MetadataImage())
+    kafkas = []
+    for r in snap.records:
+        delta.replay(r)
+        if isinstance(r, ApiMessageAndVersion) and isinstance(r.message, mr.RegisterControllerRecord):
+            kafkas.append(r.message)
+    image = delta.apply(snap.id.end_offset - 1, snap.id.epoch)
+    assert len(kafkas) == 1 and set(image.controllers) == {1}
+    assert image.controllers[1].endpoint("CONTROLLER") is not None
+    ours = [r.message for r in image.records() if isinstance(r.message, mr.RegisterControllerRecord)]
+    assert ours == kafkas
