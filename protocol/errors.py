@@ -145,6 +145,7 @@ class ErrorCode(IntEnum):
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128
     REBOOTSTRAP_REQUIRED = 129  # KIP-1242: ApiVersions v5 names another cluster or node
+    CONTROLLER_ID_NOT_REGISTERED = 136  # UnregisterController (94) of an id with no registration
 
 
 # Kafka's exception class for these derives from RetriableException.

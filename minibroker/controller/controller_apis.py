@@ -2,6 +2,8 @@
 
 ApiVersions v0-4 (the APIs below, nothing else: a broker's NodeToControllerChannelManager picks its
 versions from it) / BrokerRegistration v0-4 / BrokerHeartbeat v0-2 / UnregisterBroker v0 /
+ControllerRegistration v0 and UnregisterController v0 (KIP-919: minibroker.controller.
+controller_registration_control) /
 AlterPartition v2-3 / AllocateProducerIds v0 / CreateTopics v2-7, DeleteTopics v0-6, CreatePartitions
 v0-3, ElectLeaders v0-2, IncrementalAlterConfigs v0-1, UpdateFeatures v0-2 (what Kafka 4 brokers forward) /
 Create/Renew/ExpireDelegationToken v1-3/v1-2/v1-2 (answered inside an Envelope only: they need the
@@ -10,7 +12,8 @@ Fetch v13-18 of `__cluster_metadata-0` only (KRaft observers: the brokers; one b
 is sent the latest snapshot's id) / FetchSnapshot v0-1 (that snapshot, a slice at a time) / Envelope v0 (KIP-590:
 what a Kafka 4 broker forwards, CreateTopics among them, wrapped with the client's principal) /
 DescribeQuorum v0-2 and DescribeCluster v1-2 with the controller endpoint type (what
-`kafka-metadata-quorum --bootstrap-controller` asks).
+`kafka-metadata-quorum --bootstrap-controller` asks): the registered controllers (the image's
+RegisterControllerRecords) with their endpoint on this listener.
 
 Behavior: every answer comes from minibroker.controller.quorum_controller after its records are
 committed. Fetch long-polls up to `max_wait_ms` for records past the fetch offset and answers with
@@ -52,6 +55,7 @@ from minibroker_protocol.apis import (
     api_versions,
     broker_heartbeat,
     broker_registration,
+    controller_registration,
     create_acls,
     create_delegation_token,
     create_partitions,
@@ -69,13 +73,14 @@ from minibroker_protocol.apis import (
     list_partition_reassignments,
     renew_delegation_token,
     unregister_broker,
+    unregister_controller,
     update_features,
 )
 from minibroker_protocol.apis.fetch import FetchRequest, FetchResponse
 from minibroker_protocol.codec import decode
 from minibroker_protocol.errors import ErrorCode, KafkaError
 from minibroker_protocol.headers import decode_request_header, encode_response_frame
-from minibroker_protocol.schema import ZERO_UUID, Api, Message
+from minibroker_protocol.schema import ZERO_UUID, Api, Message, Schema
 from minibroker_protocol.types import DecodeError
 
 CONTROLLER_ENDPOINT = 2  # DescribeCluster endpoint_type (KIP-919)
@@ -83,6 +88,17 @@ ControllerHandler = Callable[[Message, int], Awaitable[Message]]
 # the principal of the Envelope whose inner request is being answered (None: a request that came alone)
 ENVELOPE_PRINCIPAL: contextvars.ContextVar[EnvelopePrincipal | None] = contextvars.ContextVar(
     "envelope_principal", default=None)
+
+
+async def answered(response: Schema[Message], done: Awaitable[None]) -> Message:
+    """`response` with no error once `done` completes, or the KafkaError it raised (the
+    throttle time / error code / error message responses of APIs 70 and 94). The message of a
+    success is "" (Kafka's generated default for these nullable strings, what its controller sends)."""
+    try:
+        await done
+    except KafkaError as e:
+        return response(throttle_time_ms=0, error_code=e.code, error_message=e.message or None)
+    return response(throttle_time_ms=0, error_code=0, error_message="")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +128,14 @@ class ControllerApis:
         async def registration(req: Message, v: int) -> Message:
             assert isinstance(req, broker_registration.BrokerRegistrationRequest)
             return await c.register_broker(req)
+
+        async def controller_registered(req: Message, v: int) -> Message:
+            assert isinstance(req, controller_registration.ControllerRegistrationRequest)
+            return await answered(controller_registration.RESPONSE, c.register_controller(req))
+
+        async def controller_unregistered(req: Message, v: int) -> Message:
+            assert isinstance(req, unregister_controller.UnregisterControllerRequest)
+            return await answered(unregister_controller.RESPONSE, c.unregister_controller(req.controller_id))
 
         async def heartbeat(req: Message, v: int) -> Message:
             assert isinstance(req, broker_heartbeat.BrokerHeartbeatRequest)
@@ -207,6 +231,8 @@ class ControllerApis:
             Served(broker_registration.API, 0, 4, registration),
             Served(broker_heartbeat.API, 0, 2, heartbeat),
             Served(unregister_broker.API, 0, 0, unregister),
+            Served(controller_registration.API, 0, 0, controller_registered),
+            Served(unregister_controller.API, 0, 0, controller_unregistered),
             Served(alter_partition.API, 2, 3, alter),
             Served(allocate_producer_ids.API, 0, 0, producer_ids),
             Served(create_topics.API, 2, 7, topics),
@@ -293,10 +319,14 @@ class ControllerApis:
             return resp(error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, error_message="The request was sent to an "
                         "endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER", cluster_id="",
                         brokers=[], endpoint_type=req.endpoint_type)
-        _, host, port = self.listener
+        # the registered controllers with an endpoint on the listener asked (Kafka:
+        # ControllerRegistrationsPublisher.describeClusterControllers)
+        name = self.listener[0]
         return resp(error_code=0, endpoint_type=CONTROLLER_ENDPOINT, cluster_id=c.config.cluster_id,
                     controller_id=c.config.node_id,
-                    brokers=[resp.DescribeClusterBroker(broker_id=c.config.node_id, host=host, port=port, rack=None)])
+                    brokers=[resp.DescribeClusterBroker(broker_id=r.id, host=e.host, port=e.port, rack=None)
+                             for _, r in sorted(c.image.controllers.items())
+                             if (e := r.endpoint(name)) is not None])
 
     def fetch_snapshot(self, req: fetch_snapshot.FetchSnapshotRequest) -> fetch_snapshot.FetchSnapshotResponse:
         """A slice of a snapshot file from `position` (Kafka: KafkaRaftClient.handleFetchSnapshotRequest)."""

@@ -14,10 +14,13 @@ import asyncio
 import contextlib
 import logging
 import struct
+import uuid
 from pathlib import Path
 
 from minibroker.controller.controller_apis import ControllerApis
+from minibroker.controller.controller_registration_control import self_registration
 from minibroker.controller.quorum_controller import ControllerConfig, QuorumController
+from minibroker.features import kraft_supported
 from minibroker_protocol.codec import decode
 from minibroker_protocol.errors import ErrorCode
 from minibroker_protocol.headers import decode_request_header, encode_response_frame
@@ -42,6 +45,10 @@ class ControllerServer:
         self._server = await asyncio.start_server(self._accept, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         self.apis.listener = (self.listener_name, self.host, self.port)
+        # KIP-919: registered with the active controller, itself (a new incarnation at every start)
+        self.controller.self_registration = self_registration(self.controller.config.node_id, uuid.uuid4(),
+                                                              self.apis.listener, kraft_supported())
+        await self.controller.maybe_register_self()
         log.info("controller %d listening on %s:%d", self.controller.config.node_id, self.host, self.port)
 
     async def shutdown(self) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from minibroker.controller import (
     acl_control,
     configuration_control,
+    controller_registration_control,
     producer_id_control,
     quota_control,
     reassignment,
@@ -76,6 +77,7 @@ from minibroker_protocol.apis.alter_user_scram_credentials import (
 )
 from minibroker_protocol.apis.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from minibroker_protocol.apis.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
+from minibroker_protocol.apis.controller_registration import ControllerRegistrationRequest
 from minibroker_protocol.apis.create_acls import CreateAclsRequest, CreateAclsResponse
 from minibroker_protocol.apis.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from minibroker_protocol.apis.create_topics import CreateTopicsRequest, CreateTopicsResponse
@@ -145,6 +147,8 @@ class QuorumController:
         self._bytes_since_snapshot = 0
         self._last_snapshot_ms = 0
         self._last_write_ms = 0
+        # this node's ControllerRegistration (KIP-919), set by the ControllerServer once it listens
+        self.self_registration: ControllerRegistrationRequest | None = None
 
     # -- life ------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -296,6 +300,25 @@ class QuorumController:
                     self.image, broker_id, self._usable(exclude=broker_id))], lock_held=True)
             return fenced
 
+    # -- controller registrations (KIP-919) --------------------------------------------------------
+    async def register_controller(self, req: ControllerRegistrationRequest) -> None:
+        """Raises KafkaError with Kafka's refusal."""
+        async with self._lock:
+            await self._commit(controller_registration_control.register_controller(self.image, req), lock_held=True)
+
+    async def unregister_controller(self, controller_id: int) -> None:
+        """Raises KafkaError with Kafka's refusal."""
+        async with self._lock:
+            await self._commit(controller_registration_control.unregister_controller(
+                self.image, controller_id, self.config.node_id), lock_held=True)
+
+    async def maybe_register_self(self) -> None:
+        """Register this controller when the image lacks its incarnation (Kafka:
+        ControllerRegistrationManager.maybeSendControllerRegistration on each metadata update)."""
+        req = self.self_registration
+        if req is not None and controller_registration_control.needs_registration(self.image, req):
+            await self.register_controller(req)
+
     # -- partitions, topics, producer ids --------------------------------------------------------
     async def alter_partition(self, req: AlterPartitionRequest, version: int) -> AlterPartitionResponse:
         async with self._lock:
@@ -422,6 +445,7 @@ class QuorumController:
             await asyncio.sleep(tick)
             try:
                 await self.fence_expired_brokers()
+                await self.maybe_register_self()
                 async with self._lock:
                     # Kafka: the electPreferred / electUnclean periodic tasks (leader_balance)
                     await self._commit(self.elections.due(self.clock(), self.image, self._usable(),

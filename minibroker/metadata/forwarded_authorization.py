@@ -39,6 +39,7 @@ from minibroker_protocol.apis import (
     incremental_alter_configs,
     list_partition_reassignments,
     unregister_broker,
+    unregister_controller,
     update_features,
 )
 from minibroker_protocol.errors import ErrorCode
@@ -48,11 +49,12 @@ Forward = Callable[[Message], Awaitable[Message]]
 ZERO_UUID = uuid.UUID(int=0)
 
 # the APIs refused as a whole without `op` on the cluster (ControllerApis: ElectLeaders,
-# UpdateFeatures, UnregisterBroker and the reassignment APIs ALTER, ListPartitionReassignments DESCRIBE)
+# UpdateFeatures, UnregisterBroker, UnregisterController and the reassignment APIs ALTER,
+# ListPartitionReassignments DESCRIBE)
 _CLUSTER_OPS = {elect_leaders.API.key: authz.Op.ALTER, update_features.API.key: authz.Op.ALTER,
                 alter_partition_reassignments.API.key: authz.Op.ALTER,
                 list_partition_reassignments.API.key: authz.Op.DESCRIBE,
-                unregister_broker.API.key: authz.Op.ALTER}
+                unregister_broker.API.key: authz.Op.ALTER, unregister_controller.API.key: authz.Op.ALTER}
 # config resource types (Kafka: ConfigResource.Type) whose ALTER_CONFIGS is the cluster's
 _CLUSTER_CONFIG_TYPES = (4, 8, 16)  # BROKER, BROKER_LOGGER, CLIENT_METRICS
 _TOPIC, _GROUP = 2, 32

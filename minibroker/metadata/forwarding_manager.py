@@ -48,6 +48,7 @@ from minibroker_protocol.apis import (
     incremental_alter_configs,
     list_partition_reassignments,
     unregister_broker,
+    unregister_controller,
     update_features,
 )
 from minibroker_protocol.errors import ErrorCode, KafkaError
@@ -65,7 +66,9 @@ FORWARDED_ONLY: tuple[tuple[Api, str], ...] = ((elect_leaders.API, "0-2"), (upda
                                                (alter_partition_reassignments.API, "0-1"),
                                                (list_partition_reassignments.API, "0-0"),
                                                # `kafka-cluster unregister` (KIP-500 brokers forward it)
-                                               (unregister_broker.API, "0-0"))
+                                               (unregister_broker.API, "0-0"),
+                                               # `kafka-cluster unregister-controller` (KIP-919, Kafka 4.4)
+                                               (unregister_controller.API, "0-0"))
 METADATA_WAIT_S = 30.0  # the longest a forwarded answer waits for this broker's image to catch up
 # an internal topic's replication factor (Kafka: AutoTopicCreationManager.creatableTopic)
 INTERNAL_REPLICATION_FACTOR = {"__consumer_offsets": "offsets.topic.replication.factor",

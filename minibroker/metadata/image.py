@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from minibroker.metadata.controller_registration import ControllerRegistration
 from minibroker.metadata.partition_registration import PartitionRegistration
 from minibroker.security.authorizer import (
     AclBinding,
@@ -85,6 +86,8 @@ class MetadataImage:
     quotas: Mapping[tuple[tuple[str, str | None], ...], Mapping[str, float]] = field(default_factory=dict)
     # delegation tokens (Kafka: DelegationTokenImage): token id -> the record (never the HMAC)
     delegation_tokens: Mapping[str, mr.DelegationTokenRecord] = field(default_factory=dict)
+    # controller registrations (KIP-919; Kafka: ClusterImage.controllers)
+    controllers: Mapping[int, ControllerRegistration] = field(default_factory=dict)
 
     def topic(self, name: str) -> TopicImage | None:
         tid = self.topic_ids.get(name)
@@ -96,6 +99,7 @@ class MetadataImage:
                for n, level in sorted(self.features.items())]
         for b in sorted(self.brokers.values(), key=lambda b: b.id):
             out.append(ApiMessageAndVersion(register_broker_record(b), 3))
+        out += [ApiMessageAndVersion(c.to_record(), 0) for _, c in sorted(self.controllers.items())]
         for t in sorted(self.topics.values(), key=lambda t: t.name):
             out.append(ApiMessageAndVersion(mr.TOPIC_RECORD(name=t.name, topic_id=t.id), 0))
             out += [ApiMessageAndVersion(p.to_record(t.id, i), 2) for i, p in sorted(t.partitions.items())]
@@ -173,6 +177,8 @@ class MetadataDelta:
         self.changed_partitions: dict[uuid.UUID, dict[int, PartitionRegistration]] = {}
         self.deleted_topics: dict[uuid.UUID, TopicImage] = {}
         self.changed_brokers: set[int] = set()
+        self.controllers = dict(image.controllers)
+        self.changed_controllers: set[int] = set()
 
     def replay(self, record: ApiMessageAndVersion | Message) -> None:
         m = record.message if isinstance(record, ApiMessageAndVersion) else record
@@ -210,6 +216,12 @@ class MetadataDelta:
         elif isinstance(m, mr.UnregisterBrokerRecord):
             self.brokers.pop(m.broker_id, None)
             self.changed_brokers.add(m.broker_id)
+        elif isinstance(m, mr.RegisterControllerRecord):
+            self.controllers[m.controller_id] = ControllerRegistration.from_record(m)
+            self.changed_controllers.add(m.controller_id)
+        elif isinstance(m, mr.UnregisterControllerRecord):
+            self.controllers.pop(m.controller_id, None)
+            self.changed_controllers.add(m.controller_id)
         elif isinstance(m, mr.FeatureLevelRecord):
             if m.feature_level == 0:
                 self.features.pop(m.name, None)
@@ -272,7 +284,7 @@ class MetadataDelta:
     def apply(self, offset: int, epoch: int) -> MetadataImage:
         return MetadataImage(offset, epoch, self.features, self.brokers, self.topics, self.topic_ids,
                              self.configs, self.next_producer_id, self.acls, self.scram, self.quotas,
-                             self.delegation_tokens)
+                             self.delegation_tokens, self.controllers)
 
     def local_changes(self, broker_id: int) -> LocalReplicaChanges:
         """The partitions `broker_id` now leads or follows (changed in this delta), and those it must delete."""

@@ -28,9 +28,6 @@ log = logging.getLogger("minibroker.metadata")
 NOT_KEPT: dict[type, str] = {
     mr.NoOpRecord: "the controller's heartbeat in the log (KIP-835): it only moves the offset",
     mr.ZkMigrationStateRecord: "ZooKeeper migration is gone from Kafka 4; a KRaft-born cluster writes NONE",
-    mr.RegisterControllerRecord: "controller registrations (KIP-919) are answered by the controllers "
-                                 "(DescribeCluster with the controller endpoint type), not by brokers here",
-    mr.UnregisterControllerRecord: "as RegisterControllerRecord",
 }
 TRANSACTION_RECORDS = (mr.BeginTransactionRecord, mr.EndTransactionRecord, mr.AbortTransactionRecord)
 

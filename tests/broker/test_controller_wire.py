@@ -89,7 +89,7 @@ async def test_api_versions_lists_what_the_controller_serves(server: ControllerS
         45: (0, 1), 46: (0, 0), 57: (0, 2), 59: (0, 1), 30: (1, 3), 31: (1, 3), 51: (0, 0), 49: (0, 1),
         58: (0, 0),
         60: (1, 2), 62: (0, 4), 63: (0, 2),
-        64: (0, 0), 67: (0, 0),
+        64: (0, 0), 67: (0, 0), 70: (0, 0), 94: (0, 0),
         38: (1, 3), 39: (1, 2), 40: (1, 2)}  # the delegation-token requests, in an Envelope (Kafka's listeners too)
 
 

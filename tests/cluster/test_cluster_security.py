@@ -44,9 +44,11 @@ from minibroker_protocol.apis import (
     describe_delegation_token,
     expire_delegation_token,
     renew_delegation_token,
+    unregister_controller,
 )
 from minibroker_protocol.errors import ErrorCode
 from reference import kafka_reference as kr
+from tests.integration.helpers import RawClient
 from tests.reference.helpers import sasl_plain_client
 from tests.reference.token_helpers import created, plain_config, token_login, tokens_tool
 
@@ -293,3 +295,9 @@ def test_acl_apis_need_alter_on_the_cluster_and_survive_a_broker_restart(kafka_c
         next(iter(gone.values())).result(30)
     assert described(one, f"h-{tag}") == set()
     assert described(one, f"g-{tag}") == {(f"g-{tag}", "READ")}
+    # UnregisterController (API 94, forwarded) needs ALTER on the cluster too (Kafka's ControllerApis):
+    # refused before the controller is asked (which would answer CONTROLLER_ID_NOT_REGISTERED for 99)
+    b = c.brokers[2]
+    with RawClient(f"{b.host}:{b.port}") as raw:
+        resp = raw.call(unregister_controller.API, 0, unregister_controller.REQUEST(controller_id=99))
+    assert resp.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED

@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from minibroker.cluster_testing import ClusterOps
 from minibroker.testing import Cluster
-from minibroker_protocol.apis import fetch, metadata, offset_for_leader_epoch
+from minibroker_protocol.apis import controller_registration, fetch, metadata, offset_for_leader_epoch
 from reference import kafka_reference as kr
 from reference.kafka_cluster import KafkaCluster
 from tests.integration.helpers import RawClient
@@ -188,3 +188,51 @@ def test_kafka_cluster_unregister_answers_as_kafka(cluster: ClusterOps, scenario
     finally:
         c.start_broker(3)
     c.wait_for_isr(str(scenario["topic"]), 0, [1, 2, 3])
+
+
+def test_kafka_cluster_unregister_controller_answers_as_kafka(cluster: ClusterOps) -> None:
+    """`kafka-cluster unregister-controller` (UnregisterController, API 94, Kafka 4.4) on KIP-919's
+    controller registrations: `kafka-cluster list-endpoints --bootstrap-controller` (DescribeCluster
+    with the controller endpoint type) lists the registered controllers; a second registration
+    (ControllerRegistration, API 70, sent to the controller as a controller would) is listed, then
+    unregistered through a broker (which forwards it); an id no controller registered is refused
+    through a broker and straight on the controller, and the active controller's own id too, each
+    with Kafka's text."""
+    c = cluster
+    ctrl = c.controller  # type: ignore[attr-defined]
+    controller = f"{ctrl.host}:{ctrl.port}"
+
+    def tool(*args: str) -> tuple[int, str]:
+        r = kr.run_tool("kafka-cluster", list(args), timeout=120)
+        return r.returncode, (r.stdout + r.stderr).strip()
+
+    def endpoints() -> list[list[str]]:
+        code, out = tool("list-endpoints", "--bootstrap-controller", controller)
+        assert code == 0, out
+        return [line.split() for line in out.splitlines()]
+
+    header = ["ID", "HOST", "PORT", "RACK", "ENDPOINT_TYPE"]
+    assert endpoints() == [header, ["3000", ctrl.host, str(ctrl.port), "null", "controller"]]
+    R = controller_registration.REQUEST
+    with RawClient(controller) as raw:
+        resp = raw.call(controller_registration.API, 0, R(
+            controller_id=3001, incarnation_id=uuid.uuid4(), zk_migration_ready=False,
+            listeners=[R.Listener(name="CONTROLLER", host=ctrl.host, port=1, security_protocol=0)],
+            features=[R.Feature(name="metadata.version", min_supported_version=7, max_supported_version=33)]))
+    assert (resp.error_code, resp.error_message) == (0, "")  # Kafka's answer
+    assert endpoints() == [header, ["3000", ctrl.host, str(ctrl.port), "null", "controller"],
+                           ["3001", ctrl.host, "1", "null", "controller"]]
+    assert tool("unregister-controller", "--bootstrap-server", address(c, 1), "--id", "3001") == (
+        0, "Controller 3001 is no longer registered.")
+    assert endpoints() == [header, ["3000", ctrl.host, str(ctrl.port), "null", "controller"]]
+    # each refusal asked once (a Kafka tool run is a JVM start): through a broker or the controller
+    broker, on_controller = ["--bootstrap-server", address(c, 1)], ["--bootstrap-controller", controller]
+    refusals = [(99, on_controller, "ControllerIdNotRegisteredException", "Controller ID 99 is not currently registered."),
+                (3001, broker, "ControllerIdNotRegisteredException", "Controller ID 3001 is not currently registered."),
+                (3000, broker, "InvalidRequestException", "Controller cannot unregister itself while it is active.")]
+    for node, where, exception, text in refusals:
+        code, out = tool("unregister-controller", *where, "--id", str(node))
+        assert code == 1, out
+        assert f"Unregister controller request for controller ID {node} failed: {text} " \
+               "(org.apache.kafka.clients.admin.KafkaAdminClient)" in out, out
+        assert out.endswith(f"Caused by: org.apache.kafka.common.errors.{exception}: {text}"), out
