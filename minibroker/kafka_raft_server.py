@@ -45,6 +45,7 @@ from minibroker.metadata.broker_metadata_publisher import BrokerMetadataPublishe
 from minibroker.metadata.controller_channel import ControllerChannel
 from minibroker.metadata.controller_nodes import ControllerNodeProvider
 from minibroker.metadata.forwarding_manager import ForwardingManager
+from minibroker.metadata.group_config_publisher import GroupConfigPublisher
 from minibroker.metadata.metadata_loader import MetadataLoader, MetadataPublisher
 from minibroker.metadata.producer_id_blocks import ControllerProducerIdBlocks
 from minibroker.metadata.quota_publisher import QuotaPublisher
@@ -140,7 +141,8 @@ class KafkaRaftServer:
                                                 if cfg.get("auto.leader.rebalance.enable") else None),
             # Kafka's internal key: accepted from the properties, not described (cfg.unknown keeps it)
             unclean_leader_election_interval_ms=int(str(cfg.unknown.get(
-                "unclean.leader.election.interval.ms", DEFAULT_UNCLEAN_INTERVAL_MS))))
+                "unclean.leader.election.interval.ms", DEFAULT_UNCLEAN_INTERVAL_MS))),
+            properties=cfg)
         self.controller = ControllerServer(data_dir, controller_config, endpoint.host or "0.0.0.0", endpoint.port,
                                            endpoint.listener_name)
         await self.controller.startup()
@@ -222,6 +224,7 @@ class KafkaRaftServer:
         self.add_publisher(AclPublisher(server.authorizer))
         self.add_publisher(ScramPublisher(server.scram_credentials))
         self.add_publisher(QuotaPublisher(server.quota_store))
+        self.add_publisher(GroupConfigPublisher(server.consumer_group_configs, server.coordinators))
         self.forwarding.install(server.handlers, server.services)
         server.topics.remote_creator = self.forwarding
         server.producer_ids.block_source = self.producer_id_blocks
