@@ -37,6 +37,9 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
   3, min ISR 2, Kafka's defaults): read_committed reads only the committed records, the markers
   are on every replica with the epochs Kafka gives them (kafka-dump-log), and the same id commits
   again with a bumped epoch, fencing the first producer.
+- GROUP config resources (type 32) set with kafka-configs through one broker are described by the
+  others, refused with Kafka's messages, and used by the group coordinators of the cluster (a
+  KIP-848 member's heartbeat interval, a share group's share.auto.offset.reset).
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ from minibroker import cluster_control as cc
 from minibroker.cluster_testing import ClusterOps, poll
 from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.testing import Cluster
-from minibroker_protocol.apis import describe_configs
+from minibroker_protocol.apis import consumer_group_heartbeat, describe_configs, find_coordinator
 from reference import kafka_reference as kr
 from reference.kafka_cluster import KafkaCluster
 from tests.reference import share_clients
@@ -835,6 +838,21 @@ def _group_configs_on(address: tuple[str, int], group: str) -> dict[str, tuple[s
     return {e.name: (e.value, e.config_source) for e in result.configs}
 
 
+def _coordinator_of(address: tuple[str, int], group: str) -> tuple[str, int]:
+    """The group's coordinator, once there is one (the first FindCoordinator of a cluster creates
+    __consumer_offsets: COORDINATOR_NOT_AVAILABLE meanwhile)."""
+    FC = find_coordinator.REQUEST
+
+    def find() -> tuple[str, int] | None:
+        resp = asyncio.run(cc.request(address, find_coordinator.API, FC(key_type=0, coordinator_keys=[group]),
+                                      timeout=30))
+        assert isinstance(resp, find_coordinator.FindCoordinatorResponse)
+        (found,) = resp.coordinators
+        assert found.error_code in (0, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS), found
+        return (found.host, found.port) if found.error_code == 0 else None
+    return poll(find, f"the coordinator of {group}", 120, interval=1)
+
+
 def _configs_tool(address: tuple[str, int], *args: str) -> subprocess.CompletedProcess[str]:
     return kr.run_tool("kafka-configs", ["--bootstrap-server", f"{address[0]}:{address[1]}", *args], timeout=120)
 
@@ -849,8 +867,10 @@ def test_group_configs_altered_through_one_broker_are_used_by_every_broker(heale
     goes to the controller, which checks the values and writes ConfigRecords; brokers 2 and 3
     describe them (each asked alone) and Kafka's tool prints the same through broker 3; refused
     values and keys answer Kafka's INVALID_CONFIG messages (APPEND too: no group key is a LIST to
-    Kafka's controller); and share.auto.offset.reset=earliest set through broker 2 makes a share
-    consumer of the cluster read the records produced before it joined."""
+    Kafka's controller); a consumer group's coordinator answers a joining member with the
+    consumer.heartbeat.interval.ms set through another broker; and share.auto.offset.reset=earliest
+    set through broker 2 makes a share consumer of the cluster read the records produced before it
+    joined."""
     c = healed
     b1, b2, b3 = (c.brokers[n] for n in (1, 2, 3))  # type: ignore[attr-defined]
     a1, a2, a3 = ((b.host, b.port) for b in (b1, b2, b3))
@@ -902,8 +922,27 @@ def test_group_configs_altered_through_one_broker_are_used_by_every_broker(heale
     assert r.returncode == 0, r.stderr
     poll(lambda: _group_configs_on(a1, group)["consumer.session.timeout.ms"] == ("45000", 5) or None,
          "the group's session timeout back to the broker's on broker 1", 60, interval=0.5)
-    # behaviour: a share group reading from the start, as set through broker 2
+    # behaviour: a consumer group's coordinator on another broker tells its members the interval
+    # set through this one (KIP-848's heartbeat answer)
+    consumer_group = f"{group}-c"  # a group id is one kind of group: the share group below is another
+    found = _coordinator_of(a1, consumer_group)
+    altering = next(a for a in (a1, a2, a3) if a != found)
+    r = _configs_tool(altering, "--entity-type", "groups", "--entity-name", consumer_group, "--alter",
+                      "--add-config", "consumer.heartbeat.interval.ms=7000")
+    assert r.returncode == 0, r.stderr
+    poll(lambda: _group_configs_on(found, consumer_group)["consumer.heartbeat.interval.ms"]
+         == ("7000", DYNAMIC_GROUP_CONFIG) or None, f"{consumer_group}'s interval on its coordinator", 60, interval=0.5)
     topic = new_topic(c)
+    HB = consumer_group_heartbeat.REQUEST
+    join = asyncio.run(cc.request(found, consumer_group_heartbeat.API, HB(
+        group_id=consumer_group, member_id=uuid.uuid4().hex[:22], member_epoch=0, rebalance_timeout_ms=30000,
+        subscribed_topic_names=[topic], topic_partitions=[]), timeout=30))
+    assert isinstance(join, consumer_group_heartbeat.ConsumerGroupHeartbeatResponse)
+    assert (join.error_code, join.heartbeat_interval_ms) == (0, 7000), join
+    leave = asyncio.run(cc.request(found, consumer_group_heartbeat.API, HB(
+        group_id=consumer_group, member_id=join.member_id, member_epoch=-1), timeout=30))
+    assert isinstance(leave, consumer_group_heartbeat.ConsumerGroupHeartbeatResponse) and leave.error_code == 0
+    # behaviour: a share group reading from the start, as set through broker 2
     share_clients.produce(c.bootstrap, topic, [f"early-{i}" for i in range(5)])
     r = _configs_tool(a2, *entity, "--alter", "--add-config", "share.auto.offset.reset=earliest")
     assert r.returncode == 0, r.stderr
