@@ -96,6 +96,9 @@ class Coordinators:
         # streams.* GROUP configs (KIP-1071), read by the streams group coordinator at each heartbeat
         self.streams_group_configs = StreamsGroupConfigs(data_dir)
         self.streams_group_configs.load()
+        # a KRaft broker's: gives the share coordinator, once built, the share.* GROUP configs of the
+        # metadata image (minibroker.metadata.group_config_publisher) over its own file's
+        self.on_share_built: Callable[[ShareGroupCoordinator], None] | None = None
         self._runtime: CoordinatorRuntime | None = None
         self._group: GroupCoordinator | None = None
         self._txn: TransactionCoordinator | None = None
@@ -209,6 +212,8 @@ class Coordinators:
                 self._share.manager = spm.SharePartitionManager(self._share, self._share.persister,
                                                                 self._replica_manager.node_id)
             self._start(self._share, SHARE_STATE_TOPIC)
+            if self.on_share_built is not None:
+                self.on_share_built(self._share)
         return self._share
 
     def _own_endpoint(self) -> tuple[str, int] | None:

@@ -47,6 +47,7 @@ from minibroker.metadata.controller_nodes import ControllerNodeProvider
 from minibroker.metadata.delegation_token_forwarding import install_token_forwarding
 from minibroker.metadata.delegation_token_publisher import DelegationTokenPublisher, delegation_token_settings
 from minibroker.metadata.forwarding_manager import ForwardingManager
+from minibroker.metadata.group_config_publisher import GroupConfigPublisher
 from minibroker.metadata.metadata_loader import MetadataLoader, MetadataPublisher
 from minibroker.metadata.producer_id_blocks import ControllerProducerIdBlocks
 from minibroker.metadata.quota_publisher import QuotaPublisher
@@ -143,7 +144,7 @@ class KafkaRaftServer:
             # Kafka's internal key: accepted from the properties, not described (cfg.unknown keeps it)
             unclean_leader_election_interval_ms=int(str(cfg.unknown.get(
                 "unclean.leader.election.interval.ms", DEFAULT_UNCLEAN_INTERVAL_MS))),
-            delegation_tokens=delegation_token_settings(cfg))
+            delegation_tokens=delegation_token_settings(cfg), properties=cfg)
         self.controller = ControllerServer(data_dir, controller_config, endpoint.host or "0.0.0.0", endpoint.port,
                                            endpoint.listener_name)
         await self.controller.startup()
@@ -228,6 +229,7 @@ class KafkaRaftServer:
             self.add_publisher(DelegationTokenPublisher(server.delegation_tokens))
             install_token_forwarding(server.handlers, self.forwarding)
         self.add_publisher(QuotaPublisher(server.quota_store))
+        self.add_publisher(GroupConfigPublisher(server.consumer_group_configs, server.coordinators))
         self.forwarding.install(server.handlers, server.services)
         server.topics.remote_creator = self.forwarding
         server.producer_ids.block_source = self.producer_id_blocks

@@ -13,16 +13,24 @@ cluster-level one cannot be removed, and every change of it clears the ELRs it g
 ClearElrRecord for the topic, or for every topic at the cluster level, even when the value stays
 the same). Kafka: ConfigurationControlManager.isDisallowedBrokerMinIsrTransition,
 isDisallowedClusterMinIsrTransition, createClearElrRecordsAsNeeded.
+
+A GROUP (type 32, named by the group id) holds the KIP-848/KIP-932/KIP-1071 group configs: the
+resulting set is checked whole against the controller's own properties (their group bounds),
+APPEND/SUBTRACT are refused (no group key is a LIST in Kafka's KafkaConfigSchema), and only the
+keys whose value changes become ConfigRecords (ConfigurationControlManager writes unchanged values
+again only for BROKER resources). Every broker applies them from its image
+(minibroker.metadata.group_config_publisher).
 """
 
 from __future__ import annotations
 
-from minibroker.config import ConfigError
+from minibroker.config import BrokerConfig, ConfigError
 from minibroker.config.kafka_dynamic import REPLICATION_THROTTLE_KEYS
 from minibroker.config.keys import BROKER_CONFIGS
 from minibroker.config.topic import validate_topic_config
 from minibroker.controller import eligible_leader_replicas as elr_rules
-from minibroker.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
+from minibroker.coordinator.group.group_config_validation import validate_group_configs, validate_group_name
+from minibroker.metadata.image import BROKER_RESOURCE, GROUP_RESOURCE, TOPIC_RESOURCE, MetadataImage
 from minibroker_protocol import metadata_records as mr
 from minibroker_protocol.apis import incremental_alter_configs as iac
 from minibroker_protocol.apis.incremental_alter_configs import (
@@ -35,8 +43,10 @@ from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # Kafka: AlterConfigOp.OpType
 
 
-def incremental_alter_configs(image: MetadataImage, req: IncrementalAlterConfigsRequest
+def incremental_alter_configs(image: MetadataImage, req: IncrementalAlterConfigsRequest,
+                              properties: BrokerConfig | None = None
                               ) -> tuple[list[ApiMessageAndVersion], IncrementalAlterConfigsResponse]:
+    """`properties`: the controller's own (the bounds of the GROUP configs; Kafka's defaults if None)."""
     resp = iac.RESPONSE(responses=[])
     records: list[ApiMessageAndVersion] = []
     for res in req.resources:
@@ -44,7 +54,7 @@ def incremental_alter_configs(image: MetadataImage, req: IncrementalAlterConfigs
                                                         resource_type=res.resource_type, resource_name=res.resource_name)
         resp.responses.append(out)
         try:
-            changes = _changes(image, res)
+            changes = _changes(image, res, properties)
         except KafkaError as e:
             out.error_code, out.error_message = e.code, e.message
             continue
@@ -81,8 +91,10 @@ def _clear_elr_records(image: MetadataImage, records: list[ApiMessageAndVersion]
     return out
 
 
-def _changes(image: MetadataImage, res: IncrementalAlterConfigsRequest.AlterConfigsResource) -> dict[str, str | None]:
-    current = dict(image.configs.get((res.resource_type, res.resource_name), {}))
+def _changes(image: MetadataImage, res: IncrementalAlterConfigsRequest.AlterConfigsResource,
+             properties: BrokerConfig | None = None) -> dict[str, str | None]:
+    before = image.configs.get((res.resource_type, res.resource_name), {})
+    current = dict(before)
     changes: dict[str, str | None] = {}
     for c in res.configs:
         old = current.get(c.name)
@@ -90,6 +102,9 @@ def _changes(image: MetadataImage, res: IncrementalAlterConfigsRequest.AlterConf
             new: str | None = c.value
         elif c.config_operation == DELETE:
             new = None
+        elif c.config_operation in (APPEND, SUBTRACT) and res.resource_type == GROUP_RESOURCE:
+            verb = "APPEND" if c.config_operation == APPEND else "SUBTRACT"
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Can't {verb} to key {c.name} because its type is not LIST.")
         elif c.config_operation in (APPEND, SUBTRACT):
             items = [x for x in (old or "").split(",") if x]
             given = [x for x in (c.value or "").split(",") if x]
@@ -114,6 +129,10 @@ def _changes(image: MetadataImage, res: IncrementalAlterConfigsRequest.AlterConf
         unknown = [k for k in changes if k not in BROKER_CONFIGS and k not in REPLICATION_THROTTLE_KEYS]
         if unknown:
             raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown broker config: {unknown[0]}")
+    elif res.resource_type == GROUP_RESOURCE:
+        validate_group_name(res.resource_name)
+        validate_group_configs(current, properties if properties is not None else BrokerConfig({}))
+        changes = {k: v for k, v in changes.items() if v != before.get(k)}
     else:
         raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unexpected resource type {res.resource_type}")
     return changes

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from minibroker.config import BrokerConfig
 from minibroker.controller import (
     acl_control,
     configuration_control,
@@ -126,6 +127,9 @@ class ControllerConfig:
     leader_imbalance_check_interval_ms: int | None = 300_000
     unclean_leader_election_interval_ms: int = DEFAULT_UNCLEAN_INTERVAL_MS  # Kafka's internal key
     delegation_tokens: DelegationTokenSettings = field(default_factory=DelegationTokenSettings)
+    # the node's own properties: the bounds GROUP configs are checked against (Kafka's controller
+    # validates them with its KafkaConfig); None: Kafka's defaults
+    properties: BrokerConfig | None = None
 
 
 class QuorumController:
@@ -402,7 +406,7 @@ class QuorumController:
 
     async def incremental_alter_configs(self, req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
         async with self._lock:
-            records, resp = configuration_control.incremental_alter_configs(self.image, req)
+            records, resp = configuration_control.incremental_alter_configs(self.image, req, self.config.properties)
             await self._commit(records, lock_held=True)
             return resp
 

@@ -96,6 +96,9 @@ def _alter_group(services: BrokerServices, name: str, new_text: dict[str, str | 
     if not name:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
     given = ops if ops is not None else [(k, int(OpType.SET), v) for k, v in (new_text or {}).items()]
+    for key, op, _ in given:  # Kafka's controller: no group key is a LIST (KafkaConfigSchema.isSplittable)
+        if OpType(op) in (OpType.APPEND, OpType.SUBTRACT):
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Can't {OpType(op).name} to key {key} because its type is not LIST.")
     for key, _, _ in given:
         if not any(key in p.group_keys() for p in GROUP_CONFIG_PROVIDERS):
             raise KafkaError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {key}")

@@ -33,6 +33,7 @@ FENCE = 1  # BrokerRegistrationChangeRecord.fenced (Kafka: BrokerRegistrationFen
 UNFENCE = -1
 TOPIC_RESOURCE = 2  # ConfigRecord.resource_type (Kafka: ConfigResource.Type.TOPIC)
 BROKER_RESOURCE = 4
+GROUP_RESOURCE = 32  # KIP-848 group configs (Kafka: ConfigResource.Type.GROUP)
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,3 +60,16 @@ def test_group_configs_reach_members_and_survive_a_restart(tmp_path):
         assert shown["consumer.session.timeout.ms"] == ("50000", 8)
         assert _alter(c, group, consumer_session_timeout_ms=None) == (0, None)  # DELETE
         assert _describe(c, group)["consumer.session.timeout.ms"] == ("45000", 5)
+
+
+def test_append_and_subtract_of_a_group_key_answer_kafkas_controller_message(tmp_path):
+    """No group key is a LIST to Kafka's controller (KafkaConfigSchema.isSplittable), which answers
+    before looking at the key (the cluster's side: tests/reference/test_kafka_cluster_reference.py)."""
+    with BrokerThread(tmp_path / "data", overrides=dict(TEST_OVERRIDES)) as b, RawClient(b.bootstrap) as c:
+        for op, name, key in ((2, "APPEND", "consumer.session.timeout.ms"),
+                              (3, "SUBTRACT", "streams.rack.aware.assignment.tags"), (2, "APPEND", "no.such.key")):
+            r = c.call(incremental_alter_configs.API, 1, IA(resources=[IA.AlterConfigsResource(
+                resource_type=GROUP, resource_name="g", configs=[IA.AlterableConfig(
+                    name=key, config_operation=op, value="1")])], validate_only=False))
+            assert (r.responses[0].error_code, r.responses[0].error_message) == (
+                E.INVALID_CONFIG, f"Can't {name} to key {key} because its type is not LIST."), key

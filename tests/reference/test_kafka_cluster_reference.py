@@ -37,10 +37,14 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
   3, min ISR 2, Kafka's defaults): read_committed reads only the committed records, the markers
   are on every replica with the epochs Kafka gives them (kafka-dump-log), and the same id commits
   again with a bumped epoch, fencing the first producer.
+- GROUP config resources (type 32) set with kafka-configs through one broker are described by the
+  others, refused with Kafka's messages, and used by the group coordinators of the cluster (a
+  KIP-848 member's heartbeat interval, a share group's share.auto.offset.reset).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import queue
@@ -64,11 +68,14 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from minibroker import cluster_control as cc
 from minibroker.cluster_testing import ClusterOps, poll
 from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.testing import Cluster
+from minibroker_protocol.apis import consumer_group_heartbeat, describe_configs, find_coordinator
 from reference import kafka_reference as kr
 from reference.kafka_cluster import KafkaCluster
+from tests.reference import share_clients
 
 LEADER_IMBALANCE_CHECK_S = 3  # Kafka's default is 300 s
 UNCLEAN_CHECK_MS = 2000  # Kafka's internal unclean.leader.election.interval.ms, 5 min by default
@@ -810,3 +817,138 @@ def test_a_transaction_over_brokers_committed_and_aborted_across_a_coordinator_f
             assert c0 < commit == x0 < abort == y0 < commit_y < n0 < commit_n, dumps[1]
         # each ending after a failover written by a coordinator of a newer epoch
         assert dumps[1][1][3] < dumps[1][3][3] < dumps[1][5][3] <= dumps[1][7][3], dumps[1]
+
+
+
+# --------------------------------------------------------------------- GROUP config resources
+GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
+DYNAMIC_GROUP_CONFIG = 8  # DescribeConfigs' config source of a group's own value (Kafka: ConfigSource)
+
+
+def _group_configs_on(address: tuple[str, int], group: str) -> dict[str, tuple[str | None, int]]:
+    """{key: (value, config source)} of the GROUP resource, asked of one broker alone."""
+    R = describe_configs.REQUEST
+    req = R(resources=[R.DescribeConfigsResource(resource_type=GROUP_RESOURCE, resource_name=group,
+                                                 configuration_keys=None)],
+            include_synonyms=False, include_documentation=False)
+    resp = asyncio.run(cc.request(address, describe_configs.API, req, timeout=30))
+    assert isinstance(resp, describe_configs.DescribeConfigsResponse)
+    (result,) = resp.results
+    assert result.error_code == 0, result
+    return {e.name: (e.value, e.config_source) for e in result.configs}
+
+
+def _coordinator_of(address: tuple[str, int], group: str) -> tuple[str, int]:
+    """The group's coordinator, once there is one (the first FindCoordinator of a cluster creates
+    __consumer_offsets: COORDINATOR_NOT_AVAILABLE meanwhile)."""
+    FC = find_coordinator.REQUEST
+
+    def find() -> tuple[str, int] | None:
+        resp = asyncio.run(cc.request(address, find_coordinator.API, FC(key_type=0, coordinator_keys=[group]),
+                                      timeout=30))
+        assert isinstance(resp, find_coordinator.FindCoordinatorResponse)
+        (found,) = resp.coordinators
+        assert found.error_code in (0, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS), found
+        return (found.host, found.port) if found.error_code == 0 else None
+    return poll(find, f"the coordinator of {group}", 120, interval=1)
+
+
+def _configs_tool(address: tuple[str, int], *args: str) -> subprocess.CompletedProcess[str]:
+    return kr.run_tool("kafka-configs", ["--bootstrap-server", f"{address[0]}:{address[1]}", *args], timeout=120)
+
+
+def _exception_line(r: subprocess.CompletedProcess[str]) -> str:
+    return next((line.strip() for line in r.stderr.splitlines() if "Exception:" in line), "")
+
+
+@pytest.mark.timeout(300)
+def test_group_configs_altered_through_one_broker_are_used_by_every_broker(healed: ClusterOps) -> None:
+    """GROUP config resources (type 32) on a cluster: `kafka-configs --alter` through broker 1
+    goes to the controller, which checks the values and writes ConfigRecords; brokers 2 and 3
+    describe them (each asked alone) and Kafka's tool prints the same through broker 3; refused
+    values and keys answer Kafka's INVALID_CONFIG messages (APPEND too: no group key is a LIST to
+    Kafka's controller); a consumer group's coordinator answers a joining member with the
+    consumer.heartbeat.interval.ms set through another broker; and share.auto.offset.reset=earliest
+    set through broker 2 makes a share consumer of the cluster read the records produced before it
+    joined."""
+    c = healed
+    b1, b2, b3 = (c.brokers[n] for n in (1, 2, 3))  # type: ignore[attr-defined]
+    a1, a2, a3 = ((b.host, b.port) for b in (b1, b2, b3))
+    group = f"gcfg-{uuid.uuid4().hex[:8]}"
+    entity = ["--entity-type", "groups", "--entity-name", group]
+    r = _configs_tool(a1, *entity, "--alter", "--add-config",
+                      "consumer.session.timeout.ms=50000,share.record.lock.duration.ms=20000,"
+                      "streams.num.standby.replicas=1")
+    assert (r.returncode, r.stdout.strip()) == (0, f"Completed updating config for group {group}."), r.stderr
+    want = {"consumer.session.timeout.ms": ("50000", DYNAMIC_GROUP_CONFIG),
+            "share.record.lock.duration.ms": ("20000", DYNAMIC_GROUP_CONFIG),
+            "streams.num.standby.replicas": ("1", DYNAMIC_GROUP_CONFIG)}
+    for address in (a2, a3, a1):
+        got = poll(lambda address=address: (g := _group_configs_on(address, group))
+                   and all(g.get(k) == v for k, v in want.items()) and g, f"{group} on {address}", 60, interval=0.5)
+        assert got["consumer.heartbeat.interval.ms"] == ("5000", 5), got  # DEFAULT_CONFIG: the broker's
+        assert got["share.auto.offset.reset"] == ("latest", 5), got
+    r = _configs_tool(a3, *entity, "--describe")
+    assert (r.returncode, r.stdout) == (0, f"Dynamic configs for group {group} are:\n" + "".join(
+        f"  {k}={v} sensitive=false synonyms={{DYNAMIC_GROUP_CONFIG:{k}={v}, DEFAULT_CONFIG:{broker_key}={default}}}\n"
+        for k, v, broker_key, default in (
+            ("consumer.session.timeout.ms", 50000, "group.consumer.session.timeout.ms", 45000),
+            ("share.record.lock.duration.ms", 20000, "group.share.record.lock.duration.ms", 30000),
+            ("streams.num.standby.replicas", 1, "group.streams.num.standby.replicas", 0)))), r.stderr
+    # refused with Kafka 4.4's messages, nothing of the resource written
+    reset_msg = ("Invalid value first for configuration share.auto.offset.reset: Invalid value `first` for "
+                 "configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the "
+                 "format 'by_duration:<PnDTnHnMn.nS>'.")
+    for bad, message in (
+            ("consumer.session.timeout.ms=1000", "consumer.session.timeout.ms must be in the range 45000 to 60000 "
+                                                 "inclusive."),
+            ("share.record.lock.duration.ms=x", "Invalid value x for configuration share.record.lock.duration.ms: "
+                                                "Not a number of type INT"),
+            ("share.auto.offset.reset=first", reset_msg),
+            ("consumer.unknown.key=1", "Unknown group config name: consumer.unknown.key")):
+        r = _configs_tool(a2, *entity, "--alter", "--add-config", bad)
+        assert (r.returncode, _exception_line(r)) == (1, "java.util.concurrent.ExecutionException: org.apache.kafka."
+                                                         f"common.errors.InvalidConfigurationException: {message}"), r.stderr
+    admin = AdminClient({"bootstrap.servers": f"{a2[0]}:{a2[1]}"})
+    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry("consumer.session.timeout.ms", "1", incremental_operation=AlterConfigOpType.APPEND)])
+    with pytest.raises(KafkaException) as err:
+        admin.incremental_alter_configs([res])[res].result(60)
+    assert err.value.args[0].code() == KafkaError.INVALID_CONFIG, err.value
+    assert err.value.args[0].str() == "Can't APPEND to key consumer.session.timeout.ms because its type is not LIST."
+    assert _group_configs_on(a3, group)["consumer.session.timeout.ms"] == ("50000", DYNAMIC_GROUP_CONFIG)
+    # deleted through broker 3, gone on broker 1
+    r = _configs_tool(a3, *entity, "--alter", "--delete-config", "consumer.session.timeout.ms")
+    assert r.returncode == 0, r.stderr
+    poll(lambda: _group_configs_on(a1, group)["consumer.session.timeout.ms"] == ("45000", 5) or None,
+         "the group's session timeout back to the broker's on broker 1", 60, interval=0.5)
+    # behaviour: a consumer group's coordinator on another broker tells its members the interval
+    # set through this one (KIP-848's heartbeat answer)
+    consumer_group = f"{group}-c"  # a group id is one kind of group: the share group below is another
+    found = _coordinator_of(a1, consumer_group)
+    altering = next(a for a in (a1, a2, a3) if a != found)
+    r = _configs_tool(altering, "--entity-type", "groups", "--entity-name", consumer_group, "--alter",
+                      "--add-config", "consumer.heartbeat.interval.ms=7000")
+    assert r.returncode == 0, r.stderr
+    poll(lambda: _group_configs_on(found, consumer_group)["consumer.heartbeat.interval.ms"]
+         == ("7000", DYNAMIC_GROUP_CONFIG) or None, f"{consumer_group}'s interval on its coordinator", 60, interval=0.5)
+    topic = new_topic(c)
+    HB = consumer_group_heartbeat.REQUEST
+    join = asyncio.run(cc.request(found, consumer_group_heartbeat.API, HB(
+        group_id=consumer_group, member_id=uuid.uuid4().hex[:22], member_epoch=0, rebalance_timeout_ms=30000,
+        subscribed_topic_names=[topic], topic_partitions=[]), timeout=30))
+    assert isinstance(join, consumer_group_heartbeat.ConsumerGroupHeartbeatResponse)
+    assert (join.error_code, join.heartbeat_interval_ms) == (0, 7000), join
+    leave = asyncio.run(cc.request(found, consumer_group_heartbeat.API, HB(
+        group_id=consumer_group, member_id=join.member_id, member_epoch=-1), timeout=30))
+    assert isinstance(leave, consumer_group_heartbeat.ConsumerGroupHeartbeatResponse) and leave.error_code == 0
+    # behaviour: a share group reading from the start, as set through broker 2
+    share_clients.produce(c.bootstrap, topic, [f"early-{i}" for i in range(5)])
+    r = _configs_tool(a2, *entity, "--alter", "--add-config", "share.auto.offset.reset=earliest")
+    assert r.returncode == 0, r.stderr
+    consumer = share_clients.consumer(c.bootstrap, group, topic, 10)
+    try:
+        got = share_clients.poll_until(consumer, lambda ms: len(ms) >= 5, share_clients.accept, timeout=90)
+    finally:
+        consumer.close()
+    assert sorted((m.offset(), m.value()) for m in got) == [(i, f"early-{i}".encode()) for i in range(5)]

@@ -267,7 +267,7 @@ class ShareGroupCoordinator:
         store_group_configs(self._configs_path, self.group_configs)
         for key, sp in self.partitions.items():
             if key[0] == group_id:
-                self._configure(sp)
+                self.configure(sp)
 
     def lock_ms(self, group_id: str) -> int:
         return int(self.group_config(group_id, "share.record.lock.duration.ms"))
@@ -379,7 +379,7 @@ class ShareGroupCoordinator:
             del self.partitions[key]
             self.persister.delete(key)
         del self.groups[group_id]
-        if group_id in self.group_configs:
+        if group_id in self.group_configs and self.manager is None:  # a KRaft broker's: the metadata log's
             self.set_group_configs(group_id, {})
         return ErrorCode.NONE
 
@@ -387,11 +387,11 @@ class ShareGroupCoordinator:
     def _new_partition(self, key: ShareKey, start: int) -> SharePartition:
         topic = self.topics.by_id(key[1])
         sp = SharePartition(key[0], topic.name if topic else "", key[2], start)
-        self._configure(sp)
+        self.configure(sp)
         self.partitions[key] = sp
         return sp
 
-    def _configure(self, sp: SharePartition) -> None:
+    def configure(self, sp: SharePartition) -> None:
         """The group configs a share partition applies (the DLQ needs share.version 2, KIP-1191)."""
         sp.delivery_count_limit = int(self.group_config(sp.group_id, DELIVERY_COUNT_LIMIT))
         sp.max_in_flight = int(self.group_config(sp.group_id, PARTITION_MAX_RECORD_LOCKS))

@@ -92,16 +92,17 @@ def validate_group_config(name: str, value: str | None, broker: BrokerConfig) ->
     if value is None:
         return
     if name == AUTO_OFFSET_RESET:
+        # Kafka 4.4's ShareGroupAutoOffsetResetStrategy.Validator: one message for any value it cannot parse
         v = value.strip().lower()
-        if v not in ("earliest", "latest") and not v.startswith("by_duration:"):
-            raise KafkaError(ErrorCode.INVALID_CONFIG,
-                             f"Invalid value {value} for configuration {name}: String must be one of (case "
-                             "insensitive): earliest, latest, by_duration:PnDTnHnMn.nS")
-        if v.startswith("by_duration:"):
-            try:
+        try:
+            if v not in ("earliest", "latest"):
+                if not v.startswith("by_duration:"):
+                    raise ValueError(value)
                 parse_duration_ms(value.split(":", 1)[1])
-            except ValueError:
-                raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}") from None
+        except ValueError:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {value} for configuration {name}: Invalid value "
+                             f"`{value}` for configuration {name}. The value must be either 'earliest', 'latest' or "
+                             "of the format 'by_duration:<PnDTnHnMn.nS>'.") from None
         return
     if name == ISOLATION_LEVEL:
         if value.strip().lower() not in ("read_committed", "read_uncommitted"):
