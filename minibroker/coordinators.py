@@ -208,6 +208,7 @@ class Coordinators:
                 self._share.persister = spm.DefaultStatePersister(self._replica_manager.node_id, self._own_endpoint)
                 self._share.manager = spm.SharePartitionManager(self._share, self._share.persister,
                                                                 self._replica_manager.node_id)
+                self._share.state_admin = spm.ShareGroupStateAdmin(self._share.persister)
             self._start(self._share, SHARE_STATE_TOPIC)
         return self._share
 
