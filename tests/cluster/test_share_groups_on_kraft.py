@@ -13,12 +13,15 @@ membership with the __consumer_offsets leader.
 - two of Kafka 4.4's KafkaShareConsumer (kafka-console-share-consumer) get every record once;
 - Kafka's kafka-share-groups (--describe, --reset-offsets, --delete-offsets, --delete) on a group
   whose coordinator is not its share partition's leader: the group coordinator reads and writes the
-  state through the share coordinator, and the leader's next consumer sees what it wrote.
+  state through the share coordinator, and the leader's next consumer sees what it wrote;
+- a rejected record goes to the group's dead-letter queue (KIP-1191) whose partition is led by
+  another broker than the share partition's (a Produce with acks=all from the share-partition leader).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import re
 import subprocess
 import time
@@ -26,13 +29,13 @@ import uuid
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer, TopicCollection
+from confluent_kafka import Consumer, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.coordinator.share.share_coordinator_shard import coordinator_key
 from reference import kafka_reference as kr
-from tests.reference.share_clients import accept, consumer, produce
+from tests.reference.share_clients import accept, ack_type, consumer, produce
 
 from .cluster_helpers import MiniCluster, partitions_of, wait_until
 from .share_state_helpers import group_coordinator, read_state, share_coordinator
@@ -270,3 +273,75 @@ def test_share_group_admin_tool_on_the_group_coordinator(mini_cluster: MiniClust
     assert read_state(address, group, tid)[0] == 3
     assert group not in _share_groups_tool(c.bootstrap, "--list").split()
     assert group_coordinator(c.bootstrap, group) != leader
+
+
+def _group_configs(c: MiniCluster, node: int, group: str, configs: dict[str, str]) -> None:
+    """The group's share configs on broker `node`: Kafka's kafka-configs when the cluster serves
+    GROUP config resources; else (a KRaft broker refused them before they went to the metadata log)
+    the broker's own store of them, share_group_configs.json, read when the broker starts again."""
+    r = kr.run_tool("kafka-configs", ["--bootstrap-server", c.bootstrap, "--alter", "--entity-type", "groups",
+                                      "--entity-name", group, "--add-config",
+                                      ",".join(f"{k}={v}" for k, v in configs.items())], timeout=120)
+    if r.returncode == 0:
+        return
+    b = c.brokers[node]
+    path = b.data_dir / "share_group_configs.json"
+    stored = json.loads(path.read_text()) if path.exists() else {}
+    stored[group] = configs
+    b.stop(40)
+    path.write_text(json.dumps(stored))
+    c.restart(node)
+    c.wait_registered(list(c.brokers), timeout=120)
+
+
+def test_dlq_partition_led_by_another_broker(mini_cluster: MiniCluster) -> None:
+    """KIP-1191 on a cluster: the share-partition leader of sqd-0 holds no replica of the DLQ
+    topic, whose one partition another broker leads; the record a consumer rejects is written
+    there with Kafka's headers (a Produce, acks=all, from the share-partition leader)."""
+    if kr.missing_prerequisites():
+        pytest.skip(kr.missing_prerequisites() or "")
+    c = mini_cluster
+    leader, dlq_leader = 1, 2
+    group = "sgdlq"
+    _group_configs(c, leader, group, {"share.auto.offset.reset": "earliest",
+                                      "errors.deadletterqueue.topic.name": "dlq.sqd"})
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    for f in admin.create_topics([NewTopic("sqd", num_partitions=1, replica_assignment=[[leader, 2, 3]]),
+                                  NewTopic("dlq.sqd", num_partitions=1, replica_assignment=[[dlq_leader]],
+                                           config={"errors.deadletterqueue.group.enable": "true"})]).values():
+        f.result(30)
+    wait_until(lambda: partitions_of(c, leader, "sqd").get(0, (0,))[0] == leader
+               and partitions_of(c, leader, "dlq.sqd").get(0, (0,))[0] == dlq_leader or None, "the topics' leaders")
+    produce(c.bootstrap, "sqd", [f"v{i}" for i in range(3)])
+    sc = consumer(c.bootstrap, group, "sqd", 10)
+    seen: list[int] = []
+    try:
+        def poll() -> bool:
+            for m in sc.poll(1.0):
+                assert m.error() is None, m.error()
+                seen.append(m.offset())
+                sc.acknowledge(m, ack_type("reject") if m.offset() == 0 else accept(m))
+            sc.commit_sync(30)
+            return len(seen) >= 3
+
+        wait_until(poll, "the three records delivered", timeout=90)
+    finally:
+        sc.close()
+    reader = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "sgdlq-reader", "enable.auto.commit": False})
+    reader.assign([TopicPartition("dlq.sqd", 0, 0)])
+    got: list[Any] = []
+    try:
+        def read() -> bool:
+            m = reader.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m)
+            return bool(got)
+
+        wait_until(read, "the rejected record in the DLQ", timeout=60)
+    finally:
+        reader.close()
+    headers = {k: v.decode() for k, v in got[0].headers() or []}
+    assert headers == {"__dlq.errors.topic": "sqd", "__dlq.errors.partition": "0", "__dlq.errors.offset": "0",
+                       "__dlq.errors.group": group, "__dlq.errors.delivery.count": "1",
+                       "__dlq.errors.message": "Offset rejected by client."}, headers
+    assert len(got) == 1 and sorted(seen) == [0, 1, 2], (got, seen)

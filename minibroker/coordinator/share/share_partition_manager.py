@@ -25,6 +25,7 @@ import logging
 import uuid
 from collections.abc import Iterable
 
+from minibroker.coordinator.share.dlq_sender import DLQSender as DLQSender
 from minibroker.coordinator.share.persister import DefaultStatePersister as DefaultStatePersister
 from minibroker.coordinator.share.share_group import ShareGroupCoordinator
 from minibroker.coordinator.share.share_group import _reset_offset as reset_offset
