@@ -149,9 +149,23 @@ async def handle_read_share_group_state_summary(
             parts.append(R.PartitionResult(
                 partition=pd.partition, error_code=code, state_epoch=st.state_epoch if st is not None else 0,
                 leader_epoch=_leader_epochs(ctx).get((req.group_id, t.topic_id, pd.partition), -1),
-                start_offset=st.start_offset if st is not None else -1))
+                start_offset=st.start_offset if st is not None else -1,
+                delivery_complete_count=_delivery_complete(st)))
         results.append(R.ReadStateSummaryResult(topic_id=t.topic_id, partitions=parts))
     return R(results=results)
+
+
+def _delivery_complete(st: PersistedState | None) -> int:
+    """v1's DeliveryCompleteCount (KIP-1226: the group coordinator's lag is the high watermark less
+    the start offset less this): the window's records acknowledged or archived. Kafka's share
+    coordinator keeps the count its share-partition leader wrote; ours counts the batches it holds,
+    the same number for a window written whole."""
+    if st is None:
+        return -1
+    return sum(b.last_offset - b.first_offset + 1 for b in st.batches if b.state in DONE_STATES)
+
+
+DONE_STATES = (2, 4)  # the persisted DeliveryState of ACKNOWLEDGED and ARCHIVED
 
 
 def _leader_epochs(ctx: RequestContext) -> dict[ShareKey, int]:

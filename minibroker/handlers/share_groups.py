@@ -43,6 +43,8 @@ from minibroker.coordinator.share.share_group_configs import (
     STRING_KEYS,
     validate_group_config,
 )
+from minibroker.coordinator.share.share_group_state_admin import ShareGroupStateAdmin
+from minibroker.coordinator.share.share_group_state_admin import lag as share_lag
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import Channel, RequestContext, handles
 from minibroker.services import BrokerServices
@@ -119,6 +121,8 @@ async def handle_share_group_heartbeat(ctx: RequestContext, req: share_group_hea
                  heartbeat_interval_ms=0)
     if member is None:
         return R(error_code=0, member_id=req.member_id, member_epoch=req.member_epoch, heartbeat_interval_ms=0)
+    if coord.state_admin is not None:  # the share partitions the group has (Kafka: initialized at assignment)
+        coord.state_admin.note_assignment(req.group_id, member.assignment)
     assignment = None
     if send:
         assignment = R.Assignment(topic_partitions=[
@@ -387,13 +391,19 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: describe
         if code := authz.group_denied(ctx, g.group_id, authz.Op.DESCRIBE):
             out.append(R.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[], error_code=code))
             continue
+        if coord.state_admin is not None and (code := _not_group_coordinator(ctx, g.group_id)):
+            out.append(R.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=[], error_code=code))
+            continue
         if coord.describe(g.group_id) is None:
             out.append(R.DescribeShareGroupOffsetsResponseGroup(
                 group_id=g.group_id, topics=[], error_code=ErrorCode.GROUP_ID_NOT_FOUND,
                 error_message=f"Group {g.group_id} not found."))
             continue
         wanted: list[tuple[str, list[int] | None]]
-        if g.topics is None:  # every topic with a share partition of this group
+        if g.topics is None and coord.state_admin is not None:  # a cluster's: the group coordinator's record
+            named = {topics.topic_name(tid): ps for tid, ps in coord.state_admin.topics(g.group_id).items()}
+            wanted = [(n, ps) for n, ps in sorted(named.items()) if n is not None]
+        elif g.topics is None:  # every topic with a share partition of this group
             names: dict[str, list[int]] = {}
             for (gid, tid, p) in sorted(coord.partitions, key=lambda k: (str(k[1]), k[2])):
                 t = topics.topic_by_id(tid)
@@ -423,6 +433,9 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: describe
                         error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         error_message="This server does not host this topic-partition."))
                     continue
+                if coord.state_admin is not None:  # a cluster's: through the persister (ReadShareGroupStateSummary)
+                    rparts.append(await _summary_partition(ctx, coord.state_admin, g.group_id, topic.topic_id, name, p))
+                    continue
                 part = ctx.services.replica_manager.get_partition_or_error(name, p)
                 start = sp.start_offset if sp is not None else -1
                 lag = -1
@@ -436,6 +449,22 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: describe
         out.append(R.DescribeShareGroupOffsetsResponseGroup(group_id=g.group_id, topics=rtopics + refused,
                                                             error_code=0))
     return R(groups=out)
+
+
+async def _summary_partition(ctx: RequestContext, admin: ShareGroupStateAdmin, group_id: str, topic_id: uuid.UUID,
+                             name: str, p: int) -> describe_share_group_offsets.DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition:
+    """One partition of DescribeShareGroupOffsets from its share coordinator's summary (Kafka's group
+    coordinator: ReadShareGroupStateSummary, then the lag from the partition's high watermark)."""
+    R = describe_share_group_offsets.RESPONSE
+    code, summary = await admin.summary(group_id, topic_id, p)
+    if code != ErrorCode.NONE:
+        return R.DescribeShareGroupOffsetsResponsePartition(partition_index=p, start_offset=-1, leader_epoch=-1,
+                                                            lag=-1, error_code=code)
+    part = ctx.services.replica_manager.get_partition(name, p)  # a replica's: the HW it last heard of
+    return R.DescribeShareGroupOffsetsResponsePartition(
+        partition_index=p, start_offset=summary.start_offset if summary is not None else -1,
+        leader_epoch=summary.leader_epoch if summary is not None else -1,
+        lag=share_lag(summary, part.high_watermark if part is not None else None), error_code=0)
 
 
 def _require_empty(coord: ShareGroupCoordinator, group_id: str) -> None:
@@ -452,6 +481,8 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: alter_share
     coord = _coord(ctx)
     if code := authz.group_denied(ctx, req.group_id):  # READ on the group, then READ on each topic
         return R(error_code=code, error_message=authz.MESSAGES[code], responses=[])
+    if coord.state_admin is not None and (code := _not_group_coordinator(ctx, req.group_id)):
+        return R(error_code=code, responses=[])
     try:
         _require_empty(coord, req.group_id)
     except KafkaError as e:
@@ -474,6 +505,11 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: alter_share
                     partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                     error_message="This server does not host this topic-partition."))
                 continue
+            if coord.state_admin is not None:  # a cluster's: InitializeShareGroupState through the persister
+                code = await coord.state_admin.alter(req.group_id, topic.topic_id, p.partition_index, p.start_offset)
+                parts.append(R.AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index,
+                                                                       error_code=code))
+                continue
             part = ctx.services.replica_manager.get_partition_or_error(topic.name, p.partition_index)
             offset = min(max(p.start_offset, part.log_start_offset), part.high_watermark)
             coord.alter_start_offset(req.group_id, topic.topic_id, topic.name, p.partition_index, offset)
@@ -495,6 +531,8 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, req: delete_sha
                                                       error_code=_TOPIC_DENIED,
                                                       error_message=authz.MESSAGES[_TOPIC_DENIED])
                for t in req.topics if t.topic_name in hidden]
+    if coord.state_admin is not None and (code := _not_group_coordinator(ctx, req.group_id)):
+        return R(error_code=code, responses=[])
     try:
         _require_empty(coord, req.group_id)
     except KafkaError as e:
@@ -509,9 +547,13 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, req: delete_sha
                 topic_name=t.topic_name, topic_id=ZERO_UUID, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 error_message="This server does not host this topic-partition."))
             continue
-        coord.delete_offsets(req.group_id, topic.topic_id)
+        code = ErrorCode.NONE
+        if coord.state_admin is not None:  # a cluster's: DeleteShareGroupState through the persister
+            code = await coord.state_admin.delete_topic(req.group_id, topic.topic_id, sorted(topic.partitions))
+        else:
+            coord.delete_offsets(req.group_id, topic.topic_id)
         out.append(R.DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name, topic_id=topic.topic_id,
-                                                          error_code=0))
+                                                          error_code=code))
     return R(error_code=0, responses=out)
 
 

@@ -40,3 +40,13 @@ def read_state(bootstrap: str, group: str, tid: uuid.UUID) -> tuple[int, int, li
     p = resp.results[0].partitions[0]
     return p.error_code, p.start_offset, [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
                                           for b in p.state_batches]
+
+
+def group_coordinator(bootstrap: str, group: str) -> int:
+    """FindCoordinator v6, key type GROUP: the node id of the group's coordinator."""
+    F = find_coordinator.REQUEST
+    with RawClient(bootstrap.split(",")[0]) as raw:
+        resp = raw.call(find_coordinator.API, 6, F(key_type=0, coordinator_keys=[group]))
+    co = resp.coordinators[0]
+    assert co.error_code == ErrorCode.NONE, co
+    return int(co.node_id)

@@ -10,28 +10,34 @@ membership with the __consumer_offsets leader.
   acquisition was never written: KIP-932's "memory of the in-flight delivery will be lost");
 - kill -9 of the share coordinator's broker: the state is read from the new one and the group
   goes on from what was accepted;
-- two of Kafka 4.4's KafkaShareConsumer (kafka-console-share-consumer) get every record once.
+- two of Kafka 4.4's KafkaShareConsumer (kafka-console-share-consumer) get every record once;
+- Kafka's kafka-share-groups (--describe, --reset-offsets, --delete-offsets, --delete) on a group
+  whose coordinator is not its share partition's leader: the group coordinator reads and writes the
+  state through the share coordinator, and the leader's next consumer sees what it wrote;
+- a rejected record goes to the group's dead-letter queue (KIP-1191) whose partition is led by
+  another broker than the share partition's (a Produce with acks=all from the share-partition leader).
 """
 
 from __future__ import annotations
 
 import base64
+import re
 import subprocess
 import time
 import uuid
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer, TopicCollection
+from confluent_kafka import Consumer, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.coordinator.share.share_coordinator_shard import coordinator_key
 from reference import kafka_reference as kr
-from tests.reference.share_clients import accept, consumer, produce
+from tests.reference.share_clients import accept, ack_type, consumer, produce
 
 from .cluster_helpers import MiniCluster, partitions_of, wait_until
-from .share_state_helpers import read_state, share_coordinator
+from .share_state_helpers import group_coordinator, read_state, share_coordinator
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -192,3 +198,139 @@ def test_java_share_consumers_get_every_record_once(mini_cluster: MiniCluster) -
         assert mine, (part, [err[-2000:] for _, err in outs])
         assert mine == list(range(mine[0], produced, 3)), (part, mine)
     assert len(every) > produced // 2  # the consumers started well before the production ended
+
+
+def _share_groups_tool(bootstrap: str, *args: str) -> str:
+    r = kr.run_tool("kafka-share-groups", ["--bootstrap-server", bootstrap, *args], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_share_group_admin_tool_on_the_group_coordinator(mini_cluster: MiniCluster) -> None:
+    """kafka-share-groups on a group whose coordinator (FindCoordinator GROUP) is not the leader of
+    its share partition: describe, reset to earliest, delete the topic's offsets, delete the group,
+    each through the share coordinator (ReadShareGroupStateSummary, InitializeShareGroupState,
+    DeleteShareGroupState), and a new consumer on the leader starts where the tool put it."""
+    if kr.missing_prerequisites():
+        pytest.skip(kr.missing_prerequisites() or "")
+    c = mini_cluster
+    tid = _topic(c, "sqa", 1)
+    leader = partitions_of(c, 1, "sqa")[0][0]
+    group = next(g for g in (f"sga{i}" for i in range(100)) if group_coordinator(c.bootstrap, g) != leader)
+    first = consumer(c.bootstrap, group, "sqa", 4)
+    seen: list[tuple[int, int, int]] = []
+    try:
+        for _ in range(6):
+            _poll(first, seen, 0.5)
+        produce(c.bootstrap, "sqa", [f"v{i}" for i in range(10)])
+        wait_until(lambda: _poll(first, seen, 1.0) and len(seen) >= 4 or None, "four records accepted")
+    finally:
+        first.close()
+    accepted = sorted(o for _, o, _ in seen)
+    assert accepted == list(range(len(accepted))), accepted
+    # the start offset and the lag come from the share coordinator (the lag from a replica's HW:
+    # a follower's may trail the leader's for a fetch round)
+    row = rf"^{group}\s+sqa\s+0\s+{len(accepted)}\s+{10 - len(accepted)}\s*$"
+
+    def described() -> str | None:
+        o = _share_groups_tool(c.bootstrap, "--describe", "--offsets", "--group", group)
+        return o if re.search(row, o, re.M) else None
+
+    out = wait_until(described, "the group's start offset and lag described", timeout=60)
+    assert "sqa" in out
+    reset = _share_groups_tool(c.bootstrap, "--reset-offsets", "--group", group, "--topic", "sqa", "--to-earliest",
+                               "--execute")
+    assert re.search(rf"^{group}\s+sqa\s+0\s+0\s*$", reset, re.M), reset
+    out = _share_groups_tool(c.bootstrap, "--describe", "--offsets", "--group", group)
+    assert re.search(rf"^{group}\s+sqa\s+0\s+0\s+10\s*$", out, re.M), out
+    # the share-partition leader reads the reset state: every record comes again, as a first delivery
+    second = consumer(c.bootstrap, group, "sqa", 10)
+    again: list[tuple[int, int, int]] = []
+    try:
+        wait_until(lambda: _poll(second, again, 1.0) is not None and len(again) >= 10 or None,
+                   "every record after the reset", timeout=120)
+    finally:
+        second.close()
+    assert sorted(o for _, o, _ in again) == list(range(10)), again
+    assert all(d == 1 for _, _, d in again), again
+    coordinator, address = share_coordinator(c.bootstrap, coordinator_key((group, tid, 0)))
+    assert read_state(address, group, tid)[:2] == (0, 10)
+    deleted = _share_groups_tool(c.bootstrap, "--delete-offsets", "--group", group, "--topic", "sqa")
+    assert re.search(r"^sqa\s+Successful", deleted, re.M), deleted
+    assert read_state(address, group, tid)[0] == 3  # UNKNOWN_TOPIC_OR_PARTITION: the state is gone
+    out = _share_groups_tool(c.bootstrap, "--describe", "--offsets", "--group", group)
+    assert not re.search(rf"^{group}\s+sqa\s", out, re.M), out
+    # DeleteGroups: the state written since goes too
+    third = consumer(c.bootstrap, group, "sqa", 10)
+    try:
+        wait_until(lambda: _poll(third, [], 0.5) is not None and read_state(address, group, tid)[0] == 0 or None,
+                   "the third consumer's share partition initialized")
+    finally:
+        third.close()
+    out = _share_groups_tool(c.bootstrap, "--delete", "--group", group)
+    assert "successful" in out.lower(), out
+    assert read_state(address, group, tid)[0] == 3
+    assert group not in _share_groups_tool(c.bootstrap, "--list").split()
+    assert group_coordinator(c.bootstrap, group) != leader
+
+
+def _group_configs(c: MiniCluster, group: str, configs: dict[str, str]) -> None:
+    """The group's share configs, set with Kafka's kafka-configs (GROUP config resources are the
+    metadata log's on a cluster, as in Kafka: every broker applies them)."""
+    r = kr.run_tool("kafka-configs", ["--bootstrap-server", c.bootstrap, "--alter", "--entity-type", "groups",
+                                      "--entity-name", group, "--add-config",
+                                      ",".join(f"{k}={v}" for k, v in configs.items())], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_dlq_partition_led_by_another_broker(mini_cluster: MiniCluster) -> None:
+    """KIP-1191 on a cluster: the share-partition leader of sqd-0 holds no replica of the DLQ
+    topic, whose one partition another broker leads; the record a consumer rejects is written
+    there with Kafka's headers (a Produce, acks=all, from the share-partition leader)."""
+    if kr.missing_prerequisites():
+        pytest.skip(kr.missing_prerequisites() or "")
+    c = mini_cluster
+    leader, dlq_leader = 1, 2
+    group = "sgdlq"
+    _group_configs(c, group, {"share.auto.offset.reset": "earliest",
+                                      "errors.deadletterqueue.topic.name": "dlq.sqd"})
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    for f in admin.create_topics([NewTopic("sqd", num_partitions=1, replica_assignment=[[leader, 2, 3]]),
+                                  NewTopic("dlq.sqd", num_partitions=1, replica_assignment=[[dlq_leader]],
+                                           config={"errors.deadletterqueue.group.enable": "true"})]).values():
+        f.result(30)
+    wait_until(lambda: partitions_of(c, leader, "sqd").get(0, (0,))[0] == leader
+               and partitions_of(c, leader, "dlq.sqd").get(0, (0,))[0] == dlq_leader or None, "the topics' leaders")
+    produce(c.bootstrap, "sqd", [f"v{i}" for i in range(3)])
+    sc = consumer(c.bootstrap, group, "sqd", 10)
+    seen: list[int] = []
+    try:
+        def poll() -> bool:
+            for m in sc.poll(1.0):
+                assert m.error() is None, m.error()
+                seen.append(m.offset())
+                sc.acknowledge(m, ack_type("reject") if m.offset() == 0 else accept(m))
+            sc.commit_sync(30)
+            return len(seen) >= 3
+
+        wait_until(poll, "the three records delivered", timeout=90)
+    finally:
+        sc.close()
+    reader = Consumer({"bootstrap.servers": c.bootstrap, "group.id": "sgdlq-reader", "enable.auto.commit": False})
+    reader.assign([TopicPartition("dlq.sqd", 0, 0)])
+    got: list[Any] = []
+    try:
+        def read() -> bool:
+            m = reader.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m)
+            return bool(got)
+
+        wait_until(read, "the rejected record in the DLQ", timeout=60)
+    finally:
+        reader.close()
+    headers = {k: v.decode() for k, v in got[0].headers() or []}
+    assert headers == {"__dlq.errors.topic": "sqd", "__dlq.errors.partition": "0", "__dlq.errors.offset": "0",
+                       "__dlq.errors.group": group, "__dlq.errors.delivery.count": "1",
+                       "__dlq.errors.message": "Offset rejected by client."}, headers
+    assert len(got) == 1 and sorted(seen) == [0, 1, 2], (got, seen)

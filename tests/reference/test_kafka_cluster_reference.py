@@ -40,6 +40,9 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
 - GROUP config resources (type 32) set with kafka-configs through one broker are described by the
   others, refused with Kafka's messages, and used by the group coordinators of the cluster (a
   KIP-848 member's heartbeat interval, a share group's share.auto.offset.reset).
+- kafka-share-groups on a share group whose coordinator is not the leader of its share partition:
+  --describe (start offset, lag), --reset-offsets --to-earliest (a new ShareConsumer then gets
+  every record as a first delivery), --delete-offsets, --delete: the same words on both.
 """
 
 from __future__ import annotations
@@ -75,7 +78,10 @@ from minibroker.testing import Cluster
 from minibroker_protocol.apis import consumer_group_heartbeat, describe_configs, find_coordinator
 from reference import kafka_reference as kr
 from reference.kafka_cluster import KafkaCluster
+from tests.cluster.share_state_helpers import group_coordinator
 from tests.reference import share_clients
+from tests.reference.share_clients import accept as share_accept
+from tests.reference.share_clients import consumer as share_consumer
 
 LEADER_IMBALANCE_CHECK_S = 3  # Kafka's default is 300 s
 UNCLEAN_CHECK_MS = 2000  # Kafka's internal unclean.leader.election.interval.ms, 5 min by default
@@ -819,7 +825,6 @@ def test_a_transaction_over_brokers_committed_and_aborted_across_a_coordinator_f
         assert dumps[1][1][3] < dumps[1][3][3] < dumps[1][5][3] <= dumps[1][7][3], dumps[1]
 
 
-
 # --------------------------------------------------------------------- GROUP config resources
 GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
 DYNAMIC_GROUP_CONFIG = 8  # DescribeConfigs' config source of a group's own value (Kafka: ConfigSource)
@@ -952,3 +957,85 @@ def test_group_configs_altered_through_one_broker_are_used_by_every_broker(heale
     finally:
         consumer.close()
     assert sorted((m.offset(), m.value()) for m in got) == [(i, f"early-{i}".encode()) for i in range(5)]
+
+
+def _share_groups(c: ClusterOps, *args: str) -> list[list[str]]:
+    """kafka-share-groups' output as words per line."""
+    r = kr.run_tool("kafka-share-groups", ["--bootstrap-server", c.bootstrap, *args], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return [line.split() for line in r.stdout.splitlines() if line.strip()]
+
+
+@pytest.mark.timeout(600)  # Kafka makes __consumer_offsets and __share_group_state on first use
+def test_share_group_tool_on_a_coordinator_that_is_not_the_share_partition_leader(healed: ClusterOps) -> None:
+    """kafka-share-groups --describe/--reset-offsets/--delete-offsets/--delete on a group whose
+    coordinator is not the leader of its share partition (Kafka's group coordinator goes through
+    the persister: ReadShareGroupStateSummary, InitializeShareGroupState, DeleteShareGroupState);
+    the tool's answers are the same words on both, and a consumer after the reset starts at 0."""
+    c = healed
+    topic = new_topic(c)
+    leader = c.leader(topic, 0)
+
+    def coordinator_of(g: str) -> int | None:
+        try:
+            return group_coordinator(c.bootstrap, g)
+        except AssertionError:  # COORDINATOR_NOT_AVAILABLE while __consumer_offsets is made
+            return None
+
+    group = next(g for g in (f"sg-{uuid.uuid4().hex[:8]}" for _ in range(100))
+                 if poll(lambda g=g: coordinator_of(g), "the group's coordinator", 180) != leader)
+    first = share_consumer(c.bootstrap, group, topic, 4)
+    seen: list[int] = []
+    warm_ups: list[bytes] = []
+    try:
+        def take(produce_one: bool, want: int) -> bool:
+            if produce_one:  # share.auto.offset.reset is latest: records until the member gets one
+                warm_ups.extend(produce(c, topic, [f"w{len(warm_ups)}".encode()]))
+            for m in first.poll(1.0):
+                seen.append(m.offset())
+                first.acknowledge(m, share_accept(m))
+            first.commit_sync(30)
+            return len(seen) >= want
+
+        poll(lambda: take(True, 1), "the member's first record", 180)
+        produce(c, topic, [f"v{i}".encode() for i in range(10)])
+        want = len(seen) + 4
+        poll(lambda: take(False, want), "four more records accepted", 90)
+    finally:
+        first.close()
+    done, total = len(seen), len(warm_ups) + 10
+
+    def described() -> list[list[str]] | None:
+        out = _share_groups(c, "--describe", "--offsets", "--group", group)
+        # the lag: the records from the member's first position (latest at its start) not accepted
+        assert [group, topic, "0"] == out[-1][:3] and out[-1][-1] == str(total - min(seen) - done), (out, seen, total)
+        return out
+
+    out = poll(described, "the lag described", 60)
+    assert out[0] == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"], out
+    assert min(seen) <= int(out[1][3]) <= total, out  # Kafka moves the persisted start offset lazily
+    reset = _share_groups(c, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+    assert reset == [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], [group, topic, "0", "0"]], reset
+    out = _share_groups(c, "--describe", "--offsets", "--group", group)
+    assert out[1] == [group, topic, "0", "0", str(total)], out
+    second = share_consumer(c.bootstrap, group, topic, 10)
+    again: list[tuple[int, int]] = []
+    try:
+        def take_all() -> bool:
+            for m in second.poll(1.0):
+                again.append((m.offset(), m.delivery_count()))
+                second.acknowledge(m, share_accept(m))
+            second.commit_sync(30)
+            return len(again) >= total
+
+        poll(take_all, "every record again after the reset", 120)
+    finally:
+        second.close()
+    assert sorted(again) == [(o, 1) for o in range(total)], again
+    deleted = _share_groups(c, "--delete-offsets", "--group", group, "--topic", topic)
+    assert deleted == [["TOPIC", "STATUS"], [topic, "Successful"]], deleted
+    out = _share_groups(c, "--describe", "--offsets", "--group", group)
+    assert not any(line[:2] == [group, topic] for line in out), out
+    gone = _share_groups(c, "--delete", "--group", group)
+    assert gone == [["Deletion", "of", "requested", "share", "groups", f"('{group}')", "was", "successful."]], gone
+    assert [group] not in _share_groups(c, "--list")

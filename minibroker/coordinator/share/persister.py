@@ -48,6 +48,7 @@ from minibroker_protocol.apis import (
     find_coordinator,
     initialize_share_group_state,
     read_share_group_state,
+    read_share_group_state_summary,
     write_share_group_state,
 )
 from minibroker_protocol.errors import ErrorCode, KafkaError
@@ -73,6 +74,16 @@ class WriteState:
     state_epoch: int
     leader_epoch: int
     batches: list[StateBatch]
+
+
+@dataclass(frozen=True, slots=True)
+class StateSummary:
+    """What ReadShareGroupStateSummary answers for a share partition."""
+
+    start_offset: int
+    state_epoch: int
+    leader_epoch: int
+    delivery_complete_count: int  # records of the window acknowledged or archived; -1 unknown
 
 
 class LocalPersister:
@@ -146,6 +157,24 @@ class DefaultStatePersister:
             return code, None
         return code, PersistedState(part.start_offset, part.state_epoch, [
             StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in part.state_batches])
+
+    async def read_summary(self, key: ShareKey) -> tuple[int, StateSummary | None]:
+        """The group coordinator's look at a share partition's state (ReadShareGroupStateSummary v1,
+        which fences no leader): (NONE, the summary), (UNKNOWN_TOPIC_OR_PARTITION, None) when the
+        coordinator holds none, or another error."""
+        R = read_share_group_state_summary.REQUEST
+        req = R(group_id=key[0], topics=[R.ReadStateSummaryData(topic_id=key[1], partitions=[
+            R.PartitionData(partition=key[2], leader_epoch=-1)])])
+        code, part = await self._send(key, read_share_group_state_summary.API, 1, req)
+        if code != ErrorCode.NONE or not isinstance(part, read_share_group_state_summary.RESPONSE.PartitionResult):
+            return code, None
+        return code, StateSummary(part.start_offset, part.state_epoch, part.leader_epoch,
+                                  part.delivery_complete_count)
+
+    async def delete_state(self, key: ShareKey) -> int:
+        """DeleteShareGroupState of `key`, behind the writes queued before it: its error."""
+        self.delete(key)
+        return (await self.flush([key]))[key]
 
     async def close(self) -> None:
         for task in self._tails.values():

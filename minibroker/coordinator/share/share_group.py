@@ -69,6 +69,7 @@ from minibroker.coordinator.share.share_group_configs import (
     store_group_configs,
 )
 from minibroker.coordinator.share.share_group_dlq import DLQRecordParameter, ShareGroupDLQManager, ranges
+from minibroker.coordinator.share.share_group_state_admin import ShareGroupStateAdmin
 from minibroker.coordinator.share.share_partition import BatchInfo, SharePartition
 from minibroker.coordinator.share.simple_assignor import assign
 from minibroker.replica_manager import ReplicaManager
@@ -86,6 +87,9 @@ class PartitionLeadership(Protocol):
 
     async def prepare(self, group_id: str, partitions: Iterable[tuple[uuid.UUID, int]]) -> dict[tuple[uuid.UUID, int], int]:
         """The partitions that cannot be served here, each with its error; the others loaded."""
+
+    def group_closed(self, group_id: str) -> None:
+        """The group's last share session here closed."""
 
 
 class AcknowledgementBatch(Protocol):
@@ -185,6 +189,7 @@ class ShareGroupCoordinator:
         # share partitions' state: this shard, or each key's share coordinator on a cluster (persister.py)
         self.persister: LocalPersister | DefaultStatePersister = LocalPersister(self.shard)
         self.manager: PartitionLeadership | None = None  # a cluster's share-partition leadership
+        self.state_admin: ShareGroupStateAdmin | None = None  # a cluster's admin APIs, through the persister
         # KIP-1191: records given up on go to their group's dead-letter queue topic
         self.dlq = ShareGroupDLQManager(topics, replica_manager, self.group_config, now_ms)
         self.topics = topics
@@ -359,12 +364,7 @@ class ShareGroupCoordinator:
 
     def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[tuple[str, str, str, str]]:
         """ListGroups entries (group id, protocol type, state, type) of the share groups passing the filters."""
-        wanted_states = {s.strip().lower() for s in states}
-        wanted_types = {t.strip().lower() for t in types}
-        if wanted_types and "share" not in wanted_types:
-            return []
-        return [(g.group_id, "share", g.state, "share") for g in self.groups.values()
-                if not wanted_states or g.state.lower() in wanted_states]
+        return _listed(self.groups.values(), states, types)
 
     def describe(self, group_id: str) -> ShareGroup | None:
         return self.groups.get(group_id)
@@ -475,6 +475,8 @@ class ShareGroupCoordinator:
         s = self.sessions.pop((group_id, member_id), None)
         if s is not None:
             self._release(group_id, s)
+        if self.manager is not None and not any(g == group_id for g, _ in self.sessions):
+            self.manager.group_closed(group_id)  # its share partitions are read again by the next session
 
     def bind_connection(self, connection: int, group_id: str, session: ShareSession) -> bool:
         """`session` was opened on `connection` (a key the caller chose for it): closing that
@@ -570,6 +572,15 @@ class ShareGroupCoordinator:
     def has_available(self, group_id: str, topic_id: uuid.UUID, partition: int) -> bool:
         sp = self.partitions.get((group_id, topic_id, partition))
         return sp is not None and sp.has_available()
+
+
+def _listed(groups: Iterable[ShareGroup], states: Iterable[str], types: Iterable[str]) -> list[tuple[str, str, str, str]]:
+    wanted_states = {s.strip().lower() for s in states}
+    wanted_types = {t.strip().lower() for t in types}
+    if wanted_types and "share" not in wanted_types:
+        return []
+    return [(g.group_id, "share", g.state, "share") for g in groups
+            if not wanted_states or g.state.lower() in wanted_states]
 
 
 def _subscribed_metadata(group: ShareGroup, topics: TopicRegistry) -> dict[uuid.UUID, int]:

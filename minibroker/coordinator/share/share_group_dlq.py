@@ -17,7 +17,8 @@ range:
   `__dlq.errors.delivery.count`, `__dlq.errors.message` (the reason); the original key and value
   only when the group sets `errors.deadletterqueue.copy.record.enable` (else both null), read from
   the source log (a record no longer there is written with the headers alone);
-- appends with acks=all through the ReplicaManager, as Kafka's ProduceRequest.
+- appends with acks=all through the ReplicaManager, as Kafka's ProduceRequest; on a cluster a DLQ
+  partition led by another broker gets a Produce with acks=all sent to its leader (dlq_sender.py).
 
 Whatever happens (a refused topic, a failed write), the records become ARCHIVED afterwards (the
 `done` callback): Kafka logs "Failed to write to DLQ, proceeding to ARCHIVED regardless".
@@ -32,6 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from minibroker.config.topic import validate_topic_config
+from minibroker.coordinator.share.dlq_sender import DLQSender
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import Topic, TopicRegistry
 from minibroker_protocol.errors import ErrorCode, KafkaError
@@ -92,6 +94,7 @@ class ShareGroupDLQManager:
         self._lock = asyncio.Lock()  # FIFO: ranges are written in the order they were enqueued
         self._tasks: set[asyncio.Task[None]] = set()
         self.written = 0  # DLQ records appended, for the console and tests
+        self.sender: DLQSender | None = None  # a cluster's: to DLQ partitions led elsewhere
 
     def enqueue(self, param: DLQRecordParameter, done: Callable[[DLQRecordParameter], None]) -> None:
         """Write `param`'s records to the DLQ, then call `done` (also when it could not)."""
@@ -134,12 +137,17 @@ class ShareGroupDLQManager:
                 (HEADER_OFFSET, str(off).encode()), (HEADER_GROUP, p.group_id.encode()),
                 (HEADER_DELIVERY_COUNT, str(p.delivery_count).encode()), (HEADER_MESSAGE, p.cause.encode())]
             records.append(Record(offset_delta=i, key=key, value=value, headers=headers))
-        target = p.partition % len(dlq.partitions)
+        # a cluster's broker holds only some of the DLQ topic's partitions: the count is the metadata's
+        count = (self.sender.partition_count(dlq.name) if self.sender is not None else None) or len(dlq.partitions)
+        target = p.partition % count
         batch = build_batch(records, base_timestamp=now)
-        [result] = await self.replica_manager.append_records([((dlq.name, target), batch)], required_acks=-1,
-                                                             request_version=_PRODUCE_VERSION)
-        if result.error is not None:
-            raise result.error
+        if self.sender is not None and not self.sender.is_local_leader(dlq.name, target):
+            await self.sender.produce(dlq.name, target, batch)  # led by another broker (dlq_sender.py)
+        else:
+            [result] = await self.replica_manager.append_records([((dlq.name, target), batch)], required_acks=-1,
+                                                                 request_version=_PRODUCE_VERSION)
+            if result.error is not None:
+                raise result.error
         self.written += len(records)
         log.debug("share group %s: %s-%d %d-%d written to DLQ %s-%d", p.group_id, source_name, p.partition,
                   p.first_offset, p.last_offset, dlq.name, target)

@@ -25,10 +25,12 @@ import logging
 import uuid
 from collections.abc import Iterable
 
+from minibroker.coordinator.share.dlq_sender import DLQSender as DLQSender
 from minibroker.coordinator.share.persister import DefaultStatePersister as DefaultStatePersister
 from minibroker.coordinator.share.share_group import ShareGroupCoordinator
 from minibroker.coordinator.share.share_group import _reset_offset as reset_offset
 from minibroker.coordinator.share.share_group_configs import AUTO_OFFSET_RESET
+from minibroker.coordinator.share.share_group_state_admin import ShareGroupStateAdmin as ShareGroupStateAdmin
 from minibroker_protocol.errors import ErrorCode
 
 log = logging.getLogger("minibroker.coordinator.share_partition_manager")
@@ -51,6 +53,14 @@ class SharePartitionManager:
         if part is None or part.leader_id != self.node_id or not part.from_metadata:
             return None
         return int(part.leader_epoch)
+
+    def group_closed(self, group_id: str) -> None:
+        """The group's last share session on this broker closed: its share partitions are dropped
+        and read again by the next session, which so sees what the admin APIs wrote meanwhile
+        (share_group_state_admin.py; their state was written on every change, acquired records
+        as available)."""
+        for key in [k for k in self.coordinator.partitions if k[0] == group_id]:
+            del self.coordinator.partitions[key]
 
     async def prepare(self, group_id: str, partitions: Iterable[TopicIdPartition]) -> dict[TopicIdPartition, int]:
         """Make ready the share partitions of `partitions` this broker leads: the error of each
@@ -80,6 +90,7 @@ class SharePartitionManager:
             if sp is not None and sp.leader_epoch == epoch:
                 return ErrorCode.NONE
             coord.partitions.pop(key, None)  # made under another leader epoch: read again
+            await self.persister.flush([key])  # after this broker's own writes of it (a session closed)
             code, state = await self.persister.read(key, epoch)
             if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 lg = coord.topics.get_log(topic.name, partition)
