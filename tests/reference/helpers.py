@@ -32,7 +32,7 @@ class Side:
     data_dir: Path
 
     def run(self, tool: str, args: Sequence[str] = (), *, input: str | None = None,
-            timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+            timeout: float = 180.0) -> subprocess.CompletedProcess[str]:
         return kr.run_tool(tool, [a.replace(BOOT, self.bootstrap) for a in args], input=input,
                            timeout=timeout)
 
@@ -47,7 +47,7 @@ class Pair:
     mini: Side
 
     def run(self, tool: str, args: Sequence[str] = (), *, input: str | None = None,
-            timeout: float = 60.0) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+            timeout: float = 180.0) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
         """The same command against both brokers, concurrently: (Kafka's result, minibroker's)."""
         futures = [POOL.submit(side.run, tool, args, input=input, timeout=timeout)
                    for side in (self.kafka, self.mini)]
@@ -55,7 +55,7 @@ class Pair:
         return a, b
 
     def stdout(self, tool: str, args: Sequence[str] = (), *, input: str | None = None,
-               timeout: float = 60.0) -> tuple[str, str]:
+               timeout: float = 180.0) -> tuple[str, str]:
         """Both stdouts, normalised; a failing tool fails the test with its stderr."""
         a, b = self.run(tool, args, input=input, timeout=timeout)
         for side, r in ((self.kafka, a), (self.mini, b)):

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration import streams_raw as sr
 from tests.reference.helpers import BOOT, Pair, Side
+
+# each test runs Kafka's kafka-configs (a JVM) a dozen times against both brokers: 40-90 s on a
+# 2-core machine, minutes when it is loaded (the streams test passed pytest's 120 s default
+# timeout in a fresh CI run at load 20)
+pytestmark = pytest.mark.timeout(900)
 
 
 def _consumer_lines(text: str) -> list[str]:
