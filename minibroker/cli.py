@@ -97,10 +97,15 @@ async def serve(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     config = BrokerConfig.load(args.config, args.override, host=args.host, port=args.port,
                                data_dir=args.data_dir)
+    tracer = None
+    if args.trace:
+        from minibroker.tools.trace import Tracer  # lazy: only with --trace
+
+        tracer = Tracer(sys.stdout, fmt=args.trace_format, with_bytes=args.trace_bytes)
     if config.get("process.roles"):
         from minibroker.kafka_raft_server import serve_kraft  # lazy: the controller only with process.roles
 
-        return await serve_kraft(config, stop)
+        return await serve_kraft(config, stop, tracer)
     # The listeners are bound before the broker's modules are imported (about 30 ms, issue 22): a
     # client that connects meanwhile waits in the backlog until the broker accepts, as Kafka's
     # acceptors take connections before request processing is enabled, instead of being refused.
@@ -118,10 +123,8 @@ async def serve(args: argparse.Namespace) -> int:
         print(f"minibroker console: {server.console.url}", file=sys.stderr, flush=True)
     if server.schema_registry is not None:
         print(f"minibroker schema registry: {server.schema_registry.url}", file=sys.stderr, flush=True)
-    if args.trace:
-        from minibroker.tools.trace import Tracer  # lazy: only with --trace
-
-        server.trace_listeners.add(Tracer(sys.stdout, fmt=args.trace_format, with_bytes=args.trace_bytes))
+    if tracer is not None:
+        server.trace_listeners.add(tracer)
     # glibc's malloc thresholds (minibroker.malloc_tuning) pay off once produce requests flow: set
     # a second after listening, so its ctypes import is not on the start path (issue 22)
     loop.call_later(TUNE_MALLOC_AFTER_S, _tune_malloc)

@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import minibroker.faults.cluster_kinds  # noqa: F401 - registers the cluster's fault kinds (broker.kill, leader.move...)
 import minibroker.faults.network_kinds  # noqa: F401 - registers replica.fetch.cut, controller.cut
@@ -56,6 +57,9 @@ from minibroker.network.socket_server import SocketServer
 from minibroker.server import BrokerServer
 from minibroker_storage.checkpoint import uuid_from_kafka
 from minibroker_storage.meta_properties import MetaPropertiesError, ensure_meta_properties
+
+if TYPE_CHECKING:  # --trace's listener, imported by the CLI only when asked for
+    from minibroker.tools.trace import TraceListener
 
 log = logging.getLogger("minibroker.kraft")
 
@@ -320,10 +324,12 @@ class KafkaRaftServer:
             await self.controller.shutdown()
 
 
-async def serve_kraft(config: BrokerConfig, stop: asyncio.Event | None = None) -> int:
+async def serve_kraft(config: BrokerConfig, stop: asyncio.Event | None = None,
+                      tracer: TraceListener | None = None) -> int:
     """A node with Kafka's process.roles: controller, broker or both (minibroker.kafka_raft_server).
     `stop`: set by SIGTERM/SIGINT from the process's first moment (minibroker.cli.serve); a signal
-    that came while the node started stops it once started (one made here would miss it)."""
+    that came while the node started stops it once started (one made here would miss it).
+    `tracer`: --trace's listener, on the broker's requests once it serves (a controller alone has none)."""
     node = KafkaRaftServer(config)
     server = None
     control: FaultControlServer | None = None
@@ -340,6 +346,8 @@ async def serve_kraft(config: BrokerConfig, stop: asyncio.Event | None = None) -
                 await node.wire_and_catch_up(s)
             server.on_built = built
             await server.startup()
+            if tracer is not None:
+                server.trace_listeners.add(tracer)
     except (MetaPropertiesError, ValueError) as e:
         print(f"minibroker: {e}", file=sys.stderr, flush=True)
         await node.shutdown_controller()
