@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from minibroker import features
 from minibroker.config import BrokerConfig
+from minibroker.coordinator.coordinator_metadata_image import CoordinatorMetadataImage, TopicsMetadata
 from minibroker.coordinator.group.consumer_group_configs import ConsumerGroupConfigs
 from minibroker.coordinator.group.streams_group_configs import StreamsGroupConfigs
 from minibroker.coordinator.txn.producer_id_manager import ProducerIdManager
@@ -125,7 +126,19 @@ class Coordinators:
 
             self._runtime = coordinator_runtime.CoordinatorRuntime(self._topics, self._replica_manager,
                                                                    now_ms=self._clock)
+            self._runtime.partition_count = self._partition_count
         return self._runtime
+
+    def _metadata_image(self) -> TopicsMetadata:
+        """The topics group assignments are made from: the metadata's (a KRaft broker's registry
+        holds only its replicas), or the registry where there is no metadata cache (tests' stacks)."""
+        return self._topics if self.metadata_cache is None else CoordinatorMetadataImage(self.metadata_cache)
+
+    def _partition_count(self, topic: str) -> int | None:
+        """`topic`'s partitions in the metadata (Kafka: metadataCache.numPartitions), None
+        before it exists or without a metadata cache."""
+        image = self.metadata_cache.topic(topic) if self.metadata_cache is not None else None
+        return image.num_partitions if image is not None else None
 
     @property
     def group(self) -> GroupCoordinator:
@@ -160,7 +173,7 @@ class Coordinators:
                                          records.topic_configs(cfg.get("offsets.topic.segment.bytes")))
             group = gc.GroupCoordinator(gc.GroupConfig.from_broker_config(cfg), offsets, now_ms=self._clock,
                                         consumer_config=gc.ConsumerGroupConfig.from_broker_config(cfg),
-                                        topics=self._topics)
+                                        topics=self._metadata_image())
             # GROUP config resources (consumer.*), loaded at broker construction, read from the next heartbeat on
             group.consumer_groups.group_configs = self._consumer_group_configs.configs
             group.streams_groups.config = gc.StreamsGroupConfig.from_broker_config(cfg)
@@ -204,6 +217,7 @@ class Coordinators:
                                        share_coordinator_shard.topic_configs(config.state_segment_bytes))
             self._share = share_group.ShareGroupCoordinator(config, self._cfg, store, self._topics, self._replica_manager,
                                                 self._data_dir, now_ms=self._clock)
+            self._share.metadata = self._metadata_image()
             if self._cfg.get("process.roles"):
                 # a KRaft broker: share partitions on their topic partitions' leaders, their
                 # state with the share coordinators (Kafka's SharePartitionManager + DefaultStatePersister)

@@ -50,14 +50,15 @@ async def handle_streams_group_heartbeat(ctx: RequestContext, req: streams_group
         return R(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
     await coord.store.ensure_topic_async()
     topics = ctx.services.topics
-    partitions_of = {name: len(t.partitions) for name, t in topics.items()}
+    # the partitions in the cluster's metadata, not this broker's replicas (CoordinatorMetadataImage)
+    partitions_of = {t.name: t.num_partitions for t in ctx.services.metadata_cache.topics()}
     if req.member_epoch >= 0:
         for name, (n, configs) in coord.streams_groups.topics_to_create(req, partitions_of).items():
             try:
                 overrides = topics.check_new_topic(name, n, ctx.services.config.get("default.replication.factor"),
                                                    dict(configs))
-                made = await topics.create_async(name, n, overrides)
-                partitions_of[name] = len(made.partitions)
+                await topics.create_async(name, n, overrides)
+                partitions_of[name] = n  # made with n (a KRaft broker holds only its replicas of them)
             except KafkaError as e:
                 log.warning("Streams group %s: creating internal topic %s failed: %s", req.group_id, name, e)
     return coord.streams_groups.heartbeat(req, ctx.client_id or "", ctx.client_host, partitions_of)

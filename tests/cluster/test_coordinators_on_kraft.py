@@ -159,3 +159,55 @@ def test_share_coordinator_killed_the_state_is_read_from_the_new_one(mini_cluste
     # leader wrote it; that leader, on another broker, releases acquired records when it reloads)
     wait_until(lambda: read_state(new_address, group, tid) == (ErrorCode.NONE, 0, batches) or None,
                "the state read from the new coordinator")
+
+
+def test_groups_map_to_partitions_by_the_clusters_partition_count_not_the_brokers(tmp_path) -> None:
+    """With __consumer_offsets at replication factor 1, each broker holds only some of its
+    partitions. A group's partition is its hash modulo the topic's partitions in the cluster, as
+    FindCoordinator maps it: a broker that counted only its own partitions answered
+    NOT_COORDINATOR for ever to the groups it was sent (issue 37: found under Kafka's controller,
+    where a Java consumer group never got its partitions)."""
+    partitions = 5
+    cluster = MiniCluster(tmp_path, overrides={"offsets.topic.replication.factor": 1,
+                                                "offsets.topic.num.partitions": partitions})
+    cluster.start()
+    try:
+        topic = f"spread-{uuid.uuid4().hex[:8]}"
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+        groups = [f"spread-group-{i}" for i in range(10)]
+        # the first lookup creates __consumer_offsets; then every broker holds some of its partitions
+        wait_until(lambda: _coordinator(cluster.bootstrap, groups[0]) >= 0, "the group coordinator")
+        leaders = {p: leader for p, (leader, _, _) in partitions_of(cluster, 1, "__consumer_offsets").items()}
+        assert len(leaders) == partitions and len(set(leaders.values())) > 1, leaders  # spread over brokers
+        for i, group in enumerate(groups):
+            c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False})
+            try:
+                c.commit(offsets=[TopicPartition(topic, 0, 10 + i)], asynchronous=False)
+                [tp] = c.committed([TopicPartition(topic, 0)], timeout=30)
+                assert tp.offset == 10 + i, (group, tp)
+            finally:
+                c.close()
+            # the coordinator clients found is the leader of the group's partition in the cluster
+            assert _coordinator(cluster.bootstrap, group) == leaders[partition_for(group, partitions)], group
+
+        # a KIP-848 consumer group is assigned every partition of a topic spread over the brokers,
+        # not only those its coordinator holds a replica of (it got two of six)
+        six = f"six-{uuid.uuid4().hex[:8]}"
+        admin.create_topics([NewTopic(six, 6, 1)])[six].result(30)
+        wait_until(lambda: len(partitions_of(cluster, 1, six)) == 6, "the topic's six partitions")
+        assert len({leader for leader, _, _ in partitions_of(cluster, 1, six).values()}) > 1
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"six-{uuid.uuid4().hex[:8]}",
+                      "group.protocol": "consumer"})
+        try:
+            c.subscribe([six])
+
+            def assigned() -> bool:
+                c.poll(0.2)
+                return len(c.assignment()) == 6
+            wait_until(assigned, "all six partitions assigned", timeout=60)
+            assert sorted(p.partition for p in c.assignment()) == list(range(6))
+        finally:
+            c.close()
+    finally:
+        cluster.stop()

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from minibroker.config import BrokerConfig
+from minibroker.coordinator.coordinator_metadata_image import TopicsMetadata
 from minibroker.coordinator.group import consumer_group_records as rec
 from minibroker.coordinator.group.assignors import assignor_names
 from minibroker.coordinator.group.consumer_group import (
@@ -65,7 +66,6 @@ from minibroker.coordinator.group.target_assignment_builder import TargetAssignm
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
-from minibroker.topics import TopicRegistry
 from minibroker_protocol.apis import consumer_group_describe, consumer_group_heartbeat
 from minibroker_protocol.errors import ErrorCode, KafkaError
 from minibroker_storage.clock import Clock
@@ -100,7 +100,7 @@ class ConsumerGroupConfig:
 class ConsumerGroupManager:
     """Every consumer group of the broker."""
 
-    def __init__(self, config: ConsumerGroupConfig, store: CoordinatorStore, topics: TopicRegistry | None, *,
+    def __init__(self, config: ConsumerGroupConfig, store: CoordinatorStore, topics: TopicsMetadata | None, *,
                  now_ms: Clock, classic_group_exists: Callable[[str], bool | None],
                  drop_classic_group: Callable[[str], None]) -> None:
         self.config = config

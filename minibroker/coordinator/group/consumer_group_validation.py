@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from minibroker.coordinator.coordinator_metadata_image import TopicsMetadata
 from minibroker.coordinator.group.consumer_group import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -21,7 +22,6 @@ from minibroker.coordinator.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
 )
-from minibroker.topics import TopicRegistry
 from minibroker_protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def check_member_epoch(m: ConsumerGroupMember, epoch: int, owned: Assignment | N
 
 def validate_offset_commit(g: ConsumerGroup, member_id: str, epoch: int, api_version: int, transactional: bool,
                            instance_id: str | None, partitions: Iterable[tuple[str, int]],
-                           topics: TopicRegistry | None) -> ConsumerGroupMember | None:
+                           topics: TopicsMetadata | None) -> ConsumerGroupMember | None:
     """Kafka 4.4: ConsumerGroup.validateOffsetCommit. A commit at the member's epoch passes; one
     at an older epoch passes only when every partition in `partitions` (topic name, index) is
     the member's (owned or being revoked) since that epoch or before; a newer epoch never does.

@@ -28,6 +28,7 @@ import logging
 from collections.abc import Hashable, Iterable
 from typing import TYPE_CHECKING
 
+from minibroker.coordinator.coordinator_metadata_image import TopicsMetadata
 from minibroker.coordinator.group.classic_group import ClassicGroup, GroupState
 from minibroker.coordinator.group.consumer_group_manager import ConsumerGroupConfig, ConsumerGroupManager
 from minibroker.coordinator.group.consumer_group_records import is_consumer_group_record
@@ -56,7 +57,6 @@ from minibroker.coordinator.runtime.coordinator_loader import LoadedRecord
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
-from minibroker.topics import TopicRegistry
 from minibroker_protocol.errors import ErrorCode, KafkaError
 from minibroker_storage.clock import Clock, wall_clock_ms
 
@@ -78,7 +78,7 @@ class GroupCoordinator:
     """Classic groups and their committed offsets (one per broker)."""
 
     def __init__(self, config: GroupConfig, store: CoordinatorStore, *, now_ms: Clock = wall_clock_ms,
-                 consumer_config: ConsumerGroupConfig | None = None, topics: TopicRegistry | None = None) -> None:
+                 consumer_config: ConsumerGroupConfig | None = None, topics: TopicsMetadata | None = None) -> None:
         self.config = config
         self.store = store
         self.now_ms = now_ms
@@ -203,7 +203,7 @@ class GroupCoordinator:
                 self.membership.drop_group(g)
         self.membership.start_sessions()
         self.consumer_groups.start_sessions()
-        self.streams_groups.after_load({name: len(t.partitions) for name, t in self._topics.items()}
+        self.streams_groups.after_load({t.name: len(t.partitions) for t in self._topics.values()}
                                        if self._topics is not None else {})
         if loaded:
             log.info("Loaded %d group(s) and %d committed offset(s) from %d record(s) of __consumer_offsets-%d",

@@ -34,6 +34,7 @@ import logging
 import uuid
 from typing import TYPE_CHECKING
 
+from minibroker.coordinator.coordinator_metadata_image import TopicsMetadata
 from minibroker.coordinator.group import consumer_group_records as rec
 from minibroker.coordinator.group.classic_group import (
     CONSUMER_PROTOCOL_TYPE,
@@ -67,7 +68,6 @@ from minibroker.coordinator.group.group_responses import (
 from minibroker.coordinator.group.group_responses import protocols as request_protocols
 from minibroker.coordinator.group.records import group_metadata_record, group_metadata_tombstone
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
-from minibroker.topics import TopicRegistry
 from minibroker_protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class GroupMigration:
     """Moves groups between the two protocols and serves classic members of consumer groups."""
 
     def __init__(self, policy: MigrationPolicy, classic: GroupMetadataManager, consumer: ConsumerGroupManager,
-                 topics: TopicRegistry | None) -> None:
+                 topics: TopicsMetadata | None) -> None:
         self.policy = policy
         self.classic = classic
         self.consumer = consumer

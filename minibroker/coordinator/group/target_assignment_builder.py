@@ -18,6 +18,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterable
 
+from minibroker.coordinator.coordinator_metadata_image import TopicsMetadata
 from minibroker.coordinator.group import consumer_group_records as rec
 from minibroker.coordinator.group.assignors import ASSIGNORS, MemberSpec
 from minibroker.coordinator.group.consumer_group import (
@@ -29,7 +30,6 @@ from minibroker.coordinator.group.consumer_group import (
 )
 from minibroker.coordinator.group.group_events import GroupEvents
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
-from minibroker.topics import TopicRegistry
 from minibroker_protocol.errors import ErrorCode, KafkaError
 from minibroker_storage.clock import Clock
 
@@ -37,7 +37,7 @@ from minibroker_storage.clock import Clock
 class TargetAssignmentBuilder:
     """Resolves consumer groups' subscriptions against the topics and computes their targets."""
 
-    def __init__(self, assignors: tuple[str, ...], topics: TopicRegistry | None, events: GroupEvents, *,
+    def __init__(self, assignors: tuple[str, ...], topics: TopicsMetadata | None, events: GroupEvents, *,
                  now_ms: Clock) -> None:
         self.assignors = assignors  # group.consumer.assignors: the first is the default
         self._topics = topics  # None: a coordinator without topics (unit tests of classic groups)
@@ -49,7 +49,7 @@ class TargetAssignmentBuilder:
 
     # -- topics ----------------------------------------------------------------------------------
     @property
-    def topics(self) -> TopicRegistry:
+    def topics(self) -> TopicsMetadata:
         if self._topics is None:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "consumer groups need the topic registry")
         return self._topics

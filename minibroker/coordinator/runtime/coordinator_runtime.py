@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from minibroker.coordinator.runtime.coordinator_loader import CoordinatorLoader
@@ -61,11 +61,14 @@ class CoordinatorRuntime:
         # epoch per coordinator context); stale elections and resignations are ignored
         self._epochs: dict[tuple[str, int], int] = {}
         self._loading: set[tuple[str, int]] = set()  # elected, load scheduled: COORDINATOR_LOAD_IN_PROGRESS
+        # an internal topic's partition count in the cluster's metadata (set by the broker's
+        # Coordinators; None in tests' stacks without metadata): the stores map keys with it
+        self.partition_count: Callable[[str], int | None] | None = None
 
     def store(self, name: str, num_partitions: int, overrides: TopicConfigs) -> CoordinatorStore:
         """The store of internal topic `name` (created on first use with `num_partitions` and `overrides`)."""
         return CoordinatorStore(name, num_partitions, overrides, self.writer, self.loader, now_ms=self.now_ms,
-                                ownership=self.coordinator_error)
+                                ownership=self.coordinator_error, partition_count=self.partition_count)
 
     def register(self, topic: str, shard: CoordinatorShard, *, loaded: Iterable[int] = ()) -> None:
         """`shard` coordinates the partitions of `topic` this broker leads; `loaded`: those its

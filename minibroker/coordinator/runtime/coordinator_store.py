@@ -49,7 +49,8 @@ class CoordinatorStore:
 
     def __init__(self, name: str, num_partitions: int, overrides: TopicConfigs, writer: CoordinatorPartitionWriter,
                  loader: CoordinatorLoader, *, now_ms: Clock = wall_clock_ms,
-                 ownership: Callable[[str, int], int] | None = None) -> None:
+                 ownership: Callable[[str, int], int] | None = None,
+                 partition_count: Callable[[str], int | None] | None = None) -> None:
         self.name = name
         self.num_partitions = num_partitions
         self.overrides = overrides  # the topic configs it is created with
@@ -61,20 +62,35 @@ class CoordinatorStore:
         self.open_transactions: dict[int, list[LoadedRecord]] = {}
         # (topic, partition) -> NONE / NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS (the runtime's)
         self.ownership = ownership
+        # the topic's partition count in the cluster's metadata (Kafka: the IntSupplier the
+        # coordinators start with, metadataCache.numPartitions(topic) else the config); None
+        # without metadata (tests' stacks): then the partitions on disk here, all of them on one node
+        self.partition_count = partition_count
 
     # -- the topic ---------------------------------------------------------------------------
     def topic(self) -> Topic | None:
+        """The topic's partitions this broker holds (all of them on one node), or None."""
         topic = self.topics.get(self.name)
-        if topic is not None:
-            self.num_partitions = len(topic.partitions)
+        self._count(topic)
         return topic
+
+    def _count(self, topic: Topic | None) -> int:
+        # A key's partition is its hash modulo the topic's partitions in the cluster, never the
+        # ones this broker holds: a KRaft broker holds only its replicas, and counting those sent
+        # a group to a partition led elsewhere (NOT_COORDINATOR for ever, issue 37)
+        total = self.partition_count(self.name) if self.partition_count is not None else None
+        if total:
+            self.num_partitions = total
+        elif topic is not None:
+            self.num_partitions = len(topic.partitions)
+        return self.num_partitions
 
     def ensure_topic(self) -> Topic:
         """The topic, created (internal, with `overrides`) if it does not exist."""
         topic = self.topic()
         if topic is None:
             topic = self.topics.ensure_internal_topic(self.name, self.num_partitions, self.overrides)
-            self.num_partitions = len(topic.partitions)
+            self._count(topic)
         return topic
 
     async def ensure_topic_async(self) -> Topic:
@@ -87,7 +103,7 @@ class CoordinatorStore:
             # directories for the next creation to trip over (a second topic id).
             topic = await asyncio.shield(self.topics.ensure_internal_topic_async(
                 self.name, self.num_partitions, self.overrides))
-            self.num_partitions = len(topic.partitions)
+            self._count(topic)
         return topic
 
     def partition_for(self, key: str) -> int:
@@ -103,10 +119,13 @@ class CoordinatorStore:
     def coordinator_error(self, key: str) -> int:
         """Whether this broker coordinates `key` now: NONE, NOT_COORDINATOR or
         COORDINATOR_LOAD_IN_PROGRESS (CoordinatorRuntime.coordinator_error). NONE before the
-        topic exists (a single broker creates it on the first write)."""
-        if self.ownership is None or self.topic() is None:
+        topic exists anywhere (a single broker creates it on the first write)."""
+        if self.ownership is None:
             return ErrorCode.NONE
-        return self.ownership(self.name, partition_for(key, self.num_partitions))
+        topic = self.topics.get(self.name)
+        if topic is None and not (self.partition_count is not None and self.partition_count(self.name)):
+            return ErrorCode.NONE  # the topic does not exist anywhere yet
+        return self.ownership(self.name, partition_for(key, self._count(topic)))
 
     async def wait_replicated(self, key: str, timeout_ms: int) -> int:
         """Until the high watermark of `key`'s partition passed everything appended to it so far
@@ -116,14 +135,13 @@ class CoordinatorStore:
         topic = self.topic()
         if topic is None:
             return ErrorCode.NONE
-        return await self.writer.wait_replicated(self.name, partition_for(key, len(topic.partitions)), timeout_ms)
+        return await self.writer.wait_replicated(self.name, partition_for(key, self._count(topic)), timeout_ms)
 
     # -- writing -----------------------------------------------------------------------------
     def append(self, key: str, records: list[CoordinatorRecord], *, producer_id: int = -1,
                producer_epoch: int = -1, timestamp: int | None = None) -> int:
         """Append the records in one batch to `key`'s partition; returns the first offset."""
-        topic = self.ensure_topic()
-        partition = partition_for(key, len(topic.partitions))
+        partition = partition_for(key, self._count(self.ensure_topic()))
         return self.writer.append(self.name, partition, records, producer_id=producer_id, producer_epoch=producer_epoch,
                                   timestamp=self.now_ms() if timestamp is None else timestamp)
 

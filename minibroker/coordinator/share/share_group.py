@@ -53,6 +53,7 @@ from typing import Protocol
 
 from minibroker import features
 from minibroker.config import BrokerConfig
+from minibroker.coordinator.coordinator_metadata_image import TopicsMetadata
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.share.persister import DefaultStatePersister, LocalPersister, WriteState
 from minibroker.coordinator.share.share_coordinator_shard import ShareCoordinatorShard, ShareKey
@@ -193,6 +194,8 @@ class ShareGroupCoordinator:
         # KIP-1191: records given up on go to their group's dead-letter queue topic
         self.dlq = ShareGroupDLQManager(topics, replica_manager, self.group_config, now_ms)
         self.topics = topics
+        # assignments count the cluster's partitions (Coordinators sets CoordinatorMetadataImage)
+        self.metadata: TopicsMetadata = topics
         self.replica_manager = replica_manager
         self.now_ms = now_ms
         self.groups: dict[str, ShareGroup] = {}
@@ -328,13 +331,13 @@ class ShareGroupCoordinator:
             member.subscribed = sorted(subscribed)
             changed = True
         # the subscribed topics as they are now (a topic created or grown since counts)
-        metadata = _subscribed_metadata(group, self.topics)
+        metadata = _subscribed_metadata(group, self.metadata)
         if changed or metadata != group.subscribed_metadata:
             group.subscribed_metadata = metadata
             group.group_epoch += 1
         # a join is assigned at once (see _maybe_assign)
         interval = 0 if joined else int(self.group_config(group_id, ASSIGNMENT_INTERVAL_MS))
-        _maybe_assign(group, self.topics, interval, now)
+        _maybe_assign(group, self.metadata, interval, now)
         send = member_epoch == 0 or subscribed is not None
         if member.member_epoch != group.assignment_epoch:
             # a share member takes its target at once: nothing to revoke first (Kafka's share
@@ -583,7 +586,7 @@ def _listed(groups: Iterable[ShareGroup], states: Iterable[str], types: Iterable
             if not wanted_states or g.state.lower() in wanted_states]
 
 
-def _subscribed_metadata(group: ShareGroup, topics: TopicRegistry) -> dict[uuid.UUID, int]:
+def _subscribed_metadata(group: ShareGroup, topics: TopicsMetadata) -> dict[uuid.UUID, int]:
     """Partition count of every existing topic some member of `group` subscribes to."""
     out: dict[uuid.UUID, int] = {}
     for name in sorted({t for m in group.members.values() for t in m.subscribed}):
@@ -593,7 +596,7 @@ def _subscribed_metadata(group: ShareGroup, topics: TopicRegistry) -> dict[uuid.
     return out
 
 
-def _maybe_assign(group: ShareGroup, topics: TopicRegistry, interval_ms: int, now: int) -> None:
+def _maybe_assign(group: ShareGroup, topics: TopicsMetadata, interval_ms: int, now: int) -> None:
     """A new target assignment when the group epoch moved on, at most once per `interval_ms`
     (group.share.assignment.interval.ms, KIP-1263: the changes within it are assigned together;
     until then members keep what they have). A joining member is assigned at once (interval 0):
