@@ -943,13 +943,6 @@ class _Events:
         self._reader.join(10)
 
 
-# A known bug, not fixed yet (issue 37 stays open for it): when Kafka's controller places the
-# group's __consumer_offsets partition on the minibroker broker (one run in two), the classic
-# group sometimes never assigns the Java consumer its partition ("timed out waiting for the
-# group's partition assigned": 1 of 4 such runs failed, 2 of 2 with the metadata loader's
-# high-watermark hold-back). Not strict: every other run passes the whole scenario.
-@pytest.mark.xfail(reason="issue 37: a classic group coordinated by minibroker under Kafka's controller sometimes "
-                          "never assigns the Java consumer its partition; cause not found", strict=False)
 @pytest.mark.timeout(600)  # a Kafka broker, two Java clients and six tool JVMs on a loaded machine
 def test_the_java_client_produces_and_consumes_through_leader_moves_between_the_kinds(fresh_kafka_controller, tmp_path):
     """kafka-verifiable-producer (the Java 4.4 client: acks=all, idempotent, retries unbounded) and a
