@@ -139,10 +139,20 @@ class _Producing(threading.Thread):
             if seq % 50 == 0:
                 time.sleep(0.01)  # a steady stream, not a flood the machine cannot take under chaos
 
+    def _poll(self, timeout: float) -> None:
+        self.producer.poll(timeout)
+
     def finish(self, timeout: float) -> int:
+        """Stop producing, wait up to `timeout` s for the outstanding reports; the count left."""
         self.stop_flag.set()
         self.join(30)
-        return self.producer.flush(timeout)
+        # poll, not flush: a fatal error (an unclean election's sequence desynchronization) is
+        # raised by flush while librdkafka's flush loop goes on serving delivery callbacks with
+        # that exception set: a callback then stalled on the lock or failed with SystemError
+        deadline = time.monotonic() + timeout
+        while len(self.producer) and time.monotonic() < deadline:
+            self._poll(0.1)
+        return len(self.producer)
 
 
 def _leaders(c: Cluster, topic: str) -> dict[int, int] | None:

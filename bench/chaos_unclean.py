@@ -113,11 +113,19 @@ class _TimedProducing(_Producing):
             self.acked_ms[value] = int(time.time() * 1000)
 
     def _renew(self, e: KafkaException) -> None:
-        if not e.args[0].fatal():
+        err = e.args[0]
+        # produce() answers a producer already stopped with a plain _FATAL error (fatal() False)
+        if not (err.fatal() or err.code() == KafkaError._FATAL):
             raise e
         old, self.producer = self.producer, Producer({"bootstrap.servers": self.bootstrap, **PRODUCER_CONFIG})
         self.renewed += 1
-        old.flush(30)  # its queued records reported failed
+        old.purge()  # its queued records reported failed (_PURGE_QUEUE), by polls (see _Producing.finish)
+        deadline = time.monotonic() + 30
+        while len(old) and time.monotonic() < deadline:
+            try:
+                old.poll(0.1)
+            except KafkaException:
+                pass  # its fatal error again: the records are reported all the same
 
     def _poll(self, timeout: float) -> None:
         try:
