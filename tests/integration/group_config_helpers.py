@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import Consumer, ShareConsumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
 
 from minibroker_protocol.apis import list_groups
@@ -30,8 +30,17 @@ def dynamic_group_configs(admin: AdminClient, group: str) -> dict[str, str]:
 def make_consumer_group(boot: str, group: str, topic: str) -> None:
     """An Empty group with a committed offset (what DeleteGroups then deletes)."""
     c = Consumer({"bootstrap.servers": boot, "group.id": group, "enable.auto.commit": False})
+    deadline = time.monotonic() + 60
     try:
-        c.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+        while True:
+            try:
+                c.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+                return
+            except KafkaException as e:  # a fresh Kafka makes and loads __consumer_offsets first
+                if not e.args[0].retriable() and e.args[0].code() != KafkaError.NOT_COORDINATOR \
+                        or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         c.close()
 

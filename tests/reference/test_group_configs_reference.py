@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration import group_config_helpers as gch
 from tests.integration import streams_raw as sr
+from tests.integration import test_streams_group_warmups as sgw
 from tests.reference.helpers import BOOT, Pair, Side
 
 # each test runs Kafka's kafka-configs (a JVM) a dozen times against both brokers: 40-90 s on a
@@ -190,3 +191,22 @@ def test_group_configs_outlive_the_group_as_on_kafka(pair: Pair) -> None:
     assert mini == kafka
     assert kafka[0] == set() and kafka[1][f"gcd-s-{tag}"] == {"share.auto.offset.reset": "earliest"}
     assert kafka[1][f"gcd-st-{tag}"] == {"streams.num.standby.replicas": "1", "streams.num.warmup.replicas": "3"}
+
+
+def test_streams_warmup_configs_act_as_on_kafka(pair: Pair) -> None:
+    """streams.acceptable.recovery.lag and streams.task.offset.interval.ms come back in every
+    heartbeat answer (v1's AcceptableRecoveryLag; v0's legacy field is 0), and streams.num.warmup.replicas
+    hands out no warm-up task when a stateful task moves: Kafka 4.4's AssignmentRefiner.refine returns
+    the target assignment (tests/integration/test_streams_group_warmups.py)."""
+    tag = uuid.uuid4().hex[:8]
+    runs = []
+    for side in (pair.kafka, pair.mini):
+        group, source = f"gcfg-sgw-{tag}", f"gcfg-sgw-in-{tag}"
+        changelog = f"{group}-store-changelog"
+        admin = AdminClient({"bootstrap.servers": side.bootstrap})
+        for f in admin.create_topics([NewTopic(source, 2, 1),
+                                      NewTopic(changelog, 2, 1, config={"cleanup.policy": "compact"})]).values():
+            f.result(30)
+        gch.set_group_configs(admin, group, sgw.WARMUP_CONFIGS)
+        runs.append(sgw.warmup_run(side.bootstrap, group, source, changelog))
+    assert runs[1] == runs[0] == sgw.EXPECTED
