@@ -382,9 +382,8 @@ class ShareGroupCoordinator:
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
             self.persister.delete(key)
-        # the group's GROUP configs stay, as on Kafka 4.4 (GroupCoordinatorService.deleteGroups deletes
-        # the share state and the group's records, never its ConfigRecords): a share group created
-        # again under this id finds them
+        # its GROUP configs stay, as on Kafka 4.4 (GroupCoordinatorService.deleteGroups deletes the
+        # share state and the group's records, never its ConfigRecords)
         del self.groups[group_id]
         return ErrorCode.NONE
 
