@@ -640,15 +640,15 @@ _BROKER_KEYS += [
     _broker("group.streams.assignor.offload.enable", "boolean", True,
             "Shown as Kafka's streams.assignor.offload.enable default; without effect here."),
     _broker("group.streams.task.offset.interval.ms", "int", 60000,
-            "Shown as Kafka's streams.task.offset.interval.ms default; without effect here.", AtLeast(1)),
+            "Default of streams.task.offset.interval.ms, told to streams members in each heartbeat answer.", AtLeast(1)),
     _broker("group.streams.min.task.offset.interval.ms", "int", 15000,
             "Smallest streams.task.offset.interval.ms a streams group's GROUP config may set.", AtLeast(1)),
     _broker("group.streams.num.warmup.replicas", "int", 2,
-            "Shown as Kafka's streams.num.warmup.replicas default; without effect here.", AtLeast(0)),
+            "Default of streams.num.warmup.replicas; without effect, as on Kafka 4.4 (no warm-up tasks).", AtLeast(0)),
     _broker("group.streams.max.warmup.replicas", "int", 20,
             "Most streams.num.warmup.replicas a streams group's GROUP config may set.", AtLeast(0)),
     _broker("group.streams.acceptable.recovery.lag", "long", 10000,
-            "Shown as Kafka's streams.acceptable.recovery.lag default; without effect here.", AtLeast(0)),
+            "Default of streams.acceptable.recovery.lag, told to streams members in each heartbeat answer.", AtLeast(0)),
 ]
 
 

@@ -6,7 +6,8 @@ changes reach them through ReplicaManager.apply_delta (minibroker.coordinator_el
   offsets committed before the kill (each acknowledged only once replicated);
 - a transaction over partitions led by different brokers, committed and aborted: read_committed
   consumers see exactly the committed records (markers sent with WriteTxnMarkers, produce
-  verified with AddPartitionsToTxn between brokers).
+  verified with AddPartitionsToTxn between brokers);
+- GROUP configs outlive DeleteGroups on every broker, as on Kafka 4.4.
 """
 
 from __future__ import annotations
@@ -21,6 +22,13 @@ from kafka.admin import NewTopic as KNewTopic
 from minibroker.coordinator.runtime.coordinator_store import partition_for
 from minibroker.coordinator.share.share_coordinator_shard import coordinator_key
 from minibroker_protocol.errors import ErrorCode
+from tests.integration.group_config_helpers import (
+    delete_group,
+    dynamic_group_configs,
+    make_consumer_group,
+    make_share_group,
+    set_group_configs,
+)
 
 from .cluster_helpers import MiniCluster, partitions_of, wait_until
 from .share_state_helpers import read_state, share_coordinator, write_state
@@ -211,3 +219,28 @@ def test_groups_map_to_partitions_by_the_clusters_partition_count_not_the_broker
             c.close()
     finally:
         cluster.stop()
+
+
+def test_group_configs_outlive_delete_groups_on_every_broker(mini_cluster: MiniCluster) -> None:
+    """GROUP configs are ConfigRecords of the metadata log, which DeleteGroups leaves alone, as on
+    Kafka 4.4 (GroupCoordinatorService.deleteGroups deletes records of __consumer_offsets and the
+    share state only): after a consumer group and a share group are deleted, every broker still
+    describes the configs they were given (the single broker: tests/integration/
+    test_group_configs_after_delete.py)."""
+    c = mini_cluster
+    tag = uuid.uuid4().hex[:8]
+    topic, consumer_group, share_group = f"gcd-{tag}", f"gcd-c-{tag}", f"gcd-s-{tag}"
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
+    make_consumer_group(c.bootstrap, consumer_group, topic)
+    make_share_group(c.bootstrap, share_group, topic)
+    expected = {consumer_group: {"consumer.session.timeout.ms": "50000"},
+                share_group: {"share.auto.offset.reset": "earliest"}}
+    for group, values in expected.items():
+        set_group_configs(admin, group, values)
+        delete_group(admin, group)
+    assert not {g.group_id for g in admin.list_consumer_groups().result(30).valid} & set(expected)
+    for node, broker in c.brokers.items():
+        one = AdminClient({"bootstrap.servers": broker.bootstrap})
+        wait_until(lambda one=one: all(dynamic_group_configs(one, g) == v for g, v in expected.items()) or None,
+                   f"the deleted groups' configs on broker {node}")

@@ -49,9 +49,11 @@ class StreamsMember:
     (a member owns what the last response assigned; it gives up what it was told to)."""
 
     def __init__(self, bootstrap: str, group: str, member_id: str, process_id: str,
-                 topo: streams_group_heartbeat.StreamsGroupHeartbeatRequest.Topology) -> None:
+                 topo: streams_group_heartbeat.StreamsGroupHeartbeatRequest.Topology, version: int = 0) -> None:
         self.client = RawClient(bootstrap, client_id="streams-raw")
         self.group, self.member_id, self.process_id, self.topology = group, member_id, process_id, topo
+        self.version = version  # of StreamsGroupHeartbeat: v1 adds the answer's AcceptableRecoveryLag
+        self.warmups_seen: list[dict[str, list[int]]] = []  # every non-empty WarmupTasks answered
         self.epoch = 0
         self.active: dict[str, list[int]] = {}
         find_coordinator(self.client, group)
@@ -63,17 +65,19 @@ class StreamsMember:
                 rebalance_timeout_ms=30000 if joining else -1, topology=self.topology if joining else None,
                 process_id=self.process_id if joining else None,
                 active_tasks=owned, standby_tasks=[], warmup_tasks=[])
-        resp: streams_group_heartbeat.StreamsGroupHeartbeatResponse = self.client.call(streams_group_heartbeat.API, 0,
-                                                                                       req)
+        resp: streams_group_heartbeat.StreamsGroupHeartbeatResponse = self.client.call(
+            streams_group_heartbeat.API, self.version, req)
         for _ in range(60):  # a fresh broker makes __consumer_offsets and loads it first (one node: no lookup)
             if resp.error_code not in _COORDINATOR_NOT_READY:
                 break
             time.sleep(0.5)
-            resp = self.client.call(streams_group_heartbeat.API, 0, req)
+            resp = self.client.call(streams_group_heartbeat.API, self.version, req)
         assert resp.error_code == 0, (self.member_id, resp.error_code, resp.error_message)
         self.epoch = resp.member_epoch
         if resp.active_tasks is not None:
             self.active = {t.subtopology_id: list(t.partitions) for t in resp.active_tasks}
+        if resp.warmup_tasks:
+            self.warmups_seen.append({t.subtopology_id: list(t.partitions) for t in resp.warmup_tasks})
         return resp
 
     def leave(self) -> None:

@@ -12,7 +12,9 @@ import uuid
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.integration import group_config_helpers as gch
 from tests.integration import streams_raw as sr
+from tests.integration import test_streams_group_warmups as sgw
 from tests.reference.helpers import BOOT, Pair, Side
 
 # each test runs Kafka's kafka-configs (a JVM) a dozen times against both brokers: 40-90 s on a
@@ -153,3 +155,58 @@ def test_streams_group_configs_act_on_the_group_as_on_kafka(pair: Pair) -> None:
     runs = [_standby_run(side, f"gcfg-sg-{tag}", f"gcfg-sg-in-{tag}", f"gcfg-sg-{tag}-store-changelog")
             for side in (pair.kafka, pair.mini)]
     assert runs[1] == runs[0] == (7000, 2)
+
+
+def _deleted_groups_configs(side: Side, tag: str) -> tuple[set[str], dict[str, dict[str, str]]]:
+    """A consumer, a share and a streams group, each given GROUP configs, then deleted with
+    DeleteGroups: the groups still listed, and each group's own configs as DescribeConfigs shows them."""
+    topic = f"gcd-{tag}"
+    groups = {f"gcd-c-{tag}": {"consumer.session.timeout.ms": "50000"},
+              f"gcd-s-{tag}": {"share.auto.offset.reset": "earliest"},
+              f"gcd-st-{tag}": {"streams.num.standby.replicas": "1", "streams.num.warmup.replicas": "3"}}
+    consumer_group, share_group, streams_group = groups
+    admin = AdminClient({"bootstrap.servers": side.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    gch.make_consumer_group(side.bootstrap, consumer_group, topic)
+    gch.make_share_group(side.bootstrap, share_group, topic)
+    member = sr.StreamsMember(side.bootstrap, streams_group, "m", "process-m", sr.topology(topic))
+    try:
+        member.beat()
+        member.leave()
+    finally:
+        member.close()
+    for group, values in groups.items():
+        gch.set_group_configs(admin, group, values)
+        gch.delete_group(admin, group)
+    listed = {g.group_id for g in admin.list_consumer_groups().result(30).valid} & set(groups)
+    return listed, {group: gch.dynamic_group_configs(admin, group) for group in groups}
+
+
+def test_group_configs_outlive_the_group_as_on_kafka(pair: Pair) -> None:
+    """Kafka 4.4's DeleteGroups (GroupCoordinatorService.deleteGroups) deletes a group's records and
+    share state, never its GROUP configs (ConfigRecords): after the three kinds of group are
+    deleted, DescribeConfigs shows the same configs on both brokers."""
+    tag = uuid.uuid4().hex[:8]
+    kafka, mini = (_deleted_groups_configs(side, tag) for side in (pair.kafka, pair.mini))
+    assert mini == kafka
+    assert kafka[0] == set() and kafka[1][f"gcd-s-{tag}"] == {"share.auto.offset.reset": "earliest"}
+    assert kafka[1][f"gcd-st-{tag}"] == {"streams.num.standby.replicas": "1", "streams.num.warmup.replicas": "3"}
+
+
+def test_streams_warmup_configs_act_as_on_kafka(pair: Pair) -> None:
+    """streams.acceptable.recovery.lag and streams.task.offset.interval.ms come back in every
+    heartbeat answer (v1's AcceptableRecoveryLag; v0's legacy field is 0), and streams.num.warmup.replicas
+    hands out no warm-up task when a stateful task moves: Kafka 4.4's AssignmentRefiner.refine returns
+    the target assignment (tests/integration/test_streams_group_warmups.py)."""
+    tag = uuid.uuid4().hex[:8]
+    runs = []
+    for side in (pair.kafka, pair.mini):
+        group, source = f"gcfg-sgw-{tag}", f"gcfg-sgw-in-{tag}"
+        changelog = f"{group}-store-changelog"
+        admin = AdminClient({"bootstrap.servers": side.bootstrap})
+        for f in admin.create_topics([NewTopic(source, 2, 1),
+                                      NewTopic(changelog, 2, 1, config={"cleanup.policy": "compact"})]).values():
+            f.result(30)
+        gch.set_group_configs(admin, group, sgw.WARMUP_CONFIGS)
+        runs.append(sgw.warmup_run(side.bootstrap, group, source, changelog))
+    assert runs[1] == runs[0] == sgw.EXPECTED

@@ -7,8 +7,9 @@ GROUP_CONFIG_PROVIDERS). A value is parsed as Kafka's ConfigDef does (type, then
 checked against the broker's bounds as GroupConfig.validate does, with Kafka's messages. The
 values are kept as text in `streams_group_configs.json` in the data directory (Kafka keeps them in
 the cluster metadata as ConfigRecords) and read by the StreamsGroupManager at each heartbeat:
-session timeout, heartbeat interval, standby replicas and the initial rebalance delay act; the
-other keys are accepted and shown as Kafka shows them, without effect (docs/differences.md).
+session timeout, heartbeat interval, standby replicas and the initial rebalance delay act, the
+acceptable recovery lag and task offset interval are told to the members in each heartbeat answer;
+the other keys are accepted and shown as Kafka shows them, without effect (docs/differences.md).
 """
 
 from __future__ import annotations

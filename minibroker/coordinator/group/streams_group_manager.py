@@ -76,13 +76,23 @@ class StreamsGroupConfig:
     # Kafka's default is 3000 (group.streams.initial.rebalance.delay.ms, read by from_broker_config);
     # 0 here so that a manager built without a broker config assigns at once
     initial_rebalance_delay_ms: int = 0
+    # only told to the members in each heartbeat answer, as Kafka 4.4 does (GroupMetadataManager.
+    # streamsGroupHeartbeat sets AcceptableRecoveryLag and TaskOffsetIntervalMs from the group's
+    # config; AcceptableRecoveryLagLegacy, v0 only, stays 0: Kafka never sets it, and its generated
+    # StreamsGroupHeartbeatResponseData refuses a non-zero one at v1+). They steer warm-up tasks,
+    # which Kafka 4.4's coordinator does not hand out (AssignmentRefiner.refine returns the target
+    # assignment; docs/differences.md)
+    acceptable_recovery_lag: int = 10_000
+    task_offset_interval_ms: int = 60_000
 
     @classmethod
     def from_broker_config(cls, cfg: BrokerConfig) -> StreamsGroupConfig:
         return cls(session_timeout_ms=cfg.get("group.streams.session.timeout.ms"),
                    heartbeat_interval_ms=cfg.get("group.streams.heartbeat.interval.ms"),
                    num_standby_replicas=cfg.get("group.streams.num.standby.replicas"),
-                   initial_rebalance_delay_ms=cfg.get("group.streams.initial.rebalance.delay.ms"))
+                   initial_rebalance_delay_ms=cfg.get("group.streams.initial.rebalance.delay.ms"),
+                   acceptable_recovery_lag=cfg.get("group.streams.acceptable.recovery.lag"),
+                   task_offset_interval_ms=cfg.get("group.streams.task.offset.interval.ms"))
 
 
 def _with_group_configs(c: StreamsGroupConfig, own: Mapping[str, str] | None) -> StreamsGroupConfig:
@@ -94,7 +104,9 @@ def _with_group_configs(c: StreamsGroupConfig, own: Mapping[str, str] | None) ->
         session_timeout_ms=int(own.get("streams.session.timeout.ms", c.session_timeout_ms)),
         heartbeat_interval_ms=int(own.get("streams.heartbeat.interval.ms", c.heartbeat_interval_ms)),
         num_standby_replicas=int(own.get("streams.num.standby.replicas", c.num_standby_replicas)),
-        initial_rebalance_delay_ms=int(own.get("streams.initial.rebalance.delay.ms", c.initial_rebalance_delay_ms)))
+        initial_rebalance_delay_ms=int(own.get("streams.initial.rebalance.delay.ms", c.initial_rebalance_delay_ms)),
+        acceptable_recovery_lag=int(own.get("streams.acceptable.recovery.lag", c.acceptable_recovery_lag)),
+        task_offset_interval_ms=int(own.get("streams.task.offset.interval.ms", c.task_offset_interval_ms)))
 
 
 def _ids(tasks: Tasks) -> list[streams_group_heartbeat.StreamsGroupHeartbeatResponse.TaskIds]:
@@ -281,10 +293,10 @@ class StreamsGroupManager:
         self._schedule_session(g, m)
         full = req.member_epoch == 0 or req.active_tasks is not None
         changed = before != (m.member_epoch, m.assigned.active, m.assigned.standby, m.assigned.warmup)
-        resp = HB(error_code=0, member_id=m.member_id, member_epoch=m.member_epoch,
-                  heartbeat_interval_ms=self.config_of(g.group_id).heartbeat_interval_ms, acceptable_recovery_lag_legacy=10000,
-                  acceptable_recovery_lag=10000, task_offset_interval_ms=60000,
-                  status=statuses or None, endpoint_information_epoch=g.endpoint_information_epoch)
+        cfg = self.config_of(g.group_id)  # AcceptableRecoveryLagLegacy: 0, its default, as on Kafka 4.4
+        resp = HB(error_code=0, member_id=m.member_id, member_epoch=m.member_epoch, status=statuses or None,
+                  heartbeat_interval_ms=cfg.heartbeat_interval_ms, acceptable_recovery_lag=cfg.acceptable_recovery_lag,
+                  task_offset_interval_ms=cfg.task_offset_interval_ms, endpoint_information_epoch=g.endpoint_information_epoch)
         if full or changed:
             resp.active_tasks = _ids(m.assigned.active)
             resp.standby_tasks = _ids(m.assigned.standby)

@@ -6,7 +6,10 @@ kept it as standby, whose state is warm) as long as that member is under its fai
 `num_standby_replicas` standby copies of every stateful task, each on a member of another process
 than the task's active owner and the other copies, preferring the member that had it, then the
 least-loaded one; a copy no process can take is left out, as Kafka does (it logs it).
-Warm-up tasks are not assigned: Kafka's sticky assignor does not either.
+Warm-up tasks are not assigned, as in Kafka 4.4: its assignor API's MemberAssignment has active and
+standby tasks only, and GroupMetadataManager.refineAssignment, the one place that would turn a
+move into a warm-up (streams.num.warmup.replicas > 0), calls AssignmentRefiner.refine, which
+returns the target assignment unchanged.
 """
 
 from __future__ import annotations

@@ -37,7 +37,8 @@ or at the delivery-count limit) are ARCHIVING; every persist hands them to the D
 (minibroker.coordinator.share.share_group_dlq), which archives them once written.
 
 Group configs (DescribeConfigs/IncrementalAlterConfigs on GROUP resources) are kept per group in
-`share_group_configs.json` in the data directory (Kafka keeps them in the cluster metadata).
+`share_group_configs.json` in the data directory (Kafka keeps them in the cluster metadata);
+deleting the group leaves them, as Kafka does.
 """
 
 from __future__ import annotations
@@ -381,9 +382,9 @@ class ShareGroupCoordinator:
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
             self.persister.delete(key)
+        # its GROUP configs stay, as on Kafka 4.4 (GroupCoordinatorService.deleteGroups deletes the
+        # share state and the group's records, never its ConfigRecords)
         del self.groups[group_id]
-        if group_id in self.group_configs and self.manager is None:  # a KRaft broker's: the metadata log's
-            self.set_group_configs(group_id, {})
         return ErrorCode.NONE
 
     # -- share partitions --------------------------------------------------------------------
