@@ -157,11 +157,28 @@ class MetadataLoader:
                 self.caught_up.set()
             return 0
         raw = data if isinstance(data, bytes | bytearray | memoryview) else data.read_all()
+        replayed, held_back = await self.replay_committed(raw)
+        if held_back and not replayed:
+            await asyncio.sleep(0.01)  # the voters' next fetches commit it: not a busy loop meanwhile
+        return replayed
+
+    async def replay_committed(self, raw: bytes | bytearray | memoryview) -> tuple[int, bool]:
+        """Replay the batches of a Fetch answer that the high watermark covers and publish the new
+        image; (records replayed, whether a batch past the high watermark was held back).
+
+        A quorum leader sends observers what it has, committed or not (Kafka's KafkaRaftClient
+        reads UNCOMMITTED for every fetcher), and a new leader may truncate what was not committed;
+        so only what the high watermark covers is replayed (Kafka: the listeners' handleCommit) and
+        the rest is fetched again. The loader then never holds a record a new leader drops."""
         delta = MetadataDelta(self.image)
         replayed = 0
+        held_back = False
         for decoded in decode_batches(raw):
             if decoded.last_offset < self.next_offset:
                 continue
+            if decoded.last_offset >= self.high_watermark:
+                held_back = True
+                break
             batch = self._read(decoded)
             if batch is not None and not batch.is_control:
                 replayed += self.batches.replay(delta, batch)
@@ -169,7 +186,7 @@ class MetadataLoader:
             self.last_fetched_epoch = decoded.partition_leader_epoch
         self.image = delta.apply(self.next_offset - 1, self.last_fetched_epoch)
         await self._publish(delta)
-        return replayed
+        return replayed, held_back
 
     async def _load_snapshot(self, end_offset: int, epoch: int) -> int:
         """FetchSnapshot the whole snapshot, slice by slice, and make it the image (Kafka: an observer

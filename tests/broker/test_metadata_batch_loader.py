@@ -122,3 +122,23 @@ def test_a_batch_the_broker_cannot_read_is_skipped_and_logged(caplog: pytest.Log
     with caplog.at_level(logging.ERROR, "minibroker.metadata"):
         assert loader._read(decoded) is None
     assert "broker 2: metadata batch at offsets 5-5 skipped: unknown metadata record api key 999" in caplog.text
+
+
+async def test_only_what_the_high_watermark_covers_is_replayed() -> None:
+    """A quorum leader sends an observer uncommitted batches too; the loader replays a batch only
+    once the high watermark covers it, so a record a new leader truncates never reaches the image."""
+    newest = {s.cls: max(s.valid) for s in mr.BY_API_KEY.values()}
+    topic, partition = _topic()
+    raw = b"".join(build_metadata_batch([ApiMessageAndVersion(m, newest[type(m)])], base_offset=i,  # type: ignore[arg-type]
+                                        leader_epoch=1, timestamp=0) for i, m in enumerate((topic, partition)))
+    loader = MetadataLoader(None, node_id=1, cluster_id="c")  # type: ignore[arg-type]  # no fetch is made
+    loader.high_watermark = 1
+    assert await loader.replay_committed(raw) == (1, True)
+    assert (loader.next_offset, loader.image.offset) == (1, 0)
+    t = loader.image.topic("t")
+    assert t is not None and not t.partitions
+    loader.high_watermark = 2  # the next answer: the same bytes, now committed
+    assert await loader.replay_committed(raw) == (1, False)
+    assert (loader.next_offset, loader.image.offset) == (2, 1)
+    t = loader.image.topic("t")
+    assert t is not None and 0 in t.partitions
