@@ -206,6 +206,7 @@ class Coordinators:
 
     def _build_share(self) -> ShareGroupCoordinator:
         if self._share is None:
+            from minibroker.coordinator.group import group_metadata_manager  # lazy: issue 22
             from minibroker.coordinator.share import (  # lazy: issue 22
                 share_coordinator_shard,
                 share_group,
@@ -217,6 +218,11 @@ class Coordinators:
                                        share_coordinator_shard.topic_configs(config.state_segment_bytes))
             self._share = share_group.ShareGroupCoordinator(config, self._cfg, store, self._topics, self._replica_manager,
                                                 self._data_dir, now_ms=self._clock)
+            # KIP-932: share groups live in __consumer_offsets with the group coordinator's other
+            # groups (it replays them on load; the share coordinator writes them)
+            group = self._build_group()
+            self._share.groups = group.share_groups
+            self._share.write = lambda gid, records: group_metadata_manager.write_records(group.store, gid, records)
             self._share.metadata = self._metadata_image()
             if self._cfg.get("process.roles"):
                 # a KRaft broker: share partitions on their topic partitions' leaders, their

@@ -112,6 +112,15 @@ STREAMS_RECORDS = ["StreamsGroupMetadataKey", "StreamsGroupMetadataValue",
                    "StreamsGroupTargetAssignmentMemberKey", "StreamsGroupTargetAssignmentMemberValue",
                    "StreamsGroupCurrentMemberAssignmentKey", "StreamsGroupCurrentMemberAssignmentValue",
                    "StreamsGroupTopologyKey", "StreamsGroupTopologyValue"]
+# KIP-932 share-group records of __consumer_offsets (record types 10-15; Kafka 4.4 has no
+# ShareGroupPartitionMetadata, type 9): protocol/share_group_records.py, generated alone with
+# --share-group-records from the 4.4 kafka-group-coordinator jar's common/message.
+SHARE_GROUP_RECORDS = ["ShareGroupMemberMetadataKey", "ShareGroupMemberMetadataValue",
+                       "ShareGroupMetadataKey", "ShareGroupMetadataValue",
+                       "ShareGroupTargetAssignmentMetadataKey", "ShareGroupTargetAssignmentMetadataValue",
+                       "ShareGroupTargetAssignmentMemberKey", "ShareGroupTargetAssignmentMemberValue",
+                       "ShareGroupCurrentMemberAssignmentKey", "ShareGroupCurrentMemberAssignmentValue",
+                       "ShareGroupStatePartitionMetadataKey", "ShareGroupStatePartitionMetadataValue"]
 
 
 def load(path: Path) -> dict:
@@ -222,6 +231,11 @@ def main(argv: list[str]) -> None:
         write_streams_records({p.stem: p for d in argv[1:] for p in Path(d).glob("*.json")})
         write_stubs()
         return
+    if argv[:1] == ["--share-group-records"]:
+        write_group_records({p.stem: p for d in argv[1:] for p in Path(d).glob("*.json")}, SHARE_GROUP_RECORDS,
+                            "share_group_records", "KIP-932 share-group records")
+        write_stubs()
+        return
     kraft_only = argv[:1] == ["--kraft"]
     streams_only = argv[:1] == ["--streams"]
     dirs = [Path(p) for p in argv[1 if kraft_only or streams_only else 0:]]
@@ -308,8 +322,13 @@ def _write_records(files: dict[str, Path], outdir: Path) -> None:
 
 def write_streams_records(files: dict[str, Path]) -> None:
     """protocol/streams_group_records.py: the KIP-1071 records, keyed by record type in BY_TYPE."""
+    write_group_records(files, STREAMS_RECORDS, "streams_group_records", "KIP-1071 streams-group records")
+
+
+def write_group_records(files: dict[str, Path], names: list[str], module: str, what: str) -> None:
+    """protocol/<module>.py: one kind of group's __consumer_offsets records, keyed by record type in BY_TYPE."""
     out = [
-        '"""KIP-1071 streams-group records (__consumer_offsets): schema data generated from Kafka\'s',
+        f'"""{what} (__consumer_offsets): schema data generated from Kafka\'s',
         "definitions by tools/gen_schemas.py. Edit the generator, not this file. BY_TYPE maps a record",
         "type (the key's int16 prefix; Kafka: CoordinatorRecordType) to its (key, value) schemas.\"\"\"",
         "",
@@ -317,7 +336,7 @@ def write_streams_records(files: dict[str, Path]) -> None:
         "",
     ]
     types: dict[int, str] = {}
-    for name in STREAMS_RECORDS:
+    for name in names:
         d = load(files[name])
         if name.endswith("Key"):
             types[d["apiKey"]] = snake(name[:-3]).upper()
@@ -326,9 +345,9 @@ def write_streams_records(files: dict[str, Path]) -> None:
     out.append("BY_TYPE: dict[int, tuple[Schema[Message], Schema[Message]]] = {")
     out.extend(f"    {k}: ({v}_KEY, {v}_VALUE)," for k, v in sorted(types.items()))
     out.append("}")
-    out.append(f"__getattr__ = message_classes({', '.join(snake(n).upper() for n in STREAMS_RECORDS)})")
+    out.append(f"__getattr__ = message_classes({', '.join(snake(n).upper() for n in names)})")
     out.append("")
-    (ROOT / "protocol" / "streams_group_records.py").write_text("\n".join(out))
+    (ROOT / "protocol" / f"{module}.py").write_text("\n".join(out))
 
 
 def write_kraft_records(files: dict[str, Path], outdir: Path) -> None:
@@ -384,6 +403,7 @@ def stub_modules() -> dict[str, list[str]]:
     mods["minibroker_protocol.coordinator_records"] = [snake(n).upper() for n in RECORDS]
     mods["minibroker_protocol.share_records"] = [snake(n).upper() for n in SHARE_RECORDS]
     mods["minibroker_protocol.streams_group_records"] = [snake(n).upper() for n in STREAMS_RECORDS]
+    mods["minibroker_protocol.share_group_records"] = [snake(n).upper() for n in SHARE_GROUP_RECORDS]
     mods["minibroker_protocol.metadata_records"] = [snake(n).upper() for n in METADATA_RECORDS]
     mods["minibroker_protocol.raft_records"] = [snake(n).upper() for n in RAFT_RECORDS]
     return mods

@@ -57,10 +57,13 @@ from minibroker.coordinator.runtime.coordinator_loader import LoadedRecord
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.runtime.keyed_timer import KeyedTimer
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
+from minibroker.coordinator.share import share_group_replay
+from minibroker.coordinator.share.share_group_records import record_type as share_record_type
 from minibroker_protocol.errors import ErrorCode, KafkaError
 from minibroker_storage.clock import Clock, wall_clock_ms
 
 if TYPE_CHECKING:
+    from minibroker.coordinator.share.share_group import ShareGroup
     from minibroker_protocol.apis.describe_groups import DescribeGroupsResponse
     from minibroker_protocol.apis.heartbeat import HeartbeatRequest
     from minibroker_protocol.apis.join_group import JoinGroupRequest, JoinGroupResponse
@@ -96,6 +99,9 @@ class GroupCoordinator:
             write=lambda gid, records: write_records(self.store, gid, records))
         self._topics = topics
         self.offset_manager.streams_groups = self.streams_groups
+        # KIP-932 share groups as their records of __consumer_offsets left them: replayed here on
+        # load, served (and written) by the share-group coordinator, which shares this dict
+        self.share_groups: dict[str, ShareGroup] = {}
         # online migration between the two protocols (group.consumer.migration.policy)
         self.migration = GroupMigration(MigrationPolicy.parse(self.consumer_groups.config.migration_policy),
                                         self.membership, self.consumer_groups, topics)
@@ -179,6 +185,10 @@ class GroupCoordinator:
                     loaded += 1
                     self.consumer_groups.replay(bytes(key), None if value is None else bytes(value))
                     continue
+                if share_record_type(key) is not None:
+                    loaded += 1
+                    share_group_replay.replay(self.share_groups, bytes(key), None if value is None else bytes(value))
+                    continue
                 if streams_record_type(key) is not None:
                     loaded += 1
                     self.streams_groups.replay(bytes(key), None if value is None else bytes(value))
@@ -196,7 +206,7 @@ class GroupCoordinator:
                 log.error("Skipping a __consumer_offsets record while loading: %s", e)
         self.offset_manager.replay_open_transactions(
             {pid: [(k, v) for k, v in held if k is not None] for pid, held in open_txns.items()})
-        for gid in (*self.consumer_groups.groups, *self.streams_groups.groups):
+        for gid in (*self.consumer_groups.groups, *self.streams_groups.groups, *self.share_groups):
             # committed offsets made a "simple" classic group of a consumer group's id on replay
             g = self.groups.get(gid)
             if g is not None and not g.members and g.protocol_type is None:
@@ -232,6 +242,8 @@ class GroupCoordinator:
             self.consumer_groups.groups.pop(gid, None)
             self.offsets.pop(gid, None)
         self.streams_groups.forget(g for g in self.streams_groups.groups if here(g))
+        for gid in [g for g in self.share_groups if here(g)]:
+            del self.share_groups[gid]
         for by_group in self.pending_txn_offsets.values():
             for gid in [g for g in by_group if here(g)]:
                 del by_group[gid]

@@ -44,10 +44,11 @@ deleting the group leaves them, as Kafka does.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -56,6 +57,8 @@ from minibroker import features
 from minibroker.config import BrokerConfig
 from minibroker.coordinator.coordinator_metadata_image import TopicsMetadata
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
+from minibroker.coordinator.share import share_group_records as rec
 from minibroker.coordinator.share.persister import DefaultStatePersister, LocalPersister, WriteState
 from minibroker.coordinator.share.share_coordinator_shard import ShareCoordinatorShard, ShareKey
 from minibroker.coordinator.share.share_group_configs import (
@@ -132,6 +135,10 @@ class ShareGroup:
     target: dict[str, dict[uuid.UUID, list[int]]] = field(default_factory=dict)
     assigned_at_ms: int = 0
     subscribed_metadata: dict[uuid.UUID, int] = field(default_factory=dict)
+    metadata_hash: int = 0  # of subscribed_metadata, persisted with the group epoch
+    # the share partitions whose state was initialised: topic id -> (topic name, partitions)
+    # (Kafka: ShareGroupStatePartitionMetadata's initialized topics)
+    initialized: dict[uuid.UUID, tuple[str, list[int]]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -205,6 +212,8 @@ class ShareGroupCoordinator:
         # connection key -> (group id, the last session opened on that connection)
         self._connection_sessions: dict[int, tuple[str, ShareSession]] = {}
         self._configs_path = data_dir / "share_group_configs.json"
+        # a group's records to __consumer_offsets (the group coordinator's; it replays them)
+        self.write: Callable[[str, list[CoordinatorRecord]], None] | None = None
         self.group_configs: dict[str, dict[str, str]] = {}
         self._task: asyncio.Task[None] | None = None
 
@@ -256,6 +265,9 @@ class ShareGroupCoordinator:
         """Lock timeouts and silent members (both hand records back to the others)."""
         for group in list(self.groups.values()):
             for m in list(group.members.values()):
+                if not m.deadline_ms:  # replayed: a fresh session (Kafka's onLoaded schedules one)
+                    m.deadline_ms = now + int(self.group_config(group.group_id, "share.session.timeout.ms"))
+                    continue
                 if m.deadline_ms <= now:
                     log.info("share group %s: member %s timed out", group.group_id, m.member_id)
                     self._remove_member(group, m.member_id)
@@ -292,6 +304,7 @@ class ShareGroupCoordinator:
         if not member_id:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
         now = self.now_ms()
+        records: list[CoordinatorRecord] = []  # written together at the end, as Kafka's CoordinatorResult
         changed = False  # one heartbeat moves the group epoch at most once (join, subscription, assignment)
         joined = False
         group = self.groups.get(group_id)
@@ -331,31 +344,31 @@ class ShareGroupCoordinator:
         if subscribed is not None and sorted(subscribed) != member.subscribed:
             member.subscribed = sorted(subscribed)
             changed = True
-        # the subscribed topics as they are now (a topic created or grown since counts)
-        metadata = _subscribed_metadata(group, self.metadata)
-        if changed or metadata != group.subscribed_metadata:
-            group.subscribed_metadata = metadata
-            group.group_epoch += 1
         # a join is assigned at once (see _maybe_assign)
         interval = 0 if joined else int(self.group_config(group_id, ASSIGNMENT_INTERVAL_MS))
-        _maybe_assign(group, self.metadata, interval, now)
-        send = member_epoch == 0 or subscribed is not None
-        if member.member_epoch != group.assignment_epoch:
-            # a share member takes its target at once: nothing to revoke first (Kafka's share
-            # groups have no revocation phase)
-            member.assignment = group.target.get(member_id, {})
-            member.member_epoch = group.assignment_epoch
-            send = True
+        send = _reconcile(group, member, changed, self.metadata, interval, now, records)
+        send = send or member_epoch == 0 or subscribed is not None
         for tid, parts in member.assignment.items():
             topic = self.topics.by_id(tid)
             if topic is not None:
                 for p in parts:
                     self._initialised(group_id, topic.topic_id, topic.name, p)
+        records += _initialized(group, self.topics)
+        self._write(group_id, records)
         return member, send
 
+    def _write(self, group_id: str, records: list[CoordinatorRecord], quiet: bool = False) -> None:
+        """KafkaError when they cannot be written, unless `quiet` (a timer's, or an admin's side effect)."""
+        try:
+            if self.write is not None and records:
+                self.write(group_id, records)
+        except KafkaError as e:
+            if not quiet:
+                raise
+            log.warning("share group %s: its records not written: %s", group_id, e.message)
+
     def _remove_member(self, group: ShareGroup, member_id: str, close_session: bool = True) -> None:
-        group.members.pop(member_id, None)
-        group.group_epoch += 1
+        self._write(group.group_id, _leave(group, member_id, self.metadata, self.now_ms()), quiet=True)
         if not close_session:
             return
         self.sessions.pop((group.group_id, member_id), None)
@@ -382,6 +395,7 @@ class ShareGroupCoordinator:
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
             self.persister.delete(key)
+        self._write(group_id, rec.group_tombstones(group_id, list(group.members)))  # ShareGroup.createGroupTombstoneRecords
         # its GROUP configs stay, as on Kafka 4.4 (GroupCoordinatorService.deleteGroups deletes the
         # share state and the group's records, never its ConfigRecords)
         del self.groups[group_id]
@@ -446,12 +460,16 @@ class ShareGroupCoordinator:
         for key in [k for k in self.partitions if k[0] == group_id and k[1] == topic_id]:
             del self.partitions[key]
             self.persister.delete(key)
+        if (group := self.groups.get(group_id)) is not None:
+            self._write(group_id, _uninitialized(group, topic_id), quiet=True)
 
     def _forget_topic(self, topic_id: uuid.UUID) -> None:
         """The share partitions of a deleted topic, in every group."""
         for key in [k for k in self.partitions if k[1] == topic_id]:
             del self.partitions[key]
             self.persister.delete(key)
+        for gid, group in self.groups.items():
+            self._write(gid, _uninitialized(group, topic_id), quiet=True)
 
     # -- share sessions ----------------------------------------------------------------------
     def check_member(self, group_id: str, member_id: str) -> None:
@@ -461,19 +479,7 @@ class ShareGroupCoordinator:
 
     def session_for(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
         """The member's session at `epoch` (opened at 0), its epoch moved on; raises KafkaError."""
-        key = (group_id, member_id)
-        if epoch == INITIAL_SESSION_EPOCH:
-            # a session already there is replaced, its records left acquired (Kafka's newContext)
-            new = self.sessions[key] = ShareSession(member_id)
-            return new
-        s = self.sessions.get(key)
-        if s is None:
-            raise KafkaError(ErrorCode.SHARE_SESSION_NOT_FOUND, "Share session not found.")
-        if epoch != FINAL_SESSION_EPOCH:
-            if epoch != s.epoch:
-                raise KafkaError(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "Invalid share session epoch.")
-            s.epoch += 1
-        return s
+        return _session_for(self.sessions, (group_id, member_id), epoch)
 
     def close_session(self, group_id: str, member_id: str) -> None:
         s = self.sessions.pop((group_id, member_id), None)
@@ -578,6 +584,21 @@ class ShareGroupCoordinator:
         return sp is not None and sp.has_available()
 
 
+def _session_for(sessions: dict[tuple[str, str], ShareSession], key: tuple[str, str], epoch: int) -> ShareSession:
+    if epoch == INITIAL_SESSION_EPOCH:
+        # a session already there is replaced, its records left acquired (Kafka's newContext)
+        new = sessions[key] = ShareSession(key[1])
+        return new
+    s = sessions.get(key)
+    if s is None:
+        raise KafkaError(ErrorCode.SHARE_SESSION_NOT_FOUND, "Share session not found.")
+    if epoch != FINAL_SESSION_EPOCH:
+        if epoch != s.epoch:
+            raise KafkaError(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "Invalid share session epoch.")
+        s.epoch += 1
+    return s
+
+
 def _listed(groups: Iterable[ShareGroup], states: Iterable[str], types: Iterable[str]) -> list[tuple[str, str, str, str]]:
     wanted_states = {s.strip().lower() for s in states}
     wanted_types = {t.strip().lower() for t in types}
@@ -597,7 +618,95 @@ def _subscribed_metadata(group: ShareGroup, topics: TopicsMetadata) -> dict[uuid
     return out
 
 
-def _maybe_assign(group: ShareGroup, topics: TopicsMetadata, interval_ms: int, now: int) -> None:
+def _reconcile(group: ShareGroup, member: ShareMember, changed: bool, topics: TopicsMetadata, interval_ms: int,
+               now: int, records: list[CoordinatorRecord]) -> bool:
+    """The group epoch, target assignment and `member`'s assignment after its heartbeat (Kafka:
+    GroupMetadataManager.shareGroupHeartbeat), their records added to `records`; whether the
+    member's assignment changed. `changed`: the member joined or changed its subscription."""
+    gid = group.group_id
+    if changed:  # Kafka: hasMemberSubscriptionChanged -> newShareGroupMemberSubscriptionRecord
+        records.append(rec.member_subscription(gid, member.member_id, rack_id=member.rack_id, client_id=member.client_id,
+                                               client_host=member.client_host, subscribed=member.subscribed))
+    # the subscribed topics as they are now (a topic created or grown since counts)
+    group.subscribed_metadata = _subscribed_metadata(group, topics)
+    metadata_hash = _metadata_hash(group.subscribed_metadata)
+    if changed or metadata_hash != group.metadata_hash:
+        group.metadata_hash = metadata_hash
+        group.group_epoch += 1
+        records.append(rec.group_epoch(gid, group.group_epoch, metadata_hash))
+    before = dict(group.target)
+    if _maybe_assign(group, topics, interval_ms, now):
+        # the members whose target changed, then the assignment epoch (TargetAssignmentBuilder)
+        records += [rec.target_assignment_member(gid, mid, target) for mid, target in group.target.items()
+                    if before.get(mid) != target]
+        records.append(rec.target_assignment_metadata(gid, group.assignment_epoch, group.assigned_at_ms))
+    if member.member_epoch == group.assignment_epoch:
+        return False
+    # a share member takes its target at once: nothing to revoke first (Kafka's share groups have
+    # no revocation phase)
+    previous = member.member_epoch
+    member.assignment = group.target.get(member.member_id, {})
+    member.member_epoch = group.assignment_epoch
+    records.append(rec.current_assignment(gid, member.member_id, epoch=member.member_epoch, previous_epoch=previous,
+                                          assigned=member.assignment))
+    return True
+
+
+def _leave(group: ShareGroup, member_id: str, topics: TopicsMetadata, now: int) -> list[CoordinatorRecord]:
+    """`member_id` gone from the group; the records of it (Kafka's shareGroupFenceMember: the
+    member's tombstones, the bumped epoch with the hash of the remaining subscriptions, and once
+    the group is empty its assignment epoch with it)."""
+    group.members.pop(member_id, None)
+    group.target.pop(member_id, None)
+    group.group_epoch += 1
+    group.subscribed_metadata = _subscribed_metadata(group, topics)
+    group.metadata_hash = _metadata_hash(group.subscribed_metadata)
+    records = [*rec.member_tombstones(group.group_id, member_id),
+               rec.group_epoch(group.group_id, group.group_epoch, group.metadata_hash)]
+    if not group.members:
+        group.assignment_epoch, group.assigned_at_ms = group.group_epoch, now
+        records.append(rec.target_assignment_metadata(group.group_id, group.assignment_epoch, now))
+    return records
+
+
+def _metadata_hash(metadata: dict[uuid.UUID, int]) -> int:
+    """A hash of the subscribed topics' partition counts (Kafka: ModernGroup.computeMetadataHash;
+    ours is not Kafka's value, it only tells a change apart across a restart)."""
+    if not metadata:
+        return 0
+    h = hashlib.sha256()
+    for tid, count in sorted(metadata.items(), key=lambda kv: str(kv[0])):
+        h.update(f"{tid}\0{count}\n".encode())
+    return int.from_bytes(h.digest()[:8], "big", signed=True)
+
+
+def _initialized(group: ShareGroup, topics: TopicRegistry) -> list[CoordinatorRecord]:
+    """The members' assigned share partitions are initialised (here in the heartbeat that
+    assigns them; Kafka: initializeShareGroupState): the group's ShareGroupStatePartitionMetadata
+    record when that added any."""
+    grew = False
+    for m in group.members.values():
+        for tid, parts in m.assignment.items():
+            topic = topics.by_id(tid)
+            if topic is None:
+                continue
+            name, known = group.initialized.get(tid, (topic.name, []))
+            merged = sorted(set(known) | set(parts))
+            if merged != known or tid not in group.initialized:
+                group.initialized[tid] = (topic.name, merged)
+                grew = True
+    return [rec.state_partition_metadata(group.group_id, group.initialized)] if grew else []
+
+
+def _uninitialized(group: ShareGroup, topic_id: uuid.UUID) -> list[CoordinatorRecord]:
+    """The topic's share partitions are no longer the group's (Kafka: completeDeleteShareGroupOffsets
+    and maybeCleanupShareGroupState write the group's ShareGroupStatePartitionMetadata without it)."""
+    if group.initialized.pop(topic_id, None) is None:
+        return []
+    return [rec.state_partition_metadata(group.group_id, group.initialized)]
+
+
+def _maybe_assign(group: ShareGroup, topics: TopicsMetadata, interval_ms: int, now: int) -> bool:
     """A new target assignment when the group epoch moved on, at most once per `interval_ms`
     (group.share.assignment.interval.ms, KIP-1263: the changes within it are assigned together;
     until then members keep what they have). A joining member is assigned at once (interval 0):
@@ -605,9 +714,9 @@ def _maybe_assign(group: ShareGroup, topics: TopicsMetadata, interval_ms: int, n
     4.5 s) and then get them together; here a member joining a second after another would
     otherwise wait for its next heartbeat, 5 s, while the first takes every record."""
     if group.assignment_epoch == group.group_epoch:
-        return
+        return False
     if group.assigned_at_ms and now < group.assigned_at_ms + interval_ms:
-        return
+        return False
     subscriptions = {}
     for m in group.members.values():
         ids = (topics.get(name) for name in m.subscribed)
@@ -616,6 +725,7 @@ def _maybe_assign(group: ShareGroup, topics: TopicsMetadata, interval_ms: int, n
                           {mid: group.target.get(mid, {}) for mid in group.members})
     group.assignment_epoch = group.group_epoch
     group.assigned_at_ms = now
+    return True
 
 
 def _reset_offset(policy: str, lg: Log, now: int) -> int:
