@@ -10,6 +10,9 @@ membership with the __consumer_offsets leader.
   acquisition was never written: KIP-932's "memory of the in-flight delivery will be lost");
 - kill -9 of the share coordinator's broker: the state is read from the new one and the group
   goes on from what was accepted;
+- kill -9 of the group coordinator's broker: the new group coordinator knows the share group (its
+  epochs, members and assignments) from its records in __consumer_offsets, before any member
+  heartbeats again;
 - two of Kafka 4.4's KafkaShareConsumer (kafka-console-share-consumer) get every record once;
 - Kafka's kafka-share-groups (--describe, --reset-offsets, --delete-offsets, --delete) on a group
   whose coordinator is not its share partition's leader: the group coordinator reads and writes the
@@ -165,6 +168,53 @@ def test_share_coordinator_killed_the_group_goes_on(mini_cluster: MiniCluster) -
     finally:
         second.close()
     assert sorted(o for _, o, _ in after) == sorted(set(range(10)) - accepted), (accepted, after)
+
+
+def _describe(address: str, group: str) -> tuple[int, str, int, int, dict[str, tuple[int, list[int]]]]:
+    """ShareGroupDescribe of `group` at `address`: (error, state, group epoch, assignment epoch,
+    {member id: (member epoch, partitions)})."""
+    from minibroker_protocol.apis import share_group_describe
+    from tests.integration.helpers import RawClient
+
+    with RawClient(address) as raw:
+        resp = raw.call(share_group_describe.API, 1, share_group_describe.REQUEST(
+            group_ids=[group], include_authorized_operations=False))
+    g = resp.groups[0]
+    return g.error_code, g.group_state, g.group_epoch, g.assignment_epoch, {
+        m.member_id: (m.member_epoch, sorted(p for tp in m.assignment.topic_partitions for p in tp.partitions))
+        for m in g.members}
+
+
+def test_group_coordinator_killed_the_new_one_knows_the_share_group(mini_cluster: MiniCluster) -> None:
+    c = mini_cluster
+    _topic(c, "sgk", 2)
+    group = "sgk-group"
+    coordinator = group_coordinator(c.bootstrap, group)
+    consumers = [consumer(c.bootstrap, group, "sgk", 5) for _ in range(2)]
+    address = c.brokers[coordinator].bootstrap
+
+    def settled() -> bool | None:
+        for x in consumers:
+            x.poll(0.3)
+        d = _describe(address, group)
+        parts = [m[1] for m in d[4].values()]
+        return (len(parts) == 2 and all(parts) and d[2] == d[3] and all(m[0] == d[3] for m in d[4].values())) or None
+
+    try:
+        wait_until(settled, "two members with their share partitions", timeout=60)
+        offsets = partition_for(group, 50)
+        wait_until(lambda: len(partitions_of(c, coordinator, "__consumer_offsets")[offsets][2]) == 3 or None,
+                   "the group's __consumer_offsets partition fully replicated")
+        before = _describe(address, group)
+        c.kill(coordinator)
+        others = [n for n in c.brokers if n != coordinator]
+        bootstrap = ",".join(c.brokers[n].bootstrap for n in others)
+        wait_until(lambda: (group_coordinator(bootstrap, group) in others) or None, "a new group coordinator")
+        after = _describe(c.brokers[group_coordinator(bootstrap, group)].bootstrap, group)
+        assert after == before, (before, after)
+    finally:
+        for x in consumers:
+            x.close()
 
 
 def test_java_share_consumers_get_every_record_once(mini_cluster: MiniCluster) -> None:
