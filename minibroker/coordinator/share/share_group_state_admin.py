@@ -17,8 +17,9 @@ on it closes (share_group.py), so the next consumer's ShareFetch reads the state
 
 Which share partitions a group has: Kafka's group coordinator keeps them in `__consumer_offsets`
 (ShareGroupStatePartitionMetadata: the topics whose share state it initialized when it first
-assigned them). Ours keeps them in memory, as the group's membership (differences.md): the
-partitions assigned to a member or altered, less those deleted.
+assigned them). These admin APIs still take them from memory (differences.md#kraft-share-groups):
+the partitions assigned to a member or altered, less those deleted; the record itself is written
+and replayed with the group (share_group_records.py) but not read here yet.
 """
 
 from __future__ import annotations
