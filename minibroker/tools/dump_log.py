@@ -39,6 +39,7 @@ from typing import Any, TextIO
 
 from minibroker.tools.json_value import JsonValue
 from minibroker_protocol import coordinator_records as cr
+from minibroker_protocol import share_group_records as shr
 from minibroker_protocol import share_records as sr
 from minibroker_protocol import streams_group_records as sgr
 from minibroker_protocol.codec import decode
@@ -474,6 +475,8 @@ def _consumer_group_records() -> dict[int, tuple[Schema[Message], Schema[Message
         7: (cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY, cr.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE),
         8: (cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY, cr.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE),
         16: (cr.CONSUMER_GROUP_REGULAR_EXPRESSION_KEY, cr.CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE),
+        # KIP-932 share groups: 10-15 (protocol/share_group_records.py)
+        **shr.BY_TYPE,
         # KIP-1071 streams groups: 17, 19-23 (protocol/streams_group_records.py)
         **sgr.BY_TYPE,
     }
