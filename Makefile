@@ -48,6 +48,7 @@ $(JS_STAMP): tests/js/package-lock.json
 
 # Apache Kafka's jars (version pinned in reference/pom.xml) for the reference broker and Kafka's own
 # tools (tests/reference, reference/kafka-tool), copied by Maven into ~/.cache/minibroker/kafka-<version>/libs.
+# Also kafka-metadata-shell 4.3.1 apart (reference/shell/pom.xml: 4.4's is not on Maven Central).
 # Quick when cached (a stamp file); without mvn it says so and tests/reference skip.
 reference:
 	$(PYTHON) reference/kafka_reference.py fetch

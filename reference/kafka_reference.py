@@ -120,6 +120,69 @@ def fetch(quiet: bool = True) -> Path:
     return libs
 
 
+# -- kafka-metadata-shell: its own classpath ----------------------------------------------------
+# kafka-shell 4.4.0 is not on Maven Central (its newest there is 4.3.1), and 4.3.1 runs only on Kafka
+# 4.3.1's own jars, so reference/shell/pom.xml copies them apart, into their own cache
+# (docs/differences.md#metadata-shell).
+SHELL_POM = HERE / "shell" / "pom.xml"
+SHELL_MAIN = "org.apache.kafka.shell.MetadataShell"
+
+
+def shell_version() -> str:
+    """The kafka-shell release pinned in reference/shell/pom.xml."""
+    m = re.search(r"<shell\.version>([^<]+)</shell\.version>", SHELL_POM.read_text())
+    if m is None:
+        raise RuntimeError(f"no <shell.version> in {SHELL_POM}")
+    return m.group(1).strip()
+
+
+def shell_libs_dir() -> Path:
+    """kafka-shell's jars: $MINIBROKER_KAFKA_SHELL_LIBS, else the per-version cache under ~/.cache."""
+    env = os.environ.get("MINIBROKER_KAFKA_SHELL_LIBS")
+    if env:
+        return Path(env)
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "minibroker" / f"kafka-shell-{shell_version()}" / "libs"
+
+
+def shell_jars_ready() -> bool:
+    stamp = shell_libs_dir() / _STAMP
+    digest = hashlib.sha256(SHELL_POM.read_bytes()).hexdigest()
+    return stamp.exists() and stamp.read_text().split() == [shell_version(), digest]
+
+
+def fetch_shell(quiet: bool = True) -> Path:
+    """Copy kafka-shell and its dependencies into shell_libs_dir(), as fetch() does for Kafka's."""
+    libs = shell_libs_dir()
+    if shell_jars_ready():
+        return libs
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise RuntimeError("mvn is not installed; cannot fetch kafka-shell's jars")
+    shutil.rmtree(libs, ignore_errors=True)
+    cmd = [mvn, "-B", "-Dstyle.color=never", "-f", str(SHELL_POM), f"-Dshell.libs={libs}",
+           "dependency:copy-dependencies"]
+    if quiet:
+        cmd.insert(1, "-q")
+    r = subprocess.run(cmd, capture_output=quiet, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"mvn failed ({r.returncode}):\n{r.stdout or ''}{r.stderr or ''}")
+    if not any(libs.glob("kafka-shell-*.jar")):
+        raise RuntimeError(f"mvn finished but {libs} has no kafka-shell jar")
+    digest = hashlib.sha256(SHELL_POM.read_bytes()).hexdigest()
+    (libs / _STAMP).write_text(f"{shell_version()} {digest}\n")
+    return libs
+
+
+def metadata_shell_command(snapshot: Path, command: Sequence[str]) -> list[str]:
+    """`kafka-metadata-shell --snapshot FILE <command words>`: one command, non-interactive (the
+    shell runs the words given after its options and exits), on kafka-shell's own classpath."""
+    cmd = java_command(SHELL_MAIN, ["--snapshot", str(snapshot), *command], jit=False)
+    cp = cmd.index("-cp")
+    cmd[cp + 1] = str(shell_libs_dir() / "*")
+    return cmd
+
+
 # -- the command-line tools -----------------------------------------------------------------------
 # Main classes of Kafka 4.x's tools (checked with `unzip -l` on kafka-tools / kafka_2.13 jars); the
 # bin/ script name of each is the key.
@@ -450,6 +513,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "(tests/reference will be skipped)", file=sys.stderr)
             return 0
         print(fetch())
+        # kafka-metadata-shell's separate classpath (tests/reference/test_metadata_shell_reference.py)
+        if shutil.which("mvn") is None and not shell_jars_ready():
+            print(f"reference: mvn not installed; kafka-shell {shell_version()} jars not fetched", file=sys.stderr)
+        else:
+            print(fetch_shell())
     elif cmd == "libs":
         print(libs_dir())
     elif cmd == "version":

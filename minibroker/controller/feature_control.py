@@ -10,6 +10,8 @@ with UpdateFeatures (`update_features`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from minibroker.features import ELIGIBLE_LEADER_REPLICAS_VERSION, FEATURES, METADATA_VERSION, kraft_supported
 from minibroker.metadata.image import BROKER_RESOURCE, MetadataImage
 from minibroker_protocol import metadata_records as mr
@@ -29,11 +31,24 @@ def bootstrap_records(min_insync_replicas: int = 1) -> list[ApiMessageAndVersion
     levels = {f.name: min(f.level, brokers.get(f.name, (0, f.level))[1]) for f in FEATURES.values()}
     records = [ApiMessageAndVersion(mr.FEATURE_LEVEL_RECORD(name=n, feature_level=level), 0)
                for n, level in sorted(levels.items()) if level > 0]
-    if levels.get(ELIGIBLE_LEADER_REPLICAS_VERSION, 0) >= 1:
-        records.append(ApiMessageAndVersion(mr.CONFIG_RECORD(resource_type=BROKER_RESOURCE, resource_name="",
-                                                             name="min.insync.replicas",
-                                                             value=str(min_insync_replicas)), 0))
-    return records
+    return records + _elr_bootstrap_config(levels.get(ELIGIBLE_LEADER_REPLICAS_VERSION, 0), {}, min_insync_replicas)
+
+
+def formatted_bootstrap_records(image: MetadataImage, min_insync_replicas: int = 1) -> list[ApiMessageAndVersion]:
+    """What follows the bootstrap snapshot of a directory Kafka's StorageTool formatted, at first start:
+    its feature levels are the image's already, but with ELR on Kafka's controller also writes the
+    cluster-level min.insync.replicas (ConfigurationControlManager.maybeGenerateElrSafetyRecords at
+    activation), which `kafka-storage format` does not put in the checkpoint."""
+    return _elr_bootstrap_config(image.features.get(ELIGIBLE_LEADER_REPLICAS_VERSION, 0),
+                                 image.configs.get((BROKER_RESOURCE, ""), {}), min_insync_replicas)
+
+
+def _elr_bootstrap_config(elr_level: int, cluster_configs: Mapping[str, str],
+                          min_insync_replicas: int) -> list[ApiMessageAndVersion]:
+    if elr_level < 1 or "min.insync.replicas" in cluster_configs:
+        return []
+    return [ApiMessageAndVersion(mr.CONFIG_RECORD(resource_type=BROKER_RESOURCE, resource_name="",
+                                                  name="min.insync.replicas", value=str(min_insync_replicas)), 0)]
 
 
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3  # UpdateFeatures upgrade_type (Kafka: FeatureUpdate.UpgradeType)

@@ -48,7 +48,11 @@ from minibroker.controller.delegation_token_control import (
     DelegationTokenControlManager,
     DelegationTokenSettings,
 )
-from minibroker.controller.feature_control import bootstrap_records, update_features
+from minibroker.controller.feature_control import (
+    bootstrap_records,
+    formatted_bootstrap_records,
+    update_features,
+)
 from minibroker.controller.leader_balance import DEFAULT_UNCLEAN_INTERVAL_MS, PeriodicElections
 from minibroker.controller.replication_control import ReplicationControlManager, TopicDefaults
 from minibroker.metadata.image import MetadataDelta, MetadataImage
@@ -162,9 +166,14 @@ class QuorumController:
             None, lambda: MetadataLog.open(self.log_dir, node_id=self.config.node_id, config=log_config,
                                            now_ms=self.clock))
         self.image = self._load(ml)
+        # nothing but the bootstrap snapshot `kafka-storage format` wrote (before our LeaderChange)
+        just_formatted = ml.end_offset == 0
         ml.become_leader(self.config.voters)
         if not self.image.features:
             await self._commit(bootstrap_records(self.config.topic_defaults.min_insync_replicas), lock_held=True)
+        elif just_formatted and (after_format := formatted_bootstrap_records(
+                self.image, self.config.topic_defaults.min_insync_replicas)):
+            await self._commit(after_format, lock_held=True)
         else:
             await self._flush()
         self.cluster.start_sessions(self.image)
