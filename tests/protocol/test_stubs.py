@@ -31,7 +31,8 @@ def test_every_schema_module_has_a_stub() -> None:
 
     assert {f"minibroker_protocol.apis.{m}" for m in API_MODULES} | {"minibroker_protocol.coordinator_records", "minibroker_protocol.share_records",
                                                             "minibroker_protocol.metadata_records", "minibroker_protocol.raft_records",
-                                                            "minibroker_protocol.streams_group_records"} \
+                                                            "minibroker_protocol.streams_group_records",
+                                                            "minibroker_protocol.share_group_records"} \
         == set(MODULES)
 
 
