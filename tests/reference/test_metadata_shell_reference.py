@@ -305,4 +305,17 @@ def test_kafka_metadata_shell_reads_both_snapshots_alike(snapshots):
         assert ours_text in ours[command], f"no longer differs, update KNOWN and the doc: {command} {ours_text}"
         ours[command] = ours[command].replace(ours_text, kafkas_text)
     for command in theirs:
+        for _ in range(3):  # kafka-shell 4.3.1's race (see `shell`) can also cut an output short
+            if ours[command] == theirs[command]:
+                break
+            theirs[command] = normalise(shell(snapshots["kafka"], list(command)), dirs["kafka"])
+            ours[command] = _known(command, normalise(shell(snapshots["minibroker"], list(command)), dirs["minibroker"]))
         assert ours[command] == theirs[command], f"kafka-metadata-shell {' '.join(command)}"
+
+
+def _known(command: tuple[str, ...], text: str) -> str:
+    """Our output with the KNOWN differences turned into Kafka's text."""
+    for known, ours_text, kafkas_text in KNOWN:
+        if known == command:
+            text = text.replace(ours_text, kafkas_text)
+    return text
