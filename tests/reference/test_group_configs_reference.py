@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.integration import group_config_helpers as gch
 from tests.integration import streams_raw as sr
-from tests.integration import test_streams_group_warmups as sgw
+from tests.integration import streams_warmup_helpers as sgw
 from tests.reference.helpers import BOOT, Pair, Side
 
 # each test runs Kafka's kafka-configs (a JVM) a dozen times against both brokers: 40-90 s on a
