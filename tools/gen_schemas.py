@@ -67,6 +67,9 @@ APIS += ["ListConfigResources", "UnregisterController"]
 APIS += ["CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken", "DescribeDelegationToken"]
 # Several log directories (issue 35): generated with --only from the 4.4 JSON.
 APIS += ["AlterReplicaLogDirs"]
+# KIP-858 directory assignment (issue 29): the broker-to-controller API, generated with --only
+# from the 4.4 JSON.
+APIS += ["AssignReplicasToDirs"]
 # The share coordinator's inter-broker APIs (KIP-932; issue 29: share groups on a cluster),
 # generated with --only from the 4.4 JSON.
 APIS += ["InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState",

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from minibroker.controller.directory_assignment import check_registration
 from minibroker.metadata.image import (
     FENCE,
     UNFENCE,
@@ -67,6 +68,7 @@ class ClusterControlManager:
             if hb is not None and now - hb.last_contact_ms < self.session_timeout_ms:
                 raise KafkaError(ErrorCode.DUPLICATE_BROKER_REGISTRATION,
                                  f"Another broker is registered with that broker id {req.broker_id}.")
+        check_registration(image, req)  # KIP-858: its directories
         mv = image.features.get("metadata.version")
         supported = {f.name: (f.min_supported_version, f.max_supported_version) for f in req.features}
         if mv is not None and "metadata.version" in supported:

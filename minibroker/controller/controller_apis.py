@@ -4,7 +4,8 @@ ApiVersions v0-4 (the APIs below, nothing else: a broker's NodeToControllerChann
 versions from it) / BrokerRegistration v0-4 / BrokerHeartbeat v0-2 / UnregisterBroker v0 /
 ControllerRegistration v0 and UnregisterController v0 (KIP-919: minibroker.controller.
 controller_registration_control) /
-AlterPartition v2-3 / AllocateProducerIds v0 / CreateTopics v2-7, DeleteTopics v0-6, CreatePartitions
+AlterPartition v2-3 / AssignReplicasToDirs v0 (KIP-858: minibroker.controller.directory_assignment) /
+AllocateProducerIds v0 / CreateTopics v2-7, DeleteTopics v0-6, CreatePartitions
 v0-3, ElectLeaders v0-2, IncrementalAlterConfigs v0-1, UpdateFeatures v0-2 (what Kafka 4 brokers forward) /
 Create/Renew/ExpireDelegationToken v1-3/v1-2/v1-2 (answered inside an Envelope only: they need the
 client's principal, minibroker.controller.delegation_token_control) /
@@ -53,6 +54,7 @@ from minibroker_protocol.apis import (
     alter_partition_reassignments,
     alter_user_scram_credentials,
     api_versions,
+    assign_replicas_to_dirs,
     broker_heartbeat,
     broker_registration,
     controller_registration,
@@ -145,6 +147,10 @@ class ControllerApis:
             assert isinstance(req, unregister_broker.UnregisterBrokerRequest)
             return await c.unregister_broker(req)
 
+        async def assign_dirs(req: Message, v: int) -> Message:
+            assert isinstance(req, assign_replicas_to_dirs.AssignReplicasToDirsRequest)
+            return await c.assign_replicas_to_dirs(req)
+
         async def alter(req: Message, v: int) -> Message:
             assert isinstance(req, alter_partition.AlterPartitionRequest)
             return await c.alter_partition(req, v)
@@ -234,6 +240,7 @@ class ControllerApis:
             Served(controller_registration.API, 0, 0, controller_registered),
             Served(unregister_controller.API, 0, 0, controller_unregistered),
             Served(alter_partition.API, 2, 3, alter),
+            Served(assign_replicas_to_dirs.API, 0, 0, assign_dirs),
             Served(allocate_producer_ids.API, 0, 0, producer_ids),
             Served(create_topics.API, 2, 7, topics),
             Served(fetch.API, 13, 18, fetch_metadata),

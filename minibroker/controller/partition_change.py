@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from minibroker.controller import eligible_leader_replicas as elr_rules
+from minibroker.controller.directory_assignment import MIGRATING, ReplicaAcceptor, directory_of
 from minibroker.controller.eligible_leader_replicas import ElrPolicy
 from minibroker.controller.reassignment_replicas import ReassignmentReplicas
 from minibroker.metadata.partition_registration import (
@@ -29,7 +30,6 @@ from minibroker.metadata.partition_registration import (
     PartitionRegistration,
 )
 from minibroker_protocol import metadata_records as mr
-from minibroker_protocol.schema import ZERO_UUID
 
 
 def elect_leader(reg: PartitionRegistration, isr: Sequence[int], usable: Callable[[int], bool], *,
@@ -52,10 +52,18 @@ def change_record(topic_id: uuid.UUID, partition: int, reg: PartitionRegistratio
                   usable: Callable[[int], bool], unclean: bool = False,
                   target_leader_recovery: int | None = None,
                   target: ReassignmentReplicas | None = None,
-                  elr: ElrPolicy | None = None) -> mr.PartitionChangeRecord | None:
+                  elr: ElrPolicy | None = None,
+                  directory: tuple[int, uuid.UUID] | None = None) -> mr.PartitionChangeRecord | None:
     """The record moving `reg` to `target_isr` (and to the replica lists `target`, default: reg's
     own) with the leader elected for it, or None if nothing changes. `elr`: the partition keeps
-    Eligible Leader Replicas (KIP-966, minibroker.controller.eligible_leader_replicas)."""
+    Eligible Leader Replicas (KIP-966, minibroker.controller.eligible_leader_replicas).
+    `directory`: (broker, directory id) its replica is now in (KIP-858; Kafka: setDirectory).
+    With a ReplicaAcceptor as `usable`, a replica whose directory is offline is not elected and a
+    new replica is recorded in its broker's default directory (Kafka: LeaderAcceptor,
+    setDefaultDirProvider)."""
+    default_dir: Callable[[int], uuid.UUID] = lambda _r: MIGRATING  # noqa: E731
+    if isinstance(usable, ReplicaAcceptor):
+        default_dir, usable = usable.default_dir, usable.for_partition(reg)
     target = ReassignmentReplicas.of(reg) if target is None else target
     completed = target.maybe_complete(target_isr)  # Kafka: completeReassignmentIfNeeded
     if completed is not None:
@@ -88,7 +96,7 @@ def change_record(topic_id: uuid.UUID, partition: int, reg: PartitionRegistratio
             changed = True
     if elr is not None:
         changed = elr_rules.set_fields(record, reg, target_elr, was_unclean) or changed
-    changed = _assignment_changes(record, reg, target) or changed
+    changed = _assignment_changes(record, reg, target, default_dir, directory) or changed
     if was_unclean:
         record.leader_recovery_state = LeaderRecoveryState.RECOVERING
     elif target_leader_recovery is not None and target_leader_recovery != reg.leader_recovery_state:
@@ -98,16 +106,22 @@ def change_record(topic_id: uuid.UUID, partition: int, reg: PartitionRegistratio
 
 
 def _assignment_changes(record: mr.PartitionChangeRecord, reg: PartitionRegistration,
-                        target: ReassignmentReplicas) -> bool:
-    """Set the record's replicas, adding and removing replicas (and directories, when the
-    partition has them) where `target` differs from `reg`; whether any did."""
+                        target: ReassignmentReplicas, default_dir: Callable[[int], uuid.UUID],
+                        directory: tuple[int, uuid.UUID] | None) -> bool:
+    """Set the record's replicas, adding and removing replicas, and directories where `target`
+    differs from `reg`; whether any did (Kafka: PartitionChangeBuilder.setAssignmentChanges: a
+    replica keeps its directory, a new one gets its broker's default one)."""
     changed = False
+    replicas = target.replicas or reg.replicas
+    dirs = {r: directory_of(reg, r) for r in reg.replicas}
+    if directory is not None:
+        dirs[directory[0]] = directory[1]
+    new_dirs = [dirs[r] if r in dirs else default_dir(r) for r in replicas]
+    if new_dirs != [directory_of(reg, r) for r in reg.replicas]:
+        record.directories = new_dirs
+        changed = True
     if target.replicas and target.replicas != reg.replicas:
         record.replicas = list(target.replicas)
-        if len(reg.directories) == len(reg.replicas) and reg.directories:
-            # a replica keeps its directory; a new one has none yet (DirectoryId.UNASSIGNED)
-            dirs = dict(zip(reg.replicas, reg.directories, strict=True))
-            record.directories = [dirs.get(r, ZERO_UUID) for r in target.replicas]
         changed = True
     if target.removing != reg.removing_replicas:
         record.removing_replicas = list(target.removing)

@@ -30,6 +30,7 @@ from minibroker.controller import (
     acl_control,
     configuration_control,
     controller_registration_control,
+    directory_assignment,
     producer_id_control,
     quota_control,
     reassignment,
@@ -48,6 +49,7 @@ from minibroker.controller.delegation_token_control import (
     DelegationTokenControlManager,
     DelegationTokenSettings,
 )
+from minibroker.controller.directory_assignment import ReplicaAcceptor
 from minibroker.controller.feature_control import (
     bootstrap_records,
     formatted_bootstrap_records,
@@ -62,6 +64,7 @@ from minibroker_protocol import metadata_records as mr
 from minibroker_protocol.apis import (
     allocate_producer_ids,
     alter_partition,
+    assign_replicas_to_dirs,
     broker_heartbeat,
     broker_registration,
     unregister_broker,
@@ -79,6 +82,10 @@ from minibroker_protocol.apis.alter_partition_reassignments import (
 from minibroker_protocol.apis.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
+)
+from minibroker_protocol.apis.assign_replicas_to_dirs import (
+    AssignReplicasToDirsRequest,
+    AssignReplicasToDirsResponse,
 )
 from minibroker_protocol.apis.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from minibroker_protocol.apis.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
@@ -234,9 +241,11 @@ class QuorumController:
         async with self._committed:
             self._committed.notify_all()
 
-    def _usable(self, exclude: int | None = None, include: int | None = None) -> Callable[[int], bool]:
+    def _usable(self, exclude: int | None = None, include: int | None = None) -> ReplicaAcceptor:
+        """Who may lead or join an ISR; per partition, only replicas whose directory is online
+        (KIP-858; Kafka: LeaderAcceptor)."""
         image = self.image
-        return lambda b: b != exclude and (b == include or usable(image, b))
+        return ReplicaAcceptor(image, lambda b: b != exclude and (b == include or usable(image, b)))
 
     # -- broker lifecycle ------------------------------------------------------------------------
     async def register_broker(self, req: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
@@ -287,6 +296,12 @@ class QuorumController:
             elif not b.fenced and req.want_fence:
                 await self._commit([fence_record(b), *self.replication.broker_unusable(
                     self.image, b.id, self._usable(exclude=b.id))], lock_held=True)
+            if req.offline_log_dirs:
+                # KIP-858: the broker's failed directories (Kafka: handleDirectoriesOffline, run on
+                # every heartbeat; only directories still registered as online change anything)
+                await self._commit(directory_assignment.directories_offline(
+                    self.image, self.image.brokers[b.id], req.offline_log_dirs,
+                    self.replication.replica_leaves(self.image, b.id, self._usable(exclude=b.id))), lock_held=True)
             now = self.image.brokers[b.id]
             return broker_heartbeat.RESPONSE(error_code=0, is_caught_up=caught_up, is_fenced=now.fenced,
                                              should_shut_down=should_shut_down)
@@ -340,6 +355,20 @@ class QuorumController:
             except KafkaError as e:
                 return alter_partition.RESPONSE(error_code=e.code, topics=[])
             records, resp = self.replication.alter_partition(self.image, req, version, self._usable())
+            await self._commit(records, lock_held=True)
+            return resp
+
+    async def assign_replicas_to_dirs(self, req: AssignReplicasToDirsRequest) -> AssignReplicasToDirsResponse:
+        """KIP-858: where a broker placed its replicas (Kafka: handleAssignReplicasToDirs)."""
+        async with self._lock:
+            try:
+                self.cluster.check_epoch(self.image, req.broker_id, req.broker_epoch)
+                image = self.image
+                records, resp = directory_assignment.assign_replicas_to_dirs(
+                    image, req, self.replication.directory_assigned(image, req.broker_id, self._usable()),
+                    self.replication.replica_leaves(image, req.broker_id, self._usable(exclude=req.broker_id)))
+            except KafkaError as e:
+                return assign_replicas_to_dirs.RESPONSE(error_code=e.code, directories=[])
             await self._commit(records, lock_held=True)
             return resp
 

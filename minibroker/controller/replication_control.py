@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from minibroker.controller import eligible_leader_replicas as elr_rules
 from minibroker.controller import replica_placer
+from minibroker.controller.directory_assignment import new_replica_dirs
 from minibroker.controller.partition_change import change_record
 from minibroker.controller.reassignment import validate_manual_assignment
 from minibroker.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataImage
@@ -91,7 +92,8 @@ class ReplicationControlManager:
             records.append(ApiMessageAndVersion(mr.TOPIC_RECORD(name=t.name, topic_id=topic_id), 0))
             for p, replicas in enumerate(assignments):
                 isr = [r for r in replicas if r in usable_brokers]
-                reg = PartitionRegistration(tuple(replicas), tuple(isr), isr[0] if isr else NO_LEADER)
+                reg = PartitionRegistration(tuple(replicas), tuple(isr), isr[0] if isr else NO_LEADER,
+                                            directories=new_replica_dirs(image, replicas))  # KIP-858
                 records.append(ApiMessageAndVersion(reg.to_record(topic_id, p), PARTITION_RECORD_VERSION))
             records += [ApiMessageAndVersion(mr.CONFIG_RECORD(resource_type=TOPIC_RESOURCE, resource_name=t.name,
                                                               name=c.name, value=c.value), 0) for c in t.configs]
@@ -256,6 +258,29 @@ class ReplicationControlManager:
                     if rec is not None:
                         out.append(_change(rec))
         return out
+
+    # -- KIP-858 ---------------------------------------------------------------------------------
+    def replica_leaves(self, image: MetadataImage, broker_id: int, usable: Callable[[int], bool]
+                       ) -> Callable[[uuid.UUID, int, PartitionRegistration], mr.PartitionChangeRecord | None]:
+        """The change taking `broker_id`'s replica out of a partition's ISR and leadership (Kafka:
+        generateLeaderAndIsrUpdates with brokerToRemove, for handleDirectoriesOffline)."""
+        def leave(topic_id: uuid.UUID, p: int, reg: PartitionRegistration) -> mr.PartitionChangeRecord | None:
+            name = image.topics[topic_id].name
+            return change_record(topic_id, p, reg, target_isr=[r for r in reg.isr if r != broker_id], usable=usable,
+                                 unclean=self.unclean(image, name), elr=elr_rules.policy(image, name))
+        return leave
+
+    def directory_assigned(self, image: MetadataImage, broker_id: int, usable: Callable[[int], bool]
+                           ) -> Callable[[uuid.UUID, int, PartitionRegistration, uuid.UUID],
+                                         mr.PartitionChangeRecord | None]:
+        """The change recording `broker_id`'s replica in a directory (Kafka: handleAssignReplicasToDirs'
+        PartitionChangeBuilder.setDirectory; an election only if the leader is no longer acceptable)."""
+        def assign(topic_id: uuid.UUID, p: int, reg: PartitionRegistration,
+                   directory: uuid.UUID) -> mr.PartitionChangeRecord | None:
+            name = image.topics[topic_id].name
+            return change_record(topic_id, p, reg, target_isr=reg.isr, usable=usable, unclean=self.unclean(image, name),
+                                 elr=elr_rules.policy(image, name), directory=(broker_id, directory))
+        return assign
 
     @staticmethod
     def leaderships(image: MetadataImage, broker_id: int) -> int:

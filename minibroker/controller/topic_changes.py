@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from minibroker.controller import eligible_leader_replicas as elr_rules
 from minibroker.controller import replica_placer
+from minibroker.controller.directory_assignment import new_replica_dirs
 from minibroker.controller.partition_change import change_record
 from minibroker.metadata.image import MetadataImage, TopicImage
 from minibroker.metadata.partition_registration import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration
@@ -81,7 +82,8 @@ def create_partitions(image: MetadataImage, req: CreatePartitionsRequest, usable
             continue
         for i, replicas in enumerate(new):
             isr = [r for r in replicas if r in usable_brokers]
-            reg = PartitionRegistration(tuple(replicas), tuple(isr), isr[0] if isr else NO_LEADER)
+            reg = PartitionRegistration(tuple(replicas), tuple(isr), isr[0] if isr else NO_LEADER,
+                                        directories=new_replica_dirs(image, replicas))  # KIP-858
             records.append(ApiMessageAndVersion(reg.to_record(topic.id, current + i), 2))
     return records, resp
 

@@ -209,6 +209,8 @@ class MetadataDelta:
                 b = replace(b, fenced=m.fenced == FENCE)
             if m.in_controlled_shutdown:
                 b = replace(b, in_controlled_shutdown=True)
+            if m.log_dirs:  # the directories still online (KIP-858; an empty list changes nothing)
+                b = replace(b, log_dirs=tuple(m.log_dirs))
             self.brokers[m.broker_id] = b
             self.changed_brokers.add(m.broker_id)
         elif isinstance(m, mr.FenceBrokerRecord | mr.UnfenceBrokerRecord):

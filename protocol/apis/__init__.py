@@ -50,6 +50,8 @@ KEYS: dict[int, str] = {
     41: "describe_delegation_token",
     # several log directories (issue 35)
     34: "alter_replica_log_dirs",
+    # KIP-858 directory assignment, broker to controller (issue 29)
+    73: "assign_replicas_to_dirs",
     # the share coordinator between brokers (KIP-932; issue 29)
     83: "initialize_share_group_state", 84: "read_share_group_state", 85: "write_share_group_state",
     86: "delete_share_group_state", 87: "read_share_group_state_summary",

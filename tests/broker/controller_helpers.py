@@ -41,12 +41,18 @@ def config(**kw: object) -> ControllerConfig:
     return ControllerConfig(**base)  # type: ignore[arg-type]
 
 
-async def register(c: QuorumController, broker_id: int, *, incarnation: uuid.UUID | None = None) -> int:
+def broker_dir(broker_id: int) -> uuid.UUID:
+    """The directory id of a broker's one log dir (meta.properties keeps it across restarts)."""
+    return uuid.uuid5(uuid.NAMESPACE_OID, f"minibroker-test-dir-{broker_id}")
+
+
+async def register(c: QuorumController, broker_id: int, *, incarnation: uuid.UUID | None = None,
+                   log_dirs: list[uuid.UUID] | None = None) -> int:
     req = broker_registration.REQUEST
     msg = req(broker_id=broker_id, cluster_id=CLUSTER, incarnation_id=incarnation or uuid.uuid4(),
               listeners=[req.Listener(name="PLAINTEXT", host="127.0.0.1", port=9092 + broker_id, security_protocol=0)],
               features=[req.Feature(name="metadata.version", min_supported_version=7, max_supported_version=33)],
-              rack=None)
+              rack=None, log_dirs=[broker_dir(broker_id)] if log_dirs is None else log_dirs)  # KIP-858
     resp = await c.register_broker(wire(req, 4, msg))
     assert resp.error_code == 0
     return resp.broker_epoch

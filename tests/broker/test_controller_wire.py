@@ -23,6 +23,7 @@ from minibroker.metadata.metadata_loader import MetadataLoader
 from minibroker_protocol.apis import api_versions, create_topics
 from minibroker_protocol.errors import ErrorCode, KafkaError
 from minibroker_protocol.headers import RequestHeader, encode_request_header
+from tests.broker.controller_helpers import broker_dir
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
 TIMEOUT = 30.0
@@ -49,7 +50,7 @@ class Broker:
             ControllerChannel("127.0.0.1", port, client_id=f"broker-{node_id}-heartbeat"), node_id=node_id,
             cluster_id=CLUSTER, listeners=[ListenerInfo("PLAINTEXT", "127.0.0.1", 19092 + node_id)],
             features={"metadata.version": (7, 33)}, metadata_offset=lambda: self.loader.highest_offset,
-            heartbeat_interval_ms=100)
+            heartbeat_interval_ms=100, log_dirs=[broker_dir(node_id)])  # KIP-858: refused without one
 
     async def start(self) -> None:
         self.loader.start()
@@ -90,6 +91,7 @@ async def test_api_versions_lists_what_the_controller_serves(server: ControllerS
         58: (0, 0),
         60: (1, 2), 62: (0, 4), 63: (0, 2),
         64: (0, 0), 67: (0, 0), 70: (0, 0), 94: (0, 0),
+        73: (0, 0),  # AssignReplicasToDirs (KIP-858)
         38: (1, 3), 39: (1, 2), 40: (1, 2)}  # the delegation-token requests, in an Envelope (Kafka's listeners too)
 
 
