@@ -37,6 +37,7 @@ from minibroker.faults.control import FaultControlServer, start_fault_control
 from minibroker.features import FeatureLevels, kraft_supported
 from minibroker.metadata.acl_publisher import AclPublisher
 from minibroker.metadata.alter_partition_manager import ControllerAlterPartitionManager
+from minibroker.metadata.assignments_manager import AssignmentsManager
 from minibroker.metadata.broker_lifecycle_manager import (
     BrokerLifecycleManager,
     ListenerInfo,
@@ -114,6 +115,8 @@ class KafkaRaftServer:
         self._registering: asyncio.Task[None] | None = None
         self.forwarding: ForwardingManager | None = None
         self.producer_id_blocks: ControllerProducerIdBlocks | None = None
+        # KIP-858: the directory of each replica, to the controller (Kafka: AssignmentsManager)
+        self.assignments: AssignmentsManager | None = None
 
     def add_publisher(self, publisher: MetadataPublisher) -> None:
         """A consumer of every new metadata image (before `start_broker`)."""
@@ -196,6 +199,9 @@ class KafkaRaftServer:
         self.producer_id_blocks = ControllerProducerIdBlocks(
             channel(f"broker-{cfg.node_id}-producer-id-channel"),
             broker_id=cfg.node_id, broker_epoch=lambda: lifecycle.broker_epoch)
+        self.assignments = AssignmentsManager(
+            channel(f"broker-{cfg.node_id}-directory-assignments-channel"),
+            broker_id=cfg.node_id, broker_epoch=lambda: lifecycle.broker_epoch, image=lambda: loader.image)
 
     def wire(self, server: BrokerServer) -> None:
         """The broker's components on the metadata log (Kafka: BrokerServer.startup's KRaft part):
@@ -218,12 +224,15 @@ class KafkaRaftServer:
         rm = server.replica_manager
         rm.alter_partition_manager = self.alter_partition_manager
         loader = self.loader
-        self.add_publisher(BrokerMetadataPublisher(
+        publisher = BrokerMetadataPublisher(
             self.config.node_id, config=lambda: server.dynamic_config.current, topics=server.topics,
             metadata_cache=server.metadata_cache, replica_manager=rm, log_manager=server.log_manager,
             inter_broker_listener=self.config.listener_name,
             caught_up=lambda: loader.highest_offset >= loader.high_watermark - 1,
-            dynamic_config=server.dynamic_config))
+            dynamic_config=server.dynamic_config, assignments=self.assignments)
+        self.add_publisher(publisher)
+        if server.services.log_dirs is not None:  # a replica moved by AlterReplicaLogDirs (KIP-858)
+            server.services.log_dirs.replica_moved = publisher.replica_moved
         # ApiVersions: the levels registered with the controller, the metadata log's finalized ones
         server.services.feature_levels = lambda: FeatureLevels(kraft_supported(), dict(loader.image.features),
                                                                max(loader.image.offset, 0))
@@ -245,7 +254,8 @@ class KafkaRaftServer:
                self.lifecycle.channel if self.lifecycle is not None else None,
                self.alter_partition_manager.channel if self.alter_partition_manager is not None else None,
                self.forwarding.channel if self.forwarding is not None else None,
-               self.producer_id_blocks.channel if self.producer_id_blocks is not None else None]
+               self.producer_id_blocks.channel if self.producer_id_blocks is not None else None,
+               self.assignments.channel if self.assignments is not None else None]
         return [c for c in out if isinstance(c, ControllerChannel)]
 
     async def wire_and_catch_up(self, server: BrokerServer) -> None:
@@ -318,6 +328,8 @@ class KafkaRaftServer:
             await self.forwarding.channel.close()
         if self.producer_id_blocks is not None:
             await self.producer_id_blocks.close()
+        if self.assignments is not None:
+            await self.assignments.close()
 
     async def shutdown_controller(self) -> None:
         if self.controller is not None:

@@ -69,6 +69,9 @@ class LogDirsManager:
         self._cleaning = cleaning
         self.topics = topics
         self._moves: dict[TopicPartition, _Move] = {}
+        # KIP-858: called with a partition whose replica moved to another directory (a KRaft broker
+        # tells the controller: BrokerMetadataPublisher.replica_moved)
+        self.replica_moved: Callable[[str, int], None] | None = None
         # partitions whose log dir failed: offline until a restart (Kafka: HostedPartition.Offline)
         self.offline_partitions: set[TopicPartition] = set()
         log_manager.log_dir_failure_listeners.append(self._on_log_dir_failure)
@@ -203,6 +206,8 @@ class LogDirsManager:
                     if self.topics is not None:  # the coordinators find logs through the registry
                         self.topics.replace_log(part.log)
                     self._moves.pop(tp, None)
+                    if self.replica_moved is not None:
+                        self.replica_moved(*tp)
                     return
                 await asyncio.sleep(IDLE_S)
         except asyncio.CancelledError:

@@ -303,13 +303,15 @@ class LogManager:
         return {topic: lg.topic_id for (topic, _), lg in sorted(self._logs.items())}
 
     def create_log(self, topic: str, partition: int, topic_id: uuid.UUID, config: LogConfig | None = None,
-                   *, leader_epoch: int = 0) -> Log:
+                   *, leader_epoch: int = 0, target: LogDir | None = None) -> Log:
         """Create `<topic>-<partition>/` with partition.metadata and leader-epoch-checkpoint
-        (the epoch this broker leads with starts at offset 0), or return the existing log."""
+        (the epoch this broker leads with starts at offset 0), or return the existing log. `target`:
+        the directory the metadata assigned it (KIP-858; Kafka: Partition.createLogIfNotExists
+        with targetLogDirectoryId), if online; else the least full one."""
         existing = self._logs.get((topic, partition))
         if existing is not None:
             return existing
-        parent = self.next_log_dir().path
+        parent = (target if target is not None and not target.offline else self.next_log_dir()).path
         d = parent / log_dir_name(topic, partition)
         from minibroker_storage.log import Log
 

@@ -26,7 +26,14 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from minibroker.metadata.image import BrokerRegistration, MetadataImage
-from minibroker.metadata.partition_registration import PartitionRegistration
+from minibroker.metadata.partition_registration import (
+    LOST,
+    MIGRATING,
+    UNASSIGNED,
+    PartitionRegistration,
+    directory_assignment_supported,
+    directory_of,
+)
 from minibroker_protocol import metadata_records as mr
 from minibroker_protocol.apis import assign_replicas_to_dirs as ard_api
 from minibroker_protocol.apis.assign_replicas_to_dirs import (
@@ -39,11 +46,6 @@ from minibroker_protocol.metadata_serde import ApiMessageAndVersion
 
 log = logging.getLogger("minibroker.controller")
 
-MIGRATING = uuid.UUID(int=0)  # Kafka: DirectoryId.MIGRATING
-UNASSIGNED = uuid.UUID(int=1)  # Kafka: DirectoryId.UNASSIGNED
-LOST = uuid.UUID(int=2)  # Kafka: DirectoryId.LOST
-# metadata.version 3.7-IV2 (feature level 17): Kafka's MetadataVersion.isDirectoryAssignmentSupported
-DIRECTORY_ASSIGNMENT_LEVEL = 17
 BROKER_REGISTRATION_CHANGE_VERSION = 2
 
 
@@ -52,14 +54,10 @@ def reserved(d: uuid.UUID) -> bool:
     return d.int < 100
 
 
-def supported(image: MetadataImage) -> bool:
-    return image.features.get("metadata.version", 0) >= DIRECTORY_ASSIGNMENT_LEVEL
-
-
 def default_dir(image: MetadataImage, broker_id: int) -> uuid.UUID:
     """Where a new replica on `broker_id` is recorded (Kafka: KRaftClusterDescriber.defaultDir,
     ClusterControlManager.defaultDir)."""
-    if not supported(image):
+    if not directory_assignment_supported(image.features):
         return MIGRATING
     b = image.brokers.get(broker_id)
     if b is None:
@@ -84,17 +82,6 @@ def has_online_dir(image: MetadataImage, broker_id: int, d: uuid.UUID) -> bool:
     return b is not None and is_online(d, b.log_dirs)
 
 
-def directory_of(reg: PartitionRegistration, broker_id: int) -> uuid.UUID:
-    """The replica's directory; MIGRATING for a partition recorded without directories (Kafka:
-    PartitionRegistration fills DirectoryId.migratingArray)."""
-    if len(reg.directories) != len(reg.replicas):
-        return MIGRATING
-    for r, d in zip(reg.replicas, reg.directories, strict=True):
-        if r == broker_id:
-            return d
-    return UNASSIGNED
-
-
 class ReplicaAcceptor:
     """May a broker lead or join an ISR (unfenced, not shutting down: `broker_ok`), and for one
     partition, is its replica's directory online too (Kafka: ReplicationControlManager.LeaderAcceptor).
@@ -117,7 +104,7 @@ class ReplicaAcceptor:
 
 def check_registration(image: MetadataImage, req: BrokerRegistrationRequest) -> None:
     """Kafka's directory checks of ClusterControlManager.registerBroker (INVALID_REGISTRATION)."""
-    if not supported(image):
+    if not directory_assignment_supported(image.features):
         return
     if not req.log_dirs:
         raise KafkaError(ErrorCode.INVALID_REGISTRATION, "No directories specified in request")
@@ -145,7 +132,7 @@ def directories_offline(image: MetadataImage, b: BrokerRegistration, offline: Se
     """Kafka: ReplicationControlManager.handleDirectoriesOffline. For each directory of the
     registration newly named offline, `leave` takes the broker out of the ISR and leadership of
     every partition whose replica on it is there; then the registration keeps the others."""
-    if not supported(image):
+    if not directory_assignment_supported(image.features):
         return []
     newly = [d for d in b.log_dirs if d in offline]  # Kafka: BrokerRegistration.directoryIntersection
     if not newly:
@@ -175,7 +162,7 @@ def assign_replicas_to_dirs(
     before). `assign` builds the change recording the directory (PartitionChangeBuilder.setDirectory),
     `leave` the ISR/leadership change of a replica placed in an offline directory (Kafka's
     "offline-dir-assignment" generateLeaderAndIsrUpdates, built on the state before the assignment)."""
-    if not supported(image):
+    if not directory_assignment_supported(image.features):
         raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "Directory assignment is not supported yet.")
     R = ard_api.RESPONSE
     broker = image.brokers[req.broker_id]

@@ -20,14 +20,16 @@ import uuid
 from collections.abc import Callable, Sequence
 
 from minibroker.controller import eligible_leader_replicas as elr_rules
-from minibroker.controller.directory_assignment import MIGRATING, ReplicaAcceptor, directory_of
+from minibroker.controller.directory_assignment import ReplicaAcceptor
 from minibroker.controller.eligible_leader_replicas import ElrPolicy
 from minibroker.controller.reassignment_replicas import ReassignmentReplicas
 from minibroker.metadata.partition_registration import (
+    MIGRATING,
     NO_LEADER,
     NO_LEADER_CHANGE,
     LeaderRecoveryState,
     PartitionRegistration,
+    directory_of,
 )
 from minibroker_protocol import metadata_records as mr
 

@@ -30,6 +30,7 @@ the one writer of the MetadataCache and the ReplicaManager's partitions.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 
 from minibroker.config import (
@@ -40,13 +41,21 @@ from minibroker.config import (
     validate_topic_config,
 )
 from minibroker.dynamic_config import DynamicBrokerConfig
+from minibroker.metadata.assignments_manager import AssignmentsManager
 from minibroker.metadata.image import BROKER_RESOURCE, TOPIC_RESOURCE, MetadataDelta, MetadataImage
 from minibroker.metadata.image import TopicImage as MetaTopic
-from minibroker.metadata.partition_registration import PartitionRegistration
+from minibroker.metadata.partition_registration import (
+    PartitionRegistration,
+    directory_assignment_supported,
+    directory_of,
+)
 from minibroker.metadata_cache import ClusterBroker, MetadataCache, PartitionImage, TopicImage
 from minibroker.replica import BrokerEndpoint
 from minibroker.replica_manager import ReplicaManager
 from minibroker.topics import INTERNAL_TOPICS, Topic, TopicRegistry
+from minibroker_storage.checkpoint import uuid_from_kafka
+from minibroker_storage.log import Log
+from minibroker_storage.log_dir import LogDir
 from minibroker_storage.log_manager import LogManager
 
 log = logging.getLogger("minibroker.metadata")
@@ -56,7 +65,8 @@ class BrokerMetadataPublisher:
     def __init__(self, node_id: int, *, config: Callable[[], BrokerConfig], topics: TopicRegistry,
                  metadata_cache: MetadataCache, replica_manager: ReplicaManager, log_manager: LogManager,
                  inter_broker_listener: str, caught_up: Callable[[], bool] = lambda: True,
-                 dynamic_config: DynamicBrokerConfig | None = None):
+                 dynamic_config: DynamicBrokerConfig | None = None,
+                 assignments: AssignmentsManager | None = None):
         self.node_id = node_id
         self.config = config  # the broker config in force (static under dynamic)
         self.topics = topics
@@ -71,10 +81,13 @@ class BrokerMetadataPublisher:
         self.caught_up = caught_up
         self.strays_checked = False
         self.image = MetadataImage()  # the last image published
+        self.assignments = assignments  # KIP-858: where this broker placed its replicas, to the controller
+        self._features: dict[str, int] = {}
         self._moved_away: set[tuple[str, int]] = set()  # partitions no longer placed here, to delete
 
     def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
         whole = self.first or delta.image.offset < 0  # the first image, or a snapshot: every topic
+        self._features = dict(image.features)
         self._publish_brokers(image)
         broker_configs_changed = self._publish_broker_configs(delta, image, whole)
         # KIP-73's throttles: this broker's rates, the topics' throttled replicas (minibroker.quotas.replication_quota)
@@ -188,9 +201,14 @@ class BrokerMetadataPublisher:
         log_config = to_log_config(effective)
         if current is None or current.overrides != overrides:
             self.log_manager.set_topic_overrides(t.name, dict(overrides), new_topic=current is None)
-        local = {p: self.log_manager.get_log(t.name, p)
-                 or self.log_manager.create_log(t.name, p, t.id, log_config, leader_epoch=-1)
-                 for p, img in cached.partitions.items() if self.node_id in img.replicas}
+        local = {}
+        for p, img in cached.partitions.items():
+            if self.node_id not in img.replicas:
+                continue
+            assigned = directory_of(t.partitions[p], self.node_id)
+            local[p] = self.log_manager.get_log(t.name, p) or self.log_manager.create_log(
+                t.name, p, t.id, log_config, leader_epoch=-1, target=self._log_dir(assigned))
+            self._maybe_update_assignment(t.id, p, assigned, local[p])
         if current is None:
             self.topics.put(Topic(t.name, t.id, local, overrides, effective))
         else:
@@ -199,6 +217,33 @@ class BrokerMetadataPublisher:
             current.overrides, current.config = overrides, effective
             for lg in local.values():
                 lg.config = log_config
+
+    # -- directories (KIP-858) -------------------------------------------------------------
+    def _log_dir(self, directory_id: uuid.UUID) -> LogDir | None:
+        """The online log dir with that id (a replica the metadata places in it is created there)."""
+        return next((ld for ld in self.log_manager.log_dirs
+                     if not ld.offline and ld.directory_id and uuid_from_kafka(ld.directory_id) == directory_id), None)
+
+    def _maybe_update_assignment(self, topic_id: uuid.UUID, p: int, assigned: uuid.UUID, lg: Log) -> None:
+        """Tell the controller where the replica is when the metadata says otherwise (Kafka:
+        ReplicaManager.maybeUpdateTopicAssignment, with metadata.version >= 3.7-IV2)."""
+        if self.assignments is None or not directory_assignment_supported(self._features):
+            return
+        ld = self.log_manager.log_dir_of(lg)
+        if ld.offline or not ld.directory_id:
+            return
+        actual = uuid_from_kafka(ld.directory_id)
+        if actual != assigned:
+            self.assignments.assign(topic_id, p, actual)
+
+    def replica_moved(self, topic: str, p: int) -> None:
+        """A replica moved to another log dir (AlterReplicaLogDirs): tell the controller (Kafka:
+        the ReplicaAlterLogDirsThread's directoryEventHandler.handleAssignment)."""
+        t = self.image.topic(topic)
+        lg = self.log_manager.get_log(topic, p)
+        reg = t.partitions.get(p) if t is not None else None
+        if t is not None and reg is not None and lg is not None:
+            self._maybe_update_assignment(t.id, p, directory_of(reg, self.node_id), lg)
 
     def _delete_moved_away(self, image: MetadataImage) -> None:
         """Delete the logs of the partitions this broker is no longer a replica of, once their

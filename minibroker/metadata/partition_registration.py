@@ -11,9 +11,17 @@ must quote (KIP-497/KIP-841).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from minibroker_protocol import metadata_records as mr
+
+# Kafka's DirectoryId (KIP-858): the reserved directory ids of PartitionRecord.directories
+MIGRATING = uuid.UUID(int=0)  # placed before directories were recorded (or by a broker that registered none)
+UNASSIGNED = uuid.UUID(int=1)  # not placed yet: the broker picks a directory and tells the controller
+LOST = uuid.UUID(int=2)  # in a directory that is offline
+# metadata.version 3.7-IV2 (feature level 17): Kafka's MetadataVersion.isDirectoryAssignmentSupported
+DIRECTORY_ASSIGNMENT_LEVEL = 17
 
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader: unchanged
@@ -81,3 +89,18 @@ class PartitionRegistration:
 
     def has_leader(self) -> bool:
         return self.leader != NO_LEADER
+
+
+def directory_assignment_supported(features: Mapping[str, int]) -> bool:
+    return features.get("metadata.version", 0) >= DIRECTORY_ASSIGNMENT_LEVEL
+
+
+def directory_of(reg: PartitionRegistration, broker_id: int) -> uuid.UUID:
+    """The replica's directory; MIGRATING for a partition recorded without directories (Kafka:
+    PartitionRegistration fills DirectoryId.migratingArray)."""
+    if len(reg.directories) != len(reg.replicas):
+        return MIGRATING
+    for r, d in zip(reg.replicas, reg.directories, strict=True):
+        if r == broker_id:
+            return d
+    return UNASSIGNED
