@@ -262,6 +262,9 @@ class ReplicaManager:
                     if tp in self._partitions:
                         stopped.append(tp)
                     continue
+                if self.log_manager is not None and tp in self.log_manager.offline_partitions:
+                    not_following.append(tp)  # its directory failed (Kafka: HostedPartition.Offline, ignored)
+                    continue
                 part = self._partition_for(topic, p, image)
                 self._configure(part, topic)
                 if image.leader_id == self.node_id:

@@ -112,6 +112,9 @@ class LogManager:
         self._future_logs: dict[tuple[str, int], Log] = {}
         # told (directory, its partitions) when a directory goes offline (the broker's ReplicaManager part)
         self.log_dir_failure_listeners: list[Callable[[LogDir, list[tuple[str, int]]], None]] = []
+        # the partitions whose directory failed: offline until a restart, never created again in
+        # another directory meanwhile (Kafka: HostedPartition.Offline)
+        self.offline_partitions: set[tuple[str, int]] = set()
         self._topic_overrides: dict[str, dict[str, Any]] = {}
         self._deleted_logs: list[tuple[int, Log | _DirOnly]] = []
         self._checkpoint_lock = threading.Lock()
@@ -376,6 +379,7 @@ class LogManager:
         ld.offline = True
         logger.error("Error while writing to %s; it is offline from now on: %s", ld.path, error)
         gone = [tp for tp, lg in self._logs.items() if ld.holds(lg.dir)]
+        self.offline_partitions.update(gone)
         for tp in gone:
             self._logs.pop(tp).close_handlers()
         for tp in [tp for tp, lg in self._future_logs.items() if ld.holds(lg.dir)]:

@@ -205,6 +205,10 @@ class BrokerMetadataPublisher:
         for p, img in cached.partitions.items():
             if self.node_id not in img.replicas:
                 continue
+            if (t.name, p) in self.log_manager.offline_partitions:  # its directory failed: not made again
+                if current is not None and p in current.partitions:
+                    local[p] = current.partitions[p]
+                continue
             assigned = directory_of(t.partitions[p], self.node_id)
             local[p] = self.log_manager.get_log(t.name, p) or self.log_manager.create_log(
                 t.name, p, t.id, log_config, leader_epoch=-1, target=self._log_dir(assigned))
