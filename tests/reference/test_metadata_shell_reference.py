@@ -267,11 +267,6 @@ _IDS = [
 # turned into Kafka's, and the test fails if the difference is gone, so that this list and the doc
 # are brought up to date.
 KNOWN = [
-    # Kafka's controller assigns a new replica the broker's only log directory (KIP-858,
-    # ClusterControlManager.defaultDir); ours leaves it DirectoryId.UNASSIGNED (#kraft-records)
-    (("cat", "/image/topics/byName/orders/0"), "directories=[AAAAAAAAAAAAAAAAAAAAAA]", "directories=[<directory.id>]"),
-    (("cat", "/image/topics/byName/orders/2"), "directories=[AAAAAAAAAAAAAAAAAAAAAA]", "directories=[<directory.id>]"),
-    (("cat", "/image/topics/byName/payments/0"), "directories=[AAAAAAAAAAAAAAAAAAAAAA]", "directories=[<directory.id>]"),
     # what each controller supports: ours kraft.version 0 only (one static voter, no KIP-853
     # dynamic quorum) and no streams.version (minibroker/features.py)
     (("cat", "/image/cluster/controllers/100"), "kraft.version: 0, metadata.version: 7-33, share.version: 0-2, transaction.version: 0-2",
