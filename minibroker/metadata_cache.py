@@ -39,6 +39,8 @@ class PartitionImage:
     last_known_elr: tuple[int, ...] = ()
     adding_replicas: tuple[int, ...] = ()  # a reassignment in progress (KIP-455)
     removing_replicas: tuple[int, ...] = ()
+    # each replica's log directory (KIP-858), in replica order; () when the metadata has none
+    directories: tuple[uuid.UUID, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,7 @@ class ClusterBroker:
     rack: str | None = None
     fenced: bool = False
     in_controlled_shutdown: bool = False
+    log_dirs: tuple[uuid.UUID, ...] = ()  # the directories registered online (KIP-858)
 
 
 class MetadataPublisher(Protocol):

@@ -27,12 +27,12 @@ from collections.abc import Callable, Sequence
 
 from minibroker.metadata.image import BrokerRegistration, MetadataImage
 from minibroker.metadata.partition_registration import (
-    LOST,
     MIGRATING,
     UNASSIGNED,
     PartitionRegistration,
     directory_assignment_supported,
     directory_of,
+    directory_online,
 )
 from minibroker_protocol import metadata_records as mr
 from minibroker_protocol.apis import assign_replicas_to_dirs as ard_api
@@ -67,19 +67,9 @@ def default_dir(image: MetadataImage, broker_id: int) -> uuid.UUID:
     return b.log_dirs[0] if len(b.log_dirs) == 1 else UNASSIGNED
 
 
-def is_online(d: uuid.UUID, online: Sequence[uuid.UUID]) -> bool:
-    """Kafka: DirectoryId.isOnline. A registration without directories (from before 3.7-IV2)
-    says nothing: online."""
-    if d in (UNASSIGNED, MIGRATING):
-        return True
-    if d == LOST:
-        return False
-    return not online or d in online
-
-
 def has_online_dir(image: MetadataImage, broker_id: int, d: uuid.UUID) -> bool:
     b = image.brokers.get(broker_id)
-    return b is not None and is_online(d, b.log_dirs)
+    return b is not None and directory_online(d, b.log_dirs)
 
 
 class ReplicaAcceptor:
@@ -170,7 +160,7 @@ def assign_replicas_to_dirs(
     records: list[ApiMessageAndVersion] = []
     offline_updates: dict[tuple[uuid.UUID, int], PartitionRegistration] = {}
     for rd in req.directories:
-        dir_offline = not is_online(rd.id, broker.log_dirs)
+        dir_offline = not directory_online(rd.id, broker.log_dirs)
         out_d = R.DirectoryData(id=rd.id, topics=[])
         resp.directories.append(out_d)
         for rt in rd.topics:

@@ -32,6 +32,7 @@ replica_id, v4 flexible. DescribeTopicPartitions has only v0.
 from __future__ import annotations
 
 from minibroker.handlers import authorized_ops, authz
+from minibroker.handlers.metadata import offline_replicas
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker.log_dirs import alter_response
 from minibroker.metadata_cache import PartitionImage
@@ -212,7 +213,8 @@ def _describe_partition(services: BrokerServices, name: str, image: PartitionIma
     recorded one (this broker has led every partition since its log began)."""
     part = services.replica_manager.get_partition(name, image.partition)
     epoch = part.latest_log_epoch() if part is not None and not part.from_metadata else image.leader_epoch
-    if services.log_dirs is not None and (name, image.partition) in services.log_dirs.offline_partitions:
+    if services.log_dirs is not None and not services.metadata_cache.brokers \
+            and (name, image.partition) in services.log_dirs.offline_partitions:
         # its log dir failed (minibroker.log_dirs): offline here, as Kafka's controller would report it
         return DTP.DescribeTopicPartitionsResponsePartition(
             error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=image.partition, leader_id=-1,
@@ -222,4 +224,4 @@ def _describe_partition(services: BrokerServices, name: str, image: PartitionIma
     return DTP.DescribeTopicPartitionsResponsePartition(
         error_code=0 if image.leader_id >= 0 else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=image.partition, leader_id=image.leader_id, leader_epoch=epoch,
         replica_nodes=list(image.replicas), isr_nodes=list(image.isr), eligible_leader_replicas=list(image.elr),
-        last_known_elr=list(image.last_known_elr), offline_replicas=[])
+        last_known_elr=list(image.last_known_elr), offline_replicas=offline_replicas(services, image))

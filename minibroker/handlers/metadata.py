@@ -19,7 +19,8 @@ from __future__ import annotations
 from minibroker import controller_limits
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
-from minibroker.metadata_cache import TopicImage
+from minibroker.metadata.partition_registration import MIGRATING, directory_online
+from minibroker.metadata_cache import PartitionImage, TopicImage
 from minibroker.services import BrokerServices
 from minibroker.topics import INTERNAL_TOPICS, validate_topic_name
 from minibroker_protocol.apis import metadata
@@ -35,10 +36,13 @@ def topic_metadata(services: BrokerServices, topic: TopicImage, error: int = 0
         R.MetadataResponsePartition(error_code=0 if p.leader_id >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
                                     partition_index=p.partition, leader_id=p.leader_id,
                                     leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
-                                    isr_nodes=list(p.isr), offline_replicas=_offline(services, p.replicas))
+                                    isr_nodes=list(p.isr), offline_replicas=offline_replicas(services, p))
         for p in sorted(topic.partitions.values(), key=lambda p: p.partition)
     ]
-    offline = services.log_dirs.offline_partitions if services.log_dirs is not None else ()
+    # a broker without a controller tells its own failed directories; on KRaft the controller's
+    # metadata says it (KIP-858: the replica out of leadership and ISR, its directory offline)
+    offline = services.log_dirs.offline_partitions \
+        if services.log_dirs is not None and not services.metadata_cache.brokers else ()
     for part in parts if offline else ():
         if (topic.name, part.partition_index) in offline:  # its log dir failed (minibroker.log_dirs)
             part.error_code, part.leader_id = ErrorCode.LEADER_NOT_AVAILABLE, -1
@@ -47,13 +51,16 @@ def topic_metadata(services: BrokerServices, topic: TopicImage, error: int = 0
                                    is_internal=topic.is_internal, partitions=parts)
 
 
-def _offline(services: BrokerServices, replicas: tuple[int, ...]) -> list[int]:
-    """Replicas on brokers that are not registered or fenced (Kafka: KRaftMetadataCache.getOfflineReplicas);
-    none on the single broker."""
+def offline_replicas(services: BrokerServices, p: PartitionImage) -> list[int]:
+    """Replicas on brokers that are not registered or fenced, or in a directory their broker no
+    longer registers online (KIP-858) (Kafka: KRaftMetadataCache.getOfflineReplicas,
+    isReplicaOffline); none on the single broker."""
     brokers = services.metadata_cache.brokers
     if not brokers:
         return []
-    return [r for r in replicas if (b := brokers.get(r)) is None or b.fenced]
+    dirs = dict(zip(p.replicas, p.directories, strict=True)) if len(p.directories) == len(p.replicas) else {}
+    return [r for r in p.replicas if (b := brokers.get(r)) is None or b.fenced
+            or not directory_online(dirs.get(r, MIGRATING), b.log_dirs)]
 
 
 def _brokers(ctx: RequestContext) -> list[metadata.MetadataResponse.MetadataResponseBroker]:

@@ -128,7 +128,7 @@ class BrokerMetadataPublisher:
     def _publish_brokers(self, image: MetadataImage) -> None:
         cache = self.metadata_cache
         cache.brokers = {b.id: ClusterBroker(b.id, {e.name: (e.host, e.port) for e in b.endpoints}, b.rack,
-                                             b.fenced, b.in_controlled_shutdown)
+                                             b.fenced, b.in_controlled_shutdown, b.log_dirs)
                          for b in image.brokers.values()}
         alive = [b.node_id for b in cache.alive_brokers()]
         # Kafka's KRaft brokers name a random live broker as the controller (clients send it their
@@ -182,7 +182,7 @@ class BrokerMetadataPublisher:
         effective = effective_topic_config(cfg, overrides)
         parts = {p: PartitionImage(p, r.leader, r.leader_epoch, r.replicas, r.isr, r.partition_epoch,
                                    r.leader_recovery_state, r.elr, r.last_known_elr, r.adding_replicas,
-                                   r.removing_replicas)
+                                   r.removing_replicas, r.directories)
                  for p, r in sorted(t.partitions.items())}
         cached = TopicImage(t.name, t.id, parts, effective, overrides, t.name in INTERNAL_TOPICS)
         self._register(t, cached, overrides, effective)

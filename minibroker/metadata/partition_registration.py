@@ -95,6 +95,16 @@ def directory_assignment_supported(features: Mapping[str, int]) -> bool:
     return features.get("metadata.version", 0) >= DIRECTORY_ASSIGNMENT_LEVEL
 
 
+def directory_online(d: uuid.UUID, online: tuple[uuid.UUID, ...] | list[uuid.UUID]) -> bool:
+    """Kafka: DirectoryId.isOnline. A registration without directories (from before 3.7-IV2)
+    says nothing: online."""
+    if d in (UNASSIGNED, MIGRATING):
+        return True
+    if d == LOST:
+        return False
+    return not online or d in online
+
+
 def directory_of(reg: PartitionRegistration, broker_id: int) -> uuid.UUID:
     """The replica's directory; MIGRATING for a partition recorded without directories (Kafka:
     PartitionRegistration fills DirectoryId.migratingArray)."""
