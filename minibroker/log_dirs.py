@@ -83,6 +83,11 @@ class LogDirsManager:
         for tp, move in list(self._moves.items()):
             if move.target is ld or tp in self.offline_partitions:
                 self._cancel(tp)
+        fetchers = self.replica_manager.fetcher_manager
+        if fetchers is not None:
+            # the followers stop fetching into the closed logs: a leader would count them caught up
+            # and bring them back into the ISR (Kafka: handleLogDirFailure's removeFetcherForPartitions)
+            fetchers.remove_fetcher_for_partitions(list(partitions))
         for tp in partitions:
             self.replica_manager.wake(*tp)  # parked fetches answer now
         if all(d.offline for d in self.log_manager.log_dirs):

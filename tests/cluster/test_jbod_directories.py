@@ -191,3 +191,7 @@ def test_a_failed_directory_moves_leadership_and_producers_lose_nothing(cluster:
     assert len(acked) == 200, (failed[:3], cluster.logs()[-6000:])
     got = consume_all(cluster.bootstrap, topic, 2, 200, timeout=60)
     assert sorted(v for _, _, v in got) == sorted(acked)
+    # the replica in the failed directory stays out: it fetches no more (a leader would count an
+    # idle follower caught up and bring it back into the ISR)
+    part = controller_image(cluster, tmp_path).topic(topic).partitions[victim_p]  # type: ignore[union-attr]
+    assert victim not in part.isr and part.leader != victim
