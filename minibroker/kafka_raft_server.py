@@ -218,7 +218,7 @@ class KafkaRaftServer:
             server.broker_epoch = lambda: lifecycle.broker_epoch
             # a failed log dir is named in every heartbeat from then on
             server.log_manager.log_dir_failure_listeners.append(
-                lambda ld, _partitions: lifecycle.offline_log_dirs.append(uuid_from_kafka(ld.directory_id)))
+                lambda ld, _partitions: lifecycle.propagate_directory_failure(uuid_from_kafka(ld.directory_id)))
         if self.loader is None or self.forwarding is None or self.producer_id_blocks is None:
             return
         rm = server.replica_manager

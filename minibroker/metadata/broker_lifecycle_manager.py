@@ -60,6 +60,7 @@ class BrokerLifecycleManager:
         self._task: asyncio.Task[None] | None = None
         self._want_shut_down = False
         self._should_shut_down = asyncio.Event()
+        self._wake = asyncio.Event()  # a heartbeat to send now (a failed directory)
 
     async def start(self) -> None:
         await self.register()
@@ -121,10 +122,20 @@ class BrokerLifecycleManager:
             self._should_shut_down.set()
         return resp
 
+    def propagate_directory_failure(self, directory_id: uuid.UUID) -> None:
+        """Name a failed directory in every heartbeat from now on, the next one sent at once
+        (Kafka: BrokerLifecycleManager.propagateDirectoryFailure, scheduleNextCommunicationImmediately)."""
+        if directory_id not in self.offline_log_dirs:
+            self.offline_log_dirs.append(directory_id)
+        self._wake.set()
+
     async def _heartbeats(self) -> None:
         while self._task is not None:
+            self._wake.clear()
             await self.heartbeat()
-            await asyncio.sleep(self.heartbeat_interval)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.heartbeat_interval):
+                    await self._wake.wait()
 
     async def controlled_shutdown(self, timeout: float) -> bool:
         """Ask to shut down until the controller agrees (leaderships moved); False if `timeout` passed."""
