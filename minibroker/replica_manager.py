@@ -479,8 +479,8 @@ class ReplicaManager:
 
     # -- fetch ----------------------------------------------------------------------------------
     def read_from_local_log(self, parts: Sequence[FetchPartition], max_bytes: int, isolation_level: int,
-                            replica: FetchReplica | None = None, *,
-                            read_from_purgatory: bool = False) -> tuple[list[LogReadResult], int]:
+                            replica: FetchReplica | None = None, *, read_from_purgatory: bool = False
+                            ) -> tuple[list[LogReadResult], int]:
         """One read of every partition, in order, within `max_bytes`; the first that returns data
         gets at least one whole batch (KIP-74). Returns the results and the bytes read (Kafka:
         ReplicaManager.readFromLog). A follower's read (`replica`) goes to the LEO and then
@@ -517,12 +517,7 @@ class ReplicaManager:
                         if result.records is not None and self.replication_quotas.should_leader_throttle(
                                 part.topic, part.partition, replica.replica_id in part.isr):
                             result.records = emptied(result.records)  # Kafka: readFromLog answers it empty
-                        if not read_from_purgatory:
-                            # the follower's state is its fetch's, taken when it came in: a parked
-                            # fetch read again (woken) says nothing newer (Kafka: DelayedFetch reads
-                            # with readFromPurgatory, updateFollowerFetchState ran once before); an
-                            # old fetch woken after the controller took the replica out of the ISR
-                            # (its directory failed, KIP-858) must not bring it back
+                        if not read_from_purgatory:  # once per fetch, as it came in (Kafka: DelayedFetch)
                             self.produce_waiters.notify((part.topic, part.partition))  # DelayedDeleteRecords
                             part.update_follower_fetch_state(replica.replica_id, fp.fetch_offset, fp.log_start_offset,
                                                              self._now_ms(), result.log_end_offset, replica.broker_epoch)
@@ -543,7 +538,7 @@ class ReplicaManager:
         `replica`: a follower's fetch (Fetch ReplicaState / replica_id)."""
         deadline = time.monotonic() + max(0, max_wait_ms) / 1000
         keys = [(fp.topic, fp.partition) for fp in parts if fp.topic]
-        woken = False
+        woken = False  # a fetch woken after the ISR shrank (KIP-858) must not bring its follower back
         while True:
             results, total = self.read_from_local_log(parts, max_bytes, isolation_level, replica,
                                                       read_from_purgatory=woken)
