@@ -360,15 +360,12 @@ class ShareGroupCoordinator:
                 for p in parts:
                     self._initialised(group_id, topic.topic_id, topic.name, p)
         records += _initialized(group, self.metadata)
-        self._write(group_id, records)
+        self.write_records(group_id, records)
         return member, send
 
-    def write_records(self, group_id: str, records: list[CoordinatorRecord]) -> None:
-        """The group's records to __consumer_offsets (the admin APIs'); KafkaError when they cannot be written."""
-        self._write(group_id, records)
-
-    def _write(self, group_id: str, records: list[CoordinatorRecord], quiet: bool = False) -> None:
-        """KafkaError when they cannot be written, unless `quiet` (a timer's, or an admin's side effect)."""
+    def write_records(self, group_id: str, records: list[CoordinatorRecord], quiet: bool = False) -> None:
+        """The group's records to __consumer_offsets; KafkaError when they cannot be written, unless
+        `quiet` (a timer's, or an admin's side effect)."""
         try:
             if self.write is not None and records:
                 self.write(group_id, records)
@@ -378,7 +375,7 @@ class ShareGroupCoordinator:
             log.warning("share group %s: its records not written: %s", group_id, e.message)
 
     def _remove_member(self, group: ShareGroup, member_id: str, close_session: bool = True) -> None:
-        self._write(group.group_id, _leave(group, member_id, self.metadata, self.now_ms()), quiet=True)
+        self.write_records(group.group_id, _leave(group, member_id, self.metadata, self.now_ms()), quiet=True)
         if not close_session:
             return
         self.sessions.pop((group.group_id, member_id), None)
@@ -405,7 +402,7 @@ class ShareGroupCoordinator:
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
             self.persister.delete(key)
-        self._write(group_id, rec.group_tombstones(group_id, list(group.members)))  # ShareGroup.createGroupTombstoneRecords
+        self.write_records(group_id, rec.group_tombstones(group_id, list(group.members)))  # ShareGroup.createGroupTombstoneRecords
         # its GROUP configs stay, as on Kafka 4.4 (GroupCoordinatorService.deleteGroups deletes the
         # share state and the group's records, never its ConfigRecords)
         del self.groups[group_id]
@@ -471,7 +468,7 @@ class ShareGroupCoordinator:
             del self.partitions[key]
             self.persister.delete(key)
         if (group := self.groups.get(group_id)) is not None:
-            self._write(group_id, _uninitialized(group, topic_id), quiet=True)
+            self.write_records(group_id, _uninitialized(group, topic_id), quiet=True)
 
     def _forget_topic(self, topic_id: uuid.UUID) -> None:
         """The share partitions of a deleted topic, in every group."""
@@ -479,7 +476,7 @@ class ShareGroupCoordinator:
             del self.partitions[key]
             self.persister.delete(key)
         for gid, group in self.groups.items():
-            self._write(gid, _uninitialized(group, topic_id), quiet=True)
+            self.write_records(gid, _uninitialized(group, topic_id), quiet=True)
 
     # -- share sessions ----------------------------------------------------------------------
     def check_member(self, group_id: str, member_id: str) -> None:
