@@ -13,6 +13,10 @@ membership with the __consumer_offsets leader.
 - kill -9 of the group coordinator's broker: the new group coordinator knows the share group (its
   epochs, members and assignments) from its records in __consumer_offsets, before any member
   heartbeats again;
+- kill -9 of the group coordinator's broker after the members left: kafka-share-groups
+  --describe --offsets lists the same share partitions and offsets (the group's
+  ShareGroupStatePartitionMetadata, replayed), and --reset-offsets, a second failover,
+  --delete-offsets and --delete work from it;
 - two of Kafka 4.4's KafkaShareConsumer (kafka-console-share-consumer) get every record once;
 - Kafka's kafka-share-groups (--describe, --reset-offsets, --delete-offsets, --delete) on a group
   whose coordinator is not its share partition's leader: the group coordinator reads and writes the

@@ -43,6 +43,9 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
 - kafka-share-groups on a share group whose coordinator is not the leader of its share partition:
   --describe (start offset, lag), --reset-offsets --to-earliest (a new ShareConsumer then gets
   every record as a first delivery), --delete-offsets, --delete: the same words on both.
+- a share group's offsets after kill -9 of its group coordinator, its members gone: the same
+  `kafka-share-groups --describe --offsets` rows before and after (ShareGroupStatePartitionMetadata
+  replayed by the next coordinator), then --reset-offsets, --delete-offsets and --delete.
 """
 
 from __future__ import annotations
