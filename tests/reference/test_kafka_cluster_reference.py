@@ -1102,5 +1102,9 @@ def test_share_group_offsets_described_after_a_group_coordinator_failover(healed
     deleted = _share_groups(c, "--delete-offsets", "--group", group, "--topic", topic)
     assert deleted == [["TOPIC", "STATUS"], [topic, "Successful"]], deleted
     assert _offset_rows(c, group) == []
+    # again: the group has no share state of the topic left (Kafka: "There is no offset information
+    # to delete.", UNKNOWN_TOPIC_OR_PARTITION for the topic)
+    again = _share_groups(c, "--delete-offsets", "--group", group, "--topic", topic)
+    assert again == [["TOPIC", "STATUS"], [topic, *"Error: There is no offset information to delete.".split()]], again
     gone = _share_groups(c, "--delete", "--group", group)
     assert gone == [["Deletion", "of", "requested", "share", "groups", f"('{group}')", "was", "successful."]], gone
