@@ -231,7 +231,7 @@ class Coordinators:
                 self._share.persister = spm.DefaultStatePersister(self._replica_manager.node_id, self._own_endpoint)
                 self._share.manager = spm.SharePartitionManager(self._share, self._share.persister,
                                                                 self._replica_manager.node_id)
-                self._share.state_admin = spm.ShareGroupStateAdmin(self._share.persister)
+                self._share.state_admin = spm.ShareGroupStateAdmin(self._share.persister, self._share)
                 if self.metadata_cache is not None:  # DLQ partitions led by other brokers get a Produce
                     self._share.dlq.sender = spm.DLQSender(self.metadata_cache, self._replica_manager)
             self._start(self._share, SHARE_STATE_TOPIC)

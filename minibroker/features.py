@@ -17,7 +17,8 @@ The finalized epoch is constant: Kafka's is the metadata offset of the last feat
 clients only ask that it grows, which it would if these levels ever changed.
 
 Other features register here (`register`) before the broker answers its first request.
-`share.version` 2 is what makes share groups write to a dead-letter queue (KIP-1191).
+`share.version` 2 is what makes share groups write to a dead-letter queue (KIP-1191);
+`streams.version` 1 is what makes the group coordinator serve streams groups (KIP-1071).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ GROUP_VERSION = "group.version"
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
 SHARE_VERSION = "share.version"
+STREAMS_VERSION = "streams.version"
 ELIGIBLE_LEADER_REPLICAS_VERSION = "eligible.leader.replicas.version"
 
 FINALIZED_FEATURES_EPOCH = 1
@@ -59,6 +61,10 @@ register(Feature(METADATA_VERSION, 7, 33, 33))
 register(Feature(KRAFT_VERSION, 0, 0, 0))
 # KIP-932 share groups (level 1, Kafka 4.2) and their dead-letter queue (level 2, KIP-1191, Kafka 4.4)
 register(Feature(SHARE_VERSION, 0, 2, 2))
+# KIP-1071 streams groups (StreamsGroupHeartbeat / StreamsGroupDescribe): Kafka 4.4's StreamsVersion
+# SV_0-SV_1, SV_1 (needs metadata.version 4.2-IV1) finalized by `kafka-storage format`; at 0 the
+# broker answers the streams group APIs UNSUPPORTED_VERSION (KafkaApis.isStreamsGroupProtocolEnabled)
+register(Feature(STREAMS_VERSION, 0, 1, 1))
 # KIP-966 Eligible Leader Replicas: finalized at 1 on a new Kafka 4.1+ cluster
 # (minibroker.controller.eligible_leader_replicas)
 register(Feature(ELIGIBLE_LEADER_REPLICAS_VERSION, 0, 1, 1))

@@ -536,7 +536,7 @@ async def handle_delete_groups(ctx: RequestContext, req: delete_groups.DeleteGro
         for g in names:
             if g not in codes:  # KIP-932: a share group's state goes through the persister on a cluster
                 admin = share.state_admin
-                codes[g] = await admin.delete_share_group(share, g) if admin is not None else share.delete_group(g)
+                codes[g] = await admin.delete_share_group(g) if admin is not None else share.delete_group(g)
         results = [(g, codes[g]) for g in names]
     results += [(g, ErrorCode.GROUP_AUTHORIZATION_FAILED) for g in refused]
     return R(results=[R.DeletableGroupResult(group_id=g, error_code=e) for g, e in results])

@@ -43,7 +43,7 @@ from minibroker.coordinator.share.share_group_configs import (
     STRING_KEYS,
     validate_group_config,
 )
-from minibroker.coordinator.share.share_group_state_admin import ShareGroupStateAdmin
+from minibroker.coordinator.share.share_group_state_admin import NO_OFFSETS_TO_DELETE, ShareGroupStateAdmin
 from minibroker.coordinator.share.share_group_state_admin import lag as share_lag
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import Channel, RequestContext, handles
@@ -121,8 +121,6 @@ async def handle_share_group_heartbeat(ctx: RequestContext, req: share_group_hea
                  heartbeat_interval_ms=0)
     if member is None:
         return R(error_code=0, member_id=req.member_id, member_epoch=req.member_epoch, heartbeat_interval_ms=0)
-    if coord.state_admin is not None:  # the share partitions the group has (Kafka: initialized at assignment)
-        coord.state_admin.note_assignment(req.group_id, member.assignment)
     assignment = None
     if send:
         assignment = R.Assignment(topic_partitions=[
@@ -400,7 +398,9 @@ async def handle_describe_share_group_offsets(ctx: RequestContext, req: describe
                 error_message=f"Group {g.group_id} not found."))
             continue
         wanted: list[tuple[str, list[int] | None]]
-        if g.topics is None and coord.state_admin is not None:  # a cluster's: the group coordinator's record
+        if g.topics is None and coord.state_admin is not None:
+            # a cluster's: the initialised share partitions of the group's
+            # ShareGroupStatePartitionMetadata (Kafka: describeShareGroupAllOffsets)
             named = {topics.topic_name(tid): ps for tid, ps in coord.state_admin.topics(g.group_id).items()}
             wanted = [(n, ps) for n, ps in sorted(named.items()) if n is not None]
         elif g.topics is None:  # every topic with a share partition of this group
@@ -488,6 +488,8 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: alter_share
     except KafkaError as e:
         return R(error_code=e.code, error_message=e.message, responses=[])
     await coord.store.ensure_topic_async()
+    if coord.state_admin is not None:  # a cluster's: InitializeShareGroupState through the persister
+        return await _alter_through_persister(ctx, coord.state_admin, req)
     out = []
     for t in req.topics:
         topic = ctx.services.metadata_cache.topic(t.topic_name)
@@ -505,15 +507,48 @@ async def handle_alter_share_group_offsets(ctx: RequestContext, req: alter_share
                     partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                     error_message="This server does not host this topic-partition."))
                 continue
-            if coord.state_admin is not None:  # a cluster's: InitializeShareGroupState through the persister
-                code = await coord.state_admin.alter(req.group_id, topic.topic_id, p.partition_index, p.start_offset)
-                parts.append(R.AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index,
-                                                                       error_code=code))
-                continue
             part = ctx.services.replica_manager.get_partition_or_error(topic.name, p.partition_index)
             offset = min(max(p.start_offset, part.log_start_offset), part.high_watermark)
             coord.alter_start_offset(req.group_id, topic.topic_id, topic.name, p.partition_index, offset)
             parts.append(R.AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index, error_code=0))
+        out.append(R.AlterShareGroupOffsetsResponseTopic(
+            topic_name=t.topic_name, topic_id=topic.topic_id if topic else ZERO_UUID, partitions=parts))
+    return R(error_code=0, responses=out)
+
+
+async def _alter_through_persister(ctx: RequestContext, admin: ShareGroupStateAdmin,
+                                   req: alter_share_group_offsets.AlterShareGroupOffsetsRequest
+                                   ) -> alter_share_group_offsets.AlterShareGroupOffsetsResponse:
+    """A cluster's AlterShareGroupOffsets (Kafka: GroupMetadataManager.alterShareGroupOffsets, then
+    the persister's InitializeShareGroupState; share_group_state_admin.py)."""
+    R = alter_share_group_offsets.RESPONSE
+    wanted: dict[uuid.UUID, tuple[str, dict[int, int]]] = {}
+    for t in req.topics:
+        topic = ctx.services.metadata_cache.topic(t.topic_name)
+        if topic is not None and not authz.topic_denied(ctx, t.topic_name, authz.Op.READ):
+            known = {p.partition_index: p.start_offset for p in t.partitions if p.partition_index in topic.partitions}
+            if known:
+                wanted.setdefault(topic.topic_id, (topic.name, {}))[1].update(known)
+    try:
+        codes = await admin.alter(req.group_id, wanted)
+    except KafkaError as e:
+        return R(error_code=e.code, error_message=e.message, responses=[])
+    out = []
+    for t in req.topics:
+        topic = ctx.services.metadata_cache.topic(t.topic_name)
+        if authz.topic_denied(ctx, t.topic_name, authz.Op.READ):
+            parts = [R.AlterShareGroupOffsetsResponsePartition(
+                partition_index=p.partition_index, error_code=_TOPIC_DENIED,
+                error_message=authz.MESSAGES[_TOPIC_DENIED]) for p in t.partitions]
+        else:
+            parts = []
+            for p in t.partitions:
+                code = codes.get((topic.topic_id, p.partition_index)) if topic is not None else None
+                parts.append(R.AlterShareGroupOffsetsResponsePartition(
+                    partition_index=p.partition_index, error_code=code) if code is not None
+                    else R.AlterShareGroupOffsetsResponsePartition(
+                        partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        error_message="This server does not host this topic-partition."))
         out.append(R.AlterShareGroupOffsetsResponseTopic(
             topic_name=t.topic_name, topic_id=topic.topic_id if topic else ZERO_UUID, partitions=parts))
     return R(error_code=0, responses=out)
@@ -537,6 +572,8 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, req: delete_sha
         _require_empty(coord, req.group_id)
     except KafkaError as e:
         return R(error_code=e.code, error_message=e.message, responses=[])
+    if coord.state_admin is not None:  # a cluster's: DeleteShareGroupState through the persister
+        return await _delete_through_persister(ctx, coord.state_admin, req, refused, hidden)
     out = refused
     for t in req.topics:
         if t.topic_name in hidden:
@@ -547,14 +584,45 @@ async def handle_delete_share_group_offsets(ctx: RequestContext, req: delete_sha
                 topic_name=t.topic_name, topic_id=ZERO_UUID, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 error_message="This server does not host this topic-partition."))
             continue
-        code = ErrorCode.NONE
-        if coord.state_admin is not None:  # a cluster's: DeleteShareGroupState through the persister
-            code = await coord.state_admin.delete_topic(req.group_id, topic.topic_id, sorted(topic.partitions))
-        else:
-            coord.delete_offsets(req.group_id, topic.topic_id)
+        coord.delete_offsets(req.group_id, topic.topic_id)
         out.append(R.DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name, topic_id=topic.topic_id,
-                                                          error_code=code))
+                                                          error_code=ErrorCode.NONE))
     return R(error_code=0, responses=out)
+
+
+async def _delete_through_persister(ctx: RequestContext, admin: ShareGroupStateAdmin,
+                                    req: delete_share_group_offsets.DeleteShareGroupOffsetsRequest,
+                                    refused: list[delete_share_group_offsets.DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic],
+                                    hidden: set[str]) -> delete_share_group_offsets.DeleteShareGroupOffsetsResponse:
+    """A cluster's DeleteShareGroupOffsets (Kafka: initiateDeleteShareGroupOffsets, the persister's
+    DeleteShareGroupState, completeDeleteShareGroupOffsets): only topics whose share partitions
+    the group's ShareGroupStatePartitionMetadata has are deleted, the others answer
+    UNKNOWN_TOPIC_OR_PARTITION; the deleted ones first, then the errors (GroupCoordinatorShard)."""
+    R = delete_share_group_offsets.RESPONSE
+    unknown, known = [], []
+    for t in req.topics:
+        if t.topic_name in hidden:
+            continue
+        topic = ctx.services.metadata_cache.topic(t.topic_name)
+        if topic is None:
+            unknown.append(R.DeleteShareGroupOffsetsResponseTopic(
+                topic_name=t.topic_name, topic_id=ZERO_UUID, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                error_message="This server does not host this topic-partition."))
+        else:
+            known.append((topic.topic_id, topic.name, len(topic.partitions)))
+    try:
+        codes, nothing = await admin.delete_offsets(req.group_id, known)
+    except KafkaError as e:
+        return R(error_code=e.code, error_message=e.message, responses=[])
+    names = {tid: name for tid, name, _ in known}
+    done = [R.DeleteShareGroupOffsetsResponseTopic(topic_name=names[tid], topic_id=tid, error_code=0)
+            for tid, code in codes.items() if code == ErrorCode.NONE]
+    failed = [R.DeleteShareGroupOffsetsResponseTopic(topic_name=names[tid], topic_id=tid, error_code=code)
+              for tid, code in codes.items() if code != ErrorCode.NONE]
+    none = [R.DeleteShareGroupOffsetsResponseTopic(topic_name=name, topic_id=ZERO_UUID,
+                                                   error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                                   error_message=NO_OFFSETS_TO_DELETE) for name in nothing]
+    return R(error_code=0, responses=refused + done + unknown + none + failed)
 
 
 # --------------------------------------------------------------------- GROUP config resources

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 
+from minibroker.features import STREAMS_VERSION
 from minibroker.handlers import authorized_ops, authz
 from minibroker.handlers.registry import RequestContext, handles
 from minibroker_protocol.apis import (
@@ -39,10 +40,18 @@ TOPOLOGY_DESCRIPTION_NOT_REQUESTED = 0
 TOPOLOGY_DESCRIPTION_NOT_STORED = 1
 
 
+def _streams_enabled(ctx: RequestContext) -> bool:
+    """streams.version >= 1 finalized (Kafka: KafkaApis.isStreamsGroupProtocolEnabled, checked
+    before anything else): a cluster formatted with streams.version=0 serves no streams group."""
+    return ctx.services.feature_levels().finalized.get(STREAMS_VERSION, 0) >= 1
+
+
 @handles(streams_group_heartbeat.API, "0-1")
 async def handle_streams_group_heartbeat(ctx: RequestContext, req: streams_group_heartbeat.StreamsGroupHeartbeatRequest
                                          ) -> streams_group_heartbeat.StreamsGroupHeartbeatResponse:
     R = streams_group_heartbeat.RESPONSE
+    if not _streams_enabled(ctx):
+        return R(error_code=ErrorCode.UNSUPPORTED_VERSION)
     if code := authz.group_denied(ctx, req.group_id):
         return R(error_code=code)
     coord = ctx.services.group_coordinator
@@ -68,6 +77,9 @@ async def handle_streams_group_heartbeat(ctx: RequestContext, req: streams_group
 async def handle_streams_group_describe(ctx: RequestContext, req: streams_group_describe.StreamsGroupDescribeRequest
                                         ) -> streams_group_describe.StreamsGroupDescribeResponse:
     R = streams_group_describe.RESPONSE
+    if not _streams_enabled(ctx):
+        return R(groups=[R.DescribedGroup(error_code=ErrorCode.UNSUPPORTED_VERSION, group_id=gid, group_state="",
+                                          members=[]) for gid in req.group_ids])
     coord = ctx.services.group_coordinator
     out = []
     for gid in req.group_ids:

@@ -3,7 +3,8 @@ controller and the metadata log's finalized ones, and the controller refuses a l
 software does not support, as Kafka's FeatureControlManager does. Share groups run on a cluster
 (their state sent to the share coordinator), so a KRaft broker supports share.version 0-2, the
 cluster finalizes 2 (Kafka 4.4's default) and the share-group APIs are in ApiVersions
-(docs/differences.md#kraft-share-groups)."""
+(docs/differences.md#kraft-share-groups); streams.version 0-1, finalized at 1, as Kafka 4.4
+(docs/differences.md#mixed-features)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ def test_brokers_report_the_logs_levels_and_serve_share_groups(kafka_cluster: Cl
         assert supported["share.version"] == (0, 2)
         assert finalized["share.version"] == 2
         assert finalized["transaction.version"] == 2 and finalized["group.version"] == 1
+        # KIP-1071 streams groups: Kafka 4.4's StreamsVersion SV_0-SV_1, SV_1 finalized at format
+        assert (supported["streams.version"], finalized["streams.version"]) == ((0, 1), 1)
+        assert supported["kraft.version"] == (0, 0) and "kraft.version" not in finalized  # static voters
         assert resp.finalized_features_epoch > 0  # the metadata log's offset, not a constant
 
 

@@ -13,6 +13,10 @@ membership with the __consumer_offsets leader.
 - kill -9 of the group coordinator's broker: the new group coordinator knows the share group (its
   epochs, members and assignments) from its records in __consumer_offsets, before any member
   heartbeats again;
+- kill -9 of the group coordinator's broker after the members left: kafka-share-groups
+  --describe --offsets lists the same share partitions and offsets (the group's
+  ShareGroupStatePartitionMetadata, replayed), and --reset-offsets, a second failover,
+  --delete-offsets and --delete work from it;
 - two of Kafka 4.4's KafkaShareConsumer (kafka-console-share-consumer) get every record once;
 - Kafka's kafka-share-groups (--describe, --reset-offsets, --delete-offsets, --delete) on a group
   whose coordinator is not its share partition's leader: the group coordinator reads and writes the
@@ -322,6 +326,70 @@ def test_share_group_admin_tool_on_the_group_coordinator(mini_cluster: MiniClust
     assert read_state(address, group, tid)[0] == 3
     assert group not in _share_groups_tool(c.bootstrap, "--list").split()
     assert group_coordinator(c.bootstrap, group) != leader
+
+
+def _offset_rows(bootstrap: str, group: str) -> list[list[str]]:
+    """kafka-share-groups --describe --offsets: the group's rows (group, topic, partition, start offset, lag)."""
+    out = _share_groups_tool(bootstrap, "--describe", "--offsets", "--group", group)
+    return sorted(line.split() for line in out.splitlines() if line.split()[:1] == [group])
+
+
+def test_share_group_offsets_after_a_group_coordinator_failover(mini_cluster: MiniCluster) -> None:
+    """The admin APIs read a share group's partitions from its ShareGroupStatePartitionMetadata
+    (Kafka: initializedShareGroupPartitions), which the new group coordinator replays: after the
+    members left and the coordinator was killed, kafka-share-groups --describe --offsets lists the
+    same partitions and offsets with no member back; --reset-offsets (initialising, then
+    initialised), a second failover, --delete-offsets (to deleting and out) and --delete work from
+    the replayed record."""
+    if kr.missing_prerequisites():
+        pytest.skip(kr.missing_prerequisites() or "")
+    c = mini_cluster
+    _topic(c, "sgf", 2)
+    group = "sgf-group"
+    first = consumer(c.bootstrap, group, "sgf", 10)
+    seen: list[tuple[int, int, int]] = []
+    try:
+        for _ in range(6):  # joined, assigned both partitions, initialised at latest (0)
+            _poll(first, seen, 0.5)
+        p = Producer({"bootstrap.servers": c.bootstrap, "linger.ms": 0, "acks": "all"})
+        for i in range(6):
+            p.produce("sgf", value=f"v{i}".encode(), partition=i % 2)
+        assert p.flush(30) == 0
+        wait_until(lambda: _poll(first, seen, 1.0) is not None and len(seen) >= 6 or None, "six records accepted")
+    finally:
+        first.close()  # the member leaves: nobody heartbeats the group again
+    want = [[group, "sgf", "0", "3", "0"], [group, "sgf", "1", "3", "0"]]
+    before = wait_until(lambda: (rows := _offset_rows(c.bootstrap, group)) == want and rows or None,
+                        "both share partitions described", timeout=60)
+    coordinator = group_coordinator(c.bootstrap, group)
+    offsets = partition_for(group, 50)
+    wait_until(lambda: len(partitions_of(c, coordinator, "__consumer_offsets")[offsets][2]) == 3 or None,
+               "the group's __consumer_offsets partition fully replicated")
+    c.kill(coordinator)
+    others = [n for n in c.brokers if n != coordinator]
+    bootstrap = ",".join(c.brokers[n].bootstrap for n in others)
+    wait_until(lambda: group_coordinator(bootstrap, group) in others or None, "a new group coordinator")
+    after = wait_until(lambda: _offset_rows(bootstrap, group) or None, "the group described again", timeout=60)
+    assert after == before, (before, after)
+    reset = _share_groups_tool(bootstrap, "--reset-offsets", "--group", group, "--topic", "sgf:1", "--to-earliest",
+                               "--execute")
+    assert re.search(rf"^{group}\s+sgf\s+1\s+0\s*$", reset, re.M), reset
+    # a second failover: the altered partition is in the record the next coordinator replays
+    c.restart(coordinator)
+    second = group_coordinator(bootstrap, group)
+    wait_until(lambda: len(partitions_of(c, second, "__consumer_offsets")[offsets][2]) == 3 or None,
+               "the restarted broker back in the ISR of the group's __consumer_offsets partition", timeout=90)
+    c.kill(second)
+    bootstrap = ",".join(c.brokers[n].bootstrap for n in c.brokers if n != second)
+    wait_until(lambda: group_coordinator(bootstrap, group) != second or None, "a third group coordinator")
+    want = [[group, "sgf", "0", "3", "0"], [group, "sgf", "1", "0", "3"]]
+    wait_until(lambda: _offset_rows(bootstrap, group) == want or None, "the reset offset described", timeout=60)
+    deleted = _share_groups_tool(bootstrap, "--delete-offsets", "--group", group, "--topic", "sgf")
+    assert re.search(r"^sgf\s+Successful", deleted, re.M), deleted
+    assert _offset_rows(bootstrap, group) == []
+    gone = _share_groups_tool(bootstrap, "--delete", "--group", group)
+    assert "successful" in gone.lower(), gone
+    assert group not in _share_groups_tool(bootstrap, "--list").split()
 
 
 def _group_configs(c: MiniCluster, group: str, configs: dict[str, str]) -> None:

@@ -43,6 +43,9 @@ minibroker.testing.Cluster), driven by the one ClusterOps API, with the same out
 - kafka-share-groups on a share group whose coordinator is not the leader of its share partition:
   --describe (start offset, lag), --reset-offsets --to-earliest (a new ShareConsumer then gets
   every record as a first delivery), --delete-offsets, --delete: the same words on both.
+- a share group's offsets after kill -9 of its group coordinator, its members gone: the same
+  `kafka-share-groups --describe --offsets` rows before and after (ShareGroupStatePartitionMetadata
+  replayed by the next coordinator), then --reset-offsets, --delete-offsets and --delete.
 """
 
 from __future__ import annotations
@@ -1039,3 +1042,69 @@ def test_share_group_tool_on_a_coordinator_that_is_not_the_share_partition_leade
     gone = _share_groups(c, "--delete", "--group", group)
     assert gone == [["Deletion", "of", "requested", "share", "groups", f"('{group}')", "was", "successful."]], gone
     assert [group] not in _share_groups(c, "--list")
+
+
+def _offset_rows(c: ClusterOps, group: str) -> list[list[str]]:
+    """kafka-share-groups --describe --offsets: the group's rows (group, topic, partition, start offset, lag)."""
+    return sorted(line for line in _share_groups(c, "--describe", "--offsets", "--group", group) if line[:1] == [group])
+
+
+@pytest.mark.timeout(600)
+def test_share_group_offsets_described_after_a_group_coordinator_failover(healed: ClusterOps) -> None:
+    """A share group's share partitions outlive its members and its coordinator: the group
+    coordinator keeps them in ShareGroupStatePartitionMetadata (__consumer_offsets record type 15),
+    which the next coordinator replays. The members gone and the coordinator killed (kill -9),
+    `kafka-share-groups --describe --offsets` prints the same rows; --reset-offsets of one partition,
+    --delete-offsets and --delete then work on the new coordinator, with the same words on both."""
+    c = healed
+    topic = f"ref-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    admin.create_topics([NewTopic(topic, 2, 3, config={"min.insync.replicas": "2"})])[topic].result(60)
+    for p in (0, 1):
+        c.wait_for_isr(topic, p, [1, 2, 3])
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 0})
+    for i in range(6):
+        p.produce(topic, value=f"v{i}".encode(), partition=i % 2)
+    assert p.flush(60) == 0
+    group = f"sgf-{uuid.uuid4().hex[:8]}"
+    address = (c.addresses[0][0], int(c.addresses[0][1]))
+    r = _configs_tool(address, "--entity-type", "groups", "--entity-name", group, "--alter", "--add-config",
+                      "share.auto.offset.reset=earliest")
+    assert r.returncode == 0, r.stderr
+    consumer = share_consumer(c.bootstrap, group, topic, 10)
+    try:
+        got = share_clients.poll_until(consumer, lambda ms: len(ms) >= 6, share_clients.accept, timeout=120)
+    finally:
+        consumer.close()  # the member leaves: nobody heartbeats the group again
+    assert sorted((m.partition(), m.offset()) for m in got) == [(p, o) for p in (0, 1) for o in range(3)]
+    seen: list[list[list[str]]] = []
+
+    def both_done() -> list[list[str]] | None:
+        seen.append(rows := _offset_rows(c, group))
+        # every record accepted: no lag on either partition (KIP-1226); the start offset is 0-3,
+        # as the share-partition leader moved it (Kafka's moves it lazily)
+        return rows if [(r[:3], r[4]) for r in rows] == [([group, topic, str(p)], "0") for p in (0, 1)] else None
+
+    try:
+        before = poll(both_done, "both share partitions described", 90)
+    except TimeoutError:
+        raise AssertionError(seen[-3:]) from None
+    assert all(0 <= int(r[3]) <= 3 for r in before), before
+    coordinator = group_coordinator(c.bootstrap, group)
+    c.wait_for_isr("__consumer_offsets", partition_for(group, 50), [1, 2, 3], timeout=90)
+    c.stop_broker(coordinator, kill=True)
+    poll(lambda: group_coordinator(c.bootstrap, group) != coordinator, "a new group coordinator", 120, interval=1)
+    after = poll(lambda: _offset_rows(c, group), "the group described again", 90, interval=1)
+    assert after == before, (before, after)
+    reset = _share_groups(c, "--reset-offsets", "--group", group, "--topic", f"{topic}:1", "--to-earliest", "--execute")
+    assert reset == [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], [group, topic, "1", "0"]], reset
+    assert _offset_rows(c, group) == [before[0], [group, topic, "1", "0", "3"]]
+    deleted = _share_groups(c, "--delete-offsets", "--group", group, "--topic", topic)
+    assert deleted == [["TOPIC", "STATUS"], [topic, "Successful"]], deleted
+    assert _offset_rows(c, group) == []
+    # again: the group has no share state of the topic left (Kafka: "There is no offset information
+    # to delete.", UNKNOWN_TOPIC_OR_PARTITION for the topic)
+    again = _share_groups(c, "--delete-offsets", "--group", group, "--topic", topic)
+    assert again == [["TOPIC", "STATUS"], [topic, *"Error: There is no offset information to delete.".split()]], again
+    gone = _share_groups(c, "--delete", "--group", group)
+    assert gone == [["Deletion", "of", "requested", "share", "groups", f"('{group}')", "was", "successful."]], gone

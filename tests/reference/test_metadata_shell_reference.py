@@ -10,8 +10,9 @@ both snapshots and the outputs must be the same, but for what differs between an
 
 Why 4.3: kafka-shell 4.4.0 is not on Maven Central; 4.3.1 is (reference/shell/pom.xml), and its
 MetadataLoader refuses metadata.version 33 (4.4's) but knows 30 (4.3-IV0), what `--release-version
-4.3` finalizes (docs/differences.md#metadata-shell). streams.version is formatted at 0 as minibroker's
-broker does not support it yet and a broker must support every finalized feature to register.
+4.3` finalizes (docs/differences.md#metadata-shell). streams.version is formatted at 0, as it had
+to be when minibroker's broker did not support it (a broker must support every finalized feature
+to register); it supports 0-1 now (docs/differences.md#mixed-features).
 """
 
 from __future__ import annotations
@@ -268,8 +269,9 @@ _IDS = [
 # are brought up to date.
 KNOWN = [
     # what each controller supports: ours kraft.version 0 only (one static voter, no KIP-853
-    # dynamic quorum) and no streams.version (minibroker/features.py)
-    (("cat", "/image/cluster/controllers/100"), "kraft.version: 0, metadata.version: 7-33, share.version: 0-2, transaction.version: 0-2",
+    # dynamic quorum; minibroker/features.py)
+    (("cat", "/image/cluster/controllers/100"),
+     "kraft.version: 0, metadata.version: 7-33, share.version: 0-2, streams.version: 0-1, transaction.version: 0-2",
      "kraft.version: 0-1, metadata.version: 7-33, share.version: 0-2, streams.version: 0-1, "
      "transaction.version: 0-2"),
 ]

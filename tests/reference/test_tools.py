@@ -159,6 +159,26 @@ def test_cluster_default_min_isr_is_shown(pair: Pair) -> None:
     assert_same(k, m)
 
 
+def test_features_describe(pair: Pair) -> None:
+    """`kafka-features describe` (ApiVersions' supported and finalized features): the same features,
+    ranges and levels as a freshly formatted Kafka 4.4 (streams.version 0-1 finalized at 1, KIP-1071;
+    share.version 2; ...). The epoch is Kafka's metadata offset of the last feature change, ours a
+    constant (minibroker/features.py); kraft.version is supported at 0 only here (no KIP-853
+    dynamic quorum: docs/differences.md#mixed-features), 0-1 on Kafka, finalized at 0 on both."""
+    k, m = pair.stdout("kafka-features", B + ["describe"])
+
+    def lines(text: str) -> dict[str, str]:
+        return {line.split()[1]: re.sub(r"\s+", " ", re.sub(r"Epoch: \d+", "Epoch: <epoch>", line)).strip()
+                for line in text.splitlines() if line.startswith("Feature:")}
+
+    theirs, ours = lines(k), lines(m)
+    assert theirs["streams.version"] == ("Feature: streams.version SupportedMinVersion: 0 SupportedMaxVersion: 1 "
+                                         "FinalizedVersionLevel: 1 Epoch: <epoch>"), k
+    assert theirs.pop("kraft.version").replace("SupportedMaxVersion: 1", "SupportedMaxVersion: 0") == \
+        ours.pop("kraft.version"), (k, m)
+    assert theirs == ours, (k, m)
+
+
 def test_retention_ms_synonyms(pair: Pair) -> None:
     assert_same(*pair.stdout("kafka-topics", B + ["--create", "--topic", "ref-synonyms", "--config", "retention.ms=12345"]))
     k, m = pair.stdout("kafka-configs", B + ["--describe", "--entity-type", "topics", "--entity-name", "ref-synonyms"])

@@ -59,6 +59,7 @@ from minibroker.coordinator.coordinator_metadata_image import TopicsMetadata
 from minibroker.coordinator.runtime.coordinator_store import CoordinatorStore
 from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
 from minibroker.coordinator.share import share_group_records as rec
+from minibroker.coordinator.share import share_group_state_metadata as state_metadata
 from minibroker.coordinator.share.persister import DefaultStatePersister, LocalPersister, WriteState
 from minibroker.coordinator.share.share_coordinator_shard import ShareCoordinatorShard, ShareKey
 from minibroker.coordinator.share.share_group_configs import (
@@ -136,9 +137,14 @@ class ShareGroup:
     assigned_at_ms: int = 0
     subscribed_metadata: dict[uuid.UUID, int] = field(default_factory=dict)
     metadata_hash: int = 0  # of subscribed_metadata, persisted with the group epoch
-    # the share partitions whose state was initialised: topic id -> (topic name, partitions)
-    # (Kafka: ShareGroupStatePartitionMetadata's initialized topics)
+    # its ShareGroupStatePartitionMetadata (share_group_state_metadata.py): the share partitions
+    # whose state was initialised and those being initialised (topic id -> (topic name,
+    # partitions)), the topics whose state is being deleted (topic id -> name), and whether the
+    # record exists (written or replayed; Kafka's shareGroupStatePartitionMetadata has the group)
     initialized: dict[uuid.UUID, tuple[str, list[int]]] = field(default_factory=dict)
+    initializing: dict[uuid.UUID, tuple[str, list[int]]] = field(default_factory=dict)
+    deleting: dict[uuid.UUID, str] = field(default_factory=dict)
+    state_metadata_written: bool = False
 
     @property
     def state(self) -> str:
@@ -353,12 +359,13 @@ class ShareGroupCoordinator:
             if topic is not None:
                 for p in parts:
                     self._initialised(group_id, topic.topic_id, topic.name, p)
-        records += _initialized(group, self.topics)
-        self._write(group_id, records)
+        records += _initialized(group, self.metadata)
+        self.write_records(group_id, records)
         return member, send
 
-    def _write(self, group_id: str, records: list[CoordinatorRecord], quiet: bool = False) -> None:
-        """KafkaError when they cannot be written, unless `quiet` (a timer's, or an admin's side effect)."""
+    def write_records(self, group_id: str, records: list[CoordinatorRecord], quiet: bool = False) -> None:
+        """The group's records to __consumer_offsets; KafkaError when they cannot be written, unless
+        `quiet` (a timer's, or an admin's side effect)."""
         try:
             if self.write is not None and records:
                 self.write(group_id, records)
@@ -368,7 +375,7 @@ class ShareGroupCoordinator:
             log.warning("share group %s: its records not written: %s", group_id, e.message)
 
     def _remove_member(self, group: ShareGroup, member_id: str, close_session: bool = True) -> None:
-        self._write(group.group_id, _leave(group, member_id, self.metadata, self.now_ms()), quiet=True)
+        self.write_records(group.group_id, _leave(group, member_id, self.metadata, self.now_ms()), quiet=True)
         if not close_session:
             return
         self.sessions.pop((group.group_id, member_id), None)
@@ -395,7 +402,7 @@ class ShareGroupCoordinator:
         for key in [k for k in self.partitions if k[0] == group_id]:
             del self.partitions[key]
             self.persister.delete(key)
-        self._write(group_id, rec.group_tombstones(group_id, list(group.members)))  # ShareGroup.createGroupTombstoneRecords
+        self.write_records(group_id, rec.group_tombstones(group_id, list(group.members)))  # ShareGroup.createGroupTombstoneRecords
         # its GROUP configs stay, as on Kafka 4.4 (GroupCoordinatorService.deleteGroups deletes the
         # share state and the group's records, never its ConfigRecords)
         del self.groups[group_id]
@@ -461,7 +468,7 @@ class ShareGroupCoordinator:
             del self.partitions[key]
             self.persister.delete(key)
         if (group := self.groups.get(group_id)) is not None:
-            self._write(group_id, _uninitialized(group, topic_id), quiet=True)
+            self.write_records(group_id, _uninitialized(group, topic_id), quiet=True)
 
     def _forget_topic(self, topic_id: uuid.UUID) -> None:
         """The share partitions of a deleted topic, in every group."""
@@ -469,7 +476,7 @@ class ShareGroupCoordinator:
             del self.partitions[key]
             self.persister.delete(key)
         for gid, group in self.groups.items():
-            self._write(gid, _uninitialized(group, topic_id), quiet=True)
+            self.write_records(gid, _uninitialized(group, topic_id), quiet=True)
 
     # -- share sessions ----------------------------------------------------------------------
     def check_member(self, group_id: str, member_id: str) -> None:
@@ -680,30 +687,28 @@ def _metadata_hash(metadata: dict[uuid.UUID, int]) -> int:
     return int.from_bytes(h.digest()[:8], "big", signed=True)
 
 
-def _initialized(group: ShareGroup, topics: TopicRegistry) -> list[CoordinatorRecord]:
+def _initialized(group: ShareGroup, topics: TopicsMetadata) -> list[CoordinatorRecord]:
     """The members' assigned share partitions are initialised (here in the heartbeat that
     assigns them; Kafka: initializeShareGroupState): the group's ShareGroupStatePartitionMetadata
-    record when that added any."""
-    grew = False
+    record when that added any. The cluster's metadata names the topics (a KRaft broker's own
+    registry lacks those it holds no replica of)."""
+    assigned: dict[uuid.UUID, tuple[str, list[int]]] = {}
     for m in group.members.values():
         for tid, parts in m.assignment.items():
             topic = topics.by_id(tid)
-            if topic is None:
-                continue
-            name, known = group.initialized.get(tid, (topic.name, []))
-            merged = sorted(set(known) | set(parts))
-            if merged != known or tid not in group.initialized:
-                group.initialized[tid] = (topic.name, merged)
-                grew = True
-    return [rec.state_partition_metadata(group.group_id, group.initialized)] if grew else []
+            if topic is not None:
+                name, known = assigned.get(tid, (topic.name, []))
+                assigned[tid] = (name, known + list(parts))
+    new = {tid: (name, ps) for tid, (name, ps) in assigned.items()
+           if tid not in group.initialized or not set(ps) <= set(group.initialized[tid][1])}
+    return state_metadata.initialize(group, new)
 
 
 def _uninitialized(group: ShareGroup, topic_id: uuid.UUID) -> list[CoordinatorRecord]:
-    """The topic's share partitions are no longer the group's (Kafka: completeDeleteShareGroupOffsets
-    and maybeCleanupShareGroupState write the group's ShareGroupStatePartitionMetadata without it)."""
-    if group.initialized.pop(topic_id, None) is None:
-        return []
-    return [rec.state_partition_metadata(group.group_id, group.initialized)]
+    """The topic's share partitions are no longer the group's (a deleted topic, or a single
+    broker's DeleteShareGroupOffsets; Kafka: maybeCleanupShareGroupState and
+    completeDeleteShareGroupOffsets write the group's ShareGroupStatePartitionMetadata without it)."""
+    return state_metadata.drop_topics(group, [topic_id])
 
 
 def _maybe_assign(group: ShareGroup, topics: TopicsMetadata, interval_ms: int, now: int) -> bool:

@@ -109,15 +109,21 @@ def current_assignment(group: str, member_id: str, *, epoch: int, previous_epoch
     return _key(CURRENT_MEMBER_ASSIGNMENT, group, member_id), _value(CURRENT_MEMBER_ASSIGNMENT, v)
 
 
-def state_partition_metadata(group: str, initialized: Mapping[uuid.UUID, tuple[str, list[int]]]) -> CoordinatorRecord:
-    """Kafka: newShareGroupStatePartitionMetadataRecord. Share partitions are initialised here
-    within the heartbeat that assigns them, so nothing is ever left initializing; deleting topics
-    are not tracked (their share state is deleted at once)."""
+def state_partition_metadata(group: str, initialized: Mapping[uuid.UUID, tuple[str, list[int]]],
+                             initializing: Mapping[uuid.UUID, tuple[str, list[int]]] | None = None,
+                             deleting: Mapping[uuid.UUID, str] | None = None) -> CoordinatorRecord:
+    """Kafka: newShareGroupStatePartitionMetadataRecord (the whole record each time: the share
+    partitions being initialised, those initialised, the topics whose share state is being
+    deleted; share_group_state_metadata.py)."""
     V = sr.SHARE_GROUP_STATE_PARTITION_METADATA_VALUE
-    v = V(initializing_topics=[],
-          initialized_topics=[V.TopicPartitionsInfo(topic_id=tid, topic_name=name, partitions=sorted(ps))
-                              for tid, (name, ps) in sorted(initialized.items(), key=lambda kv: str(kv[0]))],
-          deleting_topics=[])
+
+    def infos(topics: Mapping[uuid.UUID, tuple[str, list[int]]] | None) -> list[sr.ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo]:
+        return [V.TopicPartitionsInfo(topic_id=tid, topic_name=name, partitions=sorted(ps))
+                for tid, (name, ps) in sorted((topics or {}).items(), key=lambda kv: str(kv[0]))]
+
+    v = V(initializing_topics=infos(initializing), initialized_topics=infos(initialized),
+          deleting_topics=[V.TopicInfo(topic_id=tid, topic_name=name)
+                           for tid, name in sorted((deleting or {}).items(), key=lambda kv: str(kv[0]))])
     return _key(STATE_PARTITION_METADATA, group), _value(STATE_PARTITION_METADATA, v)
 
 

@@ -12,7 +12,6 @@ as Kafka's onLoaded does. Encodings: share_group_records.py.
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING
 
 from minibroker.coordinator.share import share_group_records as rec
@@ -72,15 +71,13 @@ def replay(groups: dict[str, ShareGroup], key: bytes, value: bytes | None) -> No
         cm.member_epoch = v.member_epoch
         cm.assignment = {tp.topic_id: sorted(tp.partitions) for tp in v.assigned_partitions}
     elif r.type == rec.STATE_PARTITION_METADATA:
+        # the three sets as written (Kafka's replay of ShareGroupStatePartitionMetadataValue):
+        # what the admin APIs list after a failover (share_group_state_metadata.py)
         if v is None:
-            g.initialized = {}
-        else:
-            assert isinstance(v, sr.ShareGroupStatePartitionMetadataValue)
-            initialized: dict[uuid.UUID, tuple[str, list[int]]] = {}
-            # initializing partitions are initialised here at once: count them with the rest
-            for t in (*v.initializing_topics, *v.initialized_topics):
-                name, known = initialized.get(t.topic_id, (t.topic_name, []))
-                initialized[t.topic_id] = (name, sorted(set(known) | set(t.partitions)))
-            for d in v.deleting_topics:
-                initialized.pop(d.topic_id, None)
-            g.initialized = initialized
+            g.initialized, g.initializing, g.deleting, g.state_metadata_written = {}, {}, {}, False
+            return
+        assert isinstance(v, sr.ShareGroupStatePartitionMetadataValue)
+        g.initializing = {t.topic_id: (t.topic_name, sorted(t.partitions)) for t in v.initializing_topics}
+        g.initialized = {t.topic_id: (t.topic_name, sorted(t.partitions)) for t in v.initialized_topics}
+        g.deleting = {t.topic_id: t.topic_name for t in v.deleting_topics}
+        g.state_metadata_written = True

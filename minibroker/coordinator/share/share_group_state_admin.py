@@ -15,11 +15,14 @@ coordinator does, it asks each share partition's share coordinator:
 A share-partition leader drops a group's share partitions when the last share session of the group
 on it closes (share_group.py), so the next consumer's ShareFetch reads the state the admin wrote.
 
-Which share partitions a group has: Kafka's group coordinator keeps them in `__consumer_offsets`
-(ShareGroupStatePartitionMetadata: the topics whose share state it initialized when it first
-assigned them). These admin APIs still take them from memory (differences.md#kraft-share-groups):
-the partitions assigned to a member or altered, less those deleted; the record itself is written
-and replayed with the group (share_group_records.py) but not read here yet.
+Which share partitions a group has: its ShareGroupStatePartitionMetadata in `__consumer_offsets`
+(share_group_state_metadata.py), as Kafka's group coordinator keeps it: the heartbeat that assigns
+partitions marks them initialised, AlterShareGroupOffsets marks its partitions initialising before
+InitializeShareGroupState and initialised after, DeleteShareGroupOffsets and DeleteGroups move
+topics to deleting before DeleteShareGroupState and out after. A coordinator that takes over the
+group (a failover, a restart) replays the record, so DescribeShareGroupOffsets lists the same
+partitions with no member back (Kafka: describeShareGroupAllOffsets reads
+initializedShareGroupPartitions).
 """
 
 from __future__ import annotations
@@ -28,41 +31,43 @@ import uuid
 from collections.abc import Sized
 from typing import Protocol
 
+from minibroker.coordinator.coordinator_metadata_image import TopicsMetadata
+from minibroker.coordinator.runtime.partition_writer import CoordinatorRecord
+from minibroker.coordinator.share import share_group_state_metadata as state_metadata
 from minibroker.coordinator.share.persister import DefaultStatePersister, StateSummary
-from minibroker_protocol.errors import ErrorCode
+from minibroker_protocol.errors import ErrorCode, KafkaError
+
+NO_OFFSETS_TO_DELETE = "There is no offset information to delete."  # Kafka's sharePartitionsEligibleForOffsetDeletion
 
 
-class _Group(Protocol):
+class _Group(state_metadata.StateMetadataGroup, Protocol):
     @property
     def members(self) -> Sized: ...
 
 
 class _Groups(Protocol):
-    """What deleting a share group needs of the ShareGroupCoordinator."""
+    """What the admin APIs need of the ShareGroupCoordinator: its groups (replayed from
+    __consumer_offsets), the metadata naming topics, and the writer of the group's records."""
+
+    metadata: TopicsMetadata
 
     def describe(self, group_id: str) -> _Group | None: ...
 
     def delete_group(self, group_id: str) -> int: ...
 
+    def write_records(self, group_id: str, records: list[CoordinatorRecord]) -> None: ...
+
 
 class ShareGroupStateAdmin:
     """The group coordinator's share-state look-ups and changes for the admin APIs (a cluster's)."""
 
-    def __init__(self, persister: DefaultStatePersister) -> None:
+    def __init__(self, persister: DefaultStatePersister, groups: _Groups) -> None:
         self.persister = persister
-        # group id -> topic id -> the partitions whose share state the group may have
-        self.initialized: dict[str, dict[uuid.UUID, set[int]]] = {}
-
-    def note(self, group_id: str, topic_id: uuid.UUID, partitions: list[int]) -> None:
-        """`partitions` of the topic were assigned to a member of the group (or altered)."""
-        self.initialized.setdefault(group_id, {}).setdefault(topic_id, set()).update(partitions)
-
-    def note_assignment(self, group_id: str, assignment: dict[uuid.UUID, list[int]]) -> None:
-        for tid, parts in assignment.items():
-            self.note(group_id, tid, parts)
+        self.groups = groups
 
     def topics(self, group_id: str) -> dict[uuid.UUID, list[int]]:
-        return {tid: sorted(ps) for tid, ps in self.initialized.get(group_id, {}).items()}
+        """The group's initialised share partitions (Kafka: initializedShareGroupPartitions)."""
+        return state_metadata.initialized_partitions(self.groups.describe(group_id))
 
     async def summary(self, group_id: str, topic_id: uuid.UUID, partition: int) -> tuple[int, StateSummary | None]:
         """A share partition's state summary: (NONE, None) when its share coordinator holds none
@@ -72,49 +77,76 @@ class ShareGroupStateAdmin:
             return ErrorCode.NONE, None
         return code, summary
 
-    async def alter(self, group_id: str, topic_id: uuid.UUID, partition: int, offset: int) -> int:
-        """Start the share partition again at `offset`, its state epoch moved on."""
-        key = (group_id, topic_id, partition)
+    async def alter(self, group_id: str, offsets: dict[uuid.UUID, tuple[str, dict[int, int]]]) -> dict[tuple[uuid.UUID, int], int]:
+        """AlterShareGroupOffsets of an empty group (Kafka: alterShareGroupOffsets, then
+        persisterInitialize): the partitions are marked initialising, each share partition starts
+        again at its offset with its state epoch moved on, and those done are marked initialised
+        (a failed one stays initialising, as on Kafka). The error of each partition."""
+        group = self.groups.describe(group_id)
+        if group is None:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        self.groups.write_records(group_id, state_metadata.add_initializing(
+            group, {tid: (name, list(parts)) for tid, (name, parts) in offsets.items()}))
+        codes: dict[tuple[uuid.UUID, int], int] = {}
+        for tid, (_, parts) in offsets.items():
+            for p, offset in parts.items():
+                codes[(tid, p)] = await self._initialize(group_id, tid, p, offset)
+        done = {tid: (name, [p for p in parts if codes[(tid, p)] == ErrorCode.NONE])
+                for tid, (name, parts) in offsets.items()}
+        self.groups.write_records(group_id, state_metadata.initialize(group, done))
+        return codes
+
+    async def _initialize(self, group_id: str, topic_id: uuid.UUID, partition: int, offset: int) -> int:
         code, summary = await self.summary(group_id, topic_id, partition)
         if code != ErrorCode.NONE:
             return code
-        code = await self.persister.initialize(key, offset, summary.state_epoch + 1 if summary is not None else 0)
-        if code == ErrorCode.NONE:
-            self.note(group_id, topic_id, [partition])
-        return code
+        return await self.persister.initialize((group_id, topic_id, partition), offset,
+                                               summary.state_epoch + 1 if summary is not None else 0)
 
-    async def delete_topic(self, group_id: str, topic_id: uuid.UUID, partitions: list[int]) -> int:
-        """Forget the group's share state of the topic: the first error, if any."""
+    async def _delete(self, group_id: str, topic_id: uuid.UUID, partitions: list[int]) -> int:
+        """Forget the group's share state of the topic's partitions: the first error, if any."""
         first: int = ErrorCode.NONE
         for p in partitions:
             code = await self.persister.delete_state((group_id, topic_id, p))
             if code not in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) and first == ErrorCode.NONE:
                 first = code
-        if first == ErrorCode.NONE:
-            self.initialized.get(group_id, {}).pop(topic_id, None)
         return first
 
-    async def delete_share_group(self, coord: _Groups, group_id: str) -> int:
-        """DeleteGroups of a share group: its share state first goes from the share coordinators
-        (Kafka's GroupCoordinatorService.deleteShareGroups: DeleteShareGroupState, then the
-        group's records), then the group."""
-        group = coord.describe(group_id)
+    async def delete_offsets(self, group_id: str, topics: list[tuple[uuid.UUID, str, int]]
+                             ) -> tuple[dict[uuid.UUID, int], list[str]]:
+        """DeleteShareGroupOffsets of an empty group's `topics` (id, name, partition count)
+        (Kafka: initiateDeleteShareGroupOffsets, DeleteShareGroupState, then
+        completeDeleteShareGroupOffsets): the error of each topic whose state was deleted or
+        failed to be, and the topics with no offset information to delete."""
+        group = self.groups.describe(group_id)
+        if group is None:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        to_delete, nothing, records = state_metadata.begin_delete_offsets(group, topics)
+        self.groups.write_records(group_id, records)
+        codes = {tid: await self._delete(group_id, tid, parts) for tid, parts in to_delete.items()}
+        deleted = [tid for tid, code in codes.items() if code == ErrorCode.NONE]
+        if deleted:
+            self.groups.write_records(group_id, state_metadata.complete_delete_offsets(group, deleted))
+        return codes, nothing
+
+    async def delete_share_group(self, group_id: str) -> int:
+        """DeleteGroups of a share group (Kafka's GroupCoordinatorService.deleteShareGroups): its
+        share partitions move to deleting, their state goes from the share coordinators, then the
+        group's records (tombstones); a failed deletion leaves the group, its topics deleting."""
+        group = self.groups.describe(group_id)
         if group is None:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.members:
             return ErrorCode.NON_EMPTY_GROUP
-        code = await self.delete_group(group_id)
-        return code if code != ErrorCode.NONE else coord.delete_group(group_id)
-
-    async def delete_group(self, group_id: str) -> int:
-        """Forget every share state of the group (DeleteGroups of a share group)."""
+        to_delete, records = state_metadata.begin_delete_group(group, self.groups.metadata)
+        try:
+            self.groups.write_records(group_id, records)
+        except KafkaError as e:
+            return e.code
         first: int = ErrorCode.NONE
-        for tid, parts in self.topics(group_id).items():
-            code = await self.delete_topic(group_id, tid, parts)
-            first = first or code
-        if first == ErrorCode.NONE:
-            self.initialized.pop(group_id, None)
-        return first
+        for tid, parts in to_delete.items():
+            first = first or await self._delete(group_id, tid, parts)
+        return first if first != ErrorCode.NONE else self.groups.delete_group(group_id)
 
 
 def lag(summary: StateSummary | None, high_watermark: int | None) -> int:
