@@ -14,6 +14,40 @@ import pytest
 
 from tests.helpers import BrokerProcess
 
+# `make test` runs the suite on pytest-xdist workers with `--dist loadgroup --no-loadscope-reorder`
+# (Makefile): each file is one unit of work, except the directories below, which run whole on one
+# worker, and the units are handed out in the order this hook leaves them, longest first.
+# tests/spark is one unit: its SparkSession (a JVM, the Kafka connector resolved through Ivy) is
+# session-scoped, so one worker starts it once instead of each worker its own.
+_WHOLE_DIRS = ("tests/spark",)
+# The slowest directories first (measured: `make test`'s --durations), so that the last units
+# handed out are short ones and the workers finish about together.
+_SLOW_FIRST = ("tests/reference", "tests/spark", "tests/cluster", "tests/java", "tests/replication",
+               "tests/faults", "tests/integration", "tests/console", "tests/go", "tests/tools")
+
+
+def _unit(item: pytest.Item) -> str:
+    path = item.nodeid.split("::", 1)[0]
+    return next((d for d in _WHOLE_DIRS if path.startswith(d + "/")), path)
+
+
+def _rank(unit: str) -> int:
+    return next((i for i, d in enumerate(_SLOW_FIRST) if unit == d or unit.startswith(d + "/")), len(_SLOW_FIRST))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(_unit(item)))
+    first = {}
+    for item in items:
+        first.setdefault(_unit(item), len(first))
+    items.sort(key=lambda item: (_rank(_unit(item)), first[_unit(item)]))  # stable: a unit's own order kept
+
+
 _PYCACHE_PREFIX: list[tuple[str, str]] = []  # (the prefix, PYTHONDONTWRITEBYTECODE's value)
 
 
