@@ -137,7 +137,10 @@ def _list_offsets(topic: str, timestamp: int, isolation: int = 0) -> Any:
 
 
 @pytest.mark.parametrize("version", [1, 7, 8, 9, 11])
-@pytest.mark.parametrize("timestamp", [-1, -2, -3, -4, -5, TS, TS + 2, TS + 100, 0, -6])
+# ids that do not hold the clock: pytest-xdist's workers each collect the suite and must name the
+# same tests (TS is read at import, a moment apart on each worker)
+@pytest.mark.parametrize("timestamp", [-1, -2, -3, -4, -5, TS, TS + 2, TS + 100, 0, -6],
+                         ids=["-1", "-2", "-3", "-4", "-5", "TS", "TS+2", "TS+100", "0", "-6"])
 def test_list_offsets_special_timestamps(differential: Differential, topics: dict[str, str], version: int,
                                          timestamp: int) -> None:
     differential.assert_same(LO, version, _list_offsets(topics["plain"], timestamp))
