@@ -69,7 +69,7 @@ def build() -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     # Two modules build it and `make test` runs them on separate pytest-xdist workers: one builds,
     # the other waits for the lock and finds the stamp (no rmtree under a running JVM).
-    with FileLock(str(out) + ".lock"):
+    with FileLock(str(out) + ".lock"), kr.maven_lock():  # and no other Maven run on ~/.m2 meanwhile
         if _built():
             return out
         shutil.rmtree(out, ignore_errors=True)
