@@ -54,7 +54,7 @@ reference:
 	$(PYTHON) reference/kafka_reference.py fetch
 
 test: install $(JS_STAMP) reference
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q --durations=25 -n 2 --dist loadfile --no-loadscope-reorder
 
 lint: install
 	$(VENV)/bin/ruff check .

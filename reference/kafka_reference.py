@@ -28,6 +28,8 @@ Only the standard library is used, so the module works from any Python >= 3.11 a
 from __future__ import annotations
 
 import base64
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -40,7 +42,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +67,18 @@ def libs_dir() -> Path:
         return Path(env)
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache / "minibroker" / f"kafka-{kafka_version()}" / "libs"
+
+
+@contextlib.contextmanager
+def maven_lock() -> Iterator[None]:
+    """One Maven run at a time on this machine's ~/.m2: two at once (pytest-xdist workers fetching
+    the Connect and MirrorMaker jars, say) copied the same artifact over each other and one failed
+    ("Failed to copy artifact"). An flock on a file next to the caches; the holder's exit frees it."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "minibroker"
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / "maven.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def java_executable() -> str | None:
@@ -102,6 +116,13 @@ def fetch(quiet: bool = True) -> Path:
     interrupted copy is redone rather than half-used."""
     libs = libs_dir()
     if jars_ready():
+        return libs
+    with maven_lock():
+        return _fetch(libs, quiet)
+
+
+def _fetch(libs: Path, quiet: bool) -> Path:
+    if jars_ready():  # fetched by whoever held the lock before
         return libs
     mvn = shutil.which("mvn")
     if mvn is None:

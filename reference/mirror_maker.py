@@ -59,6 +59,13 @@ def fetch() -> Path:
     libs = libs_dir()
     if jars_ready():
         return libs
+    with kr.maven_lock():
+        return _fetch(libs)
+
+
+def _fetch(libs: Path) -> Path:
+    if jars_ready():  # fetched by whoever held the lock before
+        return libs
     mvn = shutil.which("mvn")
     if mvn is None:
         raise RuntimeError("mvn is not installed; cannot fetch the MirrorMaker 2 jars")

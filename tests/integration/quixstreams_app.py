@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 from kafka import KafkaConsumer, KafkaProducer
 
 from tests.integration.helpers import unique
@@ -45,13 +46,16 @@ def quix_python() -> Path:
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "minibroker" / f"quixstreams-{VERSION}"
     py = cache / "bin" / "python"
     stamp = cache / ".complete"
-    if not stamp.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(cache)], check=True, timeout=300)
-        r = subprocess.run([str(py), "-m", "pip", "install", "-q", f"quixstreams=={VERSION}"],
-                           capture_output=True, text=True, timeout=900)
-        if r.returncode != 0:
-            pytest.skip(f"QUIXSTREAMS UNAVAILABLE: pip failed: {r.stderr[-500:]}")
-        stamp.write_text(VERSION)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    # one maker at a time (pytest-xdist workers, or two checkouts' test runs), the others wait for it
+    with FileLock(str(cache) + ".lock"):
+        if not stamp.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(cache)], check=True, timeout=300)
+            r = subprocess.run([str(py), "-m", "pip", "install", "-q", f"quixstreams=={VERSION}"],
+                               capture_output=True, text=True, timeout=900)
+            if r.returncode != 0:
+                pytest.skip(f"QUIXSTREAMS UNAVAILABLE: pip failed: {r.stderr[-500:]}")
+            stamp.write_text(VERSION)
     return py
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from filelock import FileLock
 
 from reference import kafka_reference as kr
 
@@ -65,16 +66,20 @@ def _built() -> bool:
 def build() -> Path:
     """Compile WordCount and fetch its jars with Maven, unless this very pom and source are built."""
     out = build_dir()
-    if _built():
-        return out
-    shutil.rmtree(out, ignore_errors=True)
-    mvn = shutil.which("mvn")
-    assert mvn is not None
-    r = subprocess.run([mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM),
-                        f"-Dstreams.build={out}", "package"], capture_output=True, text=True, timeout=900)
-    if r.returncode != 0:
-        raise RuntimeError(f"mvn failed ({r.returncode}):\n{r.stdout}{r.stderr}")
-    (out / _STAMP).write_text(_digest() + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # Two modules build it and `make test` runs them on separate pytest-xdist workers: one builds,
+    # the other waits for the lock and finds the stamp (no rmtree under a running JVM).
+    with FileLock(str(out) + ".lock"), kr.maven_lock():  # and no other Maven run on ~/.m2 meanwhile
+        if _built():
+            return out
+        shutil.rmtree(out, ignore_errors=True)
+        mvn = shutil.which("mvn")
+        assert mvn is not None
+        r = subprocess.run([mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(POM),
+                            f"-Dstreams.build={out}", "package"], capture_output=True, text=True, timeout=900)
+        if r.returncode != 0:
+            raise RuntimeError(f"mvn failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+        (out / _STAMP).write_text(_digest() + "\n")
     return out
 
 

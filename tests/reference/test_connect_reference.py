@@ -246,6 +246,7 @@ def _checkpoint(value: bytes) -> dict[str, Any]:
 
 def _mm2_scenario(w: Worker) -> dict[str, Any]:
     seen: dict[str, Any] = {}
+    w.until("the REST API", w.up)  # as in _move_scenario
     p = Producer({"bootstrap.servers": w.bootstrap})
     for i in range(MM2_RECORDS):
         p.produce(MM2_TOPIC, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0)
@@ -326,6 +327,9 @@ MOVE_TOPIC, MOVE_GROUP, MOVE_RECORDS, MOVE_COMMITTED = "mm2-move", "mm2-move-gro
 def _move_scenario(w: Worker, source: str, aliases: tuple[str, str]) -> dict[str, Any]:
     """Mirror `source` into `w`'s broker under `aliases` (source, target); what the target holds."""
     src_alias, tgt_alias = aliases
+    # the worker ran the two tests before; its REST API answering (or its log, if it exited) first:
+    # a POST that met a refused connection said nothing of why
+    w.until("the REST API", w.up)
     p = Producer({"bootstrap.servers": source})
     for i in range(MOVE_RECORDS):
         p.produce(MOVE_TOPIC, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=0)

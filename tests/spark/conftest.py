@@ -14,10 +14,19 @@ import sys
 import time
 
 import pytest
+from filelock import FileLock
 
 from minibroker.testing import BrokerThread
 from tests.helpers import TEST_OVERRIDES
-from tests.spark.helpers import EVENTS, N_EVENTS, EventTopic, create_topic, produce_events, spark_builder
+from tests.spark.helpers import (
+    EVENTS,
+    IVY_DIR,
+    N_EVENTS,
+    EventTopic,
+    create_topic,
+    produce_events,
+    spark_builder,
+)
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +35,12 @@ def spark():
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     started = time.monotonic()
-    session = spark_builder("minibroker-tests").getOrCreate()
+    # Spark's Ivy resolves the connector into IVY_DIR when the JVM starts: one start at a time on
+    # this machine (another checkout's test run, say), so that two resolvers do not write the same
+    # jar at once
+    IVY_DIR.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(IVY_DIR) + ".lock"):
+        session = spark_builder("minibroker-tests").getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     # A query with no new data reports progress this often (Spark's default is 10 s), so that a test
     # sees a streaming query's first offsets settle without sleeping.
