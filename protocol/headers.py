@@ -72,6 +72,7 @@ def decode_request_header(buf, pos: int = 0) -> tuple[RequestHeader, int]:
         n = -2  # too short: the field-by-field reads below name what is missing
     start = pos + 10
     end = start + n
+    client_id: str | None
     if n >= 0 and end <= len(buf):
         # Kafka reads strings with `new String(bytes, UTF_8)` (minibroker_protocol.types.read_nullable_string)
         client_id = str(buf[start:end], "utf-8", "replace")

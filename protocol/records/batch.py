@@ -23,6 +23,10 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
+from typing import Any
+
+from mypy_extensions import mypyc_attr
 
 from minibroker_protocol.errors import ErrorCode, KafkaError
 
@@ -51,10 +55,10 @@ _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 
 
-_crc32c_impl = None
+_crc32c_impl: Callable[[Any], int] | None = None
 
 
-def crc32c(data) -> int:
+def crc32c(data: Any) -> int:
     """CRC-32C (Castagnoli), from the crc32c package's C extension, loaded on first use."""
     global _crc32c_impl
     if _crc32c_impl is None:
@@ -62,7 +66,7 @@ def crc32c(data) -> int:
     return _crc32c_impl(data)
 
 
-def _load_crc32c():
+def _load_crc32c() -> Callable[[Any], int]:
     """The crc32c package's extension module `crc32c._crc32c`, loaded on its own: the package's
     __init__ reads its own version from the installed metadata (importlib.metadata, which imports
     the email parser, zipfile, csv...: 12-15 ms, more than the extension costs a hundred times)
@@ -87,6 +91,8 @@ def _load_crc32c():
     return impl
 
 
+# compiled (minibroker_protocol.compiled), yet subclassed by interpreted modules (compression's CompressionError)
+@mypyc_attr(allow_interpreted_subclasses=True)
 class InvalidBatch(KafkaError, ValueError):
     """The bytes are not a well-formed batch; `code` is the ErrorCode Kafka answers for it
     (CorruptRecordException -> CORRUPT_MESSAGE, InvalidRecordException -> INVALID_RECORD, ...).
