@@ -9,9 +9,15 @@ STAMP  := $(VENV)/.installed-stamp
 RUN_STAMP := $(VENV)/.installed-run-stamp
 DIST   := dist
 
-.PHONY: install run test lint bench clean reference wheel
+.PHONY: install run test test-pure compiled lint bench clean reference wheel
 
-install: $(STAMP)
+install: $(STAMP) compiled
+
+# The hot modules compiled by mypyc into $(VENV)/minibroker-compiled (issue 33,
+# minibroker_protocol/compiled.py); rebuilt only when one of their sources changed. Without a C
+# compiler or mypyc it says so and the pure-Python modules run.
+compiled:
+	$(PY) tools/compile_hot_modules.py --if-stale
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +35,7 @@ $(RUN_STAMP): pyproject.toml
 # The console (and /metrics) on 127.0.0.1:8080 and the schema registry (Confluent's REST API) on
 # 127.0.0.1:8081; the broker prints both URLs at start.
 run: $(RUN_STAMP)
+	$(PY) tools/compile_hot_modules.py --if-stale
 	$(PY) -m minibroker --host 127.0.0.1 --port 9092 --data-dir data --config config.yaml --console-port 8080 \
 		--schema-registry-port 8081
 
@@ -53,8 +60,14 @@ $(JS_STAMP): tests/js/package-lock.json
 reference:
 	$(PYTHON) reference/kafka_reference.py fetch
 
+PYTEST_ARGS := -q --durations=25 -n 2 --dist loadfile --no-loadscope-reorder
+
 test: install $(JS_STAMP) reference
-	$(PY) -m pytest -q --durations=25 -n 2 --dist loadfile --no-loadscope-reorder
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+# the same tests on the pure-Python modules only (the reference the compiled ones are checked against)
+test-pure: install $(JS_STAMP) reference
+	MINIBROKER_PURE_PYTHON=1 $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -1,0 +1,6 @@
+"""Apache Kafka's wire protocol and record formats, sans I/O (imports nothing of storage or the broker)."""
+
+from minibroker_protocol.compiled import extend_path
+
+# the compiled twins of the hot modules first, when built and current (minibroker_protocol.compiled)
+__path__ = extend_path(__path__, __name__)

@@ -14,6 +14,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from minibroker_protocol.compiled import extend_path
+
+# the compiled twins of the hot modules first, when built and current (minibroker_protocol.compiled)
+__path__ = extend_path(__path__, __name__)
+
 if TYPE_CHECKING:
     from minibroker_storage.config import LogConfig
     from minibroker_storage.file_region import FileRegion

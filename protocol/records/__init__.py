@@ -8,5 +8,11 @@
     dump         summaries and DumpLogSegments-style lines for trace and dump tools
     xxhash32     the LZ4 frame descriptor checksum
 
-Nothing is imported here, so that importing `minibroker_protocol.records.batch` does not load the codecs.
+Nothing but the compiled modules' path hook is imported here, so that importing
+`minibroker_protocol.records.batch` does not load the codecs.
 """
+
+from minibroker_protocol.compiled import extend_path
+
+# the compiled twins of the hot modules first, when built and current (minibroker_protocol.compiled)
+__path__ = extend_path(__path__, __name__)
