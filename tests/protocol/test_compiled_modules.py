@@ -34,8 +34,10 @@ NOW = 1_700_000_000_000
 
 
 def _can_compile() -> bool:
+    """What tools/compile_hot_modules.py needs: mypyc, a C compiler and Python's headers."""
     return (importlib.util.find_spec("mypyc") is not None
-            and shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]) is not None)
+            and shutil.which((sysconfig.get_config_var("CC") or "cc").split()[0]) is not None
+            and (Path(sysconfig.get_paths()["include"]) / "Python.h").exists())
 
 
 def _files_in(env: dict[str, str]) -> dict[str, str]:
