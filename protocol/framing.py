@@ -30,6 +30,13 @@ class FrameReader:
     def buffered(self) -> int:
         return len(self._buf)
 
+    def clear(self) -> None:
+        """Forget the frame in progress and whatever was read past it: the connection closed.
+        Drops the buffer at once, rather than when the connection's objects are collected (a
+        connection is a reference cycle: 300 closed attackers held 3 MiB each until a gc pass)."""
+        self._buf = bytearray()
+        self._need = None
+
     def pending_size(self) -> int | None:
         """Size of the frame being received, once its prefix has arrived (for back-pressure)."""
         return self._need

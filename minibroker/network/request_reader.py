@@ -114,6 +114,7 @@ class RequestReader:
             held, self.charged, self.queued_bytes = self.charged, 0, 0
             self._pool.release(held)
             self._pool.end_overflow(self)
+        self._frames.clear()
 
     def _frame_bytes(self) -> int:
         """Bytes of the frame in progress (and read-ahead) in the frame reader, prefix included."""

@@ -90,6 +90,11 @@ class MemoryAttack:
     def bytes_sent(self) -> int:
         return sum(self.sent.values())
 
+    def unfinished_ports(self) -> set[int]:
+        """Local ports of the connections that had not sent their whole request: the broker held
+        each part-way (one may have read its request in full as the pool's overflow, never paused)."""
+        return {port for fd, port in zip(self.sent, self.local_ports, strict=True) if self.sent[fd] < self.claim + 4}
+
 
 def open_idle(bootstrap: str, n: int) -> list[socket.socket]:
     host, port = bootstrap.rsplit(":", 1)

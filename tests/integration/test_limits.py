@@ -23,8 +23,12 @@ from tests.integration.limits_helpers import MemoryAttack, open_idle, raise_fd_l
 
 ATTACKERS = 300
 # the broker's own ~40 MB, plus queued.max.request.bytes (100 MiB by default) and the one request
-# over it the pool admits (socket.request.max.bytes, 100 MiB); main reached 3 GB in 8 s
-RSS_BOUND_MB = 300
+# over it the pool admits (socket.request.max.bytes, 100 MiB), an eighth more for bytearray growth,
+# and the freed heap the command-line broker keeps for reuse (minibroker.malloc_tuning: 64 MiB at
+# the top, and holes below it): peaks of 300-345 MB measured. Main reached 3 GB in 8 s; closing 300
+# attackers once took it to 1.4 GB (each connection's partly read frame outlived its close)
+RSS_BOUND_MB = 400
+AFTER_CLOSE_S = 3.0  # that growth was ~80 MB per 100 ms while the broker read the closed sockets dry
 READ_TIMEOUT_MS = 1000
 
 
@@ -89,18 +93,23 @@ def test_memory_attack_keeps_rss_bounded_and_others_served(kafka_broker_module):
         _produce_consume(b.bootstrap, f"under-attack-{uuid.uuid4().hex[:6]}")
         time.sleep(max(0.0, 6 - 1.5))
         sent = attack.bytes_sent
+        attack.stop()  # the attackers close: the broker reads what they left in its sockets, and drops it
+        time.sleep(AFTER_CLOSE_S)
     finally:
         stop.set()
         sampler.join()
         attack.stop()
     assert sent > 500e6, "the attack did not get going"
     assert max(samples) < RSS_BOUND_MB, f"RSS peaked at {max(samples):.0f} MB"
-    # every attacking connection was paused (waiting for memory) or closed, with a log line
+    # every attacker whose request was not read in full was paused (waiting for memory) or closed,
+    # with a log line (a request read in full, past a full pool as its overflow, never waited; its
+    # connection then closed between requests, which is not logged)
     def logged() -> set[int]:
         text = b.log_text()
         return {int(p) for p in re.findall(r"(?:pausing reads from|closed connection from) 127\.0\.0\.1:(\d+)", text)}
-    assert wait_for(lambda: set(attack.local_ports) <= logged(), 10), \
-        f"{len(set(attack.local_ports) - logged())} attackers without a log line"
+    held = attack.unfinished_ports()
+    assert len(held) > ATTACKERS // 2
+    assert wait_for(lambda: held <= logged(), 10), f"{len(held - logged())} attackers without a log line"
     _ask(b.bootstrap)  # and the broker is still up
 
 
