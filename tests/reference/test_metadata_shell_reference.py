@@ -217,10 +217,12 @@ def shell(snapshot: Path, command: list[str]) -> str:
     or directory" is kafka-shell 4.3.1's race, run again. Its non-interactive mode waits only for the
     MetadataLoader's lastAppliedOffset (MetadataShell.waitUntilCaughtUp), not for the image to reach
     the shell's publisher, so a command now and then sees no /image yet (seen on both controllers'
-    snapshots under load; the publisher sets the whole image at once, never part of it)."""
+    snapshots under load; the publisher sets the whole image at once, never part of it). The empty
+    image has a features node: its metadataVersion reads "Optional.empty" (seen once on Kafka's
+    snapshot in a full run), which no snapshot of a formatted cluster holds."""
     for _ in range(5):
         out = _shell_once(snapshot, command)
-        if out.strip() and "No such file or directory" not in out:
+        if out.strip() and "No such file or directory" not in out and out.strip() != "Optional.empty":
             return out
     return out
 
