@@ -116,7 +116,7 @@ def test_keys_without_effect_say_so_in_their_doc():
     """DescribeConfigs hands each key's doc to clients: a key minibroker accepts but does not act on
     says so, in one phrase, and the keys that work do not."""
     no_effect = {
-        "broker": "socket.send.buffer.bytes socket.receive.buffer.bytes num.network.threads num.io.threads num.recovery.threads.per.data.dir "
+        "broker": "num.network.threads num.io.threads num.recovery.threads.per.data.dir "
                   "log.flush.start.offset.checkpoint.interval.ms log.preallocate log.cleaner.threads "
                   "compression.gzip.level compression.lz4.level compression.zstd.level fetch.max.bytes "
                   "offsets.commit.timeout.ms unclean.leader.election.enable "

@@ -268,10 +268,13 @@ _BROKER_KEYS: list[ConfigKey] = [
     _broker("socket.request.max.bytes", "int", 100 * 1024 * 1024,
             "Largest request frame; a bigger size prefix closes the connection before the body is read.",
             AtLeast(1)),
-    _broker("socket.send.buffer.bytes", "int", 100 * 1024, "SO_SNDBUF of accepted sockets (-1 = OS default)."
-            + _no_effect("the OS sizes socket buffers (Linux autotuning)")),
-    _broker("socket.receive.buffer.bytes", "int", 100 * 1024, "SO_RCVBUF of accepted sockets (-1 = OS default)."
-            + _no_effect("the OS sizes socket buffers (Linux autotuning)")),
+    # Kafka's default is 100 KiB for both; here the kernel's autotuning unless asked, as fixed
+    # 100 KiB buffers cost 7-25% of the throughput rows (docs/differences.md#socket-buffers-default)
+    _broker("socket.send.buffer.bytes", "int", -1,
+            "SO_SNDBUF of accepted sockets; -1 = the OS sizes it (Kafka's default is 102400)."),
+    _broker("socket.receive.buffer.bytes", "int", -1,
+            "SO_RCVBUF of the listening socket, which accepted sockets inherit; -1 = the OS sizes it "
+            "(Kafka's default is 102400)."),
     _broker("socket.listen.backlog.size", "int", 50, "Listen backlog of the server socket (KIP-764): connections the OS completes before the broker accepts them.", AtLeast(1)),
     _broker("queued.max.requests", "int", 500,
             "Requests read but not yet handled, per connection, before the broker stops reading from that connection "

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("minibroker.network.socket_server")
 
 _ACCEPTS_PER_WAKEUP = 64  # connections taken per readable event before other work runs
+USE_DEFAULT_BUFFER_SIZE = -1  # socket.send/receive.buffer.bytes: the OS sizes it (Kafka: Selectable)
 _PAUSED_MS = 24 * 3600 * 1000  # a paused broker's connections are muted until it resumes
 
 
@@ -60,6 +61,7 @@ class SocketServer:
         self.paused = False  # by a fault (pause/resume)
         self.slow_requests_dropped = 0  # for /metrics
         self.idle_closed = 0
+        self._send_buffer: int = config.get("socket.send.buffer.bytes")
         # set by enable_request_processing
         self._handle: RequestHandler | None = None
         self._pool: MemoryPool | None = None
@@ -122,6 +124,11 @@ class SocketServer:
         host = endpoint.host or "0.0.0.0"
         sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        receive_buffer = self.config.get("socket.receive.buffer.bytes")
+        if receive_buffer != USE_DEFAULT_BUFFER_SIZE:
+            # on the listening socket, before listen, as Kafka's Acceptor: accepted sockets inherit
+            # it, and a window scale chosen at the handshake must already know it
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
         try:
             sock.bind((host, endpoint.port))
             sock.listen(self.config.get("socket.listen.backlog.size"))
@@ -170,6 +177,10 @@ class SocketServer:
             if not limits.admit(ip):
                 conn_sock.close()
                 continue
+            # as Kafka's Acceptor.configureAcceptedSocketChannel (TCP_NODELAY: the Connection)
+            conn_sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            if self._send_buffer != USE_DEFAULT_BUFFER_SIZE:
+                conn_sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._send_buffer)
             sasl = self.sasl.get(endpoint.listener_name)
             authenticator = None
             if sasl is not None:
