@@ -268,7 +268,10 @@ def java_command(main_class: str, args: Sequence[str] = (), *, heap: str = "256m
     if java is None:
         raise RuntimeError("java is not installed")
     full_jit = main_class in _PERF if jit is None else jit
-    opts = [f"-Xmx{heap}", "-XX:+UseSerialGC", "-Xshare:auto", "-Djava.awt.headless=true",
+    # -XX:-UsePerfData: no /tmp/hsperfdata_<user>/<pid> file. Nothing here reads jstat counters,
+    # and a JVM that found another process's file under its pid warned on stderr ("Cannot use
+    # file ... locked by another process"), which tests compare between the brokers' tools
+    opts = [f"-Xmx{heap}", "-XX:+UseSerialGC", "-Xshare:auto", "-XX:-UsePerfData", "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={log4j or TOOLS_LOG4J}"]
     if not full_jit:
         opts.append("-XX:TieredStopAtLevel=1")

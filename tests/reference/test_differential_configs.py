@@ -48,6 +48,8 @@ BROKER_ENTRY_DIFFERENCES = {
     "num.network.threads": "read-only: minibroker has no network threads",
     "sasl.enabled.mechanisms": "read-only: the SASL listeners take it at start (issue 19)",
     "queued.max.request.bytes": "docs/differences.md#queued-max-request-bytes-default",
+    "socket.send.buffer.bytes": "docs/differences.md#socket-buffers-default",
+    "socket.receive.buffer.bytes": "docs/differences.md#socket-buffers-default",
     "share.coordinator.state.topic.min.isr": "dev default 1, as the other internal topics",
     "share.coordinator.state.topic.replication.factor": "dev default 1, as the other internal topics",
     "log.message.timestamp.after.max.ms": "docs/differences.md#topic-config-keys",
