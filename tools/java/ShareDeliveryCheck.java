@@ -34,6 +34,20 @@ public class ShareDeliveryCheck {
 
     static void out(String s) { System.out.println(s); System.out.flush(); }
 
+    // The scenarios, and the groups within one, share no group and no topic that one of them
+    // deletes, so they run at once and print in a fixed order: one after the other, a Kafka 4.4
+    // broker took 89 s (each new share member waits for the assignment of a heartbeat) and
+    // minibroker 21 s, most of it the quiet periods below.
+    static final ExecutorService POOL = Executors.newCachedThreadPool();
+
+    static List<String> all(List<Callable<String>> tasks) throws Exception {
+        List<Future<String>> running = new ArrayList<>();
+        for (Callable<String> t : tasks) running.add(POOL.submit(t));
+        List<String> results = new ArrayList<>();
+        for (Future<String> f : running) results.add(f.get());
+        return results;
+    }
+
     static KafkaShareConsumer<String, String> consumer(String group, int maxPoll, String mode) {
         Properties p = new Properties();
         p.put("bootstrap.servers", boot);
@@ -70,7 +84,7 @@ public class ShareDeliveryCheck {
         groupConfig(admin, group, all);
     }
 
-    static void readCommitted(Admin admin, String pre) throws Exception {
+    static String readCommitted(Admin admin, String pre) throws Exception {
         String topic = pre + "rc", group = pre + "g-rc";
         topic(admin, topic, 1, group, Map.of("share.isolation.level", "read_committed"));
         try (KafkaProducer<String, String> a = new KafkaProducer<>(producerProps(topic + "-a", 0));
@@ -107,10 +121,10 @@ public class ShareDeliveryCheck {
         long committed = seen.keySet().stream().filter(v -> v.startsWith("c-")).count();
         long aborted = seen.keySet().stream().filter(v -> v.startsWith("x-")).count();
         int received = seen.values().stream().mapToInt(Integer::intValue).sum();
-        out("RESULT read_committed received=" + received + " committed=" + committed + " aborted=" + aborted);
+        return "RESULT read_committed received=" + received + " committed=" + committed + " aborted=" + aborted;
     }
 
-    static void deletedTopic(Admin admin, String pre) throws Exception {
+    static String deletedTopic(Admin admin, String pre) throws Exception {
         String topic = pre + "del", group = pre + "g-del";
         topic(admin, topic, 1, group, Map.of());
         try (KafkaProducer<String, String> p = new KafkaProducer<>(producerProps(null, 0))) {
@@ -131,27 +145,28 @@ public class ShareDeliveryCheck {
             for (Map.Entry<TopicIdPartition, Optional<KafkaException>> e : c.commitSync().entrySet())
                 outcomes.add(e.getValue().map(x -> x.getClass().getSimpleName()).orElse("ok"));
         }
-        out("RESULT deleted_topic got=" + got + " commit=" + outcomes);
+        return "RESULT deleted_topic got=" + got + " commit=" + outcomes;
     }
 
-    static void closeReceipts(Admin admin, String pre) throws Exception {
+    static String closeReceipts(Admin admin, String pre) throws Exception {
         String topic = pre + "close";
         admin.createTopics(List.of(new NewTopic(topic, 3, (short) 1))).all().get();
         try (KafkaProducer<String, String> p = new KafkaProducer<>(producerProps(null, 0))) {
             for (int i = 0; i < 12; i++) p.send(new ProducerRecord<>(topic, i % 3, null, "v" + i)).get();
         }
-        List<String> rounds = new ArrayList<>();
+        List<Callable<String>> rounds = new ArrayList<>();
         for (int round = 0; round < 3; round++) {
             String group = pre + "g-close-" + round;
-            groupConfig(admin, group, Map.of("share.auto.offset.reset", "earliest"));
-            List<String> receipts = Collections.synchronizedList(new ArrayList<>());
-            int got = 0;
-            KafkaShareConsumer<String, String> c = consumer(group, 12, "batch_optimized");
-            c.setAcknowledgementCommitCallback((offsets, exception) -> {
-                for (Map.Entry<TopicIdPartition, Set<Long>> e : offsets.entrySet())
-                    for (Long o : e.getValue())
-                        receipts.add((exception == null ? "ok" : exception.getClass().getSimpleName()) + ":"
-                            + e.getKey().partition() + ":" + o);
+            rounds.add(() -> {
+                groupConfig(admin, group, Map.of("share.auto.offset.reset", "earliest"));
+                List<String> receipts = Collections.synchronizedList(new ArrayList<>());
+                int got = 0;
+                KafkaShareConsumer<String, String> c = consumer(group, 12, "batch_optimized");
+                c.setAcknowledgementCommitCallback((offsets, exception) -> {
+                    for (Map.Entry<TopicIdPartition, Set<Long>> e : offsets.entrySet())
+                        for (Long o : e.getValue())
+                            receipts.add((exception == null ? "ok" : exception.getClass().getSimpleName()) + ":"
+                                + e.getKey().partition() + ":" + o);
             });
             c.subscribe(List.of(topic));
             long end = System.currentTimeMillis() + 30000;
@@ -164,13 +179,14 @@ public class ShareDeliveryCheck {
             c.close();
             Map<String, Integer> kinds = new TreeMap<>();
             for (String r : receipts) kinds.merge(r.split(":")[0], 1, Integer::sum);
-            rounds.add("got=" + got + " receipts=" + kinds + " distinct=" + new HashSet<>(receipts).size()
-                + " at_close=" + (receipts.size() > before));
+            return "got=" + got + " receipts=" + kinds + " distinct=" + new HashSet<>(receipts).size()
+                + " at_close=" + (receipts.size() > before);
+            });
         }
-        out("RESULT close_receipts " + String.join(" | ", rounds));
+        return "RESULT close_receipts " + String.join(" | ", all(rounds));
     }
 
-    static void bounds(Admin admin, String pre) throws Exception {
+    static String bounds(Admin admin, String pre) throws Exception {
         String topic = pre + "bounds", group = pre + "g-bounds";
         topic(admin, topic, 1, group, Map.of());
         try (KafkaProducer<String, String> big = new KafkaProducer<>(producerProps(null, 2000))) {
@@ -196,10 +212,10 @@ public class ShareDeliveryCheck {
                 if (n > 0) { polls.add(n); total += n; c.commitSync(); }
             }
         }
-        out("RESULT bounds polls=" + polls);
+        return "RESULT bounds polls=" + polls;
     }
 
-    static void dlq(Admin admin, String pre) throws Exception {
+    static String dlq(Admin admin, String pre) throws Exception {
         String p = pre + "dlq", topic = p + "-dlqsrc", dlqTopic = "dlq." + p;
         admin.createTopics(List.of(new NewTopic(topic, 3, (short) 1),
             new NewTopic(dlqTopic, 2, (short) 1).configs(Map.of("errors.deadletterqueue.group.enable", "true")),
@@ -212,76 +228,80 @@ public class ShareDeliveryCheck {
         }
         Map<String, String> names = Map.of("copy", dlqTopic, "nocopy", dlqTopic, "off", dlqTopic + "-off",
             "unprefixed", "nodlq." + p);
-        List<String> seen = new ArrayList<>();
+        List<Callable<String>> seen = new ArrayList<>();
         for (String c : List.of("copy", "nocopy", "off", "unprefixed")) {
             String group = p + "-g-dlq-" + c;
-            groupConfig(admin, group, Map.of("share.auto.offset.reset", "earliest", "share.delivery.count.limit", "2",
-                "errors.deadletterqueue.topic.name", names.get(c),
-                "errors.deadletterqueue.copy.record.enable", Boolean.toString(c.equals("copy"))));
-            TreeMap<String, Integer> deliveries = new TreeMap<>();
-            try (KafkaShareConsumer<String, String> cons = consumer(group, 50, "batch_optimized")) {
-                cons.subscribe(List.of(topic));
-                long end = System.currentTimeMillis() + 60000, quiet = Long.MAX_VALUE;
-                while (System.currentTimeMillis() < Math.min(end, quiet)) {
-                    for (ConsumerRecord<String, String> r : cons.poll(Duration.ofMillis(500))) {
-                        deliveries.merge(r.partition() + ":" + r.offset(), 1, Integer::sum);
-                        AcknowledgeType t = r.offset() == 0 ? AcknowledgeType.REJECT
-                            : r.offset() == 1 ? AcknowledgeType.RELEASE : AcknowledgeType.ACCEPT;
-                        cons.acknowledge(r, t);
+            seen.add(() -> {
+                groupConfig(admin, group, Map.of("share.auto.offset.reset", "earliest", "share.delivery.count.limit", "2",
+                    "errors.deadletterqueue.topic.name", names.get(c),
+                    "errors.deadletterqueue.copy.record.enable", Boolean.toString(c.equals("copy"))));
+                TreeMap<String, Integer> deliveries = new TreeMap<>();
+                try (KafkaShareConsumer<String, String> cons = consumer(group, 50, "batch_optimized")) {
+                    cons.subscribe(List.of(topic));
+                    long end = System.currentTimeMillis() + 60000, quiet = Long.MAX_VALUE;
+                    while (System.currentTimeMillis() < Math.min(end, quiet)) {
+                        for (ConsumerRecord<String, String> r : cons.poll(Duration.ofMillis(500))) {
+                            deliveries.merge(r.partition() + ":" + r.offset(), 1, Integer::sum);
+                            AcknowledgeType t = r.offset() == 0 ? AcknowledgeType.REJECT
+                                : r.offset() == 1 ? AcknowledgeType.RELEASE : AcknowledgeType.ACCEPT;
+                            cons.acknowledge(r, t);
+                        }
+                        cons.commitSync();
+                        int n = deliveries.values().stream().mapToInt(Integer::intValue).sum();
+                        if (n >= 15 && quiet == Long.MAX_VALUE) quiet = System.currentTimeMillis() + 3000;
                     }
-                    cons.commitSync();
-                    int n = deliveries.values().stream().mapToInt(Integer::intValue).sum();
-                    if (n >= 15 && quiet == Long.MAX_VALUE) quiet = System.currentTimeMillis() + 3000;
                 }
-            }
-            seen.add(c + ": deliveries=" + deliveries);
+                return c + ": deliveries=" + deliveries;
+            });
         }
-        out("RESULT dlq " + String.join(" | ", seen));
+        return "RESULT dlq " + String.join(" | ", all(seen));
     }
 
-    static void renew(Admin admin, String pre) throws Exception {
+    static String renew(Admin admin, String pre) throws Exception {
         String topic = pre + "renew";
         admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
         try (KafkaProducer<String, String> prod = new KafkaProducer<>(producerProps(null, 0))) {
             for (int i = 0; i < 5; i++) prod.send(new ProducerRecord<>(topic, 0, null, "r" + i)).get();
         }
-        List<String> rounds = new ArrayList<>();
+        List<Callable<String>> rounds = new ArrayList<>();
         for (String enabled : List.of("true", "false")) {
             String group = pre + "g-renew-" + enabled;
-            groupConfig(admin, group, Map.of("share.auto.offset.reset", "earliest",
-                "share.renew.acknowledge.enable", enabled));
-            List<String> steps = new ArrayList<>();
-            int redelivered = 0;
-            try (KafkaShareConsumer<String, String> c = consumer(group, 5, "batch_optimized")) {
-                c.subscribe(List.of(topic));
-                List<ConsumerRecord<String, String>> got = new ArrayList<>();
-                long end = System.currentTimeMillis() + 30000;
-                while (got.size() < 5 && System.currentTimeMillis() < end)
-                    for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) got.add(r);
-                steps.add("got=" + got.size());
-                for (AcknowledgeType t : List.of(AcknowledgeType.RENEW, AcknowledgeType.ACCEPT)) {
-                    try {
-                        for (ConsumerRecord<String, String> r : got) c.acknowledge(r, t);
-                        List<String> outcome = new ArrayList<>();
-                        for (Map.Entry<TopicIdPartition, Optional<KafkaException>> e : c.commitSync().entrySet())
-                            outcome.add(e.getValue().map(x -> x.getClass().getSimpleName()).orElse("ok"));
-                        steps.add(t + "=" + outcome);
-                    } catch (RuntimeException e) {
-                        steps.add(t + "=" + e.getClass().getSimpleName());
+            rounds.add(() -> {
+                groupConfig(admin, group, Map.of("share.auto.offset.reset", "earliest",
+                    "share.renew.acknowledge.enable", enabled));
+                List<String> steps = new ArrayList<>();
+                int redelivered = 0;
+                try (KafkaShareConsumer<String, String> c = consumer(group, 5, "batch_optimized")) {
+                    c.subscribe(List.of(topic));
+                    List<ConsumerRecord<String, String>> got = new ArrayList<>();
+                    long end = System.currentTimeMillis() + 30000;
+                    while (got.size() < 5 && System.currentTimeMillis() < end)
+                        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) got.add(r);
+                    steps.add("got=" + got.size());
+                    for (AcknowledgeType t : List.of(AcknowledgeType.RENEW, AcknowledgeType.ACCEPT)) {
+                        try {
+                            for (ConsumerRecord<String, String> r : got) c.acknowledge(r, t);
+                            List<String> outcome = new ArrayList<>();
+                            for (Map.Entry<TopicIdPartition, Optional<KafkaException>> e : c.commitSync().entrySet())
+                                outcome.add(e.getValue().map(x -> x.getClass().getSimpleName()).orElse("ok"));
+                            steps.add(t + "=" + outcome);
+                        } catch (RuntimeException e) {
+                            steps.add(t + "=" + e.getClass().getSimpleName());
+                        }
                     }
+                    long quiet = System.currentTimeMillis() + 3000;
+                    while (System.currentTimeMillis() < quiet)
+                        for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
+                            redelivered++;
+                            c.acknowledge(r, AcknowledgeType.ACCEPT);
+                        }
+                } catch (RuntimeException e) {
+                    steps.add("close=" + e.getClass().getSimpleName());
                 }
-                long quiet = System.currentTimeMillis() + 3000;
-                while (System.currentTimeMillis() < quiet)
-                    for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(500))) {
-                        redelivered++;
-                        c.acknowledge(r, AcknowledgeType.ACCEPT);
-                    }
-            } catch (RuntimeException e) {
-                steps.add("close=" + e.getClass().getSimpleName());
-            }
-            rounds.add("enable=" + enabled + " " + String.join(" ", steps) + " redelivered=" + redelivered);
+                return "enable=" + enabled + " " + String.join(" ", steps) + " redelivered=" + redelivered;
+            });
         }
-        out("RESULT renew " + String.join(" | ", rounds));
+        return "RESULT renew " + String.join(" | ", all(rounds));
     }
 
     public static void main(String[] args) throws Exception {
@@ -290,12 +310,10 @@ public class ShareDeliveryCheck {
         Properties ap = new Properties();
         ap.put("bootstrap.servers", boot);
         try (Admin admin = Admin.create(ap)) {
-            readCommitted(admin, pre);
-            deletedTopic(admin, pre);
-            closeReceipts(admin, pre);
-            bounds(admin, pre);
-            dlq(admin, pre);
-            renew(admin, pre);
+            for (String result : all(List.of(() -> readCommitted(admin, pre), () -> deletedTopic(admin, pre),
+                    () -> closeReceipts(admin, pre), () -> bounds(admin, pre), () -> dlq(admin, pre),
+                    () -> renew(admin, pre))))
+                out(result);
         }
         out("DONE");
         System.exit(0);
