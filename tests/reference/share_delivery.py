@@ -24,9 +24,21 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from tests.reference import share_clients as sc
+
+T = TypeVar("T")
+
+
+def _at_once(cases: Sequence[T], run: Callable[[T], str]) -> list[str]:
+    """`run` of each case, in the cases' order, the cases running at once. Each case has a group
+    of its own (and its own topic where it deletes one); one after the other, most of a scenario's
+    time was each new member waiting for its first assignment, and the quiet periods."""
+    with ThreadPoolExecutor(max_workers=len(cases), thread_name_prefix="share-case") as ex:
+        return list(ex.map(run, cases))
 
 
 def _set_group_configs(boot: str, group: str, configs: dict[str, str]) -> None:
@@ -92,8 +104,8 @@ def deleted_topic(boot: str, prefix: str) -> str:
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": boot})
-    out = []
-    for how in ("explicit-commit", "explicit-poll", "implicit-poll", "implicit-commit", "explicit-heartbeat-commit"):
+
+    def case(how: str) -> str:
         topic, group = f"{prefix}-del-{how}", f"{prefix}-g-del-{how}"
         sc.create_topic(boot, topic, {group: {"share.auto.offset.reset": "earliest"}})
         sc.produce(boot, topic, [f"v{i}" for i in range(5)])
@@ -126,7 +138,9 @@ def deleted_topic(boot: str, prefix: str) -> str:
         finally:
             c.close()
         codes = sorted({(e.args[0].name() if e is not None else "ok") for e in result.values()})
-        out.append(f"{how}: got={len(got)} commit={codes} callback={seen}")
+        return f"{how}: got={len(got)} commit={codes} callback={seen}"
+    out = _at_once(("explicit-commit", "explicit-poll", "implicit-poll", "implicit-commit",
+                    "explicit-heartbeat-commit"), case)
     return "RESULT deleted_topic " + " | ".join(out)
 
 
@@ -145,8 +159,8 @@ def close_receipts(boot: str, prefix: str) -> str:
     for i in range(12):
         p.produce(topic, value=f"v{i}".encode(), partition=i % 3)
         assert p.flush(30) == 0
-    out = []
-    for round_ in range(4):
+
+    def round_of(round_: int) -> str:
         mode = "explicit"
         group = f"{prefix}-g-close-{round_}"
         _set_group_configs(boot, group, {"share.auto.offset.reset": "earliest"})
@@ -173,9 +187,9 @@ def close_receipts(boot: str, prefix: str) -> str:
         # how many records one ShareFetch hands out differs (item 4): count the receipts of the
         # polls and of close together
         outcomes = Counter(r.split(":")[0] for r in receipts)
-        out.append(f"{mode}: got={len(got)} receipts={dict(sorted(outcomes.items()))} "
-                   f"distinct={len(set(receipts))} at_close={len(receipts) > before}")
-    return "RESULT close_receipts " + " | ".join(out)
+        return (f"{mode}: got={len(got)} receipts={dict(sorted(outcomes.items()))} "
+                f"distinct={len(set(receipts))} at_close={len(receipts) > before}")
+    return "RESULT close_receipts " + " | ".join(_at_once(range(4), round_of))
 
 
 def _assignments(boot: str, group: str) -> list[list[int]]:
@@ -351,8 +365,8 @@ def dlq(boot: str, prefix: str) -> str:
     """The confluent ShareConsumer of each case rejects offset 0, releases offset 1 until the
     limit and accepts the rest; then what the DLQ topics hold and what each member saw."""
     topic, groups = dlq_setup(boot, prefix)
-    seen = []
-    for case in DLQ_GROUPS:
+
+    def member(case: str) -> str:
         c = sc.consumer(boot, groups[case], topic, 50)
         deliveries: Counter[tuple[int, int]] = Counter()
         try:
@@ -367,7 +381,8 @@ def dlq(boot: str, prefix: str) -> str:
                 sc.poll(c, ack)
         finally:
             c.close()
-        seen.append(f"{case}: deliveries={sorted(deliveries.items())}")
+        return f"{case}: deliveries={sorted(deliveries.items())}"
+    seen = _at_once(DLQ_GROUPS, member)
     contents = dlq_contents(boot, prefix, 12)
     return ("RESULT dlq " + " | ".join(seen) + " || " + " | ".join(contents)).replace(prefix, "P")
 
