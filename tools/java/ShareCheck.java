@@ -1,4 +1,4 @@
-// KafkaShareConsumer (KIP-932) scenarios against one broker; tests/java/test_share_groups.py runs
+// KafkaShareConsumer (KIP-932) scenarios against one broker; tests/reference/test_share_groups.py runs
 // it against minibroker and against Apache Kafka and compares the RESULT lines.
 //
 //   java -cp <kafka 4.4 jars>:<classes> ShareCheck BOOTSTRAP all PREFIX
@@ -18,7 +18,32 @@ public class ShareCheck {
     static String boot;
     static final int N = 30;
 
-    static void out(String s) { System.out.println(s); System.out.flush(); }
+    // The scenarios of `all` have a topic and a group each, so they run at once; each one's lines
+    // are kept (on its thread) and printed in the scenarios' order. One after the other, most of
+    // the run was each new member waiting for its first assignment.
+    static final ThreadLocal<List<String>> LINES = new ThreadLocal<>();
+
+    static void out(String s) {
+        List<String> lines = LINES.get();
+        if (lines != null) { lines.add(s); return; }
+        System.out.println(s);
+        System.out.flush();
+    }
+
+    static void atOnce(List<Callable<Void>> scenarios) throws Exception {
+        ExecutorService pool = Executors.newCachedThreadPool();
+        List<Future<List<String>>> running = new ArrayList<>();
+        for (Callable<Void> scenario : scenarios)
+            running.add(pool.submit(() -> {
+                List<String> lines = new ArrayList<>();
+                LINES.set(lines);
+                try { scenario.call(); } finally { LINES.remove(); }
+                return lines;
+            }));
+        for (Future<List<String>> f : running)
+            for (String line : f.get()) out(line);
+        pool.shutdown();
+    }
 
     static KafkaShareConsumer<String, String> consumer(String group, int maxPoll) {
         Properties p = new Properties();
@@ -256,12 +281,13 @@ public class ShareCheck {
                 if (s.equals("poison")) v.set(7, "poison");
                 produce(pre + s, v);
             }
-            shared(pre + "two", pre + "g-two", 2);
-            shared(pre + "three", pre + "g-three", 3);
-            release(pre + "release", pre + "g-release");
-            reject(pre + "reject", pre + "g-reject", admin);
-            poison(pre + "poison", pre + "g-poison");
-            kill(pre + "kill", pre + "g-kill", killLockMs);
+            atOnce(List.of(
+                () -> { shared(pre + "two", pre + "g-two", 2); return null; },
+                () -> { shared(pre + "three", pre + "g-three", 3); return null; },
+                () -> { release(pre + "release", pre + "g-release"); return null; },
+                () -> { reject(pre + "reject", pre + "g-reject", admin); return null; },
+                () -> { poison(pre + "poison", pre + "g-poison"); return null; },
+                () -> { kill(pre + "kill", pre + "g-kill", killLockMs); return null; }));
         }
         out("DONE");
         System.exit(0);
