@@ -59,7 +59,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -613,20 +613,33 @@ TXN_STATE_PARTITIONS = 50  # transaction.state.log.num.partitions, Kafka's defau
 def _dump(c: ClusterOps, topic: str, partition: int, node: int) -> list[tuple[int, str, int, int]]:
     """(offset, payload or COMMIT/ABORT, producer epoch, coordinator epoch or -1) of every record in
     the partition's segments on the broker's disk, as Kafka's kafka-dump-log prints them."""
-    d = c.brokers[node].data_dir / f"{topic}-{partition}"  # type: ignore[attr-defined]
-    files = sorted(d.glob("*.log"))
-    out = kr.run_tool("kafka-dump-log", ["--files", ",".join(map(str, files)), "--print-data-log"],
+    return _dumps(c, topic, [partition], [node])[(partition, node)]
+
+
+def _dumps(c: ClusterOps, topic: str, partitions: Iterable[int], nodes: Iterable[int]
+           ) -> dict[tuple[int, int], list[tuple[int, str, int, int]]]:
+    """_dump of each (partition, node), from one kafka-dump-log run over all their segments (one
+    JVM, not one a replica: nine of them took a loaded machine 15-20 s)."""
+    owner: dict[str, tuple[int, int]] = {}
+    for part in partitions:
+        for node in nodes:
+            d = c.brokers[node].data_dir / f"{topic}-{part}"  # type: ignore[attr-defined]
+            owner.update((str(f), (part, node)) for f in sorted(d.glob("*.log")))
+    out = kr.run_tool("kafka-dump-log", ["--files", ",".join(owner), "--print-data-log"],
                       timeout=180, check=True).stdout
+    found: dict[tuple[int, int], list[tuple[int, str, int, int]]] = {key: [] for key in owner.values()}
     records: list[tuple[int, str, int, int]] = []
     epoch = -1
     for line in out.splitlines():
         fields = dict(re.findall(r"(\w+): (\S+)", line))
-        if line.startswith("baseOffset:"):
+        if line.startswith("Dumping "):
+            records = found[owner[line.removeprefix("Dumping ").strip()]]
+        elif line.startswith("baseOffset:"):
             epoch = int(fields["producerEpoch"])
         elif line.startswith("| offset:"):
             what = fields.get("endTxnMarker") or fields["payload"]
             records.append((int(fields["offset"]), what, epoch, int(fields.get("coordinatorEpoch", -1))))
-    return records
+    return found
 
 
 def _read_committed(c: ClusterOps, topic: str, partition: int, expected: int) -> tuple[list[bytes], int]:
@@ -813,9 +826,11 @@ def test_a_transaction_over_brokers_committed_and_aborted_across_a_coordinator_f
                 producer.close()
     for part in range(3):
         assert _read_committed(c, topic, part, 3) == ([f"{t}{part}".encode() for t in "cyn"], 8), part
-        dumps = poll(lambda part=part: (d := {n: _dump(c, topic, part, n) for n in (1, 2, 3)})
-                     and len({str(v) for v in d.values()}) == 1 and d,
-                     f"{topic}-{part} the same on every replica", 120, interval=2)
+    every = poll(lambda: (d := _dumps(c, topic, range(3), (1, 2, 3)))
+                 and all(len({str(d[(part, n)]) for n in (1, 2, 3)}) == 1 for part in range(3)) and d,
+                 f"{topic}'s partitions the same on every replica", 120, interval=2)
+    for part in range(3):
+        dumps = {n: every[(part, n)] for n in (1, 2, 3)}
         assert [(r[0], r[1]) for r in dumps[1]] == [
             (0, f"c{part}"), (1, "COMMIT"), (2, f"x{part}"), (3, "ABORT"), (4, f"y{part}"), (5, "COMMIT"),
             (6, f"n{part}"), (7, "COMMIT")], dumps[1]
