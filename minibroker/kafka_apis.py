@@ -116,10 +116,10 @@ class KafkaApis:
             fn = self.faults.wrap(ctx, handler.api, request, fn)
         try:
             response = await fn(ctx, request)
-        except KafkaError as e:
-            response = _error_response(handler.api, e.code)
+        except KafkaError as err:  # not `e`: mypyc types a name by its first except clause (DecodeError)
+            response = _error_response(handler.api, err.code)
             if response is None:
-                log.warning("%s v%d from %s failed: %s", handler.api.name, version, channel.peer, e)
+                log.warning("%s v%d from %s failed: %s", handler.api.name, version, channel.peer, err)
                 channel.close("request failed")
                 return None
         except Exception:

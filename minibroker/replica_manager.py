@@ -415,11 +415,11 @@ class ReplicaManager:
             if e.code == ErrorCode.NOT_LEADER_OR_FOLLOWER and part is not None:
                 return ProducePartitionResult(None, e, -1, (part.leader_id, part.leader_epoch))
             return ProducePartitionResult(None, e, part.log_start_offset if part is not None else -1)
-        except OSError as e:
-            log.error("append to %s-%d failed: %s", tp[0], tp[1], e)
+        except OSError as failed:  # not `e`: mypyc types a name by its first except clause (KafkaError)
+            log.error("append to %s-%d failed: %s", tp[0], tp[1], failed)
             if self.log_manager is not None and part is not None:
-                self.log_manager.log_dir_failure(part.log, e)  # Kafka: LogDirFailureChannel
-            return ProducePartitionResult(None, KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(e)), -1)
+                self.log_manager.log_dir_failure(part.log, failed)  # Kafka: LogDirFailureChannel
+            return ProducePartitionResult(None, KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(failed)), -1)
 
     def _check_schemas(self, part: Partition, records: bytes | bytearray | memoryview, key: bool, value: bool) -> None:
         if self.record_schema_validator is None:

@@ -15,6 +15,12 @@ extension first, but only when
   as mypyc links the modules together (a compiled module calls another's functions natively), so
   a stale build can never run beside newer code.
 
+What mypyc enforces that the interpreter does not: every annotation, at run time (a wrong one is
+a TypeError); a module's functions bound when it is built (a hot module cannot be monkeypatched);
+an interpreted subclass only where the class allows it (`mypyc_attr`); and one type per local, the
+first binding's, so a function must not name two kinds of exception alike in its `except` clauses
+(tests/protocol/test_compiled_modules.py checks the sources).
+
 Without a C compiler the build is skipped and the broker runs the same code in pure Python.
 """
 
@@ -43,6 +49,17 @@ HOT_MODULES = (
     "minibroker_storage/file_records.py",
     "minibroker_storage/segment.py",
     "minibroker_storage/log.py",
+    # the broker's side of every request (session 16): the connection, its frames, memory and
+    # socket, the dispatcher, and the ReplicaManager's append and read. Named here as paths only:
+    # nothing in this layer imports them. Not the handlers (their registry marks each function
+    # with an attribute, which a compiled function cannot carry) nor Partition (a subclass of an
+    # interpreted class with __slots__)
+    "minibroker/network/memory_pool.py",
+    "minibroker/network/request_reader.py",
+    "minibroker/network/transport.py",
+    "minibroker/network/processor.py",
+    "minibroker/kafka_apis.py",
+    "minibroker/replica_manager.py",
 )
 
 # Only os, sys and zlib here: this module is imported by the packages' __init__, on the start path

@@ -15,3 +15,8 @@ SocketServer, Selector, KafkaChannel, the transport layers; our code).
 Nothing here knows the Kafka protocol beyond the 4-byte size prefix: what a frame means is the
 dispatcher's business (minibroker.kafka_apis).
 """
+
+from minibroker_protocol.compiled import extend_path
+
+# the compiled twins of the hot modules first, when built and current (minibroker_protocol.compiled)
+__path__ = extend_path(__path__, __name__)

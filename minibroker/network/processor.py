@@ -30,7 +30,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable, Coroutine, Generator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from minibroker.network.channel import Answer, Authenticator
 from minibroker.network.memory_pool import MemoryPool
@@ -73,7 +73,7 @@ class _Resume:
         coro, to_yield = self.coro, self.pending
         while True:
             try:
-                sent = yield to_yield
+                sent: Any = yield to_yield  # mypyc wants a declared type; a task sends None
             except GeneratorExit:
                 coro.close()
                 raise
@@ -264,12 +264,12 @@ class Connection:
             self.reader.max_frame_size = self._max_frame_size
         try:
             frames = self.reader.feed(plain)
-        except FrameError as e:
+        except FrameError as bad:  # not `e`: mypyc types a name by its first except clause (OSError)
             if auth is not None and not auth.authenticated:
                 log.warning("closing connection from %s on listener %s: %s before authentication "
-                            "(sasl.server.max.receive.size=%d)", self.peer, self.listener, e, auth.max_receive_size)
+                            "(sasl.server.max.receive.size=%d)", self.peer, self.listener, bad, auth.max_receive_size)
             else:
-                log.warning("closing connection from %s: %s", self.peer, e)
+                log.warning("closing connection from %s: %s", self.peer, bad)
             self.close("bad frame")
             return
         if frames:

@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from minibroker.network.memory_pool import MemoryPool
 
 if TYPE_CHECKING:
@@ -41,6 +43,8 @@ _SENDFILE_CHUNK = 8 * 1024 * 1024
 _TCP_CORK: int | None = getattr(socket, "TCP_CORK", None)
 
 
+# TlsTransport (interpreted: loaded for TLS listeners only) extends it
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Transport:
     """Plain TCP: reads as they come, writes with send and sendfile."""
 

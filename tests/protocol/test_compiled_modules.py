@@ -174,3 +174,23 @@ def test_a_batch_view_of_the_compiled_module_is_the_one_every_module_sees() -> N
     """The pure log validator, loaded beside the compiled one, reads the compiled BatchView: the
     comparisons above are of each module's own code, on the same headers."""
     assert PURE_LOG_VALIDATOR.BatchView is BatchView
+
+
+def test_no_hot_function_names_two_kinds_of_exception_alike() -> None:
+    """mypyc types a local by its first binding: a compiled function with `except DecodeError as e`
+    and later `except KafkaError as e` raised TypeError in the second clause (KafkaApis.handle
+    closed the connection of a refused forwarded request instead of answering
+    CLUSTER_AUTHORIZATION_FAILED). The pure modules never fail so, hence this check of the source."""
+    import ast
+
+    reused = []
+    for module in compiled.HOT_MODULES:
+        tree = ast.parse((ROOT / module).read_text())
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                kinds: dict[str, set[str]] = {}
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.ExceptHandler) and node.name and node.type is not None:
+                        kinds.setdefault(node.name, set()).add(ast.unparse(node.type))
+                reused += [(module, fn.name, name, sorted(k)) for name, k in kinds.items() if len(k) > 1]
+    assert reused == []
