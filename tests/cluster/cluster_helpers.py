@@ -143,7 +143,10 @@ def log_files(cluster: MiniCluster, node: int, topic: str, partition: int) -> by
     return b"".join(f.read_bytes() for f in sorted(d.glob("*.log")))
 
 
-def consume_all(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 60.0) -> list[tuple[int, int, bytes]]:
+def consume_all(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 60.0,
+                errors: list[str] | None = None) -> list[tuple[int, int, bytes]]:
+    """What a fresh consumer reads from offset 0 of each partition, up to `expected` records or the
+    timeout; the consumer's errors go to `errors` when one is given."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4()}", "enable.auto.commit": False})
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     out: list[tuple[int, int, bytes]] = []
@@ -151,6 +154,8 @@ def consume_all(bootstrap: str, topic: str, partitions: int, expected: int, time
     try:
         while len(out) < expected and time.monotonic() < deadline:
             m = c.poll(0.5)
+            if m is not None and m.error() and errors is not None:
+                errors.append(str(m.error()))
             if m is None or m.error():
                 continue
             out.append((m.partition(), m.offset(), m.value()))
