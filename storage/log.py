@@ -590,7 +590,14 @@ class Log:
                 bound = segment.translate_offset(limit_offset, start)
                 if bound is not None:
                     max_position = bound[0]  # stop before the batch that holds the limit offset
-            end = segment.whole_batches_end(start, min(max_position, start + max(0, max_bytes)))
+            limit = min(max_position, start + max(0, max_bytes))
+            first_end = start + view.size
+            if first_end > limit:  # whole batches only: none fits if the first does not
+                end = start
+            elif first_end >= max_position:  # the first is the last one readable: no header walk
+                end = first_end
+            else:
+                end = segment.whole_batches_end(first_end, limit)
             if end == start:
                 if not min_one_batch or start + view.size > max_position:
                     return empty

@@ -3,6 +3,7 @@ roll, timestamps, flush and the recovery point."""
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -396,3 +397,25 @@ def test_lookups_from_the_last_appended_batch_agree_with_a_walk_from_the_start(t
     check()
     lg.append_as_leader(batch(2, 50))
     check()
+
+
+def test_a_read_of_the_last_appended_batch_reads_one_header(tmp_path, monkeypatch):
+    # Issue 33: a consumer at the log end, woken by an append, reads the batch just appended. The
+    # scan from the tail finds its header (one pread); that it is the last batch readable is known
+    # from its size, so no second walk of headers looks for where the region ends.
+    lg = open_log(tmp_path)
+    for i in range(4):
+        lg.append_as_leader(batch(1 + i % 2, 50) * (1 + i % 2))
+    seg = lg.active_segment
+    last_pos, last = list(seg.log.batches_from(0))[-1]
+    preads: list[tuple[int, int]] = []
+    real = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, n, at: preads.append((n, at)) or real(fd, n, at))
+    info = lg.read(last.base_offset, 10**6)
+    assert [at for _, at in preads] == [last_pos]
+    assert lg.read(lg.log_end_offset, 10**6).region is None
+    monkeypatch.undo()
+    assert info.region is not None and (info.region.position, info.region.size) == (last_pos, last.size)
+    # a read from the first batch takes every batch, as a walk finds them
+    whole = lg.read(0, 10**6).region
+    assert whole is not None and (whole.position, whole.size) == (0, seg.size)
