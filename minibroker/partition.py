@@ -181,7 +181,10 @@ class Partition(IsrUpkeep):
         if info.region is not None and info.region.size:
             result.records = info.region
         if isolation_level == READ_COMMITTED:
-            result.aborted_transactions = lg.aborted_transactions(fetch_offset, max_offset)
+            # nothing read, nothing to skip: an empty list without a walk of the transaction
+            # index, as Kafka's LocalLog.emptyFetchDataInfo answers (every parked fetch reads so)
+            result.aborted_transactions = ([] if result.records is None
+                                           else lg.aborted_transactions(fetch_offset, max_offset))
         return result
 
     def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:

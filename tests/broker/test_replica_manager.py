@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from minibroker.config import BrokerConfig
+from minibroker.partition import READ_COMMITTED
 from minibroker.replica_manager import FetchPartition
 from minibroker.server import BrokerServer
 from minibroker_protocol.errors import ErrorCode
-from minibroker_protocol.records.v2 import Record, build_batch
+from minibroker_protocol.records.v2 import ControlType, Record, build_batch, build_control_batch
+from minibroker_storage.append_origin import AppendOrigin
 from minibroker_storage.clock import ManualClock
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,3 +106,26 @@ def test_the_metadata_cache_follows_the_registry(broker):
     assert broker.replica_manager.get_partition("t", 2) is not None
     broker.topics.delete("t")
     assert cache.topic("t") is None and broker.replica_manager.get_partition("t", 0) is None
+
+
+def test_a_read_committed_read_of_nothing_lists_no_aborted_transaction(broker):
+    # Kafka's LocalLog answers a read at the fetch limit with an empty list and no look at the
+    # transaction index (emptyFetchDataInfo): every parked read_committed fetch reads so. An
+    # aborted transaction that spans the last stable offset is listed only with records.
+    part = broker.replica_manager.get_partition("t", 0)
+    ts = broker.clock()
+
+    def txn(producer_id: int) -> bytes:
+        return build_batch([Record(key=b"k", value=b"v")], base_timestamp=ts, producer_id=producer_id,
+                           producer_epoch=0, base_sequence=0, is_transactional=True)
+
+    part.append_records_to_leader(txn(1))  # offset 0: producer 1's transaction
+    part.append_records_to_leader(txn(2))  # offset 1: producer 2's, left open
+    part.append_records_to_leader(build_control_batch(ControlType.ABORT, producer_id=1, producer_epoch=0,
+                                                      coordinator_epoch=0, timestamp=ts),
+                                  origin=AppendOrigin.COORDINATOR)  # offset 2: producer 1 aborts
+    at_lso = part.read(1, 1 << 20, READ_COMMITTED, True)
+    assert (at_lso.last_stable_offset, at_lso.records, at_lso.aborted_transactions) == (1, None, [])
+    from_start = part.read(0, 1 << 20, READ_COMMITTED, True)
+    assert from_start.records is not None
+    assert [(a.producer_id, a.first_offset) for a in from_start.aborted_transactions] == [(1, 0)]
