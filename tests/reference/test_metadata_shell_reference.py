@@ -214,12 +214,13 @@ def build_cluster_and_snapshot(name: str, workdir: Path) -> tuple[Path, Controll
 
 def shell(snapshot: Path, command: list[str]) -> str:
     """One command's output. Every path here exists in both images: an empty output or "no such file
-    or directory" (`cat` capitalises it, `ls` does not) is kafka-shell 4.3.1's race, run again. Its non-interactive mode waits only for the
-    MetadataLoader's lastAppliedOffset (MetadataShell.waitUntilCaughtUp), not for the image to reach
-    the shell's publisher, so a command now and then sees no /image yet (seen on both controllers'
-    snapshots under load; the publisher sets the whole image at once, never part of it). The empty
-    image has a features node: its metadataVersion reads "Optional.empty" (seen once on Kafka's
-    snapshot in a full run), which no snapshot of a formatted cluster holds."""
+    or directory" (in either case: `ls` prints it in lower case) is kafka-shell 4.3.1's race, run
+    again. Its non-interactive mode waits only for the MetadataLoader's lastAppliedOffset
+    (MetadataShell.waitUntilCaughtUp), not for the image to reach the shell's publisher, so a
+    command now and then sees no /image yet (seen on both controllers' snapshots under load; the
+    publisher sets the whole image at once, never part of it). The empty image has a features node:
+    its metadataVersion reads "Optional.empty" (seen once on Kafka's snapshot in a full run), which
+    no snapshot of a formatted cluster holds."""
     for _ in range(5):
         out = _shell_once(snapshot, command)
         if out.strip() and "no such file or directory" not in out.lower() and out.strip() != "Optional.empty":
